@@ -1,0 +1,231 @@
+//! Modules, computations and instructions, held in arenas with typed ids.
+//!
+//! As in Cranelift, ids are `u32` newtypes and arenas never reuse an id: a pass that
+//! removes an instruction drops it from `Computation::order`, and the arena slot stays
+//! behind unreferenced. `order` is the computation's live instructions in an order where
+//! every operand comes before its users (parameters included).
+
+use super::op::Op;
+use super::types::Type;
+use cranelift_entity::{entity_impl, PrimaryMap, SecondaryMap};
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::Arc;
+
+/// An instruction within its computation.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct InstId(u32);
+entity_impl!(InstId, "i");
+
+/// A computation within its module.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct CompId(u32);
+entity_impl!(CompId, "comp");
+
+/// Where an instruction came from: its line and column in the parsed text, and the
+/// source location the text itself recorded (a JAX `loc("f.py":3:7)` or XLA metadata).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Loc {
+    /// 1-based; 0 means "made by a pass, not parsed".
+    pub line: u32,
+    pub col: u32,
+    pub source: Option<Arc<str>>,
+}
+
+impl Loc {
+    pub fn at(line: u32, col: u32) -> Loc {
+        Loc { line, col, source: None }
+    }
+}
+
+impl fmt::Display for Loc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.line, self.col)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Instruction {
+    /// Unique within the module; what the printers show (`add.3`).
+    pub name: String,
+    pub op: Op,
+    pub operands: Vec<InstId>,
+    pub ty: Type,
+    pub loc: Loc,
+}
+
+#[derive(Clone, Debug)]
+pub struct Computation {
+    pub name: String,
+    pub insts: PrimaryMap<InstId, Instruction>,
+    /// Parameter instructions by parameter number.
+    pub params: Vec<InstId>,
+    /// Live instructions, operands before users.
+    pub order: Vec<InstId>,
+    /// The value the computation returns (a `Tuple` instruction for several results).
+    pub root: InstId,
+}
+
+impl Computation {
+    pub fn new(name: impl Into<String>) -> Computation {
+        Computation {
+            name: name.into(),
+            insts: PrimaryMap::new(),
+            params: Vec::new(),
+            order: Vec::new(),
+            root: InstId::reserved_value(),
+        }
+    }
+
+    /// Appends an instruction at the end of `order`.
+    pub fn push(&mut self, inst: Instruction) -> InstId {
+        let id = self.insts.push(inst);
+        self.order.push(id);
+        id
+    }
+
+    /// Appends parameter number `params.len()`.
+    pub fn push_param(&mut self, name: impl Into<String>, ty: Type, loc: Loc) -> InstId {
+        let index = self.params.len() as u32;
+        let id = self.push(Instruction { name: name.into(), op: Op::Parameter(index), operands: vec![], ty, loc });
+        self.params.push(id);
+        id
+    }
+
+    pub fn inst(&self, id: InstId) -> &Instruction {
+        &self.insts[id]
+    }
+    pub fn inst_mut(&mut self, id: InstId) -> &mut Instruction {
+        &mut self.insts[id]
+    }
+    pub fn root_inst(&self) -> &Instruction {
+        &self.insts[self.root]
+    }
+    pub fn has_root(&self) -> bool {
+        self.root != InstId::reserved_value()
+    }
+    pub fn param_types(&self) -> Vec<Type> {
+        self.params.iter().map(|&p| self.insts[p].ty.clone()).collect()
+    }
+
+    /// Users of each live instruction, in `order` (an instruction using a value twice
+    /// appears twice).
+    pub fn users(&self) -> SecondaryMap<InstId, Vec<InstId>> {
+        let mut users: SecondaryMap<InstId, Vec<InstId>> = SecondaryMap::new();
+        for &id in &self.order {
+            for &op in &self.insts[id].operands {
+                users[op].push(id);
+            }
+        }
+        users
+    }
+
+    /// Replaces every use of `old` by `new` among live instructions and the root.
+    pub fn replace_all_uses(&mut self, old: InstId, new: InstId) {
+        for &id in &self.order {
+            for op in self.insts[id].operands.iter_mut() {
+                if *op == old {
+                    *op = new;
+                }
+            }
+        }
+        if self.root == old {
+            self.root = new;
+        }
+    }
+
+    /// Drops from `order` every instruction not reachable from the root, keeping
+    /// parameters and side-effecting instructions. Returns how many were removed.
+    pub fn remove_dead(&mut self) -> usize {
+        let mut live: HashSet<InstId> = HashSet::new();
+        let mut stack: Vec<InstId> = vec![self.root];
+        stack.extend(self.params.iter().copied());
+        stack.extend(self.order.iter().copied().filter(|&i| self.insts[i].op.has_side_effect()));
+        while let Some(id) = stack.pop() {
+            if live.insert(id) {
+                stack.extend(self.insts[id].operands.iter().copied());
+            }
+        }
+        let before = self.order.len();
+        self.order.retain(|id| live.contains(id));
+        before - self.order.len()
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Module {
+    pub name: String,
+    pub comps: PrimaryMap<CompId, Computation>,
+    pub entry: CompId,
+    /// Counter behind `fresh_name`.
+    next_name: u64,
+}
+
+impl Module {
+    pub fn new(name: impl Into<String>) -> Module {
+        Module { name: name.into(), comps: PrimaryMap::new(), entry: CompId::reserved_value(), next_name: 0 }
+    }
+
+    pub fn add_computation(&mut self, comp: Computation) -> CompId {
+        self.comps.push(comp)
+    }
+
+    pub fn comp(&self, id: CompId) -> &Computation {
+        &self.comps[id]
+    }
+    pub fn comp_mut(&mut self, id: CompId) -> &mut Computation {
+        &mut self.comps[id]
+    }
+    pub fn entry_comp(&self) -> &Computation {
+        &self.comps[self.entry]
+    }
+
+    /// A name not yet handed out by this module: `base.N`.
+    pub fn fresh_name(&mut self, base: &str) -> String {
+        let n = self.next_name;
+        self.next_name += 1;
+        format!("{base}.{n}")
+    }
+
+    /// Makes `fresh_name` skip past numeric suffixes already used (call after parsing
+    /// names from text, so that passes never hand out a duplicate).
+    pub fn reserve_names(&mut self) {
+        let mut max = self.next_name;
+        for comp in self.comps.values() {
+            for inst in comp.insts.values() {
+                if let Some((_, suffix)) = inst.name.rsplit_once('.') {
+                    if let Ok(n) = suffix.parse::<u64>() {
+                        max = max.max(n + 1);
+                    }
+                }
+            }
+        }
+        self.next_name = max;
+    }
+
+    /// Computations reachable from the entry, callees before callers (the entry last).
+    pub fn post_order(&self) -> Vec<CompId> {
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        fn visit(m: &Module, c: CompId, seen: &mut HashSet<CompId>, out: &mut Vec<CompId>) {
+            if !seen.insert(c) {
+                return;
+            }
+            for &i in &m.comps[c].order {
+                for callee in m.comps[c].insts[i].op.called_computations() {
+                    visit(m, callee, seen, out);
+                }
+            }
+            out.push(c);
+        }
+        if self.entry != CompId::reserved_value() {
+            visit(self, self.entry, &mut seen, &mut out);
+        }
+        out
+    }
+
+    /// Number of live instructions in all reachable computations.
+    pub fn instruction_count(&self) -> usize {
+        self.post_order().iter().map(|&c| self.comps[c].order.len()).sum()
+    }
+}

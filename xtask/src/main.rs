@@ -1,0 +1,2 @@
+//! `cargo xtask`: project chores (tests, benchmarks, set-up).
+fn main() {}

@@ -1,10 +1,14 @@
 //! hloscope-core: the compiler behind hloscope.
 //!
-//! Text (StableHLO or XLA HLO) is parsed into an XLA-style [`ir::Module`], checked by the
-//! [`verify`] module, printed back by [`print`], and executed by the reference
+//! Text (StableHLO or XLA HLO) is parsed by [`parse`] into an XLA-style [`ir::Module`],
+//! checked by [`verify`], printed back by [`print`], and executed by the reference
 //! interpreter in [`interp`], the numerics oracle for every pass and target.
 //!
 //! Architecture invariant: this crate does no IO (no files, no network, no clocks), so
 //! that it builds and runs unchanged in the browser as WebAssembly.
 
+pub mod interp;
 pub mod ir;
+pub mod parse;
+pub mod print;
+pub mod verify;

@@ -7,18 +7,18 @@
 
 use super::op::Op;
 use super::types::Type;
-use cranelift_entity::{entity_impl, PrimaryMap, SecondaryMap};
+use cranelift_entity::{entity_impl, packed_option::ReservedValue, PrimaryMap, SecondaryMap};
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
 /// An instruction within its computation.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct InstId(u32);
 entity_impl!(InstId, "i");
 
 /// A computation within its module.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CompId(u32);
 entity_impl!(CompId, "comp");
 

@@ -1,0 +1,1 @@
+//! XLA HLO-like text printer.

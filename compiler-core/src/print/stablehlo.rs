@@ -1,0 +1,1 @@
+//! StableHLO (MLIR text) printer.

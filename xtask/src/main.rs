@@ -1,2 +1,65 @@
-//! `cargo xtask`: project chores (tests, benchmarks, set-up).
-fn main() {}
+//! `cargo xtask`: the project's chores in one place (alias in `.cargo/config.toml`).
+
+use std::process::{Command, ExitCode};
+
+const HELP: &str = "\
+cargo xtask <command>
+
+Commands:
+  test     Run every test: the workspace's tests (debug build, incl. the conformance
+           corpus, the JAX corpus and the bounded parser fuzzing), and check that
+           hloscope-core builds for wasm32-unknown-unknown.
+  help     Show this text.
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("test") => test(&args[1..]),
+        Some("help") | Some("--help") | Some("-h") | None => {
+            print!("{HELP}");
+            Ok(())
+        }
+        Some(other) => Err(format!("unknown command {other:?}\n\n{HELP}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs a command, echoing it first; fails with its name when it fails.
+fn run(program: &str, args: &[&str]) -> Result<(), String> {
+    eprintln!("$ {program} {}", args.join(" "));
+    let status = Command::new(program).args(args).status().map_err(|e| format!("cannot start {program}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{program} {}` failed ({status})", args.join(" ")))
+    }
+}
+
+fn test(extra: &[String]) -> Result<(), String> {
+    ensure_wasm_target()?;
+    run("cargo", &["build", "-p", "hloscope-core", "--target", "wasm32-unknown-unknown"])?;
+    let mut args = vec!["test", "--workspace"];
+    args.extend(extra.iter().map(String::as_str));
+    run("cargo", &args)
+}
+
+/// Installs the wasm32 standard library through rustup when it is missing.
+fn ensure_wasm_target() -> Result<(), String> {
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("wasm32-unknown-unknown"))
+        .unwrap_or(false);
+    if installed {
+        Ok(())
+    } else {
+        run("rustup", &["target", "add", "wasm32-unknown-unknown"])
+    }
+}

@@ -10,5 +10,6 @@
 pub mod interp;
 pub mod ir;
 pub mod parse;
+pub mod passes;
 pub mod print;
 pub mod verify;

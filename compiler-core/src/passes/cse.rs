@@ -1,0 +1,106 @@
+//! Common subexpression elimination: one instruction per distinct (op, operands, type).
+//!
+//! Operands of commutative binary ops are compared as a set (`a+b` equals `b+a`).
+//! Refuses side-effecting instructions and parameters. Constants are merged when their
+//! literals are equal (NaN constants never are, which is only conservative).
+
+use super::{Changed, Pass};
+use crate::ir::{InstId, Instruction, Module, Op};
+use std::collections::HashMap;
+
+pub struct Cse;
+
+/// The part of an instruction that identifies its value, apart from the op's attributes
+/// (compared separately, since literals hold floats and cannot be hashed).
+fn key(inst: &Instruction) -> (&'static str, Vec<InstId>) {
+    let mut operands = inst.operands.clone();
+    if let Op::Binary(b) = &inst.op {
+        if b.is_commutative() {
+            operands.sort();
+        }
+    }
+    (inst.op.hlo_name(), operands)
+}
+
+impl Pass for Cse {
+    fn name(&self) -> &'static str {
+        "cse"
+    }
+    fn run(&self, module: &mut Module) -> Changed {
+        let mut changed = false;
+        for comp_id in module.post_order() {
+            let comp = module.comp_mut(comp_id);
+            let mut seen: HashMap<(&'static str, Vec<InstId>), Vec<InstId>> = HashMap::new();
+            let mut replaced: HashMap<InstId, InstId> = HashMap::new();
+            for idx in 0..comp.order.len() {
+                let id = comp.order[idx];
+                // Earlier replacements may have rewritten this instruction's operands.
+                for o in comp.insts[id].operands.iter_mut() {
+                    if let Some(&new) = replaced.get(o) {
+                        *o = new;
+                    }
+                }
+                let inst = &comp.insts[id];
+                if matches!(inst.op, Op::Parameter(_)) || inst.op.has_side_effect() {
+                    continue;
+                }
+                let k = key(inst);
+                let candidates = seen.entry(k).or_default();
+                let same = candidates
+                    .iter()
+                    .copied()
+                    .find(|&c| comp.insts[c].op == inst.op && comp.insts[c].ty == inst.ty);
+                match same {
+                    Some(earlier) => {
+                        replaced.insert(id, earlier);
+                    }
+                    None => candidates.push(id),
+                }
+            }
+            if !replaced.is_empty() {
+                changed = true;
+                if let Some(&new) = replaced.get(&comp.root) {
+                    comp.root = new;
+                }
+                comp.order.retain(|id| !replaced.contains_key(id));
+            }
+        }
+        changed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::*;
+
+    fn inst(name: &str, op: Op, operands: Vec<InstId>, ty: &Type) -> Instruction {
+        Instruction { name: name.into(), op, operands, ty: ty.clone(), loc: Loc::default() }
+    }
+
+    #[test]
+    fn merges_commutative_duplicates_transitively() {
+        let mut m = Module::new("m");
+        let mut c = Computation::new("main");
+        let t = Type::array(ElementType::F32, vec![2]);
+        let a = c.push_param("a", t.clone(), Loc::default());
+        let b = c.push_param("b", t.clone(), Loc::default());
+        let s1 = c.push(inst("s1", Op::Binary(BinaryOp::Add), vec![a, b], &t));
+        let s2 = c.push(inst("s2", Op::Binary(BinaryOp::Add), vec![b, a], &t));
+        let e1 = c.push(inst("e1", Op::Unary(UnaryOp::Exp), vec![s1], &t));
+        let e2 = c.push(inst("e2", Op::Unary(UnaryOp::Exp), vec![s2], &t));
+        let d1 = c.push(inst("d1", Op::Binary(BinaryOp::Sub), vec![e1, e2], &t));
+        // Subtract is not commutative: b-a differs from a-b.
+        let d2 = c.push(inst("d2", Op::Binary(BinaryOp::Sub), vec![b, a], &t));
+        let d3 = c.push(inst("d3", Op::Binary(BinaryOp::Sub), vec![a, b], &t));
+        let root = c.push(inst("root", Op::Tuple, vec![d1, d2, d3], &Type::Tuple(vec![t.clone(), t.clone(), t.clone()])));
+        c.root = root;
+        m.entry = m.add_computation(c);
+        assert!(Cse.run(&mut m));
+        let c = m.entry_comp();
+        assert_eq!(c.order, vec![a, b, s1, e1, d1, d2, d3, root]);
+        assert_eq!(c.inst(d1).operands, vec![e1, e1]);
+        assert!(!Cse.run(&mut m));
+        let _ = (s2, e2);
+    }
+}

@@ -1,0 +1,51 @@
+//! Dead code elimination: drops instructions whose values nothing uses.
+//!
+//! Keeps parameters (they define a computation's signature), roots, and instructions with
+//! side effects (custom calls marked so, `rng`). Runs on every reachable computation.
+
+use super::{Changed, Pass};
+use crate::ir::Module;
+
+pub struct Dce;
+
+impl Pass for Dce {
+    fn name(&self) -> &'static str {
+        "dce"
+    }
+    fn run(&self, module: &mut Module) -> Changed {
+        let mut removed = 0;
+        for comp in module.post_order() {
+            removed += module.comp_mut(comp).remove_dead();
+        }
+        removed > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::*;
+
+    #[test]
+    fn removes_unused_and_keeps_side_effects() {
+        let mut m = Module::new("m");
+        let mut c = Computation::new("main");
+        let t = Type::array(ElementType::F32, vec![2]);
+        let p = c.push_param("p", t.clone(), Loc::default());
+        let dead = c.push(Instruction { name: "dead".into(), op: Op::Unary(UnaryOp::Exp), operands: vec![p], ty: t.clone(), loc: Loc::default() });
+        let effect = c.push(Instruction {
+            name: "check".into(),
+            op: Op::CustomCall(CustomCallAttrs { target: "x".into(), has_side_effect: true, backend_config: String::new(), attrs: vec![] }),
+            operands: vec![p],
+            ty: Type::Tuple(vec![]),
+            loc: Loc::default(),
+        });
+        let live = c.push(Instruction { name: "live".into(), op: Op::Unary(UnaryOp::Neg), operands: vec![p], ty: t, loc: Loc::default() });
+        c.root = live;
+        m.entry = m.add_computation(c);
+        assert!(Dce.run(&mut m));
+        assert_eq!(m.entry_comp().order, vec![p, effect, live]);
+        assert!(!m.entry_comp().order.contains(&dead));
+        assert!(!Dce.run(&mut m), "a second run finds nothing");
+    }
+}

@@ -65,7 +65,7 @@ fn push_scalar(data: &mut Data, s: Scalar) -> Result<(), String> {
 
 pub(super) fn reduce(interp: &mut Interpreter, inst: &Instruction, args: &[Value]) -> Result<Value, String> {
     let Op::Reduce { dims, body } = &inst.op else { return Err("expected a reduce".into()) };
-    if args.is_empty() || args.len() % 2 != 0 {
+    if args.is_empty() || !args.len().is_multiple_of(2) {
         return Err(format!("reduce takes N inputs and N init values, got {} operands", args.len()));
     }
     let n = args.len() / 2;

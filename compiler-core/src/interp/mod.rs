@@ -361,7 +361,7 @@ mod tests {
         // a = x + x; b = a * x; root (a, b, x): x's last use must not take it early, and
         // the root keeps every value it returns.
         let t = arr(S32, &[2]);
-        let module = TestModule::new().finish_with_entry(&[t.clone()], |b, p| {
+        let module = TestModule::new().finish_with_entry(std::slice::from_ref(&t), |b, p| {
             let a = b.op(Op::Binary(BinaryOp::Add), &[p[0], p[0]], t.clone());
             let m = b.op(Op::Binary(BinaryOp::Mul), &[a, p[0]], t.clone());
             b.tuple(&[a, m, p[0]])

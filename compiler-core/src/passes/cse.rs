@@ -4,7 +4,7 @@
 //! Refuses side-effecting instructions and parameters. Constants are merged when their
 //! literals are equal (NaN constants never are, which is only conservative).
 
-use super::{Changed, Pass};
+use super::{Changed, Pass, PassLog};
 use crate::ir::{InstId, Instruction, Module, Op};
 use std::collections::HashMap;
 
@@ -26,7 +26,7 @@ impl Pass for Cse {
     fn name(&self) -> &'static str {
         "cse"
     }
-    fn run(&self, module: &mut Module) -> Changed {
+    fn run(&self, module: &mut Module, _log: &mut PassLog) -> Changed {
         let mut changed = false;
         for comp_id in module.post_order() {
             let comp = module.comp_mut(comp_id);
@@ -73,6 +73,7 @@ impl Pass for Cse {
 mod tests {
     use super::*;
     use crate::ir::*;
+    use crate::passes::PassLog;
 
     fn inst(name: &str, op: Op, operands: Vec<InstId>, ty: &Type) -> Instruction {
         Instruction { name: name.into(), op, operands, ty: ty.clone(), loc: Loc::default() }
@@ -96,11 +97,11 @@ mod tests {
         let root = c.push(inst("root", Op::Tuple, vec![d1, d2, d3], &Type::Tuple(vec![t.clone(), t.clone(), t.clone()])));
         c.root = root;
         m.entry = m.add_computation(c);
-        assert!(Cse.run(&mut m));
+        assert!(Cse.run(&mut m, &mut PassLog::default()));
         let c = m.entry_comp();
         assert_eq!(c.order, vec![a, b, s1, e1, d1, d2, d3, root]);
         assert_eq!(c.inst(d1).operands, vec![e1, e1]);
-        assert!(!Cse.run(&mut m));
+        assert!(!Cse.run(&mut m, &mut PassLog::default()));
         let _ = (s2, e2);
     }
 }

@@ -3,7 +3,7 @@
 //! Keeps parameters (they define a computation's signature), roots, and instructions with
 //! side effects (custom calls marked so, `rng`). Runs on every reachable computation.
 
-use super::{Changed, Pass};
+use super::{Changed, Pass, PassLog};
 use crate::ir::Module;
 
 pub struct Dce;
@@ -12,7 +12,7 @@ impl Pass for Dce {
     fn name(&self) -> &'static str {
         "dce"
     }
-    fn run(&self, module: &mut Module) -> Changed {
+    fn run(&self, module: &mut Module, _log: &mut PassLog) -> Changed {
         let mut removed = 0;
         for comp in module.post_order() {
             removed += module.comp_mut(comp).remove_dead();
@@ -25,6 +25,7 @@ impl Pass for Dce {
 mod tests {
     use super::*;
     use crate::ir::*;
+    use crate::passes::PassLog;
 
     #[test]
     fn removes_unused_and_keeps_side_effects() {
@@ -43,9 +44,9 @@ mod tests {
         let live = c.push(Instruction { name: "live".into(), op: Op::Unary(UnaryOp::Neg), operands: vec![p], ty: t, loc: Loc::default() });
         c.root = live;
         m.entry = m.add_computation(c);
-        assert!(Dce.run(&mut m));
+        assert!(Dce.run(&mut m, &mut PassLog::default()));
         assert_eq!(m.entry_comp().order, vec![p, effect, live]);
         assert!(!m.entry_comp().order.contains(&dead));
-        assert!(!Dce.run(&mut m), "a second run finds nothing");
+        assert!(!Dce.run(&mut m, &mut PassLog::default()), "a second run finds nothing");
     }
 }

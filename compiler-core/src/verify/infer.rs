@@ -22,8 +22,8 @@
 //! - reduction init values may have either the input's or the body's element type.
 
 use crate::ir::{
-    BinaryOp, CmpKind, CompId, ConvAttrs, Data, DotDims, ElementType, GatherDims, Literal, Module, Op, ReduceWindowAttrs,
-    RngAlgorithm, RngDistribution, ScatterDims, SelectAndScatterAttrs, Shape, Type, UnaryOp,
+    BinaryOp, CmpKind, CompId, ConvAttrs, Data, DotDims, ElementType, GatherDims, Literal, Module, Op,
+    ReduceWindowAttrs, RngAlgorithm, RngDistribution, ScatterDims, SelectAndScatterAttrs, Shape, Type, UnaryOp,
 };
 
 type R<T> = Result<T, String>;
@@ -226,7 +226,10 @@ fn reducer(module: &Module, body: CompId, inputs: &[ElementType]) -> R<Vec<Eleme
             ));
         }
         if !promotable(inputs[i], acc.elem) {
-            return Err(format!("input {i} has element type {} which body {name} cannot take as {}", inputs[i], acc.elem));
+            return Err(format!(
+                "input {i} has element type {} which body {name} cannot take as {}",
+                inputs[i], acc.elem
+            ));
         }
         elems.push(acc.elem);
     }
@@ -400,7 +403,12 @@ fn literal_ok(lit: &Literal) -> R<()> {
         return Err(format!("literal data is not stored as {} elements", lit.shape.elem));
     }
     if lit.data.len() != lit.shape.num_elements() {
-        return Err(format!("literal has {} elements but its shape {} needs {}", lit.data.len(), lit.shape, lit.shape.num_elements()));
+        return Err(format!(
+            "literal has {} elements but its shape {} needs {}",
+            lit.data.len(),
+            lit.shape,
+            lit.shape.num_elements()
+        ));
     }
     Ok(())
 }
@@ -513,10 +521,7 @@ fn slice(start: &[i64], limit: &[i64], stride: &[i64], s: &Shape) -> R<Type> {
     let mut dims = Vec::with_capacity(n);
     for i in 0..n {
         if !(0 <= start[i] && start[i] <= limit[i] && limit[i] <= s.dims[i]) {
-            return Err(format!(
-                "dim {i}: need 0 <= start {} <= limit {} <= size {}",
-                start[i], limit[i], s.dims[i]
-            ));
+            return Err(format!("dim {i}: need 0 <= start {} <= limit {} <= size {}", start[i], limit[i], s.dims[i]));
         }
         dims.push((limit[i] - start[i] + stride[i] - 1) / stride[i]);
     }
@@ -635,7 +640,9 @@ fn dot(d: &DotDims, l: &Shape, r: &Shape) -> R<Type> {
     all_in(&d.rhs_contracting, r.rank(), "rhs contracting dim")?;
     unique(&[d.lhs_batch.clone(), d.lhs_contracting.clone()].concat(), "lhs batching and contracting dims")?;
     unique(&[d.rhs_batch.clone(), d.rhs_contracting.clone()].concat(), "rhs batching and contracting dims")?;
-    for (kind, ls, rs) in [("batching", &d.lhs_batch, &d.rhs_batch), ("contracting", &d.lhs_contracting, &d.rhs_contracting)] {
+    for (kind, ls, rs) in
+        [("batching", &d.lhs_batch, &d.rhs_batch), ("contracting", &d.lhs_contracting, &d.rhs_contracting)]
+    {
         for (&a, &b) in ls.iter().zip(rs.iter()) {
             let (x, y) = (l.dims[a as usize], r.dims[b as usize]);
             if x != y {
@@ -645,7 +652,10 @@ fn dot(d: &DotDims, l: &Shape, r: &Shape) -> R<Type> {
     }
     let mut dims: Vec<i64> = d.lhs_batch.iter().map(|&b| l.dims[b as usize]).collect();
     let free = |s: &Shape, batch: &[i64], contracting: &[i64]| -> Vec<i64> {
-        (0..s.rank() as i64).filter(|i| !batch.contains(i) && !contracting.contains(i)).map(|i| s.dims[i as usize]).collect()
+        (0..s.rank() as i64)
+            .filter(|i| !batch.contains(i) && !contracting.contains(i))
+            .map(|i| s.dims[i as usize])
+            .collect()
     };
     dims.extend(free(l, &d.lhs_batch, &d.lhs_contracting));
     dims.extend(free(r, &d.rhs_batch, &d.rhs_contracting));
@@ -726,7 +736,8 @@ fn inputs_and_inits<'a>(ops: &[&'a Type]) -> R<(Vec<&'a Shape>, Vec<&'a Shape>)>
     }
     let n = ops.len() / 2;
     let inputs = same_arrays(&ops[..n], "input")?;
-    let inits = ops[n..].iter().enumerate().map(|(i, t)| scalar(t, &format!("init value {i}"))).collect::<R<Vec<_>>>()?;
+    let inits =
+        ops[n..].iter().enumerate().map(|(i, t)| scalar(t, &format!("init value {i}"))).collect::<R<Vec<_>>>()?;
     Ok((inputs, inits))
 }
 
@@ -825,7 +836,13 @@ fn index_batch(indices: &Shape, index_vector_dim: i64, batching: &[i64]) -> R<(i
 }
 
 /// Checks the operand-side batching dims against the indices-side ones.
-fn batching_match(operand: &Shape, op_batching: &[i64], indices: &Shape, idx_batching: &[i64], names: (&str, &str)) -> R<()> {
+fn batching_match(
+    operand: &Shape,
+    op_batching: &[i64],
+    indices: &Shape,
+    idx_batching: &[i64],
+    names: (&str, &str),
+) -> R<()> {
     len_is(idx_batching.len(), op_batching.len(), names.1)?;
     for (&a, &b) in op_batching.iter().zip(idx_batching) {
         let (x, y) = (operand.dims[a as usize], indices.dims[b as usize]);
@@ -855,8 +872,17 @@ fn gather(g: &GatherDims, operand: &Shape, indices: &Shape) -> R<Type> {
     sorted(&g.operand_batching_dims, "operand_batching_dims")?;
     all_in(&g.collapsed_slice_dims, rank, "collapsed slice dim")?;
     all_in(&g.operand_batching_dims, rank, "operand batching dim")?;
-    batching_match(operand, &g.operand_batching_dims, indices, &g.start_indices_batching_dims, ("operand batching", "start indices batching"))?;
-    unique(&[g.start_index_map.clone(), g.operand_batching_dims.clone()].concat(), "start_index_map and batching dims")?;
+    batching_match(
+        operand,
+        &g.operand_batching_dims,
+        indices,
+        &g.start_indices_batching_dims,
+        ("operand batching", "start indices batching"),
+    )?;
+    unique(
+        &[g.start_index_map.clone(), g.operand_batching_dims.clone()].concat(),
+        "start_index_map and batching dims",
+    )?;
     all_in(&g.start_index_map, rank, "start_index_map entry")?;
     len_is(g.slice_sizes.len(), rank, "slice_sizes")?;
     for (i, (&z, &d)) in g.slice_sizes.iter().zip(&operand.dims).enumerate() {
@@ -913,9 +939,18 @@ fn scatter(module: &Module, s: &ScatterDims, ops: &[&Type]) -> R<Type> {
     sorted(&s.input_batching_dims, "input_batching_dims")?;
     all_in(&s.inserted_window_dims, rank, "inserted window dim")?;
     all_in(&s.input_batching_dims, rank, "input batching dim")?;
-    batching_match(input, &s.input_batching_dims, indices, &s.scatter_indices_batching_dims, ("input batching", "scatter indices batching"))?;
+    batching_match(
+        input,
+        &s.input_batching_dims,
+        indices,
+        &s.scatter_indices_batching_dims,
+        ("input batching", "scatter indices batching"),
+    )?;
     len_is(s.scatter_dims_to_operand_dims.len(), vec_size as usize, "scatter_dims_to_operand_dims")?;
-    unique(&[s.scatter_dims_to_operand_dims.clone(), s.input_batching_dims.clone()].concat(), "scatter_dims_to_operand_dims and batching dims")?;
+    unique(
+        &[s.scatter_dims_to_operand_dims.clone(), s.input_batching_dims.clone()].concat(),
+        "scatter_dims_to_operand_dims and batching dims",
+    )?;
     all_in(&s.scatter_dims_to_operand_dims, rank, "scatter_dims_to_operand_dims entry")?;
     if update.rank() != s.update_window_dims.len() + batch.len() {
         return Err(format!(
@@ -1023,7 +1058,9 @@ fn case(module: &Module, branches: &[CompId], branch_operands: &[Vec<u32>], ops:
         let (name, params, root) = signature(module, b, &format!("branch {i}"))?;
         let given: Vec<&Type> = listed
             .iter()
-            .map(|&k| args.get(k as usize).copied().ok_or_else(|| format!("branch {i} operand index {k} is out of range")))
+            .map(|&k| {
+                args.get(k as usize).copied().ok_or_else(|| format!("branch {i} operand index {k} is out of range"))
+            })
             .collect::<R<_>>()?;
         if !same_types(&params, &given) {
             let got: Vec<Type> = given.iter().map(|t| (*t).clone()).collect();
@@ -1193,7 +1230,10 @@ fn rng_bit_generator(algorithm: RngAlgorithm, state: &Shape, declared: &Type) ->
         }
         _ => {}
     }
-    let parts = declared.as_tuple().filter(|t| t.len() == 2).ok_or_else(|| format!("result {declared} must be (state, output)"))?;
+    let parts = declared
+        .as_tuple()
+        .filter(|t| t.len() == 2)
+        .ok_or_else(|| format!("result {declared} must be (state, output)"))?;
     let out_state = array(&parts[0], "output state")?;
     if !out_state.same_shape(state) {
         return Err(format!("output state {out_state} must have the initial state's type {state}"));
@@ -1209,9 +1249,7 @@ fn rng_bit_generator(algorithm: RngAlgorithm, state: &Shape, declared: &Type) ->
 mod tests {
     use super::super::testutil::*;
     use super::*;
-    use crate::ir::{
-        CmpDir, ConvDims, FusionKind, Literal, ReduceWindowAttrs, Transpose, TriangularSolveAttrs,
-    };
+    use crate::ir::{CmpDir, ConvDims, FusionKind, Literal, ReduceWindowAttrs, Transpose, TriangularSolveAttrs};
     use ElementType::*;
 
     fn inf_in(m: &Module, op: Op, ops: &[Type]) -> Result<Type, String> {
@@ -1237,7 +1275,10 @@ mod tests {
             inf(bin(BinaryOp::Add), &[f32(&[2, 3]), f32(&[3, 2])]),
             Err("add: operands must have the same type, got f32[2,3] and f32[3,2]".into())
         );
-        assert_eq!(inf(bin(BinaryOp::Atan2), &[s32(&[2]), s32(&[2])]), Err("atan2: operands must be float arrays, got s32[2]".into()));
+        assert_eq!(
+            inf(bin(BinaryOp::Atan2), &[s32(&[2]), s32(&[2])]),
+            Err("atan2: operands must be float arrays, got s32[2]".into())
+        );
         assert_eq!(
             inf(bin(BinaryOp::ShiftLeft), &[f32(&[]), f32(&[])]),
             Err("shift-left: operands must be integer arrays, got f32[]".into())
@@ -1245,8 +1286,14 @@ mod tests {
         assert_eq!(inf(bin(BinaryOp::And), &[pred(&[2]), pred(&[2])]), Ok(pred(&[2])));
         assert_eq!(inf(bin(BinaryOp::Add), &[f32(&[2])]), Err("add: takes 2 operands, got 1".into()));
         assert_eq!(inf(Op::Unary(UnaryOp::IsFinite), &[f32(&[3])]), Ok(pred(&[3])));
-        assert_eq!(inf(Op::Unary(UnaryOp::Exp), &[s32(&[3])]), Err("exponential: operand must be a float array, got s32[3]".into()));
-        assert_eq!(inf(Op::Unary(UnaryOp::Not), &[f32(&[3])]), Err("not: operand must be a pred or integer array, got f32[3]".into()));
+        assert_eq!(
+            inf(Op::Unary(UnaryOp::Exp), &[s32(&[3])]),
+            Err("exponential: operand must be a float array, got s32[3]".into())
+        );
+        assert_eq!(
+            inf(Op::Unary(UnaryOp::Not), &[f32(&[3])]),
+            Err("not: operand must be a pred or integer array, got f32[3]".into())
+        );
         assert_eq!(inf(Op::Unary(UnaryOp::PopCnt), &[ty(S8, &[3])]), Ok(ty(S8, &[3])));
         assert_eq!(
             inf(Op::ReducePrecision { exponent_bits: 0, mantissa_bits: 2 }, &[f32(&[3])]),
@@ -1302,8 +1349,14 @@ mod tests {
         assert_eq!(chk(bc.clone(), &[f32(&[2])], s32(&[2])), Ok(()));
         assert_eq!(chk(bc.clone(), &[f32(&[2])], ty(U8, &[2, 4])), Ok(()));
         assert_eq!(chk(bc.clone(), &[ty(U8, &[2, 4])], f32(&[2])), Ok(()));
-        assert_eq!(chk(bc.clone(), &[f32(&[2])], ty(U8, &[2, 2])), Err("bitcast-convert: cannot reinterpret f32[2] as u8[2,2]".into()));
-        assert_eq!(chk(bc, &[ty(F64, &[3])], f32(&[3])), Err("bitcast-convert: cannot reinterpret f64[3] as f32[3]".into()));
+        assert_eq!(
+            chk(bc.clone(), &[f32(&[2])], ty(U8, &[2, 2])),
+            Err("bitcast-convert: cannot reinterpret f32[2] as u8[2,2]".into())
+        );
+        assert_eq!(
+            chk(bc, &[ty(F64, &[3])], f32(&[3])),
+            Err("bitcast-convert: cannot reinterpret f64[3] as f32[3]".into())
+        );
         assert_eq!(chk(Op::Reshape, &[f32(&[2, 3])], f32(&[6])), Ok(()));
         assert_eq!(
             chk(Op::Reshape, &[f32(&[2, 3])], f32(&[7])),
@@ -1311,7 +1364,10 @@ mod tests {
         );
         assert_eq!(chk(Op::Bitcast, &[f32(&[2, 3])], with_layout(f32(&[3, 2]), &[0, 1])), Ok(()));
         assert_eq!(chk(Op::Iota { dim: 1 }, &[], f32(&[4, 5])), Ok(()));
-        assert_eq!(chk(Op::Iota { dim: 2 }, &[], f32(&[4, 5])), Err("iota: iota dimension 2 is out of range for rank 2".into()));
+        assert_eq!(
+            chk(Op::Iota { dim: 2 }, &[], f32(&[4, 5])),
+            Err("iota: iota dimension 2 is out of range for rank 2".into())
+        );
         assert_eq!(chk(Op::Parameter(0), &[], f32(&[4, 5])), Ok(()));
     }
 
@@ -1345,7 +1401,8 @@ mod tests {
         let t = |p: &[i64]| Op::Transpose { perm: p.to_vec() };
         assert_eq!(inf(t(&[2, 0, 1]), &[f32(&[2, 3, 4])]), Ok(f32(&[4, 2, 3])));
         assert_eq!(inf(t(&[0, 0, 1]), &[f32(&[2, 3, 4])]), Err("transpose: permutation [0, 0, 1] repeat dim 0".into()));
-        let sl = |a: &[i64], b: &[i64], c: &[i64]| Op::Slice { start: a.to_vec(), limit: b.to_vec(), stride: c.to_vec() };
+        let sl =
+            |a: &[i64], b: &[i64], c: &[i64]| Op::Slice { start: a.to_vec(), limit: b.to_vec(), stride: c.to_vec() };
         // ceil((8 - 1) / 3) = 3, ceil(4 / 2) = 2.
         assert_eq!(inf(sl(&[1, 0], &[8, 4], &[3, 2]), &[f32(&[10, 4])]), Ok(f32(&[3, 2])));
         assert_eq!(
@@ -1484,7 +1541,8 @@ mod tests {
         assert_eq!(inf(op.clone(), &[f32(&[1, 5, 5, 4]), f32(&[3, 3, 2, 6])]), Ok(f32(&[1, 3, 3, 6])));
         assert_eq!(
             inf(op, &[f32(&[1, 5, 5, 4]), f32(&[3, 3, 3, 6])]),
-            Err("convolution: kernel input feature size 3 must be the input feature size 4 / feature_group_count 2".into())
+            Err("convolution: kernel input feature size 3 must be the input feature size 4 / feature_group_count 2"
+                .into())
         );
         // Batch groups divide the batch.
         let op = conv(&[], &[], &[], &[], 1, 2);
@@ -1567,10 +1625,7 @@ mod tests {
         let x = [f32(&[4, 6]), f32(&[])];
         assert_eq!(inf_in(&m, rw(&[2, 3], &[2, 3], &[], &[], &[]), &x), Ok(f32(&[2, 2])));
         // dim 0: (4 - 1) * 2 + 1 + 2 = 9, window 3: 7; dim 1: window (3 - 1) * 2 + 1 = 5: 2.
-        assert_eq!(
-            inf_in(&m, rw(&[3, 3], &[1, 1], &[2, 1], &[1, 2], &[(1, 1), (0, 0)]), &x),
-            Ok(f32(&[7, 2]))
-        );
+        assert_eq!(inf_in(&m, rw(&[3, 3], &[1, 1], &[2, 1], &[1, 2], &[(1, 1), (0, 0)]), &x), Ok(f32(&[7, 2])));
         // A window larger than the padded input gives an empty result.
         assert_eq!(inf_in(&m, rw(&[5, 1], &[], &[], &[], &[]), &x), Ok(f32(&[0, 6])));
         assert_eq!(
@@ -1614,7 +1669,15 @@ mod tests {
         );
     }
 
-    fn gather_dims(offset: &[i64], collapsed: &[i64], ob: &[i64], ib: &[i64], map: &[i64], ivd: i64, sizes: &[i64]) -> Op {
+    fn gather_dims(
+        offset: &[i64],
+        collapsed: &[i64],
+        ob: &[i64],
+        ib: &[i64],
+        map: &[i64],
+        ivd: i64,
+        sizes: &[i64],
+    ) -> Op {
         Op::Gather(GatherDims {
             offset_dims: offset.to_vec(),
             collapsed_slice_dims: collapsed.to_vec(),
@@ -1740,15 +1803,27 @@ mod tests {
         let add = binary_body(&mut m, "add", BinaryOp::Add, F32);
         assert_eq!(inf_in(&m, Op::Fusion { kind: FusionKind::Loop, body: add }, &[f32(&[]), f32(&[])]), Ok(f32(&[])));
         assert_eq!(
-            inf_in(&m, Op::Case { branches: vec![add], branch_operands: vec![vec![0, 1]] }, &[pred(&[]), f32(&[]), f32(&[])]),
+            inf_in(
+                &m,
+                Op::Case { branches: vec![add], branch_operands: vec![vec![0, 1]] },
+                &[pred(&[]), f32(&[]), f32(&[])]
+            ),
             Err("conditional: a pred selector needs 2 branches, got 1".into())
         );
         assert_eq!(
-            inf_in(&m, Op::Case { branches: vec![add], branch_operands: vec![vec![0, 1]] }, &[s32(&[]), f32(&[]), f32(&[])]),
+            inf_in(
+                &m,
+                Op::Case { branches: vec![add], branch_operands: vec![vec![0, 1]] },
+                &[s32(&[]), f32(&[]), f32(&[])]
+            ),
             Ok(f32(&[]))
         );
         assert_eq!(
-            inf_in(&m, Op::Case { branches: vec![add], branch_operands: vec![vec![0, 2]] }, &[s32(&[]), f32(&[]), f32(&[])]),
+            inf_in(
+                &m,
+                Op::Case { branches: vec![add], branch_operands: vec![vec![0, 2]] },
+                &[s32(&[]), f32(&[]), f32(&[])]
+            ),
             Err("conditional: branch 0 operand index 2 is out of range".into())
         );
     }
@@ -1808,6 +1883,9 @@ mod tests {
         assert_eq!(inf(Op::Constant(lit.clone()), &[]), Ok(f32(&[2])));
         let mut bad = lit;
         bad.shape.dims = vec![3];
-        assert_eq!(inf(Op::Constant(bad), &[]), Err("constant: literal has 2 elements but its shape f32[3] needs 3".into()));
+        assert_eq!(
+            inf(Op::Constant(bad), &[]),
+            Err("constant: literal has 2 elements but its shape f32[3] needs 3".into())
+        );
     }
 }

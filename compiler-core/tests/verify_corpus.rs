@@ -87,3 +87,26 @@ fn verifier_accepts_every_parsable_conformance_module() {
     );
     assert!(false_errors.is_empty(), "verifier errors on valid modules:\n{}", false_errors.join("\n"));
 }
+
+/// The parser's JAX-style samples (`tests/mlir_samples/`) verify too.
+#[test]
+fn verifier_accepts_the_parser_samples() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mlir_samples");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    files.retain(|p| p.extension().is_some_and(|e| e == "mlir"));
+    files.sort();
+    let mut errors = Vec::new();
+    let mut parsed = 0;
+    for path in &files {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let Ok(module) = parse_module(&text) else { continue };
+        parsed += 1;
+        if let Err(e) = verify(&module) {
+            errors.push(format!("{}: {e}", path.display()));
+        }
+    }
+    eprintln!("{} samples, {parsed} parsed, {} verifier errors", files.len(), errors.len());
+    assert!(errors.is_empty(), "verifier errors on valid samples:\n{}", errors.join("\n"));
+}

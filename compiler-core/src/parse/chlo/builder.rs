@@ -85,12 +85,6 @@ impl<'m> ChloBuilder<'m> {
         self.constant_like(x, v)
     }
 
-    /// The smallest positive normal value of `x`'s float type, like `x`.
-    pub fn min_normal_like(&mut self, x: InstId) -> InstId {
-        let v = float_min_normal(self.elem(x));
-        self.constant_like(x, v)
-    }
-
     /// The smallest positive (subnormal) value of `x`'s float type, like `x`.
     pub fn min_subnormal_like(&mut self, x: InstId) -> InstId {
         let v = float_min_subnormal(self.elem(x));
@@ -148,9 +142,6 @@ impl<'m> ChloBuilder<'m> {
     }
     pub fn abs(&mut self, x: InstId) -> InstId {
         self.unary(UnaryOp::Abs, x)
-    }
-    pub fn not(&mut self, x: InstId) -> InstId {
-        self.unary(UnaryOp::Not, x)
     }
     pub fn exp(&mut self, x: InstId) -> InstId {
         self.unary(UnaryOp::Exp, x)
@@ -326,16 +317,6 @@ pub(crate) fn float_max(elem: ElementType) -> f64 {
         ElementType::BF16 => (2.0 - 2f64.powi(-7)) * 2f64.powi(127),
         ElementType::F32 => f32::MAX as f64,
         ElementType::F64 => f64::MAX,
-        _ => 0.0,
-    }
-}
-
-/// Smallest positive normal value of a float type.
-pub(crate) fn float_min_normal(elem: ElementType) -> f64 {
-    match elem {
-        ElementType::F16 => 2f64.powi(-14),
-        ElementType::BF16 | ElementType::F32 => f32::MIN_POSITIVE as f64,
-        ElementType::F64 => f64::MIN_POSITIVE,
         _ => 0.0,
     }
 }

@@ -29,7 +29,7 @@ pub(super) fn while_loop(interp: &mut Interpreter, inst: &Instruction, args: &[V
             break;
         }
         interp.count_loop_iteration()?;
-        let next = run_comp(interp, body, &state)?;
+        let next = interp.call_owned(body, std::mem::take(&mut state)).map_err(|e| e.to_string())?;
         state = if n == 1 {
             vec![next]
         } else {
@@ -158,20 +158,20 @@ mod tests {
     fn while_with_one_value_is_not_a_tuple_and_runaway_loops_stop() {
         let mut m = TestModule::new();
         let t = arr(S32, &[]);
-        let cond = m.comp("cond", &[t.clone()], |b, _| b.constant(preds(&[], &[true])));
-        let body = m.comp("body", &[t.clone()], |_, p| p[0]);
-        let module = m.finish_with_entry(&[t.clone()], |b, p| b.op(Op::While { cond, body }, p, t.clone()));
+        let cond = m.comp("cond", std::slice::from_ref(&t), |b, _| b.constant(preds(&[], &[true])));
+        let body = m.comp("body", std::slice::from_ref(&t), |_, p| p[0]);
+        let module = m.finish_with_entry(std::slice::from_ref(&t), |b, p| b.op(Op::While { cond, body }, p, t.clone()));
         let mut interp = crate::interp::Interpreter::new(&module);
         interp.max_loop_iterations = 100;
         let err = interp.run(&[s32(0)]).unwrap_err();
         assert!(err.message.contains("gave up after 100"), "{err}");
 
         let mut m = TestModule::new();
-        let cond = m.comp("cond", &[t.clone()], |b, p| {
+        let cond = m.comp("cond", std::slice::from_ref(&t), |b, p| {
             let ten = b.constant(ints(S32, &[], &[10]));
             b.op(Op::Compare { dir: CmpDir::Lt, kind: None }, &[p[0], ten], arr(Pred, &[]))
         });
-        let body = m.comp("body", &[t.clone()], |b, p| {
+        let body = m.comp("body", std::slice::from_ref(&t), |b, p| {
             let three = b.constant(ints(S32, &[], &[3]));
             b.op(Op::Binary(BinaryOp::Add), &[p[0], three], arr(S32, &[]))
         });
@@ -184,7 +184,7 @@ mod tests {
         // branch 0: a + b, branch 1: a * b, branch 2: b (gets only operand 1).
         let b0 = m.comp("b0", &[t.clone(), t.clone()], |b, p| b.op(Op::Binary(BinaryOp::Add), &[p[0], p[1]], arr(S32, &[])));
         let b1 = m.comp("b1", &[t.clone(), t.clone()], |b, p| b.op(Op::Binary(BinaryOp::Mul), &[p[0], p[1]], arr(S32, &[])));
-        let b2 = m.comp("b2", &[t.clone()], |_, p| p[0]);
+        let b2 = m.comp("b2", std::slice::from_ref(&t), |_, p| p[0]);
         let op = Op::Case { branches: vec![b0, b1, b2], branch_operands: vec![vec![0, 1], vec![0, 1], vec![1]] };
         m.run_op(op, t, &[selector, s32(6), s32(7)])
     }
@@ -218,11 +218,11 @@ mod tests {
 
         let tup = run_op(Op::Tuple, Type::Tuple(vec![t.clone(), t.clone()]), &[a.clone(), b.clone()]).unwrap();
         assert_eq!(tup, Value::Tuple(vec![a.clone(), b.clone()]));
-        let gte = run_op(Op::GetTupleElement { index: 1 }, t.clone(), &[tup.clone()]).unwrap();
+        let gte = run_op(Op::GetTupleElement { index: 1 }, t.clone(), std::slice::from_ref(&tup)).unwrap();
         assert_eq!(gte, b);
-        assert!(run_op(Op::GetTupleElement { index: 2 }, t.clone(), &[tup.clone()]).is_err());
-        assert!(run_op(Op::GetTupleElement { index: 0 }, t.clone(), &[a.clone()]).is_err());
-        let barrier = run_op(Op::OptimizationBarrier, t.clone(), &[a.clone()]).unwrap();
+        assert!(run_op(Op::GetTupleElement { index: 2 }, t.clone(), std::slice::from_ref(&tup)).is_err());
+        assert!(run_op(Op::GetTupleElement { index: 0 }, t.clone(), std::slice::from_ref(&a)).is_err());
+        let barrier = run_op(Op::OptimizationBarrier, t.clone(), std::slice::from_ref(&a)).unwrap();
         assert_eq!(barrier, a);
         assert_eq!(run_op(Op::ReplicaId, arr(U32, &[]), &[]).unwrap(), uints(U32, &[], &[0]).into());
         assert_eq!(run_op(Op::PartitionId, arr(S32, &[]), &[]).unwrap(), s32(0));

@@ -263,3 +263,189 @@ pub(super) fn scatter(interp: &mut Interpreter, inst: &Instruction, args: &[Valu
     }
     Ok(pack(results))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use crate::ir::{BinaryOp, ElementType::*, GatherDims, Op, ScatterDims, Type, Value};
+
+    fn iota(n: i64) -> Vec<i64> {
+        (1..=n).collect()
+    }
+
+    fn as_i64s(v: &Value) -> Vec<i64> {
+        let l = v.as_array().unwrap();
+        (0..l.num_elements()).map(|i| l.get(i).as_i64()).collect()
+    }
+
+    #[test]
+    fn gather_spec_example_clamps_start_indices() {
+        // stablehlo interpret/gather.mlir @gather_op_test: [0, 9] clamps to [0, 2].
+        let operand = ints(S64, &[3, 4, 2], &iota(24));
+        let idx = ints(S64, &[2, 3, 2], &[0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 0, 9]);
+        let g = GatherDims {
+            offset_dims: vec![2, 3],
+            collapsed_slice_dims: vec![0],
+            start_index_map: vec![1, 0],
+            index_vector_dim: 2,
+            slice_sizes: vec![1, 2, 2],
+            ..Default::default()
+        };
+        let out = run_op_array(Op::Gather(g), arr(S64, &[2, 3, 2, 2]), &[operand.into(), idx.into()]);
+        let want = [1, 2, 3, 4, 3, 4, 5, 6, 13, 14, 15, 16, 9, 10, 11, 12, 11, 12, 13, 14, 17, 18, 19, 20];
+        assert_eq!(as_i64s(&out.into()), want);
+    }
+
+    #[test]
+    fn gather_with_batching_dims() {
+        // stablehlo interpret/gather.mlir @gather_op_with_batching_dim_test.
+        let operand = ints(S64, &[2, 3, 4, 2], &iota(48));
+        let idx = ints(
+            S64,
+            &[2, 2, 3, 2],
+            &[0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 0, 9, 0, 0, 2, 1, 2, 2, 1, 2, 0, 1, 1, 0],
+        );
+        let g = GatherDims {
+            offset_dims: vec![3, 4],
+            collapsed_slice_dims: vec![1],
+            operand_batching_dims: vec![0],
+            start_indices_batching_dims: vec![1],
+            start_index_map: vec![2, 1],
+            index_vector_dim: 3,
+            slice_sizes: vec![1, 1, 2, 2],
+            ..Default::default()
+        };
+        let out = run_op_array(Op::Gather(g), arr(S64, &[2, 2, 3, 2, 2]), &[operand.into(), idx.into()]);
+        let want = [
+            1, 2, 3, 4, 3, 4, 5, 6, 13, 14, 15, 16, //
+            33, 34, 35, 36, 35, 36, 37, 38, 41, 42, 43, 44, //
+            1, 2, 3, 4, 13, 14, 15, 16, 21, 22, 23, 24, //
+            43, 44, 45, 46, 33, 34, 35, 36, 27, 28, 29, 30,
+        ];
+        assert_eq!(as_i64s(&out.into()), want);
+    }
+
+    #[test]
+    fn gather_implicit_index_vector_dim() {
+        // index_vector_dim == rank(indices): each index is a scalar row number; -1 and 7
+        // clamp to rows 0 and 2.
+        let operand = ints(S32, &[3, 2], &[10, 11, 20, 21, 30, 31]);
+        let idx = ints(S32, &[4], &[2, 0, -1, 7]);
+        let g = GatherDims {
+            offset_dims: vec![1],
+            collapsed_slice_dims: vec![0],
+            start_index_map: vec![0],
+            index_vector_dim: 1,
+            slice_sizes: vec![1, 2],
+            ..Default::default()
+        };
+        let out = run_op_array(Op::Gather(g), arr(S32, &[4, 2]), &[operand.into(), idx.into()]);
+        assert_eq!(as_i64s(&out.into()), [30, 31, 10, 11, 10, 11, 30, 31]);
+    }
+
+    #[test]
+    fn gather_rejects_bad_slice_sizes() {
+        let g = GatherDims { offset_dims: vec![0], start_index_map: vec![0], index_vector_dim: 1, slice_sizes: vec![5], ..Default::default() };
+        let err = run_op(Op::Gather(g), arr(F32, &[5]), &[f32s(&[3], &[1.0, 2.0, 3.0]).into(), ints(S32, &[1], &[0]).into()]);
+        assert!(err.unwrap_err().message.contains("slice size 5"));
+    }
+
+    fn scatter_dims(body: crate::ir::CompId) -> ScatterDims {
+        ScatterDims {
+            update_window_dims: vec![2, 3],
+            inserted_window_dims: vec![0],
+            input_batching_dims: vec![],
+            scatter_indices_batching_dims: vec![],
+            scatter_dims_to_operand_dims: vec![1, 0],
+            index_vector_dim: 2,
+            indices_are_sorted: false,
+            unique_indices: false,
+            body,
+        }
+    }
+
+    #[test]
+    fn scatter_spec_example_skips_out_of_bounds() {
+        // stablehlo interpret/scatter.mlir @scatter_op_test.
+        let mut m = TestModule::new();
+        let body = m.binary_body(BinaryOp::Add, S64);
+        let inputs = ints(S64, &[3, 4, 2], &iota(24));
+        let idx = ints(S64, &[2, 3, 2], &[0, 2, 1, 0, 2, 1, 0, 1, 1, 0, 0, 9]);
+        let updates = ints(S64, &[2, 3, 2, 2], &[1; 24]);
+        let out = m
+            .run_op(Op::Scatter(scatter_dims(body)), arr(S64, &[3, 4, 2]), &[inputs.into(), idx.into(), updates.into()])
+            .unwrap();
+        let want = [1, 2, 5, 6, 7, 8, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 21, 22, 23, 24];
+        assert_eq!(as_i64s(&out), want);
+    }
+
+    #[test]
+    fn scatter_with_batching_dims() {
+        // stablehlo interpret/scatter.mlir @scatter_op_with_batching_dim_test.
+        let mut m = TestModule::new();
+        let body = m.binary_body(BinaryOp::Add, S64);
+        let inputs = ints(S64, &[2, 3, 4, 2], &iota(48));
+        let idx = ints(
+            S64,
+            &[2, 2, 3, 2],
+            &[0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 0, 9, 0, 0, 2, 1, 2, 2, 1, 2, 0, 1, 1, 0],
+        );
+        let updates = ints(S64, &[2, 2, 3, 2, 2], &[1; 48]);
+        let dims = ScatterDims {
+            update_window_dims: vec![3, 4],
+            inserted_window_dims: vec![1],
+            input_batching_dims: vec![0],
+            scatter_indices_batching_dims: vec![1],
+            scatter_dims_to_operand_dims: vec![2, 1],
+            index_vector_dim: 3,
+            ..scatter_dims(body)
+        };
+        let out = m.run_op(Op::Scatter(dims), arr(S64, &[2, 3, 4, 2]), &[inputs.into(), idx.into(), updates.into()]).unwrap();
+        let want = [
+            3, 4, 6, 7, 6, 7, 7, 8, 9, 10, 11, 12, 15, 16, 17, 18, 17, 18, 19, 20, 22, 23, 24, 25, //
+            25, 26, 28, 29, 30, 31, 31, 32, 35, 36, 38, 39, 38, 39, 39, 40, 41, 42, 44, 45, 46, 47, 47, 48,
+        ];
+        assert_eq!(as_i64s(&out), want);
+    }
+
+    #[test]
+    fn scatter_variadic_applies_in_index_order() {
+        // Two inputs; the body keeps the first input's update and counts hits in the second.
+        // Updates to index 1 arrive in order 5 then 7, so "replace" leaves 7 there.
+        let mut m = TestModule::new();
+        let s = Type::array(F32, vec![]);
+        let si = Type::array(S32, vec![]);
+        let body = m.comp("replace_count", &[s.clone(), si.clone(), s.clone(), si.clone()], |b, p| {
+            let count = b.op(Op::Binary(BinaryOp::Add), &[p[1], p[3]], si.clone());
+            b.tuple(&[p[2], count])
+        });
+        let dims = ScatterDims {
+            update_window_dims: vec![],
+            inserted_window_dims: vec![0],
+            input_batching_dims: vec![],
+            scatter_indices_batching_dims: vec![],
+            scatter_dims_to_operand_dims: vec![0],
+            index_vector_dim: 1,
+            indices_are_sorted: false,
+            unique_indices: false,
+            body,
+        };
+        let ty = Type::Tuple(vec![arr(F32, &[3]), arr(S32, &[3])]);
+        let out = m
+            .run_op(
+                Op::Scatter(dims),
+                ty,
+                &[
+                    f32s(&[3], &[0.5, 0.5, 0.5]).into(),
+                    ints(S32, &[3], &[0, 0, 0]).into(),
+                    ints(S32, &[4], &[1, 3, 1, -1]).into(),
+                    f32s(&[4], &[5.0, 6.0, 7.0, 8.0]).into(),
+                    ints(S32, &[4], &[1, 1, 1, 1]).into(),
+                ],
+            )
+            .unwrap();
+        let parts = out.flatten();
+        assert_eq!(parts[0].to_f64_vec(), [0.5, 7.0, 0.5]);
+        assert_eq!(parts[1].to_f64_vec(), [0.0, 2.0, 0.0]);
+    }
+}

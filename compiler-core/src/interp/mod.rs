@@ -73,6 +73,12 @@ impl<'m, 'h> Interpreter<'m, 'h> {
 
     /// Runs computation `comp` on `args` (one value per parameter).
     pub fn call(&mut self, comp_id: CompId, args: &[Value]) -> Result<Value, InterpError> {
+        self.call_owned(comp_id, args.to_vec())
+    }
+
+    /// Like [`Interpreter::call`], but takes the arguments by value, so that a caller
+    /// that owns them (a `while` body's state) does not copy them.
+    pub fn call_owned(&mut self, comp_id: CompId, args: Vec<Value>) -> Result<Value, InterpError> {
         self.comp_stack.push(comp_id);
         let result = self.call_inner(comp_id, args);
         self.comp_stack.pop();
@@ -88,7 +94,7 @@ impl<'m, 'h> Interpreter<'m, 'h> {
         comp.insts.get(id).map(|o| &o.ty)
     }
 
-    fn call_inner(&mut self, comp_id: CompId, args: &[Value]) -> Result<Value, InterpError> {
+    fn call_inner(&mut self, comp_id: CompId, args: Vec<Value>) -> Result<Value, InterpError> {
         let module = self.module;
         let Some(comp) = module.comps.get(comp_id) else {
             return Err(InterpError {
@@ -113,7 +119,7 @@ impl<'m, 'h> Interpreter<'m, 'h> {
         }
         let mut values: SecondaryMap<InstId, Option<Value>> = SecondaryMap::new();
         for (&p, a) in comp.params.iter().zip(args) {
-            values[p] = Some(a.clone());
+            values[p] = Some(a);
         }
         // Uses left per value: an operand's last use moves the value instead of cloning
         // it, so chains of elementwise ops on big arrays do not copy every intermediate.
@@ -213,7 +219,11 @@ pub(crate) fn scalar_index(inst: &Instruction, args: &[Value], i: usize) -> Resu
     if l.shape.rank() != 0 || l.elem().is_float() {
         return Err(format!("{} operand {i} must be an integer scalar, got {}", inst.op.hlo_name(), l.shape));
     }
-    Ok(l.get(0).as_i64())
+    Ok(match l.get(0) {
+        // Huge unsigned values stay huge (they clamp like any index past the end).
+        crate::ir::Scalar::U(v) => v.min(i64::MAX as u64) as i64,
+        s => s.as_i64(),
+    })
 }
 
 /// Calls `f` with every multi-index of an array of dimensions `dims`, in row-major order
@@ -336,7 +346,36 @@ fn eval_fn(op: &Op) -> EvalFn {
 
 #[cfg(test)]
 mod tests {
+    use super::testutil::*;
     use super::*;
+    use crate::ir::{BinaryOp, ElementType::S32};
+    use cranelift_entity::EntityRef;
+
+    #[test]
+    fn values_used_several_times_survive_being_moved() {
+        // a = x + x; b = a * x; root (a, b, x): x's last use must not take it early, and
+        // the root keeps every value it returns.
+        let t = arr(S32, &[2]);
+        let module = TestModule::new().finish_with_entry(&[t.clone()], |b, p| {
+            let a = b.op(Op::Binary(BinaryOp::Add), &[p[0], p[0]], t.clone());
+            let m = b.op(Op::Binary(BinaryOp::Mul), &[a, p[0]], t.clone());
+            b.tuple(&[a, m, p[0]])
+        });
+        let x: Value = ints(S32, &[2], &[3, -4]).into();
+        let out = run(&module, std::slice::from_ref(&x)).unwrap();
+        let want = Value::Tuple(vec![ints(S32, &[2], &[6, -8]).into(), ints(S32, &[2], &[18, 32]).into(), x]);
+        assert_eq!(out, want);
+    }
+
+    #[test]
+    fn bad_calls_are_errors() {
+        let module = TestModule::new().finish_with_entry(&[arr(S32, &[])], |_, p| p[0]);
+        let err = run(&module, &[]).unwrap_err();
+        assert!(err.message.contains("takes 1 arguments, got 0"), "{err}");
+        let mut interp = Interpreter::new(&module);
+        let missing = CompId::new(7);
+        assert!(interp.call(missing, &[]).unwrap_err().message.contains("does not exist"));
+    }
 
     #[test]
     fn index_iteration_is_row_major() {

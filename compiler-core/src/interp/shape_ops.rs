@@ -374,7 +374,7 @@ mod tests {
     fn broadcast_in_dim_maps_and_expands() {
         // [3] -> [2,3] along dim 1; [2,1] -> [2,3] expanding the size-1 dim.
         let v: Value = s32s(&[3], &[1, 2, 3]).into();
-        let out = run_op_array(Op::BroadcastInDim { dims: vec![1] }, arr(S32, &[2, 3]), &[v.clone()]);
+        let out = run_op_array(Op::BroadcastInDim { dims: vec![1] }, arr(S32, &[2, 3]), std::slice::from_ref(&v));
         assert_eq!(out, s32s(&[2, 3], &[1, 2, 3, 1, 2, 3]));
         let col: Value = s32s(&[2, 1], &[5, 6]).into();
         let out = run_op_array(Op::BroadcastInDim { dims: vec![0, 1] }, arr(S32, &[2, 3]), &[col]);
@@ -394,7 +394,7 @@ mod tests {
         assert_eq!(out, s32s(&[3, 2], &[0, 3, 1, 4, 2, 5]));
         // [2,3,2] with perm [2,0,1]: result[k,i,j] = x[i,j,k].
         let x: Value = s32s(&[2, 3, 2], &(0..12).collect::<Vec<_>>()).into();
-        let out = run_op_array(Op::Transpose { perm: vec![2, 0, 1] }, arr(S32, &[2, 2, 3]), &[x.clone()]);
+        let out = run_op_array(Op::Transpose { perm: vec![2, 0, 1] }, arr(S32, &[2, 2, 3]), std::slice::from_ref(&x));
         assert_eq!(out, s32s(&[2, 2, 3], &[0, 2, 4, 6, 8, 10, 1, 3, 5, 7, 9, 11]));
         assert!(run_op(Op::Transpose { perm: vec![0, 0, 1] }, arr(S32, &[2, 2, 3]), &[x]).is_err());
     }
@@ -433,11 +433,11 @@ mod tests {
     fn slices() {
         let x: Value = s32s(&[2, 5], &(0..10).collect::<Vec<_>>()).into();
         let op = Op::Slice { start: vec![0, 1], limit: vec![2, 5], stride: vec![1, 2] };
-        assert_eq!(run_op_array(op, arr(S32, &[2, 2]), &[x.clone()]), s32s(&[2, 2], &[1, 3, 6, 8]));
+        assert_eq!(run_op_array(op, arr(S32, &[2, 2]), std::slice::from_ref(&x)), s32s(&[2, 2], &[1, 3, 6, 8]));
         let op = Op::Slice { start: vec![1, 0], limit: vec![2, 5], stride: vec![1, 3] };
-        assert_eq!(run_op_array(op, arr(S32, &[1, 2]), &[x.clone()]), s32s(&[1, 2], &[5, 8]));
+        assert_eq!(run_op_array(op, arr(S32, &[1, 2]), std::slice::from_ref(&x)), s32s(&[1, 2], &[5, 8]));
         let bad = Op::Slice { start: vec![0, 0], limit: vec![3, 5], stride: vec![1, 1] };
-        assert!(run_op(bad, arr(S32, &[3, 5]), &[x.clone()]).is_err());
+        assert!(run_op(bad, arr(S32, &[3, 5]), std::slice::from_ref(&x)).is_err());
 
         // Dynamic slice: starts clamped into range (start 1 on a dim of 2 with size 2 -> 0;
         // start -3 -> 0; start 4 with size 2 on 5 -> 3).

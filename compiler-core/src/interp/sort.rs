@@ -174,3 +174,130 @@ fn total_key(v: f64) -> i64 {
     let b = v.to_bits() as i64;
     b ^ (((b >> 63) as u64) >> 1) as i64
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use crate::ir::{BinaryOp, CmpDir, CmpKind, CompId, ElementType, ElementType::*, Literal, Op, Type, Value};
+
+    /// `compare(p[lhs], p[rhs])` over `n` operand types, optionally hidden behind an
+    /// `and` with true so that the general (called) path runs.
+    fn comparator(m: &mut TestModule, elems: &[ElementType], dir: CmpDir, kind: Option<CmpKind>, called: bool) -> CompId {
+        let params: Vec<Type> = elems.iter().flat_map(|&e| [arr(e, &[]), arr(e, &[])]).collect();
+        m.comp("cmp", &params, |b, p| {
+            let c = b.op(Op::Compare { dir, kind }, &[p[0], p[1]], arr(Pred, &[]));
+            if called {
+                let t = b.constant(preds(&[], &[true]));
+                b.op(Op::Binary(BinaryOp::And), &[c, t], arr(Pred, &[]))
+            } else {
+                c
+            }
+        })
+    }
+
+    fn sort(m: TestModule, dim: i64, comparator: CompId, inputs: Vec<Literal>) -> Vec<Literal> {
+        let ty = Type::from_results(inputs.iter().map(|l| Type::Array(l.shape.clone())).collect());
+        let args: Vec<Value> = inputs.into_iter().map(Value::Array).collect();
+        m.run_op(Op::Sort { dim, stable: true, comparator }, ty, &args).unwrap().flatten()
+    }
+
+    fn i64s(l: &Literal) -> Vec<i64> {
+        (0..l.num_elements()).map(|i| l.get(i).as_i64()).collect()
+    }
+
+    #[test]
+    fn spec_example_two_operands_both_paths() {
+        for called in [false, true] {
+            let mut m = TestModule::new();
+            let c = comparator(&mut m, &[S64, S64], CmpDir::Gt, None, called);
+            let out = sort(m, 0, c, vec![ints(S64, &[2, 3], &[1, 2, 3, 3, 2, 1]), ints(S64, &[2, 3], &[3, 2, 1, 1, 2, 3])]);
+            assert_eq!(i64s(&out[0]), [3, 2, 3, 1, 2, 1], "called={called}");
+            assert_eq!(i64s(&out[1]), [1, 2, 1, 3, 2, 3], "called={called}");
+        }
+    }
+
+    #[test]
+    fn columns_along_dim_0() {
+        // stablehlo interpret/sort.mlir @sort_issue_2440.
+        let mut m = TestModule::new();
+        let c = comparator(&mut m, &[S64], CmpDir::Lt, Some(CmpKind::Signed), false);
+        let input = ints(
+            S64,
+            &[5, 7],
+            &[0, 1, 1, -3, -3, -2, 0, 4, -1, 3, 0, 4, 0, -3, 1, 0, 0, 0, 0, 2, 3, -3, -4, -4, -2, 0, 3, 3, 0, 5, 2, -2, 0, -2, 0],
+        );
+        let out = sort(m, 0, c, vec![input]);
+        let want = [-3, -4, -4, -3, -3, -2, -3, 0, -1, 0, -2, 0, -2, 0, 0, 0, 1, -2, 0, 0, 0, 1, 1, 2, 0, 0, 2, 3, 4, 5, 3, 0, 4, 3, 3];
+        assert_eq!(i64s(&out[0]), want);
+    }
+
+    #[test]
+    fn stable_ties_keep_input_order_on_negative_dim() {
+        for called in [false, true] {
+            let mut m = TestModule::new();
+            let c = comparator(&mut m, &[U8, S32], CmpDir::Lt, None, called);
+            let keys = ints(U8, &[2, 4], &[2, 1, 2, 1, 5, 5, 5, 4]);
+            let vals = ints(S32, &[2, 4], &[0, 1, 2, 3, 0, 1, 2, 3]);
+            let out = sort(m, -1, c, vec![keys, vals]);
+            assert_eq!(i64s(&out[0]), [1, 1, 2, 2, 4, 5, 5, 5]);
+            assert_eq!(i64s(&out[1]), [1, 3, 0, 2, 3, 0, 1, 2], "called={called}");
+        }
+    }
+
+    #[test]
+    fn total_order_places_nans_and_signed_zeros() {
+        for called in [false, true] {
+            let mut m = TestModule::new();
+            let c = comparator(&mut m, &[F32], CmpDir::Lt, Some(CmpKind::TotalOrder), called);
+            let input = f32s(&[7], &[f64::NAN, 1.0, 0.0, -0.0, f64::NEG_INFINITY, -f64::NAN, -2.5]);
+            let out = sort(m, 0, c, vec![input]).remove(0).to_f64_vec();
+            assert!(out[0].is_nan() && out[0].is_sign_negative(), "{out:?}");
+            assert_bits_eq(&out[1..6], &[f64::NEG_INFINITY, -2.5, -0.0, 0.0, 1.0]);
+            assert!(out[6].is_nan() && out[6].is_sign_positive());
+        }
+    }
+
+    #[test]
+    fn float_compare_with_nan_does_not_panic() {
+        // LT under FLOAT is not an order when NaNs are present; any result is allowed,
+        // but the sort must finish and keep the multiset of values.
+        let mut m = TestModule::new();
+        let c = comparator(&mut m, &[F64], CmpDir::Lt, None, false);
+        let input = lit(F64, &[5], &[3.0, f64::NAN, 1.0, f64::NAN, 2.0]);
+        let out = sort(m, 0, c, vec![input]).remove(0).to_f64_vec();
+        assert_eq!(out.iter().filter(|v| v.is_nan()).count(), 2);
+        let mut finite: Vec<f64> = out.into_iter().filter(|v| !v.is_nan()).collect();
+        finite.sort_by(f64::total_cmp);
+        assert_eq!(finite, [1.0, 2.0, 3.0]);
+    }
+
+    #[test]
+    fn lexicographic_two_key_comparator() {
+        // (a0 < b0) or (a0 == b0 and a1 > b1): first key ascending, second descending.
+        let mut m = TestModule::new();
+        let s = arr(S32, &[]);
+        let p = arr(Pred, &[]);
+        let c = m.comp("lex", &[s.clone(), s.clone(), s.clone(), s], |b, a| {
+            let lt = b.op(Op::Compare { dir: CmpDir::Lt, kind: None }, &[a[0], a[1]], p.clone());
+            let eq = b.op(Op::Compare { dir: CmpDir::Eq, kind: None }, &[a[0], a[1]], p.clone());
+            let gt = b.op(Op::Compare { dir: CmpDir::Gt, kind: None }, &[a[2], a[3]], p.clone());
+            let both = b.op(Op::Binary(BinaryOp::And), &[eq, gt], p.clone());
+            b.op(Op::Binary(BinaryOp::Or), &[lt, both], p.clone())
+        });
+        let out = sort(m, 0, c, vec![ints(S32, &[5], &[2, 1, 2, 1, 0]), ints(S32, &[5], &[1, 5, 9, 6, 0])]);
+        assert_eq!(i64s(&out[0]), [0, 1, 1, 2, 2]);
+        assert_eq!(i64s(&out[1]), [0, 6, 5, 9, 1]);
+    }
+
+    #[test]
+    fn ten_thousand_elements() {
+        for called in [false, true] {
+            let mut m = TestModule::new();
+            let c = comparator(&mut m, &[S32], CmpDir::Lt, None, called);
+            // A permutation of 0..10000 (7919 is prime, so coprime with 10000).
+            let input: Vec<i64> = (0..10_000).map(|i| (i * 7919) % 10_000).collect();
+            let out = sort(m, 0, c, vec![ints(S32, &[10_000], &input)]);
+            assert_eq!(i64s(&out[0]), (0..10_000).collect::<Vec<_>>());
+        }
+    }
+}

@@ -201,3 +201,137 @@ pub(super) fn select_and_scatter(interp: &mut Interpreter, inst: &Instruction, a
     }
     Ok(Value::Array(result))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use crate::ir::{BinaryOp, CmpDir, ElementType::*, Literal, Op, ReduceWindowAttrs, SelectAndScatterAttrs, Type, Value};
+
+    fn i64s(l: &Literal) -> Vec<i64> {
+        (0..l.num_elements()).map(|i| l.get(i).as_i64()).collect()
+    }
+
+    fn attrs(body: crate::ir::CompId, window: &[i64], strides: &[i64], base: &[i64], wdil: &[i64], pad: &[(i64, i64)]) -> ReduceWindowAttrs {
+        ReduceWindowAttrs {
+            window_dims: window.to_vec(),
+            strides: strides.to_vec(),
+            base_dilations: base.to_vec(),
+            window_dilations: wdil.to_vec(),
+            padding: pad.to_vec(),
+            body,
+        }
+    }
+
+    #[test]
+    fn spec_example_with_dilations_and_padding() {
+        // stablehlo interpret/reduce_window.mlir @reduce_window and @reduce_window_issue_1662.
+        for (window, out_dims, want) in [(2, [2, 2], vec![0, 0, 3, 4]), (3, [1, 2], vec![5, 6])] {
+            let mut m = TestModule::new();
+            let body = m.binary_body(BinaryOp::Add, S64);
+            let a = attrs(body, &[window, 1], &[4, 1], &[2, 1], &[3, 1], &[(2, 1), (0, 0)]);
+            let input = ints(S64, &[3, 2], &[1, 2, 3, 4, 5, 6]);
+            let out = m.run_op(Op::ReduceWindow(a), arr(S64, &out_dims), &[input.into(), ints(S64, &[], &[0]).into()]).unwrap();
+            assert_eq!(i64s(out.as_array().unwrap()), want);
+        }
+    }
+
+    #[test]
+    fn padding_counts_as_init_values() {
+        // As in the StableHLO reference, padded positions hold the init value and are
+        // folded in too: [pad, 1] with init 10 gives 10 + 10 + 1.
+        let mut m = TestModule::new();
+        let body = m.binary_body(BinaryOp::Add, S32);
+        let a = attrs(body, &[2], &[1], &[1], &[1], &[(1, 0)]);
+        let out = m
+            .run_op(Op::ReduceWindow(a), arr(S32, &[3]), &[ints(S32, &[3], &[1, 2, 3]).into(), ints(S32, &[], &[10]).into()])
+            .unwrap();
+        assert_eq!(i64s(out.as_array().unwrap()), [21, 13, 15]);
+    }
+
+    #[test]
+    fn negative_padding_and_window_dilation() {
+        // Padding (-1, 0) drops the first element: [2, 3, 4, 5, 6]; a window of 2 with
+        // dilation 2 covers positions {0, 2}, {1, 3}, {2, 4}.
+        let mut m = TestModule::new();
+        let body = m.binary_body(BinaryOp::Max, F32);
+        let a = attrs(body, &[2], &[1], &[1], &[2], &[(-1, 0)]);
+        let input = f32s(&[6], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        let out = m
+            .run_op(Op::ReduceWindow(a), arr(F32, &[3]), &[input.into(), f32s(&[], &[f64::NEG_INFINITY]).into()])
+            .unwrap();
+        assert_eq!(out.as_array().unwrap().to_f64_vec(), [4.0, 5.0, 6.0]);
+    }
+
+    #[test]
+    fn variadic_argmax() {
+        let mut m = TestModule::new();
+        let (f, i, p) = (arr(F32, &[]), arr(S32, &[]), arr(Pred, &[]));
+        let body = m.comp("argmax", &[f.clone(), i.clone(), f.clone(), i.clone()], |b, a| {
+            let gt = b.op(Op::Compare { dir: CmpDir::Gt, kind: None }, &[a[2], a[0]], p.clone());
+            let v = b.op(Op::Select, &[gt, a[2], a[0]], f.clone());
+            let k = b.op(Op::Select, &[gt, a[3], a[1]], i.clone());
+            b.tuple(&[v, k])
+        });
+        let a = attrs(body, &[3], &[2], &[1], &[1], &[(0, 0)]);
+        let ty = Type::Tuple(vec![arr(F32, &[3]), arr(S32, &[3])]);
+        let args: Vec<Value> = vec![
+            f32s(&[8], &[3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0]).into(),
+            ints(S32, &[8], &[0, 1, 2, 3, 4, 5, 6, 7]).into(),
+            f32s(&[], &[f64::NEG_INFINITY]).into(),
+            ints(S32, &[], &[-1]).into(),
+        ];
+        let out = m.run_op(Op::ReduceWindow(a), ty, &args).unwrap().flatten();
+        assert_eq!(out[0].to_f64_vec(), [4.0, 5.0, 9.0]);
+        assert_eq!(i64s(&out[1]), [2, 4, 5]);
+    }
+
+    #[test]
+    fn rejects_wrong_result_shape() {
+        let mut m = TestModule::new();
+        let body = m.binary_body(BinaryOp::Add, S32);
+        let a = attrs(body, &[2], &[1], &[1], &[1], &[(0, 0)]);
+        let err = m
+            .run_op(Op::ReduceWindow(a), arr(S32, &[4]), &[ints(S32, &[3], &[1, 2, 3]).into(), ints(S32, &[], &[0]).into()])
+            .unwrap_err();
+        assert!(err.message.contains("window count"), "{err}");
+    }
+
+    fn select_and_scatter(dir: CmpDir, operand: Literal, source: Literal, window: &[i64], strides: &[i64], pad: &[(i64, i64)]) -> Vec<i64> {
+        let mut m = TestModule::new();
+        let e = operand.elem();
+        let s = arr(e, &[]);
+        let select = m.comp("select", &[s.clone(), s.clone()], |b, p| b.op(Op::Compare { dir, kind: None }, &[p[0], p[1]], arr(Pred, &[])));
+        let scatter = m.binary_body(BinaryOp::Add, e);
+        let a = SelectAndScatterAttrs { window_dims: window.to_vec(), strides: strides.to_vec(), padding: pad.to_vec(), select, scatter };
+        let ty = Type::Array(operand.shape.clone());
+        let out = m.run_op(Op::SelectAndScatter(a), ty, &[operand.into(), source.into(), ints(e, &[], &[0]).into()]).unwrap();
+        i64s(out.as_array().unwrap())
+    }
+
+    #[test]
+    fn select_and_scatter_spec_example() {
+        // stablehlo interpret/select_and_scatter.mlir.
+        let operand = ints(S64, &[4, 2], &[1, 5, 2, 5, 3, 6, 4, 4]);
+        let source = ints(S64, &[2, 2], &[5, 6, 7, 8]);
+        let out = select_and_scatter(CmpDir::Ge, operand, source, &[3, 1], &[2, 1], &[(0, 1), (0, 0)]);
+        assert_eq!(out, [0, 0, 0, 0, 5, 14, 7, 0]);
+    }
+
+    #[test]
+    fn select_and_scatter_ties_follow_the_comparator() {
+        // GE keeps the first of equal maxima, GT moves on to the last one.
+        let operand = ints(S32, &[4], &[1, 3, 3, 2]);
+        let ge = select_and_scatter(CmpDir::Ge, operand.clone(), ints(S32, &[1], &[10]), &[4], &[1], &[(0, 0)]);
+        assert_eq!(ge, [0, 10, 0, 0]);
+        let gt = select_and_scatter(CmpDir::Gt, operand, ints(S32, &[1], &[10]), &[4], &[1], &[(0, 0)]);
+        assert_eq!(gt, [0, 0, 10, 0]);
+    }
+
+    #[test]
+    fn select_and_scatter_overlapping_windows_accumulate() {
+        // Windows [0..2) and [1..3) both select element 1 (value 9): 4 + 6 lands there.
+        let operand = ints(S32, &[3], &[1, 9, 2]);
+        let out = select_and_scatter(CmpDir::Ge, operand, ints(S32, &[2], &[4, 6]), &[2], &[1], &[(0, 0)]);
+        assert_eq!(out, [0, 10, 0]);
+    }
+}

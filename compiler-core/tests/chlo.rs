@@ -356,3 +356,97 @@ fn bad_input_is_an_error_not_a_panic() {
     let tup = Type::Tuple(vec![f.clone()]);
     assert!(err("lgamma", &[tup], &[f], &d).contains("array"));
 }
+
+// ---- the conformance files that use CHLO ops ---------------------------------------
+
+/// Checks one `check.*` custom call the way the corpus README describes.
+fn conformance_check(inst: &hloscope_core::ir::Instruction, args: &[Value]) -> Result<Value, String> {
+    let Op::CustomCall(cc) = &inst.op else { return Err("not a custom call".into()) };
+    let attr = |n: &str| cc.attrs.iter().find(|(k, _)| k == n).and_then(|(_, v)| v.parse::<f64>().ok());
+    let (Some(got), Some(want)) = (args.first().and_then(Value::as_array), args.get(1).and_then(Value::as_array)) else {
+        return Err(format!("{}: expected two arrays", cc.target));
+    };
+    if !got.shape.same_shape(&want.shape) {
+        return Err(format!("{}: shape {} vs {}", cc.target, got.shape, want.shape));
+    }
+    let elem = got.elem();
+    for i in 0..got.num_elements() {
+        let (g, w) = (got.get(i), want.get(i));
+        let ok = match (cc.target.as_str(), g, w) {
+            (_, Scalar::F(g), Scalar::F(w)) if cc.target == "check.expect_close" => {
+                ulp_distance(g, w, elem) <= attr("max_ulp_difference").unwrap_or(3.0) as u64
+            }
+            (_, Scalar::F(g), Scalar::F(w)) if cc.target == "check.expect_almost_eq" => {
+                (g.is_nan() && w.is_nan())
+                    || (g.is_infinite() || w.is_infinite()) && g == w
+                    || (g - w).abs() <= attr("tolerance").unwrap_or(1e-3)
+            }
+            (_, Scalar::F(g), Scalar::F(w)) => g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()) || g == w,
+            _ => g == w,
+        };
+        if !ok {
+            return Err(format!("{}: element {i}: got {g:?}, expected {w:?}", cc.target));
+        }
+    }
+    Ok(Value::Tuple(vec![]))
+}
+
+/// Parses and runs one conformance module (or `// -----` chunk); `Err` says why it failed.
+fn run_conformance_case(text: &str) -> Result<(), String> {
+    let module = hloscope_core::parse::mlir::parse(text).map_err(|e| format!("parse: {e}"))?;
+    let failures = std::cell::RefCell::new(Vec::new());
+    let mut interp = interp::Interpreter::new(&module).with_custom_call_hook(|inst, args| {
+        if let Err(e) = conformance_check(inst, args) {
+            failures.borrow_mut().push(e);
+        }
+        Ok(Value::Tuple(vec![]))
+    });
+    interp.run(&[]).map_err(|e| format!("run: {e}"))?;
+    drop(interp);
+    match failures.into_inner().first() {
+        Some(e) => Err(e.clone()),
+        None => Ok(()),
+    }
+}
+
+/// Every corpus file that uses a CHLO op (the `interpret/chlo/` files split into their
+/// cases). Prints the failures and the pass count; the count may only go up.
+#[test]
+fn conformance_files_with_chlo_ops() {
+    let dir = std::path::Path::new("/work/shared/conformance/stablehlo");
+    if !dir.exists() {
+        eprintln!("conformance corpus not found; skipped");
+        return;
+    }
+    let mut cases = Vec::new();
+    for sub in ["testdata", "interpret/chlo"] {
+        let mut files: Vec<_> = std::fs::read_dir(dir.join(sub)).expect("corpus dir").map(|e| e.expect("entry").path()).collect();
+        files.sort();
+        for path in files {
+            let text = std::fs::read_to_string(&path).expect("read");
+            if !text.contains("chlo.") || path.extension().is_none_or(|e| e != "mlir") {
+                continue;
+            }
+            let name = path.file_name().unwrap_or_default().to_string_lossy().to_string();
+            if sub == "testdata" {
+                cases.push((name, text));
+            } else {
+                for (i, chunk) in text.split("\n// -----\n").enumerate() {
+                    cases.push((format!("{name}#{i}"), chunk.to_string()));
+                }
+            }
+        }
+    }
+    let mut passed = 0;
+    for (name, text) in &cases {
+        match run_conformance_case(text) {
+            Ok(()) => passed += 1,
+            Err(e) => eprintln!("FAIL {name}: {}", e.chars().take(300).collect::<String>()),
+        }
+    }
+    eprintln!("CHLO conformance: {passed} of {} cases pass", cases.len());
+    assert!(passed >= MIN_CONFORMANCE_PASSES, "{passed} of {} CHLO cases pass, expected at least {MIN_CONFORMANCE_PASSES}", cases.len());
+}
+
+/// Cases of `conformance_files_with_chlo_ops` known to pass.
+const MIN_CONFORMANCE_PASSES: usize = 107;

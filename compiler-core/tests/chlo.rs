@@ -339,7 +339,8 @@ fn bad_input_is_an_error_not_a_panic() {
     let f = arr(F32, &[2]);
     let d = ChloAttrs::default();
     let err = |name: &str, args: &[Type], res: &[Type], attrs: &ChloAttrs| build(name, args, res, attrs).err().unwrap_or_default();
-    assert!(err("scan", &[f.clone()], &[f.clone()], &d).contains("unsupported CHLO op chlo.scan"));
+    assert!(err("scan", &[f.clone()], &[f.clone()], &d).contains("body region"));
+    assert!(err("broadcast_complex", &[f.clone(), f.clone()], &[f.clone()], &d).contains("unsupported CHLO op"));
     assert!(err("frobnicate", &[f.clone()], &[f.clone()], &d).contains("unsupported"));
     assert!(err("lgamma", &[arr(S32, &[2])], &[arr(S32, &[2])], &d).contains("floating-point"));
     assert!(err("lgamma", &[f.clone(), f.clone()], &[f.clone()], &d).contains("1 operand"));
@@ -449,4 +450,45 @@ fn conformance_files_with_chlo_ops() {
 }
 
 /// Cases of `conformance_files_with_chlo_ops` known to pass.
-const MIN_CONFORMANCE_PASSES: usize = 107;
+const MIN_CONFORMANCE_PASSES: usize = 111;
+
+#[test]
+fn scan_cumulative_sum_forward_and_reverse() {
+    // body(x, acc) = (x + acc, x + acc) over [1, 2, 3, 4].
+    for (reverse, want) in [(false, [1, 3, 6, 10]), (true, [10, 9, 7, 4])] {
+        let mut m = Module::new("scan_test");
+        let s = Type::array(S32, vec![]);
+        let mut body = Computation::new("body");
+        let x = body.push_param("x", s.clone(), Loc::default());
+        let acc = body.push_param("acc", s.clone(), Loc::default());
+        let sum = body.push(hloscope_core::ir::Instruction {
+            name: "sum".into(),
+            op: Op::Binary(hloscope_core::ir::BinaryOp::Add),
+            operands: vec![x, acc],
+            ty: s.clone(),
+            loc: Loc::default(),
+        });
+        body.root = body.push(hloscope_core::ir::Instruction {
+            name: "ret".into(),
+            op: Op::Tuple,
+            operands: vec![sum, sum],
+            ty: Type::Tuple(vec![s.clone(), s.clone()]),
+            loc: Loc::default(),
+        });
+        let body = m.add_computation(body);
+        let mut main = Computation::new("main");
+        let xs = main.push_param("xs", arr(S32, &[4]), Loc::default());
+        let init = main.push_param("init", s.clone(), Loc::default());
+        let c = m.add_computation(main);
+        m.entry = c;
+        let attrs = ChloAttrs { body: Some(body), num_inits: Some(1), dimension: Some(0), is_reverse: Some(reverse), ..Default::default() };
+        let outs = decompose(&mut m, c, "scan", &[xs, init], &[arr(S32, &[4]), s.clone()], &attrs, &Loc::default()).expect("scan");
+        let ty = Type::Tuple(vec![arr(S32, &[4]), s.clone()]);
+        let root = m.comp_mut(c).push(hloscope_core::ir::Instruction { name: "t".into(), op: Op::Tuple, operands: outs, ty, loc: Loc::default() });
+        m.comp_mut(c).root = root;
+        let args = [Value::Array(ints(S32, &[4], &[1, 2, 3, 4])), Value::Array(ints(S32, &[], &[0]))];
+        let out = interp::run(&m, &args).expect("run").flatten();
+        assert_eq!(out[0], ints(S32, &[4], &want), "reverse = {reverse}");
+        assert_eq!(out[1], ints(S32, &[], &[10]));
+    }
+}

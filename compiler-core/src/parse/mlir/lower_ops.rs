@@ -884,6 +884,10 @@ impl<'a> Lowerer<'a> {
                 }
                 _ => None,
             },
+            body: if op.regions.is_empty() { None } else { Some(self.scalar_region(op, 0)?) },
+            num_inits: self.opt_i64(op, &["num_inits"])?.map(|n| n.max(0) as usize),
+            dimension: self.opt_i64(op, &["dimension"])?,
+            is_reverse: self.opt_bool(op, &["is_reverse"])?,
             ..Default::default()
         };
         let comp = self.cur_comp();

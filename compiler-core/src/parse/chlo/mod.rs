@@ -136,13 +136,16 @@ pub fn decompose(
             vec![operands[0]]
         }
         "constant_like" => {
+            // The operand's shape, the value's element type (converted to the declared
+            // result element type when there is one).
             ctx.arity(operands, 1)?;
-            ctx.result(0, &results.first().cloned().unwrap_or_else(|| shapes[0].clone()))?;
             let value = attrs.value.as_ref().ok_or_else(|| ctx.err("needs a `value` attribute"))?;
             if value.num_elements() != 1 {
                 return Err(ctx.err("`value` must be a scalar"));
             }
-            let s = results[0].clone();
+            let elem = results.first().map_or(value.elem(), |r| r.elem);
+            let s = shapes[0].with_elem(elem);
+            ctx.result(0, &s)?;
             vec![b.splat(&s, value.get(0))]
         }
         "constant" => {

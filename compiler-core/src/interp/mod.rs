@@ -15,6 +15,7 @@ mod conv;
 mod dot;
 mod elementwise;
 mod gather_scatter;
+mod index;
 mod linalg;
 mod reduce;
 mod rng;

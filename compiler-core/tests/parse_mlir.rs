@@ -574,16 +574,18 @@ func.func @main(%x: tensor<3x1xi64>) {
   %2 = stablehlo.dynamic_iota %s3, dim = 1 : (tensor<2xi64>) -> tensor<3x4xi64>
   %v = stablehlo.constant dense<-1> : tensor<i64>
   %lo = stablehlo.constant dense<[1, -1]> : tensor<2xi64>
+  %hi = stablehlo.constant dense<[1, 2]> : tensor<2xi64>
   %in = stablehlo.constant dense<[0, 1]> : tensor<2xi64>
-  %3 = stablehlo.dynamic_pad %x, %v, %lo, %lo, %in : (tensor<3x1xi64>, tensor<i64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<5x-1xi64>
+  %3 = stablehlo.dynamic_pad %x, %v, %lo, %hi, %in : (tensor<3x1xi64>, tensor<i64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<5x2xi64>
   func.return
-}"#.replace("5x-1", "5x0").as_str());
+}"#);
     let ops: Vec<Op> = entry_insts(&m).iter().map(|i| i.op.clone()).collect();
     assert_eq!(ops[1], Op::BroadcastInDim { dims: vec![0, 2] });
     assert_eq!(entry_insts(&m)[1].operands.len(), 1);
     assert_eq!(ops[3], Op::Reshape);
     assert_eq!(ops[5], Op::Iota { dim: 1 });
-    assert_eq!(ops[9], Op::Pad { low: vec![1, -1], high: vec![1, -1], interior: vec![0, 1] });
+    assert_eq!(ops[10], Op::Pad { low: vec![1, -1], high: vec![1, 2], interior: vec![0, 1] });
+    assert_eq!(entry_insts(&m)[10].ty, Type::array(ElementType::S64, vec![5, 2]));
     let e = err("func.func @main(%x: tensor<3x1xi64>, %s: tensor<1xi64>) {\n  %1 = stablehlo.dynamic_reshape %x, %s : (tensor<3x1xi64>, tensor<1xi64>) -> tensor<3xi64>\n  func.return\n}");
     assert!(e.starts_with("2:8:") && e.contains("must be an integer constant"), "{e}");
 }
@@ -643,6 +645,22 @@ fn bad_input_never_panics() {
     assert!(err(&deep_types).contains("nesting deeper"));
     let huge = "func.func @main() {\n  %0 = stablehlo.constant dense<1.0> : tensor<100000x100000x100000xf32>\n  func.return\n}";
     assert!(err(huge).contains("too large") || err(huge).contains("too many"));
+    // Deeply nested regions: parsed (or refused) without exhausting the stack.
+    for depth in [40, 150] {
+        let mut t = String::from("func.func @main(%p: tensor<i1>, %x: tensor<f32>) -> tensor<f32> {\n");
+        for _ in 0..depth {
+            t.push_str("%r = \"stablehlo.if\"(%p) ({\n");
+        }
+        t.push_str("stablehlo.return %x : tensor<f32>\n");
+        for _ in 0..depth {
+            t.push_str("}, {\n stablehlo.return %x : tensor<f32>\n }) : (tensor<i1>) -> tensor<f32>\n stablehlo.return %r : tensor<f32>\n");
+        }
+        t.push_str("}\n");
+        match parse(&t) {
+            Ok(m) => assert!(depth == 40 && count(&m, |o| matches!(o, Op::Case { .. })) == 40),
+            Err(e) => assert!(depth == 150 && e.message.contains("nesting"), "{e}"),
+        }
+    }
     // Every prefix of real programs gives an error or a module, never a panic.
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mlir_samples");
     for name in ["argmax_debug.mlir", "cond.mlir", "while_loop_debug.mlir", "scan.mlir"] {

@@ -152,7 +152,7 @@ impl OpAst {
 
     /// Number of values the op's result names bind.
     pub fn result_count(&self) -> usize {
-        self.results.iter().map(|r| r.count as usize).sum()
+        self.results.iter().fold(0usize, |a, r| a.saturating_add(r.count as usize))
     }
 }
 

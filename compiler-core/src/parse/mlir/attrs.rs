@@ -270,8 +270,7 @@ fn conv_dims_keyed(c: &mut Cursor) -> Result<ConvDims, ParseError> {
         output_feature: 0,
         output_spatial: vec![],
     };
-    loop {
-        let Some(key) = c.ident() else { break };
+    while let Some(key) = c.ident() {
         c.expect("=")?;
         let v = parse_attr(c, false)?;
         let one = attr_i64(&v);

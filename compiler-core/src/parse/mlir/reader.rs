@@ -95,10 +95,9 @@ fn read_func(c: &mut Cursor) -> Result<Option<FuncAst>, ParseError> {
     if !c.eat_kw("func.func") {
         return Err(c.expected("`func.func`"));
     }
-    let mut public = true;
-    if c.eat_kw("private") {
-        public = false;
-    } else if c.eat_kw("public") || c.eat_kw("nested") {
+    let public = !c.eat_kw("private");
+    if public && !c.eat_kw("public") {
+        c.eat_kw("nested");
     }
     let name = c.symbol()?.ok_or_else(|| c.expected("a function name `@...`"))?;
     c.expect("(")?;

@@ -76,7 +76,13 @@ fn fail<T>(msg: impl Into<String>) -> Result<T, RunError> {
 
 /// Runs the command; returns the text to print on standard output.
 pub fn run(args: &RunArgs) -> Result<String, RunError> {
+    // Read every file first, so that a missing one is reported before any parse error.
     let (source_name, text) = read_module_text(&args.module)?;
+    let mut input_files = Vec::with_capacity(args.inputs.len());
+    for path in &args.inputs {
+        let bytes = std::fs::read(path).map_err(|e| RunError(format!("cannot read input {}: {e}", path.display())))?;
+        input_files.push((path.display().to_string(), bytes));
+    }
     let module = hloscope_core::parse::parse_module(&text)
         .map_err(|e| RunError(format!("{source_name}:{}:{}: {}", e.line, e.col, e.message)))?;
     hloscope_core::verify::verify(&module)
@@ -85,12 +91,7 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
     let arguments = if args.random_inputs {
         inputs::random(&module, args.seed)
     } else {
-        let mut files = Vec::with_capacity(args.inputs.len());
-        for path in &args.inputs {
-            let bytes = std::fs::read(path).map_err(|e| RunError(format!("cannot read input {}: {e}", path.display())))?;
-            files.push((path.display().to_string(), bytes));
-        }
-        inputs::from_npy(&module, &files).map_err(RunError)?
+        inputs::from_npy(&module, &input_files).map_err(RunError)?
     };
 
     let result = execute(args.target, &module, &arguments, &source_name)?;

@@ -239,7 +239,7 @@ impl<'a> Cur<'a> {
         Err(self.err_at(start, "unterminated string"))
     }
 
-    /// Skips one balanced value: up to a `,` or newline at nesting depth 0, or an
+    /// Skips one balanced value: up to a `,` at nesting depth 0, a newline, or an
     /// unmatched closing bracket. Strings are skipped whole. Returns the trimmed span.
     pub fn balanced_value(&mut self) -> Result<(usize, usize), ParseError> {
         // Leading spaces only; a newline right after `=` would end the value.
@@ -247,27 +247,31 @@ impl<'a> Cur<'a> {
             self.pos += 1;
         }
         let start = self.pos;
-        let mut depth = 0usize;
+        let mut closers: Vec<u8> = Vec::new();
         while let Some(c) = self.peek() {
             match c {
                 b'"' => {
                     self.string()?;
                     continue;
                 }
-                b'{' | b'[' | b'(' => depth += 1,
-                b'}' | b']' | b')' => {
-                    if depth == 0 {
-                        break;
+                b'{' => closers.push(b'}'),
+                b'[' => closers.push(b']'),
+                b'(' => closers.push(b')'),
+                b'}' | b']' | b')' => match closers.pop() {
+                    None => break,
+                    Some(want) if want != c => {
+                        return Err(self.err(format!("expected `{}`, found `{}`", want as char, c as char)));
                     }
-                    depth -= 1;
-                }
-                b',' | b'\n' if depth == 0 => break,
+                    Some(_) => {}
+                },
+                b'\n' => break,
+                b',' if closers.is_empty() => break,
                 _ => {}
             }
             self.pos += 1;
         }
-        if depth != 0 {
-            return Err(self.err_at(start, "unbalanced brackets in attribute value"));
+        if let Some(want) = closers.last() {
+            return Err(self.err(format!("expected `{}` before the end of the line", *want as char)));
         }
         let mut end = self.pos;
         while end > start && self.text.as_bytes()[end - 1].is_ascii_whitespace() {
@@ -568,7 +572,7 @@ pub(super) fn parse_float(tok: &str, elem: ElementType) -> Option<f64> {
 }
 
 /// Explicit mantissa bits of a float type.
-pub(crate) fn mantissa_bits(elem: ElementType) -> u32 {
+fn mantissa_bits(elem: ElementType) -> u32 {
     match elem {
         ElementType::F16 => 10,
         ElementType::BF16 => 7,

@@ -9,14 +9,17 @@ mod conv;
 mod dot;
 mod elementwise;
 mod gather_scatter;
+mod index;
 mod linalg;
 mod reduce;
 mod rng;
 mod shape_ops;
 mod sort;
+#[cfg(test)]
+pub(crate) mod testutil;
 mod window;
 
-use crate::ir::{CompId, InstId, Instruction, Loc, Module, Op, Value};
+use crate::ir::{CompId, Data, InstId, Instruction, Literal, Loc, Module, Op, Shape, Type, Value};
 use cranelift_entity::SecondaryMap;
 use std::fmt;
 
@@ -49,11 +52,13 @@ pub struct Interpreter<'m, 'h> {
     /// Total `while` iterations allowed in one run before giving up (never hang).
     pub max_loop_iterations: u64,
     loop_iterations: u64,
+    /// Computations being run, innermost last (so an op can look at its operands' types).
+    comp_stack: Vec<CompId>,
 }
 
 impl<'m, 'h> Interpreter<'m, 'h> {
     pub fn new(module: &'m Module) -> Self {
-        Interpreter { module, custom_call: None, max_loop_iterations: 10_000_000, loop_iterations: 0 }
+        Interpreter { module, custom_call: None, max_loop_iterations: 10_000_000, loop_iterations: 0, comp_stack: Vec::new() }
     }
 
     pub fn with_custom_call_hook(mut self, hook: impl FnMut(&Instruction, &[Value]) -> Result<Value, String> + 'h) -> Self {
@@ -68,8 +73,37 @@ impl<'m, 'h> Interpreter<'m, 'h> {
 
     /// Runs computation `comp` on `args` (one value per parameter).
     pub fn call(&mut self, comp_id: CompId, args: &[Value]) -> Result<Value, InterpError> {
+        self.comp_stack.push(comp_id);
+        let result = self.call_inner(comp_id, args);
+        self.comp_stack.pop();
+        result
+    }
+
+    /// The declared type of operand `i` of `inst`, an instruction of the computation now
+    /// running (`Bitcast` needs the operand's layout, which values do not carry).
+    pub(crate) fn operand_type(&self, inst: &Instruction, i: usize) -> Option<&'m Type> {
         let module = self.module;
-        let comp = module.comp(comp_id);
+        let comp = module.comps.get(*self.comp_stack.last()?)?;
+        let id = *inst.operands.get(i)?;
+        comp.insts.get(id).map(|o| &o.ty)
+    }
+
+    fn call_inner(&mut self, comp_id: CompId, args: &[Value]) -> Result<Value, InterpError> {
+        let module = self.module;
+        let Some(comp) = module.comps.get(comp_id) else {
+            return Err(InterpError {
+                inst: comp_id.to_string(),
+                loc: Loc::default(),
+                message: format!("computation {comp_id} does not exist"),
+            });
+        };
+        if !comp.has_root() {
+            return Err(InterpError {
+                inst: comp.name.clone(),
+                loc: Loc::default(),
+                message: format!("computation {} has no root", comp.name),
+            });
+        }
         if args.len() != comp.params.len() {
             return Err(InterpError {
                 inst: comp.name.clone(),
@@ -81,16 +115,26 @@ impl<'m, 'h> Interpreter<'m, 'h> {
         for (&p, a) in comp.params.iter().zip(args) {
             values[p] = Some(a.clone());
         }
+        // Uses left per value: an operand's last use moves the value instead of cloning
+        // it, so chains of elementwise ops on big arrays do not copy every intermediate.
+        let mut uses_left: SecondaryMap<InstId, u32> = SecondaryMap::new();
+        for &id in &comp.order {
+            for &o in &comp.inst(id).operands {
+                uses_left[o] += 1;
+            }
+        }
+        uses_left[comp.root] += 1;
         for &id in &comp.order {
             let inst = comp.inst(id);
             if matches!(inst.op, Op::Parameter(_)) {
                 continue;
             }
-            let operands: Vec<Value> = inst
-                .operands
-                .iter()
-                .map(|&o| values[o].clone().ok_or_else(|| self.error(inst, "operand used before it is defined")))
-                .collect::<Result<_, _>>()?;
+            let mut operands: Vec<Value> = Vec::with_capacity(inst.operands.len());
+            for &o in &inst.operands {
+                uses_left[o] = uses_left[o].saturating_sub(1);
+                let v = if uses_left[o] == 0 { values[o].take() } else { values[o].clone() };
+                operands.push(v.ok_or_else(|| self.error(inst, "operand used before it is defined"))?);
+            }
             let value = eval_fn(&inst.op)(self, inst, &operands).map_err(|m| self.error(inst, m))?;
             values[id] = Some(value);
         }
@@ -136,6 +180,102 @@ fn custom_call_target(inst: &Instruction) -> &str {
         Op::CustomCall(c) => &c.target,
         _ => "",
     }
+}
+
+/// Checks that `inst` got exactly `n` operands.
+pub(crate) fn expect_arity(inst: &Instruction, args: &[Value], n: usize) -> Result<(), String> {
+    if args.len() != n {
+        return Err(format!("{} takes {n} operands, got {}", inst.op.hlo_name(), args.len()));
+    }
+    Ok(())
+}
+
+/// Operand `i` as an array (an error if it is missing, a tuple or a token).
+pub(crate) fn expect_array<'a>(inst: &Instruction, args: &'a [Value], i: usize) -> Result<&'a Literal, String> {
+    match args.get(i) {
+        Some(Value::Array(l)) => Ok(l),
+        Some(other) => Err(format!("{} operand {i} must be an array, got {}", inst.op.hlo_name(), other.ty())),
+        None => Err(format!("{} needs operand {i}, got {} operands", inst.op.hlo_name(), args.len())),
+    }
+}
+
+/// The instruction's result type as an array shape (an error for tuples and tokens).
+pub(crate) fn result_shape(inst: &Instruction) -> Result<&Shape, String> {
+    match &inst.ty {
+        Type::Array(s) => Ok(s),
+        other => Err(format!("{} must produce an array, its type is {other}", inst.op.hlo_name())),
+    }
+}
+
+/// A rank-0 integer (or pred) operand as an i64: dynamic-slice starts, case selectors.
+pub(crate) fn scalar_index(inst: &Instruction, args: &[Value], i: usize) -> Result<i64, String> {
+    let l = expect_array(inst, args, i)?;
+    if l.shape.rank() != 0 || l.elem().is_float() {
+        return Err(format!("{} operand {i} must be an integer scalar, got {}", inst.op.hlo_name(), l.shape));
+    }
+    Ok(l.get(0).as_i64())
+}
+
+/// Calls `f` with every multi-index of an array of dimensions `dims`, in row-major order
+/// (the last dimension varies fastest). Nothing is called when a dimension is 0; a scalar
+/// (no dimensions) gets one call with the empty index.
+pub(crate) fn for_each_index(dims: &[i64], mut f: impl FnMut(&[i64])) {
+    let _ = try_for_each_index::<()>(dims, |idx| {
+        f(idx);
+        Ok(())
+    });
+}
+
+/// Like [`for_each_index`], but stops at (and returns) the first error.
+pub(crate) fn try_for_each_index<E>(dims: &[i64], mut f: impl FnMut(&[i64]) -> Result<(), E>) -> Result<(), E> {
+    if dims.iter().any(|&d| d <= 0) {
+        return Ok(());
+    }
+    let mut idx = vec![0i64; dims.len()];
+    loop {
+        f(&idx)?;
+        let mut d = dims.len();
+        loop {
+            if d == 0 {
+                return Ok(());
+            }
+            d -= 1;
+            idx[d] += 1;
+            if idx[d] < dims[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+/// Row-major linear offset of `idx` given `strides` (from [`Shape::strides`]).
+pub(crate) fn linear_offset(strides: &[usize], idx: &[i64]) -> usize {
+    idx.iter().zip(strides).map(|(&i, &s)| i as usize * s).sum()
+}
+
+/// Overwrites element `di` of `dst` with element `si` of `src`; an error when the two
+/// carriers differ (operands of different element types).
+pub(crate) fn set_elem(dst: &mut Data, di: usize, src: &Data, si: usize) -> Result<(), String> {
+    match (dst, src) {
+        (Data::Pred(a), Data::Pred(b)) => a[di] = b[si],
+        (Data::S(a), Data::S(b)) => a[di] = b[si],
+        (Data::U(a), Data::U(b)) => a[di] = b[si],
+        (Data::F(a), Data::F(b)) => a[di] = b[si],
+        _ => return Err("element types of the operands differ".into()),
+    }
+    Ok(())
+}
+
+/// Checks that a computed result shape matches the instruction's declared type
+/// (element type and dimensions), so that a wrongly typed module is an error, not a
+/// malformed value.
+pub(crate) fn check_result(inst: &Instruction, shape: &Shape) -> Result<(), String> {
+    let declared = result_shape(inst)?;
+    if !declared.same_shape(shape) {
+        return Err(format!("{} computes {shape} but its type says {declared}", inst.op.hlo_name()));
+    }
+    Ok(())
 }
 
 /// Convenience: runs `module`'s entry on `args`.
@@ -191,5 +331,27 @@ fn eval_fn(op: &Op) -> EvalFn {
         Op::ReplicaId | Op::PartitionId => control::zero_id,
         Op::AfterAll => |_, _, _| Ok(Value::Token),
         Op::CustomCall(_) => |interp, inst, args| interp.run_custom_call(inst, args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_iteration_is_row_major() {
+        let mut seen = Vec::new();
+        for_each_index(&[2, 3], |i| seen.push(i.to_vec()));
+        assert_eq!(seen, vec![vec![0, 0], vec![0, 1], vec![0, 2], vec![1, 0], vec![1, 1], vec![1, 2]]);
+        let mut n = 0;
+        for_each_index(&[], |i| {
+            assert!(i.is_empty());
+            n += 1
+        });
+        assert_eq!(n, 1);
+        for_each_index(&[3, 0], |_| panic!("no elements"));
+        let r = try_for_each_index(&[4], |i| if i[0] == 2 { Err(i[0]) } else { Ok(()) });
+        assert_eq!(r, Err(2));
+        assert_eq!(linear_offset(&[3, 1], &[1, 2]), 5);
     }
 }

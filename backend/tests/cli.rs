@@ -334,10 +334,11 @@ fn help_documents_the_bf16_widening() {
 }
 
 // ---------------------------------------------------------------------------------
-// Errors: exit status 2 and a message that says what and where.
+// Errors: exit status 2 and a message that says what and where. Input checks do not
+// depend on the text format, so these use XLA's HLO of corpus programs.
 
 #[test]
-fn malformed_text_reports_line_and_column() {
+fn malformed_stablehlo_reports_line_and_column() {
     let dir = scratch("malformed");
     let path = dir.join("bad.mlir");
     std::fs::write(
@@ -347,9 +348,12 @@ fn malformed_text_reports_line_and_column() {
     .unwrap();
     let o = hloscope().arg("run").arg(&path).arg("--random-inputs").output().unwrap();
     assert_fails_with(&o, &[&format!("{}:3:", path.display())]);
+}
 
+#[test]
+fn malformed_hlo_reports_line_and_column() {
     let o = run_with_stdin(&["run".as_ref(), "-".as_ref(), "--random-inputs".as_ref()], "HloModule m\n\nENTRY e {\n  ROOT x = f32[2] frobnicate()\n}\n");
-    assert_fails_with(&o, &["<stdin>:4:"]);
+    assert_fails_with(&o, &["<stdin>:4:19:", "frobnicate"]);
 }
 
 #[test]
@@ -357,7 +361,7 @@ fn wrong_number_of_inputs() {
     let dir = corpus_dir().join("softmax");
     let o = hloscope()
         .arg("run")
-        .arg(dir.join("module.mlir"))
+        .arg(dir.join("xla.hlo"))
         .arg("--input")
         .arg(dir.join("in0.npy"))
         .arg("--input")
@@ -366,7 +370,7 @@ fn wrong_number_of_inputs() {
         .unwrap();
     assert_fails_with(&o, &["the module takes 1 parameter, but 2 --input files were given", "parameter 0"]);
 
-    let o = hloscope().arg("run").arg(dir.join("module.mlir")).output().unwrap();
+    let o = hloscope().arg("run").arg(dir.join("xla.hlo")).output().unwrap();
     assert_fails_with(&o, &["the module takes 1 parameter, but 0 --input files were given"]);
 }
 
@@ -376,7 +380,7 @@ fn wrong_input_shape_names_the_parameter() {
     let dir = corpus_dir().join("layernorm");
     let o = hloscope()
         .arg("run")
-        .arg(dir.join("module.mlir"))
+        .arg(dir.join("xla.hlo"))
         .args(["--input".as_ref(), dir.join("in1.npy").as_os_str()])
         .args(["--input".as_ref(), dir.join("in1.npy").as_os_str()])
         .args(["--input".as_ref(), dir.join("in2.npy").as_os_str()])
@@ -390,7 +394,7 @@ fn wrong_input_dtype_names_the_parameter() {
     let dir = scratch("dtype");
     let f64s = dir.join("x.npy");
     write_npy(&f64s, &Literal::zeros(Shape::new(ElementType::F64, vec![4, 10])));
-    let module = corpus_dir().join("softmax").join("module.mlir");
+    let module = corpus_dir().join("softmax").join("xla.hlo");
     let o = hloscope().arg("run").arg(&module).arg("--input").arg(&f64s).output().unwrap();
     assert_fails_with(&o, &["x.npy", "parameter 0", "expects dtype float32 (`<f4`), but the file holds float64"]);
 
@@ -409,14 +413,14 @@ fn missing_files() {
     let o = hloscope().arg("run").arg(dir.join("nope.mlir")).arg("--random-inputs").output().unwrap();
     assert_fails_with(&o, &["cannot read module", "nope.mlir"]);
 
-    let module = corpus_dir().join("softmax").join("module.mlir");
+    let module = corpus_dir().join("softmax").join("xla.hlo");
     let o = hloscope().arg("run").arg(&module).arg("--input").arg(dir.join("gone.npy")).output().unwrap();
     assert_fails_with(&o, &["cannot read input", "gone.npy"]);
 }
 
 #[test]
 fn bad_command_lines_exit_with_status_2() {
-    let module = corpus_dir().join("softmax").join("module.mlir");
+    let module = corpus_dir().join("softmax").join("xla.hlo");
     let o = hloscope().arg("run").arg(&module).args(["--random-inputs", "--target", "tpu"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("invalid value 'tpu'"), "{}", stderr(&o));

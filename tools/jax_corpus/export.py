@@ -453,7 +453,8 @@ def tol_for(prog, dtype):
 
 def save_npy(path, a):
     # np.save writes the same bytes for the same array, so the output is reproducible.
-    np.save(path, np.ascontiguousarray(a), allow_pickle=False)
+    # (np.ascontiguousarray would turn a 0-d array into shape (1,).)
+    np.save(path, np.array(a, order="C"), allow_pickle=False)
 
 
 def export(prog, out_root):

@@ -5,8 +5,8 @@
 //! common mistake a person makes on the command line.
 
 use crate::npy::{self, NpyArray};
-use hloscope_core::ir::{Data, ElementType, Literal, Module, Shape, Type, Value};
 use hloscope_core::ir::literal::round_float;
+use hloscope_core::ir::{Data, ElementType, Literal, Module, Shape, Type, Value};
 
 /// How a parameter is named in messages: `parameter 0 (%x: f32[2,3])`.
 pub fn describe_param(module: &Module, index: usize) -> String {
@@ -21,14 +21,20 @@ pub fn from_npy(module: &Module, files: &[(String, Vec<u8>)]) -> Result<Vec<Valu
     let entry = module.entry_comp();
     let types = entry.param_types();
     if files.len() != types.len() {
-        let list = (0..types.len()).map(|i| format!("\n  {}", describe_param(module, i))).collect::<String>();
+        let list = (0..types.len())
+            .map(|i| format!("\n  {}", describe_param(module, i)))
+            .collect::<String>();
         return Err(format!(
             "the module takes {} parameter{}, but {} --input file{} given{}",
             types.len(),
             plural(types.len()),
             files.len(),
             if files.len() == 1 { " was" } else { "s were" },
-            if list.is_empty() { String::new() } else { format!(":{list}") },
+            if list.is_empty() {
+                String::new()
+            } else {
+                format!(":{list}")
+            },
         ));
     }
     files
@@ -47,8 +53,11 @@ pub fn from_npy(module: &Module, files: &[(String, Vec<u8>)]) -> Result<Vec<Valu
                 }
             };
             let arr = npy::read(bytes).map_err(|e| format!("{name}: {e}"))?;
-            check_matches(&arr, shape).map_err(|why| format!("{name}: {} {why}", describe_param(module, i)))?;
-            let lit = arr.to_literal(shape.elem).ok_or_else(|| format!("{name}: could not decode the data"))?;
+            check_matches(&arr, shape)
+                .map_err(|why| format!("{name}: {} {why}", describe_param(module, i)))?;
+            let lit = arr
+                .to_literal(shape.elem)
+                .ok_or_else(|| format!("{name}: could not decode the data"))?;
             Ok(Value::Array(lit))
         })
         .collect()
@@ -56,13 +65,21 @@ pub fn from_npy(module: &Module, files: &[(String, Vec<u8>)]) -> Result<Vec<Valu
 
 /// Checks an array's dtype and dimensions against a parameter's shape.
 fn check_matches(arr: &NpyArray, shape: &Shape) -> Result<(), String> {
-    let dtype_ok = arr.elem == shape.elem || (shape.elem == ElementType::BF16 && arr.elem == ElementType::F32);
+    let dtype_ok =
+        arr.elem == shape.elem || (shape.elem == ElementType::BF16 && arr.elem == ElementType::F32);
     let expected = match shape.elem {
         ElementType::BF16 => "float32 (`<f4`, rounded to bfloat16)".to_string(),
-        e => format!("{} (`{}`)", npy::numpy_name(e), e.numpy_descr().unwrap_or("?")),
+        e => format!(
+            "{} (`{}`)",
+            npy::numpy_name(e),
+            e.numpy_descr().unwrap_or("?")
+        ),
     };
     if !dtype_ok {
-        return Err(format!("expects dtype {expected}, but the file holds {}", npy::numpy_name(arr.elem)));
+        return Err(format!(
+            "expects dtype {expected}, but the file holds {}",
+            npy::numpy_name(arr.elem)
+        ));
     }
     if arr.dims != shape.dims {
         return Err(format!(
@@ -111,7 +128,12 @@ const INT_RANGE: i64 = 8;
 /// integers in a small range, preds fair coin flips. Tuples are filled element-wise.
 pub fn random(module: &Module, seed: u64) -> Vec<Value> {
     let mut rng = SplitMix64::new(seed);
-    module.entry_comp().param_types().iter().map(|t| random_value(t, &mut rng)).collect()
+    module
+        .entry_comp()
+        .param_types()
+        .iter()
+        .map(|t| random_value(t, &mut rng))
+        .collect()
 }
 
 fn random_value(ty: &Type, rng: &mut SplitMix64) -> Value {
@@ -129,9 +151,17 @@ fn random_literal(shape: &Shape, rng: &mut SplitMix64) -> Literal {
     let data = if elem.is_pred() {
         Data::Pred((0..n).map(|_| rng.next_u64() >> 63 == 1).collect())
     } else if elem.is_signed_int() {
-        Data::S((0..n).map(|_| (rng.next_u64() % (2 * INT_RANGE) as u64) as i64 - INT_RANGE).collect())
+        Data::S(
+            (0..n)
+                .map(|_| (rng.next_u64() % (2 * INT_RANGE) as u64) as i64 - INT_RANGE)
+                .collect(),
+        )
     } else if elem.is_unsigned_int() {
-        Data::U((0..n).map(|_| rng.next_u64() % (2 * INT_RANGE) as u64).collect())
+        Data::U(
+            (0..n)
+                .map(|_| rng.next_u64() % (2 * INT_RANGE) as u64)
+                .collect(),
+        )
     } else {
         Data::F(
             (0..n)

@@ -39,7 +39,11 @@ pub struct RunArgs {
     pub module: String,
 
     /// An .npy file for the next entry parameter (repeat, in parameter order).
-    #[arg(long = "input", value_name = "FILE.npy", conflicts_with = "random_inputs")]
+    #[arg(
+        long = "input",
+        value_name = "FILE.npy",
+        conflicts_with = "random_inputs"
+    )]
     pub inputs: Vec<PathBuf>,
 
     /// Make deterministic inputs: floats uniform in [-1, 1), integers in [-8, 8)
@@ -80,13 +84,19 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
     let (source_name, text) = read_module_text(&args.module)?;
     let mut input_files = Vec::with_capacity(args.inputs.len());
     for path in &args.inputs {
-        let bytes = std::fs::read(path).map_err(|e| RunError(format!("cannot read input {}: {e}", path.display())))?;
+        let bytes = std::fs::read(path)
+            .map_err(|e| RunError(format!("cannot read input {}: {e}", path.display())))?;
         input_files.push((path.display().to_string(), bytes));
     }
     let module = hloscope_core::parse::parse_module(&text)
         .map_err(|e| RunError(format!("{source_name}:{}:{}: {}", e.line, e.col, e.message)))?;
-    hloscope_core::verify::verify(&module)
-        .map_err(|e| RunError(format!("{source_name}:{}: invalid module: {}", e.loc, strip_loc(&e.to_string()))))?;
+    hloscope_core::verify::verify(&module).map_err(|e| {
+        RunError(format!(
+            "{source_name}:{}: invalid module: {}",
+            e.loc,
+            strip_loc(&e.to_string())
+        ))
+    })?;
 
     let arguments = if args.random_inputs {
         inputs::random(&module, args.seed)
@@ -99,15 +109,28 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
 
     match &args.out_dir {
         Some(dir) => write_outputs(dir, &outputs),
-        None => Ok(outputs.iter().enumerate().map(|(i, l)| summary::summarize(i, l) + "\n").collect()),
+        None => Ok(outputs
+            .iter()
+            .enumerate()
+            .map(|(i, l)| summary::summarize(i, l) + "\n")
+            .collect()),
     }
 }
 
 /// Runs the entry computation on the chosen target.
-fn execute(target: Target, module: &Module, args: &[Value], source_name: &str) -> Result<Value, RunError> {
+fn execute(
+    target: Target,
+    module: &Module,
+    args: &[Value],
+    source_name: &str,
+) -> Result<Value, RunError> {
     match target {
         Target::Interp => Interpreter::new(module).run(args).map_err(|e| {
-            let at = if e.loc.line > 0 { format!("{source_name}:{}", e.loc) } else { source_name.to_string() };
+            let at = if e.loc.line > 0 {
+                format!("{source_name}:{}", e.loc)
+            } else {
+                source_name.to_string()
+            };
             RunError(format!("{at}: running %{} failed: {}", e.inst, e.message))
         }),
     }
@@ -122,9 +145,13 @@ fn read_module_text(arg: &str) -> Result<(String, String), RunError> {
             .map_err(|e| RunError(format!("cannot read the module from standard input: {e}")))?;
         return Ok(("<stdin>".into(), text));
     }
-    let bytes = std::fs::read(arg).map_err(|e| RunError(format!("cannot read module {arg}: {e}")))?;
+    let bytes =
+        std::fs::read(arg).map_err(|e| RunError(format!("cannot read module {arg}: {e}")))?;
     let text = String::from_utf8(bytes).map_err(|e| {
-        RunError(format!("{arg}: the module is not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()))
+        RunError(format!(
+            "{arg}: the module is not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
     })?;
     Ok((arg.to_string(), text))
 }
@@ -133,19 +160,27 @@ fn read_module_text(arg: &str) -> Result<(String, String), RunError> {
 fn strip_loc(s: &str) -> &str {
     let mut parts = s.splitn(3, ':');
     match (parts.next(), parts.next(), parts.next()) {
-        (Some(l), Some(c), Some(rest)) if l.parse::<u32>().is_ok() && c.parse::<u32>().is_ok() => rest.trim_start(),
+        (Some(l), Some(c), Some(rest)) if l.parse::<u32>().is_ok() && c.parse::<u32>().is_ok() => {
+            rest.trim_start()
+        }
         _ => s,
     }
 }
 
 fn write_outputs(dir: &Path, outputs: &[hloscope_core::ir::Literal]) -> Result<String, RunError> {
-    std::fs::create_dir_all(dir).map_err(|e| RunError(format!("cannot create {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| RunError(format!("cannot create {}: {e}", dir.display())))?;
     let mut report = String::new();
     for (i, l) in outputs.iter().enumerate() {
         let path = dir.join(format!("out{i}.npy"));
         let arr = NpyArray::from_literal(l);
-        std::fs::write(&path, npy::write(&arr)).map_err(|e| RunError(format!("cannot write {}: {e}", path.display())))?;
-        let widened = if l.elem() == hloscope_core::ir::ElementType::BF16 { " (bf16 widened to float32)" } else { "" };
+        std::fs::write(&path, npy::write(&arr))
+            .map_err(|e| RunError(format!("cannot write {}: {e}", path.display())))?;
+        let widened = if l.elem() == hloscope_core::ir::ElementType::BF16 {
+            " (bf16 widened to float32)"
+        } else {
+            ""
+        };
         report += &format!("wrote {} ({}){widened}\n", path.display(), l.shape);
     }
     if outputs.is_empty() {

@@ -74,10 +74,6 @@ impl std::fmt::Display for RunError {
     }
 }
 
-fn fail<T>(msg: impl Into<String>) -> Result<T, RunError> {
-    Err(RunError(msg.into()))
-}
-
 /// Runs the command; returns the text to print on standard output.
 pub fn run(args: &RunArgs) -> Result<String, RunError> {
     // Read every file first, so that a missing one is reported before any parse error.
@@ -109,6 +105,7 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
 
     match &args.out_dir {
         Some(dir) => write_outputs(dir, &outputs),
+        None if outputs.is_empty() => Ok("the module returned no arrays\n".into()),
         None => Ok(outputs
             .iter()
             .enumerate()
@@ -156,6 +153,14 @@ fn read_module_text(arg: &str) -> Result<(String, String), RunError> {
     Ok((arg.to_string(), text))
 }
 
+/// `2,3` for dims [2, 3].
+fn npy_dims(dims: &[i64]) -> String {
+    dims.iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// VerifyError's text starts with its own `line:col: `; the CLI puts the file name first.
 fn strip_loc(s: &str) -> &str {
     let mut parts = s.splitn(3, ':');
@@ -181,10 +186,15 @@ fn write_outputs(dir: &Path, outputs: &[hloscope_core::ir::Literal]) -> Result<S
         } else {
             ""
         };
-        report += &format!("wrote {} ({}){widened}\n", path.display(), l.shape);
+        report += &format!(
+            "wrote {} ({}[{}]){widened}\n",
+            path.display(),
+            l.elem(),
+            npy_dims(&l.shape.dims)
+        );
     }
     if outputs.is_empty() {
-        return fail("the module returned no arrays, so nothing was written");
+        report = "the module returned no arrays; nothing was written\n".into();
     }
     Ok(report)
 }

@@ -2,7 +2,7 @@
 //! type, min/max/mean and the first few values, each float shown in its own precision.
 
 use half::{bf16, f16};
-use hloscope_core::ir::{ElementType, Literal, Scalar};
+use hloscope_core::ir::{ElementType, Literal, Scalar, Shape};
 use std::fmt::Write;
 
 /// How many leading values the summary shows.
@@ -11,7 +11,8 @@ const SHOWN: usize = 8;
 /// One output, e.g.
 /// `out0: f32[2,3]  min -1.5  max 2  mean 0.25` then `  [1, 2, ...] (first 8 of 6)`.
 pub fn summarize(index: usize, l: &Literal) -> String {
-    let mut s = format!("out{index}: {}", l.shape);
+    // Layouts are physical detail; the summary speaks of logical values.
+    let mut s = format!("out{index}: {}", Shape::new(l.elem(), l.shape.dims.clone()));
     let n = l.num_elements();
     let values = l.to_f64_vec();
     let finite_or_inf: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
@@ -78,7 +79,6 @@ fn show_mean(m: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hloscope_core::ir::Shape;
 
     #[test]
     fn float_summary_uses_the_narrow_precision() {
@@ -104,6 +104,13 @@ mod tests {
             summarize(2, &p),
             "out2: pred[2]  min false  max true  mean 0.5\n  [true, false]"
         );
+    }
+
+    #[test]
+    fn layouts_are_not_shown() {
+        let mut l = Literal::from_f64s(Shape::new(ElementType::F64, vec![1, 2]), &[0.5, 1.0]);
+        l.shape.layout = Some(vec![0, 1]);
+        assert!(summarize(0, &l).starts_with("out0: f64[1,2]  min 0.5"));
     }
 
     #[test]

@@ -627,3 +627,14 @@ fn bad_command_lines_exit_with_status_2() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "--seed needs --random-inputs");
 }
+
+#[test]
+fn a_module_without_results_is_not_an_error() {
+    let hlo = "HloModule empty\n\nENTRY e {\n  x = f32[2] parameter(0)\n  ROOT t = () tuple()\n}\n";
+    let o = run_with_stdin(
+        &["run".as_ref(), "-".as_ref(), "--random-inputs".as_ref()],
+        hlo,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "the module returned no arrays\n");
+}

@@ -439,3 +439,4 @@ fn errors_have_locations_and_never_panic() {
         }
     }
 }
+

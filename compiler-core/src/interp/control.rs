@@ -29,7 +29,7 @@ pub(super) fn while_loop(interp: &mut Interpreter, inst: &Instruction, args: &[V
             break;
         }
         interp.count_loop_iteration()?;
-        let next = run_comp(interp, body, &state)?;
+        let next = interp.call_owned(body, std::mem::take(&mut state)).map_err(|e| e.to_string())?;
         state = if n == 1 {
             vec![next]
         } else {

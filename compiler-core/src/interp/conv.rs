@@ -182,3 +182,131 @@ pub(super) fn convolution(_: &mut Interpreter, inst: &Instruction, args: &[Value
     };
     Ok(Value::Array(Literal::new(out, data)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use crate::ir::{ConvAttrs, ConvDims, ElementType, ElementType::*, Literal, Op};
+
+    /// Dimension numbers from StableHLO's `[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]` notation.
+    fn dims(input: &str, kernel: &str, output: &str) -> ConvDims {
+        let pos = |s: &str, c: &str| s.split(',').map(str::trim).position(|x| x == c).unwrap() as i64;
+        let spatial = |s: &str| {
+            let n = s.split(',').filter(|x| x.trim().parse::<u32>().is_ok()).count();
+            (0..n).map(|k| pos(s, &k.to_string())).collect::<Vec<_>>()
+        };
+        ConvDims {
+            input_batch: pos(input, "b"),
+            input_feature: pos(input, "f"),
+            input_spatial: spatial(input),
+            kernel_input_feature: pos(kernel, "i"),
+            kernel_output_feature: pos(kernel, "o"),
+            kernel_spatial: spatial(kernel),
+            output_batch: pos(output, "b"),
+            output_feature: pos(output, "f"),
+            output_spatial: spatial(output),
+        }
+    }
+
+    fn attrs(d: ConvDims) -> ConvAttrs {
+        let n = d.input_spatial.len();
+        ConvAttrs {
+            dims: d,
+            window_strides: vec![1; n],
+            padding: vec![(0, 0); n],
+            lhs_dilation: vec![1; n],
+            rhs_dilation: vec![1; n],
+            window_reversal: vec![false; n],
+            feature_group_count: 1,
+            batch_group_count: 1,
+        }
+    }
+
+    fn conv(a: ConvAttrs, lhs: Literal, rhs: Literal, out_elem: ElementType, out: &[i64]) -> Vec<f64> {
+        run_op_array(Op::Convolution(a), arr(out_elem, out), &[lhs.into(), rhs.into()]).to_f64_vec()
+    }
+
+    fn lhs_4x4(elem: ElementType) -> Literal {
+        ints(elem, &[1, 4, 4, 1], &[1, 2, 5, 6, 3, 4, 7, 8, 10, 11, 14, 15, 12, 13, 16, 17])
+    }
+
+    #[test]
+    fn spec_examples_strides_lhs_dilation_padding() {
+        // stablehlo interpret/convolution.mlir: si64, si8 -> si32, padding.
+        let mut a = attrs(dims("b,0,1,f", "0,1,i,o", "b,0,1,f"));
+        a.window_strides = vec![4, 4];
+        a.lhs_dilation = vec![2, 2];
+        let ones = ints(S64, &[3, 3, 1, 1], &[1; 9]);
+        assert_eq!(conv(a.clone(), lhs_4x4(S64), ones.clone(), S64, &[1, 2, 2, 1]), [10.0, 26.0, 46.0, 62.0]);
+        let tens = ints(S8, &[3, 3, 1, 1], &[10; 9]);
+        assert_eq!(conv(a.clone(), lhs_4x4(S8), tens, S32, &[1, 2, 2, 1]), [100.0, 260.0, 460.0, 620.0]);
+        a.padding = vec![(1, 1), (1, 1)];
+        assert_eq!(conv(a, lhs_4x4(S64), ones, S64, &[1, 2, 2, 1]), [1.0, 5.0, 10.0, 14.0]);
+    }
+
+    #[test]
+    fn spec_examples_groups() {
+        // stablehlo interpret/convolution.mlir: batch_group_count 4, feature_group_count 2.
+        let mut a = attrs(dims("0,b,1,f", "0,1,i,o", "b,0,1,f"));
+        a.window_strides = vec![4, 4];
+        a.lhs_dilation = vec![2, 2];
+        a.batch_group_count = 4;
+        let ones = ints(S64, &[1, 2, 1, 4], &[1; 8]);
+        let got = conv(a, lhs_4x4(S64), ones.clone(), S64, &[1, 1, 2, 4]);
+        assert_eq!(got, [1.0, 3.0, 10.0, 12.0, 5.0, 7.0, 14.0, 16.0]);
+
+        let mut a = attrs(dims("b,0,f,1", "0,i,1,o", "b,0,1,f"));
+        a.window_strides = vec![4, 4];
+        a.lhs_dilation = vec![2, 2];
+        a.feature_group_count = 2;
+        let got = conv(a, lhs_4x4(S64), ones, S64, &[1, 2, 1, 4]);
+        assert_eq!(got, [3.0, 3.0, 11.0, 11.0, 21.0, 21.0, 29.0, 29.0]);
+    }
+
+    fn one_d() -> (ConvAttrs, Literal, Literal) {
+        let a = attrs(dims("b,f,0", "o,i,0", "b,f,0"));
+        (a, f32s(&[1, 1, 5], &[1.0, 2.0, 3.0, 4.0, 5.0]), f32s(&[1, 1, 2], &[1.0, 10.0]))
+    }
+
+    #[test]
+    fn window_options_in_one_dimension() {
+        let (a, x, k) = one_d();
+        assert_eq!(conv(a.clone(), x.clone(), k.clone(), F32, &[1, 1, 4]), [21.0, 32.0, 43.0, 54.0]);
+        let mut r = a.clone();
+        r.window_reversal = vec![true];
+        assert_eq!(conv(r, x.clone(), k.clone(), F32, &[1, 1, 4]), [12.0, 23.0, 34.0, 45.0]);
+        let mut d = a.clone();
+        d.rhs_dilation = vec![2];
+        assert_eq!(conv(d, x.clone(), k.clone(), F32, &[1, 1, 3]), [31.0, 42.0, 53.0]);
+        let mut p = a.clone();
+        p.padding = vec![(-1, 1)];
+        assert_eq!(conv(p, x.clone(), k.clone(), F32, &[1, 1, 4]), [32.0, 43.0, 54.0, 5.0]);
+        let mut l = a;
+        l.lhs_dilation = vec![2];
+        assert_eq!(conv(l, x, k, F32, &[1, 1, 8]), [1.0, 20.0, 2.0, 30.0, 3.0, 40.0, 4.0, 50.0]);
+    }
+
+    #[test]
+    fn float_sums_round_once() {
+        // In f32, 1e8 + 1 - 1e8 step by step is 0; accumulated in f64 and rounded once it is 1.
+        let a = attrs(dims("b,f,0", "o,i,0", "b,f,0"));
+        let x = f32s(&[1, 1, 3], &[1e8, 1.0, -1e8]);
+        let k = f32s(&[1, 1, 3], &[1.0, 1.0, 1.0]);
+        assert_eq!(conv(a, x, k, F32, &[1, 1, 1]), [1.0]);
+    }
+
+    #[test]
+    fn integer_sums_wrap() {
+        let a = attrs(dims("b,f,0", "o,i,0", "b,f,0"));
+        let x = ints(S8, &[1, 1, 2], &[100, 100]);
+        let k = ints(S8, &[1, 1, 2], &[1, 1]);
+        assert_eq!(conv(a, x, k, S8, &[1, 1, 1]), [-56.0]);
+    }
+
+    #[test]
+    fn rejects_mismatched_result() {
+        let (a, x, k) = one_d();
+        let err = run_op(Op::Convolution(a), arr(F32, &[1, 1, 5]), &[x.into(), k.into()]).unwrap_err();
+        assert!(err.message.contains("expected 4"), "{err}");
+    }
+}

@@ -73,6 +73,12 @@ impl<'m, 'h> Interpreter<'m, 'h> {
 
     /// Runs computation `comp` on `args` (one value per parameter).
     pub fn call(&mut self, comp_id: CompId, args: &[Value]) -> Result<Value, InterpError> {
+        self.call_owned(comp_id, args.to_vec())
+    }
+
+    /// Like [`Interpreter::call`], but takes the arguments by value, so that a caller
+    /// that owns them (a `while` body's state) does not copy them.
+    pub fn call_owned(&mut self, comp_id: CompId, args: Vec<Value>) -> Result<Value, InterpError> {
         self.comp_stack.push(comp_id);
         let result = self.call_inner(comp_id, args);
         self.comp_stack.pop();
@@ -88,7 +94,7 @@ impl<'m, 'h> Interpreter<'m, 'h> {
         comp.insts.get(id).map(|o| &o.ty)
     }
 
-    fn call_inner(&mut self, comp_id: CompId, args: &[Value]) -> Result<Value, InterpError> {
+    fn call_inner(&mut self, comp_id: CompId, args: Vec<Value>) -> Result<Value, InterpError> {
         let module = self.module;
         let Some(comp) = module.comps.get(comp_id) else {
             return Err(InterpError {
@@ -113,7 +119,7 @@ impl<'m, 'h> Interpreter<'m, 'h> {
         }
         let mut values: SecondaryMap<InstId, Option<Value>> = SecondaryMap::new();
         for (&p, a) in comp.params.iter().zip(args) {
-            values[p] = Some(a.clone());
+            values[p] = Some(a);
         }
         // Uses left per value: an operand's last use moves the value instead of cloning
         // it, so chains of elementwise ops on big arrays do not copy every intermediate.
@@ -213,7 +219,11 @@ pub(crate) fn scalar_index(inst: &Instruction, args: &[Value], i: usize) -> Resu
     if l.shape.rank() != 0 || l.elem().is_float() {
         return Err(format!("{} operand {i} must be an integer scalar, got {}", inst.op.hlo_name(), l.shape));
     }
-    Ok(l.get(0).as_i64())
+    Ok(match l.get(0) {
+        // Huge unsigned values stay huge (they clamp like any index past the end).
+        crate::ir::Scalar::U(v) => v.min(i64::MAX as u64) as i64,
+        s => s.as_i64(),
+    })
 }
 
 /// Calls `f` with every multi-index of an array of dimensions `dims`, in row-major order

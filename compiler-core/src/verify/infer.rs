@@ -22,8 +22,8 @@
 //! - reduction init values may have either the input's or the body's element type.
 
 use crate::ir::{
-    BinaryOp, CmpKind, CompId, ConvAttrs, Data, DotDims, ElementType, GatherDims, Literal, Module, Op, ReduceWindowAttrs,
-    RngAlgorithm, RngDistribution, ScatterDims, SelectAndScatterAttrs, Shape, Type, UnaryOp,
+    BinaryOp, CmpKind, CompId, ConvAttrs, Data, DotDims, ElementType, GatherDims, Literal, Module, Op,
+    ReduceWindowAttrs, RngAlgorithm, RngDistribution, ScatterDims, SelectAndScatterAttrs, Shape, Type, UnaryOp,
 };
 
 type R<T> = Result<T, String>;
@@ -226,7 +226,10 @@ fn reducer(module: &Module, body: CompId, inputs: &[ElementType]) -> R<Vec<Eleme
             ));
         }
         if !promotable(inputs[i], acc.elem) {
-            return Err(format!("input {i} has element type {} which body {name} cannot take as {}", inputs[i], acc.elem));
+            return Err(format!(
+                "input {i} has element type {} which body {name} cannot take as {}",
+                inputs[i], acc.elem
+            ));
         }
         elems.push(acc.elem);
     }
@@ -400,7 +403,12 @@ fn literal_ok(lit: &Literal) -> R<()> {
         return Err(format!("literal data is not stored as {} elements", lit.shape.elem));
     }
     if lit.data.len() != lit.shape.num_elements() {
-        return Err(format!("literal has {} elements but its shape {} needs {}", lit.data.len(), lit.shape, lit.shape.num_elements()));
+        return Err(format!(
+            "literal has {} elements but its shape {} needs {}",
+            lit.data.len(),
+            lit.shape,
+            lit.shape.num_elements()
+        ));
     }
     Ok(())
 }
@@ -513,10 +521,7 @@ fn slice(start: &[i64], limit: &[i64], stride: &[i64], s: &Shape) -> R<Type> {
     let mut dims = Vec::with_capacity(n);
     for i in 0..n {
         if !(0 <= start[i] && start[i] <= limit[i] && limit[i] <= s.dims[i]) {
-            return Err(format!(
-                "dim {i}: need 0 <= start {} <= limit {} <= size {}",
-                start[i], limit[i], s.dims[i]
-            ));
+            return Err(format!("dim {i}: need 0 <= start {} <= limit {} <= size {}", start[i], limit[i], s.dims[i]));
         }
         dims.push((limit[i] - start[i] + stride[i] - 1) / stride[i]);
     }
@@ -635,7 +640,9 @@ fn dot(d: &DotDims, l: &Shape, r: &Shape) -> R<Type> {
     all_in(&d.rhs_contracting, r.rank(), "rhs contracting dim")?;
     unique(&[d.lhs_batch.clone(), d.lhs_contracting.clone()].concat(), "lhs batching and contracting dims")?;
     unique(&[d.rhs_batch.clone(), d.rhs_contracting.clone()].concat(), "rhs batching and contracting dims")?;
-    for (kind, ls, rs) in [("batching", &d.lhs_batch, &d.rhs_batch), ("contracting", &d.lhs_contracting, &d.rhs_contracting)] {
+    for (kind, ls, rs) in
+        [("batching", &d.lhs_batch, &d.rhs_batch), ("contracting", &d.lhs_contracting, &d.rhs_contracting)]
+    {
         for (&a, &b) in ls.iter().zip(rs.iter()) {
             let (x, y) = (l.dims[a as usize], r.dims[b as usize]);
             if x != y {
@@ -645,7 +652,10 @@ fn dot(d: &DotDims, l: &Shape, r: &Shape) -> R<Type> {
     }
     let mut dims: Vec<i64> = d.lhs_batch.iter().map(|&b| l.dims[b as usize]).collect();
     let free = |s: &Shape, batch: &[i64], contracting: &[i64]| -> Vec<i64> {
-        (0..s.rank() as i64).filter(|i| !batch.contains(i) && !contracting.contains(i)).map(|i| s.dims[i as usize]).collect()
+        (0..s.rank() as i64)
+            .filter(|i| !batch.contains(i) && !contracting.contains(i))
+            .map(|i| s.dims[i as usize])
+            .collect()
     };
     dims.extend(free(l, &d.lhs_batch, &d.lhs_contracting));
     dims.extend(free(r, &d.rhs_batch, &d.rhs_contracting));
@@ -726,7 +736,8 @@ fn inputs_and_inits<'a>(ops: &[&'a Type]) -> R<(Vec<&'a Shape>, Vec<&'a Shape>)>
     }
     let n = ops.len() / 2;
     let inputs = same_arrays(&ops[..n], "input")?;
-    let inits = ops[n..].iter().enumerate().map(|(i, t)| scalar(t, &format!("init value {i}"))).collect::<R<Vec<_>>>()?;
+    let inits =
+        ops[n..].iter().enumerate().map(|(i, t)| scalar(t, &format!("init value {i}"))).collect::<R<Vec<_>>>()?;
     Ok((inputs, inits))
 }
 
@@ -825,7 +836,13 @@ fn index_batch(indices: &Shape, index_vector_dim: i64, batching: &[i64]) -> R<(i
 }
 
 /// Checks the operand-side batching dims against the indices-side ones.
-fn batching_match(operand: &Shape, op_batching: &[i64], indices: &Shape, idx_batching: &[i64], names: (&str, &str)) -> R<()> {
+fn batching_match(
+    operand: &Shape,
+    op_batching: &[i64],
+    indices: &Shape,
+    idx_batching: &[i64],
+    names: (&str, &str),
+) -> R<()> {
     len_is(idx_batching.len(), op_batching.len(), names.1)?;
     for (&a, &b) in op_batching.iter().zip(idx_batching) {
         let (x, y) = (operand.dims[a as usize], indices.dims[b as usize]);
@@ -855,8 +872,17 @@ fn gather(g: &GatherDims, operand: &Shape, indices: &Shape) -> R<Type> {
     sorted(&g.operand_batching_dims, "operand_batching_dims")?;
     all_in(&g.collapsed_slice_dims, rank, "collapsed slice dim")?;
     all_in(&g.operand_batching_dims, rank, "operand batching dim")?;
-    batching_match(operand, &g.operand_batching_dims, indices, &g.start_indices_batching_dims, ("operand batching", "start indices batching"))?;
-    unique(&[g.start_index_map.clone(), g.operand_batching_dims.clone()].concat(), "start_index_map and batching dims")?;
+    batching_match(
+        operand,
+        &g.operand_batching_dims,
+        indices,
+        &g.start_indices_batching_dims,
+        ("operand batching", "start indices batching"),
+    )?;
+    unique(
+        &[g.start_index_map.clone(), g.operand_batching_dims.clone()].concat(),
+        "start_index_map and batching dims",
+    )?;
     all_in(&g.start_index_map, rank, "start_index_map entry")?;
     len_is(g.slice_sizes.len(), rank, "slice_sizes")?;
     for (i, (&z, &d)) in g.slice_sizes.iter().zip(&operand.dims).enumerate() {
@@ -913,9 +939,18 @@ fn scatter(module: &Module, s: &ScatterDims, ops: &[&Type]) -> R<Type> {
     sorted(&s.input_batching_dims, "input_batching_dims")?;
     all_in(&s.inserted_window_dims, rank, "inserted window dim")?;
     all_in(&s.input_batching_dims, rank, "input batching dim")?;
-    batching_match(input, &s.input_batching_dims, indices, &s.scatter_indices_batching_dims, ("input batching", "scatter indices batching"))?;
+    batching_match(
+        input,
+        &s.input_batching_dims,
+        indices,
+        &s.scatter_indices_batching_dims,
+        ("input batching", "scatter indices batching"),
+    )?;
     len_is(s.scatter_dims_to_operand_dims.len(), vec_size as usize, "scatter_dims_to_operand_dims")?;
-    unique(&[s.scatter_dims_to_operand_dims.clone(), s.input_batching_dims.clone()].concat(), "scatter_dims_to_operand_dims and batching dims")?;
+    unique(
+        &[s.scatter_dims_to_operand_dims.clone(), s.input_batching_dims.clone()].concat(),
+        "scatter_dims_to_operand_dims and batching dims",
+    )?;
     all_in(&s.scatter_dims_to_operand_dims, rank, "scatter_dims_to_operand_dims entry")?;
     if update.rank() != s.update_window_dims.len() + batch.len() {
         return Err(format!(
@@ -1023,7 +1058,9 @@ fn case(module: &Module, branches: &[CompId], branch_operands: &[Vec<u32>], ops:
         let (name, params, root) = signature(module, b, &format!("branch {i}"))?;
         let given: Vec<&Type> = listed
             .iter()
-            .map(|&k| args.get(k as usize).copied().ok_or_else(|| format!("branch {i} operand index {k} is out of range")))
+            .map(|&k| {
+                args.get(k as usize).copied().ok_or_else(|| format!("branch {i} operand index {k} is out of range"))
+            })
             .collect::<R<_>>()?;
         if !same_types(&params, &given) {
             let got: Vec<Type> = given.iter().map(|t| (*t).clone()).collect();
@@ -1193,7 +1230,10 @@ fn rng_bit_generator(algorithm: RngAlgorithm, state: &Shape, declared: &Type) ->
         }
         _ => {}
     }
-    let parts = declared.as_tuple().filter(|t| t.len() == 2).ok_or_else(|| format!("result {declared} must be (state, output)"))?;
+    let parts = declared
+        .as_tuple()
+        .filter(|t| t.len() == 2)
+        .ok_or_else(|| format!("result {declared} must be (state, output)"))?;
     let out_state = array(&parts[0], "output state")?;
     if !out_state.same_shape(state) {
         return Err(format!("output state {out_state} must have the initial state's type {state}"));
@@ -1203,4 +1243,649 @@ fn rng_bit_generator(algorithm: RngAlgorithm, state: &Shape, declared: &Type) ->
         return Err(format!("output must be an integer or float array, got {out}"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+    use crate::ir::{CmpDir, ConvDims, FusionKind, Literal, ReduceWindowAttrs, Transpose, TriangularSolveAttrs};
+    use ElementType::*;
+
+    fn inf_in(m: &Module, op: Op, ops: &[Type]) -> Result<Type, String> {
+        infer_type(m, &op, &ops.iter().collect::<Vec<_>>())
+    }
+    fn inf(op: Op, ops: &[Type]) -> Result<Type, String> {
+        inf_in(&Module::new("t"), op, ops)
+    }
+    fn chk_in(m: &Module, op: Op, ops: &[Type], declared: Type) -> Result<(), String> {
+        check_type(m, &op, &ops.iter().collect::<Vec<_>>(), &declared)
+    }
+    fn chk(op: Op, ops: &[Type], declared: Type) -> Result<(), String> {
+        chk_in(&Module::new("t"), op, ops, declared)
+    }
+    fn bin(b: BinaryOp) -> Op {
+        Op::Binary(b)
+    }
+
+    #[test]
+    fn elementwise() {
+        assert_eq!(inf(bin(BinaryOp::Add), &[f32(&[2, 3]), f32(&[2, 3])]), Ok(f32(&[2, 3])));
+        assert_eq!(
+            inf(bin(BinaryOp::Add), &[f32(&[2, 3]), f32(&[3, 2])]),
+            Err("add: operands must have the same type, got f32[2,3] and f32[3,2]".into())
+        );
+        assert_eq!(
+            inf(bin(BinaryOp::Atan2), &[s32(&[2]), s32(&[2])]),
+            Err("atan2: operands must be float arrays, got s32[2]".into())
+        );
+        assert_eq!(
+            inf(bin(BinaryOp::ShiftLeft), &[f32(&[]), f32(&[])]),
+            Err("shift-left: operands must be integer arrays, got f32[]".into())
+        );
+        assert_eq!(inf(bin(BinaryOp::And), &[pred(&[2]), pred(&[2])]), Ok(pred(&[2])));
+        assert_eq!(inf(bin(BinaryOp::Add), &[f32(&[2])]), Err("add: takes 2 operands, got 1".into()));
+        assert_eq!(inf(Op::Unary(UnaryOp::IsFinite), &[f32(&[3])]), Ok(pred(&[3])));
+        assert_eq!(
+            inf(Op::Unary(UnaryOp::Exp), &[s32(&[3])]),
+            Err("exponential: operand must be a float array, got s32[3]".into())
+        );
+        assert_eq!(
+            inf(Op::Unary(UnaryOp::Not), &[f32(&[3])]),
+            Err("not: operand must be a pred or integer array, got f32[3]".into())
+        );
+        assert_eq!(inf(Op::Unary(UnaryOp::PopCnt), &[ty(S8, &[3])]), Ok(ty(S8, &[3])));
+        assert_eq!(
+            inf(Op::ReducePrecision { exponent_bits: 0, mantissa_bits: 2 }, &[f32(&[3])]),
+            Err("reduce-precision: exponent_bits must be at least 1".into())
+        );
+        assert_eq!(inf(Op::ReducePrecision { exponent_bits: 5, mantissa_bits: 10 }, &[f32(&[3])]), Ok(f32(&[3])));
+    }
+
+    #[test]
+    fn compare_select_clamp() {
+        let cmp = |kind| Op::Compare { dir: CmpDir::Lt, kind };
+        assert_eq!(inf(cmp(None), &[f32(&[4]), f32(&[4])]), Ok(pred(&[4])));
+        assert_eq!(
+            inf(cmp(Some(CmpKind::Signed)), &[f32(&[4]), f32(&[4])]),
+            Err("compare: comparison type SIGNED does not apply to f32 operands".into())
+        );
+        assert_eq!(inf(cmp(Some(CmpKind::Unsigned)), &[pred(&[]), pred(&[])]), Ok(pred(&[])));
+        assert_eq!(inf(Op::Select, &[pred(&[]), f32(&[2, 3]), f32(&[2, 3])]), Ok(f32(&[2, 3])));
+        assert_eq!(inf(Op::Select, &[pred(&[2, 3]), f32(&[2, 3]), f32(&[2, 3])]), Ok(f32(&[2, 3])));
+        assert_eq!(
+            inf(Op::Select, &[pred(&[3]), f32(&[2, 3]), f32(&[2, 3])]),
+            Err("select: the selector pred[3] must be a scalar or have the dims of f32[2,3]".into())
+        );
+        assert_eq!(
+            inf(Op::Select, &[s32(&[]), f32(&[2]), f32(&[2])]),
+            Err("select: the selector must be pred, got s32[]".into())
+        );
+        assert_eq!(inf(Op::Clamp, &[f32(&[]), f32(&[5]), f32(&[])]), Ok(f32(&[5])));
+        assert_eq!(inf(Op::Clamp, &[f32(&[5]), f32(&[5]), f32(&[5])]), Ok(f32(&[5])));
+        assert_eq!(
+            inf(Op::Clamp, &[s32(&[]), f32(&[5]), f32(&[])]),
+            Err("clamp: min has element type s32 but the operand has f32".into())
+        );
+        assert_eq!(
+            inf(Op::Clamp, &[f32(&[]), f32(&[5]), f32(&[4])]),
+            Err("clamp: max f32[4] must be a scalar or have the dims of f32[5]".into())
+        );
+    }
+
+    #[test]
+    fn declared_only_ops() {
+        assert_eq!(
+            inf(Op::Convert, &[f32(&[2])]),
+            Err("convert: the result type cannot be inferred from the operands; it must be declared".into())
+        );
+        assert!(needs_declared_type(&Op::Reshape) && !needs_declared_type(&Op::Copy));
+        assert_eq!(chk(Op::Convert, &[f32(&[2, 3])], ty(S8, &[2, 3])), Ok(()));
+        assert_eq!(
+            chk(Op::Convert, &[f32(&[2, 3])], ty(S8, &[3, 2])),
+            Err("convert: result s8[3,2] must have the dims of the operand f32[2,3]".into())
+        );
+        let bc = Op::BitcastConvert;
+        assert_eq!(chk(bc.clone(), &[f32(&[2])], s32(&[2])), Ok(()));
+        assert_eq!(chk(bc.clone(), &[f32(&[2])], ty(U8, &[2, 4])), Ok(()));
+        assert_eq!(chk(bc.clone(), &[ty(U8, &[2, 4])], f32(&[2])), Ok(()));
+        assert_eq!(
+            chk(bc.clone(), &[f32(&[2])], ty(U8, &[2, 2])),
+            Err("bitcast-convert: cannot reinterpret f32[2] as u8[2,2]".into())
+        );
+        assert_eq!(
+            chk(bc, &[ty(F64, &[3])], f32(&[3])),
+            Err("bitcast-convert: cannot reinterpret f64[3] as f32[3]".into())
+        );
+        assert_eq!(chk(Op::Reshape, &[f32(&[2, 3])], f32(&[6])), Ok(()));
+        assert_eq!(
+            chk(Op::Reshape, &[f32(&[2, 3])], f32(&[7])),
+            Err("reshape: result f32[7] must have the element type and element count of the operand f32[2,3]".into())
+        );
+        assert_eq!(chk(Op::Bitcast, &[f32(&[2, 3])], with_layout(f32(&[3, 2]), &[0, 1])), Ok(()));
+        assert_eq!(chk(Op::Iota { dim: 1 }, &[], f32(&[4, 5])), Ok(()));
+        assert_eq!(
+            chk(Op::Iota { dim: 2 }, &[], f32(&[4, 5])),
+            Err("iota: iota dimension 2 is out of range for rank 2".into())
+        );
+        assert_eq!(chk(Op::Parameter(0), &[], f32(&[4, 5])), Ok(()));
+    }
+
+    #[test]
+    fn broadcast_in_dim() {
+        let b = |dims: &[i64]| Op::BroadcastInDim { dims: dims.to_vec() };
+        assert_eq!(chk(b(&[1]), &[f32(&[3])], f32(&[2, 3])), Ok(()));
+        assert_eq!(chk(b(&[0, 2]), &[f32(&[1, 3])], f32(&[4, 5, 3])), Ok(()));
+        // Dims need not be increasing: this one also transposes.
+        assert_eq!(chk(b(&[1, 0]), &[f32(&[2, 3])], f32(&[3, 2])), Ok(()));
+        assert_eq!(
+            chk(b(&[0]), &[f32(&[3])], f32(&[2, 3])),
+            Err("broadcast: operand dim 0 has size 3 but result dim 0 has size 2".into())
+        );
+        assert_eq!(
+            chk(b(&[1, 1]), &[f32(&[1, 3])], f32(&[2, 3])),
+            Err("broadcast: broadcast_dimensions [1, 1] repeat dim 1".into())
+        );
+        assert_eq!(
+            chk(b(&[2]), &[f32(&[3])], f32(&[2, 3])),
+            Err("broadcast: broadcast dimension 2 is out of range for rank 2".into())
+        );
+        assert_eq!(
+            chk(b(&[1]), &[f32(&[3])], s32(&[2, 3])),
+            Err("broadcast: result s32[2,3] must have the operand's element type f32".into())
+        );
+    }
+
+    #[test]
+    fn data_movement() {
+        let t = |p: &[i64]| Op::Transpose { perm: p.to_vec() };
+        assert_eq!(inf(t(&[2, 0, 1]), &[f32(&[2, 3, 4])]), Ok(f32(&[4, 2, 3])));
+        assert_eq!(inf(t(&[0, 0, 1]), &[f32(&[2, 3, 4])]), Err("transpose: permutation [0, 0, 1] repeat dim 0".into()));
+        let sl =
+            |a: &[i64], b: &[i64], c: &[i64]| Op::Slice { start: a.to_vec(), limit: b.to_vec(), stride: c.to_vec() };
+        // ceil((8 - 1) / 3) = 3, ceil(4 / 2) = 2.
+        assert_eq!(inf(sl(&[1, 0], &[8, 4], &[3, 2]), &[f32(&[10, 4])]), Ok(f32(&[3, 2])));
+        assert_eq!(
+            inf(sl(&[1, 0], &[11, 4], &[1, 1]), &[f32(&[10, 4])]),
+            Err("slice: dim 0: need 0 <= start 1 <= limit 11 <= size 10".into())
+        );
+        let ds = |s: &[i64]| Op::DynamicSlice { sizes: s.to_vec() };
+        assert_eq!(inf(ds(&[2, 6]), &[f32(&[8, 6]), s32(&[]), s32(&[])]), Ok(f32(&[2, 6])));
+        assert_eq!(
+            inf(ds(&[2, 7]), &[f32(&[8, 6]), s32(&[]), s32(&[])]),
+            Err("dynamic-slice: slice size 7 of dim 1 must be in 0..=6".into())
+        );
+        assert_eq!(
+            inf(ds(&[2, 6]), &[f32(&[8, 6]), s32(&[]), ty(S64, &[])]),
+            Err("dynamic-slice: start indices must share one type, got s32 and s64".into())
+        );
+        assert_eq!(
+            inf(ds(&[2, 6]), &[f32(&[8, 6]), s32(&[])]),
+            Err("dynamic-slice: start indices has 1 entries but must have 2".into())
+        );
+        let dus = Op::DynamicUpdateSlice;
+        assert_eq!(inf(dus.clone(), &[f32(&[8, 6]), f32(&[2, 6]), s32(&[]), s32(&[])]), Ok(f32(&[8, 6])));
+        assert_eq!(
+            inf(dus, &[f32(&[8, 6]), f32(&[9, 6]), s32(&[]), s32(&[])]),
+            Err("dynamic-update-slice: update dim 0 has size 9 larger than the operand's 8".into())
+        );
+        let cat = |d| Op::Concatenate { dim: d };
+        assert_eq!(inf(cat(0), &[f32(&[2, 3]), f32(&[5, 3])]), Ok(f32(&[7, 3])));
+        assert_eq!(
+            inf(cat(0), &[f32(&[2, 3]), f32(&[2, 4])]),
+            Err("concatenate: operand 1 has size 4 in dim 1 but operand 0 has 3".into())
+        );
+        assert_eq!(inf(Op::Reverse { dims: vec![1] }, &[f32(&[2, 3])]), Ok(f32(&[2, 3])));
+        assert_eq!(
+            inf(Op::Reverse { dims: vec![2] }, &[f32(&[2, 3])]),
+            Err("reverse: dimension 2 is out of range for rank 2".into())
+        );
+        assert_eq!(inf(Op::Copy, &[f32(&[2, 3])]), Ok(f32(&[2, 3])));
+    }
+
+    #[test]
+    fn pad_with_negative_and_interior_padding() {
+        let p = |l: &[i64], h: &[i64], i: &[i64]| Op::Pad { low: l.to_vec(), high: h.to_vec(), interior: i.to_vec() };
+        // -1 + 5 + 4 * 1 + 2 = 10.
+        assert_eq!(inf(p(&[-1], &[2], &[1]), &[f32(&[5]), f32(&[])]), Ok(f32(&[10])));
+        // [0 + 2 + 0 + 1, 1 + 3 + 2 * 2 + 0] = [3, 8].
+        assert_eq!(inf(p(&[0, 1], &[1, 0], &[0, 2]), &[f32(&[2, 3]), f32(&[])]), Ok(f32(&[3, 8])));
+        assert_eq!(
+            inf(p(&[-6], &[0], &[0]), &[f32(&[5]), f32(&[])]),
+            Err("pad: dim 0 would have negative size -1".into())
+        );
+        assert_eq!(
+            inf(p(&[0], &[0], &[0]), &[f32(&[5]), s32(&[])]),
+            Err("pad: padding value s32[] must have the operand's element type f32".into())
+        );
+        assert_eq!(
+            inf(p(&[0], &[0], &[-1]), &[f32(&[5]), f32(&[])]),
+            Err("pad: interior padding -1 of dim 0 is negative".into())
+        );
+    }
+
+    fn dot(lb: &[i64], rb: &[i64], lc: &[i64], rc: &[i64]) -> Op {
+        Op::Dot(DotDims {
+            lhs_batch: lb.to_vec(),
+            rhs_batch: rb.to_vec(),
+            lhs_contracting: lc.to_vec(),
+            rhs_contracting: rc.to_vec(),
+        })
+    }
+
+    #[test]
+    fn dot_general() {
+        assert_eq!(inf(dot(&[0], &[0], &[2], &[1]), &[f32(&[2, 3, 4]), f32(&[2, 4, 5])]), Ok(f32(&[2, 3, 5])));
+        assert_eq!(inf(dot(&[], &[], &[], &[]), &[f32(&[2]), f32(&[3])]), Ok(f32(&[2, 3])));
+        assert_eq!(
+            inf(dot(&[], &[], &[1], &[0]), &[f32(&[2, 3]), f32(&[4, 5])]),
+            Err("dot: lhs contracting dim 1 has size 3 but rhs contracting dim 0 has size 4".into())
+        );
+        assert_eq!(
+            inf(dot(&[0], &[0], &[0], &[1]), &[f32(&[2, 3]), f32(&[2, 2])]),
+            Err("dot: lhs batching and contracting dims [0, 0] repeat dim 0".into())
+        );
+        assert_eq!(
+            inf(dot(&[], &[], &[1], &[0]), &[f32(&[2, 3]), s32(&[3, 5])]),
+            Err("dot: lhs and rhs element types differ: f32 and s32".into())
+        );
+        // The result element type is free (preferred_element_type); the dims are not.
+        let op = dot(&[], &[], &[1], &[0]);
+        assert_eq!(chk(op.clone(), &[ty(BF16, &[2, 3]), ty(BF16, &[3, 5])], f32(&[2, 5])), Ok(()));
+        assert_eq!(chk(op.clone(), &[ty(S8, &[2, 3]), ty(S8, &[3, 5])], s32(&[2, 5])), Ok(()));
+        assert_eq!(
+            chk(op, &[f32(&[2, 3]), f32(&[3, 5])], f32(&[5, 2])),
+            Err("dot: declared type f32[5,2] but the operands give dims [2, 5]".into())
+        );
+    }
+
+    /// NHWC input, HWIO kernel, NHWC output.
+    fn conv(strides: &[i64], padding: &[(i64, i64)], lhs_dil: &[i64], rhs_dil: &[i64], fg: i64, bg: i64) -> Op {
+        Op::Convolution(ConvAttrs {
+            dims: ConvDims {
+                input_batch: 0,
+                input_feature: 3,
+                input_spatial: vec![1, 2],
+                kernel_input_feature: 2,
+                kernel_output_feature: 3,
+                kernel_spatial: vec![0, 1],
+                output_batch: 0,
+                output_feature: 3,
+                output_spatial: vec![1, 2],
+            },
+            window_strides: strides.to_vec(),
+            padding: padding.to_vec(),
+            lhs_dilation: lhs_dil.to_vec(),
+            rhs_dilation: rhs_dil.to_vec(),
+            window_reversal: vec![],
+            feature_group_count: fg,
+            batch_group_count: bg,
+        })
+    }
+
+    #[test]
+    fn convolution() {
+        // Padded 5 + 2 = 7, window 3, stride 2: (7 - 3) / 2 + 1 = 3.
+        let op = conv(&[2, 2], &[(1, 1), (1, 1)], &[1, 1], &[1, 1], 1, 1);
+        assert_eq!(inf(op, &[f32(&[1, 5, 5, 2]), f32(&[3, 3, 2, 4])]), Ok(f32(&[1, 3, 3, 4])));
+        // Dilated input (5 - 1) * 2 + 1 = 9, dilated window (3 - 1) * 2 + 1 = 5: 9 - 5 + 1 = 5.
+        let op = conv(&[1, 1], &[(0, 0), (0, 0)], &[2, 2], &[2, 2], 1, 1);
+        assert_eq!(inf(op, &[f32(&[1, 5, 5, 2]), f32(&[3, 3, 2, 4])]), Ok(f32(&[1, 5, 5, 4])));
+        // Empty attribute lists mean the defaults; negative padding shrinks: 5 - 2 - 3 + 1 = 1.
+        let op = conv(&[], &[], &[], &[], 1, 1);
+        assert_eq!(inf(op, &[f32(&[1, 5, 5, 2]), f32(&[3, 3, 2, 4])]), Ok(f32(&[1, 3, 3, 4])));
+        let op = conv(&[1, 1], &[(-1, -1), (0, 0)], &[1, 1], &[1, 1], 1, 1);
+        assert_eq!(inf(op, &[f32(&[1, 5, 5, 2]), f32(&[3, 3, 2, 4])]), Ok(f32(&[1, 1, 3, 4])));
+        // Feature groups: 4 input features in 2 groups of 2.
+        let op = conv(&[], &[], &[], &[], 2, 1);
+        assert_eq!(inf(op.clone(), &[f32(&[1, 5, 5, 4]), f32(&[3, 3, 2, 6])]), Ok(f32(&[1, 3, 3, 6])));
+        assert_eq!(
+            inf(op, &[f32(&[1, 5, 5, 4]), f32(&[3, 3, 3, 6])]),
+            Err("convolution: kernel input feature size 3 must be the input feature size 4 / feature_group_count 2"
+                .into())
+        );
+        // Batch groups divide the batch.
+        let op = conv(&[], &[], &[], &[], 1, 2);
+        assert_eq!(inf(op, &[f32(&[4, 5, 5, 2]), f32(&[3, 3, 2, 4])]), Ok(f32(&[2, 3, 3, 4])));
+        let op = conv(&[1], &[], &[], &[], 1, 1);
+        assert_eq!(
+            inf(op, &[f32(&[1, 5, 5, 2]), f32(&[3, 3, 2, 4])]),
+            Err("convolution: window_strides has 1 entries but must have 2".into())
+        );
+        let op = conv(&[], &[], &[], &[], 1, 1);
+        assert_eq!(chk(op, &[ty(BF16, &[1, 5, 5, 2]), ty(BF16, &[3, 3, 2, 4])], f32(&[1, 3, 3, 4])), Ok(()));
+    }
+
+    /// A variadic (max f32, min s32) body, as an argmax-like reduction uses.
+    fn max_min_body(m: &mut Module) -> CompId {
+        let mut b = CompBuilder::new("maxmin");
+        let a0 = b.param(f32(&[]));
+        let a1 = b.param(s32(&[]));
+        let x0 = b.param(f32(&[]));
+        let x1 = b.param(s32(&[]));
+        let mx = b.op(Op::Binary(BinaryOp::Max), &[a0, x0], f32(&[]));
+        let mn = b.op(Op::Binary(BinaryOp::Min), &[a1, x1], s32(&[]));
+        let t = b.op(Op::Tuple, &[mx, mn], Type::Tuple(vec![f32(&[]), s32(&[])]));
+        m.add_computation(b.finish(t))
+    }
+
+    #[test]
+    fn reduce() {
+        let mut m = Module::new("t");
+        let body = max_min_body(&mut m);
+        let add = binary_body(&mut m, "add", BinaryOp::Add, F32);
+        let r = |dims: &[i64], body| Op::Reduce { dims: dims.to_vec(), body };
+        assert_eq!(
+            inf_in(&m, r(&[1], body), &[f32(&[3, 4]), s32(&[3, 4]), f32(&[]), s32(&[])]),
+            Ok(Type::Tuple(vec![f32(&[3]), s32(&[3])]))
+        );
+        assert_eq!(inf_in(&m, r(&[0, 1], add), &[f32(&[3, 4]), f32(&[])]), Ok(f32(&[])));
+        // f16 inputs promote to the f32 body; the result takes the body's type.
+        assert_eq!(inf_in(&m, r(&[0], add), &[ty(F16, &[3]), ty(F16, &[])]), Ok(f32(&[])));
+        assert_eq!(
+            inf_in(&m, r(&[0], add), &[ty(F64, &[3]), ty(F64, &[])]),
+            Err("reduce: input 0 has element type f64 which body add cannot take as f32".into())
+        );
+        assert_eq!(
+            inf_in(&m, r(&[2], add), &[f32(&[3, 4]), f32(&[])]),
+            Err("reduce: dimension 2 is out of range for rank 2".into())
+        );
+        assert_eq!(
+            inf_in(&m, r(&[1], add), &[f32(&[3, 4]), s32(&[3, 4]), f32(&[]), s32(&[])]),
+            Err("reduce: body add takes 2 parameters but must take 4 (2 per input)".into())
+        );
+        assert_eq!(
+            inf_in(&m, r(&[1], add), &[f32(&[3, 4]), f32(&[]), f32(&[])]),
+            Err("reduce: takes N inputs and N init values, got 3 operands".into())
+        );
+        assert_eq!(
+            inf_in(&m, r(&[1], add), &[f32(&[3, 4]), f32(&[1])]),
+            Err("reduce: init value 0 must be a scalar, got f32[1]".into())
+        );
+        assert_eq!(
+            inf_in(&m, r(&[1], body), &[f32(&[3, 4]), s32(&[3, 5]), f32(&[]), s32(&[])]),
+            Err("reduce: input 1 has dims [3, 5] but input 0 has [3, 4]".into())
+        );
+    }
+
+    #[test]
+    fn reduce_window() {
+        let mut m = Module::new("t");
+        let add = binary_body(&mut m, "add", BinaryOp::Add, F32);
+        let rw = |w: &[i64], s: &[i64], bd: &[i64], wd: &[i64], p: &[(i64, i64)]| {
+            Op::ReduceWindow(ReduceWindowAttrs {
+                window_dims: w.to_vec(),
+                strides: s.to_vec(),
+                base_dilations: bd.to_vec(),
+                window_dilations: wd.to_vec(),
+                padding: p.to_vec(),
+                body: add,
+            })
+        };
+        let x = [f32(&[4, 6]), f32(&[])];
+        assert_eq!(inf_in(&m, rw(&[2, 3], &[2, 3], &[], &[], &[]), &x), Ok(f32(&[2, 2])));
+        // dim 0: (4 - 1) * 2 + 1 + 2 = 9, window 3: 7; dim 1: window (3 - 1) * 2 + 1 = 5: 2.
+        assert_eq!(inf_in(&m, rw(&[3, 3], &[1, 1], &[2, 1], &[1, 2], &[(1, 1), (0, 0)]), &x), Ok(f32(&[7, 2])));
+        // A window larger than the padded input gives an empty result.
+        assert_eq!(inf_in(&m, rw(&[5, 1], &[], &[], &[], &[]), &x), Ok(f32(&[0, 6])));
+        assert_eq!(
+            inf_in(&m, rw(&[0, 3], &[], &[], &[], &[]), &x),
+            Err("reduce-window: window_dimensions [0, 3] must be positive, has 0".into())
+        );
+        assert_eq!(
+            inf_in(&m, rw(&[2, 3], &[1, 0], &[], &[], &[]), &x),
+            Err("reduce-window: window_strides [1, 0] must be positive, has 0".into())
+        );
+    }
+
+    #[test]
+    fn select_and_scatter() {
+        let mut m = Module::new("t");
+        let add = binary_body(&mut m, "add", BinaryOp::Add, F32);
+        let ge = {
+            let mut b = CompBuilder::new("ge");
+            let x = b.param(f32(&[]));
+            let y = b.param(f32(&[]));
+            let r = b.op(Op::Compare { dir: CmpDir::Ge, kind: None }, &[x, y], pred(&[]));
+            m.add_computation(b.finish(r))
+        };
+        let op = |select| {
+            Op::SelectAndScatter(SelectAndScatterAttrs {
+                window_dims: vec![2, 3],
+                strides: vec![2, 3],
+                padding: vec![],
+                select,
+                scatter: add,
+            })
+        };
+        assert_eq!(inf_in(&m, op(ge), &[f32(&[4, 6]), f32(&[2, 2]), f32(&[])]), Ok(f32(&[4, 6])));
+        assert_eq!(
+            inf_in(&m, op(ge), &[f32(&[4, 6]), f32(&[2, 3]), f32(&[])]),
+            Err("select-and-scatter: source has dims [2, 3] but the operand's windows give [2, 2]".into())
+        );
+        assert_eq!(
+            inf_in(&m, op(add), &[f32(&[4, 6]), f32(&[2, 2]), f32(&[])]),
+            Err("select-and-scatter: select add returns f32[] but must return pred[]".into())
+        );
+    }
+
+    fn gather_dims(
+        offset: &[i64],
+        collapsed: &[i64],
+        ob: &[i64],
+        ib: &[i64],
+        map: &[i64],
+        ivd: i64,
+        sizes: &[i64],
+    ) -> Op {
+        Op::Gather(GatherDims {
+            offset_dims: offset.to_vec(),
+            collapsed_slice_dims: collapsed.to_vec(),
+            operand_batching_dims: ob.to_vec(),
+            start_indices_batching_dims: ib.to_vec(),
+            start_index_map: map.to_vec(),
+            index_vector_dim: ivd,
+            slice_sizes: sizes.to_vec(),
+            indices_are_sorted: false,
+        })
+    }
+
+    #[test]
+    fn gather() {
+        // Rows of a [3, 4] table picked by 2 indices.
+        let rows = gather_dims(&[1], &[0], &[], &[], &[0], 1, &[1, 4]);
+        assert_eq!(inf(rows.clone(), &[f32(&[3, 4]), s32(&[2, 1])]), Ok(f32(&[2, 4])));
+        // index_vector_dim = rank(indices): an implicit trailing dim of size 1.
+        assert_eq!(inf(rows, &[f32(&[3, 4]), s32(&[5])]), Ok(f32(&[5, 4])));
+        // Offset dims first, then the batch dims: [4, 2].
+        assert_eq!(
+            inf(gather_dims(&[0], &[0], &[], &[], &[0], 1, &[1, 4]), &[f32(&[3, 4]), s32(&[2, 1])]),
+            Ok(f32(&[4, 2]))
+        );
+        // Batching: operand dim 0 pairs with indices dim 0: batch [2, 5] then offset [4].
+        let batched = gather_dims(&[2], &[1], &[0], &[0], &[1], 2, &[1, 1, 4]);
+        assert_eq!(inf(batched, &[f32(&[2, 3, 4]), s32(&[2, 5, 1])]), Ok(f32(&[2, 5, 4])));
+        assert_eq!(
+            inf(gather_dims(&[1], &[0], &[], &[], &[0], 1, &[2, 4]), &[f32(&[3, 4]), s32(&[2, 1])]),
+            Err("gather: slice size of collapsed or batching dim 0 is 2 but must be at most 1".into())
+        );
+        assert_eq!(
+            inf(gather_dims(&[1], &[0], &[], &[], &[0, 1], 1, &[1, 4]), &[f32(&[3, 4]), s32(&[2, 1])]),
+            Err("gather: start_index_map has 2 entries but must have 1".into())
+        );
+        assert_eq!(
+            inf(gather_dims(&[1], &[0], &[], &[], &[0], 1, &[1, 4]), &[f32(&[3, 4]), f32(&[2, 1])]),
+            Err("gather: indices must be integers, got f32[2,1]".into())
+        );
+    }
+
+    #[test]
+    fn scatter() {
+        let mut m = Module::new("t");
+        let add = binary_body(&mut m, "add", BinaryOp::Add, F32);
+        let op = Op::Scatter(ScatterDims {
+            update_window_dims: vec![1],
+            inserted_window_dims: vec![0],
+            input_batching_dims: vec![],
+            scatter_indices_batching_dims: vec![],
+            scatter_dims_to_operand_dims: vec![0],
+            index_vector_dim: 1,
+            indices_are_sorted: false,
+            unique_indices: false,
+            body: add,
+        });
+        assert_eq!(inf_in(&m, op.clone(), &[f32(&[3, 4]), s32(&[2, 1]), f32(&[2, 4])]), Ok(f32(&[3, 4])));
+        // Update windows may be smaller than the input.
+        assert_eq!(inf_in(&m, op.clone(), &[f32(&[3, 4]), s32(&[2, 1]), f32(&[2, 3])]), Ok(f32(&[3, 4])));
+        assert_eq!(
+            inf_in(&m, op.clone(), &[f32(&[3, 4]), s32(&[2, 1]), f32(&[3, 4])]),
+            Err("scatter: update scatter dim 0 has size 3 but the indices give 2".into())
+        );
+        assert_eq!(
+            inf_in(&m, op.clone(), &[f32(&[3, 4]), s32(&[2, 1]), f32(&[2, 5])]),
+            Err("scatter: update window dim 1 has size 5 larger than the input's 4".into())
+        );
+        assert_eq!(
+            inf_in(&m, op, &[f32(&[3, 4]), s32(&[2, 1]), s32(&[2, 4])]),
+            Err("scatter: update 0 is s32[2,4] but input 0 has element type f32".into())
+        );
+    }
+
+    #[test]
+    fn sort_and_map() {
+        let mut m = Module::new("t");
+        let lt2 = less_than(&mut m, "lt2", &[F32, S32]);
+        let lt1 = less_than(&mut m, "lt1", &[F32]);
+        let add = binary_body(&mut m, "add", BinaryOp::Add, F32);
+        let sort = |c| Op::Sort { dim: 0, stable: false, comparator: c };
+        assert_eq!(inf_in(&m, sort(lt2), &[f32(&[5]), s32(&[5])]), Ok(Type::Tuple(vec![f32(&[5]), s32(&[5])])));
+        assert_eq!(inf_in(&m, sort(lt1), &[f32(&[5])]), Ok(f32(&[5])));
+        assert_eq!(
+            inf_in(&m, sort(lt1), &[f32(&[5]), s32(&[5])]),
+            Err("sort: comparator lt1 takes (f32[], f32[]) but must take (f32[], f32[], s32[], s32[])".into())
+        );
+        assert_eq!(
+            inf_in(&m, Op::Sort { dim: 1, stable: false, comparator: lt1 }, &[f32(&[5])]),
+            Err("sort: dimension 1 is out of range for rank 1".into())
+        );
+        let map = |dims: &[i64]| Op::Map { dims: dims.to_vec(), body: add };
+        assert_eq!(inf_in(&m, map(&[0, 1]), &[f32(&[2, 3]), f32(&[2, 3])]), Ok(f32(&[2, 3])));
+        assert_eq!(
+            inf_in(&m, map(&[0]), &[f32(&[2, 3]), f32(&[2, 3])]),
+            Err("map: dimensions [0] must be all dims 0..2 in order".into())
+        );
+        assert_eq!(
+            inf_in(&m, map(&[0]), &[s32(&[2]), s32(&[2])]),
+            Err("map: body add takes (f32[], f32[]) but must take (s32[], s32[])".into())
+        );
+    }
+
+    #[test]
+    fn tuples_and_control() {
+        let pair = Type::Tuple(vec![f32(&[2]), s32(&[])]);
+        assert_eq!(inf(Op::Tuple, &[f32(&[2]), s32(&[])]), Ok(pair.clone()));
+        assert_eq!(inf(Op::GetTupleElement { index: 1 }, &[pair.clone()]), Ok(s32(&[])));
+        assert_eq!(
+            inf(Op::GetTupleElement { index: 2 }, &[pair.clone()]),
+            Err("get-tuple-element: index 2 is out of range for a tuple of 2 elements".into())
+        );
+        assert_eq!(
+            inf(Op::GetTupleElement { index: 0 }, &[f32(&[2])]),
+            Err("get-tuple-element: operand must be a tuple, got f32[2]".into())
+        );
+        assert_eq!(inf(Op::OptimizationBarrier, &[f32(&[2])]), Ok(f32(&[2])));
+        assert_eq!(inf(Op::OptimizationBarrier, &[f32(&[2]), s32(&[])]), Ok(pair));
+        assert_eq!(inf(Op::ReplicaId, &[]), Ok(ty(U32, &[])));
+        assert_eq!(inf(Op::AfterAll, &[Type::Token, Type::Token]), Ok(Type::Token));
+        assert_eq!(inf(Op::AfterAll, &[f32(&[])]), Err("after-all: operand 0 must be a token, got f32[]".into()));
+        // Call and fusion bodies; case with a pred selector needs two branches.
+        let mut m = Module::new("t");
+        let add = binary_body(&mut m, "add", BinaryOp::Add, F32);
+        assert_eq!(inf_in(&m, Op::Fusion { kind: FusionKind::Loop, body: add }, &[f32(&[]), f32(&[])]), Ok(f32(&[])));
+        assert_eq!(
+            inf_in(
+                &m,
+                Op::Case { branches: vec![add], branch_operands: vec![vec![0, 1]] },
+                &[pred(&[]), f32(&[]), f32(&[])]
+            ),
+            Err("conditional: a pred selector needs 2 branches, got 1".into())
+        );
+        assert_eq!(
+            inf_in(
+                &m,
+                Op::Case { branches: vec![add], branch_operands: vec![vec![0, 1]] },
+                &[s32(&[]), f32(&[]), f32(&[])]
+            ),
+            Ok(f32(&[]))
+        );
+        assert_eq!(
+            inf_in(
+                &m,
+                Op::Case { branches: vec![add], branch_operands: vec![vec![0, 2]] },
+                &[s32(&[]), f32(&[]), f32(&[])]
+            ),
+            Err("conditional: branch 0 operand index 2 is out of range".into())
+        );
+    }
+
+    #[test]
+    fn linalg_and_rng() {
+        let ts = |left_side| {
+            Op::TriangularSolve(TriangularSolveAttrs {
+                left_side,
+                lower: true,
+                unit_diagonal: false,
+                transpose_a: Transpose::NoTranspose,
+            })
+        };
+        assert_eq!(inf(ts(true), &[f32(&[2, 3, 3]), f32(&[2, 3, 5])]), Ok(f32(&[2, 3, 5])));
+        assert_eq!(inf(ts(false), &[f32(&[2, 3, 3]), f32(&[2, 5, 3])]), Ok(f32(&[2, 5, 3])));
+        assert_eq!(
+            inf(ts(false), &[f32(&[2, 3, 3]), f32(&[2, 3, 5])]),
+            Err("triangular-solve: a f32[2,3,3] must be square and match b f32[2,3,5] along its last dim".into())
+        );
+        assert_eq!(
+            inf(ts(true), &[f32(&[2, 3, 3]), f32(&[4, 3, 5])]),
+            Err("triangular-solve: a f32[2,3,3] and b f32[4,3,5] must have the same batch dims".into())
+        );
+        assert_eq!(inf(Op::Cholesky { lower: true }, &[f32(&[2, 4, 4])]), Ok(f32(&[2, 4, 4])));
+        assert_eq!(
+            inf(Op::Cholesky { lower: true }, &[f32(&[3, 4])]),
+            Err("cholesky: operand must be square matrices of rank >= 2, got f32[3,4]".into())
+        );
+        let rng = |d| Op::Rng { distribution: d };
+        assert_eq!(chk(rng(RngDistribution::Uniform), &[s32(&[]), s32(&[])], s32(&[3, 3])), Ok(()));
+        assert_eq!(
+            chk(rng(RngDistribution::Normal), &[s32(&[]), s32(&[])], s32(&[3, 3])),
+            Err("rng: a normal distribution needs a float type, got s32".into())
+        );
+        assert_eq!(
+            chk(rng(RngDistribution::Uniform), &[f32(&[]), f32(&[])], s32(&[3])),
+            Err("rng: a f32[], b f32[] and the result s32[3] must share one element type".into())
+        );
+        let rbg = |a| Op::RngBitGenerator { algorithm: a };
+        let out = |n| Type::Tuple(vec![ty(U64, &[n]), ty(U32, &[4, 4])]);
+        assert_eq!(chk(rbg(RngAlgorithm::ThreeFry), &[ty(U64, &[2])], out(2)), Ok(()));
+        assert_eq!(chk(rbg(RngAlgorithm::Philox), &[ty(U64, &[3])], out(3)), Ok(()));
+        assert_eq!(
+            chk(rbg(RngAlgorithm::ThreeFry), &[ty(U64, &[3])], out(3)),
+            Err("rng-bit-generator: THREE_FRY needs a state of 2 elements, got 3".into())
+        );
+        assert_eq!(
+            chk(rbg(RngAlgorithm::Default), &[ty(U64, &[2])], ty(U32, &[4, 4])),
+            Err("rng-bit-generator: result u32[4,4] must be (state, output)".into())
+        );
+    }
+
+    #[test]
+    fn constants() {
+        let lit = Literal::from_f64s(crate::ir::Shape::new(F32, vec![2]), &[1.0, 2.0]);
+        assert_eq!(inf(Op::Constant(lit.clone()), &[]), Ok(f32(&[2])));
+        let mut bad = lit;
+        bad.shape.dims = vec![3];
+        assert_eq!(
+            inf(Op::Constant(bad), &[]),
+            Err("constant: literal has 2 elements but its shape f32[3] needs 3".into())
+        );
+    }
 }

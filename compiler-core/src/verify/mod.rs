@@ -74,7 +74,12 @@ fn comp_error(comp: &Computation, message: impl Into<String>) -> VerifyError {
 
 fn inst_error(comp: &Computation, id: InstId, message: impl Into<String>) -> VerifyError {
     let inst = comp.inst(id);
-    VerifyError { computation: comp.name.clone(), inst: inst.name.clone(), loc: inst.loc.clone(), message: message.into() }
+    VerifyError {
+        computation: comp.name.clone(),
+        inst: inst.name.clone(),
+        loc: inst.loc.clone(),
+        message: message.into(),
+    }
 }
 
 /// The computations reachable from the entry, callees first. Fails on a missing entry or
@@ -123,7 +128,10 @@ fn reachable(module: &Module) -> Result<Vec<CompId>, VerifyError> {
                     return Err(inst_error(
                         comp,
                         id,
-                        format!("calls {}, which is already being called: the call graph has a cycle", callee_comp.name),
+                        format!(
+                            "calls {}, which is already being called: the call graph has a cycle",
+                            callee_comp.name
+                        ),
                     ));
                 }
                 None => {
@@ -147,7 +155,11 @@ fn reachable(module: &Module) -> Result<Vec<CompId>, VerifyError> {
     Ok(out)
 }
 
-fn verify_computation<'m>(module: &'m Module, c: CompId, names: &mut HashMap<&'m str, &'m str>) -> Result<(), VerifyError> {
+fn verify_computation<'m>(
+    module: &'m Module,
+    c: CompId,
+    names: &mut HashMap<&'m str, &'m str>,
+) -> Result<(), VerifyError> {
     let comp = module.comp(c);
     let mut live: HashSet<InstId> = HashSet::new();
     for &id in &comp.order {
@@ -389,11 +401,7 @@ mod tests {
         let v = b.param(state[1].clone());
         let one = b.op(Op::Constant(Literal::scalar_i64(ElementType::S32, 1)), &[], s32(&[]));
         let next = b.op(Op::Binary(BinaryOp::Add), &[i, one], s32(&[]));
-        let root = if body_result_is_tuple {
-            b.op(Op::Tuple, &[next, v], Type::Tuple(state.to_vec()))
-        } else {
-            next
-        };
+        let root = if body_result_is_tuple { b.op(Op::Tuple, &[next, v], Type::Tuple(state.to_vec())) } else { next };
         let body = m.add_computation(b.finish(root));
         let mut e = CompBuilder::new("main");
         let i0 = e.param(s32(&[]));
@@ -443,7 +451,11 @@ mod tests {
         let x = e.param(f32(&[2]));
         let y = e.param(f32(&[2]));
         let z = e.param(second_result);
-        let c = e.op(Op::Case { branches: vec![br0, br1], branch_operands: vec![vec![0, 1], vec![2]] }, &[idx, x, y, z], f32(&[2]));
+        let c = e.op(
+            Op::Case { branches: vec![br0, br1], branch_operands: vec![vec![0, 1], vec![2]] },
+            &[idx, x, y, z],
+            f32(&[2]),
+        );
         with_entry(m, e.finish(c))
     }
 

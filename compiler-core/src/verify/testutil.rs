@@ -1,7 +1,9 @@
 //! Test-only builders: small modules written directly in Rust, for the verifier's tests
 //! (and any other module's tests that need a hand-made module).
 
-use crate::ir::{BinaryOp, CmpDir, CompId, Computation, ElementType, InstId, Instruction, Loc, Module, Op, Shape, Type};
+use crate::ir::{
+    BinaryOp, CmpDir, CompId, Computation, ElementType, InstId, Instruction, Loc, Module, Op, Shape, Type,
+};
 
 pub fn f32(dims: &[i64]) -> Type {
     Type::array(ElementType::F32, dims.to_vec())

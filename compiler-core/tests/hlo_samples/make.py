@@ -113,6 +113,8 @@ PROGRAMS = {
 def main():
     for name, (fn, args) in PROGRAMS.items():
         text = jax.jit(fn).lower(*args).compile().as_text()
+        # Keep the fixtures independent of where the repository is checked out.
+        text = text.replace(os.path.abspath(__file__), "make.py")
         with open(os.path.join(HERE, f"{name}.hlo"), "w") as out:
             out.write(text)
         print(f"{name}.hlo: {len(text.splitlines())} lines")

@@ -361,7 +361,7 @@ fn runs_stablehlo_from_stdin_and_prints_a_summary() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "out0: f32[3]  min 5  max 21  mean 12.666667\n  [5, 12, 21]\n"
+        "out0: f32[3]  min 5  max 21  mean 12.6667\n  [5, 12, 21]\n"
     );
 }
 

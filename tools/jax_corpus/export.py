@@ -41,7 +41,8 @@ jax.config.update("jax_hlo_source_file_canonicalization_regex", r".*/(?=tools/ja
 F32 = dict(rtol=1e-5, atol=1e-6)
 # Long f32 chains (matmuls feeding softmax feeding matmuls, gradients): XLA's CPU
 # kernels reassociate sums and use polynomial exp/tanh/log, so allow a few more ulps.
-F32_DEEP = dict(rtol=1e-4, atol=1e-5)
+# (Measured against the reference interpreter: at most 0.04 of F32 for any output.)
+F32_DEEP = dict(rtol=3e-5, atol=3e-6)
 F16 = dict(rtol=4e-3, atol=4e-3)  # a few f16 ulps (eps 2^-10)
 BF16 = dict(rtol=3e-2, atol=3e-2)  # a few bf16 ulps (eps 2^-7)
 

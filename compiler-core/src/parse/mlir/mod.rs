@@ -28,9 +28,26 @@ use crate::ir::Module;
 /// Parses StableHLO MLIR text. The entry is `@main` if present, else the only
 /// function, else the only public one.
 pub fn parse(text: &str) -> Result<Module, ParseError> {
+    parse_with_entry(text, None)
+}
+
+/// Names of the functions defined in the text, in order (a harness can run each
+/// zero-argument one through [`parse_with_entry`]).
+pub fn function_names(text: &str) -> Result<Vec<String>, ParseError> {
     let mut c = lexer::Cursor::new(text);
     let ast = reader::read_module(&mut c)?;
-    let entry = match ast.funcs.iter().find(|f| f.name == "main") {
+    Ok(ast.funcs.into_iter().map(|f| f.name).collect())
+}
+
+/// Parses with an explicit entry function (`None`: the default choice of [`parse`]).
+pub fn parse_with_entry(text: &str, entry: Option<&str>) -> Result<Module, ParseError> {
+    let mut c = lexer::Cursor::new(text);
+    let ast = reader::read_module(&mut c)?;
+    let chosen = match entry {
+        Some(name) => Some(ast.funcs.iter().find(|f| f.name == name).ok_or_else(|| ParseError::new(1, 1, format!("no function @{name}")))?),
+        None => ast.funcs.iter().find(|f| f.name == "main"),
+    };
+    let entry = match chosen {
         Some(f) => f,
         None => {
             let public: Vec<_> = ast.funcs.iter().filter(|f| f.public).collect();

@@ -419,6 +419,19 @@ fn pretty_op(c: &mut Cursor, op: &mut OpAst) -> Result<(), ParseError> {
             c.expect("(")?;
             op.operands = operand_list(c, ")")?;
         }
+        "chlo.scan" => {
+            // `chlo.scan(%xs) inits(%c) dimension=0 [attributes {..}] { region } : T`.
+            c.expect("(")?;
+            op.operands = operand_list(c, ")")?;
+            c.expect_kw("inits")?;
+            c.expect("(")?;
+            op.operands.extend(operand_list(c, ")")?);
+            keyed_items(c, op, false)?;
+            if c.eat_kw("attributes") {
+                op.attrs.extend(parse_dict(c)?);
+            }
+            op.regions.push(read_region(c)?);
+        }
         "stablehlo.composite" => {
             let name = c.string()?;
             push_attr(op, "name", Attr::Str(name));

@@ -346,7 +346,36 @@ fn eval_fn(op: &Op) -> EvalFn {
 
 #[cfg(test)]
 mod tests {
+    use super::testutil::*;
     use super::*;
+    use crate::ir::{BinaryOp, ElementType::S32};
+    use cranelift_entity::EntityRef;
+
+    #[test]
+    fn values_used_several_times_survive_being_moved() {
+        // a = x + x; b = a * x; root (a, b, x): x's last use must not take it early, and
+        // the root keeps every value it returns.
+        let t = arr(S32, &[2]);
+        let module = TestModule::new().finish_with_entry(&[t.clone()], |b, p| {
+            let a = b.op(Op::Binary(BinaryOp::Add), &[p[0], p[0]], t.clone());
+            let m = b.op(Op::Binary(BinaryOp::Mul), &[a, p[0]], t.clone());
+            b.tuple(&[a, m, p[0]])
+        });
+        let x: Value = ints(S32, &[2], &[3, -4]).into();
+        let out = run(&module, std::slice::from_ref(&x)).unwrap();
+        let want = Value::Tuple(vec![ints(S32, &[2], &[6, -8]).into(), ints(S32, &[2], &[18, 32]).into(), x]);
+        assert_eq!(out, want);
+    }
+
+    #[test]
+    fn bad_calls_are_errors() {
+        let module = TestModule::new().finish_with_entry(&[arr(S32, &[])], |_, p| p[0]);
+        let err = run(&module, &[]).unwrap_err();
+        assert!(err.message.contains("takes 1 arguments, got 0"), "{err}");
+        let mut interp = Interpreter::new(&module);
+        let missing = CompId::new(7);
+        assert!(interp.call(missing, &[]).unwrap_err().message.contains("does not exist"));
+    }
 
     #[test]
     fn index_iteration_is_row_major() {

@@ -595,3 +595,46 @@ fn stablehlo_of_real_dumps() {
         }
     }
 }
+
+#[test]
+fn hlo_printer_output_is_xla_style() {
+    let text = "HloModule jit_f, entry_computation_layout={(f32[2,3]{1,0})->f32[2]{0}}\n\n\
+        %sum (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n  ROOT %add.1 = f32[] add(f32[] %a, f32[] %b)\n}\n\n\
+        ENTRY %main.4 (x: f32[2,3]) -> f32[2] {\n  %x = f32[2,3]{1,0} parameter(0), metadata={op_name=\"x\"}\n  %c = f32[] constant(0)\n  \
+        ROOT %r = f32[2]{0} reduce(f32[2,3]{1,0} %x, f32[] %c), dimensions={1}, to_apply=%sum, metadata={op_name=\"jit(f)/reduce_sum\" source_file=\"f.py\" source_line=7}\n}\n";
+    let m = parse(text).unwrap();
+    let expected = "HloModule jit_f\n\n\
+        %sum (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n  ROOT %add.1 = f32[] add(%a, %b)\n}\n\n\
+        ENTRY %main.4 (x: f32[2,3]) -> f32[2] {\n  %x = f32[2,3]{1,0} parameter(0), metadata={op_name=\"x\"}\n  %c = f32[] constant(0)\n  \
+        ROOT %r = f32[2]{0} reduce(%x, %c), dimensions={1}, to_apply=%sum, metadata={op_name=\"jit(f)/reduce_sum\" source_file=\"f.py\" source_line=7}\n}\n";
+    assert_eq!(print_module(&m), expected);
+}
+
+#[test]
+fn stablehlo_printer_output() {
+    let text = "HloModule jit_f\n\n\
+        %sum (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n  ROOT %add.1 = f32[] add(%a, %b)\n}\n\n\
+        %fused (p0: f32[2,3]) -> f32[2,3] {\n  %p0 = f32[2,3]{1,0} parameter(0)\n  ROOT %e = f32[2,3]{1,0} exponential(%p0)\n}\n\n\
+        ENTRY %main.4 (x: f32[2,3]) -> (f32[2], f32[2,3]) {\n  %x = f32[2,3]{1,0} parameter(0)\n  %c = f32[] constant(0.1)\n  \
+        %fu = f32[2,3]{1,0} fusion(%x), kind=kLoop, calls=%fused\n  %cp = f32[2,3]{0,1} copy(%fu)\n  \
+        %r = f32[2]{0} reduce(%x, %c), dimensions={1}, to_apply=%sum\n  ROOT %t = (f32[2]{0}, f32[2,3]{0,1}) tuple(%r, %cp)\n}\n";
+    let m = parse(text).unwrap();
+    let expected = r#"module @jit_f {
+  func.func private @fused(%p0: tensor<2x3xf32>) -> tensor<2x3xf32> {
+    %e = stablehlo.exponential %p0 : tensor<2x3xf32>
+    return %e : tensor<2x3xf32>
+  }
+  func.func public @main(%x: tensor<2x3xf32>) -> (tensor<2xf32>, tensor<2x3xf32>) {
+    %c = stablehlo.constant dense<0.1> : tensor<f32>
+    %fu = func.call @fused(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+    %r = "stablehlo.reduce"(%x, %c) <{dimensions = array<i64: 1>}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %add.1 = stablehlo.add %a, %b : tensor<f32>
+      "stablehlo.return"(%add.1) : (tensor<f32>) -> ()
+    }) : (tensor<2x3xf32>, tensor<f32>) -> tensor<2xf32>
+    return %r, %fu : tensor<2xf32>, tensor<2x3xf32>
+  }
+}
+"#;
+    assert_eq!(hloscope_core::print::stablehlo::print_module(&m), expected);
+}

@@ -3,6 +3,12 @@
 //! Slow is fine, wrong is not. Values are [`Literal`]s in logical row-major order (see
 //! `ir/literal.rs` for how narrow types are carried); each op is evaluated by a function
 //! of one signature, [`EvalFn`], in the file for its family of ops.
+//!
+//! Helpers for those functions live here: `expect_arity`, `expect_array`, `result_shape`,
+//! `check_result`, `scalar_index`, `for_each_index` (row-major multi-indices),
+//! `linear_offset`, `set_elem`, and `Interpreter::{call_flat, call_owned, operand_type}`.
+//! Tests build modules with `testutil` (no parser needed). An operand's last use moves
+//! its value into the op instead of copying it.
 
 mod control;
 mod conv;
@@ -356,7 +362,7 @@ mod tests {
         // a = x + x; b = a * x; root (a, b, x): x's last use must not take it early, and
         // the root keeps every value it returns.
         let t = arr(S32, &[2]);
-        let module = TestModule::new().finish_with_entry(&[t.clone()], |b, p| {
+        let module = TestModule::new().finish_with_entry(std::slice::from_ref(&t), |b, p| {
             let a = b.op(Op::Binary(BinaryOp::Add), &[p[0], p[0]], t.clone());
             let m = b.op(Op::Binary(BinaryOp::Mul), &[a, p[0]], t.clone());
             b.tuple(&[a, m, p[0]])

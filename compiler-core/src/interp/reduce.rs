@@ -115,11 +115,10 @@ pub(super) fn reduce(interp: &mut Interpreter, inst: &Instruction, args: &[Value
         }
     } else {
         let elems: Vec<ElementType> = inputs.iter().map(|x| x.elem()).collect();
-        let mut call_args: Vec<Value> = Vec::with_capacity(2 * n);
         for &base in &bases {
             let mut accs: Vec<Scalar> = inits.iter().map(|l| l.get(0)).collect();
             for &off in &group {
-                call_args.clear();
+                let mut call_args: Vec<Value> = Vec::with_capacity(2 * n);
                 call_args.extend(accs.iter().zip(&elems).map(|(&a, &e)| scalar_value(e, a)));
                 call_args.extend(inputs.iter().map(|x| scalar_value(x.elem(), x.get(base + off))));
                 accs = call_scalar_body(interp, *body, &call_args, n)?;
@@ -162,14 +161,12 @@ pub(super) fn map(interp: &mut Interpreter, inst: &Instruction, args: &[Value]) 
     } else {
         None
     };
-    let mut call_args: Vec<Value> = Vec::with_capacity(inputs.len());
     for i in 0..shape.num_elements() {
         let r = match fast {
             Some(op) => binary_scalar(op, elem, inputs[0].get(i), inputs[1].get(i))
                 .ok_or_else(|| format!("{} is not defined on {elem}", op.hlo_name()))?,
             None => {
-                call_args.clear();
-                call_args.extend(inputs.iter().map(|x| scalar_value(x.elem(), x.get(i))));
+                let call_args: Vec<Value> = inputs.iter().map(|x| scalar_value(x.elem(), x.get(i))).collect();
                 call_scalar_body(interp, *body, &call_args, 1)?[0]
             }
         };

@@ -8,8 +8,8 @@
 //! whose destination falls outside the operand, and applies updates in row-major order
 //! of the updates array, calling the update body with (N current values, N updates).
 
-use super::index::{array_arg, call_scalars, check_axes, in_bounds, index_value, next_index, offset, pack,
-    result_shape, result_shapes, scalar_value, set_scalar};
+use super::index::{array_arg, check_axes, in_bounds, index_value, next_index, offset, pack, result_shape,
+    result_shapes, set_scalar, Body};
 use super::Interpreter;
 use crate::ir::{Instruction, Literal, Op, Value};
 
@@ -226,6 +226,7 @@ pub(super) fn scatter(interp: &mut Interpreter, inst: &Instruction, args: &[Valu
     let mut ui = vec![0i64; upd_dims.len()];
     let mut batch = vec![0i64; scatter_axes.len()];
     let mut ri = vec![0i64; rank];
+    let body = Body::new(interp, s.body, [elems.clone(), elems.clone()].concat(), n);
     let mut body_args = Vec::with_capacity(2 * n);
     for _ in 0..updates[0].num_elements() {
         for (k, &a) in scatter_axes.iter().enumerate() {
@@ -245,13 +246,9 @@ pub(super) fn scatter(interp: &mut Interpreter, inst: &Instruction, args: &[Valu
             let at = offset(&ri, &strides);
             let from = offset(&ui, &upd_strides);
             body_args.clear();
-            for (r, &e) in results.iter().zip(&elems) {
-                body_args.push(scalar_value(e, r.get(at))?);
-            }
-            for (u, &e) in updates.iter().zip(&elems) {
-                body_args.push(scalar_value(e, u.get(from))?);
-            }
-            let new = call_scalars(interp, s.body, &body_args, n)?;
+            body_args.extend(results.iter().map(|r| r.get(at)));
+            body_args.extend(updates.iter().map(|u| u.get(from)));
+            let new = body.apply(interp, &body_args)?;
             for (r, v) in results.iter_mut().zip(new) {
                 set_scalar(&mut r.data, at, v)?;
             }
@@ -367,16 +364,28 @@ mod tests {
     #[test]
     fn scatter_spec_example_skips_out_of_bounds() {
         // stablehlo interpret/scatter.mlir @scatter_op_test.
-        let mut m = TestModule::new();
-        let body = m.binary_body(BinaryOp::Add, S64);
-        let inputs = ints(S64, &[3, 4, 2], &iota(24));
-        let idx = ints(S64, &[2, 3, 2], &[0, 2, 1, 0, 2, 1, 0, 1, 1, 0, 0, 9]);
-        let updates = ints(S64, &[2, 3, 2, 2], &[1; 24]);
-        let out = m
-            .run_op(Op::Scatter(scatter_dims(body)), arr(S64, &[3, 4, 2]), &[inputs.into(), idx.into(), updates.into()])
-            .unwrap();
-        let want = [1, 2, 5, 6, 7, 8, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 21, 22, 23, 24];
-        assert_eq!(as_i64s(&out), want);
+        // Once with the native add, once with `(a + b) + 0`, which is called.
+        for called in [false, true] {
+            let mut m = TestModule::new();
+            let body = if called {
+                let t = arr(S64, &[]);
+                m.comp("add_zero", &[t.clone(), t.clone()], |b, p| {
+                    let s = b.op(Op::Binary(BinaryOp::Add), &[p[0], p[1]], t.clone());
+                    let z = b.constant(ints(S64, &[], &[0]));
+                    b.op(Op::Binary(BinaryOp::Add), &[s, z], t.clone())
+                })
+            } else {
+                m.binary_body(BinaryOp::Add, S64)
+            };
+            let inputs = ints(S64, &[3, 4, 2], &iota(24));
+            let idx = ints(S64, &[2, 3, 2], &[0, 2, 1, 0, 2, 1, 0, 1, 1, 0, 0, 9]);
+            let updates = ints(S64, &[2, 3, 2, 2], &[1; 24]);
+            let out = m
+                .run_op(Op::Scatter(scatter_dims(body)), arr(S64, &[3, 4, 2]), &[inputs.into(), idx.into(), updates.into()])
+                .unwrap();
+            let want = [1, 2, 5, 6, 7, 8, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 21, 22, 23, 24];
+            assert_eq!(as_i64s(&out), want, "called={called}");
+        }
     }
 
     #[test]

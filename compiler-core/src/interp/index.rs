@@ -6,7 +6,7 @@
 //! modules the verifier has not seen.
 
 use super::Interpreter;
-use crate::ir::{CompId, Data, ElementType, Instruction, Literal, Scalar, Shape, Type, Value};
+use crate::ir::{BinaryOp, CmpDir, CmpKind, CompId, Data, ElementType, InstId, Instruction, Literal, Op, Scalar, Shape, Type, Value};
 
 /// Operand `i` as an array.
 pub(super) fn array_arg<'v>(args: &'v [Value], i: usize) -> Result<&'v Literal, String> {
@@ -131,4 +131,68 @@ pub(super) fn check_axes(what: &str, dims: &[i64], rank: usize) -> Result<(), St
         }
     }
     Ok(())
+}
+
+/// A scalar body (reduction, scatter update, select comparator) ready to apply: either
+/// one op of its two parameters, evaluated natively (the common `add`/`max`/`GE` bodies,
+/// which dominate the run time of window and scatter ops), or a call of the computation.
+pub(super) enum Body {
+    /// `op(p[lhs], p[1 - lhs])` on scalars of the element type.
+    Binary { op: BinaryOp, elem: ElementType, swapped: bool },
+    Compare { dir: CmpDir, kind: Option<CmpKind>, swapped: bool },
+    Call { comp: CompId, elems: Vec<ElementType>, results: usize },
+}
+
+impl Body {
+    /// Inspects `comp`, whose parameters have `elems` (one per parameter), and which
+    /// returns `results` scalars.
+    pub(super) fn new(interp: &Interpreter, comp: CompId, elems: Vec<ElementType>, results: usize) -> Body {
+        let c = interp.module.comp(comp);
+        let simple = (|| {
+            if elems.len() != 2 || results != 1 || !c.has_root() || c.params.len() != 2 {
+                return None;
+            }
+            let root = c.root_inst();
+            let [x, y] = root.operands.as_slice() else { return None };
+            let param = |id: InstId| match c.inst(id).op {
+                Op::Parameter(p) => Some(p),
+                _ => None,
+            };
+            let swapped = match (param(*x)?, param(*y)?) {
+                (0, 1) => false,
+                (1, 0) => true,
+                _ => return None,
+            };
+            let scalar_of = |e: ElementType| root.ty == Type::Array(Shape::scalar(e));
+            if c.param_types().iter().any(|t| *t != Type::Array(Shape::scalar(elems[0]))) || elems[0] != elems[1] {
+                return None;
+            }
+            match root.op {
+                Op::Binary(op) if scalar_of(elems[0]) => Some(Body::Binary { op, elem: elems[0], swapped }),
+                Op::Compare { dir, kind } if scalar_of(ElementType::Pred) => Some(Body::Compare { dir, kind, swapped }),
+                _ => None,
+            }
+        })();
+        simple.unwrap_or(Body::Call { comp, elems, results })
+    }
+
+    /// Applies the body to one scalar per parameter.
+    pub(super) fn apply(&self, interp: &mut Interpreter, args: &[Scalar]) -> Result<Vec<Scalar>, String> {
+        match self {
+            Body::Binary { op, elem, swapped } => {
+                let (a, b) = if *swapped { (args[1], args[0]) } else { (args[0], args[1]) };
+                super::elementwise::binary_scalar(*op, *elem, a, b)
+                    .map(|s| vec![s])
+                    .ok_or_else(|| format!("{} is not defined on {elem}", op.hlo_name()))
+            }
+            Body::Compare { dir, kind, swapped } => {
+                let (a, b) = if *swapped { (args[1], args[0]) } else { (args[0], args[1]) };
+                Ok(vec![Scalar::Pred(super::sort::compare(a, b, *dir, *kind))])
+            }
+            Body::Call { comp, elems, results } => {
+                let values = args.iter().zip(elems).map(|(&s, &e)| scalar_value(e, s)).collect::<Result<Vec<_>, _>>()?;
+                call_scalars(interp, *comp, &values, *results)
+            }
+        }
+    }
 }

@@ -10,8 +10,7 @@
 //! false), then folds the source value into that output element with `scatter`; the
 //! output starts filled with the init value.
 
-use super::index::{array_arg, call_scalars, in_bounds, next_index, offset, pack, result_shape, result_shapes,
-    scalar_value, set_scalar};
+use super::index::{array_arg, in_bounds, next_index, offset, pack, result_shape, result_shapes, set_scalar, Body};
 use super::Interpreter;
 use crate::ir::{Instruction, Literal, Op, Scalar, Value};
 
@@ -98,6 +97,7 @@ pub(super) fn reduce_window(interp: &mut Interpreter, inst: &Instruction, args: 
     let mut oi = vec![0i64; rank];
     let mut wi = vec![0i64; rank];
     let mut src = vec![0i64; rank];
+    let body = Body::new(interp, a.body, [elems.clone(), elems.clone()].concat(), n);
     let mut body_args = Vec::with_capacity(2 * n);
     for out_pos in 0..total {
         let mut acc = init_vals.clone();
@@ -115,20 +115,14 @@ pub(super) fn reduce_window(interp: &mut Interpreter, inst: &Instruction, args: 
             }
             inside = inside && in_bounds(&src, &dims);
             body_args.clear();
-            for (&acc_v, &e) in acc.iter().zip(&elems) {
-                body_args.push(scalar_value(e, acc_v)?);
-            }
+            body_args.extend_from_slice(&acc);
             if inside {
                 let at = offset(&src, &strides);
-                for (x, &e) in inputs.iter().zip(&elems) {
-                    body_args.push(scalar_value(e, x.get(at))?);
-                }
+                body_args.extend(inputs.iter().map(|x| x.get(at)));
             } else {
-                for (&v, &e) in init_vals.iter().zip(&elems) {
-                    body_args.push(scalar_value(e, v)?);
-                }
+                body_args.extend_from_slice(&init_vals);
             }
-            acc = call_scalars(interp, a.body, &body_args, n)?;
+            acc = body.apply(interp, &body_args)?;
             next_index(&mut wi, &a.window_dims);
         }
         for (r, v) in results.iter_mut().zip(acc) {
@@ -165,6 +159,8 @@ pub(super) fn select_and_scatter(interp: &mut Interpreter, inst: &Instruction, a
     let elem = out_shape.elem;
     let strides = operand.shape.strides();
     let window_count: usize = a.window_dims.iter().map(|&x| x as usize).product();
+    let select = Body::new(interp, a.select, vec![op_elem, op_elem], 1);
+    let scatter = Body::new(interp, a.scatter, vec![elem, elem], 1);
     let mut si = vec![0i64; rank];
     let mut wi = vec![0i64; rank];
     let mut oi = vec![0i64; rank];
@@ -179,7 +175,7 @@ pub(super) fn select_and_scatter(interp: &mut Interpreter, inst: &Instruction, a
                 let at = offset(&oi, &strides);
                 let cur = operand.get(at);
                 let (sel_at, sel_v) = selected.unwrap_or((at, cur));
-                let keep = call_scalars(interp, a.select, &[scalar_value(op_elem, sel_v)?, scalar_value(op_elem, cur)?], 1)?;
+                let keep = select.apply(interp, &[sel_v, cur])?;
                 selected = match keep[0] {
                     Scalar::Pred(true) => Some((sel_at, sel_v)),
                     Scalar::Pred(false) => Some((at, cur)),
@@ -189,12 +185,7 @@ pub(super) fn select_and_scatter(interp: &mut Interpreter, inst: &Instruction, a
             next_index(&mut wi, &a.window_dims);
         }
         if let Some((at, _)) = selected {
-            let new = call_scalars(
-                interp,
-                a.scatter,
-                &[scalar_value(elem, result.get(at))?, scalar_value(elem, source.get(src_pos))?],
-                1,
-            )?;
+            let new = scatter.apply(interp, &[result.get(at), source.get(src_pos)])?;
             set_scalar(&mut result.data, at, new[0])?;
         }
         next_index(&mut si, &source.shape.dims);
@@ -233,6 +224,27 @@ mod tests {
             let out = m.run_op(Op::ReduceWindow(a), arr(S64, &out_dims), &[input.into(), ints(S64, &[], &[0]).into()]).unwrap();
             assert_eq!(i64s(out.as_array().unwrap()), want);
         }
+    }
+
+    /// `(a + b) + 0`: an add that is not a single op, so it is called, not run natively.
+    fn called_add(m: &mut TestModule, e: crate::ir::ElementType) -> crate::ir::CompId {
+        let t = arr(e, &[]);
+        m.comp("add_zero", &[t.clone(), t.clone()], |b, p| {
+            let s = b.op(Op::Binary(BinaryOp::Add), &[p[0], p[1]], t.clone());
+            let z = b.constant(ints(e, &[], &[0]));
+            b.op(Op::Binary(BinaryOp::Add), &[s, z], t.clone())
+        })
+    }
+
+    #[test]
+    fn called_body_matches_the_native_one() {
+        let mut m = TestModule::new();
+        let body = called_add(&mut m, S32);
+        let a = attrs(body, &[2], &[1], &[1], &[1], &[(1, 0)]);
+        let out = m
+            .run_op(Op::ReduceWindow(a), arr(S32, &[3]), &[ints(S32, &[3], &[1, 2, 3]).into(), ints(S32, &[], &[10]).into()])
+            .unwrap();
+        assert_eq!(i64s(out.as_array().unwrap()), [21, 13, 15]);
     }
 
     #[test]
@@ -297,11 +309,34 @@ mod tests {
     }
 
     fn select_and_scatter(dir: CmpDir, operand: Literal, source: Literal, window: &[i64], strides: &[i64], pad: &[(i64, i64)]) -> Vec<i64> {
+        let native = select_and_scatter_with(false, dir, operand.clone(), source.clone(), window, strides, pad);
+        let called = select_and_scatter_with(true, dir, operand, source, window, strides, pad);
+        assert_eq!(native, called, "native and called bodies disagree");
+        native
+    }
+
+    fn select_and_scatter_with(
+        called: bool,
+        dir: CmpDir,
+        operand: Literal,
+        source: Literal,
+        window: &[i64],
+        strides: &[i64],
+        pad: &[(i64, i64)],
+    ) -> Vec<i64> {
         let mut m = TestModule::new();
         let e = operand.elem();
         let s = arr(e, &[]);
-        let select = m.comp("select", &[s.clone(), s.clone()], |b, p| b.op(Op::Compare { dir, kind: None }, &[p[0], p[1]], arr(Pred, &[])));
-        let scatter = m.binary_body(BinaryOp::Add, e);
+        let select = m.comp("select", &[s.clone(), s.clone()], |b, p| {
+            let c = b.op(Op::Compare { dir, kind: None }, &[p[0], p[1]], arr(Pred, &[]));
+            if called {
+                let t = b.constant(preds(&[], &[true]));
+                b.op(Op::Binary(BinaryOp::And), &[c, t], arr(Pred, &[]))
+            } else {
+                c
+            }
+        });
+        let scatter = if called { called_add(&mut m, e) } else { m.binary_body(BinaryOp::Add, e) };
         let a = SelectAndScatterAttrs { window_dims: window.to_vec(), strides: strides.to_vec(), padding: pad.to_vec(), select, scatter };
         let ty = Type::Array(operand.shape.clone());
         let out = m.run_op(Op::SelectAndScatter(a), ty, &[operand.into(), source.into(), ints(e, &[], &[0]).into()]).unwrap();

@@ -226,11 +226,11 @@ fn half_precision_is_computed_in_f32() {
 fn polygamma_and_zeta() {
     // zeta(2, 1) = pi^2/6; polygamma(1, 1) = pi^2/6; polygamma(0, x) = digamma(x).
     let t = arr(F64, &[1]);
-    let z = run("zeta", &[floats(F64, &[2.0]), floats(F64, &[1.0])], &[t.clone()], &ChloAttrs::default());
+    let z = run("zeta", &[floats(F64, &[2.0]), floats(F64, &[1.0])], std::slice::from_ref(&t), &ChloAttrs::default());
     assert!((z[0].to_f64_vec()[0] - std::f64::consts::PI.powi(2) / 6.0).abs() < 1e-14);
-    let p = run("polygamma", &[floats(F64, &[1.0]), floats(F64, &[1.0])], &[t.clone()], &ChloAttrs::default());
+    let p = run("polygamma", &[floats(F64, &[1.0]), floats(F64, &[1.0])], std::slice::from_ref(&t), &ChloAttrs::default());
     assert!((p[0].to_f64_vec()[0] - std::f64::consts::PI.powi(2) / 6.0).abs() < 1e-13);
-    let p = run("polygamma", &[floats(F64, &[0.0]), floats(F64, &[1.0])], &[t.clone()], &ChloAttrs::default());
+    let p = run("polygamma", &[floats(F64, &[0.0]), floats(F64, &[1.0])], std::slice::from_ref(&t), &ChloAttrs::default());
     assert!((p[0].to_f64_vec()[0] + 0.5772156649015329).abs() < 1e-14);
     // polygamma(2, 3) = -2 zeta(3, 3) = -2 (zeta(3) - 1 - 1/8) = -0.1541138063191886.
     let p = run("polygamma", &[floats(F64, &[2.0]), floats(F64, &[3.0])], &[t], &ChloAttrs::default());
@@ -239,7 +239,9 @@ fn polygamma_and_zeta() {
 
 #[test]
 fn mulhi_all_integer_widths() {
-    let cases: &[(ElementType, &[i64], &[i64], &[i64])] = &[
+    // (type, lhs, rhs, expected high halves)
+    type Case<'a> = (ElementType, &'a [i64], &'a [i64], &'a [i64]);
+    let cases: &[Case] = &[
         // 64*4 = 0x100 -> 1; -64*4 = -256 -> -1; -64*-4 -> 1.
         (S8, &[64, -64, -64], &[4, 4, -4], &[1, -1, 1]),
         (U8, &[240, 128], &[16, 2], &[15, 1]),
@@ -262,7 +264,7 @@ fn mulhi_all_integer_widths() {
 fn top_k_values_and_indices() {
     let x = Literal::from_f64s(Shape::new(F32, vec![2, 4]), &[1.0, 3.0, 3.0, -1.0, f64::NAN, 0.0, -0.0, 5.0]);
     let attrs = ChloAttrs { k: Some(3), ..Default::default() };
-    let out = run("top_k", &[x.clone()], &[arr(F32, &[2, 3]), arr(S32, &[2, 3])], &attrs);
+    let out = run("top_k", &[x], &[arr(F32, &[2, 3]), arr(S32, &[2, 3])], &attrs);
     // Ties keep the lower index first; the total order puts NaN above everything and
     // +0 above -0.
     let v = out[0].to_f64_vec();
@@ -305,9 +307,9 @@ fn predicates_square_conj_constant_like() {
     let x = floats(F32, &[f64::INFINITY, f64::NEG_INFINITY, 1.0, f64::NAN]);
     let t = [arr(Pred, &[4])];
     let d = ChloAttrs::default();
-    assert_eq!(run("is_inf", &[x.clone()], &t, &d)[0].to_f64_vec(), vec![1.0, 1.0, 0.0, 0.0]);
-    assert_eq!(run("is_pos_inf", &[x.clone()], &t, &d)[0].to_f64_vec(), vec![1.0, 0.0, 0.0, 0.0]);
-    assert_eq!(run("is_neg_inf", &[x.clone()], &t, &d)[0].to_f64_vec(), vec![0.0, 1.0, 0.0, 0.0]);
+    assert_eq!(run("is_inf", std::slice::from_ref(&x), &t, &d)[0].to_f64_vec(), vec![1.0, 1.0, 0.0, 0.0]);
+    assert_eq!(run("is_pos_inf", std::slice::from_ref(&x), &t, &d)[0].to_f64_vec(), vec![1.0, 0.0, 0.0, 0.0]);
+    assert_eq!(run("is_neg_inf", std::slice::from_ref(&x), &t, &d)[0].to_f64_vec(), vec![0.0, 1.0, 0.0, 0.0]);
     assert_eq!(run1("square", ints(S32, &[2], &[-3, 4])), ints(S32, &[2], &[9, 16]));
     assert_eq!(run1("conj", floats(F64, &[-2.5])).to_f64_vec(), vec![-2.5]);
     let attrs = ChloAttrs { value: Some(Literal::scalar_from(F32, Scalar::F(1.5))), ..Default::default() };
@@ -337,22 +339,159 @@ fn ragged_dot_mode_1_sums_masked_groups() {
 #[test]
 fn bad_input_is_an_error_not_a_panic() {
     let f = arr(F32, &[2]);
+    let f1 = std::slice::from_ref(&f);
     let d = ChloAttrs::default();
     let err = |name: &str, args: &[Type], res: &[Type], attrs: &ChloAttrs| build(name, args, res, attrs).err().unwrap_or_default();
-    assert!(err("scan", &[f.clone()], &[f.clone()], &d).contains("unsupported CHLO op chlo.scan"));
-    assert!(err("frobnicate", &[f.clone()], &[f.clone()], &d).contains("unsupported"));
+    assert!(err("scan", f1, f1, &d).contains("body region"));
+    assert!(err("broadcast_complex", &[f.clone(), f.clone()], f1, &d).contains("unsupported CHLO op"));
+    assert!(err("frobnicate", f1, f1, &d).contains("unsupported"));
     assert!(err("lgamma", &[arr(S32, &[2])], &[arr(S32, &[2])], &d).contains("floating-point"));
-    assert!(err("lgamma", &[f.clone(), f.clone()], &[f.clone()], &d).contains("1 operand"));
-    assert!(err("lgamma", &[f.clone()], &[arr(F32, &[3])], &d).contains("declared"));
-    assert!(err("top_k", &[f.clone()], &[f.clone(), arr(S32, &[2])], &d).contains("k"));
+    assert!(err("lgamma", &[f.clone(), f.clone()], f1, &d).contains("1 operand"));
+    assert!(err("lgamma", f1, &[arr(F32, &[3])], &d).contains("declared"));
+    assert!(err("top_k", f1, &[f.clone(), arr(S32, &[2])], &d).contains("k"));
     assert!(err("top_k", &[arr(F32, &[])], &[], &ChloAttrs { k: Some(1), ..Default::default() }).contains("rank"));
-    assert!(err("broadcast_add", &[f.clone(), arr(F32, &[3])], &[f.clone()], &d).contains("broadcastable"));
-    assert!(err("broadcast_add", &[f.clone(), arr(S32, &[2])], &[f.clone()], &d).contains("element types"));
+    assert!(err("broadcast_add", &[f.clone(), arr(F32, &[3])], f1, &d).contains("broadcastable"));
+    assert!(err("broadcast_add", &[f.clone(), arr(S32, &[2])], f1, &d).contains("element types"));
     assert!(err("broadcast_compare", &[f.clone(), f.clone()], &[arr(Pred, &[2])], &d).contains("comparison_direction"));
-    assert!(err("mulhi", &[f.clone(), f.clone()], &[f.clone()], &d).contains("integer"));
-    assert!(err("constant_like", &[f.clone()], &[f.clone()], &d).contains("value"));
-    assert!(err("ragged_dot", &[f.clone(), f.clone(), arr(S64, &[1])], &[f.clone()], &d).contains("dimension_numbers"));
+    assert!(err("mulhi", &[f.clone(), f.clone()], f1, &d).contains("integer"));
+    assert!(err("constant_like", f1, f1, &d).contains("value"));
+    assert!(err("ragged_dot", &[f.clone(), f.clone(), arr(S64, &[1])], f1, &d).contains("dimension_numbers"));
     // Tuple operand.
     let tup = Type::Tuple(vec![f.clone()]);
     assert!(err("lgamma", &[tup], &[f], &d).contains("array"));
+}
+
+// ---- the conformance files that use CHLO ops ---------------------------------------
+
+/// Checks one `check.*` custom call the way the corpus README describes.
+fn conformance_check(inst: &hloscope_core::ir::Instruction, args: &[Value]) -> Result<Value, String> {
+    let Op::CustomCall(cc) = &inst.op else { return Err("not a custom call".into()) };
+    let attr = |n: &str| cc.attrs.iter().find(|(k, _)| k == n).and_then(|(_, v)| v.parse::<f64>().ok());
+    let (Some(got), Some(want)) = (args.first().and_then(Value::as_array), args.get(1).and_then(Value::as_array)) else {
+        return Err(format!("{}: expected two arrays", cc.target));
+    };
+    if !got.shape.same_shape(&want.shape) {
+        return Err(format!("{}: shape {} vs {}", cc.target, got.shape, want.shape));
+    }
+    let elem = got.elem();
+    for i in 0..got.num_elements() {
+        let (g, w) = (got.get(i), want.get(i));
+        let ok = match (cc.target.as_str(), g, w) {
+            (_, Scalar::F(g), Scalar::F(w)) if cc.target == "check.expect_close" => {
+                ulp_distance(g, w, elem) <= attr("max_ulp_difference").unwrap_or(3.0) as u64
+            }
+            (_, Scalar::F(g), Scalar::F(w)) if cc.target == "check.expect_almost_eq" => {
+                (g.is_nan() && w.is_nan())
+                    || (g.is_infinite() || w.is_infinite()) && g == w
+                    || (g - w).abs() <= attr("tolerance").unwrap_or(1e-3)
+            }
+            (_, Scalar::F(g), Scalar::F(w)) => g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()) || g == w,
+            _ => g == w,
+        };
+        if !ok {
+            return Err(format!("{}: element {i}: got {g:?}, expected {w:?}", cc.target));
+        }
+    }
+    Ok(Value::Tuple(vec![]))
+}
+
+/// Parses and runs one conformance module (or `// -----` chunk); `Err` says why it failed.
+fn run_conformance_case(text: &str) -> Result<(), String> {
+    let module = hloscope_core::parse::mlir::parse(text).map_err(|e| format!("parse: {e}"))?;
+    let failures = std::cell::RefCell::new(Vec::new());
+    let mut interp = interp::Interpreter::new(&module).with_custom_call_hook(|inst, args| {
+        if let Err(e) = conformance_check(inst, args) {
+            failures.borrow_mut().push(e);
+        }
+        Ok(Value::Tuple(vec![]))
+    });
+    interp.run(&[]).map_err(|e| format!("run: {e}"))?;
+    drop(interp);
+    match failures.into_inner().first() {
+        Some(e) => Err(e.clone()),
+        None => Ok(()),
+    }
+}
+
+/// Every corpus file that uses a CHLO op (the `interpret/chlo/` files split into their
+/// cases). Prints the failures and the pass count; the count may only go up.
+#[test]
+fn conformance_files_with_chlo_ops() {
+    let dir = std::path::Path::new("/work/shared/conformance/stablehlo");
+    if !dir.exists() {
+        eprintln!("conformance corpus not found; skipped");
+        return;
+    }
+    let mut cases = Vec::new();
+    for sub in ["testdata", "interpret/chlo"] {
+        let mut files: Vec<_> = std::fs::read_dir(dir.join(sub)).expect("corpus dir").map(|e| e.expect("entry").path()).collect();
+        files.sort();
+        for path in files {
+            let text = std::fs::read_to_string(&path).expect("read");
+            if !text.contains("chlo.") || path.extension().is_none_or(|e| e != "mlir") {
+                continue;
+            }
+            let name = path.file_name().unwrap_or_default().to_string_lossy().to_string();
+            if sub == "testdata" {
+                cases.push((name, text));
+            } else {
+                for (i, chunk) in text.split("\n// -----\n").enumerate() {
+                    cases.push((format!("{name}#{i}"), chunk.to_string()));
+                }
+            }
+        }
+    }
+    let mut passed = 0;
+    for (name, text) in &cases {
+        match run_conformance_case(text) {
+            Ok(()) => passed += 1,
+            Err(e) => eprintln!("FAIL {name}: {}", e.chars().take(300).collect::<String>()),
+        }
+    }
+    eprintln!("CHLO conformance: {passed} of {} cases pass", cases.len());
+    assert!(passed >= MIN_CONFORMANCE_PASSES, "{passed} of {} CHLO cases pass, expected at least {MIN_CONFORMANCE_PASSES}", cases.len());
+}
+
+/// Cases of `conformance_files_with_chlo_ops` known to pass.
+const MIN_CONFORMANCE_PASSES: usize = 111;
+
+#[test]
+fn scan_cumulative_sum_forward_and_reverse() {
+    // body(x, acc) = (x + acc, x + acc) over [1, 2, 3, 4].
+    for (reverse, want) in [(false, [1, 3, 6, 10]), (true, [10, 9, 7, 4])] {
+        let mut m = Module::new("scan_test");
+        let s = Type::array(S32, vec![]);
+        let mut body = Computation::new("body");
+        let x = body.push_param("x", s.clone(), Loc::default());
+        let acc = body.push_param("acc", s.clone(), Loc::default());
+        let sum = body.push(hloscope_core::ir::Instruction {
+            name: "sum".into(),
+            op: Op::Binary(hloscope_core::ir::BinaryOp::Add),
+            operands: vec![x, acc],
+            ty: s.clone(),
+            loc: Loc::default(),
+        });
+        body.root = body.push(hloscope_core::ir::Instruction {
+            name: "ret".into(),
+            op: Op::Tuple,
+            operands: vec![sum, sum],
+            ty: Type::Tuple(vec![s.clone(), s.clone()]),
+            loc: Loc::default(),
+        });
+        let body = m.add_computation(body);
+        let mut main = Computation::new("main");
+        let xs = main.push_param("xs", arr(S32, &[4]), Loc::default());
+        let init = main.push_param("init", s.clone(), Loc::default());
+        let c = m.add_computation(main);
+        m.entry = c;
+        let attrs = ChloAttrs { body: Some(body), num_inits: Some(1), dimension: Some(0), is_reverse: Some(reverse), ..Default::default() };
+        let outs = decompose(&mut m, c, "scan", &[xs, init], &[arr(S32, &[4]), s.clone()], &attrs, &Loc::default()).expect("scan");
+        let ty = Type::Tuple(vec![arr(S32, &[4]), s.clone()]);
+        let root = m.comp_mut(c).push(hloscope_core::ir::Instruction { name: "t".into(), op: Op::Tuple, operands: outs, ty, loc: Loc::default() });
+        m.comp_mut(c).root = root;
+        let args = [Value::Array(ints(S32, &[4], &[1, 2, 3, 4])), Value::Array(ints(S32, &[], &[0]))];
+        let out = interp::run(&m, &args).expect("run").flatten();
+        assert_eq!(out[0], ints(S32, &[4], &want), "reverse = {reverse}");
+        assert_eq!(out[1], ints(S32, &[], &[10]));
+    }
 }

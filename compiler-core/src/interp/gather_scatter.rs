@@ -7,6 +7,8 @@
 //! Gather clamps start indices so the whole slice fits; scatter skips each update element
 //! whose destination falls outside the operand, and applies updates in row-major order
 //! of the updates array, calling the update body with (N current values, N updates).
+//! (XLA's own backends drop a whole update window when any part of it is outside; the
+//! per-element rule here is the spec's and the StableHLO reference interpreter's.)
 
 use super::index::{array_arg, check_axes, in_bounds, index_value, next_index, offset, pack, result_shape,
     result_shapes, set_scalar, Body};
@@ -175,7 +177,7 @@ pub(super) fn gather(_: &mut Interpreter, inst: &Instruction, args: &[Value]) ->
 
 pub(super) fn scatter(interp: &mut Interpreter, inst: &Instruction, args: &[Value]) -> Result<Value, String> {
     let Op::Scatter(s) = &inst.op else { return Err("not a scatter".into()) };
-    if args.len() < 3 || args.len() % 2 == 0 {
+    if args.len() < 3 || args.len().is_multiple_of(2) {
         return Err(format!("scatter takes N inputs, indices and N updates, got {} operands", args.len()));
     }
     let n = (args.len() - 1) / 2;

@@ -9,7 +9,7 @@ use super::Interpreter;
 use crate::ir::{BinaryOp, CmpDir, CmpKind, CompId, Data, ElementType, InstId, Instruction, Literal, Op, Scalar, Shape, Type, Value};
 
 /// Operand `i` as an array.
-pub(super) fn array_arg<'v>(args: &'v [Value], i: usize) -> Result<&'v Literal, String> {
+pub(super) fn array_arg(args: &[Value], i: usize) -> Result<&Literal, String> {
     match args.get(i) {
         Some(Value::Array(l)) => Ok(l),
         Some(v) => Err(format!("operand {i} must be an array, got {v}")),

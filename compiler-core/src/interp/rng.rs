@@ -3,16 +3,19 @@
 //!
 //! rng_bit_generator follows XLA's expansion (`rng_bit_generator_expander` and
 //! `lib/prng`): state[0] is the key.
-//! - THREE_FRY (also DEFAULT here): Threefry-2x32 with 20 rounds on 64-bit counters
-//!   `state[1] + i`. 64-bit outputs take one counter per element (low word first);
-//!   32-bit outputs split the shape in two along its first even dimension (or its largest
-//!   one) and give the two 32-bit words of one counter to neighbouring elements along it;
-//!   8/16-bit outputs truncate the 32-bit ones. The new state is [key, state[1] + counters].
-//! - PHILOX: Philox-4x32 with 10 rounds on a 128-bit counter (state[1], state[2]) for a
-//!   3-word state, or (state[1], state[0]) for a 2-word one; each counter gives four 32-bit
-//!   or two 64-bit outputs in order. The new state advances the counter.
-//! XLA's CPU and GPU backends pick Philox for DEFAULT; this interpreter documents
-//! DEFAULT as Threefry (the IR's convention), so DEFAULT bits differ from XLA's.
+//!
+//! THREE_FRY (also DEFAULT here): Threefry-2x32 with 20 rounds on 64-bit counters
+//! `state[1] + i`. 64-bit outputs take one counter per element (low word first); 32-bit
+//! outputs split the shape in two along its first even dimension (or its largest one)
+//! and give the two 32-bit words of one counter to neighbouring elements along it;
+//! 8/16-bit outputs truncate the 32-bit ones. The new state is [key, state[1] + counters].
+//!
+//! PHILOX: Philox-4x32 with 10 rounds on a 128-bit counter (state[1], state[2]) for a
+//! 3-word state, or (state[1], state[0]) for a 2-word one; each counter gives four 32-bit
+//! or two 64-bit outputs in order. The new state advances the counter.
+//!
+//! XLA's CPU backend picks Philox for DEFAULT (checked with JAX 0.10); this interpreter
+//! follows the IR's convention (DEFAULT = Threefry), so DEFAULT bits differ from XLA CPU's.
 //!
 //! `rng` has no reference bits (the spec leaves it implementation-defined). hloscope
 //! draws 32-bit (64-bit for f64/s64/u64) Threefry words keyed by a hash of the
@@ -225,7 +228,7 @@ pub(super) fn rng(interp: &mut Interpreter, inst: &Instruction, args: &[Value]) 
     let unit = |w: u64| (w >> (width - mantissa)) as f64 * (-(mantissa as f64)).exp2();
     let data = match (distribution, a.get(0), b.get(0)) {
         (RngDistribution::Uniform, Scalar::F(lo), Scalar::F(hi)) => {
-            if !(lo < hi) {
+            if lo.partial_cmp(&hi) != Some(std::cmp::Ordering::Less) {
                 return Err(format!("uniform rng needs a < b, got [{lo}, {hi})"));
             }
             Data::F(

@@ -42,7 +42,7 @@ fn check_positive(what: &str, v: &[i64]) -> Result<(), String> {
 
 pub(super) fn reduce_window(interp: &mut Interpreter, inst: &Instruction, args: &[Value]) -> Result<Value, String> {
     let Op::ReduceWindow(a) = &inst.op else { return Err("not a reduce_window".into()) };
-    if args.is_empty() || args.len() % 2 != 0 {
+    if args.is_empty() || !args.len().is_multiple_of(2) {
         return Err(format!("reduce_window takes N inputs and N init values, got {} operands", args.len()));
     }
     let n = args.len() / 2;

@@ -8,7 +8,8 @@
 //! - `special.rs`: lgamma, digamma, polygamma, zeta, erf, erfc, erf_inv, bessel_i1e;
 //! - `trig.rs`: tan, sinh, cosh, asin, acos, atan, asinh, acosh, atanh;
 //! - `ints.rs`: next_after (bit manipulation) and mulhi;
-//! - `structured.rs`: top_k (sort + slice) and ragged_dot (masked dots).
+//! - `structured.rs`: top_k (sort + slice), ragged_dot (masked dots) and scan (a while
+//!   loop over slices).
 //!
 //! This file dispatches on the op name, checks operand counts and types (bad input is
 //! an `Err`, never a panic) and handles the `broadcast_*` binary ops and the trivial ops.
@@ -40,6 +41,15 @@ pub struct ChloAttrs {
     pub value: Option<Literal>,
     /// `chlo.ragged_dot`: `ragged_dot_dimension_numbers`.
     pub ragged_dot: Option<RaggedDotDims>,
+    /// `chlo.scan`: the body region, lowered to a computation taking (input slices...,
+    /// carries...) and returning (output slices..., new carries...) (a tuple when more
+    /// than one).
+    pub body: Option<CompId>,
+    /// `chlo.scan`: how many of the operands are `inits` (the rest are inputs).
+    pub num_inits: Option<usize>,
+    /// `chlo.scan`: the scanned dimension and `is_reverse`.
+    pub dimension: Option<i64>,
+    pub is_reverse: Option<bool>,
 }
 
 /// `#chlo.ragged_dot<...>` dimension numbers.
@@ -160,6 +170,7 @@ pub fn decompose(
         }
         "top_k" => structured::top_k(&mut b, &ctx, operands, attrs)?,
         "ragged_dot" => structured::ragged_dot(&mut b, &ctx, operands, attrs)?,
+        "scan" => structured::scan(&mut b, &ctx, operands, attrs)?,
         _ => match name.strip_prefix("broadcast_") {
             Some(op) => vec![broadcast_binary(&mut b, &ctx, op, operands, attrs)?],
             None => return Err(format!("unsupported CHLO op chlo.{name}")),

@@ -7,6 +7,9 @@
 //! uses the f64 coefficient sets where the legalization has them. Matching the
 //! formulas (not just the functions) is what keeps results within XLA's few ULP.
 
+// The coefficients are written as published (more digits than f64 holds).
+#![allow(clippy::excessive_precision)]
+
 use super::builder::ChloBuilder;
 use crate::ir::{ElementType, InstId};
 use std::f64::consts::PI;

@@ -165,3 +165,152 @@ pub(crate) fn ragged_dot(b: &mut ChloBuilder, ctx: &Ctx, operands: &[InstId], at
     }
     Ok(vec![b.push("concatenate", Op::Concatenate { dim: 0 }, parts, Type::Array(result))])
 }
+
+/// `scan(inputs..., inits...)` along `dimension`: a `while` loop over the positions
+/// (backwards when `is_reverse`), whose state is (position, inputs, carries, outputs).
+/// Each step slices every input at the position, calls the body on (slices, carries),
+/// writes the body's output slices into the outputs and keeps its new carries.
+pub(crate) fn scan(b: &mut ChloBuilder, ctx: &Ctx, operands: &[InstId], attrs: &ChloAttrs) -> Result<Vec<InstId>, String> {
+    let body = attrs.body.ok_or_else(|| ctx.err("needs a body region"))?;
+    let m = attrs.num_inits.ok_or_else(|| ctx.err("needs to know which operands are inits"))?;
+    let dim = attrs.dimension.ok_or_else(|| ctx.err("needs the attribute dimension"))?;
+    let reverse = attrs.is_reverse.unwrap_or(false);
+    if m > operands.len() || m > ctx.results.len() {
+        return Err(ctx.err("more inits than operands or results"));
+    }
+    let n = operands.len() - m;
+    let k = ctx.results.len() - m;
+    let (inputs, inits) = operands.split_at(n);
+    let outs: Vec<Shape> = ctx.results[..k].to_vec();
+    // All inputs and outputs share the scanned dimension's length.
+    let scanned: Vec<&Shape> = ctx.shapes[..n].iter().chain(&outs).collect();
+    let len = match scanned.first() {
+        Some(s) if dim >= 0 && (dim as usize) < s.rank() => s.dims[dim as usize],
+        Some(_) => return Err(ctx.err(&format!("dimension {dim} out of range"))),
+        None => return Err(ctx.err("needs at least one input or output")),
+    };
+    if scanned.iter().any(|s| s.rank() <= dim as usize || s.dims[dim as usize] != len) {
+        return Err(ctx.err("inputs and outputs disagree on the scanned dimension"));
+    }
+    for (i, (c, r)) in ctx.shapes[n..].iter().zip(&ctx.results[k..]).enumerate() {
+        if !c.same_shape(r) {
+            return Err(ctx.err(&format!("carry {i} is {c} but its result is {r}")));
+        }
+    }
+    let body_params = b.module.comp(body).param_types();
+    if body_params.len() != n + m {
+        return Err(ctx.err(&format!("the body takes {} values, expected {}", body_params.len(), n + m)));
+    }
+    let drop_dim = |s: &Shape| -> Shape {
+        let mut d = s.dims.clone();
+        d.remove(dim as usize);
+        Shape::new(s.elem, d)
+    };
+
+    // Loop state: position (s32), inputs, carries, outputs.
+    let pos_shape = Shape::scalar(ElementType::S32);
+    let mut state_shapes = vec![pos_shape.clone()];
+    state_shapes.extend(ctx.shapes.iter().cloned());
+    state_shapes.extend(outs.iter().cloned());
+    let state_types: Vec<Type> = state_shapes.iter().cloned().map(Type::Array).collect();
+    let loc = b.loc.clone();
+
+    // cond(pos, ...) = pos < len
+    let cond_name = b.module.fresh_name("scan_cond");
+    let cond = b.module.add_computation(crate::ir::Computation::new(cond_name));
+    let mut cb = ChloBuilder::new(b.module, cond, loc.clone());
+    let params = add_params(&mut cb, &state_types);
+    let limit = cb.int_like(params[0], len);
+    let root = cb.lt(params[0], limit);
+    cb.module.comp_mut(cond).root = root;
+
+    // body(pos, inputs, carries, outputs)
+    let body_name = b.module.fresh_name("scan_body");
+    let loop_body = b.module.add_computation(crate::ir::Computation::new(body_name));
+    let mut lb = ChloBuilder::new(b.module, loop_body, loc.clone());
+    let p = add_params(&mut lb, &state_types);
+    let pos = p[0];
+    let at = if reverse {
+        let last = lb.int_like(pos, len - 1);
+        lb.sub(last, pos)
+    } else {
+        pos
+    };
+    let zero = lb.int_like(pos, 0);
+    let mut call_args = Vec::new();
+    for (i, s) in ctx.shapes[..n].iter().enumerate() {
+        let mut sizes = s.dims.clone();
+        sizes[dim as usize] = 1;
+        let starts: Vec<InstId> = (0..s.rank()).map(|d| if d == dim as usize { at } else { zero }).collect();
+        let mut ops = vec![p[1 + i]];
+        ops.extend(starts);
+        let ty = Type::Array(Shape::new(s.elem, sizes.clone()));
+        let slice = lb.push("dynamic-slice", Op::DynamicSlice { sizes }, ops, ty);
+        call_args.push(lb.reshape(slice, drop_dim(s).dims));
+    }
+    call_args.extend_from_slice(&p[1 + n..1 + n + m]);
+    let body_root = lb.module.comp(body).root_inst().ty.clone();
+    let called = lb.push("call", Op::Call { comp: body }, call_args, body_root.clone());
+    let body_results: Vec<InstId> = match &body_root {
+        Type::Tuple(ts) if ts.len() == k + m => {
+            let ts = ts.clone();
+            ts.into_iter().enumerate().map(|(i, t)| lb.get_tuple_element(called, i as u32, t)).collect()
+        }
+        t if k + m == 1 && t.as_array().is_some() => vec![called],
+        _ => return Err(ctx.err(&format!("the body must return {} values", k + m))),
+    };
+    let one = lb.int_like(pos, 1);
+    let mut next = vec![lb.add(pos, one)];
+    next.extend_from_slice(&p[1..1 + n]);
+    next.extend_from_slice(&body_results[k..]);
+    for (j, out) in outs.iter().enumerate() {
+        let slice = body_results[j];
+        if !lb.shape(slice)?.same_shape(&drop_dim(out)) {
+            return Err(ctx.err(&format!("body output {j} does not match result {out}")));
+        }
+        let mut dims = out.dims.clone();
+        dims[dim as usize] = 1;
+        let update = lb.reshape(slice, dims);
+        let acc = p[1 + n + m + j];
+        let mut ops = vec![acc, update];
+        ops.extend((0..out.rank()).map(|d| if d == dim as usize { at } else { zero }));
+        next.push(lb.push("dynamic-update-slice", Op::DynamicUpdateSlice, ops, Type::Array(out.clone())));
+    }
+    for (i, (&v, s)) in body_results[k..].iter().zip(&ctx.shapes[n..]).enumerate() {
+        if !lb.shape(v)?.same_shape(s) {
+            return Err(ctx.err(&format!("body carry {i} does not match its init {s}")));
+        }
+    }
+    let tuple_ty = Type::Tuple(state_types.clone());
+    let root = lb.push("tuple", Op::Tuple, next, tuple_ty.clone());
+    lb.module.comp_mut(loop_body).root = root;
+
+    // The loop itself.
+    let mut init = vec![b.splat(&pos_shape, crate::ir::Scalar::S(0))];
+    init.extend_from_slice(inputs);
+    init.extend_from_slice(inits);
+    for out in &outs {
+        init.push(b.splat(out, crate::ir::Scalar::S(0)));
+    }
+    let w = b.push("while", Op::While { cond, body: loop_body }, init, tuple_ty);
+    let mut results = Vec::new();
+    for (j, out) in outs.iter().enumerate() {
+        results.push(b.get_tuple_element(w, (1 + n + m + j) as u32, Type::Array(out.clone())));
+    }
+    for (i, s) in ctx.shapes[n..].iter().enumerate() {
+        results.push(b.get_tuple_element(w, (1 + n + i) as u32, Type::Array(s.clone())));
+    }
+    Ok(results)
+}
+
+/// Appends one parameter per type to the builder's computation.
+fn add_params(b: &mut ChloBuilder, types: &[Type]) -> Vec<InstId> {
+    types
+        .iter()
+        .map(|t| {
+            let name = b.module.fresh_name("param");
+            let loc = b.loc.clone();
+            b.module.comp_mut(b.comp).push_param(name, t.clone(), loc)
+        })
+        .collect()
+}

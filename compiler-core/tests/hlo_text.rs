@@ -231,7 +231,14 @@ fn constants_in_literal_syntax() {
     assert_eq!(lit("l").bits(0), 0x7fc0_0001);
     assert_eq!(lit("m").data, Data::F(vec![f32::MAX as f64]));
     let printed = print_module(&m);
-    for s in ["constant({ {1, 2}, {3, 4} })", "constant(-inf)", "constant({nan, -nan, 0.1})", "constant(1e-300)", "constant(nan(0x400001))", "constant(-0)"] {
+    for s in [
+        "constant({ {1, 2}, {3, 4} })",
+        "constant(-inf)",
+        "constant({nan, -nan, 0.1})",
+        "constant(1e-300)",
+        "constant(nan(0x400001))",
+        "constant(-0)",
+    ] {
         assert!(printed.contains(s), "{s} not in\n{printed}");
     }
 }
@@ -321,11 +328,17 @@ fn gather_scatter_sort_attributes() {
         ROOT %so = f32[10,4]{1,0} sort(%sc), dimensions={1}, is_stable=true, to_apply=%lt\n}\n";
     let m = assert_round_trip("gs", text);
     let Op::Gather(g) = &entry_inst(&m, "g").op else { panic!() };
-    assert_eq!((g.offset_dims.clone(), g.collapsed_slice_dims.clone(), g.start_index_map.clone()), (vec![1], vec![0], vec![0]));
+    assert_eq!(
+        (g.offset_dims.clone(), g.collapsed_slice_dims.clone(), g.start_index_map.clone()),
+        (vec![1], vec![0], vec![0])
+    );
     assert_eq!((g.index_vector_dim, g.slice_sizes.clone(), g.indices_are_sorted), (1, vec![1, 4], true));
     let Op::Scatter(s) = &entry_inst(&m, "sc").op else { panic!() };
     assert_eq!((s.update_window_dims.clone(), s.inserted_window_dims.clone()), (vec![1], vec![0]));
-    assert_eq!((s.scatter_dims_to_operand_dims.clone(), s.unique_indices, s.indices_are_sorted), (vec![0], true, false));
+    assert_eq!(
+        (s.scatter_dims_to_operand_dims.clone(), s.unique_indices, s.indices_are_sorted),
+        (vec![0], true, false)
+    );
     let Op::Sort { dim: 1, stable: true, comparator } = entry_inst(&m, "so").op else { panic!() };
     assert_eq!(m.comp(comparator).root_inst().op, Op::Compare { dir: CmpDir::Lt, kind: Some(CmpKind::TotalOrder) });
 }
@@ -439,7 +452,6 @@ fn errors_have_locations_and_never_panic() {
         }
     }
 }
-
 
 /// A module using every op and attribute form the printers know, shape-correct so that
 /// the StableHLO verifier accepts its StableHLO form.
@@ -637,4 +649,43 @@ fn stablehlo_printer_output() {
 }
 "#;
     assert_eq!(hloscope_core::print::stablehlo::print_module(&m), expected);
+}
+
+#[test]
+fn mutated_texts_never_panic() {
+    // A fixed pseudo-random sequence of byte edits (deletions, insertions, swaps) of the
+    // kitchen-sink module: the parser must return Ok or Err, and whatever parses must
+    // round-trip through the HLO printer and print as StableHLO.
+    let base = KITCHEN_SINK.as_bytes();
+    let alphabet = b"{}[]()%,=:_x-.0123456789 \n\"abfioT";
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut parsed = 0;
+    for _ in 0..3000 {
+        let mut bytes = base.to_vec();
+        for _ in 0..1 + next() % 3 {
+            let i = (next() as usize) % bytes.len();
+            let c = alphabet[(next() as usize) % alphabet.len()];
+            match next() % 3 {
+                0 => {
+                    bytes.remove(i);
+                }
+                1 => bytes.insert(i, c),
+                _ => bytes[i] = c,
+            }
+        }
+        let text = String::from_utf8(bytes).unwrap();
+        if let Ok(m) = parse(&text) {
+            parsed += 1;
+            assert_round_trip("a mutated kitchen sink", &text);
+            let _ = hloscope_core::print::stablehlo::print_module(&m);
+        }
+    }
+    // Many edits land in names or numbers and still parse.
+    assert!(parsed > 100, "{parsed}");
 }

@@ -58,7 +58,8 @@ pub fn print_computation(m: &Module, comp: CompId, opts: &PrintOptions) -> Strin
 
 /// Names as the parser reads them back: only `[A-Za-z0-9_.-]`, never empty.
 fn sanitize(name: &str) -> String {
-    let s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || "_.-".contains(c) { c } else { '_' }).collect();
+    let s: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || "_.-".contains(c) { c } else { '_' }).collect();
     if s.is_empty() {
         "unnamed".to_string()
     } else {
@@ -87,7 +88,13 @@ fn unique_comp_names(m: &Module, order: &[CompId]) -> HashMap<CompId, String> {
     order.iter().copied().zip(names).collect()
 }
 
-fn print_computation_into(out: &mut String, m: &Module, c: CompId, comp_names: &HashMap<CompId, String>, opts: &PrintOptions) {
+fn print_computation_into(
+    out: &mut String,
+    m: &Module,
+    c: CompId,
+    comp_names: &HashMap<CompId, String>,
+    opts: &PrintOptions,
+) {
     let comp = m.comp(c);
     let names: HashMap<InstId, String> =
         comp.order.iter().copied().zip(dedupe(comp.order.iter().map(|&i| sanitize(&comp.insts[i].name)))).collect();
@@ -176,7 +183,10 @@ fn window(size: &[i64], stride: &[i64], pad: &[(i64, i64)], lhs: &[i64], rhs: &[
         f.push(format!("rhs_dilate={}", xs(rhs)));
     }
     if rev.iter().any(|&r| r) {
-        f.push(format!("rhs_reversal={}", rev.iter().map(|&r| if r { "1" } else { "0" }).collect::<Vec<_>>().join("x")));
+        f.push(format!(
+            "rhs_reversal={}",
+            rev.iter().map(|&r| if r { "1" } else { "0" }).collect::<Vec<_>>().join("x")
+        ));
     }
     format!("window={{{}}}", f.join(" "))
 }
@@ -223,7 +233,11 @@ fn quote(s: &str) -> String {
 }
 
 /// The attributes after the operand list, in XLA's spelling and order.
-fn attributes<'a>(op: &Op, operand_ty: &dyn Fn(usize) -> Option<&'a Type>, comps: &HashMap<CompId, String>) -> Vec<String> {
+fn attributes<'a>(
+    op: &Op,
+    operand_ty: &dyn Fn(usize) -> Option<&'a Type>,
+    comps: &HashMap<CompId, String>,
+) -> Vec<String> {
     let c = |id: &CompId| format!("%{}", comps.get(id).map(String::as_str).unwrap_or("unknown"));
     let mut a = Vec::new();
     match op {
@@ -257,20 +271,18 @@ fn attributes<'a>(op: &Op, operand_ty: &dyn Fn(usize) -> Option<&'a Type>, comps
         }
         Op::DynamicSlice { sizes } => a.push(format!("dynamic_slice_sizes={}", list(sizes))),
         Op::Concatenate { dim } => a.push(format!("dimensions={{{dim}}}")),
-        Op::Pad { low, high, interior } => {
-            if !low.is_empty() {
-                let dims: Vec<String> = (0..low.len())
-                    .map(|i| {
-                        let (h, n) = (high.get(i).copied().unwrap_or(0), interior.get(i).copied().unwrap_or(0));
-                        if n == 0 {
-                            format!("{}_{h}", low[i])
-                        } else {
-                            format!("{}_{h}_{n}", low[i])
-                        }
-                    })
-                    .collect();
-                a.push(format!("padding={}", dims.join("x")));
-            }
+        Op::Pad { low, high, interior } if !low.is_empty() => {
+            let dims: Vec<String> = (0..low.len())
+                .map(|i| {
+                    let (h, n) = (high.get(i).copied().unwrap_or(0), interior.get(i).copied().unwrap_or(0));
+                    if n == 0 {
+                        format!("{}_{h}", low[i])
+                    } else {
+                        format!("{}_{h}_{n}", low[i])
+                    }
+                })
+                .collect();
+            a.push(format!("padding={}", dims.join("x")));
         }
         Op::Dot(d) => {
             if !d.lhs_batch.is_empty() {
@@ -291,7 +303,14 @@ fn attributes<'a>(op: &Op, operand_ty: &dyn Fn(usize) -> Option<&'a Type>, comps
                     .iter()
                     .map(|&d| kernel.and_then(|k| k.dims.get(d as usize).copied()).unwrap_or(1))
                     .collect();
-                a.push(window(&size, &cv.window_strides, &cv.padding, &cv.lhs_dilation, &cv.rhs_dilation, &cv.window_reversal));
+                a.push(window(
+                    &size,
+                    &cv.window_strides,
+                    &cv.padding,
+                    &cv.lhs_dilation,
+                    &cv.rhs_dilation,
+                    &cv.window_reversal,
+                ));
             }
             a.push(dim_labels(&cv.dims));
             if cv.feature_group_count != 1 {
@@ -459,9 +478,7 @@ fn metadata(source: &str) -> String {
 /// `file.py:12` (no spaces or parentheses, a line number after the last colon).
 fn looks_like_place(s: &str) -> bool {
     match s.rsplit_once(':') {
-        Some((file, line)) => {
-            !file.is_empty() && line.parse::<u64>().is_ok() && !file.contains([' ', '(', ')', '"'])
-        }
+        Some((file, line)) => !file.is_empty() && line.parse::<u64>().is_ok() && !file.contains([' ', '(', ')', '"']),
         None => false,
     }
 }

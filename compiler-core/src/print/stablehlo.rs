@@ -96,7 +96,8 @@ impl FnState {
 
 /// An MLIR symbol name: `[A-Za-z_][A-Za-z0-9_$.]*`.
 fn symbol(name: &str) -> String {
-    let s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || "_$.".contains(c) { c } else { '_' }).collect();
+    let s: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || "_$.".contains(c) { c } else { '_' }).collect();
     if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit() || c == '$' || c == '.') {
         format!("_{s}")
     } else {
@@ -267,7 +268,7 @@ impl<'m> Printer<'m> {
         for &c in &order {
             for &i in &m.comps[c].order {
                 if let Op::Fusion { body: callee, .. } | Op::Call { comp: callee } = m.comps[c].insts[i].op {
-                    if !self.funcs.contains_key(&callee) {
+                    self.funcs.entry(callee).or_insert_with(|| {
                         let base = symbol(&m.comps[callee].name);
                         let mut name = base.clone();
                         let mut k = 1;
@@ -275,8 +276,8 @@ impl<'m> Printer<'m> {
                             name = format!("{base}_{k}");
                             k += 1;
                         }
-                        self.funcs.insert(callee, name);
-                    }
+                        name
+                    });
                 }
             }
         }
@@ -349,7 +350,9 @@ impl<'m> Printer<'m> {
             let operands: Vec<Val> = inst
                 .operands
                 .iter()
-                .map(|o| vals.get(o).cloned().unwrap_or_else(|| Val::One("%undefined".into(), comp.insts[*o].ty.clone())))
+                .map(|o| {
+                    vals.get(o).cloned().unwrap_or_else(|| Val::One("%undefined".into(), comp.insts[*o].ty.clone()))
+                })
                 .collect();
             let v = self.instruction(f, inst, operands);
             vals.insert(id, v);
@@ -401,7 +404,7 @@ impl<'m> Printer<'m> {
         let n = f.fresh(&base);
         let s = format!(
             "{n} = \"stablehlo.get_tuple_element\"({tuple}) <{{index = {i} : i32}}> : {}",
-            fn_type(&[tuple_ty.clone()], &[t.clone()])
+            fn_type(std::slice::from_ref(tuple_ty), std::slice::from_ref(t))
         );
         self.line(f, &s);
         n
@@ -429,7 +432,15 @@ impl<'m> Printer<'m> {
     }
 
     /// A generic-form op with array operands and the leaves of `ty` as results.
-    fn generic(&mut self, f: &mut FnState, inst: &Instruction, op_name: &str, ops: &[Val], props: &str, ty: &Type) -> Val {
+    fn generic(
+        &mut self,
+        f: &mut FnState,
+        inst: &Instruction,
+        op_name: &str,
+        ops: &[Val],
+        props: &str,
+        ty: &Type,
+    ) -> Val {
         let leaves = self.flat_operands(f, ops);
         let (prefix, v) = self.results(f, &inst.name, ty);
         let names: Vec<&str> = leaves.iter().map(|l| l.0.as_str()).collect();
@@ -533,7 +544,9 @@ impl<'m> Printer<'m> {
                 self.line(f, &s);
                 Val::One(n, ty.clone())
             }
-            Op::Iota { dim } => self.generic(f, inst, "stablehlo.iota", &ops, &format!("iota_dimension = {dim} : i64"), ty),
+            Op::Iota { dim } => {
+                self.generic(f, inst, "stablehlo.iota", &ops, &format!("iota_dimension = {dim} : i64"), ty)
+            }
             Op::Unary(UnaryOp::Erf) => self.generic(f, inst, "chlo.erf", &ops, "", ty),
             Op::Unary(u) => self.elementwise(f, inst, &format!("stablehlo.{}", u.stablehlo_name()), &ops),
             Op::Binary(b) => self.elementwise(f, inst, &format!("stablehlo.{}", b.stablehlo_name()), &ops),
@@ -584,9 +597,14 @@ impl<'m> Printer<'m> {
                 ),
                 ty,
             ),
-            Op::DynamicSlice { sizes } => {
-                self.generic(f, inst, "stablehlo.dynamic_slice", &ops, &format!("slice_sizes = {}", i64_array(sizes)), ty)
-            }
+            Op::DynamicSlice { sizes } => self.generic(
+                f,
+                inst,
+                "stablehlo.dynamic_slice",
+                &ops,
+                &format!("slice_sizes = {}", i64_array(sizes)),
+                ty,
+            ),
             Op::DynamicUpdateSlice => self.generic(f, inst, "stablehlo.dynamic_update_slice", &ops, "", ty),
             Op::Concatenate { dim } => {
                 self.generic(f, inst, "stablehlo.concatenate", &ops, &format!("dimension = {dim} : i64"), ty)
@@ -664,7 +682,15 @@ impl<'m> Printer<'m> {
                     i64_array(&s.window_dims),
                     i64_array(&s.strides)
                 );
-                self.with_regions(f, inst, "stablehlo.select_and_scatter", &ops, &p, &[(s.select, None), (s.scatter, None)], ty)
+                self.with_regions(
+                    f,
+                    inst,
+                    "stablehlo.select_and_scatter",
+                    &ops,
+                    &p,
+                    &[(s.select, None), (s.scatter, None)],
+                    ty,
+                )
             }
             Op::Gather(g) => {
                 let mut fields = Vec::new();
@@ -756,7 +782,11 @@ impl<'m> Printer<'m> {
                 let (prefix, v) = self.results(f, &inst.name, ty);
                 let names: Vec<&str> = args.iter().map(|a| a.0.as_str()).collect();
                 let in_types: Vec<Type> = args.iter().map(|a| a.1.clone()).collect();
-                let s = format!("{prefix}func.call @{callee}({}) : {}", names.join(", "), fn_type(&in_types, &leaf_types(ty)));
+                let s = format!(
+                    "{prefix}func.call @{callee}({}) : {}",
+                    names.join(", "),
+                    fn_type(&in_types, &leaf_types(ty))
+                );
                 self.line(f, &s);
                 v
             }
@@ -816,14 +846,17 @@ impl<'m> Printer<'m> {
             Op::PartitionId => self.generic(f, inst, "stablehlo.partition_id", &ops, "", ty),
             Op::AfterAll => self.generic(f, inst, "stablehlo.after_all", &ops, "", ty),
             Op::CustomCall(cc) => {
-                let mut p = format!("call_target_name = {}, has_side_effect = {}", mlir_string(&cc.target), cc.has_side_effect);
+                let mut p =
+                    format!("call_target_name = {}, has_side_effect = {}", mlir_string(&cc.target), cc.has_side_effect);
                 if !cc.backend_config.is_empty() {
                     let _ = write!(p, ", backend_config = {}", mlir_string(&cc.backend_config));
                 }
                 let extra: Vec<String> = cc
                     .attrs
                     .iter()
-                    .filter(|(k, v)| mlir_like(v) && !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+                    .filter(|(k, v)| {
+                        mlir_like(v) && !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    })
                     .map(|(k, v)| format!("{k} = {}", v.trim()))
                     .collect();
                 let v = self.generic(f, inst, "stablehlo.custom_call", &ops, &p, ty);
@@ -868,7 +901,10 @@ impl<'m> Printer<'m> {
         let (src, src_ty) = if a.elem != b.elem {
             let t = Type::Array(Shape::new(b.elem, a.dims.clone()));
             let n = f.fresh(&format!("{}.bits", inst.name));
-            let s = format!("{n} = \"stablehlo.bitcast_convert\"({src}) : {}", fn_type(&[src_ty.clone()], &[t.clone()]));
+            let s = format!(
+                "{n} = \"stablehlo.bitcast_convert\"({src}) : {}",
+                fn_type(std::slice::from_ref(&src_ty), std::slice::from_ref(&t))
+            );
             self.line(f, &s);
             (n, Type::Array(Shape { layout: a.layout.clone(), ..Shape::new(b.elem, a.dims.clone()) }))
         } else {
@@ -876,6 +912,15 @@ impl<'m> Printer<'m> {
         };
         let a = src_ty.as_array().cloned().unwrap_or(a);
         let physical = |s: &Shape| -> Vec<i64> { s.minor_to_major().into_iter().rev().collect() };
+        let is_perm = |s: &Shape| {
+            let mut p = s.minor_to_major();
+            p.sort_unstable();
+            p == (0..s.rank() as i64).collect::<Vec<_>>()
+        };
+        if !is_perm(&a) || !is_perm(b) {
+            // A malformed layout (a bug upstream): print the logical reshape.
+            return self.generic(f, inst, "stablehlo.reshape", ops, "", &inst.ty);
+        }
         let (pa, pb) = (physical(&a), physical(b));
         let identity = |p: &[i64]| p.iter().enumerate().all(|(i, &d)| d == i as i64);
         let mut cur = (src, Shape { layout: None, ..a.clone() });
@@ -898,7 +943,11 @@ impl<'m> Printer<'m> {
         let last = identity(&pb);
         if cur.1.dims != phys_b.dims || last {
             let n = f.fresh(if last { inst.name.clone() } else { format!("{}.reshape", inst.name) }.as_str());
-            let s = format!("{n} = \"stablehlo.reshape\"({}) : {}", cur.0, fn_type(&[cur.1.clone().into()], &[phys_b.clone().into()]));
+            let s = format!(
+                "{n} = \"stablehlo.reshape\"({}) : {}",
+                cur.0,
+                fn_type(&[cur.1.clone().into()], &[phys_b.clone().into()])
+            );
             self.line(f, &s);
             cur = (n, phys_b);
         }
@@ -916,7 +965,7 @@ impl<'m> Printer<'m> {
             "{n} = \"stablehlo.transpose\"({}) <{{permutation = {}}}> : {}",
             cur.0,
             i64_array(&inv),
-            fn_type(&[cur.1.clone().into()], &[out_ty.clone()])
+            fn_type(&[cur.1.clone().into()], std::slice::from_ref(&out_ty))
         );
         self.line(f, &s);
         Val::One(n, inst.ty.clone())

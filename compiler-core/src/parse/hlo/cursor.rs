@@ -84,12 +84,10 @@ impl<'a> Cur<'a> {
         loop {
             match self.peek() {
                 Some(c) if c.is_ascii_whitespace() => self.pos += 1,
-                Some(b'/') if self.peek_at(1) == Some(b'*') => {
-                    match self.rest()[2..].find("*/") {
-                        Some(i) => self.pos += i + 4,
-                        None => self.pos = self.end,
-                    }
-                }
+                Some(b'/') if self.peek_at(1) == Some(b'*') => match self.rest()[2..].find("*/") {
+                    Some(i) => self.pos += i + 4,
+                    None => self.pos = self.end,
+                },
                 Some(b'/') if self.peek_at(1) == Some(b'/') => {
                     while let Some(c) = self.peek() {
                         if c == b'\n' {
@@ -189,9 +187,9 @@ impl<'a> Cur<'a> {
         while matches!(self.peek(), Some(c) if c.is_ascii_digit()) {
             self.pos += 1;
         }
-        self.text[start..self.pos]
-            .parse::<i64>()
-            .map_err(|_| self.err_at(start, format!("expected an integer, found {}", Cur { pos: start, ..*self }.describe())))
+        self.text[start..self.pos].parse::<i64>().map_err(|_| {
+            self.err_at(start, format!("expected an integer, found {}", Cur { pos: start, ..*self }.describe()))
+        })
     }
 
     /// `{1,0}` or `{}`: a list of integers in braces.
@@ -345,7 +343,9 @@ impl<'a> Cur<'a> {
             None if is_unsupported_elem(w) => {
                 return Err(self.err_at(at, format!("unsupported element type `{w}`")));
             }
-            None => return Err(self.err_at(at, format!("expected a shape, found {}", Cur { pos: at, ..*self }.describe()))),
+            None => {
+                return Err(self.err_at(at, format!("expected a shape, found {}", Cur { pos: at, ..*self }.describe())))
+            }
         };
         self.expect(b'[')?;
         let mut dims = Vec::new();
@@ -465,7 +465,10 @@ impl<'a> Cur<'a> {
             }
         }
         if shape.rank() > 0 && count as i64 != shape.dims[depth] && shape.num_elements() > 0 {
-            return Err(self.err_at(at, format!("constant list has {count} entries, dimension {depth} of {shape} is {}", shape.dims[depth])));
+            return Err(self.err_at(
+                at,
+                format!("constant list has {count} entries, dimension {depth} of {shape} is {}", shape.dims[depth]),
+            ));
         }
         Ok(())
     }

@@ -38,7 +38,11 @@ impl<'t, 'r> Attrs<'t, 'r> {
     }
 
     /// Runs `f` on the attribute's value and checks that it consumed all of it.
-    fn parse<T>(&self, name: &str, f: impl FnOnce(&mut Cur<'t>) -> Result<T, ParseError>) -> Result<Option<T>, ParseError> {
+    fn parse<T>(
+        &self,
+        name: &str,
+        f: impl FnOnce(&mut Cur<'t>) -> Result<T, ParseError>,
+    ) -> Result<Option<T>, ParseError> {
         let Some(mut cur) = self.get(name) else { return Ok(None) };
         let v = f(&mut cur)?;
         cur.ws();
@@ -187,7 +191,11 @@ impl<'t, 'r> Attrs<'t, 'r> {
 }
 
 /// Builds the op of one raw instruction.
-pub(super) fn build_op<'t>(text: &'t str, ri: &RawInst<'t>, comps: &HashMap<&'t str, CompId>) -> Result<Op, ParseError> {
+pub(super) fn build_op<'t>(
+    text: &'t str,
+    ri: &RawInst<'t>,
+    comps: &HashMap<&'t str, CompId>,
+) -> Result<Op, ParseError> {
     let a = Attrs { text, inst: ri, comps };
     let n_operands = match &ri.args {
         RawArgs::Operands(v) => v.len(),
@@ -207,12 +215,14 @@ pub(super) fn build_op<'t>(text: &'t str, ri: &RawInst<'t>, comps: &HashMap<&'t 
         "iota" => Op::Iota { dim: a.int_req("iota_dimension")? },
         "compare" => {
             let (dir, dpos) = a.word("direction")?.ok_or_else(|| a.missing("direction"))?;
-            let dir = CmpDir::from_name(dir).ok_or_else(|| error_at(text, dpos, format!("unknown comparison direction `{dir}`")))?;
+            let dir = CmpDir::from_name(dir)
+                .ok_or_else(|| error_at(text, dpos, format!("unknown comparison direction `{dir}`")))?;
             let kind = match a.word("type")? {
                 None => None,
-                Some((k, kpos)) => {
-                    Some(CmpKind::from_name(k).ok_or_else(|| error_at(text, kpos, format!("unknown comparison type `{k}`")))?)
-                }
+                Some((k, kpos)) => Some(
+                    CmpKind::from_name(k)
+                        .ok_or_else(|| error_at(text, kpos, format!("unknown comparison type `{k}`")))?,
+                ),
             };
             Op::Compare { dir, kind }
         }
@@ -360,7 +370,11 @@ pub(super) fn build_op<'t>(text: &'t str, ri: &RawInst<'t>, comps: &HashMap<&'t 
                 None => (0..branches.len() as u32).map(|i| vec![i]).collect(),
             };
             if branch_operands.len() != branches.len() {
-                return Err(bad(format!("{} branch operand lists for {} branches", branch_operands.len(), branches.len())));
+                return Err(bad(format!(
+                    "{} branch operand lists for {} branches",
+                    branch_operands.len(),
+                    branches.len()
+                )));
             }
             let max = n_operands.saturating_sub(1) as u32;
             if branch_operands.iter().flatten().any(|&i| i >= max) {

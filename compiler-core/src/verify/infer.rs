@@ -163,15 +163,34 @@ fn same_arrays<'a>(ts: &[&'a Type], what: &str) -> R<Vec<&'a Shape>> {
 
 /// The size of a window dimension per the spec: `floor((padded - window) / stride) + 1`,
 /// or 0 when the window does not fit.
-fn num_windows(input: i64, base_dilation: i64, pad: (i64, i64), window: i64, window_dilation: i64, stride: i64) -> i64 {
-    let dilated_input = if input == 0 { 0 } else { (input - 1) * base_dilation + 1 };
-    let padded = pad.0 + dilated_input + pad.1;
-    let dilated_window = if window == 0 { 0 } else { (window - 1) * window_dilation + 1 };
+fn num_windows(
+    input: i64,
+    base_dilation: i64,
+    pad: (i64, i64),
+    window: i64,
+    window_dilation: i64,
+    stride: i64,
+) -> R<i64> {
+    // In i128: attribute values come from the text and may be huge.
+    let (input, window) = (input as i128, window as i128);
+    let dilated_input = if input == 0 { 0 } else { (input - 1) * base_dilation as i128 + 1 };
+    let padded = pad.0 as i128 + dilated_input + pad.1 as i128;
+    let dilated_window = if window == 0 { 0 } else { (window - 1) * window_dilation as i128 + 1 };
     if padded <= 0 || dilated_window > padded {
-        0
+        Ok(0)
     } else {
-        (padded - dilated_window) / stride + 1
+        fit((padded - dilated_window) / stride as i128 + 1, "a window dimension")
     }
+}
+
+/// A size computed in i128, if it fits a dimension.
+fn fit(v: i128, what: &str) -> R<i64> {
+    i64::try_from(v).map_err(|_| format!("{what} would have size {v}, which overflows"))
+}
+
+/// The number of elements of a shape, without overflow.
+fn elements(s: &Shape) -> i128 {
+    s.dims.iter().fold(1i128, |acc, &d| acc.saturating_mul(d.max(0) as i128))
 }
 
 /// The signature of a called computation: parameter types and root type.
@@ -402,12 +421,12 @@ fn literal_ok(lit: &Literal) -> R<()> {
     if !carrier_ok {
         return Err(format!("literal data is not stored as {} elements", lit.shape.elem));
     }
-    if lit.data.len() != lit.shape.num_elements() {
+    if lit.data.len() as i128 != elements(&lit.shape) {
         return Err(format!(
             "literal has {} elements but its shape {} needs {}",
             lit.data.len(),
             lit.shape,
-            lit.shape.num_elements()
+            elements(&lit.shape)
         ));
     }
     Ok(())
@@ -523,7 +542,7 @@ fn slice(start: &[i64], limit: &[i64], stride: &[i64], s: &Shape) -> R<Type> {
         if !(0 <= start[i] && start[i] <= limit[i] && limit[i] <= s.dims[i]) {
             return Err(format!("dim {i}: need 0 <= start {} <= limit {} <= size {}", start[i], limit[i], s.dims[i]));
         }
-        dims.push((limit[i] - start[i] + stride[i] - 1) / stride[i]);
+        dims.push(fit((limit[i] as i128 - start[i] as i128 + stride[i] as i128 - 1) / stride[i] as i128, "slice")?);
     }
     Ok(plain(s.elem, dims))
 }
@@ -590,7 +609,7 @@ fn concatenate(dim: i64, ops: &[&Type]) -> R<Type> {
         if let Some(j) = (0..s.rank()).find(|&j| j != d && s.dims[j] != first.dims[j]) {
             return Err(format!("operand {i} has size {} in dim {j} but operand 0 has {}", s.dims[j], first.dims[j]));
         }
-        dims[d] += s.dims[d];
+        dims[d] = fit(dims[d] as i128 + s.dims[d] as i128, "the concatenated dimension")?;
     }
     Ok(plain(first.elem, dims))
 }
@@ -610,7 +629,8 @@ fn pad(low: &[i64], high: &[i64], interior: &[i64], ops: &[&Type]) -> R<Type> {
         if interior[i] < 0 {
             return Err(format!("interior padding {} of dim {i} is negative", interior[i]));
         }
-        let d = low[i] + s.dims[i] + (s.dims[i] - 1).max(0) * interior[i] + high[i];
+        let (x, k) = (s.dims[i] as i128, interior[i] as i128);
+        let d = fit(low[i] as i128 + x + (x - 1).max(0) * k + high[i] as i128, &format!("dim {i}"))?;
         if d < 0 {
             return Err(format!("dim {i} would have negative size {d}"));
         }
@@ -708,7 +728,7 @@ fn convolution(c: &ConvAttrs, l: &Shape, r: &Shape) -> R<Type> {
     if in_feat % fg != 0 {
         return Err(format!("input feature size {in_feat} is not a multiple of feature_group_count {fg}"));
     }
-    if k_in * fg != in_feat {
+    if k_in as i128 * fg as i128 != in_feat as i128 {
         return Err(format!(
             "kernel input feature size {k_in} must be the input feature size {in_feat} / feature_group_count {fg}"
         ));
@@ -724,7 +744,8 @@ fn convolution(c: &ConvAttrs, l: &Shape, r: &Shape) -> R<Type> {
     for i in 0..sp {
         let input = l.dims[d.input_spatial[i] as usize];
         let window = r.dims[d.kernel_spatial[i] as usize];
-        dims[d.output_spatial[i] as usize] = num_windows(input, lhs_dil[i], padding[i], window, rhs_dil[i], strides[i]);
+        dims[d.output_spatial[i] as usize] =
+            num_windows(input, lhs_dil[i], padding[i], window, rhs_dil[i], strides[i])?;
     }
     Ok(plain(elem, dims))
 }
@@ -778,7 +799,7 @@ fn reduce_window(module: &Module, a: &ReduceWindowAttrs, ops: &[&Type]) -> R<Typ
     check_inits(&inputs, &inits, &elems)?;
     let dims: Vec<i64> = (0..rank)
         .map(|i| num_windows(inputs[0].dims[i], base[i], padding[i], a.window_dims[i], wdil[i], strides[i]))
-        .collect();
+        .collect::<R<_>>()?;
     Ok(Type::from_results(elems.iter().map(|&e| plain(e, dims.clone())).collect()))
 }
 
@@ -795,8 +816,9 @@ fn select_and_scatter(module: &Module, a: &SelectAndScatterAttrs, ops: &[&Type])
     if source.elem != operand.elem {
         return Err(format!("source {source} must have the operand's element type {}", operand.elem));
     }
-    let windows: Vec<i64> =
-        (0..rank).map(|i| num_windows(operand.dims[i], 1, padding[i], a.window_dims[i], 1, strides[i])).collect();
+    let windows: Vec<i64> = (0..rank)
+        .map(|i| num_windows(operand.dims[i], 1, padding[i], a.window_dims[i], 1, strides[i]))
+        .collect::<R<_>>()?;
     if source.dims != windows {
         return Err(format!("source has dims {:?} but the operand's windows give {windows:?}", source.dims));
     }
@@ -1130,7 +1152,7 @@ fn check(module: &Module, op: &Op, ops: &[&Type], declared: &Type) -> R<()> {
         Op::Reshape => {
             count(ops, 1)?;
             let (x, y) = (array(ops[0], "operand")?, array(declared, "result")?);
-            if x.elem != y.elem || x.num_elements() != y.num_elements() {
+            if x.elem != y.elem || elements(x) != elements(y) {
                 return Err(format!("result {y} must have the element type and element count of the operand {x}"));
             }
             Ok(())
@@ -1138,7 +1160,7 @@ fn check(module: &Module, op: &Op, ops: &[&Type], declared: &Type) -> R<()> {
         Op::Bitcast => {
             count(ops, 1)?;
             let (x, y) = (array(ops[0], "operand")?, array(declared, "result")?);
-            if x.byte_size() != y.byte_size() {
+            if elements(x) * x.elem.byte_size() as i128 != elements(y) * y.elem.byte_size() as i128 {
                 return Err(format!("result {y} must have the byte size of the operand {x}"));
             }
             Ok(())
@@ -1192,9 +1214,9 @@ fn bitcast_convert(x: &Shape, y: &Shape) -> R<()> {
     let ok = if bx == by {
         x.same_dims(y)
     } else if by < bx {
-        y.rank() == r + 1 && y.dims[..r] == x.dims[..] && y.dims[r] * by == bx
+        y.rank() == r + 1 && y.dims[..r] == x.dims[..] && y.dims[r] as i128 * by as i128 == bx as i128
     } else {
-        r >= 1 && y.rank() == r - 1 && y.dims[..] == x.dims[..r - 1] && x.dims[r - 1] * bx == by
+        r >= 1 && y.rank() == r - 1 && y.dims[..] == x.dims[..r - 1] && x.dims[r - 1] as i128 * bx as i128 == by as i128
     };
     if !ok {
         return Err(format!("cannot reinterpret {x} as {y}"));
@@ -1461,6 +1483,11 @@ mod tests {
         assert_eq!(
             inf(p(&[0], &[0], &[-1]), &[f32(&[5]), f32(&[])]),
             Err("pad: interior padding -1 of dim 0 is negative".into())
+        );
+        // Sizes from the text may be huge: an error, never an overflow panic.
+        assert_eq!(
+            inf(p(&[0], &[0], &[i64::MAX]), &[f32(&[5]), f32(&[])]),
+            Err(format!("pad: dim 0 would have size {}, which overflows", 5 + 4 * i64::MAX as i128))
         );
     }
 

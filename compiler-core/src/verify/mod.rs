@@ -23,7 +23,8 @@
 //!   `branch_operands` lists and all return one type, call and fusion bodies take the
 //!   operands' types.
 //! - Instruction names are unique among the live instructions of reachable computations.
-//! - Layouts, where set, are permutations of `0..rank` (declared types and constants).
+//! - Array dimension sizes are non-negative, and layouts, where set, are permutations of
+//!   `0..rank` (declared types and constants).
 
 pub mod infer;
 
@@ -207,9 +208,9 @@ fn verify_computation<'m>(
         if let Some(other) = names.insert(inst.name.as_str(), comp.name.as_str()) {
             return Err(inst_error(comp, id, format!("the name is already used in computation {other}")));
         }
-        check_layouts(&inst.ty).map_err(|m| inst_error(comp, id, m))?;
+        check_shapes(&inst.ty).map_err(|m| inst_error(comp, id, m))?;
         if let Op::Constant(lit) = &inst.op {
-            check_layout(&lit.shape).map_err(|m| inst_error(comp, id, format!("constant: {m}")))?;
+            check_shape(&lit.shape).map_err(|m| inst_error(comp, id, format!("constant: {m}")))?;
         }
         let operand_types: Vec<&Type> = inst.operands.iter().map(|&o| &comp.inst(o).ty).collect();
         infer::check_type(module, &inst.op, &operand_types, &inst.ty).map_err(|m| inst_error(comp, id, m))?;
@@ -218,12 +219,15 @@ fn verify_computation<'m>(
     Ok(())
 }
 
-fn check_layouts(ty: &Type) -> Result<(), String> {
-    ty.leaf_shapes().into_iter().try_for_each(check_layout)
+fn check_shapes(ty: &Type) -> Result<(), String> {
+    ty.leaf_shapes().into_iter().try_for_each(check_shape)
 }
 
-/// A layout must list every dimension exactly once.
-fn check_layout(s: &Shape) -> Result<(), String> {
+/// Dimensions are non-negative; a layout must list every dimension exactly once.
+fn check_shape(s: &Shape) -> Result<(), String> {
+    if let Some(d) = s.dims.iter().find(|&&d| d < 0) {
+        return Err(format!("{s} has a negative dimension size {d}"));
+    }
     let Some(layout) = &s.layout else { return Ok(()) };
     let mut seen = vec![false; s.rank()];
     let ok = layout.len() == s.rank()
@@ -546,6 +550,15 @@ mod tests {
         let id = m.comp(e).order[5];
         m.comp_mut(e).inst_mut(id).ty = with_layout(f32(&[2, 4]), &[0]);
         assert_eq!(err(&m).message, "layout [0] of f32[2,4]{0} is not a permutation of 0..2");
+    }
+
+    #[test]
+    fn dimensions_are_non_negative() {
+        let mut m = mlp();
+        let e = m.entry;
+        let id = m.comp(e).order[0];
+        m.comp_mut(e).inst_mut(id).ty = f32(&[2, -3]);
+        assert_eq!(err(&m).message, "f32[2,-3] has a negative dimension size -3");
     }
 
     #[test]

@@ -689,3 +689,78 @@ fn mutated_texts_never_panic() {
     // Many edits land in names or numbers and still parse.
     assert!(parsed > 100, "{parsed}");
 }
+
+/// How many times each op runs per call of the entry, as an inliner would see it:
+/// fusion and call bodies and region computations are counted at every use. Ops that
+/// only move tuples or layouts around (and which the StableHLO form spells differently)
+/// are left out.
+fn op_counts(m: &Module) -> std::collections::BTreeMap<&'static str, usize> {
+    fn walk(m: &Module, c: CompId, out: &mut std::collections::BTreeMap<&'static str, usize>) {
+        let comp = m.comp(c);
+        for &i in &comp.order {
+            let op = &comp.inst(i).op;
+            for callee in op.called_computations() {
+                walk(m, callee, out);
+            }
+            let skip = matches!(
+                op,
+                Op::Fusion { .. }
+                    | Op::Call { .. }
+                    | Op::Tuple
+                    | Op::GetTupleElement { .. }
+                    | Op::Copy
+                    | Op::Bitcast
+                    | Op::Reshape
+                    | Op::Transpose { .. }
+                    | Op::Parameter(_)
+            );
+            // XLA's bitcast between element types prints as a bitcast_convert.
+            let inst = comp.inst(i);
+            let elem = |t: &Type| t.as_array().map(|s| s.elem);
+            if matches!(op, Op::Bitcast) && elem(&inst.ty) != elem(&comp.inst(inst.operands[0]).ty) {
+                *out.entry("bitcast-convert").or_default() += 1;
+            } else if !skip {
+                *out.entry(op.hlo_name()).or_default() += 1;
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(m, m.entry, &mut out);
+    out
+}
+
+#[test]
+fn stablehlo_reads_back_with_the_mlir_parser() {
+    for (name, text) in all_texts() {
+        // `erf` prints as `chlo.erf`, which the MLIR parser decomposes into other ops.
+        let text = text.replace("erf(%x)", "tanh(%x)");
+        let m1 = parse(&text).unwrap();
+        let s = hloscope_core::print::stablehlo::print_module(&m1);
+        let m2 = hloscope_core::parse::mlir::parse(&s).unwrap_or_else(|e| panic!("{name}: {e}\n{s}"));
+        let mut want = op_counts(&m1);
+        // The StableHLO form adds a shape constant per `rng`, and turns the pred selector
+        // of a conditional with other than two branches into an index (not + convert).
+        for c in m1.post_order() {
+            let comp = m1.comp(c);
+            for &i in &comp.order {
+                let inst = comp.inst(i);
+                match &inst.op {
+                    Op::Rng { .. } => *want.entry("constant").or_default() += 1,
+                    Op::Case { branches, .. } if branches.len() != 2 => {
+                        if comp.inst(inst.operands[0]).ty.as_array().is_some_and(|s| s.elem == ElementType::Pred) {
+                            *want.entry("not").or_default() += 1;
+                            *want.entry("convert").or_default() += 1;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert_eq!(want, op_counts(&m2), "{name}");
+        let leaves = |m: &Module| -> Vec<String> {
+            let e = m.entry_comp();
+            e.root_inst().ty.leaf_shapes().iter().map(|s| Shape { layout: None, ..(*s).clone() }.to_string()).collect()
+        };
+        assert_eq!(leaves(&m1), leaves(&m2), "{name}");
+    }
+}

@@ -151,8 +151,9 @@ fn real_dump_structure() {
     let m = get("mlp_gelu.hlo");
     let root = m.entry_comp().root_inst();
     let src = root.loc.source.as_deref().unwrap();
-    let make_py = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hlo_samples/make.py"))
-        .unwrap();
+    let make_py =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hlo_samples/make.py"))
+            .unwrap();
     let line = make_py.lines().position(|l| l.trim() == "return h @ w2 + b2").unwrap() + 1;
     assert_eq!(src, format!("jit(mlp_gelu)/add @ make.py:{line}"));
     assert_eq!(m.entry_comp().name, "main.1");
@@ -762,11 +763,12 @@ fn stablehlo_reads_back_with_the_mlir_parser() {
                 let inst = comp.inst(i);
                 match &inst.op {
                     Op::Rng { .. } => *want.entry("constant").or_default() += 1,
-                    Op::Case { branches, .. } if branches.len() != 2 => {
-                        if comp.inst(inst.operands[0]).ty.as_array().is_some_and(|s| s.elem == ElementType::Pred) {
-                            *want.entry("not").or_default() += 1;
-                            *want.entry("convert").or_default() += 1;
-                        }
+                    Op::Case { branches, .. }
+                        if branches.len() != 2
+                            && comp.inst(inst.operands[0]).ty.as_array().is_some_and(|s| s.elem == ElementType::Pred) =>
+                    {
+                        *want.entry("not").or_default() += 1;
+                        *want.entry("convert").or_default() += 1;
                     }
                     _ => {}
                 }

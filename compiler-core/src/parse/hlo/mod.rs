@@ -411,10 +411,11 @@ fn topological_order(text: &str, rc: &RawComp, operands: &[Vec<usize>]) -> Resul
         // Iterative DFS: (node, next operand to visit).
         let mut stack = vec![(start, 0usize)];
         state[start] = 1;
-        while let Some(&mut (node, ref mut k)) = stack.last_mut() {
-            if *k < operands[node].len() {
-                let next = operands[node][*k];
-                *k += 1;
+        while let Some(top) = stack.last_mut() {
+            let (node, k) = *top;
+            if k < operands[node].len() {
+                top.1 += 1;
+                let next = operands[node][k];
                 match state[next] {
                     0 => {
                         state[next] = 1;
@@ -436,7 +437,7 @@ fn topological_order(text: &str, rc: &RawComp, operands: &[Vec<usize>]) -> Resul
     Ok(order)
 }
 
-/// `op_name @ file:line` from the `metadata` attribute, when it has either.
+/// `op_name @ file:line[:col]` from the `metadata` attribute, when it has either.
 fn metadata_source(text: &str, ri: &RawInst, tables: &DebugTables) -> Option<String> {
     let attr = ri.attrs.iter().find(|a| a.name == "metadata")?;
     let mut cur = Cur::sub(text, attr.start, attr.end);

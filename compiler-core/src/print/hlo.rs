@@ -452,11 +452,12 @@ fn attributes<'a>(
     a
 }
 
-/// `metadata={op_name="..." source_file="..." source_line=N}` from `op_name @ file:line`.
+/// `metadata={op_name="..." source_file="..." source_line=N [source_column=M]}` from
+/// `op_name @ file:line[:col]` (either part may be missing).
 fn metadata(source: &str) -> String {
     let (op_name, place) = match source.rsplit_once(" @ ") {
         Some((o, p)) => (Some(o), Some(p)),
-        None if looks_like_place(source) => (None, Some(source)),
+        None if split_place(source).is_some() => (None, Some(source)),
         None => (Some(source), None),
     };
     let mut f = Vec::new();
@@ -464,23 +465,33 @@ fn metadata(source: &str) -> String {
         f.push(format!("op_name={}", quote(o)));
     }
     if let Some(p) = place {
-        match p.rsplit_once(':') {
-            Some((file, line)) if !file.is_empty() && line.parse::<u64>().is_ok() => {
+        match split_place(p) {
+            Some((file, line, col)) => {
                 f.push(format!("source_file={}", quote(file)));
                 f.push(format!("source_line={line}"));
+                if let Some(c) = col {
+                    f.push(format!("source_column={c}"));
+                }
             }
-            _ => f.push(format!("source_file={}", quote(p))),
+            None => f.push(format!("source_file={}", quote(p))),
         }
     }
     format!("metadata={{{}}}", f.join(" "))
 }
 
-/// `file.py:12` (no spaces or parentheses, a line number after the last colon).
-fn looks_like_place(s: &str) -> bool {
-    match s.rsplit_once(':') {
-        Some((file, line)) => !file.is_empty() && line.parse::<u64>().is_ok() && !file.contains([' ', '(', ')', '"']),
-        None => false,
+/// `file.py:12` or `file.py:12:5` -> (file, line, column); `None` for anything else
+/// (a file part with spaces, parentheses or quotes reads as an op name).
+fn split_place(s: &str) -> Option<(&str, u64, Option<u64>)> {
+    let (head, last) = s.rsplit_once(':')?;
+    let last: u64 = last.parse().ok()?;
+    let (file, line, col) = match head.rsplit_once(':') {
+        Some((file, line)) if line.parse::<u64>().is_ok() => (file, line.parse().ok()?, Some(last)),
+        _ => (head, last, None),
+    };
+    if file.is_empty() || file.contains([' ', '(', ')', '"']) {
+        return None;
     }
+    Some((file, line, col))
 }
 
 /// A constant's value: a scalar, or nested braces `{ {1, 2}, {3, 4} }` for arrays.

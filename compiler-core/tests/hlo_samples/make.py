@@ -1,5 +1,7 @@
 """Writes the XLA HLO fixtures in this folder: what XLA's CPU compiler makes of a dozen
-small JAX programs (`jax.jit(f).lower(*args).compile().as_text()`).
+small JAX programs (`jax.jit(f).lower(*args).compile().as_text()`, in `NAME.hlo`), and
+the same programs before optimization (`.lower(*args).as_text(dialect="hlo")`, in
+`NAME.unopt.hlo`: no `%` sigils, no computation signatures, no fusions).
 
 The HLO parser's tests (`compiler-core/tests/hlo_text.rs`) read every `*.hlo` here and
 check that it parses and round-trips through the HLO printer. Rerun after a JAX upgrade:
@@ -112,12 +114,13 @@ PROGRAMS = {
 
 def main():
     for name, (fn, args) in PROGRAMS.items():
-        text = jax.jit(fn).lower(*args).compile().as_text()
-        # Keep the fixtures independent of where the repository is checked out.
-        text = text.replace(os.path.abspath(__file__), "make.py")
-        with open(os.path.join(HERE, f"{name}.hlo"), "w") as out:
-            out.write(text)
-        print(f"{name}.hlo: {len(text.splitlines())} lines")
+        lowered = jax.jit(fn).lower(*args)
+        for suffix, text in [(".hlo", lowered.compile().as_text()), (".unopt.hlo", lowered.as_text(dialect="hlo"))]:
+            # Keep the fixtures independent of where the repository is checked out.
+            text = text.replace(os.path.abspath(__file__), "make.py")
+            with open(os.path.join(HERE, name + suffix), "w") as out:
+                out.write(text)
+            print(f"{name}{suffix}: {len(text.splitlines())} lines")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@
 //! Source locations: `metadata={op_name=... source_file=... source_line=...}` and, in
 //! newer XLA, `stack_frame_id=N` resolved through the `FileNames` / `FileLocations` /
 //! `StackFrames` tables that follow the header. `Loc::source` holds
-//! `op_name @ file:line` (or either part alone); the HLO printer splits it back.
+//! `op_name @ file:line` (or either part alone; `file:line:col` with a
+//! `source_column`), as the MLIR parser writes it; the HLO printer splits it back.
 
 mod cursor;
 mod ops;
@@ -410,10 +411,11 @@ fn topological_order(text: &str, rc: &RawComp, operands: &[Vec<usize>]) -> Resul
         // Iterative DFS: (node, next operand to visit).
         let mut stack = vec![(start, 0usize)];
         state[start] = 1;
-        while let Some(&mut (node, ref mut k)) = stack.last_mut() {
-            if *k < operands[node].len() {
-                let next = operands[node][*k];
-                *k += 1;
+        while let Some(top) = stack.last_mut() {
+            let (node, k) = *top;
+            if k < operands[node].len() {
+                top.1 += 1;
+                let next = operands[node][k];
                 match state[next] {
                     0 => {
                         state[next] = 1;
@@ -435,14 +437,14 @@ fn topological_order(text: &str, rc: &RawComp, operands: &[Vec<usize>]) -> Resul
     Ok(order)
 }
 
-/// `op_name @ file:line` from the `metadata` attribute, when it has either.
+/// `op_name @ file:line[:col]` from the `metadata` attribute, when it has either.
 fn metadata_source(text: &str, ri: &RawInst, tables: &DebugTables) -> Option<String> {
     let attr = ri.attrs.iter().find(|a| a.name == "metadata")?;
     let mut cur = Cur::sub(text, attr.start, attr.end);
     if !cur.eat(b'{') {
         return None;
     }
-    let (mut op_name, mut file, mut line, mut frame) = (None, None, None, None);
+    let (mut op_name, mut file, mut line, mut column, mut frame) = (None, None, None, None, None);
     loop {
         cur.ws();
         if cur.eat(b'}') || cur.at_end() {
@@ -468,14 +470,16 @@ fn metadata_source(text: &str, ri: &RawInst, tables: &DebugTables) -> Option<Str
             let v = &text[start..cur.pos];
             match key {
                 "source_line" => line = v.parse::<i64>().ok(),
+                "source_column" => column = v.parse::<i64>().ok(),
                 "stack_frame_id" => frame = v.parse::<i64>().ok(),
                 _ => {}
             }
         }
     }
-    let place = match (file, line) {
-        (Some(f), Some(l)) => Some(format!("{f}:{l}")),
-        (Some(f), None) => Some(f),
+    let place = match (file, line, column) {
+        (Some(f), Some(l), Some(c)) => Some(format!("{f}:{l}:{c}")),
+        (Some(f), Some(l), None) => Some(format!("{f}:{l}")),
+        (Some(f), None, _) => Some(f),
         _ => frame.and_then(|f| tables.frame_source(f)),
     };
     match (op_name.filter(|s| !s.is_empty()), place) {

@@ -98,9 +98,12 @@ enum Outcome {
 }
 
 fn is_unsupported(message: &str) -> bool {
-    message.contains("unsupported element type")
+    // `interpreter.probe` is ordinary single-device work hloscope does not do yet: it
+    // counts as a failure, not as out of scope.
+    (message.contains("unsupported element type")
         || message.contains("unsupported type")
-        || message.contains("unsupported op")
+        || message.contains("unsupported op"))
+        && !message.contains("interpreter.probe")
 }
 
 fn run_case(case: &Case) -> Outcome {

@@ -9,7 +9,7 @@
 //! features into matching groups; batch groups split the input batch and the output
 //! features. Floats accumulate in f64 and round once to the result type; integers wrap.
 
-use super::index::{array_arg, next_index, result_shape};
+use super::index::{array_arg, check_attr_range, next_index, result_shape};
 use super::Interpreter;
 use crate::ir::literal::{round_float, wrap_signed, wrap_unsigned};
 use crate::ir::{Data, Instruction, Literal, Op, Scalar, Value};
@@ -57,6 +57,8 @@ pub(super) fn convolution(_: &mut Interpreter, inst: &Instruction, args: &[Value
             return Err(format!("{name} must be positive"));
         }
     }
+    check_attr_range("window", c.window_strides.iter().chain(&c.lhs_dilation).chain(&c.rhs_dilation))?;
+    check_attr_range("padding", c.padding.iter().flat_map(|(lo, hi)| [lo, hi]))?;
     let (fgc, bgc) = (c.feature_group_count, c.batch_group_count);
     if fgc <= 0 || bgc <= 0 || (fgc > 1 && bgc > 1) {
         return Err(format!("invalid group counts: feature {fgc}, batch {bgc}"));
@@ -301,6 +303,14 @@ mod tests {
         let x = ints(S8, &[1, 1, 2], &[100, 100]);
         let k = ints(S8, &[1, 1, 2], &[1, 1]);
         assert_eq!(conv(a, x, k, S8, &[1, 1, 1]), [-56.0]);
+    }
+
+    #[test]
+    fn extreme_strides_are_errors() {
+        let (mut a, x, k) = one_d();
+        a.window_strides = vec![i64::MAX];
+        let err = run_op(Op::Convolution(a), arr(F32, &[1, 1, 1]), &[x.into(), k.into()]).unwrap_err();
+        assert!(err.message.contains("out of the supported range"), "{err}");
     }
 
     #[test]

@@ -161,10 +161,10 @@ pub(super) fn gather(_: &mut Interpreter, inst: &Instruction, args: &[Value]) ->
             oi[d] = start.clamp(0, dims[d] - g.slice_sizes[d]);
         }
         for (&od, &id) in g.operand_batching_dims.iter().zip(&g.start_indices_batching_dims) {
-            oi[od as usize] += indices.batch_coord(&batch, id as usize);
+            oi[od as usize] = oi[od as usize].saturating_add(indices.batch_coord(&batch, id as usize));
         }
         for (k, &a) in g.offset_dims.iter().enumerate() {
-            oi[offset_axes[k]] += ri[a as usize];
+            oi[offset_axes[k]] = oi[offset_axes[k]].saturating_add(ri[a as usize]);
         }
         if !in_bounds(&oi, dims) {
             return Err(format!("gather reads outside the operand at {oi:?}"));
@@ -239,7 +239,7 @@ pub(super) fn scatter(interp: &mut Interpreter, inst: &Instruction, args: &[Valu
             ri[d as usize] = indices.component(&batch, k);
         }
         for (&od, &id) in s.input_batching_dims.iter().zip(&s.scatter_indices_batching_dims) {
-            ri[od as usize] += indices.batch_coord(&batch, id as usize);
+            ri[od as usize] = ri[od as usize].saturating_add(indices.batch_coord(&batch, id as usize));
         }
         for (k, &a) in s.update_window_dims.iter().enumerate() {
             ri[window_axes[k]] = ri[window_axes[k]].saturating_add(ui[a as usize]);

@@ -196,3 +196,13 @@ impl Body {
         }
     }
 }
+
+/// Rejects window attributes (strides, paddings, dilations) so large that index
+/// arithmetic could overflow; no real program comes near 2^40.
+pub(super) fn check_attr_range<'a>(what: &str, values: impl IntoIterator<Item = &'a i64>) -> Result<(), String> {
+    const LIMIT: i64 = 1 << 40;
+    match values.into_iter().find(|v| !(-LIMIT..=LIMIT).contains(*v)) {
+        Some(v) => Err(format!("{what} value {v} is out of the supported range")),
+        None => Ok(()),
+    }
+}

@@ -10,7 +10,7 @@
 //! false), then folds the source value into that output element with `scatter`; the
 //! output starts filled with the init value.
 
-use super::index::{array_arg, in_bounds, next_index, offset, pack, result_shape, result_shapes, set_scalar, Body};
+use super::index::{array_arg, check_attr_range, in_bounds, next_index, offset, pack, result_shape, result_shapes, set_scalar, Body};
 use super::Interpreter;
 use crate::ir::{Instruction, Literal, Op, Scalar, Value};
 
@@ -40,6 +40,20 @@ fn check_positive(what: &str, v: &[i64]) -> Result<(), String> {
     Ok(())
 }
 
+/// Number of positions in a window, refusing sizes that overflow.
+fn window_size(window: &[i64]) -> Result<usize, String> {
+    window
+        .iter()
+        .try_fold(1usize, |acc, &x| acc.checked_mul(x as usize))
+        .ok_or_else(|| format!("window {window:?} is too large"))
+}
+
+fn check_window_ranges(window: &[i64], strides: &[i64], padding: &[(i64, i64)]) -> Result<(), String> {
+    check_attr_range("window dimension", window)?;
+    check_attr_range("stride", strides)?;
+    check_attr_range("padding", padding.iter().flat_map(|(lo, hi)| [lo, hi]))
+}
+
 pub(super) fn reduce_window(interp: &mut Interpreter, inst: &Instruction, args: &[Value]) -> Result<Value, String> {
     let Op::ReduceWindow(a) = &inst.op else { return Err("not a reduce_window".into()) };
     if args.is_empty() || !args.len().is_multiple_of(2) {
@@ -67,6 +81,8 @@ pub(super) fn reduce_window(interp: &mut Interpreter, inst: &Instruction, args: 
     check_positive("window_strides", &a.strides)?;
     check_positive("base_dilations", &a.base_dilations)?;
     check_positive("window_dilations", &a.window_dilations)?;
+    check_window_ranges(&a.window_dims, &a.strides, &a.padding)?;
+    check_attr_range("dilation", a.base_dilations.iter().chain(&a.window_dilations))?;
     let out_shapes = result_shapes(inst)?;
     if out_shapes.len() != n {
         return Err(format!("reduce_window of {n} inputs must have {n} results"));
@@ -93,7 +109,7 @@ pub(super) fn reduce_window(interp: &mut Interpreter, inst: &Instruction, args: 
     let strides = inputs[0].shape.strides();
     let init_vals: Vec<Scalar> = inits.iter().map(|l| l.get(0)).collect();
     let total: usize = out_dims.iter().map(|&x| x as usize).product();
-    let window_count: usize = a.window_dims.iter().map(|&x| x as usize).product();
+    let window_count = window_size(&a.window_dims)?;
     let mut oi = vec![0i64; rank];
     let mut wi = vec![0i64; rank];
     let mut src = vec![0i64; rank];
@@ -145,6 +161,7 @@ pub(super) fn select_and_scatter(interp: &mut Interpreter, inst: &Instruction, a
     check_len("padding", &a.padding, rank)?;
     check_positive("window_dimensions", &a.window_dims)?;
     check_positive("window_strides", &a.strides)?;
+    check_window_ranges(&a.window_dims, &a.strides, &a.padding)?;
     let expected: Vec<i64> =
         (0..rank).map(|d| num_windows(dims[d], a.window_dims[d], a.strides[d], 1, 1, a.padding[d])).collect();
     if source.shape.dims != expected {
@@ -158,7 +175,7 @@ pub(super) fn select_and_scatter(interp: &mut Interpreter, inst: &Instruction, a
     let op_elem = operand.elem();
     let elem = out_shape.elem;
     let strides = operand.shape.strides();
-    let window_count: usize = a.window_dims.iter().map(|&x| x as usize).product();
+    let window_count = window_size(&a.window_dims)?;
     let select = Body::new(interp, a.select, vec![op_elem, op_elem], 1);
     let scatter = Body::new(interp, a.scatter, vec![elem, elem], 1);
     let mut si = vec![0i64; rank];
@@ -295,6 +312,17 @@ mod tests {
         let out = m.run_op(Op::ReduceWindow(a), ty, &args).unwrap().flatten();
         assert_eq!(out[0].to_f64_vec(), [4.0, 5.0, 9.0]);
         assert_eq!(i64s(&out[1]), [2, 4, 5]);
+    }
+
+    #[test]
+    fn extreme_attributes_are_errors_not_overflows() {
+        let mut m = TestModule::new();
+        let body = m.binary_body(BinaryOp::Add, S32);
+        let a = attrs(body, &[1 << 40, 1 << 40], &[1, 1], &[1, 1], &[1, 1], &[(0, 0), (i64::MAX, 0)]);
+        let err = m
+            .run_op(Op::ReduceWindow(a), arr(S32, &[1, 1]), &[ints(S32, &[1, 1], &[1]).into(), ints(S32, &[], &[0]).into()])
+            .unwrap_err();
+        assert!(err.message.contains("out of the supported range"), "{err}");
     }
 
     #[test]

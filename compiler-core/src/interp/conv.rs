@@ -7,7 +7,8 @@
 //! padding simply shifts or shortens the range. `window_reversal` pairs kernel position k
 //! with window position K-1-k. Feature groups split the input features and the output
 //! features into matching groups; batch groups split the input batch and the output
-//! features. Floats accumulate in f64 and round once to the result type; integers wrap.
+//! features. f32 sums are rounded step by step in f32 as XLA's are (see `dot.rs`); f16,
+//! bf16 and f64 accumulate in f64 and round once; integers wrap.
 
 use super::index::{array_arg, check_attr_range, next_index, result_shape};
 use super::Interpreter;
@@ -132,6 +133,7 @@ pub(super) fn convolution(_: &mut Interpreter, inst: &Instruction, args: &[Value
         let batch = if bgc > 1 { group * batch_per_group + ob } else { ob };
         let feat0 = if fgc > 1 { group * k_in } else { 0 };
         let mut fsum = 0.0f64;
+        let f32_steps = elem == crate::ir::ElementType::F32;
         let mut isum = 0i64;
         let mut psum = false;
         ki.iter_mut().for_each(|x| *x = 0);
@@ -161,7 +163,10 @@ pub(super) fn convolution(_: &mut Interpreter, inst: &Instruction, args: &[Value
                     let li = l_base + (feat0 as usize + i) * lf;
                     let ri = r_base + i * rf;
                     match &acc {
-                        Acc::F(l, r) => fsum += l[li] * r[ri],
+                        Acc::F(l, r) => {
+                            // f32 sums step by step in f32, as XLA does (see dot.rs).
+                            fsum = if f32_steps { round_float(elem, fsum + round_float(elem, l[li] * r[ri])) } else { fsum + l[li] * r[ri] }
+                        }
                         Acc::I(l, r) => isum = isum.wrapping_add(l[li].wrapping_mul(r[ri])),
                         Acc::P(l, r) => psum |= l[li] && r[ri],
                     }
@@ -289,12 +294,12 @@ mod tests {
     }
 
     #[test]
-    fn float_sums_round_once() {
-        // In f32, 1e8 + 1 - 1e8 step by step is 0; accumulated in f64 and rounded once it is 1.
+    fn f32_sums_step_in_f32() {
+        // In f32, 1e8 + 1 - 1e8 step by step is 0 (XLA's answer); in f64 it is 1.
         let a = attrs(dims("b,f,0", "o,i,0", "b,f,0"));
         let x = f32s(&[1, 1, 3], &[1e8, 1.0, -1e8]);
         let k = f32s(&[1, 1, 3], &[1.0, 1.0, 1.0]);
-        assert_eq!(conv(a, x, k, F32, &[1, 1, 1]), [1.0]);
+        assert_eq!(conv(a, x, k, F32, &[1, 1, 1]), [0.0]);
     }
 
     #[test]

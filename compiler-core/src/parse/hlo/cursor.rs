@@ -28,6 +28,29 @@ pub(super) fn line_col(text: &str, pos: usize) -> (u32, u32) {
     (line, col)
 }
 
+/// Line starts of a text, so that the location of every instruction is a binary search
+/// rather than a scan from the start (which made parsing quadratic).
+pub(super) struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> LineIndex {
+        let mut starts = vec![0];
+        starts.extend(text.bytes().enumerate().filter(|&(_, b)| b == b'\n').map(|(i, _)| i + 1));
+        LineIndex { starts }
+    }
+
+    /// Same answer as [`line_col`].
+    pub fn line_col(&self, text: &str, pos: usize) -> (u32, u32) {
+        let pos = pos.min(text.len());
+        let line = self.starts.partition_point(|&s| s <= pos); // 1-based
+        let line_start = self.starts[line - 1];
+        let col = text.get(line_start..pos).map_or(0, |s| s.chars().count()) as u32 + 1;
+        (line as u32, col)
+    }
+}
+
 pub(super) fn error_at(text: &str, pos: usize, msg: impl Into<String>) -> ParseError {
     let (line, col) = line_col(text, pos);
     ParseError::new(line, col, msg)
@@ -581,5 +604,20 @@ fn mantissa_bits(elem: ElementType) -> u32 {
         ElementType::BF16 => 7,
         ElementType::F32 => 23,
         _ => 52,
+    }
+}
+
+#[cfg(test)]
+mod line_index_tests {
+    use super::*;
+
+    #[test]
+    fn line_index_agrees_with_the_scan() {
+        let text = "ab\n\nçd e\nlast";
+        let index = LineIndex::new(text);
+        for pos in (0..=text.len()).filter(|&p| text.is_char_boundary(p)) {
+            assert_eq!(index.line_col(text, pos), line_col(text, pos), "at byte {pos}");
+        }
+        assert_eq!(index.line_col(text, text.len()), (4, 5));
     }
 }

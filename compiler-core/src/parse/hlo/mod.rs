@@ -317,9 +317,10 @@ fn build_module(text: &str, name: String, raw: Vec<RawComp>, tables: &DebugTable
     let entry = entries.first().copied().unwrap_or(raw.len() - 1);
     module.entry = comp_ids[raw[entry].name];
 
+    let lines = cursor::LineIndex::new(text);
     for rc in &raw {
         let comp_id = comp_ids[rc.name];
-        let comp = build_computation(text, rc, &comp_ids, tables)?;
+        let comp = build_computation(text, &lines, rc, &comp_ids, tables)?;
         *module.comp_mut(comp_id) = comp;
     }
     module.reserve_names();
@@ -328,6 +329,7 @@ fn build_module(text: &str, name: String, raw: Vec<RawComp>, tables: &DebugTable
 
 fn build_computation(
     text: &str,
+    lines: &cursor::LineIndex,
     rc: &RawComp,
     comp_ids: &HashMap<&str, CompId>,
     tables: &DebugTables,
@@ -373,7 +375,7 @@ fn build_computation(
                 return Err(error_at(text, ri.opcode_pos, format!("parameter {n} is defined twice")));
             }
         }
-        let (line, col) = cursor::line_col(text, ri.pos);
+        let (line, col) = lines.line_col(text, ri.pos);
         let loc = Loc { line, col, source: metadata_source(text, ri, tables).map(Arc::from) };
         let operands = operand_idx[i].iter().map(|&j| ids[j].expect("topological order")).collect();
         let id = comp.push(Instruction { name: ri.name.to_string(), op: op.clone(), operands, ty: ri.ty.clone(), loc });

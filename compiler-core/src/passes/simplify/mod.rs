@@ -40,7 +40,7 @@ mod reduce;
 mod shapes;
 mod slices;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use super::{Changed, Pass, PassLog, Rewrite};
 use crate::ir::{CompId, InstId, Instruction, Literal, Loc, Module, Op, Scalar, Shape, Type};

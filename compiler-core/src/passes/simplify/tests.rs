@@ -777,3 +777,13 @@ fn random_inputs_cover_special_values() {
     let l = random_literal(&mut rng, &Shape::new(crate::ir::ElementType::S8, vec![200]));
     assert!(l.to_f64_vec().contains(&-128.0) && l.to_f64_vec().contains(&127.0));
 }
+
+#[test]
+fn the_meaning_check_catches_a_wrong_rewrite() {
+    // `x + 0.0 -> x` is wrong for x = -0.0; the random inputs include -0.0, so the check
+    // must notice.
+    let before = module("", "%x = f32[8] parameter(0)\n %z = f32[8] constant({0, 0, 0, 0, 0, 0, 0, 0})\n ROOT %a = f32[8] add(%x, %z)");
+    let after = module("", "ROOT %x = f32[8] parameter(0)");
+    let caught = std::panic::catch_unwind(|| assert_same_results(&before, &after, 20));
+    assert!(caught.is_err());
+}

@@ -17,7 +17,7 @@
 //! - anything the interpreter fails on (the instruction is then left as it is).
 
 use super::{Changed, Pass, PassLog, Rewrite};
-use crate::ir::{CompId, Computation, InstId, Instruction, Literal, Module, Op, Type};
+use crate::ir::{CompId, Computation, InstId, Instruction, Literal, Module, Op, Shape, Type};
 use std::collections::HashMap;
 
 pub struct ConstantFold {
@@ -96,7 +96,8 @@ fn evaluate(module: &Module, comp: CompId, id: InstId) -> Option<Literal> {
     tiny.entry = tiny.add_computation(entry);
     let value = crate::interp::run(&tiny, &[]).ok()?.into_array()?;
     let shape = inst.ty.as_array()?;
-    value.shape.same_shape(shape).then(|| Literal { shape: shape.clone(), data: value.data })
+    // Literals carry no layout (as the parsers make them); the instruction's type keeps it.
+    value.shape.same_shape(shape).then(|| Literal { shape: Shape { layout: None, ..shape.clone() }, data: value.data })
 }
 
 impl ConstantFold {

@@ -16,6 +16,7 @@
 //! - `Rewrite { op, operands }`: the instruction keeps its name, type and `loc` and gets
 //!   a new op and operands. Helper instructions a rule needs (a scalar constant, an inner
 //!   slice) are inserted just before it, with `Module::fresh_name` names.
+//!
 //! After each round that changed a computation, its unused instructions are removed
 //! (parameters and side effects stay), so computations the pass does not change are
 //! left exactly as they were.
@@ -59,7 +60,9 @@ impl Default for AlgebraicSimplifier {
     }
 }
 
-/// What a rule does to the instruction it matched.
+/// What a rule does to the instruction it matched. (Short-lived, one at a time: the size
+/// difference between the variants does not matter.)
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Action {
     /// Replace every use by this existing value (its type must be exactly the same).
     Use(InstId),
@@ -124,6 +127,7 @@ pub(crate) const RULES: &[Rule] = rules![
     "pad-zero" => shapes::pad_zero,
     "concat-single" => shapes::concat_single,
     "iota-trivial-dim" => shapes::iota_trivial_dim,
+    "get-tuple-element-of-tuple" => shapes::gte_of_tuple,
     "slice-full" => slices::slice_full,
     "slice-slice" => slices::slice_slice,
     "slice-of-broadcast" => slices::slice_of_broadcast,
@@ -192,7 +196,7 @@ impl Ctx<'_> {
         let shape = self.shape(id)?.clone();
         let scalar = Literal::scalar_from(shape.elem, value);
         if shape.rank() == 0 {
-            let lit = Literal { shape: shape.clone(), data: scalar.data };
+            let lit = Literal { shape: Shape { layout: None, ..shape.clone() }, data: scalar.data };
             return Some(Action::Rewrite { op: Op::Constant(lit), operands: vec![] });
         }
         let ty = Type::Array(scalar.shape.clone());

@@ -1,6 +1,7 @@
 //! Data-movement chains: broadcast/reshape/transpose/reverse of themselves, identity
 //! forms of each, transposes that only move size-1 dimensions, pads without padding,
-//! single-operand concatenates, and shape ops applied to a broadcast scalar.
+//! single-operand concatenates, shape ops applied to a broadcast scalar, and
+//! `get-tuple-element` of a `tuple`.
 //!
 //! All of these are exact for every value: they only move elements.
 
@@ -133,4 +134,14 @@ pub(super) fn iota_trivial_dim(cx: &mut Ctx, id: InstId) -> Option<Action> {
         return None;
     }
     cx.splat_action(id, Scalar::S(0))
+}
+
+/// `get-tuple-element(tuple(a, b, ..), i) -> the i-th operand`.
+pub(super) fn gte_of_tuple(cx: &mut Ctx, id: InstId) -> Option<Action> {
+    let Op::GetTupleElement { index } = *cx.op(id) else { return None };
+    let t = cx.arg(id, 0);
+    if !matches!(cx.op(t), Op::Tuple) {
+        return None;
+    }
+    cx.args(t).get(index as usize).map(|&x| Action::Use(x))
 }

@@ -29,7 +29,7 @@ impl XorShift {
 pub(crate) fn random_literal(rng: &mut XorShift, shape: &Shape) -> Literal {
     let n = shape.num_elements();
     let e = shape.elem;
-    let special = |rng: &mut XorShift| rng.next() % 2 == 0;
+    let special = |rng: &mut XorShift| rng.next().is_multiple_of(2);
     let data = if e.is_pred() {
         Data::Pred((0..n).map(|_| rng.next() & 1 == 1).collect())
     } else if e.is_signed_int() {
@@ -58,7 +58,7 @@ pub(crate) fn random_literal(rng: &mut XorShift, shape: &Shape) -> Literal {
                     } else {
                         // Random bit patterns cover every exponent, subnormals and NaNs.
                         let v = float_from_bits(e, rng.next() & crate::ir::literal::width_mask(e));
-                        if rng.next() % 4 == 0 {
+                        if rng.next().is_multiple_of(4) {
                             v
                         } else {
                             ((rng.next() % 2001) as f64 - 1000.0) / 8.0
@@ -592,6 +592,15 @@ fn iota_trivial_dim() {
     check_unchanged("ROOT %i = s32[4,1] iota(), iota_dimension=0");
 }
 
+#[test]
+fn gte_of_tuple() {
+    check(
+        "get-tuple-element-of-tuple",
+        "%x = f32[2] parameter(0)\n %y = s32[] parameter(1)\n %t = (f32[2], s32[]) tuple(%x, %y)\n ROOT %g = s32[] get-tuple-element(%t), index=1",
+        "%x = f32[2] parameter(0)\n ROOT %y = s32[] parameter(1)",
+    );
+}
+
 // ---- slices ---------------------------------------------------------------------------
 
 #[test]
@@ -773,7 +782,7 @@ fn random_inputs_cover_special_values() {
     let l = random_literal(&mut rng, &Shape::new(crate::ir::ElementType::F32, vec![400]));
     let v = l.to_f64_vec();
     assert!(v.iter().any(|x| x.is_nan()) && v.iter().any(|x| *x == 0.0 && x.is_sign_negative()));
-    assert!(v.iter().any(|x| *x == f64::INFINITY) && v.iter().any(|x| *x == f64::NEG_INFINITY));
+    assert!(v.contains(&f64::INFINITY) && v.contains(&f64::NEG_INFINITY));
     let l = random_literal(&mut rng, &Shape::new(crate::ir::ElementType::S8, vec![200]));
     assert!(l.to_f64_vec().contains(&-128.0) && l.to_f64_vec().contains(&127.0));
 }

@@ -44,7 +44,7 @@ mod slices;
 pub(crate) mod tests;
 
 use super::{Changed, Pass, PassLog, Rewrite};
-use crate::ir::{CompId, InstId, Instruction, Literal, Loc, Module, Op, Scalar, Shape, Type};
+use crate::ir::{CompId, Computation, InstId, Instruction, Literal, Loc, Module, Op, Scalar, Shape, Type};
 use std::collections::HashSet;
 
 /// The algebraic simplifier; see the module documentation.
@@ -214,6 +214,39 @@ pub(crate) fn literal_splat(l: &Literal) -> Option<Scalar> {
     (1..l.num_elements()).all(|i| l.bits(i) == first).then(|| l.get(0))
 }
 
+/// Whether `id` has the operands and attributes its op needs, so that rules may index
+/// them freely. The verifier guarantees this for verified modules; the check keeps the
+/// pass from panicking on one that was not verified (such instructions are skipped).
+fn well_formed(comp: &Computation, id: InstId) -> bool {
+    let inst = comp.inst(id);
+    let rank = |i: usize| inst.operands.get(i).and_then(|&o| comp.inst(o).ty.as_array()).map(Shape::rank);
+    let out_rank = inst.ty.as_array().map(Shape::rank);
+    let n = inst.operands.len();
+    match &inst.op {
+        Op::Unary(_) | Op::Convert | Op::Reshape | Op::GetTupleElement { .. } => n == 1,
+        Op::Binary(_) | Op::Compare { .. } | Op::Dot(_) | Op::Pad { .. } => n == 2,
+        Op::Select | Op::Clamp => n == 3,
+        Op::BroadcastInDim { dims } => {
+            n == 1 && rank(0) == Some(dims.len()) && dims.iter().all(|&d| d >= 0 && Some(d as usize) < out_rank)
+        }
+        Op::Transpose { perm } => {
+            let mut sorted = perm.clone();
+            sorted.sort_unstable();
+            n == 1 && rank(0) == Some(perm.len()) && sorted.iter().enumerate().all(|(i, &d)| d == i as i64)
+        }
+        Op::Slice { start, limit, stride } => {
+            n == 1 && rank(0) == Some(start.len()) && limit.len() == start.len() && stride.len() == start.len()
+        }
+        Op::Reverse { dims } => n == 1 && dims.iter().all(|&d| d >= 0 && Some(d as usize) < rank(0)),
+        Op::Concatenate { dim } => n >= 1 && *dim >= 0 && (0..n).all(|i| rank(i).is_some_and(|r| (*dim as usize) < r)),
+        Op::DynamicSlice { .. } => n >= 1,
+        Op::DynamicUpdateSlice => n >= 2,
+        Op::Reduce { .. } => n >= 2,
+        Op::Iota { dim } => *dim >= 0 && Some(*dim as usize) < out_rank,
+        _ => true,
+    }
+}
+
 impl AlgebraicSimplifier {
     /// One round over one computation: tries the rules on every live instruction.
     fn round(&self, module: &mut Module, comp: CompId, log: &mut PassLog) -> bool {
@@ -226,6 +259,11 @@ impl AlgebraicSimplifier {
             }
             let mut cx = Ctx { module, comp };
             if matches!(cx.op(id), Op::Parameter(_)) || cx.op(id).has_side_effect() {
+                continue;
+            }
+            // Rules look at the instruction and its operands (and their operands).
+            let c = cx.module.comp(comp);
+            if !well_formed(c, id) || !c.inst(id).operands.iter().all(|&o| well_formed(c, o)) {
                 continue;
             }
             for rule in RULES {

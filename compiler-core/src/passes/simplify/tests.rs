@@ -796,3 +796,25 @@ fn the_meaning_check_catches_a_wrong_rewrite() {
     let caught = std::panic::catch_unwind(|| assert_same_results(&before, &after, 20));
     assert!(caught.is_err());
 }
+
+#[test]
+fn malformed_instructions_are_skipped_not_a_panic() {
+    use crate::ir::{Instruction, Loc, Op, UnaryOp};
+    // negate(negate()) with the inner negate missing its operand, and a transpose whose
+    // permutation does not fit its operand: neither may crash the pass.
+    let mut m = module("", "%x = f32[2,3] parameter(0)\n %t = f32[3,2] transpose(%x), dimensions={1,0}\n ROOT %u = f32[2,3] transpose(%t), dimensions={1,0}");
+    let e = m.entry;
+    let c = m.comp_mut(e);
+    let t = c.order[1];
+    if let Op::Transpose { perm } = &mut c.inst_mut(t).op {
+        perm.push(2);
+    }
+    let ty = c.inst(t).ty.clone();
+    let bad = c.push(Instruction { name: "bad".into(), op: Op::Unary(UnaryOp::Neg), operands: vec![], ty: ty.clone(), loc: Loc::default() });
+    let n = c.push(Instruction { name: "n".into(), op: Op::Unary(UnaryOp::Neg), operands: vec![bad], ty: ty.clone(), loc: Loc::default() });
+    let root = c.root;
+    let tuple_ty = Type::Tuple(vec![c.inst(root).ty.clone(), ty]);
+    c.root = c.push(Instruction { name: "r".into(), op: Op::Tuple, operands: vec![root, n], ty: tuple_ty, loc: Loc::default() });
+    let (_, log, changed) = simplify(&m);
+    assert!(!changed, "{:?}", log.rewrites);
+}

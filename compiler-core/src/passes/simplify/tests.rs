@@ -856,7 +856,7 @@ fn random_module(rng: &mut XorShift, elem: crate::ir::ElementType, steps: usize)
         let mut pool: Vec<InstId> = p.to_vec();
         let constant = |b: &mut crate::interp::testutil::CompBuilder, r: &mut XorShift| -> InstId {
             let v = specials[pick(r, specials.len())];
-            if r.next() % 2 == 0 {
+            if r.next().is_multiple_of(2) {
                 let s = b.constant(Literal::from_f64s(Shape::scalar(elem), &[v]));
                 b.op(Op::BroadcastInDim { dims: vec![] }, &[s], t.clone())
             } else {
@@ -865,14 +865,14 @@ fn random_module(rng: &mut XorShift, elem: crate::ir::ElementType, steps: usize)
         };
         for _ in 0..steps {
             let x = pool[pick(&mut r, pool.len())];
-            let y = if r.next() % 3 == 0 { constant(b, &mut r) } else { pool[pick(&mut r, pool.len())] };
-            let (x, y) = if r.next() % 2 == 0 { (x, y) } else { (y, x) };
+            let y = if r.next().is_multiple_of(3) { constant(b, &mut r) } else { pool[pick(&mut r, pool.len())] };
+            let (x, y) = if r.next().is_multiple_of(2) { (x, y) } else { (y, x) };
             let v = match pick(&mut r, 6) {
                 0 | 1 => b.op(Op::Binary(binops[pick(&mut r, binops.len())]), &[x, y], t.clone()),
                 2 => b.op(Op::Unary(unops[pick(&mut r, unops.len())]), &[x], t.clone()),
                 3 => {
                     let dir = [CmpDir::Eq, CmpDir::Lt, CmpDir::Ge, CmpDir::Ne][pick(&mut r, 4)];
-                    let rhs = if r.next() % 2 == 0 { x } else { y };
+                    let rhs = if r.next().is_multiple_of(2) { x } else { y };
                     let c = b.op(Op::Compare { dir, kind: None }, &[x, rhs], Type::array(Pred, dims));
                     b.op(Op::Select, &[c, x, y], t.clone())
                 }
@@ -884,7 +884,7 @@ fn random_module(rng: &mut XorShift, elem: crate::ir::ElementType, steps: usize)
                 }
                 _ => {
                     let tr = b.op(Op::Transpose { perm: vec![1, 0] }, &[x], Type::array(elem, [3, 2]));
-                    let back = if r.next() % 2 == 0 {
+                    let back = if r.next().is_multiple_of(2) {
                         b.op(Op::Transpose { perm: vec![1, 0] }, &[tr], t.clone())
                     } else {
                         let rev = b.op(Op::Reverse { dims: vec![0, 1] }, &[tr], Type::array(elem, [3, 2]));

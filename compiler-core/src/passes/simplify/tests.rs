@@ -930,3 +930,18 @@ fn random_modules_keep_their_meaning_through_simplify_and_fold() {
     // The generator reaches a good part of the rule table (so the check is not vacuous).
     assert!(fired.len() >= 30, "only {} rules fired: {fired:?}", fired.len());
 }
+
+#[test]
+fn simplifies_inside_called_computations() {
+    // The reduce body computes max(a, neg(neg(b))): the body is simplified to max(a, b),
+    // after which the reduce over no dims with init -inf is recognized and dropped.
+    let body = "%body (a: f32[], b: f32[]) -> f32[] {\n %a = f32[] parameter(0)\n %b = f32[] parameter(1)\n \
+                %n = f32[] negate(%b)\n %nn = f32[] negate(%n)\n ROOT %r = f32[] maximum(%a, %nn)\n}\n";
+    let m = module(body, "%x = f32[3] parameter(0)\n %i = f32[] constant(-inf)\n ROOT %r = f32[3] reduce(%x, %i), dimensions={}, to_apply=%body");
+    let (after, log, changed) = simplify(&m);
+    assert!(changed);
+    let rules: Vec<&str> = log.rewrites.iter().map(|r| r.rule).collect();
+    assert_eq!(rules, vec!["neg-neg", "reduce-no-dims"]);
+    assert_eq!(entry_text(&after), "ROOT %x = f32[3] parameter(0)");
+    assert_same_results(&m, &after, 40);
+}

@@ -3,8 +3,10 @@
 //! A pass has a stable name and reports whether it changed the module (XLA's
 //! `HloPassInterface`). One pass per file.
 
+pub mod constant_fold;
 pub mod cse;
 pub mod dce;
+pub mod simplify;
 
 use crate::ir::Module;
 

@@ -5,6 +5,7 @@
 
 pub mod cse;
 pub mod dce;
+pub mod fusion;
 
 use crate::ir::Module;
 

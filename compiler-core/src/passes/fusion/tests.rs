@@ -1,0 +1,1 @@
+//! Tests of the fusion pass on the classic programs.

@@ -107,7 +107,8 @@ fn judge(
     let forced = us.iter().any(|&u| f.forced(orig, u));
     let merged: BTreeSet<InstId> = f.clusters[c].iter().copied().chain([p]).collect();
     let g = f.graph();
-    let mut refusal = profitability;
+    // Legality first, so that a reason shown is the deepest one.
+    let mut refusal = check_group(&g, &merged, f.cfg).err().or(profitability);
     if refusal.is_none() && is_expensive(f.inst(p)) {
         if let Some(b) = g.reuses_elements_of(&merged, p) {
             refusal = Some(Refusal::soft(
@@ -120,9 +121,6 @@ fn judge(
                 ),
             ));
         }
-    }
-    if refusal.is_none() {
-        refusal = check_group(&g, &merged, f.cfg).err();
     }
     match refusal {
         Some(r) if forced && !r.hard => (Some(r), true),

@@ -93,17 +93,18 @@ fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: Inst
         let g = f.graph();
         // An expensive member whose value the other kernel broadcasts would be recomputed
         // for every broadcast element.
-        let reuse = f.clusters[a]
-            .iter()
-            .filter(|&&m| is_expensive(f.inst(m)))
-            .find_map(|&m| g.reuses_elements_of(&merged, m).map(|b| (m, b)));
-        match reuse {
-            Some((m, bc)) => Some(Refusal::soft(
-                "refuse-expensive-into-reuse",
-                format!("{} is expensive and {} broadcasts it", g.name(m), g.name(bc)),
-            )),
-            None => check_group(&g, &merged, f.cfg).err(),
-        }
+        let reuse = || {
+            f.clusters[a]
+                .iter()
+                .chain(&f.clusters[b])
+                .filter(|&&m| is_expensive(f.inst(m)))
+                .find_map(|&m| g.reuses_elements_of(&merged, m).map(|bc| (m, bc)))
+        };
+        check_group(&g, &merged, f.cfg).err().or_else(|| {
+            reuse().map(|(m, bc)| {
+                Refusal::soft("refuse-expensive-into-reuse", format!("{} is expensive and {} broadcasts it", g.name(m), g.name(bc)))
+            })
+        })
     };
     let (pn, cn) = (f.name(producer), f.name(consumer));
     match refusal {

@@ -182,9 +182,7 @@ pub fn inst_flops(module: &Module, comp: &Computation, id: InstId) -> u64 {
     let operand_elems = |i: usize| inst.operands.get(i).map(|&o| elems(&comp.inst(o).ty)).unwrap_or(0);
     match &inst.op {
         Op::Unary(u) if u.is_transcendental() => out * TRANSCENDENTAL_FLOPS,
-        Op::Binary(b) if matches!(b, crate::ir::BinaryOp::Pow | crate::ir::BinaryOp::Atan2) => {
-            out * TRANSCENDENTAL_FLOPS
-        }
+        Op::Binary(crate::ir::BinaryOp::Pow | crate::ir::BinaryOp::Atan2) => out * TRANSCENDENTAL_FLOPS,
         Op::Unary(_) | Op::Binary(_) | Op::Compare { .. } | Op::Select | Op::Convert | Op::ReducePrecision { .. } => {
             out
         }

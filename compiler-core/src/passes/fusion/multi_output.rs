@@ -12,7 +12,7 @@
 //! Every merge passes [`check_group`] (no cycle through an outside instruction, a
 //! reduction's result not used at another shape, one iteration space for loop outputs,
 //! the size budget). Kernels holding a dot or convolution are left alone: their outputs
-//! come from a library call. Decisions are logged once per pair of kernels.
+//! come from a library call. A refusal is logged once per edge and rule.
 
 use super::rules::{check_group, is_expensive, role, Refusal, Role};
 use super::{Effect, Fuser};
@@ -109,7 +109,12 @@ fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: Inst
     let (pn, cn) = (f.name(producer), f.name(consumer));
     match refusal {
         Some(r) => {
-            f.log(pn, cn, false, r.rule, r.reason, effect);
+            // The same refusal for the same edge, retried after a group grew, is logged
+            // once.
+            let seen = f.decisions.iter().any(|d| !d.taken && d.producer == pn && d.consumer == cn && d.rule == r.rule);
+            if !seen {
+                f.log(pn, cn, false, r.rule, r.reason, effect);
+            }
             false
         }
         None => {

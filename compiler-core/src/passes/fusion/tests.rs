@@ -461,3 +461,40 @@ fn disabled_pass_changes_nothing() {
     assert!(FusionPass::default().run(&mut fused, &mut PassLog::default()));
     assert!(!FusionPass::default().run(&mut fused, &mut PassLog::default()));
 }
+
+
+/// A while loop whose body runs v = exp(-v) * 0.5 three times: the body is fused too.
+#[test]
+fn while_bodies_are_fused() {
+    let mut tm = TestModule::new();
+    let (i, v) = (arr(S32, &[]), arr(F32, &[4]));
+    let cond = tm.comp("cond", &[i.clone(), v.clone()], |b, p| {
+        let three = b.constant(ints(S32, &[], &[3]));
+        b.op(Op::Compare { dir: crate::ir::CmpDir::Lt, kind: None }, &[p[0], three], arr(Pred, &[]))
+    });
+    let body = tm.comp("body", &[i.clone(), v.clone()], |b, p| {
+        let one = b.constant(ints(S32, &[], &[1]));
+        let i1 = b.op(bin(BinaryOp::Add), &[p[0], one], arr(S32, &[]));
+        let n = b.op(unary(UnaryOp::Neg), &[p[1]], v.clone());
+        let e = b.op(unary(UnaryOp::Exp), &[n], v.clone());
+        let half = b.constant(f32s(&[], &[0.5]));
+        let bh = b.op(bcast(&[]), &[half], v.clone());
+        let m = b.op(bin(BinaryOp::Mul), &[e, bh], v.clone());
+        b.tuple(&[i1, m])
+    });
+    let m = tm.finish_with_entry(std::slice::from_ref(&v), |b, p| {
+        let zero = b.constant(ints(S32, &[], &[0]));
+        let w = b.op(Op::While { cond, body }, &[zero, p[0]], Type::Tuple(vec![i.clone(), v.clone()]));
+        b.op(Op::GetTupleElement { index: 1 }, &[w], v.clone())
+    });
+    // cond: compare (4+4 read, 1 written); body: add 12, neg 32, exp 32, broadcast 20,
+    // multiply 48. The loop's kernels are counted once.
+    assert_eq!(cost(&m), (6, 9 + 12 + 32 + 32 + 20 + 48));
+    let (fused, d) = fuse(&m, FusionConfig::default());
+    // cond: one fusion (reads i, writes the pred); body: i + 1 (8) and the vector (32).
+    assert_eq!(cost(&fused), (3, 5 + 8 + 32));
+    let body_fusions = fused.comp(body).order.iter().filter(|&&x| matches!(fused.comp(body).inst(x).op, Op::Fusion { .. })).count();
+    assert_eq!(body_fusions, 2);
+    assert!(fusions(&fused).is_empty(), "the entry has only the loop");
+    assert!(d.iter().all(|d| d.taken));
+}

@@ -130,7 +130,7 @@ fn judge(
 
 /// Fuses `p`, all of whose users `us` are in group `c`, into that group.
 fn fuse_into(f: &mut Fuser, p: InstId, c: usize, us: &[InstId]) {
-    let pc = f.cluster(p).unwrap_or(usize::MAX);
+    let Some(pc) = f.cluster(p) else { return };
     let effect = f.effect(&f.clusters[pc], &f.clusters[c]);
     let (refusal, forced) = judge(f, p, p, c, us, None);
     let (producer, consumer) = (f.name(p), f.name(us[0]));

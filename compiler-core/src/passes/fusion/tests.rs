@@ -498,3 +498,53 @@ fn while_bodies_are_fused() {
     assert!(fusions(&fused).is_empty(), "the entry has only the loop");
     assert!(d.iter().all(|d| d.taken));
 }
+
+/// Data movement fuses like elementwise work: transpose, slices, concatenate, iota,
+/// convert, compare, select and pad become one loop kernel.
+#[test]
+fn data_movement_fuses_into_one_loop_kernel() {
+    let m = TestModule::new().finish_with_entry(&[arr(F32, &[4, 8])], |b, p| {
+        let x = p[0];
+        let t = b.op(Op::Transpose { perm: vec![1, 0] }, &[x], arr(F32, &[8, 4]));
+        let slice = |start: i64| Op::Slice { start: vec![start, 0], limit: vec![start + 4, 4], stride: vec![1, 1] };
+        let s1 = b.op(slice(0), &[t], arr(F32, &[4, 4]));
+        let s2 = b.op(slice(4), &[t], arr(F32, &[4, 4]));
+        let n2 = b.op(unary(UnaryOp::Neg), &[s2], arr(F32, &[4, 4]));
+        let c = b.op(Op::Concatenate { dim: 1 }, &[s1, n2], arr(F32, &[4, 8]));
+        let io = b.op(Op::Iota { dim: 1 }, &[], arr(S32, &[4, 8]));
+        let cv = b.op(Op::Convert, &[io], arr(F32, &[4, 8]));
+        let three = b.constant(f32s(&[], &[3.0]));
+        let b3 = b.op(bcast(&[]), &[three], arr(F32, &[4, 8]));
+        let g = b.op(Op::Compare { dir: crate::ir::CmpDir::Lt, kind: None }, &[cv, b3], arr(Pred, &[4, 8]));
+        let sel = b.op(Op::Select, &[g, c, x], arr(F32, &[4, 8]));
+        let zero = b.constant(f32s(&[], &[0.0]));
+        let pad = Op::Pad { low: vec![0, 1], high: vec![0, 1], interior: vec![0, 0] };
+        b.op(pad, &[sel, zero], arr(F32, &[4, 10]))
+    });
+    assert_eq!(cost(&m).0, 11);
+    let (fused, d) = fuse(&m, FusionConfig::default());
+    // Reads x once (128), writes the padded result (160).
+    assert_eq!(cost(&fused), (1, 128 + 160));
+    assert_eq!(fusions(&fused), vec![(FusionKind::Loop, 13)]);
+    assert!(d.iter().all(|d| d.taken && d.rule == "loop-fusion"), "{d:?}");
+}
+
+/// A small slice of a big array, used by two kernels: copying the slice into each would
+/// make each read the big array.
+#[test]
+fn slice_of_big_input_is_not_duplicated() {
+    let m = TestModule::new().finish_with_entry(&[arr(F32, &[64])], |b, p| {
+        let s = b.op(Op::Slice { start: vec![8], limit: vec![12], stride: vec![1] }, &[p[0]], arr(F32, &[4]));
+        let a = b.op(unary(UnaryOp::Neg), &[s], arr(F32, &[4]));
+        let c = b.op(unary(UnaryOp::Abs), &[s], arr(F32, &[4]));
+        b.tuple(&[a, c])
+    });
+    let (fused, d) = fuse(&m, FusionConfig { multi_output: false, ..FusionConfig::default() });
+    // slice (256 + 16), neg (32), abs (32).
+    assert_eq!(cost(&fused), (3, 272 + 32 + 32));
+    assert_eq!(d.iter().filter(|d| !d.taken && d.rule == "refuse-operand-much-larger").count(), 2);
+    assert!(d[0].reason.contains("reads 256 bytes to produce 16"), "{}", d[0].reason);
+    // Multi-output fusion computes the slice once, in one kernel with both users.
+    let (fused, _) = fuse(&m, FusionConfig::default());
+    assert_eq!(cost(&fused), (1, 256 + 32));
+}

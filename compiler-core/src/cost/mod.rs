@@ -180,6 +180,10 @@ pub fn inst_flops(module: &Module, comp: &Computation, id: InstId) -> u64 {
     let inst = comp.inst(id);
     let out = elems(&inst.ty);
     let operand_elems = |i: usize| inst.operands.get(i).map(|&o| elems(&comp.inst(o).ty)).unwrap_or(0);
+    // Dimensions of operand `i` (empty when it is missing: a malformed op costs 0).
+    let operand_dims = |i: usize| -> Vec<i64> {
+        inst.operands.get(i).and_then(|&o| comp.inst(o).ty.as_array()).map(|s| s.dims.clone()).unwrap_or_default()
+    };
     match &inst.op {
         Op::Unary(u) if u.is_transcendental() => out * TRANSCENDENTAL_FLOPS,
         Op::Binary(crate::ir::BinaryOp::Pow | crate::ir::BinaryOp::Atan2) => out * TRANSCENDENTAL_FLOPS,
@@ -189,13 +193,13 @@ pub fn inst_flops(module: &Module, comp: &Computation, id: InstId) -> u64 {
         // min(max(x, lo), hi): two comparisons per element.
         Op::Clamp => 2 * out,
         Op::Dot(d) => {
-            let lhs = comp.inst(inst.operands[0]).ty.as_array().map(|s| s.dims.clone()).unwrap_or_default();
+            let lhs = operand_dims(0);
             let k: u64 = d.lhs_contracting.iter().map(|&c| lhs.get(c as usize).copied().unwrap_or(1).max(0) as u64).product();
             2 * out * k
         }
         Op::Convolution(c) => {
             // Each output element is a dot over (input features / groups) x window.
-            let rhs = comp.inst(inst.operands[1]).ty.as_array().map(|s| s.dims.clone()).unwrap_or_default();
+            let rhs = operand_dims(1);
             let rhs_elems: u64 = rhs.iter().map(|&d| d.max(0) as u64).product();
             let out_features = rhs.get(c.dims.kernel_output_feature as usize).copied().unwrap_or(1).max(1) as u64;
             2 * out * (rhs_elems / out_features)
@@ -234,7 +238,7 @@ fn dtype_class(module: &Module, comp: &Computation, id: InstId) -> DtypeClass {
     let inst = comp.inst(id);
     match &inst.op {
         Op::Dot(_) | Op::Convolution(_) => {
-            let elem = comp.inst(inst.operands[0]).ty.as_array().map(|s| s.elem);
+            let elem = inst.operands.first().and_then(|&o| comp.inst(o).ty.as_array()).map(|s| s.elem);
             match elem {
                 Some(ElementType::F16 | ElementType::BF16) => DtypeClass::F16Tensor,
                 Some(ElementType::F64) => DtypeClass::F64,

@@ -25,7 +25,7 @@ fn loop_of<'a>(g: &'a Graph, r: InstId) -> (Option<&'a [i64]>, &'a [i64]) {
         Op::Reduce { dims, .. } => dims.as_slice(),
         _ => &[],
     };
-    (g.dims(inst.operands[0]), dims)
+    (inst.operands.first().and_then(|&o| g.dims(o)), dims)
 }
 
 pub(super) fn check(g: &Graph, members: &BTreeSet<InstId>, reduces: &[InstId], outputs: &[InstId]) -> Result<(), Refusal> {

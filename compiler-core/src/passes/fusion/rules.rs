@@ -253,7 +253,7 @@ pub(super) fn check_group(g: &Graph, members: &BTreeSet<InstId>, cfg: &FusionCon
 /// only output.
 fn in_place_check(g: &Graph, members: &BTreeSet<InstId>, in_place: &[InstId]) -> Result<(), Refusal> {
     for &d in in_place {
-        let buffer = g.inst(d).operands[0];
+        let Some(&buffer) = g.inst(d).operands.first() else { continue };
         if members.contains(&buffer) {
             return Err(Refusal::hard(
                 "refuse-in-place-operand",

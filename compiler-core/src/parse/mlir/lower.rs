@@ -1,0 +1,366 @@
+//! Lowering the syntax tree to the IR: scopes, regions, implicit captures, inlining.
+//!
+//! Each region becomes its own computation with one parameter per block argument.
+//! MLIR lets a region read values of the enclosing region directly; the IR does not,
+//! so such reads are made explicit here:
+//! - a captured constant is copied into the region (valid in every kind of region);
+//! - `case`/`if` branches and `while` cond/body get one extra parameter per captured
+//!   value (see `lower_ops.rs` for how the op passes them in);
+//! - any other region (reduce bodies, comparators, ...) refuses non-constant captures.
+//!
+//! `func.call` and `stablehlo.composite` are inlined: the callee's body is lowered
+//! again in the caller's computation, in a scope that only sees the call's arguments.
+
+use super::ast::{FuncAst, LocAst, ModuleAst, OpAst, Region, ValRef};
+use crate::ir::{CompId, Computation, InstId, Instruction, Loc, Module, Op, Type};
+use crate::parse::ParseError;
+use super::lexer::{LineIndex, MAX_DEPTH};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The most instructions one text may expand to (inlining can multiply code).
+const MAX_INSTRUCTIONS: usize = 5_000_000;
+
+#[derive(Copy, Clone, PartialEq, Eq)]
+pub enum Capture {
+    /// Non-constant outer values become extra parameters.
+    Params,
+    /// Only constants may be used from outside (copied in).
+    ConstantsOnly,
+}
+
+pub struct Scope {
+    pub comp: CompId,
+    pub vars: HashMap<String, Vec<InstId>>,
+    /// A function body: names outside it are not visible.
+    pub boundary: bool,
+    pub capture: Capture,
+    /// The op owning the region (for messages).
+    pub owner: String,
+    /// (value in the enclosing computation, parameter standing for it here).
+    pub captures: Vec<(InstId, InstId)>,
+    /// Outer value -> local copy or parameter.
+    pub imported: HashMap<InstId, InstId>,
+}
+
+/// A lowered region: its computation, the values its terminator returns, and the
+/// outer values it captured as parameters (after the block arguments, in order).
+pub struct RegionOut {
+    pub comp: CompId,
+    pub rets: Vec<InstId>,
+    pub captures: Vec<(InstId, InstId)>,
+}
+
+pub struct Lowerer<'a> {
+    pub src: &'a str,
+    pub lines: &'a LineIndex,
+    pub ast: &'a ModuleAst,
+    pub module: Module,
+    pub scopes: Vec<Scope>,
+    pub call_stack: Vec<String>,
+    loc_aliases: HashMap<&'a str, &'a LocAst>,
+    insts: usize,
+}
+
+impl<'a> Lowerer<'a> {
+    pub fn new(src: &'a str, lines: &'a LineIndex, ast: &'a ModuleAst, name: &str) -> Lowerer<'a> {
+        let loc_aliases = ast.loc_aliases.iter().map(|(n, l)| (n.as_str(), l)).collect();
+        Lowerer { src, lines, ast, module: Module::new(name), scopes: Vec::new(), call_stack: Vec::new(), loc_aliases, insts: 0 }
+    }
+
+    pub fn err(&self, pos: usize, msg: impl Into<String>) -> ParseError {
+        let (l, c) = self.lines.line_col(self.src, pos);
+        ParseError::new(l, c, msg)
+    }
+
+    pub fn find_func(&self, name: &str) -> Option<&'a FuncAst> {
+        self.ast.funcs.iter().find(|f| f.name == name)
+    }
+
+    // ---- locations -------------------------------------------------------------
+
+    pub fn loc(&self, pos: usize, loc: Option<&LocAst>) -> Loc {
+        let (line, col) = self.lines.line_col(self.src, pos);
+        let source = loc.and_then(|l| self.render_loc(l)).map(Arc::from);
+        Loc { line, col, source }
+    }
+
+    /// A short readable form of a location: the op path JAX recorded and the first
+    /// file position (`jit(f)/mul @ f.py:3:7`).
+    fn render_loc(&self, loc: &LocAst) -> Option<String> {
+        let mut name = None;
+        let mut file = None;
+        self.walk_loc(loc, &mut name, &mut file, 0);
+        match (name, file) {
+            (Some(n), Some(f)) => Some(format!("{n} @ {f}")),
+            (Some(n), None) => Some(n),
+            (None, Some(f)) => Some(f),
+            (None, None) => None,
+        }
+    }
+
+    fn walk_loc(&self, loc: &LocAst, name: &mut Option<String>, file: &mut Option<String>, depth: u32) {
+        if depth > 64 || (name.is_some() && file.is_some()) {
+            return;
+        }
+        match loc {
+            LocAst::Unknown => {}
+            LocAst::Alias(a) => {
+                if let Some(l) = self.loc_aliases.get(a.as_str()) {
+                    self.walk_loc(l, name, file, depth + 1);
+                }
+            }
+            LocAst::File { file: f, line, col } => {
+                if file.is_none() {
+                    *file = Some(format!("{f}:{line}:{col}"));
+                }
+            }
+            LocAst::Name(n, child) => {
+                if name.is_none() && !n.is_empty() {
+                    *name = Some(n.clone());
+                }
+                if let Some(c) = child {
+                    self.walk_loc(c, name, file, depth + 1);
+                }
+            }
+            LocAst::CallSite(callee, caller) => {
+                self.walk_loc(callee, name, file, depth + 1);
+                self.walk_loc(caller, name, file, depth + 1);
+            }
+            LocAst::Fused(parts) => {
+                for p in parts {
+                    self.walk_loc(p, name, file, depth + 1);
+                }
+            }
+        }
+    }
+
+    // ---- instructions ----------------------------------------------------------
+
+    pub fn cur_comp(&self) -> CompId {
+        self.scopes.last().map(|s| s.comp).unwrap_or(self.module.entry)
+    }
+
+    pub fn ty(&self, id: InstId) -> Type {
+        self.module.comp(self.cur_comp()).inst(id).ty.clone()
+    }
+
+    pub fn emit_in(&mut self, comp: CompId, op: Op, operands: Vec<InstId>, ty: Type, loc: &Loc) -> Result<InstId, ParseError> {
+        self.insts += 1;
+        if self.insts > MAX_INSTRUCTIONS {
+            return Err(ParseError::new(loc.line, loc.col, "program expands to too many instructions (deep inlining?)"));
+        }
+        let name = self.module.fresh_name(op.hlo_name());
+        Ok(self.module.comp_mut(comp).push(Instruction { name, op, operands, ty, loc: loc.clone() }))
+    }
+
+    pub fn emit(&mut self, op: Op, operands: Vec<InstId>, ty: Type, loc: &Loc) -> Result<InstId, ParseError> {
+        let comp = self.cur_comp();
+        self.emit_in(comp, op, operands, ty, loc)
+    }
+
+    /// Emits an op with `types.len()` results: one value, or one tuple value plus a
+    /// GetTupleElement per result (zero results: one empty-tuple value, no results).
+    pub fn emit_multi(&mut self, op: Op, operands: Vec<InstId>, types: Vec<Type>, loc: &Loc) -> Result<Vec<InstId>, ParseError> {
+        if types.len() == 1 {
+            let ty = types.into_iter().next().unwrap_or(Type::Tuple(vec![]));
+            return Ok(vec![self.emit(op, operands, ty, loc)?]);
+        }
+        let t = self.emit(op, operands, Type::Tuple(types.clone()), loc)?;
+        self.unpack(t, &types, loc)
+    }
+
+    /// GetTupleElement for each of `types` out of tuple value `t`.
+    pub fn unpack(&mut self, t: InstId, types: &[Type], loc: &Loc) -> Result<Vec<InstId>, ParseError> {
+        let mut out = Vec::with_capacity(types.len());
+        for (i, ty) in types.iter().enumerate() {
+            out.push(self.emit(Op::GetTupleElement { index: i as u32 }, vec![t], ty.clone(), loc)?);
+        }
+        Ok(out)
+    }
+
+    /// Sets a computation's root: the single value, or a tuple of the values.
+    pub fn set_root(&mut self, comp: CompId, vals: &[InstId], loc: &Loc) -> Result<(), ParseError> {
+        let root = if vals.len() == 1 {
+            vals[0]
+        } else {
+            let c = self.module.comp(comp);
+            let tys = vals.iter().map(|&v| c.inst(v).ty.clone()).collect();
+            self.emit_in(comp, Op::Tuple, vals.to_vec(), Type::Tuple(tys), loc)?
+        };
+        self.module.comp_mut(comp).root = root;
+        Ok(())
+    }
+
+    // ---- names -----------------------------------------------------------------
+
+    pub fn resolve(&mut self, v: &ValRef) -> Result<InstId, ParseError> {
+        let k = self.scopes.len().checked_sub(1).ok_or_else(|| self.err(v.pos, "value used outside a function"))?;
+        self.resolve_in(k, v)
+    }
+
+    pub fn resolve_all(&mut self, vs: &[ValRef]) -> Result<Vec<InstId>, ParseError> {
+        vs.iter().map(|v| self.resolve(v)).collect()
+    }
+
+    fn resolve_in(&mut self, k: usize, v: &ValRef) -> Result<InstId, ParseError> {
+        if let Some(vals) = self.scopes[k].vars.get(&v.name) {
+            return match (v.index, vals.len()) {
+                (None, 1) => Ok(vals[0]),
+                (None, n) => Err(self.err(v.pos, format!("%{} has {n} results; use %{}#N", v.name, v.name))),
+                (Some(i), n) => vals.get(i as usize).copied().ok_or_else(|| self.err(v.pos, format!("%{} has {n} results, no #{i}", v.name))),
+            };
+        }
+        if self.scopes[k].boundary || k == 0 {
+            return Err(self.err(v.pos, format!("undefined value %{}", v.name)));
+        }
+        let outer = self.resolve_in(k - 1, v)?;
+        self.import(k, outer, v)
+    }
+
+    /// Makes the outer value `outer` (of scope k-1) usable in scope k.
+    fn import(&mut self, k: usize, outer: InstId, v: &ValRef) -> Result<InstId, ParseError> {
+        if let Some(&local) = self.scopes[k].imported.get(&outer) {
+            return Ok(local);
+        }
+        let outer_comp = self.scopes[k - 1].comp;
+        let inst = self.module.comp(outer_comp).inst(outer).clone();
+        let comp = self.scopes[k].comp;
+        let local = if let Op::Constant(_) = inst.op {
+            self.emit_in(comp, inst.op, vec![], inst.ty, &inst.loc)?
+        } else if self.scopes[k].capture == Capture::Params {
+            let name = self.module.fresh_name("param");
+            let c = self.module.comp_mut(comp);
+            let p = c.push_param(name, inst.ty, inst.loc);
+            self.scopes[k].captures.push((outer, p));
+            p
+        } else {
+            let owner = self.scopes[k].owner.clone();
+            return Err(self.err(v.pos, format!("%{} is defined outside this {owner} region; only constants can be used there", v.name)));
+        };
+        self.scopes[k].imported.insert(outer, local);
+        Ok(local)
+    }
+
+    /// Binds an op's result names to `vals`.
+    pub fn bind(&mut self, op: &OpAst, vals: Vec<InstId>) -> Result<(), ParseError> {
+        let want = op.result_count();
+        if want != vals.len() {
+            return Err(self.err(op.pos, format!("{} produces {} results but {} are named", op.name, vals.len(), want)));
+        }
+        let mut it = vals.into_iter();
+        for r in &op.results {
+            let vs: Vec<InstId> = it.by_ref().take(r.count as usize).collect();
+            let scope = self.scopes.last_mut().ok_or_else(|| ParseError::new(0, 0, "no scope"))?;
+            scope.vars.insert(r.name.clone(), vs);
+        }
+        Ok(())
+    }
+
+    // ---- regions and functions -------------------------------------------------
+
+    /// Lowers ops up to the terminator; returns the terminator's operands.
+    pub fn lower_block(&mut self, ops: &'a [OpAst], region_pos: usize) -> Result<Vec<InstId>, ParseError> {
+        for (i, op) in ops.iter().enumerate() {
+            if matches!(op.name.as_str(), "stablehlo.return" | "func.return" | "return") {
+                if i + 1 != ops.len() {
+                    return Err(self.err(ops[i + 1].pos, "op after the region's terminator"));
+                }
+                return self.resolve_all(&op.operands);
+            }
+            self.lower_op(op)?;
+        }
+        Err(self.err(region_pos, "region has no terminator (`stablehlo.return` / `func.return`)"))
+    }
+
+    pub fn lower_region(&mut self, region: &'a Region, owner: &str, capture: Capture) -> Result<RegionOut, ParseError> {
+        if self.scopes.len() > MAX_DEPTH as usize {
+            return Err(self.err(region.pos, "regions nested too deeply"));
+        }
+        let base = owner.strip_prefix("stablehlo.").unwrap_or(owner).replace('.', "_");
+        let name = self.module.fresh_name(&format!("{base}_region"));
+        let comp = self.module.add_computation(Computation::new(name));
+        let mut scope = Scope {
+            comp,
+            vars: HashMap::new(),
+            boundary: false,
+            capture,
+            owner: owner.to_string(),
+            captures: Vec::new(),
+            imported: HashMap::new(),
+        };
+        for (name, ty, pos) in &region.args {
+            let loc = self.loc(*pos, None);
+            let pname = self.module.fresh_name("param");
+            let p = self.module.comp_mut(comp).push_param(pname, ty.clone(), loc);
+            scope.vars.insert(name.clone(), vec![p]);
+        }
+        self.scopes.push(scope);
+        let rets = self.lower_block(&region.ops, region.pos)?;
+        let scope = self.scopes.pop().ok_or_else(|| self.err(region.pos, "scope stack underflow"))?;
+        Ok(RegionOut { comp, rets, captures: scope.captures })
+    }
+
+    /// Lowers the entry function into its own computation.
+    pub fn lower_entry(&mut self, f: &'a FuncAst) -> Result<CompId, ParseError> {
+        let comp = self.module.add_computation(Computation::new(f.name.clone()));
+        self.module.entry = comp;
+        let mut vars = HashMap::new();
+        for (name, ty, pos) in &f.body.args {
+            let loc = self.loc(*pos, None);
+            let pname = self.module.fresh_name("Arg");
+            let p = self.module.comp_mut(comp).push_param(pname, ty.clone(), loc);
+            vars.insert(name.clone(), vec![p]);
+        }
+        self.scopes.push(Scope { comp, vars, boundary: true, capture: Capture::ConstantsOnly, owner: f.name.clone(), captures: vec![], imported: HashMap::new() });
+        self.call_stack.push(f.name.clone());
+        let rets = self.lower_block(&f.body.ops, f.pos)?;
+        self.check_returns(f, &rets)?;
+        let loc = self.loc(f.pos, None);
+        self.set_root(comp, &rets, &loc)?;
+        self.scopes.pop();
+        self.call_stack.pop();
+        Ok(comp)
+    }
+
+    fn check_returns(&self, f: &FuncAst, rets: &[InstId]) -> Result<(), ParseError> {
+        if rets.len() != f.result_types.len() {
+            return Err(self.err(f.pos, format!("@{} returns {} values but declares {} results", f.name, rets.len(), f.result_types.len())));
+        }
+        for (i, (&r, t)) in rets.iter().zip(&f.result_types).enumerate() {
+            if !self.ty(r).same_type(t) {
+                return Err(self.err(f.pos, format!("@{} result {i} is {} but declared {}", f.name, self.ty(r), t)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Inlines a call of `@name` with `args` into the current computation.
+    pub fn inline_call(&mut self, name: &str, args: Vec<InstId>, pos: usize) -> Result<Vec<InstId>, ParseError> {
+        let f = self.find_func(name).ok_or_else(|| self.err(pos, format!("call to unknown function @{name}")))?;
+        if self.call_stack.iter().any(|n| n == name) {
+            return Err(self.err(pos, format!("recursive call to @{name} cannot be inlined")));
+        }
+        if self.call_stack.len() > MAX_DEPTH as usize {
+            return Err(self.err(pos, "calls nested too deeply"));
+        }
+        if args.len() != f.body.args.len() {
+            return Err(self.err(pos, format!("@{name} takes {} arguments, {} given", f.body.args.len(), args.len())));
+        }
+        let mut vars = HashMap::new();
+        for (i, ((an, at, _), &v)) in f.body.args.iter().zip(&args).enumerate() {
+            if !self.ty(v).same_type(at) {
+                return Err(self.err(pos, format!("argument {i} of @{name} should be {at}, got {}", self.ty(v))));
+            }
+            vars.insert(an.clone(), vec![v]);
+        }
+        let comp = self.cur_comp();
+        self.scopes.push(Scope { comp, vars, boundary: true, capture: Capture::ConstantsOnly, owner: name.to_string(), captures: vec![], imported: HashMap::new() });
+        self.call_stack.push(name.to_string());
+        let rets = self.lower_block(&f.body.ops, f.pos)?;
+        self.check_returns(f, &rets)?;
+        self.call_stack.pop();
+        self.scopes.pop();
+        Ok(rets)
+    }
+}

@@ -1,0 +1,173 @@
+//! Reading MLIR types: `tensor<2x3xf32>`, `tuple<...>`, `!stablehlo.token`, scalar
+//! builtin types, and the `: (T, T) -> T` / `: T, T` type lists after an op.
+//!
+//! Element types outside hloscope's set (complex, quantized, sub-byte integers, 8/6/4-bit
+//! floats) and dynamic dimensions are rejected here, at the type's own position.
+
+use super::lexer::Cursor;
+use crate::ir::{ElementType, Type};
+use crate::parse::ParseError;
+
+/// Tensors larger than this many elements are refused (their sizes would overflow the
+/// arithmetic of later stages long before any machine could hold them).
+const MAX_ELEMENTS: u128 = 1 << 48;
+
+fn elem_from_name(name: &str) -> Option<ElementType> {
+    ElementType::from_mlir_name(name).or(match name {
+        "si8" => Some(ElementType::S8),
+        "si16" => Some(ElementType::S16),
+        "si32" => Some(ElementType::S32),
+        "si64" => Some(ElementType::S64),
+        _ => None,
+    })
+}
+
+/// Reads an element type name (`f32`, `ui8`, `complex<f32>`, `!quant.uniform<...>`).
+fn elem_type(c: &mut Cursor) -> Result<ElementType, ParseError> {
+    c.skip_ws();
+    let start = c.pos;
+    if c.peek() == Some(b'!') {
+        c.pos += 1;
+        let name = c.ident().unwrap_or("");
+        let mut text = format!("!{name}");
+        if c.peek_raw(0) == Some(b'<') {
+            text.push_str(c.skip_balanced()?);
+        }
+        return Err(c.err_at(start, format!("unsupported element type {text}")));
+    }
+    let Some(name) = c.ident() else {
+        return Err(c.expected("an element type"));
+    };
+    if let Some(e) = elem_from_name(name) {
+        return Ok(e);
+    }
+    let mut text = name.to_string();
+    if c.peek_raw(0) == Some(b'<') {
+        text.push_str(c.skip_balanced()?);
+    }
+    Err(c.err_at(start, format!("unsupported element type {text}")))
+}
+
+/// Reads one type.
+pub fn parse_type(c: &mut Cursor) -> Result<Type, ParseError> {
+    c.skip_ws();
+    let start = c.pos;
+    if c.starts_with("!stablehlo.token") {
+        c.pos += "!stablehlo.token".len();
+        return Ok(Type::Token);
+    }
+    if c.peek() == Some(b'!') {
+        // Quantized and other dialect types: report them as element types, which is
+        // what they stand for in tensors.
+        elem_type(c)?;
+        return Err(c.err_at(start, "unsupported type"));
+    }
+    if c.peek_kw("tensor") && c.src[start + 6..].starts_with('<') {
+        c.pos = start + 7;
+        c.enter()?;
+        let r = tensor_body(c, start);
+        c.leave();
+        return r;
+    }
+    if c.peek_kw("tuple") && c.src[start + 5..].starts_with('<') {
+        c.pos = start + 6;
+        c.enter()?;
+        let mut elems = Vec::new();
+        if !c.eat(">") {
+            loop {
+                elems.push(parse_type(c)?);
+                if c.eat(",") {
+                    continue;
+                }
+                c.expect(">")?;
+                break;
+            }
+        }
+        c.leave();
+        return Ok(Type::Tuple(elems));
+    }
+    if c.eat_kw("index") {
+        return Ok(Type::array(ElementType::S64, vec![]));
+    }
+    if c.peek_ident().is_some() {
+        // A scalar builtin type such as `f32` or `i64` (attribute types).
+        let e = elem_type(c)?;
+        return Ok(Type::array(e, vec![]));
+    }
+    Err(c.expected("a type"))
+}
+
+fn tensor_body(c: &mut Cursor, start: usize) -> Result<Type, ParseError> {
+    let mut dims = Vec::new();
+    let mut count: u128 = 1;
+    loop {
+        c.skip_ws();
+        match c.peek_raw(0) {
+            Some(b) if b.is_ascii_digit() => {
+                let ds = c.pos;
+                while c.peek_raw(0).is_some_and(|b| b.is_ascii_digit()) {
+                    c.pos += 1;
+                }
+                let d: i64 = c.src[ds..c.pos].parse().map_err(|_| c.err_at(ds, "dimension out of range"))?;
+                count = count.saturating_mul(d as u128);
+                if count > MAX_ELEMENTS {
+                    return Err(c.err_at(start, "tensor type has too many elements"));
+                }
+                dims.push(d);
+                if c.peek_raw(0) != Some(b'x') {
+                    return Err(c.err_at(c.pos, "expected `x` after a tensor dimension"));
+                }
+                c.pos += 1;
+            }
+            Some(b'?') => return Err(c.err_at(c.pos, "dynamic dimension `?` is not supported")),
+            _ => break,
+        }
+    }
+    let elem = elem_type(c)?;
+    if c.peek() == Some(b',') {
+        return Err(c.err_at(c.pos, "tensor encodings (bounds, sparsity) are not supported"));
+    }
+    c.expect(">")?;
+    Ok(Type::array(elem, dims))
+}
+
+/// The types after an op's `:`: either a function type `(A, B) -> C` / `A -> (B, C)`
+/// (returns `Some(inputs)` and the results) or a plain list `A, B` (`None`, the list).
+pub fn parse_colon_types(c: &mut Cursor) -> Result<(Option<Vec<Type>>, Vec<Type>), ParseError> {
+    let list = if c.peek() == Some(b'(') {
+        c.pos += 1;
+        let l = type_list_until(c, ")")?;
+        if !c.starts_with("->") {
+            return Err(c.expected("`->`"));
+        }
+        l
+    } else {
+        let mut l = vec![parse_type(c)?];
+        while c.eat(",") {
+            l.push(parse_type(c)?);
+        }
+        l
+    };
+    if c.eat("->") {
+        let outs = if c.eat("(") { type_list_until(c, ")")? } else { vec![parse_type(c)?] };
+        Ok((Some(list), outs))
+    } else {
+        Ok((None, list))
+    }
+}
+
+/// Comma-separated types up to the closing `close` (consumed); empty allowed.
+pub fn type_list_until(c: &mut Cursor, close: &str) -> Result<Vec<Type>, ParseError> {
+    let mut out = Vec::new();
+    if c.eat(close) {
+        return Ok(out);
+    }
+    loop {
+        out.push(parse_type(c)?);
+        if c.eat(",") {
+            continue;
+        }
+        c.expect(close)?;
+        return Ok(out);
+    }
+}

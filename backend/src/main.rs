@@ -1,5 +1,83 @@
 //! The `hloscope` command-line tool.
+//!
+//! `main` only installs the panic hook, parses the command line and maps errors to the
+//! exit status; each subcommand lives in its own module (`run.rs`, ...).
 
-fn main() {
-    println!("hloscope {}", env!("CARGO_PKG_VERSION"));
+mod inputs;
+mod npy;
+mod run;
+mod summary;
+
+use clap::{Parser, Subcommand};
+use std::io::Write;
+use std::process::ExitCode;
+
+/// Exit status of every failure: bad text, bad inputs, a failed run (clap uses it too
+/// for bad command lines).
+const EXIT_ERROR: u8 = 2;
+
+/// Stack for the worker thread: the interpreter recurses into sub-computations, and
+/// deeply nested programs should not overflow the default 8 MiB main stack.
+const STACK_BYTES: usize = 256 << 20;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "hloscope",
+    version,
+    about = "An explorer for XLA-style compilation of StableHLO and HLO programs."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a StableHLO or HLO module on inputs and print or save its results.
+    Run(run::RunArgs),
+}
+
+fn main() -> ExitCode {
+    // A panic is a bug in hloscope, but the person still gets a line saying so and the
+    // documented exit status rather than a bare backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("error: internal error in hloscope (a bug, please report it): {msg}{at}");
+        std::process::exit(EXIT_ERROR as i32);
+    }));
+
+    let cli = Cli::parse();
+    let worker = std::thread::Builder::new()
+        .stack_size(STACK_BYTES)
+        .spawn(move || match cli.command {
+            Command::Run(args) => run::run(&args),
+        });
+    let result = match worker.map(|h| h.join()) {
+        Ok(Ok(r)) => r,
+        // The hook has already exited the process on a panic; these are the remains.
+        _ => Err(run::RunError(
+            "internal error: the worker thread failed".into(),
+        )),
+    };
+    match result {
+        Ok(text) => {
+            let mut out = std::io::stdout().lock();
+            // A closed pipe (`hloscope run ... | head`) is not an error worth reporting.
+            let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
 }

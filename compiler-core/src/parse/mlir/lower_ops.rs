@@ -860,6 +860,26 @@ impl<'a> Lowerer<'a> {
             broadcast_dimensions: self.opt_list(op, &["broadcast_dimensions"])?,
             comparison_direction: self.opt_enum(op, &["comparison_direction"]),
             compare_type: self.opt_enum(op, &["compare_type"]),
+            is_stable: self.opt_bool(op, &["is_stable"])?,
+            ragged_dot: match self.attr(op, &["ragged_dot_dimension_numbers"]) {
+                Some(Attr::Struct(_, entries)) => {
+                    let dims = |n: &str| entries.iter().find(|e| e.name == n).and_then(|e| attr_i64_list(&e.value)).unwrap_or_default();
+                    Some(crate::parse::chlo::RaggedDotDims {
+                        lhs_batching_dimensions: dims("lhs_batching_dimensions"),
+                        rhs_batching_dimensions: dims("rhs_batching_dimensions"),
+                        lhs_contracting_dimensions: dims("lhs_contracting_dimensions"),
+                        rhs_contracting_dimensions: dims("rhs_contracting_dimensions"),
+                        lhs_ragged_dimensions: dims("lhs_ragged_dimensions"),
+                        rhs_group_dimensions: dims("rhs_group_dimensions"),
+                    })
+                }
+                _ => None,
+            },
+            body: if op.regions.is_empty() { None } else { Some(self.scalar_region(op, 0)?) },
+            num_inits: self.opt_i64(op, &["num_inits"])?.map(|n| n.max(0) as usize),
+            dimension: self.opt_i64(op, &["dimension"])?,
+            is_reverse: self.opt_bool(op, &["is_reverse"])?,
+            ..Default::default()
         };
         let comp = self.cur_comp();
         let vals = decompose(&mut self.module, comp, short, &x, &types, &attrs, loc).map_err(|m| self.err(op.pos, m))?;

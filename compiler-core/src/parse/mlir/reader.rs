@@ -424,7 +424,9 @@ fn pretty_op(c: &mut Cursor, op: &mut OpAst) -> Result<(), ParseError> {
             op.operands = operand_list(c, ")")?;
             c.expect_kw("inits")?;
             c.expect("(")?;
-            op.operands.extend(operand_list(c, ")")?);
+            let inits = operand_list(c, ")")?;
+            push_attr(op, "num_inits", Attr::Num(super::lexer::Number::Int(inits.len() as i128)));
+            op.operands.extend(inits);
             keyed_items(c, op, false)?;
             if c.eat_kw("attributes") {
                 op.attrs.extend(parse_dict(c)?);

@@ -1,0 +1,211 @@
+//! `hloscope run`: read a module, check it, run it on a target, report the results.
+//!
+//! Every failure becomes one [`RunError`] whose text is what the person sees; `main`
+//! prints it and exits with status 2.
+
+use crate::inputs;
+use crate::npy::{self, NpyArray};
+use crate::summary;
+use clap::{Args, ValueEnum};
+use hloscope_core::interp::Interpreter;
+use hloscope_core::ir::{Module, Value};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Where the module runs. Only the reference interpreter exists so far; compiled
+/// targets (cpu, webgpu, cuda) become new variants here.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Target {
+    /// The reference interpreter (exact semantics, slow).
+    #[default]
+    Interp,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = "\
+Outputs: with --out-dir DIR every result (tuples flattened) is written as DIR/out0.npy, \
+DIR/out1.npy, ... in the result's own dtype (pred as numpy bool, f16 as <f2); bf16 results are \
+widened exactly to float32 (<f4), since NumPy has no bfloat16. Without --out-dir a summary of \
+each result is printed.
+
+Inputs: one --input per entry parameter, in order. A bf16 parameter takes a float32 (<f4) \
+file, rounded to nearest even.
+
+Exit status: 0 on success, 2 on any error (bad text, bad inputs, a failed run).")]
+pub struct RunArgs {
+    /// The module: StableHLO (MLIR text) or XLA HLO text, detected from the contents;
+    /// `-` reads standard input.
+    #[arg(value_name = "MODULE")]
+    pub module: String,
+
+    /// An .npy file for the next entry parameter (repeat, in parameter order).
+    #[arg(
+        long = "input",
+        value_name = "FILE.npy",
+        conflicts_with = "random_inputs"
+    )]
+    pub inputs: Vec<PathBuf>,
+
+    /// Make deterministic inputs: floats uniform in [-1, 1), integers in [-8, 8)
+    /// (unsigned [0, 16)), preds random.
+    #[arg(long)]
+    pub random_inputs: bool,
+
+    /// Seed for --random-inputs.
+    #[arg(long, default_value_t = 0, requires = "random_inputs")]
+    pub seed: u64,
+
+    /// Where to run the module.
+    #[arg(long, value_enum, default_value_t = Target::Interp)]
+    pub target: Target,
+
+    /// Write the results as out0.npy, out1.npy, ... into this folder (created if needed).
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+}
+
+/// A message for the person running the command; never a bug report.
+#[derive(Debug)]
+pub struct RunError(pub String);
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Runs the command; returns the text to print on standard output.
+pub fn run(args: &RunArgs) -> Result<String, RunError> {
+    // Read every file first, so that a missing one is reported before any parse error.
+    let (source_name, text) = read_module_text(&args.module)?;
+    let mut input_files = Vec::with_capacity(args.inputs.len());
+    for path in &args.inputs {
+        let bytes = std::fs::read(path)
+            .map_err(|e| RunError(format!("cannot read input {}: {e}", path.display())))?;
+        input_files.push((path.display().to_string(), bytes));
+    }
+    let module = hloscope_core::parse::parse_module(&text)
+        .map_err(|e| RunError(format!("{source_name}:{}:{}: {}", e.line, e.col, e.message)))?;
+    hloscope_core::verify::verify(&module).map_err(|e| {
+        RunError(format!(
+            "{source_name}:{}: invalid module: {}",
+            e.loc,
+            strip_loc(&e.to_string())
+        ))
+    })?;
+
+    let arguments = if args.random_inputs {
+        inputs::random(&module, args.seed)
+    } else {
+        inputs::from_npy(&module, &input_files).map_err(RunError)?
+    };
+
+    let result = execute(args.target, &module, &arguments, &source_name)?;
+    let outputs = result.flatten();
+
+    match &args.out_dir {
+        Some(dir) => write_outputs(dir, &outputs),
+        None if outputs.is_empty() => Ok("the module returned no arrays\n".into()),
+        None => Ok(outputs
+            .iter()
+            .enumerate()
+            .map(|(i, l)| summary::summarize(i, l) + "\n")
+            .collect()),
+    }
+}
+
+/// Runs the entry computation on the chosen target.
+fn execute(
+    target: Target,
+    module: &Module,
+    args: &[Value],
+    source_name: &str,
+) -> Result<Value, RunError> {
+    match target {
+        Target::Interp => Interpreter::new(module).run(args).map_err(|e| {
+            let at = if e.loc.line > 0 {
+                format!("{source_name}:{}", e.loc)
+            } else {
+                source_name.to_string()
+            };
+            RunError(format!("{at}: running %{} failed: {}", e.inst, e.message))
+        }),
+    }
+}
+
+/// The module text and the name to use for it in messages.
+fn read_module_text(arg: &str) -> Result<(String, String), RunError> {
+    if arg == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| RunError(format!("cannot read the module from standard input: {e}")))?;
+        return Ok(("<stdin>".into(), text));
+    }
+    let bytes =
+        std::fs::read(arg).map_err(|e| RunError(format!("cannot read module {arg}: {e}")))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        RunError(format!(
+            "{arg}: the module is not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
+    Ok((arg.to_string(), text))
+}
+
+/// `2,3` for dims [2, 3].
+fn npy_dims(dims: &[i64]) -> String {
+    dims.iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// VerifyError's text starts with its own `line:col: `; the CLI puts the file name first.
+fn strip_loc(s: &str) -> &str {
+    let mut parts = s.splitn(3, ':');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(l), Some(c), Some(rest)) if l.parse::<u32>().is_ok() && c.parse::<u32>().is_ok() => {
+            rest.trim_start()
+        }
+        _ => s,
+    }
+}
+
+fn write_outputs(dir: &Path, outputs: &[hloscope_core::ir::Literal]) -> Result<String, RunError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| RunError(format!("cannot create {}: {e}", dir.display())))?;
+    let mut report = String::new();
+    for (i, l) in outputs.iter().enumerate() {
+        let path = dir.join(format!("out{i}.npy"));
+        let arr = NpyArray::from_literal(l);
+        std::fs::write(&path, npy::write(&arr))
+            .map_err(|e| RunError(format!("cannot write {}: {e}", path.display())))?;
+        let widened = if l.elem() == hloscope_core::ir::ElementType::BF16 {
+            " (bf16 widened to float32)"
+        } else {
+            ""
+        };
+        report += &format!(
+            "wrote {} ({}[{}]){widened}\n",
+            path.display(),
+            l.elem(),
+            npy_dims(&l.shape.dims)
+        );
+    }
+    if outputs.is_empty() {
+        report = "the module returned no arrays; nothing was written\n".into();
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_loc;
+
+    #[test]
+    fn strips_a_leading_location_only() {
+        assert_eq!(strip_loc("3:7: in main, %add: bad"), "in main, %add: bad");
+        assert_eq!(strip_loc("in main: a: b"), "in main: a: b");
+    }
+}

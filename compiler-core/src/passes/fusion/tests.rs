@@ -548,3 +548,48 @@ fn slice_of_big_input_is_not_duplicated() {
     let (fused, _) = fuse(&m, FusionConfig::default());
     assert_eq!(cost(&fused), (1, 256 + 32));
 }
+
+/// relu(conv(x, k) + b), NHWC: x f32[1,6,6,3], k f32[3,3,3,4] (HWIO), b f32[4].
+#[test]
+fn convolution_epilogue_is_one_output_fusion() {
+    use crate::ir::{ConvAttrs, ConvDims};
+    let dims = ConvDims {
+        input_batch: 0,
+        input_feature: 3,
+        input_spatial: vec![1, 2],
+        kernel_input_feature: 2,
+        kernel_output_feature: 3,
+        kernel_spatial: vec![0, 1],
+        output_batch: 0,
+        output_feature: 3,
+        output_spatial: vec![1, 2],
+    };
+    let conv = Op::Convolution(ConvAttrs {
+        dims,
+        window_strides: vec![1, 1],
+        padding: vec![(0, 0), (0, 0)],
+        lhs_dilation: vec![1, 1],
+        rhs_dilation: vec![1, 1],
+        window_reversal: vec![false, false],
+        feature_group_count: 1,
+        batch_group_count: 1,
+    });
+    let m = TestModule::new().finish_with_entry(&[arr(F32, &[1, 6, 6, 3]), arr(F32, &[3, 3, 3, 4]), arr(F32, &[4])], |b, p| {
+        let t = arr(F32, &[1, 4, 4, 4]);
+        let c = b.op(conv, &[p[0], p[1]], t.clone());
+        let bb = b.op(bcast(&[3]), &[p[2]], t.clone());
+        let a = b.op(bin(BinaryOp::Add), &[c, bb], t.clone());
+        let zero = b.constant(f32s(&[], &[0.0]));
+        let bz = b.op(bcast(&[]), &[zero], t.clone());
+        b.op(bin(BinaryOp::Max), &[a, bz], t)
+    });
+    // conv: reads 432 + 432, writes 256; broadcast 16+256; add 768; broadcast 4+256;
+    // max 768.
+    assert_eq!(cost(&m), (5, 1120 + 272 + 768 + 260 + 768));
+    let (fused, d) = fuse(&m, FusionConfig::default());
+    assert_eq!(cost(&fused), (1, 432 + 432 + 16 + 256));
+    assert_eq!(fusions(&fused), vec![(FusionKind::Output, 6)]);
+    assert!(has(&d, true, "epilogue-fusion"));
+    // 64 outputs, each a dot of 3x3x3 = 27 products (2 FLOPs each), then add and max.
+    assert_eq!(module_cost(&fused, &profiles::L4).flops, 2 * 64 * 27 + 64 + 64);
+}

@@ -15,6 +15,9 @@
 //!   be recomputed for every broadcast element;
 //! - `refuse-operand-much-larger`: duplicating a producer that reads far more than it
 //!   writes (a slice of a huge array) multiplies the big reads;
+//! - `refuse-duplication-adds-traffic`: the copies together would move more bytes than
+//!   they save (each copy reads the producer's operands instead of its result), which
+//!   also stops duplication from cascading up a graph;
 //! - `duplication-disabled`: the `allow_duplication` knob is off.
 
 use super::rules::{check_group, is_expensive, opaque_reason, role, Refusal, Role};
@@ -188,52 +191,75 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
             )
         })
     };
-    let mut last_taken = None;
+    // The original's own kernel: what disappears if every user gets a copy.
+    let own = BTreeSet::from([p]);
+    let own_traffic = group_traffic(f.comp(), &own, &f.users) as i64;
+    let own_kernel = f.is_kernel(&own) as i64;
+    // First, which groups may legally take a copy.
+    let mut accepted: Vec<(usize, Vec<InstId>, InstId, Option<Refusal>, Effect)> = Vec::new();
     for (c, us) in groups {
-        // Each copy costs nothing when the group dies with it: with `p` as a parameter
-        // of the group's kernel, the effect is the group's traffic saved.
         let clone = clone_for(f, p, &us);
-        let effect = Effect {
-            bytes: group_traffic(f.comp(), &f.clusters[c], &f.users) as i64
-                - group_traffic(f.comp(), &f.clusters[c].iter().copied().chain([clone]).collect(), &f.users) as i64,
-            kernels: 0,
-        };
+        // With the copy as the group's operand, the effect is the group's traffic saved.
+        let with: BTreeSet<InstId> = f.clusters[c].iter().copied().chain([clone]).collect();
+        let bytes = group_traffic(f.comp(), &f.clusters[c], &f.users) as i64 - group_traffic(f.comp(), &with, &f.users) as i64;
+        let effect = Effect { bytes, kernels: 0 };
         let (refusal, forced) = judge(f, p, clone, c, &us, profitability.clone());
-        let (producer, consumer) = (inst.name.clone(), f.name(us[0]));
         match refusal {
             Some(r) if !forced => {
                 unclone(f, p, clone, &us);
-                f.log(producer, consumer, false, r.rule, r.reason, effect);
+                f.log(inst.name.clone(), f.name(us[0]), false, r.rule, r.reason, effect);
             }
-            lifted => {
-                let c2 = f.new_cluster(clone);
-                f.merge(c, c2);
-                let rule = if forced { "force-fuse" } else { "duplicate-into-consumer" };
-                let reason = match lifted {
-                    Some(r) => format!("forced by an override, lifting {}: {}", r.rule, r.reason),
-                    None => format!(
-                        "{} is cheap to recompute, so a copy ({}) is fused into the kernel of {}",
-                        inst.name,
-                        f.name(clone),
-                        f.name(us[0])
-                    ),
-                };
-                f.log(producer, consumer, true, rule, reason, effect);
-                last_taken = Some(f.decisions.len() - 1);
-            }
+            lifted => accepted.push((c, us, clone, lifted, effect)),
         }
     }
-    // Once every user has its own copy, the original is dead: its kernel disappears.
-    if !outside && f.users_of(p).is_empty() {
-        let own = f.cluster(p).map(|c| f.clusters[c].clone()).unwrap_or_default();
-        let traffic = group_traffic(f.comp(), &own, &f.users) as i64;
-        let kernel = f.is_kernel(&own) as i64;
-        // The original's traffic is measured as if it still had users: its result write.
-        let written = inst.ty.byte_size() as i64 * kernel;
-        if let Some(i) = last_taken {
-            f.decisions[i].bytes_saved += traffic + written;
-            f.decisions[i].kernels_saved += kernel;
+    if accepted.is_empty() {
+        return;
+    }
+    // Then, whether the copies together pay off: each copy reads the producer's operands
+    // instead of its result; the producer's kernel goes away only if no user is left.
+    // A tie is refused: the copies would force the producer's operands to be written
+    // out, which this local estimate does not see.
+    let dies = !outside && f.users_of(p).is_empty();
+    let copies_saved: i64 = accepted.iter().map(|a| a.4.bytes).sum();
+    let total = Effect {
+        bytes: copies_saved + if dies { own_traffic } else { 0 },
+        kernels: if dies { own_kernel } else { 0 },
+    };
+    let forced_any = accepted.iter().any(|a| a.1.iter().any(|&u| f.forced(p, u)));
+    if !scalar_constant && !forced_any && total.bytes <= 0 {
+        let n = accepted.len();
+        for (_, us, clone, _, effect) in accepted {
+            unclone(f, p, clone, &us);
+            let reason = format!(
+                "copies of {} in {n} kernels would save {} bytes of memory traffic (and {} kernels): not worth recomputing it",
+                inst.name, total.bytes, total.kernels
+            );
+            f.log(inst.name.clone(), f.name(us[0]), false, "refuse-duplication-adds-traffic", reason, effect);
         }
+        return;
+    }
+    let last = accepted.len() - 1;
+    for (i, (c, us, clone, lifted, mut effect)) in accepted.into_iter().enumerate() {
+        let c2 = f.new_cluster(clone);
+        f.merge(c, c2);
+        let rule = if lifted.is_some() { "force-fuse" } else { "duplicate-into-consumer" };
+        let reason = match lifted {
+            Some(r) => format!("forced by an override, lifting {}: {}", r.rule, r.reason),
+            None => format!(
+                "{} is cheap to recompute, so a copy ({}) is fused into the kernel of {}",
+                inst.name,
+                f.name(clone),
+                f.name(us[0])
+            ),
+        };
+        // The last copy takes the credit for the original's kernel disappearing.
+        if i == last && dies {
+            effect.bytes += own_traffic;
+            effect.kernels += own_kernel;
+        }
+        f.log(inst.name.clone(), f.name(us[0]), true, rule, reason, effect);
+    }
+    if dies {
         if let Some(c) = f.cluster_of.remove(&p) {
             f.clusters[c].remove(&p);
         }

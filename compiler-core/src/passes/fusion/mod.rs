@@ -141,6 +141,9 @@ pub(super) struct Fuser<'a> {
     clusters: Vec<BTreeSet<InstId>>,
     cluster_of: HashMap<InstId, usize>,
     decisions: Vec<Decision>,
+    /// Multi-output refusals already logged (producer, consumer, rule): a pair retried
+    /// after a group grew is not logged again.
+    refusals_logged: HashSet<(String, String, &'static str)>,
 }
 
 /// The estimated effect of a merge: bytes of traffic saved and kernels saved.
@@ -160,6 +163,7 @@ impl<'a> Fuser<'a> {
             clusters: Vec::new(),
             cluster_of: HashMap::new(),
             decisions: Vec::new(),
+            refusals_logged: HashSet::new(),
         };
         f.refresh_users();
         // Every instruction that can be part of a kernel starts as its own group.

@@ -111,8 +111,7 @@ fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: Inst
         Some(r) => {
             // The same refusal for the same edge, retried after a group grew, is logged
             // once.
-            let seen = f.decisions.iter().any(|d| !d.taken && d.producer == pn && d.consumer == cn && d.rule == r.rule);
-            if !seen {
+            if f.refusals_logged.insert((pn.clone(), cn.clone(), r.rule)) {
                 f.log(pn, cn, false, r.rule, r.reason, effect);
             }
             false

@@ -593,3 +593,46 @@ fn convolution_epilogue_is_one_output_fusion() {
     // 64 outputs, each a dot of 3x3x3 = 27 products (2 FLOPs each), then add and max.
     assert_eq!(module_cost(&fused, &profiles::L4).flops, 2 * 64 * 27 + 64 + 64);
 }
+
+/// Sixty chained layernorm-like layers (x <- tanh(y) + y, y = normalized x * gamma):
+/// 1203 instructions. Checks the pass scales, and that duplication does not cascade.
+#[test]
+fn sixty_chained_layers() {
+    let mut tm = TestModule::new();
+    let add = tm.binary_body(BinaryOp::Add, F32);
+    let m = tm.finish_with_entry(&[arr(F32, &[4, 8]), arr(F32, &[8]), arr(F32, &[8])], |b, p| {
+        let t = arr(F32, &[4, 8]);
+        let r = arr(F32, &[4]);
+        let mut x = p[0];
+        for _ in 0..60 {
+            let mean_of = |b: &mut CompBuilder, v: InstId| {
+                let zero = b.constant(f32s(&[], &[0.0]));
+                let s = b.op(Op::Reduce { dims: vec![1], body: add }, &[v, zero], r.clone());
+                let n = b.constant(f32s(&[], &[8.0]));
+                let bn = b.op(bcast(&[]), &[n], r.clone());
+                b.op(bin(BinaryOp::Div), &[s, bn], r.clone())
+            };
+            let mean = mean_of(b, x);
+            let bm = b.op(bcast(&[0]), &[mean], t.clone());
+            let xc = b.op(bin(BinaryOp::Sub), &[x, bm], t.clone());
+            let sq = b.op(bin(BinaryOp::Mul), &[xc, xc], t.clone());
+            let var = mean_of(b, sq);
+            let rs = b.op(unary(UnaryOp::Rsqrt), &[var], r.clone());
+            let brs = b.op(bcast(&[0]), &[rs], t.clone());
+            let y0 = b.op(bin(BinaryOp::Mul), &[xc, brs], t.clone());
+            let bg = b.op(bcast(&[1]), &[p[1]], t.clone());
+            let y1 = b.op(bin(BinaryOp::Mul), &[y0, bg], t.clone());
+            let e = b.op(unary(UnaryOp::Tanh), &[y1], t.clone());
+            x = b.op(bin(BinaryOp::Add), &[e, y1], t.clone());
+        }
+        x
+    });
+    assert_eq!(m.entry_comp().order.len(), 1203);
+    assert_eq!(cost(&m), (960, 177_600));
+    let (fused, _) = fuse(&m, FusionConfig::default());
+    // Per layer i: the variance kernel reads x_i and mean_i, writes rsqrt (160 bytes);
+    // the normalize kernel, which also computes the next layer's mean (multi-output),
+    // reads x_i, mean_i, rsqrt_i, gamma and writes x_{i+1} and mean_{i+1} (336 bytes).
+    // The first mean (144) and the last normalize (320, no next mean) stand alone.
+    assert_eq!(cost(&fused), (1 + 60 + 60, 144 + 60 * 160 + 59 * 336 + 320));
+}

@@ -47,6 +47,7 @@ fn fuse(m: &Module) -> (Module, Vec<Decision>) {
     let mut fused = m.clone();
     let mut log = PassLog::default();
     FusionPass::new(FusionConfig::default()).run(&mut fused, &mut log);
+    hloscope_core::verify::verify(&fused).unwrap_or_else(|e| panic!("the fused module is invalid: {e}"));
     for seed in 0..4 {
         let args = random_inputs(m, seed);
         let want = hloscope_core::interp::run(m, &args);

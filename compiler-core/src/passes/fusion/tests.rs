@@ -40,12 +40,14 @@ fn random_inputs(m: &Module, seed: u64) -> Vec<Value> {
         .collect()
 }
 
-/// Runs the pass with `cfg`; checks the result runs bit-identically to the input on
-/// random inputs and that names stay unique.
+/// Runs the pass with `cfg`; checks that the result passes the verifier, runs
+/// bit-identically to the input on random inputs, and keeps names unique.
 fn fuse(m: &Module, cfg: FusionConfig) -> (Module, Vec<Decision>) {
     let mut fused = m.clone();
     let mut log = PassLog::default();
     FusionPass::new(cfg).run(&mut fused, &mut log);
+    crate::verify::verify(m).expect("the test module is valid");
+    crate::verify::verify(&fused).unwrap_or_else(|e| panic!("the fused module is invalid: {e}"));
     for seed in 0..3 {
         let args = random_inputs(m, seed);
         let want = crate::interp::run(m, &args).expect("the original runs").flatten();

@@ -6,6 +6,7 @@
 pub mod constant_fold;
 pub mod cse;
 pub mod dce;
+pub mod fusion;
 pub mod simplify;
 
 use crate::ir::Module;

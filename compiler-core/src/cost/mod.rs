@@ -1,0 +1,421 @@
+//! The cost model: bytes moved, FLOPs and a roofline time for every kernel of a module.
+//!
+//! A *kernel* is a top-level instruction that a target launches: a fusion, a dot, a
+//! convolution, a reduce, an unfused elementwise op... Parameters, constants, tuples,
+//! get-tuple-element and bitcasts are not kernels (they move no data), and `while`,
+//! `conditional` and `call` are control flow whose bodies' kernels are counted instead
+//! (once each: trip counts are not known statically).
+//!
+//! A kernel reads each distinct operand once and writes its result once; inside a fusion
+//! the intermediate values live in registers and cost nothing. This is XLA's
+//! `HloCostAnalysis` view, and it is what the fusion pass optimizes: fewer kernels and
+//! fewer bytes. FLOPs: one per element per elementwise op (transcendentals weighted by
+//! [`TRANSCENDENTAL_FLOPS`]), `2*M*N*K` for a dot, the same for a convolution, one per
+//! input element for a reduce. Time is the roofline `max(bytes/bandwidth, flops/peak)`
+//! plus the launch overhead, for a [`Profile`] of the chosen chip.
+
+pub mod profiles;
+
+use crate::ir::{CompId, Computation, ElementType, FusionKind, InstId, Module, Op, Type};
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+/// FLOPs charged per element for a transcendental op (exp, log, tanh, ...): range
+/// reduction plus a short polynomial take several instructions. A modelling choice, not a
+/// measured number.
+pub const TRANSCENDENTAL_FLOPS: u64 = 4;
+
+/// Which peak a kernel's arithmetic runs at.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum DtypeClass {
+    /// f32 and the integer types (CUDA cores / SIMD lanes).
+    F32,
+    /// A dot or convolution on f16/bf16 operands (tensor cores).
+    F16Tensor,
+    F64,
+}
+
+/// Peak rates of one chip.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Profile {
+    pub name: Cow<'static, str>,
+    /// FLOP/s for f32 (and integer) arithmetic.
+    pub peak_f32: f64,
+    /// FLOP/s for f16/bf16 dots and convolutions on tensor cores (dense).
+    pub peak_f16_tensor: f64,
+    pub peak_f64: f64,
+    /// Bytes per second between memory and the chip.
+    pub mem_bandwidth: f64,
+    /// Seconds added to every kernel: launch latency and synchronization.
+    pub launch_overhead_s: f64,
+    /// Whether the numbers were measured on the machine at run time.
+    pub measured: bool,
+}
+
+impl Profile {
+    /// A profile from numbers measured at run time (a bandwidth test, a GEMM benchmark,
+    /// an empty-kernel launch), marked `measured`.
+    pub fn measured(
+        name: impl Into<String>,
+        peak_f32: f64,
+        peak_f16_tensor: f64,
+        peak_f64: f64,
+        mem_bandwidth: f64,
+        launch_overhead_s: f64,
+    ) -> Profile {
+        Profile {
+            name: Cow::Owned(name.into()),
+            peak_f32,
+            peak_f16_tensor,
+            peak_f64,
+            mem_bandwidth,
+            launch_overhead_s,
+            measured: true,
+        }
+    }
+
+    /// Peak FLOP/s for a dtype class.
+    pub fn peak(&self, class: DtypeClass) -> f64 {
+        match class {
+            DtypeClass::F32 => self.peak_f32,
+            DtypeClass::F16Tensor => self.peak_f16_tensor,
+            DtypeClass::F64 => self.peak_f64,
+        }
+    }
+
+    /// Roofline time of a kernel: the slower of moving its bytes and doing its FLOPs,
+    /// plus the launch overhead.
+    pub fn roofline_s(&self, bytes: u64, flops: u64, class: DtypeClass) -> f64 {
+        let memory = bytes as f64 / self.mem_bandwidth;
+        let compute = flops as f64 / self.peak(class);
+        memory.max(compute) + self.launch_overhead_s
+    }
+
+    /// Arithmetic intensity (FLOPs per byte) above which a kernel is compute bound.
+    pub fn ridge_point(&self, class: DtypeClass) -> f64 {
+        self.peak(class) / self.mem_bandwidth
+    }
+}
+
+/// The cost of one kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelCost {
+    /// The instruction's name.
+    pub name: String,
+    /// Its op (`fusion`, `dot`, `add`, ...).
+    pub op: &'static str,
+    /// For a fusion, its kind.
+    pub fusion_kind: Option<FusionKind>,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub flops: u64,
+    pub class: DtypeClass,
+    /// Roofline time including launch overhead.
+    pub time_s: f64,
+}
+
+impl KernelCost {
+    pub fn bytes(&self) -> u64 {
+        self.bytes_read + self.bytes_written
+    }
+    /// FLOPs per byte moved (0 for a kernel that moves nothing).
+    pub fn intensity(&self) -> f64 {
+        if self.bytes() == 0 {
+            0.0
+        } else {
+            self.flops as f64 / self.bytes() as f64
+        }
+    }
+    /// Whether memory traffic, not arithmetic, bounds this kernel on `profile`.
+    pub fn memory_bound(&self, profile: &Profile) -> bool {
+        self.intensity() < profile.ridge_point(self.class)
+    }
+}
+
+/// The cost of a whole module: its kernels and their totals.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModuleCost {
+    pub kernels: Vec<KernelCost>,
+    pub bytes_moved: u64,
+    pub flops: u64,
+    pub time_s: f64,
+}
+
+impl ModuleCost {
+    pub fn kernel_count(&self) -> usize {
+        self.kernels.len()
+    }
+}
+
+/// Instructions that launch nothing: they name values (parameters, tuples and their
+/// elements), are data baked into the program (constants), reinterpret a buffer
+/// (bitcast) or are control flow whose bodies hold the kernels.
+pub fn is_trivial(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Parameter(_)
+            | Op::Constant(_)
+            | Op::Tuple
+            | Op::GetTupleElement { .. }
+            | Op::Bitcast
+            | Op::AfterAll
+            | Op::OptimizationBarrier
+            | Op::While { .. }
+            | Op::Case { .. }
+            | Op::Call { .. }
+    )
+}
+
+/// The bytes of an instruction's value.
+fn bytes_of(comp: &Computation, id: InstId) -> u64 {
+    comp.inst(id).ty.byte_size() as u64
+}
+
+fn elems(ty: &Type) -> u64 {
+    ty.leaf_shapes().iter().map(|s| s.num_elements() as u64).sum()
+}
+
+/// FLOPs of one instruction of `comp` (fusions: the sum over their bodies).
+pub fn inst_flops(module: &Module, comp: &Computation, id: InstId) -> u64 {
+    let inst = comp.inst(id);
+    let out = elems(&inst.ty);
+    let operand_elems = |i: usize| inst.operands.get(i).map(|&o| elems(&comp.inst(o).ty)).unwrap_or(0);
+    // Dimensions of operand `i` (empty when it is missing: a malformed op costs 0).
+    let operand_dims = |i: usize| -> Vec<i64> {
+        inst.operands.get(i).and_then(|&o| comp.inst(o).ty.as_array()).map(|s| s.dims.clone()).unwrap_or_default()
+    };
+    match &inst.op {
+        Op::Unary(u) if u.is_transcendental() => out * TRANSCENDENTAL_FLOPS,
+        Op::Binary(crate::ir::BinaryOp::Pow | crate::ir::BinaryOp::Atan2) => out * TRANSCENDENTAL_FLOPS,
+        Op::Unary(_) | Op::Binary(_) | Op::Compare { .. } | Op::Select | Op::Convert | Op::ReducePrecision { .. } => {
+            out
+        }
+        // min(max(x, lo), hi): two comparisons per element.
+        Op::Clamp => 2 * out,
+        Op::Dot(d) => {
+            let lhs = operand_dims(0);
+            let k: u64 = d.lhs_contracting.iter().map(|&c| lhs.get(c as usize).copied().unwrap_or(1).max(0) as u64).product();
+            2 * out * k
+        }
+        Op::Convolution(c) => {
+            // Each output element is a dot over (input features / groups) x window.
+            let rhs = operand_dims(1);
+            let rhs_elems: u64 = rhs.iter().map(|&d| d.max(0) as u64).product();
+            let out_features = rhs.get(c.dims.kernel_output_feature as usize).copied().unwrap_or(1).max(1) as u64;
+            2 * out * (rhs_elems / out_features)
+        }
+        Op::Reduce { body, .. } => {
+            let n_inputs = inst.operands.len() / 2;
+            let input: u64 = (0..n_inputs).map(operand_elems).sum::<u64>() / n_inputs.max(1) as u64;
+            input * body_ops(module, *body)
+        }
+        Op::ReduceWindow(a) => {
+            let window: u64 = a.window_dims.iter().map(|&d| d.max(0) as u64).product();
+            out * window * body_ops(module, a.body)
+        }
+        Op::Map { body, .. } => out * body_ops(module, *body),
+        Op::Sort { .. } => {
+            let n = operand_elems(0).max(2);
+            n * (64 - (n - 1).leading_zeros() as u64)
+        }
+        Op::Fusion { body, .. } => {
+            let b = module.comp(*body);
+            b.order.iter().map(|&i| inst_flops(module, b, i)).sum()
+        }
+        _ => 0,
+    }
+}
+
+/// Non-parameter instructions of a scalar body (at least 1): FLOPs per application.
+fn body_ops(module: &Module, body: CompId) -> u64 {
+    let b = module.comp(body);
+    (b.order.iter().filter(|&&i| !matches!(b.inst(i).op, Op::Parameter(_) | Op::Tuple)).count() as u64).max(1)
+}
+
+/// The dtype class of a kernel: tensor cores for an f16/bf16 dot or convolution (also
+/// inside a fusion), f64 for f64 results, f32 otherwise.
+fn dtype_class(module: &Module, comp: &Computation, id: InstId) -> DtypeClass {
+    let inst = comp.inst(id);
+    match &inst.op {
+        Op::Dot(_) | Op::Convolution(_) => {
+            let elem = inst.operands.first().and_then(|&o| comp.inst(o).ty.as_array()).map(|s| s.elem);
+            match elem {
+                Some(ElementType::F16 | ElementType::BF16) => DtypeClass::F16Tensor,
+                Some(ElementType::F64) => DtypeClass::F64,
+                _ => DtypeClass::F32,
+            }
+        }
+        Op::Fusion { body, .. } => {
+            let b = module.comp(*body);
+            let hero = b.order.iter().find(|&&i| matches!(b.inst(i).op, Op::Dot(_) | Op::Convolution(_)));
+            match hero {
+                Some(&h) => dtype_class(module, b, h),
+                None => dtype_class_of_type(&inst.ty),
+            }
+        }
+        _ => dtype_class_of_type(&inst.ty),
+    }
+}
+
+fn dtype_class_of_type(ty: &Type) -> DtypeClass {
+    if ty.leaf_shapes().iter().any(|s| s.elem == ElementType::F64) {
+        DtypeClass::F64
+    } else {
+        DtypeClass::F32
+    }
+}
+
+/// The cost of instruction `id` of `comp` as a kernel; `None` when it is not one.
+pub fn instruction_cost(module: &Module, comp: &Computation, id: InstId, profile: &Profile) -> Option<KernelCost> {
+    let inst = comp.inst(id);
+    if is_trivial(&inst.op) {
+        return None;
+    }
+    let mut seen = HashSet::new();
+    let bytes_read: u64 = inst.operands.iter().filter(|o| seen.insert(**o)).map(|&o| bytes_of(comp, o)).sum();
+    let bytes_written = inst.ty.byte_size() as u64;
+    let flops = inst_flops(module, comp, id);
+    let class = dtype_class(module, comp, id);
+    Some(KernelCost {
+        name: inst.name.clone(),
+        op: inst.op.hlo_name(),
+        fusion_kind: match inst.op {
+            Op::Fusion { kind, .. } => Some(kind),
+            _ => None,
+        },
+        bytes_read,
+        bytes_written,
+        flops,
+        class,
+        time_s: profile.roofline_s(bytes_read + bytes_written, flops, class),
+    })
+}
+
+/// The kernels of computation `comp` in program order, with those of the bodies of its
+/// `while`, `conditional` and `call` instructions (each counted once).
+pub fn computation_cost(module: &Module, comp: CompId, profile: &Profile) -> ModuleCost {
+    let mut kernels = Vec::new();
+    let mut visiting = HashSet::new();
+    collect_kernels(module, comp, profile, &mut kernels, &mut visiting);
+    let bytes_moved = kernels.iter().map(KernelCost::bytes).sum();
+    let flops = kernels.iter().map(|k| k.flops).sum();
+    let time_s = kernels.iter().map(|k| k.time_s).sum();
+    ModuleCost { kernels, bytes_moved, flops, time_s }
+}
+
+fn collect_kernels(
+    module: &Module,
+    comp_id: CompId,
+    profile: &Profile,
+    out: &mut Vec<KernelCost>,
+    visiting: &mut HashSet<CompId>,
+) {
+    // A computation that (malformed) calls itself is counted once.
+    if !visiting.insert(comp_id) {
+        return;
+    }
+    let comp = module.comp(comp_id);
+    for &id in &comp.order {
+        let op = &comp.inst(id).op;
+        if matches!(op, Op::While { .. } | Op::Case { .. } | Op::Call { .. }) {
+            for callee in op.called_computations() {
+                collect_kernels(module, callee, profile, out, visiting);
+            }
+        } else if let Some(k) = instruction_cost(module, comp, id, profile) {
+            out.push(k);
+        }
+    }
+    visiting.remove(&comp_id);
+}
+
+/// The cost of the whole module (its entry computation and the control flow under it).
+pub fn module_cost(module: &Module, profile: &Profile) -> ModuleCost {
+    computation_cost(module, module.entry, profile)
+}
+
+/// Memory traffic of a would-be kernel made of `members` (instructions of `comp`): the
+/// distinct values it reads from outside plus the members it must write because someone
+/// outside (or the computation's root) uses them. A group of only trivial instructions
+/// moves nothing. `users` is `comp`'s user lists.
+pub fn group_traffic(comp: &Computation, members: &BTreeSet<InstId>, users: &HashMap<InstId, Vec<InstId>>) -> u64 {
+    if members.iter().all(|&m| is_trivial(&comp.inst(m).op)) {
+        return 0;
+    }
+    let mut read = BTreeSet::new();
+    let mut bytes = 0u64;
+    for &m in members {
+        for &o in &comp.inst(m).operands {
+            if !members.contains(&o) && read.insert(o) {
+                bytes += bytes_of(comp, o);
+            }
+        }
+        let used_outside =
+            comp.root == m || users.get(&m).is_some_and(|us| us.iter().any(|u| !members.contains(u)));
+        if used_outside {
+            bytes += bytes_of(comp, m);
+        }
+    }
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interp::testutil::*;
+    use crate::ir::{BinaryOp, DotDims, ElementType::*, UnaryOp};
+
+    #[test]
+    fn roofline_and_profiles() {
+        let h100 = profiles::H100_SXM;
+        // 3.35e9 bytes take 1 ms at 3.35 TB/s; 1e9 f32 FLOPs take 1/67 ms.
+        let t = h100.roofline_s(3_350_000_000, 1_000_000_000, DtypeClass::F32);
+        assert!((t - (1e-3 + 4e-6)).abs() < 1e-12, "{t}");
+        assert_eq!(profiles::by_name("h100").unwrap().name, "H100 SXM");
+        assert_eq!(profiles::by_name("RTX-4090").unwrap().mem_bandwidth, 1008e9);
+        assert!(profiles::by_name("tpu").is_none());
+        assert_eq!(profiles::all().len(), 6);
+        let m = Profile::measured("my gpu", 1e12, 2e12, 5e11, 1e11, 5e-6);
+        assert!(m.measured && !h100.measured);
+        assert_eq!(m.peak(DtypeClass::F16Tensor), 2e12);
+        assert_eq!(h100.ridge_point(DtypeClass::F32), 67e12 / 3350e9);
+    }
+
+    /// y = exp(x @ w) for x: f32[4,8], w: f32[8,16]; f16 variant runs on tensor cores.
+    #[test]
+    fn dot_and_elementwise_costs() {
+        for (elem, size, class) in [(F32, 4u64, DtypeClass::F32), (BF16, 2, DtypeClass::F16Tensor)] {
+            let module = TestModule::new().finish_with_entry(&[arr(elem, &[4, 8]), arr(elem, &[8, 16])], |b, p| {
+                let dims = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..Default::default() };
+                let d = b.op(Op::Dot(dims), &[p[0], p[1]], arr(elem, &[4, 16]));
+                b.op(Op::Unary(UnaryOp::Exp), &[d], arr(elem, &[4, 16]))
+            });
+            let cost = module_cost(&module, &profiles::A100);
+            assert_eq!(cost.kernel_count(), 2);
+            let dot = &cost.kernels[0];
+            assert_eq!((dot.op, dot.flops, dot.class), ("dot", 2 * 4 * 16 * 8, class));
+            assert_eq!(dot.bytes_read, (32 + 128) * size);
+            assert_eq!(dot.bytes_written, 64 * size);
+            let exp = &cost.kernels[1];
+            assert_eq!(exp.flops, 64 * TRANSCENDENTAL_FLOPS);
+            assert_eq!(exp.bytes(), 128 * size);
+            assert_eq!(cost.bytes_moved, (32 + 128 + 64 + 128) * size);
+            assert!(exp.memory_bound(&profiles::A100));
+        }
+    }
+
+    #[test]
+    fn reduce_counts_inputs_and_trivial_ops_are_free() {
+        let mut m = TestModule::new();
+        let add = m.binary_body(BinaryOp::Add, F32);
+        let module = m.finish_with_entry(&[arr(F32, &[3, 5])], |b, p| {
+            let zero = b.constant(f32s(&[], &[0.0]));
+            let r = b.op(Op::Reduce { dims: vec![1], body: add }, &[p[0], zero], arr(F32, &[3]));
+            let bc = b.op(Op::Bitcast, &[r], arr(F32, &[3, 1]));
+            b.tuple(&[bc])
+        });
+        let cost = module_cost(&module, &profiles::GENERIC_CPU);
+        assert_eq!(cost.kernel_count(), 1);
+        assert_eq!(cost.kernels[0].flops, 15);
+        assert_eq!(cost.bytes_moved, 15 * 4 + 4 + 3 * 4);
+    }
+}

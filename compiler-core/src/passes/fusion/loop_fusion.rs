@@ -1,0 +1,303 @@
+//! Producer–consumer fusion: each producer joins the kernel of its consumers.
+//!
+//! Instructions are visited from the root back to the parameters, so when a producer is
+//! visited all its users already sit in their final groups. Then:
+//! - all users in one group: the producer joins it (`loop-fusion`, `reduction-fusion`,
+//!   `reduction-epilogue-fusion`, `epilogue-fusion`), unless a rule refuses;
+//! - users in several groups (or also used by the root or an unfusible op): a cheap
+//!   producer is duplicated into each group (`duplicate-into-consumer`); scalar constants
+//!   always are, since they are immediates.
+//!
+//! Profitability rules (soft: a force-fuse override lifts them):
+//! - `refuse-expensive-duplication`: a transcendental, division, reduce or dot with users
+//!   in several kernels would be computed once per kernel;
+//! - `refuse-expensive-into-reuse`: an expensive producer fused under a broadcast would
+//!   be recomputed for every broadcast element;
+//! - `refuse-operand-much-larger`: duplicating a producer that reads far more than it
+//!   writes (a slice of a huge array) multiplies the big reads;
+//! - `refuse-duplication-adds-traffic`: the copies together would move more bytes than
+//!   they save (each copy reads the producer's operands instead of its result), which
+//!   also stops duplication from cascading up a graph;
+//! - `duplication-disabled`: the `allow_duplication` knob is off.
+
+use super::rules::{check_group, is_expensive, opaque_reason, role, Refusal, Role};
+use super::{Effect, Fuser};
+use crate::cost::group_traffic;
+use crate::ir::{InstId, Instruction, Op};
+use std::collections::BTreeSet;
+
+/// A producer is not duplicated when its operands are more than this many times the size
+/// of its result.
+const MAX_DUPLICATION_READ_RATIO: usize = 4;
+
+pub(super) fn run(f: &mut Fuser) {
+    let order: Vec<InstId> = f.comp().order.clone();
+    for &p in order.iter().rev() {
+        consider_producer(f, p);
+    }
+}
+
+/// The groups `p`'s users are in, each with those users; and whether `p` is also needed
+/// outside any group (root, tuple, unfusible op).
+fn consumer_groups(f: &Fuser, p: InstId) -> (Vec<(usize, Vec<InstId>)>, bool) {
+    let mut groups: Vec<(usize, Vec<InstId>)> = Vec::new();
+    let mut outside = f.comp().root == p;
+    for u in f.users_of(p) {
+        match f.cluster(u) {
+            Some(c) => match groups.iter_mut().find(|(g, _)| *g == c) {
+                Some((_, us)) => us.push(u),
+                None => groups.push((c, vec![u])),
+            },
+            None => outside = true,
+        }
+    }
+    (groups, outside)
+}
+
+fn consider_producer(f: &mut Fuser, p: InstId) {
+    let r = role(f.inst(p));
+    if r == Role::Value {
+        return;
+    }
+    let (groups, outside) = consumer_groups(f, p);
+    if r == Role::Opaque {
+        let reason = format!("{} ({}) is not fused as a producer: {}", f.name(p), f.inst(p).op, opaque_reason(&f.inst(p).op));
+        for (_, us) in &groups {
+            f.log(f.name(p), f.name(us[0]), false, "refuse-opaque-producer", reason.clone(), Effect::default());
+        }
+        return;
+    }
+    if groups.is_empty() {
+        return;
+    }
+    if groups.len() == 1 && !outside {
+        let (c, us) = groups.into_iter().next().unwrap_or_default();
+        fuse_into(f, p, c, &us);
+    } else {
+        duplicate(f, p, groups, outside);
+    }
+}
+
+/// The name of the rule a producer–consumer fusion applies.
+fn fusion_rule(f: &Fuser, p: InstId, group: usize) -> &'static str {
+    let has = |r: Role| f.clusters[group].iter().any(|&m| role(f.inst(m)) == r);
+    match role(f.inst(p)) {
+        Role::Library => "epilogue-fusion",
+        Role::Reduce => "reduction-epilogue-fusion",
+        _ if has(Role::Library) => "epilogue-fusion",
+        _ if has(Role::Reduce) => "reduction-fusion",
+        _ => "loop-fusion",
+    }
+}
+
+/// Checks a producer–consumer merge of `p` (alone in its group) into group `c`, whose
+/// members `us` use it. Returns the refusal, if any, and whether a force override
+/// lifted a soft one.
+/// `orig` is the instruction the overrides name (`p` may be its copy).
+fn judge(
+    f: &Fuser,
+    orig: InstId,
+    p: InstId,
+    c: usize,
+    us: &[InstId],
+    profitability: Option<Refusal>,
+) -> (Option<Refusal>, bool) {
+    let pset = BTreeSet::from([orig]);
+    if let Some((a, b)) = f.never_fused(&pset, &f.clusters[c]) {
+        let reason = format!("the never-fuse override ({a}, {b}) keeps them in separate kernels");
+        return (Some(Refusal::hard("override-never-fuse", reason)), false);
+    }
+    let forced = us.iter().any(|&u| f.forced(orig, u));
+    let merged: BTreeSet<InstId> = f.clusters[c].iter().copied().chain([p]).collect();
+    let g = f.graph();
+    // Legality first, so that a reason shown is the deepest one.
+    let mut refusal = check_group(&g, &merged, f.cfg).err().or(profitability);
+    if refusal.is_none() && is_expensive(f.inst(p)) {
+        if let Some(b) = g.reuses_elements_of(&merged, p) {
+            refusal = Some(Refusal::soft(
+                "refuse-expensive-into-reuse",
+                format!(
+                    "{} ({}) is expensive and {} broadcasts it, so the kernel would recompute each element many times",
+                    f.name(p),
+                    f.inst(p).op,
+                    g.name(b)
+                ),
+            ));
+        }
+    }
+    match refusal {
+        Some(r) if forced && !r.hard => (Some(r), true),
+        r => (r, false),
+    }
+}
+
+/// Fuses `p`, all of whose users `us` are in group `c`, into that group.
+fn fuse_into(f: &mut Fuser, p: InstId, c: usize, us: &[InstId]) {
+    let Some(pc) = f.cluster(p) else { return };
+    let effect = f.effect(&f.clusters[pc], &f.clusters[c]);
+    let (refusal, forced) = judge(f, p, p, c, us, None);
+    let (producer, consumer) = (f.name(p), f.name(us[0]));
+    match refusal {
+        Some(r) if !forced => f.log(producer, consumer, false, r.rule, r.reason, effect),
+        lifted => {
+            let rule = if forced { "force-fuse" } else { fusion_rule(f, p, c) };
+            let reason = match lifted {
+                Some(r) => format!("forced by an override, lifting {}: {}", r.rule, r.reason),
+                None => describe(f, p, us),
+            };
+            f.merge(c, pc);
+            f.log(producer, consumer, true, rule, reason, effect);
+        }
+    }
+}
+
+fn describe(f: &Fuser, p: InstId, us: &[InstId]) -> String {
+    let inst = f.inst(p);
+    let users = us.iter().map(|&u| f.name(u)).collect::<Vec<_>>().join(", ");
+    format!("{} ({}, {}) is computed inside the kernel of {users}; it is never written to memory", inst.name, inst.op, inst.ty)
+}
+
+/// `p` has users in several groups, or is needed outside: put a copy of it in each
+/// group that may take one.
+fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outside: bool) {
+    let inst = f.inst(p).clone();
+    let scalar_constant = matches!(&inst.op, Op::Constant(l) if l.shape.rank() == 0);
+    let profitability = if scalar_constant {
+        None
+    } else if is_expensive(&inst) {
+        let n = groups.len() + outside as usize;
+        Some(Refusal::soft(
+            "refuse-expensive-duplication",
+            format!(
+                "{} ({}) is expensive and its value is needed by {n} kernels; fusing it into each would compute it {n} times",
+                inst.name, inst.op
+            ),
+        ))
+    } else if !f.cfg.allow_duplication {
+        Some(Refusal::soft(
+            "duplication-disabled",
+            format!("{} has users in {} kernels and duplication is turned off", inst.name, groups.len() + outside as usize),
+        ))
+    } else {
+        let read: usize = inst.operands.iter().map(|&o| f.inst(o).ty.byte_size()).sum();
+        let written = inst.ty.byte_size();
+        (read > MAX_DUPLICATION_READ_RATIO * written.max(1)).then(|| {
+            Refusal::soft(
+                "refuse-operand-much-larger",
+                format!(
+                    "{} reads {read} bytes to produce {written}; each copy in another kernel would read them again",
+                    inst.name
+                ),
+            )
+        })
+    };
+    // The original's own kernel: what disappears if every user gets a copy.
+    let own = BTreeSet::from([p]);
+    let own_traffic = group_traffic(f.comp(), &own, &f.users) as i64;
+    let own_kernel = f.is_kernel(&own) as i64;
+    // First, which groups may legally take a copy.
+    let mut accepted: Vec<(usize, Vec<InstId>, InstId, Option<Refusal>, Effect)> = Vec::new();
+    for (c, us) in groups {
+        let clone = clone_for(f, p, &us);
+        // With the copy as the group's operand, the effect is the group's traffic saved.
+        let with: BTreeSet<InstId> = f.clusters[c].iter().copied().chain([clone]).collect();
+        let bytes = group_traffic(f.comp(), &f.clusters[c], &f.users) as i64 - group_traffic(f.comp(), &with, &f.users) as i64;
+        let effect = Effect { bytes, kernels: 0 };
+        let (refusal, forced) = judge(f, p, clone, c, &us, profitability.clone());
+        match refusal {
+            Some(r) if !forced => {
+                unclone(f, p, clone, &us);
+                f.log(inst.name.clone(), f.name(us[0]), false, r.rule, r.reason, effect);
+            }
+            lifted => accepted.push((c, us, clone, lifted, effect)),
+        }
+    }
+    if accepted.is_empty() {
+        return;
+    }
+    // Then, whether the copies together pay off: each copy reads the producer's operands
+    // instead of its result; the producer's kernel goes away only if no user is left.
+    // A tie is refused: the copies would force the producer's operands to be written
+    // out, which this local estimate does not see.
+    let dies = !outside && f.users_of(p).is_empty();
+    let copies_saved: i64 = accepted.iter().map(|a| a.4.bytes).sum();
+    let total = Effect {
+        bytes: copies_saved + if dies { own_traffic } else { 0 },
+        kernels: if dies { own_kernel } else { 0 },
+    };
+    let forced_any = accepted.iter().any(|a| a.1.iter().any(|&u| f.forced(p, u)));
+    if !scalar_constant && !forced_any && total.bytes <= 0 {
+        let n = accepted.len();
+        for (_, us, clone, _, effect) in accepted {
+            unclone(f, p, clone, &us);
+            let reason = format!(
+                "copies of {} in {n} kernels would save {} bytes of memory traffic (and {} kernels): not worth recomputing it",
+                inst.name, total.bytes, total.kernels
+            );
+            f.log(inst.name.clone(), f.name(us[0]), false, "refuse-duplication-adds-traffic", reason, effect);
+        }
+        return;
+    }
+    let last = accepted.len() - 1;
+    for (i, (c, us, clone, lifted, mut effect)) in accepted.into_iter().enumerate() {
+        let c2 = f.new_cluster(clone);
+        f.merge(c, c2);
+        let rule = if lifted.is_some() { "force-fuse" } else { "duplicate-into-consumer" };
+        let reason = match lifted {
+            Some(r) => format!("forced by an override, lifting {}: {}", r.rule, r.reason),
+            None => format!(
+                "{} is cheap to recompute, so a copy ({}) is fused into the kernel of {}",
+                inst.name,
+                f.name(clone),
+                f.name(us[0])
+            ),
+        };
+        // The last copy takes the credit for the original's kernel disappearing.
+        if i == last && dies {
+            effect.bytes += own_traffic;
+            effect.kernels += own_kernel;
+        }
+        f.log(inst.name.clone(), f.name(us[0]), true, rule, reason, effect);
+    }
+    if dies {
+        if let Some(c) = f.cluster_of.remove(&p) {
+            f.clusters[c].remove(&p);
+        }
+        let comp = f.module.comp_mut(f.comp);
+        comp.order.retain(|&i| i != p);
+        f.refresh_users();
+    }
+}
+
+/// Adds a copy of `p` right after it and points `users` at the copy.
+fn clone_for(f: &mut Fuser, p: InstId, users: &[InstId]) -> InstId {
+    let inst = f.inst(p).clone();
+    let name = f.module.fresh_name(&format!("{}.clone", inst.name));
+    let comp = f.module.comp_mut(f.comp);
+    let clone = comp.insts.push(Instruction { name, ..inst });
+    let at = comp.order.iter().position(|&i| i == p).map_or(comp.order.len(), |i| i + 1);
+    comp.order.insert(at, clone);
+    for &u in users {
+        for o in comp.inst_mut(u).operands.iter_mut() {
+            if *o == p {
+                *o = clone;
+            }
+        }
+    }
+    f.refresh_users();
+    clone
+}
+
+/// Undoes [`clone_for`].
+fn unclone(f: &mut Fuser, p: InstId, clone: InstId, users: &[InstId]) {
+    let comp = f.module.comp_mut(f.comp);
+    for &u in users {
+        for o in comp.inst_mut(u).operands.iter_mut() {
+            if *o == clone {
+                *o = p;
+            }
+        }
+    }
+    comp.order.retain(|&i| i != clone);
+    f.refresh_users();
+}

@@ -1,0 +1,152 @@
+//! Turns each group of two or more instructions into one `Op::Fusion` instruction.
+//!
+//! The fusion's operands are the distinct values its members read from outside, in the
+//! order the members first read them; its body computation has one parameter per operand
+//! and holds the members (they keep their names, so the UI can follow an instruction into
+//! its kernel). A group with several outputs returns a tuple, read by get-tuple-element.
+//! The fusion sits where the group's last member was; the computation's order is then
+//! re-sorted so that every operand comes before its users again.
+
+use super::rules::check_group;
+use super::Fuser;
+use crate::ir::{Computation, InstId, Instruction, Op, Type};
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+/// Returns whether any fusion was made.
+pub(super) fn run(f: &mut Fuser) -> bool {
+    let pos: HashMap<InstId, usize> = f.comp().order.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+    let mut groups: Vec<(BTreeSet<InstId>, crate::ir::FusionKind)> = Vec::new();
+    for members in f.clusters.iter().filter(|c| c.len() >= 2) {
+        // Every merge was checked; a group that no longer passes is left unfused rather
+        // than built wrong.
+        if let Ok(kind) = check_group(&f.graph(), members, f.cfg) {
+            groups.push((members.clone(), kind));
+        }
+    }
+    if groups.is_empty() {
+        return false;
+    }
+    let mut replace: HashMap<InstId, InstId> = HashMap::new();
+    // The instructions (fusion, then its get-tuple-elements) that take the place of each
+    // group's last member.
+    let mut placed: HashMap<InstId, Vec<InstId>> = HashMap::new();
+    let mut fused: HashSet<InstId> = HashSet::new();
+    for (members, kind) in groups {
+        let mut sorted: Vec<InstId> = members.iter().copied().collect();
+        sorted.sort_by_key(|m| pos.get(m).copied().unwrap_or(usize::MAX));
+        let outputs: Vec<InstId> = {
+            let mut o = f.graph().outputs(&members);
+            o.sort_by_key(|m| pos.get(m).copied().unwrap_or(usize::MAX));
+            o
+        };
+        let mut operands: Vec<InstId> = Vec::new();
+        for &m in &sorted {
+            for &o in &f.inst(m).operands {
+                if !members.contains(&o) && !operands.contains(&o) {
+                    operands.push(o);
+                }
+            }
+        }
+        let body_name = f.module.fresh_name("fused_computation");
+        let mut body = Computation::new(body_name);
+        let mut map: HashMap<InstId, InstId> = HashMap::new();
+        for (i, &o) in operands.iter().enumerate() {
+            let name = f.module.fresh_name(&format!("param_{i}"));
+            let ty = f.inst(o).ty.clone();
+            let loc = f.inst(o).loc.clone();
+            map.insert(o, body.push_param(name, ty, loc));
+        }
+        for &m in &sorted {
+            let mut inst = f.inst(m).clone();
+            for o in inst.operands.iter_mut() {
+                *o = map[o];
+            }
+            map.insert(m, body.push(inst));
+        }
+        body.root = if outputs.len() == 1 {
+            map[&outputs[0]]
+        } else {
+            let items: Vec<InstId> = outputs.iter().map(|o| map[o]).collect();
+            let ty = Type::Tuple(outputs.iter().map(|&o| f.inst(o).ty.clone()).collect());
+            let name = f.module.fresh_name("tuple");
+            body.push(Instruction { name, op: Op::Tuple, operands: items, ty, loc: Default::default() })
+        };
+        let fusion_ty = body.root_inst().ty.clone();
+        let last = *sorted.last().unwrap_or(&outputs[0]);
+        let loc = f.inst(outputs[outputs.len() - 1]).loc.clone();
+        let body_id = f.module.add_computation(body);
+        let name = f.module.fresh_name("fusion");
+        let fusion_inst = Instruction { name, op: Op::Fusion { kind, body: body_id }, operands, ty: fusion_ty, loc: loc.clone() };
+        let fusion = f.module.comp_mut(f.comp).insts.push(fusion_inst);
+        let mut here = vec![fusion];
+        if outputs.len() == 1 {
+            replace.insert(outputs[0], fusion);
+        } else {
+            for (i, &o) in outputs.iter().enumerate() {
+                let ty = f.inst(o).ty.clone();
+                let name = f.module.fresh_name("get-tuple-element");
+                let gte = Instruction {
+                    name,
+                    op: Op::GetTupleElement { index: i as u32 },
+                    operands: vec![fusion],
+                    ty,
+                    loc: loc.clone(),
+                };
+                let gte = f.module.comp_mut(f.comp).insts.push(gte);
+                replace.insert(o, gte);
+                here.push(gte);
+            }
+        }
+        placed.insert(last, here);
+        fused.extend(members);
+    }
+    let comp = f.module.comp_mut(f.comp);
+    let mut order = Vec::with_capacity(comp.order.len());
+    for &id in &comp.order {
+        if let Some(new) = placed.get(&id) {
+            order.extend(new.iter().copied());
+        } else if !fused.contains(&id) {
+            order.push(id);
+        }
+    }
+    for &id in &order {
+        for o in comp.insts[id].operands.iter_mut() {
+            if let Some(&new) = replace.get(o) {
+                *o = new;
+            }
+        }
+    }
+    if let Some(&new) = replace.get(&comp.root) {
+        comp.root = new;
+    }
+    comp.order = topo_sort(comp, &order);
+    f.refresh_users();
+    true
+}
+
+/// `order` re-sorted so every operand precedes its users, otherwise keeping its order.
+fn topo_sort(comp: &Computation, order: &[InstId]) -> Vec<InstId> {
+    let live: HashSet<InstId> = order.iter().copied().collect();
+    let mut done: HashSet<InstId> = HashSet::new();
+    let mut out = Vec::with_capacity(order.len());
+    for &start in order {
+        let mut stack = vec![(start, false)];
+        while let Some((id, expanded)) = stack.pop() {
+            if done.contains(&id) {
+                continue;
+            }
+            if expanded {
+                done.insert(id);
+                out.push(id);
+                continue;
+            }
+            stack.push((id, true));
+            for &o in comp.inst(id).operands.iter().rev() {
+                if live.contains(&o) && !done.contains(&o) {
+                    stack.push((o, false));
+                }
+            }
+        }
+    }
+    out
+}

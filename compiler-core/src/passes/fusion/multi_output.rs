@@ -1,0 +1,130 @@
+//! Multi-output fusion: kernels that share data become one kernel with several outputs.
+//!
+//! - Producer–consumer (`multi-output-fusion`): a kernel whose result could not simply
+//!   be fused into its users (it is expensive and has several, or it is also a result of
+//!   the computation) joins a consumer kernel and stays an output of it where still
+//!   needed. That consumer then reads the value from registers: softmax's `exp(x - max)`
+//!   kernel joins the `sum` reduction that consumes it.
+//! - Sibling (`sibling-multi-output-fusion`): kernels that read the same input merge so
+//!   the input is read once (`sum(x)` and `sum(x*x)`; a reduction and an elementwise op
+//!   of the same array).
+//!
+//! Every merge passes [`check_group`] (no cycle through an outside instruction, a
+//! reduction's result not used at another shape, one iteration space for loop outputs,
+//! the size budget). Kernels holding a dot or convolution are left alone: their outputs
+//! come from a library call. A refusal is logged once per edge and rule.
+
+use super::rules::{check_group, is_expensive, role, Refusal, Role};
+use super::{Effect, Fuser};
+use crate::ir::InstId;
+use std::collections::{BTreeSet, HashSet};
+
+pub(super) fn run(f: &mut Fuser) {
+    let mut tried: HashSet<Pair> = HashSet::new();
+    while producer_consumer_step(f, &mut tried) {}
+    siblings(f, &mut tried);
+}
+
+/// Two groups at their current sizes: a pair is tried again once either has grown.
+type Pair = (usize, usize, usize, usize);
+
+fn pair(f: &Fuser, a: usize, b: usize) -> Pair {
+    let (x, y) = (a.min(b), a.max(b));
+    (x, y, f.clusters[x].len(), f.clusters[y].len())
+}
+
+/// Groups that may take part: they launch a kernel and hold no library call.
+fn eligible(f: &Fuser, c: usize) -> bool {
+    let members = &f.clusters[c];
+    !members.is_empty() && f.is_kernel(members) && members.iter().all(|&m| role(f.inst(m)) != Role::Library)
+}
+
+/// Tries one producer–consumer merge; true if one happened.
+fn producer_consumer_step(f: &mut Fuser, tried: &mut HashSet<Pair>) -> bool {
+    for a in 0..f.clusters.len() {
+        if !eligible(f, a) {
+            continue;
+        }
+        let outputs = f.graph().outputs(&f.clusters[a]);
+        for o in outputs {
+            for u in f.users_of(o) {
+                let Some(b) = f.cluster(u) else { continue };
+                if b == a || !eligible(f, b) || !tried.insert(pair(f, a, b)) {
+                    continue;
+                }
+                if try_merge(f, a, b, o, u, "multi-output-fusion") {
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}
+
+/// Sibling merges: for each value, the kernels reading it.
+fn siblings(f: &mut Fuser, tried: &mut HashSet<Pair>) {
+    let order: Vec<InstId> = f.comp().order.clone();
+    for p in order {
+        // Sharing a scalar saves nothing worth a merge.
+        if f.inst(p).ty.leaf_shapes().iter().all(|s| s.rank() == 0) {
+            continue;
+        }
+        let users = f.users_of(p);
+        for i in 0..users.len() {
+            for j in i + 1..users.len() {
+                let (Some(a), Some(b)) = (f.cluster(users[i]), f.cluster(users[j])) else { continue };
+                if a == b || !eligible(f, a) || !eligible(f, b) || !tried.insert(pair(f, a, b)) {
+                    continue;
+                }
+                try_merge(f, a, b, p, users[j], "sibling-multi-output-fusion");
+            }
+        }
+    }
+}
+
+/// Merges group `b` into group `a` if the rules allow; logs the decision either way.
+/// `producer` and `consumer` name the edge shown to the user.
+fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: InstId, rule: &'static str) -> bool {
+    let effect: Effect = f.effect(&f.clusters[a], &f.clusters[b]);
+    let merged: BTreeSet<InstId> = f.clusters[a].union(&f.clusters[b]).copied().collect();
+    let refusal = if let Some((x, y)) = f.never_fused(&f.clusters[a], &f.clusters[b]) {
+        Some(Refusal::hard("override-never-fuse", format!("the never-fuse override ({x}, {y}) keeps them in separate kernels")))
+    } else {
+        let g = f.graph();
+        // An expensive member whose value the other kernel broadcasts would be recomputed
+        // for every broadcast element.
+        let reuse = || {
+            f.clusters[a]
+                .iter()
+                .chain(&f.clusters[b])
+                .filter(|&&m| is_expensive(f.inst(m)))
+                .find_map(|&m| g.reuses_elements_of(&merged, m).map(|bc| (m, bc)))
+        };
+        check_group(&g, &merged, f.cfg).err().or_else(|| {
+            reuse().map(|(m, bc)| {
+                Refusal::soft("refuse-expensive-into-reuse", format!("{} is expensive and {} broadcasts it", g.name(m), g.name(bc)))
+            })
+        })
+    };
+    let (pn, cn) = (f.name(producer), f.name(consumer));
+    match refusal {
+        Some(r) => {
+            // The same refusal for the same edge, retried after a group grew, is logged
+            // once.
+            if f.refusals_logged.insert((pn.clone(), cn.clone(), r.rule)) {
+                f.log(pn, cn, false, r.rule, r.reason, effect);
+            }
+            false
+        }
+        None => {
+            let reason = if rule == "sibling-multi-output-fusion" {
+                format!("the kernels of {} and {cn} both read {pn}; one kernel reads it once and writes both results", f.name(*f.clusters[a].iter().next().unwrap_or(&producer)))
+            } else {
+                format!("{cn} reads {pn} from registers in the same kernel; {pn} is written out only if something outside still needs it")
+            };
+            f.merge(a, b);
+            f.log(pn, cn, true, rule, reason, effect);
+            true
+        }
+    }
+}

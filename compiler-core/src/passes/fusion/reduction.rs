@@ -1,0 +1,89 @@
+//! Reduction (XLA `kInput`) fusion: a reduce with its fused producers and epilogue.
+//!
+//! The kernel walks the reduce's input once, computing fused producers on the fly (the
+//! `exp(x - max)` of a softmax, the `(x - mean)^2` of a layernorm), and may finish with an
+//! elementwise epilogue on the reduced values (`sum / n`, `rsqrt(var + eps)`). Row
+//! reductions (the reduced dimensions are minor) and column reductions (major) fuse by
+//! the same rules; they differ only in how a target emits them.
+//!
+//! What it refuses:
+//! - using a reduce's result at another shape inside the kernel (a broadcast back to the
+//!   input shape, as softmax does): the whole reduction must finish before any element
+//!   of the broadcast is known, so every output element would redo the reduction;
+//! - a reduce downstream of another reduce in one kernel, for the same reason;
+//! - reduces of different shapes or dimensions in one kernel (their loops differ);
+//! - outputs that are neither reduce-shaped nor input-shaped.
+
+use super::rules::{Graph, Refusal};
+use crate::ir::{InstId, Op};
+use std::collections::BTreeSet;
+
+/// The shape of a reduce's (first) input, and its reduced dimensions.
+fn loop_of<'a>(g: &'a Graph, r: InstId) -> (Option<&'a [i64]>, &'a [i64]) {
+    let inst = g.inst(r);
+    let dims = match &inst.op {
+        Op::Reduce { dims, .. } => dims.as_slice(),
+        _ => &[],
+    };
+    (inst.operands.first().and_then(|&o| g.dims(o)), dims)
+}
+
+pub(super) fn check(g: &Graph, members: &BTreeSet<InstId>, reduces: &[InstId], outputs: &[InstId]) -> Result<(), Refusal> {
+    let first = reduces[0];
+    for &r in &reduces[1..] {
+        if loop_of(g, r) != loop_of(g, first) {
+            return Err(Refusal::hard(
+                "refuse-incompatible-reductions",
+                format!(
+                    "{} and {} reduce different shapes or dimensions, so they cannot share one loop",
+                    g.name(first),
+                    g.name(r)
+                ),
+            ));
+        }
+    }
+    for &r in reduces {
+        let out_dims = g.dims(r);
+        for d in g.downstream(members, r) {
+            let inst = g.inst(d);
+            if matches!(inst.op, Op::Reduce { .. }) {
+                return Err(Refusal::hard(
+                    "refuse-reduce-after-reduce",
+                    format!(
+                        "{} needs the finished result of {}, which takes a second pass over the data (a second kernel)",
+                        g.name(d),
+                        g.name(r)
+                    ),
+                ));
+            }
+            if out_dims.is_none() || !inst.op.is_elementwise() || g.dims(d) != out_dims {
+                return Err(Refusal::hard(
+                    "refuse-reduce-epilogue-shape",
+                    format!(
+                        "{} ({}) uses the result of {} at shape {}: the whole reduction must finish before it, so it needs its own kernel",
+                        g.name(d),
+                        inst.op,
+                        g.name(r),
+                        inst.ty
+                    ),
+                ));
+            }
+        }
+    }
+    let (input_dims, _) = loop_of(g, first);
+    let reduced_dims = g.dims(first);
+    if let Some(&bad) = outputs.iter().find(|&&o| {
+        let d = g.dims(o);
+        !(d.is_some() && (d == input_dims || d == reduced_dims)) && !reduces.contains(&o)
+    }) {
+        return Err(Refusal::hard(
+            "refuse-output-shapes",
+            format!(
+                "{} ({}) would be an output of a reduction kernel but is neither the reduction's input nor its result shape",
+                g.name(bad),
+                g.inst(bad).ty
+            ),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,287 @@
+//! The fusion rules: which ops may share a kernel, and the legality check that every
+//! merge (producer–consumer, duplication, multi-output) goes through.
+//!
+//! A candidate kernel is a set of instructions. [`check_group`] says whether that set can
+//! be one kernel and of which kind, or returns a [`Refusal`] naming the rule that says no
+//! and why. Refusals are *hard* (the kernel would be wrong or impossible: a cycle, a
+//! reduction consumed at another shape, a dot's operand fused into the library call) or
+//! *soft* (a budget or a profitability judgement: the size limit, duplicating an expensive
+//! op); a force-fuse override lifts soft refusals only.
+
+use super::{epilogue, reduction, FusionConfig};
+use crate::ir::{BinaryOp, Computation, FusionKind, InstId, Instruction, Op};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+
+/// What part an instruction can play in a fused kernel.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum Role {
+    /// Computed per output element (elementwise ops, data movement, scalar constants):
+    /// fuses into anything.
+    Loop,
+    /// A reduce: the hero of an input fusion.
+    Reduce,
+    /// A dot or convolution: a library call, the hero of an output (epilogue) fusion.
+    Library,
+    /// dynamic-update-slice: writes into its operand 0 in place.
+    InPlace,
+    /// Names a value and computes nothing (parameters, tuples, big constants): never
+    /// fused, never a reason to refuse anything.
+    Value,
+    /// Runs as its own kernel or control flow (while, sort, scatter, custom-call, ...).
+    Opaque,
+}
+
+pub(super) fn role(inst: &Instruction) -> Role {
+    match &inst.op {
+        // Scalars are immediates in the kernel; bigger constants stay buffers that the
+        // kernel reads like any operand.
+        Op::Constant(l) if l.shape.rank() == 0 => Role::Loop,
+        Op::Constant(_) | Op::Parameter(_) | Op::Tuple | Op::GetTupleElement { .. } | Op::AfterAll => Role::Value,
+        op if op.has_side_effect() => Role::Opaque,
+        op if op.is_elementwise() => Role::Loop,
+        Op::Iota { .. }
+        | Op::BroadcastInDim { .. }
+        | Op::Reshape
+        | Op::Bitcast
+        | Op::Copy
+        | Op::Transpose { .. }
+        | Op::Slice { .. }
+        | Op::DynamicSlice { .. }
+        | Op::Concatenate { .. }
+        | Op::Pad { .. }
+        | Op::Reverse { .. } => Role::Loop,
+        Op::Reduce { .. } => Role::Reduce,
+        Op::Dot(_) | Op::Convolution(_) => Role::Library,
+        Op::DynamicUpdateSlice => Role::InPlace,
+        _ => Role::Opaque,
+    }
+}
+
+/// Why an opaque op is never fused (for the decision log).
+pub(super) fn opaque_reason(op: &Op) -> &'static str {
+    match op {
+        Op::While { .. } | Op::Case { .. } | Op::Call { .. } => "it is control flow, whose bodies hold their own kernels",
+        Op::Sort { .. } => "sort needs the whole array before it writes anything",
+        Op::Scatter(_) | Op::SelectAndScatter(_) => "scatter updates its operand in place at data-dependent indices",
+        Op::CustomCall(_) => "a custom call is code the compiler cannot see into",
+        Op::Fusion { .. } => "it is already a fusion",
+        _ => "it runs as its own kernel",
+    }
+}
+
+/// Ops too costly to compute twice (XLA's `IsExpensive`): transcendentals, divisions,
+/// reductions, library calls and everything opaque.
+pub(super) fn is_expensive(inst: &Instruction) -> bool {
+    match &inst.op {
+        Op::Unary(u) => u.is_transcendental(),
+        Op::Binary(b) => matches!(b, BinaryOp::Div | BinaryOp::Rem | BinaryOp::Pow | BinaryOp::Atan2),
+        _ => !matches!(role(inst), Role::Loop | Role::Value | Role::InPlace),
+    }
+}
+
+/// A hard or soft "no", with the rule that said it.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Refusal {
+    pub rule: &'static str,
+    pub reason: String,
+    /// Legality (true) or a budget / profitability judgement (false).
+    pub hard: bool,
+}
+
+impl Refusal {
+    pub fn hard(rule: &'static str, reason: String) -> Refusal {
+        Refusal { rule, reason, hard: true }
+    }
+    pub fn soft(rule: &'static str, reason: String) -> Refusal {
+        Refusal { rule, reason, hard: false }
+    }
+}
+
+/// A computation seen as a graph: instructions and their users.
+pub(super) struct Graph<'a> {
+    pub comp: &'a Computation,
+    pub users: &'a HashMap<InstId, Vec<InstId>>,
+}
+
+impl Graph<'_> {
+    pub fn inst(&self, id: InstId) -> &Instruction {
+        self.comp.inst(id)
+    }
+    pub fn name(&self, id: InstId) -> &str {
+        &self.comp.inst(id).name
+    }
+    pub fn users_of(&self, id: InstId) -> &[InstId] {
+        self.users.get(&id).map(Vec::as_slice).unwrap_or(&[])
+    }
+    pub fn dims(&self, id: InstId) -> Option<&[i64]> {
+        self.inst(id).ty.as_array().map(|s| s.dims.as_slice())
+    }
+
+    /// Members of `members` that (transitively, through members) use `from`.
+    pub fn downstream(&self, members: &BTreeSet<InstId>, from: InstId) -> Vec<InstId> {
+        let mut seen = HashSet::new();
+        let mut queue: VecDeque<InstId> = VecDeque::from([from]);
+        let mut out = Vec::new();
+        while let Some(id) = queue.pop_front() {
+            for &u in self.users_of(id) {
+                if members.contains(&u) && seen.insert(u) {
+                    out.push(u);
+                    queue.push_back(u);
+                }
+            }
+        }
+        out
+    }
+
+    /// Members whose value is needed outside the set (or is the computation's root).
+    pub fn outputs(&self, members: &BTreeSet<InstId>) -> Vec<InstId> {
+        members
+            .iter()
+            .copied()
+            .filter(|&m| self.comp.root == m || self.users_of(m).iter().any(|u| !members.contains(u)))
+            .collect()
+    }
+
+    /// Whether making `members` one kernel creates a cycle: a path that leaves the set
+    /// and comes back into it (the kernel would wait on its own output).
+    pub fn creates_cycle(&self, members: &BTreeSet<InstId>) -> bool {
+        let mut seen = HashSet::new();
+        let mut stack: Vec<InstId> = Vec::new();
+        for &m in members {
+            stack.extend(self.users_of(m).iter().copied().filter(|u| !members.contains(u)));
+        }
+        while let Some(id) = stack.pop() {
+            if !seen.insert(id) {
+                continue;
+            }
+            for &u in self.users_of(id) {
+                if members.contains(&u) {
+                    return true;
+                }
+                stack.push(u);
+            }
+        }
+        false
+    }
+
+    /// Whether some member of `members` downstream of `p` broadcasts a value, so that
+    /// each element of `p` would be recomputed for many output elements.
+    pub fn reuses_elements_of(&self, members: &BTreeSet<InstId>, p: InstId) -> Option<InstId> {
+        self.downstream(members, p).into_iter().find(|&d| {
+            let inst = self.inst(d);
+            matches!(inst.op, Op::BroadcastInDim { .. })
+                && inst.operands.first().is_some_and(|&o| {
+                    self.inst(o).ty.byte_size() < inst.ty.byte_size()
+                })
+        })
+    }
+}
+
+/// Counts instructions against the size budget (scalar constants are free immediates).
+pub(super) fn size_of(g: &Graph, members: &BTreeSet<InstId>) -> usize {
+    members.iter().filter(|&&m| !matches!(g.inst(m).op, Op::Constant(_))).count()
+}
+
+/// Whether `members` can be one kernel; if so, its fusion kind.
+pub(super) fn check_group(g: &Graph, members: &BTreeSet<InstId>, cfg: &FusionConfig) -> Result<FusionKind, Refusal> {
+    let mut reduces = Vec::new();
+    let mut library = Vec::new();
+    let mut in_place = Vec::new();
+    for &m in members {
+        match role(g.inst(m)) {
+            Role::Loop => {}
+            Role::Reduce => reduces.push(m),
+            Role::Library => library.push(m),
+            Role::InPlace => in_place.push(m),
+            Role::Value | Role::Opaque => {
+                return Err(Refusal::hard(
+                    "refuse-unfusible-op",
+                    format!("{} ({}) cannot be fused: {}", g.name(m), g.inst(m).op, opaque_reason(&g.inst(m).op)),
+                ))
+            }
+        }
+    }
+    let size = size_of(g, members);
+    if size > cfg.max_fusion_size {
+        return Err(Refusal::soft(
+            "refuse-max-size",
+            format!("the kernel would hold {size} instructions, more than max_fusion_size = {}", cfg.max_fusion_size),
+        ));
+    }
+    if g.creates_cycle(members) {
+        return Err(Refusal::hard(
+            "refuse-cycle",
+            "a value leaves the kernel and comes back through an instruction outside it, so the kernel would wait on itself".into(),
+        ));
+    }
+    in_place_check(g, members, &in_place)?;
+    let outputs = g.outputs(members);
+    if !library.is_empty() {
+        if !reduces.is_empty() {
+            return Err(Refusal::hard(
+                "refuse-mixed-heroes",
+                format!("{} is a library call and {} a reduction: one kernel cannot be both", g.name(library[0]), g.name(reduces[0])),
+            ));
+        }
+        epilogue::check(g, members, &library, &outputs, cfg)?;
+        return Ok(FusionKind::Output);
+    }
+    if !reduces.is_empty() {
+        reduction::check(g, members, &reduces, &outputs)?;
+        return Ok(FusionKind::Input);
+    }
+    // A loop kernel runs one thread per element of its output; several outputs must
+    // share that iteration space.
+    let first = outputs.first().and_then(|&o| g.dims(o));
+    if let Some(bad) = outputs.iter().find(|&&o| g.dims(o) != first) {
+        return Err(Refusal::hard(
+            "refuse-output-shapes",
+            format!(
+                "a loop kernel's outputs must have one shape, but {} is {} and {} is {}",
+                g.name(outputs[0]),
+                g.inst(outputs[0]).ty,
+                g.name(*bad),
+                g.inst(*bad).ty
+            ),
+        ));
+    }
+    Ok(FusionKind::Loop)
+}
+
+/// dynamic-update-slice writes its operand 0's buffer in place: that buffer must come
+/// from outside, nothing else in the kernel may read it, and the update is the kernel's
+/// only output.
+fn in_place_check(g: &Graph, members: &BTreeSet<InstId>, in_place: &[InstId]) -> Result<(), Refusal> {
+    for &d in in_place {
+        let Some(&buffer) = g.inst(d).operands.first() else { continue };
+        if members.contains(&buffer) {
+            return Err(Refusal::hard(
+                "refuse-in-place-operand",
+                format!(
+                    "{} updates {} in place; computing {} in the same kernel would write the buffer it reads",
+                    g.name(d),
+                    g.name(buffer),
+                    g.name(buffer)
+                ),
+            ));
+        }
+        if let Some(&reader) = members.iter().find(|&&m| m != d && g.inst(m).operands.contains(&buffer)) {
+            return Err(Refusal::hard(
+                "refuse-in-place-conflict",
+                format!(
+                    "{} reads {} while {} overwrites it in place in the same kernel",
+                    g.name(reader),
+                    g.name(buffer),
+                    g.name(d)
+                ),
+            ));
+        }
+        if let Some(&other) = g.outputs(members).iter().find(|&&o| o != d) {
+            return Err(Refusal::hard(
+                "refuse-in-place-conflict",
+                format!("{} must be the only output of its kernel, but {} is needed outside too", g.name(d), g.name(other)),
+            ));
+        }
+    }
+    Ok(())
+}

@@ -157,6 +157,16 @@ fn describe(f: &Fuser, p: InstId, us: &[InstId]) -> String {
     format!("{} ({}, {}) is computed inside the kernel of {users}; it is never written to memory", inst.name, inst.op, inst.ty)
 }
 
+/// A copy of a producer that a group may take: the group, its users of the producer,
+/// the copy, a soft refusal a force override lifted, and the group's traffic saved.
+struct Candidate {
+    group: usize,
+    users: Vec<InstId>,
+    clone: InstId,
+    lifted: Option<Refusal>,
+    effect: Effect,
+}
+
 /// `p` has users in several groups, or is needed outside: put a copy of it in each
 /// group that may take one.
 fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outside: bool) {
@@ -196,7 +206,7 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
     let own_traffic = group_traffic(f.comp(), &own, &f.users) as i64;
     let own_kernel = f.is_kernel(&own) as i64;
     // First, which groups may legally take a copy.
-    let mut accepted: Vec<(usize, Vec<InstId>, InstId, Option<Refusal>, Effect)> = Vec::new();
+    let mut accepted: Vec<Candidate> = Vec::new();
     for (c, us) in groups {
         let clone = clone_for(f, p, &us);
         // With the copy as the group's operand, the effect is the group's traffic saved.
@@ -209,7 +219,7 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
                 unclone(f, p, clone, &us);
                 f.log(inst.name.clone(), f.name(us[0]), false, r.rule, r.reason, effect);
             }
-            lifted => accepted.push((c, us, clone, lifted, effect)),
+            lifted => accepted.push(Candidate { group: c, users: us, clone, lifted, effect }),
         }
     }
     if accepted.is_empty() {
@@ -220,15 +230,15 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
     // A tie is refused: the copies would force the producer's operands to be written
     // out, which this local estimate does not see.
     let dies = !outside && f.users_of(p).is_empty();
-    let copies_saved: i64 = accepted.iter().map(|a| a.4.bytes).sum();
+    let copies_saved: i64 = accepted.iter().map(|a| a.effect.bytes).sum();
     let total = Effect {
         bytes: copies_saved + if dies { own_traffic } else { 0 },
         kernels: if dies { own_kernel } else { 0 },
     };
-    let forced_any = accepted.iter().any(|a| a.1.iter().any(|&u| f.forced(p, u)));
+    let forced_any = accepted.iter().any(|a| a.users.iter().any(|&u| f.forced(p, u)));
     if !scalar_constant && !forced_any && total.bytes <= 0 {
         let n = accepted.len();
-        for (_, us, clone, _, effect) in accepted {
+        for Candidate { users: us, clone, effect, .. } in accepted {
             unclone(f, p, clone, &us);
             let reason = format!(
                 "copies of {} in {n} kernels would save {} bytes of memory traffic (and {} kernels): not worth recomputing it",
@@ -239,7 +249,7 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
         return;
     }
     let last = accepted.len() - 1;
-    for (i, (c, us, clone, lifted, mut effect)) in accepted.into_iter().enumerate() {
+    for (i, Candidate { group: c, users: us, clone, lifted, mut effect }) in accepted.into_iter().enumerate() {
         let c2 = f.new_cluster(clone);
         f.merge(c, c2);
         let rule = if lifted.is_some() { "force-fuse" } else { "duplicate-into-consumer" };

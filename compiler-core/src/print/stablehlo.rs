@@ -693,45 +693,37 @@ impl<'m> Printer<'m> {
                 )
             }
             Op::Gather(g) => {
-                let mut fields = Vec::new();
-                for (k, v) in [
-                    ("offset_dims", &g.offset_dims),
-                    ("collapsed_slice_dims", &g.collapsed_slice_dims),
-                    ("operand_batching_dims", &g.operand_batching_dims),
-                    ("start_indices_batching_dims", &g.start_indices_batching_dims),
-                    ("start_index_map", &g.start_index_map),
-                ] {
-                    if !v.is_empty() {
-                        fields.push(format!("{k} = {}", int_list(v)));
-                    }
-                }
-                fields.push(format!("index_vector_dim = {}", g.index_vector_dim));
+                let fields = dimension_number_fields(
+                    &[
+                        ("offset_dims", &g.offset_dims),
+                        ("collapsed_slice_dims", &g.collapsed_slice_dims),
+                        ("operand_batching_dims", &g.operand_batching_dims),
+                        ("start_indices_batching_dims", &g.start_indices_batching_dims),
+                        ("start_index_map", &g.start_index_map),
+                    ],
+                    g.index_vector_dim,
+                );
                 let p = format!(
-                    "dimension_numbers = #stablehlo.gather<{}>, indices_are_sorted = {}, slice_sizes = {}",
-                    fields.join(", "),
+                    "dimension_numbers = #stablehlo.gather<{fields}>, indices_are_sorted = {}, slice_sizes = {}",
                     g.indices_are_sorted,
                     i64_array(&g.slice_sizes)
                 );
                 self.generic(f, inst, "stablehlo.gather", &ops, &p, ty)
             }
             Op::Scatter(s) => {
-                let mut fields = Vec::new();
-                for (k, v) in [
-                    ("update_window_dims", &s.update_window_dims),
-                    ("inserted_window_dims", &s.inserted_window_dims),
-                    ("input_batching_dims", &s.input_batching_dims),
-                    ("scatter_indices_batching_dims", &s.scatter_indices_batching_dims),
-                    ("scatter_dims_to_operand_dims", &s.scatter_dims_to_operand_dims),
-                ] {
-                    if !v.is_empty() {
-                        fields.push(format!("{k} = {}", int_list(v)));
-                    }
-                }
-                fields.push(format!("index_vector_dim = {}", s.index_vector_dim));
+                let fields = dimension_number_fields(
+                    &[
+                        ("update_window_dims", &s.update_window_dims),
+                        ("inserted_window_dims", &s.inserted_window_dims),
+                        ("input_batching_dims", &s.input_batching_dims),
+                        ("scatter_indices_batching_dims", &s.scatter_indices_batching_dims),
+                        ("scatter_dims_to_operand_dims", &s.scatter_dims_to_operand_dims),
+                    ],
+                    s.index_vector_dim,
+                );
                 let p = format!(
-                    "indices_are_sorted = {}, scatter_dimension_numbers = #stablehlo.scatter<{}>, unique_indices = {}",
+                    "indices_are_sorted = {}, scatter_dimension_numbers = #stablehlo.scatter<{fields}>, unique_indices = {}",
                     s.indices_are_sorted,
-                    fields.join(", "),
                     s.unique_indices
                 );
                 self.with_regions(f, inst, "stablehlo.scatter", &ops, &p, &[(s.body, None)], ty)
@@ -1013,4 +1005,13 @@ fn mlir_string(s: &str) -> String {
     }
     out.push('"');
     out
+}
+
+/// The body of `#stablehlo.gather<...>` / `#stablehlo.scatter<...>`: the non-empty
+/// dimension lists in the given order, then `index_vector_dim`.
+fn dimension_number_fields(lists: &[(&str, &Vec<i64>)], index_vector_dim: i64) -> String {
+    let mut fields: Vec<String> =
+        lists.iter().filter(|(_, v)| !v.is_empty()).map(|(k, v)| format!("{k} = {}", int_list(v))).collect();
+    fields.push(format!("index_vector_dim = {index_vector_dim}"));
+    fields.join(", ")
 }

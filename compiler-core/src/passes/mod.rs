@@ -7,6 +7,8 @@ pub mod constant_fold;
 pub mod cse;
 pub mod dce;
 pub mod fusion;
+pub mod inline;
+pub mod pipeline;
 pub mod simplify;
 
 use crate::ir::Module;

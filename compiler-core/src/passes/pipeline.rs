@@ -1,0 +1,433 @@
+//! The pass manager: runs named passes in order, verifies after each, and records a
+//! snapshot after each one (XLA's `HloPassPipeline` plus `--xla_dump_to`).
+//!
+//! A pipeline is written as a spec: pass names separated by commas, each optionally with
+//! knobs in braces: `inline,simplify{max_rounds=4},cse,dce,fusion`. `default` stands for
+//! the default pipeline and `-name` removes a pass: `default,-cse`. Fusion's knobs have
+//! their own spec (`FusionConfig`), since the UI and the CLI offer them separately.
+//!
+//! Each snapshot holds what a person needs to see what the pass did: the module as HLO
+//! text, a graph (nodes with fusion groups, edges with bytes), the instructions added,
+//! removed and rewritten, the rewrites and fusion decisions from the pass's `PassLog`,
+//! and the cost under the chosen hardware profile.
+
+use super::constant_fold::ConstantFold;
+use super::cse::Cse;
+use super::dce::Dce;
+use super::fusion::{FusionConfig, FusionPass};
+use super::inline::Inline;
+use super::simplify::AlgebraicSimplifier;
+use super::{Decision, Pass, PassLog, Rewrite};
+use crate::cost::{self, Profile};
+use crate::ir::{Computation, Module, Op, Type};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The default pipeline, in order.
+pub const DEFAULT_PIPELINE: &[&str] = &["inline", "simplify", "constant-fold", "cse", "dce", "fusion"];
+
+/// Every pass a spec may name.
+pub const KNOWN_PASSES: &[&str] = &["inline", "simplify", "constant-fold", "cse", "dce", "fusion"];
+
+/// One pass of a pipeline with its knobs (`name{key=value,...}`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PassSpec {
+    pub name: String,
+    pub knobs: Vec<(String, String)>,
+}
+
+/// How to run a pipeline.
+#[derive(Clone, Debug)]
+pub struct PipelineConfig {
+    pub passes: Vec<PassSpec>,
+    pub fusion: FusionConfig,
+    /// Run the verifier after every pass (on in tests and debug builds; the CLI turns it
+    /// on for `compile` too: it is cheap).
+    pub verify: bool,
+    /// Render text and graph for each snapshot (off for callers that only want the
+    /// final module and the decisions).
+    pub snapshots: bool,
+    /// The hardware the cost in each snapshot is estimated for.
+    pub profile: Profile,
+}
+
+impl Default for PipelineConfig {
+    fn default() -> Self {
+        PipelineConfig {
+            passes: parse_pipeline_spec("default").expect("the default spec parses"),
+            fusion: FusionConfig::default(),
+            verify: true,
+            snapshots: true,
+            profile: cost::profiles::by_name("h100").expect("a built-in profile"),
+        }
+    }
+}
+
+/// A pipeline stopped because a pass broke the module (a bug in that pass) or the spec
+/// was wrong (bad input).
+#[derive(Clone, Debug, PartialEq)]
+pub enum PipelineError {
+    /// Bad input: the spec names an unknown pass or knob, or a knob's value is malformed.
+    Spec(String),
+    /// A bug: the module failed verification after `pass`.
+    Broken { pass: String, error: String },
+}
+
+impl fmt::Display for PipelineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PipelineError::Spec(m) => write!(f, "pipeline: {m}"),
+            PipelineError::Broken { pass, error } => write!(f, "pass {pass} produced an invalid module (a bug in hloscope): {error}"),
+        }
+    }
+}
+
+impl std::error::Error for PipelineError {}
+
+/// The state of the module after one pass (index 0 is the input).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Snapshot {
+    pub index: usize,
+    /// `input` for the first snapshot.
+    pub pass: String,
+    pub changed: bool,
+    /// HLO text (empty when snapshots are off).
+    pub text: String,
+    pub graph: Graph,
+    pub changes: Changes,
+    pub rewrites: Vec<Rewrite>,
+    pub decisions: Vec<Decision>,
+    pub cost: CostSummary,
+    /// The entry's instruction signatures, for the next snapshot's `changes`.
+    signatures: BTreeMap<String, String>,
+}
+
+/// Instructions of the entry computation, by name, compared with the previous snapshot.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    /// Same name, different op, operands or type.
+    pub rewritten: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CostSummary {
+    pub profile: String,
+    pub kernels: usize,
+    pub bytes_moved: u64,
+    pub flops: u64,
+    pub est_time_s: f64,
+}
+
+/// The entry computation as a graph, with the instructions inside fusions as members of
+/// their fusion's group.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Graph {
+    pub nodes: Vec<Node>,
+    pub edges: Vec<Edge>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    /// Stable across snapshots: the instruction name, prefixed with its fusion's name
+    /// for instructions inside a fusion (`fusion.3/add.1`).
+    pub id: String,
+    pub name: String,
+    pub op: String,
+    /// Element type, `tuple` or `token`.
+    pub dtype: String,
+    pub shape: Vec<i64>,
+    /// The fusion instruction this node belongs to (a fusion belongs to itself).
+    pub fusion_group: Option<String>,
+    /// `line:col` in the source text, and the program's own location when it had one.
+    pub loc: String,
+    pub source: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Edge {
+    pub from: String,
+    pub to: String,
+    pub shape: String,
+    pub bytes: u64,
+}
+
+/// Parses a pipeline spec (see the module doc).
+pub fn parse_pipeline_spec(spec: &str) -> Result<Vec<PassSpec>, PipelineError> {
+    let mut passes: Vec<PassSpec> = Vec::new();
+    for item in split_top_level(spec) {
+        let item = item.trim();
+        if item.is_empty() {
+            continue;
+        }
+        if item == "default" {
+            passes.extend(DEFAULT_PIPELINE.iter().map(|n| PassSpec { name: n.to_string(), knobs: vec![] }));
+            continue;
+        }
+        if let Some(name) = item.strip_prefix('-') {
+            let name = name.trim();
+            check_known(name)?;
+            let before = passes.len();
+            passes.retain(|p| p.name != name);
+            if passes.len() == before {
+                return Err(PipelineError::Spec(format!("`-{name}`: {name} is not in the pipeline at that point")));
+            }
+            continue;
+        }
+        let (name, knobs) = match item.split_once('{') {
+            Some((name, rest)) => {
+                let body = rest
+                    .strip_suffix('}')
+                    .ok_or_else(|| PipelineError::Spec(format!("`{item}`: knobs must end with `}}`")))?;
+                let knobs = body
+                    .split(',')
+                    .filter(|k| !k.trim().is_empty())
+                    .map(|k| match k.split_once('=') {
+                        Some((key, value)) => Ok((key.trim().to_string(), value.trim().to_string())),
+                        None => Err(PipelineError::Spec(format!("`{k}` in `{item}`: a knob is key=value"))),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                (name.trim(), knobs)
+            }
+            None => (item, vec![]),
+        };
+        check_known(name)?;
+        passes.push(PassSpec { name: name.to_string(), knobs });
+    }
+    // Build each pass once so that bad knobs are reported before anything runs.
+    for p in &passes {
+        make_pass(p, &FusionConfig::default())?;
+    }
+    Ok(passes)
+}
+
+/// Splits on commas outside braces.
+fn split_top_level(spec: &str) -> Vec<&str> {
+    let (mut out, mut depth, mut start) = (Vec::new(), 0i32, 0);
+    for (i, c) in spec.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&spec[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&spec[start..]);
+    out
+}
+
+fn check_known(name: &str) -> Result<(), PipelineError> {
+    if KNOWN_PASSES.contains(&name) {
+        Ok(())
+    } else {
+        Err(PipelineError::Spec(format!("unknown pass `{name}` (known: {})", KNOWN_PASSES.join(", "))))
+    }
+}
+
+fn knob_usize(spec: &PassSpec, key: &str, value: &str) -> Result<usize, PipelineError> {
+    value
+        .parse()
+        .map_err(|_| PipelineError::Spec(format!("{}: knob {key} takes a whole number, not `{value}`", spec.name)))
+}
+
+/// Builds the pass a spec names.
+fn make_pass(spec: &PassSpec, fusion: &FusionConfig) -> Result<Box<dyn Pass>, PipelineError> {
+    let unknown_knob = |key: &str| PipelineError::Spec(format!("{} has no knob `{key}`", spec.name));
+    match spec.name.as_str() {
+        "simplify" => {
+            let mut pass = AlgebraicSimplifier::default();
+            for (k, v) in &spec.knobs {
+                match k.as_str() {
+                    "max_rounds" => pass.max_rounds = knob_usize(spec, k, v)?,
+                    _ => return Err(unknown_knob(k)),
+                }
+            }
+            Ok(Box::new(pass))
+        }
+        "constant-fold" => {
+            let mut pass = ConstantFold::default();
+            for (k, v) in &spec.knobs {
+                match k.as_str() {
+                    "max_elements" => pass.max_elements = knob_usize(spec, k, v)?,
+                    _ => return Err(unknown_knob(k)),
+                }
+            }
+            Ok(Box::new(pass))
+        }
+        "fusion" => match spec.knobs.first() {
+            Some((k, _)) => Err(PipelineError::Spec(format!(
+                "fusion knobs go in the fusion config (`--fusion`), not the pipeline spec (`{k}`)"
+            ))),
+            None => Ok(Box::new(FusionPass::new(fusion.clone()))),
+        },
+        name => {
+            if let Some((k, _)) = spec.knobs.first() {
+                return Err(unknown_knob(k));
+            }
+            Ok(match name {
+                "inline" => Box::new(Inline) as Box<dyn Pass>,
+                "cse" => Box::new(Cse),
+                "dce" => Box::new(Dce),
+                other => return Err(PipelineError::Spec(format!("unknown pass `{other}`"))),
+            })
+        }
+    }
+}
+
+/// Runs the pipeline on `module` in place and returns one snapshot per stage, the
+/// input first.
+pub fn run_pipeline(module: &mut Module, config: &PipelineConfig) -> Result<Vec<Snapshot>, PipelineError> {
+    run_pipeline_observed(module, config, &mut |_, _| {})
+}
+
+/// [`run_pipeline`], calling `after_pass(name, module)` after each pass has run and been
+/// verified (differential tests compare the module's meaning before and after).
+pub fn run_pipeline_observed(
+    module: &mut Module,
+    config: &PipelineConfig,
+    after_pass: &mut dyn FnMut(&str, &Module),
+) -> Result<Vec<Snapshot>, PipelineError> {
+    let passes: Vec<Box<dyn Pass>> =
+        config.passes.iter().map(|p| make_pass(p, &config.fusion)).collect::<Result<_, _>>()?;
+    let mut snapshots = vec![snapshot(module, config, 0, "input", true, PassLog::default(), None)];
+    for (i, pass) in passes.iter().enumerate() {
+        let mut log = PassLog::default();
+        let changed = pass.run(module, &mut log);
+        if config.verify {
+            crate::verify::verify(module)
+                .map_err(|e| PipelineError::Broken { pass: pass.name().to_string(), error: e.to_string() })?;
+        }
+        after_pass(pass.name(), module);
+        let previous = snapshots.last();
+        let snap = snapshot(module, config, i + 1, pass.name(), changed, log, previous);
+        snapshots.push(snap);
+    }
+    Ok(snapshots)
+}
+
+fn snapshot(
+    module: &Module,
+    config: &PipelineConfig,
+    index: usize,
+    pass: &str,
+    changed: bool,
+    log: PassLog,
+    previous: Option<&Snapshot>,
+) -> Snapshot {
+    let module_cost = cost::module_cost(module, &config.profile);
+    let cost = CostSummary {
+        profile: config.profile.name.to_string(),
+        kernels: module_cost.kernel_count(),
+        bytes_moved: module_cost.bytes_moved,
+        flops: module_cost.flops,
+        est_time_s: module_cost.time_s,
+    };
+    let signatures = entry_signatures(module);
+    let changes = match previous {
+        Some(prev) => diff_signatures(&prev.signatures, &signatures),
+        None => Changes::default(),
+    };
+    let (text, graph) = if config.snapshots {
+        (crate::print::hlo::print_module(module), graph_of(module))
+    } else {
+        (String::new(), Graph::default())
+    };
+    Snapshot {
+        index,
+        pass: pass.to_string(),
+        changed,
+        text,
+        graph,
+        changes,
+        rewrites: log.rewrites,
+        decisions: log.decisions,
+        cost,
+        signatures,
+    }
+}
+
+/// What identifies an instruction's computation: op, attributes, operand names, type.
+fn entry_signatures(module: &Module) -> BTreeMap<String, String> {
+    let comp = module.entry_comp();
+    comp.order
+        .iter()
+        .map(|&id| {
+            let inst = comp.inst(id);
+            let operands: Vec<&str> = inst.operands.iter().map(|&o| comp.inst(o).name.as_str()).collect();
+            (inst.name.clone(), format!("{:?} ({}) : {}", inst.op, operands.join(", "), inst.ty))
+        })
+        .collect()
+}
+
+fn diff_signatures(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) -> Changes {
+    let mut changes = Changes::default();
+    for (name, sig) in after {
+        match before.get(name) {
+            None => changes.added.push(name.clone()),
+            Some(old) if old != sig => changes.rewritten.push(name.clone()),
+            Some(_) => {}
+        }
+    }
+    changes.removed = before.keys().filter(|n| !after.contains_key(*n)).cloned().collect();
+    changes
+}
+
+fn dtype_and_dims(ty: &Type) -> (String, Vec<i64>) {
+    match ty {
+        Type::Array(s) => (s.elem.hlo_name().to_string(), s.dims.clone()),
+        Type::Tuple(_) => ("tuple".to_string(), vec![]),
+        Type::Token => ("token".to_string(), vec![]),
+    }
+}
+
+/// The entry computation's graph, fusion bodies expanded into their groups.
+pub fn graph_of(module: &Module) -> Graph {
+    let mut graph = Graph::default();
+    add_computation(module, module.entry_comp(), "", None, &[], &mut graph);
+    graph
+}
+
+/// Adds `comp`'s instructions (ids prefixed with `prefix`) to `graph`; its parameters
+/// stand for `params_as` (node ids of the fusion's operands) when it is a fusion body.
+fn add_computation(module: &Module, comp: &Computation, prefix: &str, group: Option<&str>, params_as: &[String], graph: &mut Graph) {
+    let mut node_id: BTreeMap<crate::ir::InstId, String> = BTreeMap::new();
+    for &id in &comp.order {
+        let inst = comp.inst(id);
+        if let (Op::Parameter(n), Some(_)) = (&inst.op, group) {
+            if let Some(outer) = params_as.get(*n as usize) {
+                node_id.insert(id, outer.clone());
+                continue;
+            }
+        }
+        let nid = format!("{prefix}{}", inst.name);
+        node_id.insert(id, nid.clone());
+        let (dtype, shape) = dtype_and_dims(&inst.ty);
+        let own_group = match &inst.op {
+            Op::Fusion { .. } if group.is_none() => Some(inst.name.clone()),
+            _ => group.map(str::to_string),
+        };
+        graph.nodes.push(Node {
+            id: nid.clone(),
+            name: inst.name.clone(),
+            op: inst.op.hlo_name().to_string(),
+            dtype,
+            shape,
+            fusion_group: own_group,
+            loc: inst.loc.to_string(),
+            source: inst.loc.source.as_deref().map(str::to_string),
+        });
+        for &o in &inst.operands {
+            let from = node_id.get(&o).cloned().unwrap_or_else(|| format!("{prefix}{}", comp.inst(o).name));
+            let ty = &comp.inst(o).ty;
+            graph.edges.push(Edge { from, to: nid.clone(), shape: ty.to_string(), bytes: ty.byte_size() as u64 });
+        }
+        if let (Op::Fusion { body, .. }, None) = (&inst.op, group) {
+            let operands: Vec<String> = inst.operands.iter().map(|o| node_id.get(o).cloned().unwrap_or_default()).collect();
+            add_computation(module, module.comp(*body), &format!("{nid}/"), Some(&inst.name), &operands, graph);
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! The pass pipeline preserves meaning: every pass, on every program we have.
+//!
+//! For each conformance case and each JAX corpus program (StableHLO and XLA's optimized
+//! HLO), the default pipeline runs with the verifier after each pass, and after each
+//! pass the interpreter's results — the root value and the operands of every `check.*`
+//! call — must equal, bit for bit, the results before any pass ran (NaNs match NaNs).
+
+#[path = "common/corpus.rs"]
+mod corpus;
+
+use hloscope_core::interp::Interpreter;
+use hloscope_core::ir::{Data, Literal, Module, Shape, Type, Value};
+use hloscope_core::passes::pipeline::{parse_pipeline_spec, run_pipeline, run_pipeline_observed, PipelineConfig, PipelineError};
+use std::path::Path;
+use std::sync::Mutex;
+
+/// What a run computed: the root and every custom call's operands, in order.
+#[derive(Debug)]
+struct Observed {
+    root: Value,
+    checks: Vec<Vec<Value>>,
+}
+
+fn observe(module: &Module, args: &[Value]) -> Result<Observed, String> {
+    let checks = Mutex::new(Vec::new());
+    let mut interp = Interpreter::new(module).with_custom_call_hook(|_, args| {
+        checks.lock().unwrap().push(args.to_vec());
+        Ok(Value::Tuple(vec![]))
+    });
+    interp.max_loop_iterations = 1_000_000;
+    let root = interp.run(args).map_err(|e| e.to_string());
+    drop(interp);
+    Ok(Observed { root: root?, checks: checks.into_inner().unwrap() })
+}
+
+/// Bit-exact equality of values, any NaN equal to any NaN.
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Array(x), Value::Array(y)) => same_literal(x, y),
+        (Value::Tuple(xs), Value::Tuple(ys)) => xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| same_value(x, y)),
+        (Value::Token, Value::Token) => true,
+        _ => false,
+    }
+}
+
+fn same_literal(x: &Literal, y: &Literal) -> bool {
+    if !x.shape.same_shape(&y.shape) {
+        return false;
+    }
+    match (&x.data, &y.data) {
+        (Data::F(a), Data::F(b)) => a.iter().zip(b).all(|(p, q)| (p.is_nan() && q.is_nan()) || p.to_bits() == q.to_bits()),
+        _ => x.data == y.data,
+    }
+}
+
+fn same_observed(a: &Observed, b: &Observed) -> Result<(), String> {
+    if !same_value(&a.root, &b.root) {
+        return Err("the result differs".into());
+    }
+    if a.checks.len() != b.checks.len() {
+        return Err(format!("{} check calls before, {} after", a.checks.len(), b.checks.len()));
+    }
+    for (i, (x, y)) in a.checks.iter().zip(&b.checks).enumerate() {
+        if x.len() != y.len() || !x.iter().zip(y).all(|(p, q)| same_value(p, q)) {
+            return Err(format!("the operands of check call {i} differ"));
+        }
+    }
+    Ok(())
+}
+
+/// Runs the default pipeline on `module`, comparing after each pass. `Ok(None)` when the
+/// module cannot be interpreted to begin with (unsupported), `Ok(Some(passes))` when all
+/// passes kept its meaning.
+fn check_pipeline(mut module: Module, args: &[Value]) -> Result<Option<usize>, String> {
+    let Ok(before) = observe(&module, args) else { return Ok(None) };
+    let mut failure: Option<String> = None;
+    let mut passes = 0;
+    let result = run_pipeline_observed(&mut module, &PipelineConfig { snapshots: false, ..Default::default() }, &mut |pass, m| {
+        passes += 1;
+        if failure.is_some() {
+            return;
+        }
+        match observe(m, args) {
+            Ok(after) => {
+                if let Err(e) = same_observed(&before, &after) {
+                    failure = Some(format!("after {pass}: {e}"));
+                }
+            }
+            Err(e) => failure = Some(format!("after {pass}: the interpreter failed: {e}")),
+        }
+    });
+    if let Err(e) = result {
+        return Err(e.to_string());
+    }
+    match failure {
+        Some(f) => Err(f),
+        None => Ok(Some(passes)),
+    }
+}
+
+/// Deterministic inputs for the entry's parameters (xorshift; floats in [-2, 2)).
+fn random_args(module: &Module, seed: u64) -> Vec<Value> {
+    let mut state = seed | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    module
+        .entry_comp()
+        .param_types()
+        .iter()
+        .map(|t| match t {
+            Type::Array(s) => {
+                let shape = Shape::new(s.elem, s.dims.clone());
+                let n = shape.num_elements();
+                if s.elem.is_float() {
+                    let v: Vec<f64> = (0..n).map(|_| (next() % 4096) as f64 / 1024.0 - 2.0).collect();
+                    Value::Array(Literal::from_f64s(shape, &v))
+                } else {
+                    let v: Vec<i64> = (0..n).map(|_| (next() % 16) as i64 - if s.elem.is_signed_int() { 8 } else { 0 }).collect();
+                    Value::Array(Literal::from_i64s(shape, &v))
+                }
+            }
+            _ => Value::Token,
+        })
+        .collect()
+}
+
+#[test]
+fn every_pass_preserves_the_conformance_corpus() {
+    let cases = corpus::collect_cases(&corpus::corpus_dir());
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failures = Mutex::new(Vec::new());
+    let checked = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(case) = cases.get(i) else { break };
+                let Ok(module) = hloscope_core::parse::mlir::parse(&case.text) else { continue };
+                match check_pipeline(module, &[]) {
+                    Ok(Some(_)) => {
+                        checked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    Ok(None) => {}
+                    Err(e) => failures.lock().unwrap().push(format!("{}: {e}", case.name)),
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    let checked = checked.into_inner();
+    println!("{checked} conformance cases keep their meaning through every pass");
+    assert!(failures.is_empty(), "{} cases changed meaning:\n{}", failures.len(), failures.join("\n"));
+    assert!(checked > 1700, "only {checked} cases were checked");
+}
+
+#[test]
+fn every_pass_preserves_the_jax_corpus() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../backend/tests/corpus");
+    let mut programs: Vec<_> = std::fs::read_dir(&dir).expect("the JAX corpus").map(|e| e.unwrap().path()).collect();
+    programs.sort();
+    let mut checked = 0;
+    for program in &programs {
+        for file in ["module.mlir", "xla.hlo"] {
+            let text = std::fs::read_to_string(program.join(file)).unwrap();
+            let module = hloscope_core::parse::parse_module(&text).unwrap();
+            let args = random_args(&module, 7);
+            match check_pipeline(module, &args) {
+                Ok(Some(_)) => checked += 1,
+                Ok(None) => panic!("{}/{file} does not run on the interpreter", program.display()),
+                Err(e) => panic!("{}/{file}: {e}", program.display()),
+            }
+        }
+    }
+    assert_eq!(checked, programs.len() * 2);
+    assert!(checked >= 40);
+}
+
+#[test]
+fn snapshots_record_each_pass() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../backend/tests/corpus/softmax/module.mlir");
+    let mut module = hloscope_core::parse::parse_module(&std::fs::read_to_string(dir).unwrap()).unwrap();
+    let snaps = run_pipeline(&mut module, &PipelineConfig::default()).unwrap();
+    let names: Vec<&str> = snaps.iter().map(|s| s.pass.as_str()).collect();
+    assert_eq!(names, ["input", "inline", "simplify", "constant-fold", "cse", "dce", "fusion"]);
+    let input = &snaps[0];
+    let fused = snaps.last().unwrap();
+    assert!(input.text.starts_with("HloModule"));
+    assert!(fused.changed);
+    assert!(fused.cost.kernels < input.cost.kernels, "{} -> {} kernels", input.cost.kernels, fused.cost.kernels);
+    assert!(fused.cost.bytes_moved < input.cost.bytes_moved);
+    assert!(!fused.decisions.is_empty());
+    assert!(fused.changes.added.iter().any(|n| n.starts_with("fusion")), "{:?}", fused.changes);
+    assert!(!fused.changes.removed.is_empty());
+    // The graph puts the fused instructions in their fusion's group.
+    let grouped = fused.graph.nodes.iter().filter(|n| n.fusion_group.is_some()).count();
+    assert!(grouped > fused.cost.kernels);
+    for e in &fused.graph.edges {
+        assert!(fused.graph.nodes.iter().any(|n| n.id == e.from), "edge from unknown node {}", e.from);
+        assert!(fused.graph.nodes.iter().any(|n| n.id == e.to), "edge to unknown node {}", e.to);
+    }
+}
+
+#[test]
+fn pipeline_specs() {
+    let names = |spec: &str| parse_pipeline_spec(spec).map(|p| p.into_iter().map(|p| p.name).collect::<Vec<_>>());
+    assert_eq!(names("default,-cse").unwrap(), ["inline", "simplify", "constant-fold", "dce", "fusion"]);
+    assert_eq!(names("dce, simplify{max_rounds=2}").unwrap(), ["dce", "simplify"]);
+    assert_eq!(parse_pipeline_spec("simplify{max_rounds=2}").unwrap()[0].knobs, [("max_rounds".to_string(), "2".to_string())]);
+    let err = |spec: &str| match parse_pipeline_spec(spec) {
+        Err(PipelineError::Spec(m)) => m,
+        other => panic!("{spec}: expected a spec error, got {other:?}"),
+    };
+    assert_eq!(err("cse,fuse"), "unknown pass `fuse` (known: inline, simplify, constant-fold, cse, dce, fusion)");
+    assert_eq!(err("simplify{rounds=2}"), "simplify has no knob `rounds`");
+    assert_eq!(err("constant-fold{max_elements=many}"), "constant-fold: knob max_elements takes a whole number, not `many`");
+    assert_eq!(err("dce,-cse"), "`-cse`: cse is not in the pipeline at that point");
+    assert_eq!(err("simplify{max_rounds=2"), "`simplify{max_rounds=2`: knobs must end with `}`");
+}

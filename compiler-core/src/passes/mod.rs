@@ -5,6 +5,7 @@
 
 pub mod constant_fold;
 pub mod cse;
+pub mod buffers;
 pub mod dce;
 pub mod fusion;
 pub mod simplify;

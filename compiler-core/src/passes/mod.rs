@@ -8,6 +8,7 @@ pub mod cse;
 pub mod buffers;
 pub mod dce;
 pub mod fusion;
+pub mod layout;
 pub mod schedule;
 pub mod simplify;
 

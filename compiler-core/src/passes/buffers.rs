@@ -36,7 +36,7 @@
 //! Malformed instructions (a get-tuple-element out of range, a tuple whose leaves do not
 //! match its operands) define fresh buffers instead of aliasing; nothing here panics.
 
-use crate::ir::{Computation, FusionKind, InstId, Module, Op, Shape, Type};
+use crate::ir::{Computation, FusionKind, InstId, Module, Op, Type};
 use std::collections::HashMap;
 
 /// Alignment of each temporary allocation in the arena (bytes): what XLA's CPU
@@ -452,11 +452,6 @@ pub fn assign_computation(module: &Module, comp: &Computation) -> BufferAssignme
         total_allocated_bytes: total,
         arena_bytes: arena,
     }
-}
-
-/// The bytes of an array shape (for callers that size buffers the same way).
-pub fn buffer_bytes(shape: &Shape) -> u64 {
-    shape.byte_size() as u64
 }
 
 #[cfg(test)]

@@ -186,14 +186,20 @@ fn snapshots_record_each_pass() {
     let mut module = hloscope_core::parse::parse_module(&std::fs::read_to_string(dir).unwrap()).unwrap();
     let snaps = run_pipeline(&mut module, &PipelineConfig::default()).unwrap();
     let names: Vec<&str> = snaps.iter().map(|s| s.pass.as_str()).collect();
-    assert_eq!(names, ["input", "inline", "simplify", "constant-fold", "cse", "dce", "fusion"]);
+    assert_eq!(
+        names,
+        ["input", "inline", "simplify", "constant-fold", "cse", "dce", "fusion", "layout-assignment", "schedule"]
+    );
     let input = &snaps[0];
-    let fused = snaps.last().unwrap();
+    let fused = snaps.iter().find(|s| s.pass == "fusion").unwrap();
     assert!(input.text.starts_with("HloModule"));
     assert!(fused.changed);
     assert!(fused.cost.kernels < input.cost.kernels, "{} -> {} kernels", input.cost.kernels, fused.cost.kernels);
     assert!(fused.cost.bytes_moved < input.cost.bytes_moved);
     assert!(!fused.decisions.is_empty());
+    assert!(fused.cost.peak_memory_bytes > 0);
+    // Layout assignment gives every array a layout.
+    assert!(snaps.last().unwrap().text.contains("{1,0}"));
     assert!(fused.changes.added.iter().any(|n| n.starts_with("fusion")), "{:?}", fused.changes);
     assert!(!fused.changes.removed.is_empty());
     // The graph puts the fused instructions in their fusion's group.
@@ -208,14 +214,17 @@ fn snapshots_record_each_pass() {
 #[test]
 fn pipeline_specs() {
     let names = |spec: &str| parse_pipeline_spec(spec).map(|p| p.into_iter().map(|p| p.name).collect::<Vec<_>>());
-    assert_eq!(names("default,-cse").unwrap(), ["inline", "simplify", "constant-fold", "dce", "fusion"]);
+    assert_eq!(
+        names("default,-cse,-schedule").unwrap(),
+        ["inline", "simplify", "constant-fold", "dce", "fusion", "layout-assignment"]
+    );
     assert_eq!(names("dce, simplify{max_rounds=2}").unwrap(), ["dce", "simplify"]);
     assert_eq!(parse_pipeline_spec("simplify{max_rounds=2}").unwrap()[0].knobs, [("max_rounds".to_string(), "2".to_string())]);
     let err = |spec: &str| match parse_pipeline_spec(spec) {
         Err(PipelineError::Spec(m)) => m,
         other => panic!("{spec}: expected a spec error, got {other:?}"),
     };
-    assert_eq!(err("cse,fuse"), "unknown pass `fuse` (known: inline, simplify, constant-fold, cse, dce, fusion)");
+    assert_eq!(err("cse,fuse"), "unknown pass `fuse` (known: inline, simplify, constant-fold, cse, dce, fusion, layout-assignment, schedule)");
     assert_eq!(err("simplify{rounds=2}"), "simplify has no knob `rounds`");
     assert_eq!(err("constant-fold{max_elements=many}"), "constant-fold: knob max_elements takes a whole number, not `many`");
     assert_eq!(err("dce,-cse"), "`-cse`: cse is not in the pipeline at that point");

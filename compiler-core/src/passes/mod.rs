@@ -3,12 +3,15 @@
 //! A pass has a stable name and reports whether it changed the module (XLA's
 //! `HloPassInterface`). One pass per file.
 
+pub mod buffers;
 pub mod constant_fold;
 pub mod cse;
 pub mod dce;
 pub mod fusion;
 pub mod inline;
+pub mod layout;
 pub mod pipeline;
+pub mod schedule;
 pub mod simplify;
 
 use crate::ir::Module;

@@ -16,6 +16,8 @@ use super::cse::Cse;
 use super::dce::Dce;
 use super::fusion::{FusionConfig, FusionPass};
 use super::inline::Inline;
+use super::layout::LayoutAssignment;
+use super::schedule::Scheduler;
 use super::simplify::AlgebraicSimplifier;
 use super::{Decision, Pass, PassLog, Rewrite};
 use crate::cost::{self, Profile};
@@ -24,10 +26,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// The default pipeline, in order.
-pub const DEFAULT_PIPELINE: &[&str] = &["inline", "simplify", "constant-fold", "cse", "dce", "fusion"];
+pub const DEFAULT_PIPELINE: &[&str] =
+    &["inline", "simplify", "constant-fold", "cse", "dce", "fusion", "layout-assignment", "schedule"];
 
 /// Every pass a spec may name.
-pub const KNOWN_PASSES: &[&str] = &["inline", "simplify", "constant-fold", "cse", "dce", "fusion"];
+pub const KNOWN_PASSES: &[&str] =
+    &["inline", "simplify", "constant-fold", "cse", "dce", "fusion", "layout-assignment", "schedule"];
 
 /// One pass of a pipeline with its knobs (`name{key=value,...}`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -118,6 +122,9 @@ pub struct CostSummary {
     pub bytes_moved: u64,
     pub flops: u64,
     pub est_time_s: f64,
+    /// Peak bytes of temporaries live at once under the current schedule (buffer
+    /// assignment's answer; parameters and constants not included).
+    pub peak_memory_bytes: u64,
 }
 
 /// The entry computation as a graph, with the instructions inside fusions as members of
@@ -272,6 +279,8 @@ fn make_pass(spec: &PassSpec, fusion: &FusionConfig) -> Result<Box<dyn Pass>, Pi
                 "inline" => Box::new(Inline) as Box<dyn Pass>,
                 "cse" => Box::new(Cse),
                 "dce" => Box::new(Dce),
+                "layout-assignment" => Box::new(LayoutAssignment),
+                "schedule" => Box::new(Scheduler),
                 other => return Err(PipelineError::Spec(format!("unknown pass `{other}`"))),
             })
         }
@@ -325,6 +334,7 @@ fn snapshot(
         bytes_moved: module_cost.bytes_moved,
         flops: module_cost.flops,
         est_time_s: module_cost.time_s,
+        peak_memory_bytes: super::buffers::assign_buffers(module).peak_bytes,
     };
     let signatures = entry_signatures(module);
     let changes = match previous {

@@ -113,7 +113,8 @@ pub fn profile_by_name(name: &str) -> Result<Profile, String> {
 /// is drawn inside its cluster as the kernel's output; edges into it from outside are
 /// left out (they are drawn to the members that read them).
 pub fn graph_to_dot(graph: &Graph, title: &str) -> String {
-    let quote = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""));
+    let esc = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
+    let quote = |s: &str| format!("\"{}\"", esc(s));
     let is_fusion_node = |n: &Node| n.op == "fusion" && n.fusion_group.as_deref() == Some(n.name.as_str()) && !n.id.contains('/');
     let fusion_nodes: std::collections::HashSet<&str> =
         graph.nodes.iter().filter(|n| is_fusion_node(n)).map(|n| n.id.as_str()).collect();
@@ -123,7 +124,8 @@ pub fn graph_to_dot(graph: &Graph, title: &str) -> String {
             "tuple" | "token" => n.dtype.clone(),
             d => format!("{d}[{}]", dims.join(",")),
         };
-        format!("{}\\n{} {}", n.name, n.op, shape)
+        // Already escaped: the `\n` is Graphviz's line break.
+        format!("\"{}\\n{} {}\"", esc(&n.name), esc(&n.op), esc(&shape))
     };
     let mut out = String::new();
     let _ = writeln!(out, "digraph {} {{\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\", fontsize=10];", quote(title));
@@ -132,7 +134,7 @@ pub fn graph_to_dot(graph: &Graph, title: &str) -> String {
         match &n.fusion_group {
             Some(g) => groups.entry(g.as_str()).or_default().push(n),
             None => {
-                let _ = writeln!(out, "  {} [label={}];", quote(&n.id), quote(&label(n)));
+                let _ = writeln!(out, "  {} [label={}];", quote(&n.id), label(n));
             }
         }
     }
@@ -140,7 +142,7 @@ pub fn graph_to_dot(graph: &Graph, title: &str) -> String {
         let _ = writeln!(out, "  subgraph cluster_{i} {{\n    label={};\n    style=filled; color=lightgrey;", quote(group));
         for n in members {
             let style = if fusion_nodes.contains(n.id.as_str()) { ", style=bold" } else { "" };
-            let _ = writeln!(out, "    {} [label={}{style}];", quote(&n.id), quote(&label(n)));
+            let _ = writeln!(out, "    {} [label={}{style}];", quote(&n.id), label(n));
         }
         out.push_str("  }\n");
     }

@@ -11,6 +11,9 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Everything after this line of the document is hand-written analysis, kept as is.
+const NOTES_MARKER: &str = "<!-- Analysis below: written by hand, kept by `cargo xtask fusion-vs-xla`. -->";
+
 /// The numbers compared for one module.
 struct Cost {
     kernels: u64,
@@ -96,6 +99,13 @@ our bytes over XLA's; below 1 we move less.\n\n";
     let _ = writeln!(doc, "\nPrograms where we launch more kernels than XLA: {}.\n", list(&more_kernels));
     let _ = writeln!(doc, "Programs where we move more bytes than XLA: {}.", list(&more_bytes));
     let path = root.join("docs").join("fusion-vs-xla.md");
+    // The analysis below the marker is written by people; keep it across regenerations.
+    let notes = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|old| old.find(NOTES_MARKER).map(|i| old[i..].to_string()))
+        .unwrap_or_else(|| format!("{NOTES_MARKER}\n"));
+    doc += "\n";
+    doc += &notes;
     std::fs::write(&path, doc).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     eprintln!("wrote {}", path.display());
     Ok(())

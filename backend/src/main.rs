@@ -1,8 +1,11 @@
 //! The `hloscope` command-line tool.
 //!
 //! `main` only installs the panic hook, parses the command line and maps errors to the
-//! exit status; each subcommand lives in its own module (`run.rs`, ...).
+//! exit status; each subcommand lives in its own module (`run.rs`, `compile.rs`, `explain.rs`).
 
+mod compile;
+mod dump;
+mod explain;
 mod inputs;
 mod npy;
 mod run;
@@ -35,6 +38,10 @@ struct Cli {
 enum Command {
     /// Run a StableHLO or HLO module on inputs and print or save its results.
     Run(run::RunArgs),
+    /// Run the pass pipeline on a module and print the result; dump every stage.
+    Compile(compile::CompileArgs),
+    /// Show the fusion decisions and the cost of the compiled module.
+    Explain(explain::ExplainArgs),
 }
 
 fn main() -> ExitCode {
@@ -60,6 +67,8 @@ fn main() -> ExitCode {
         .stack_size(STACK_BYTES)
         .spawn(move || match cli.command {
             Command::Run(args) => run::run(&args),
+            Command::Compile(args) => compile::compile(&args),
+            Command::Explain(args) => explain::explain(&args),
         });
     let result = match worker.map(|h| h.join()) {
         Ok(Ok(r)) => r,

@@ -134,7 +134,7 @@ fn execute(
 }
 
 /// The module text and the name to use for it in messages.
-fn read_module_text(arg: &str) -> Result<(String, String), RunError> {
+pub(crate) fn read_module_text(arg: &str) -> Result<(String, String), RunError> {
     if arg == "-" {
         let mut text = String::new();
         std::io::stdin()
@@ -162,7 +162,7 @@ fn npy_dims(dims: &[i64]) -> String {
 }
 
 /// VerifyError's text starts with its own `line:col: `; the CLI puts the file name first.
-fn strip_loc(s: &str) -> &str {
+pub(crate) fn strip_loc(s: &str) -> &str {
     let mut parts = s.splitn(3, ':');
     match (parts.next(), parts.next(), parts.next()) {
         (Some(l), Some(c), Some(rest)) if l.parse::<u32>().is_ok() && c.parse::<u32>().is_ok() => {

@@ -7,6 +7,7 @@
 //! Architecture invariant: this crate does no IO (no files, no network, no clocks), so
 //! that it builds and runs unchanged in the browser as WebAssembly.
 
+pub mod api;
 pub mod cost;
 pub mod interp;
 pub mod ir;

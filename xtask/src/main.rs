@@ -1,5 +1,8 @@
 //! `cargo xtask`: the project's chores in one place (alias in `.cargo/config.toml`).
 
+mod fusion_vs_xla;
+
+use std::path::Path;
 use std::process::{Command, ExitCode};
 
 const HELP: &str = "\
@@ -9,6 +12,9 @@ Commands:
   test     Run every test: the workspace's tests (debug build, incl. the conformance
            corpus, the JAX corpus and the bounded parser fuzzing), and check that
            hloscope-core builds for wasm32-unknown-unknown.
+  fusion-vs-xla
+           Compare our fusion with XLA's on the JAX corpus (kernels, bytes moved)
+           and write docs/fusion-vs-xla.md.
   help     Show this text.
 ";
 
@@ -16,6 +22,8 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
+        // xtask lives one folder below the workspace root.
+        Some("fusion-vs-xla") => fusion_vs_xla::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()),
         Some("help") | Some("--help") | Some("-h") | None => {
             print!("{HELP}");
             Ok(())

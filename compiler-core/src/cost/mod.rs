@@ -26,7 +26,8 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 pub const TRANSCENDENTAL_FLOPS: u64 = 4;
 
 /// Which peak a kernel's arithmetic runs at.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum DtypeClass {
     /// f32 and the integer types (CUDA cores / SIMD lanes).
     F32,
@@ -98,13 +99,14 @@ impl Profile {
 }
 
 /// The cost of one kernel.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct KernelCost {
     /// The instruction's name.
     pub name: String,
     /// Its op (`fusion`, `dot`, `add`, ...).
     pub op: &'static str,
     /// For a fusion, its kind.
+    #[serde(serialize_with = "crate::api::serialize_fusion_kind")]
     pub fusion_kind: Option<FusionKind>,
     pub bytes_read: u64,
     pub bytes_written: u64,

@@ -36,7 +36,7 @@ pub struct PassLog {
     pub decisions: Vec<Decision>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Rewrite {
     /// The rule's stable name (`add-zero`, `transpose-of-transpose`).
     pub rule: &'static str,
@@ -45,7 +45,7 @@ pub struct Rewrite {
 }
 
 /// A fusion decision: may `producer` be fused into `consumer`, and why (not).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Decision {
     pub producer: String,
     pub consumer: String,

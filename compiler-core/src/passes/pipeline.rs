@@ -89,7 +89,7 @@ impl fmt::Display for PipelineError {
 impl std::error::Error for PipelineError {}
 
 /// The state of the module after one pass (index 0 is the input).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Snapshot {
     pub index: usize,
     /// `input` for the first snapshot.
@@ -103,11 +103,12 @@ pub struct Snapshot {
     pub decisions: Vec<Decision>,
     pub cost: CostSummary,
     /// The entry's instruction signatures, for the next snapshot's `changes`.
+    #[serde(skip)]
     signatures: BTreeMap<String, String>,
 }
 
 /// Instructions of the entry computation, by name, compared with the previous snapshot.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Changes {
     pub added: Vec<String>,
     pub removed: Vec<String>,
@@ -115,7 +116,7 @@ pub struct Changes {
     pub rewritten: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct CostSummary {
     pub profile: String,
     pub kernels: usize,
@@ -129,13 +130,13 @@ pub struct CostSummary {
 
 /// The entry computation as a graph, with the instructions inside fusions as members of
 /// their fusion's group.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Graph {
     pub nodes: Vec<Node>,
     pub edges: Vec<Edge>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Node {
     /// Stable across snapshots: the instruction name, prefixed with its fusion's name
     /// for instructions inside a fusion (`fusion.3/add.1`).
@@ -152,7 +153,7 @@ pub struct Node {
     pub source: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Edge {
     pub from: String,
     pub to: String,

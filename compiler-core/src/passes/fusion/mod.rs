@@ -35,8 +35,11 @@ mod materialize;
 mod multi_output;
 mod reduction;
 mod rules;
+mod spec;
 #[cfg(test)]
 mod tests;
+
+pub use spec::FUSION_KNOBS;
 
 use super::{Changed, Decision, Pass, PassLog};
 use crate::cost::{group_traffic, is_trivial};

@@ -64,13 +64,7 @@ impl ExplainReport {
     /// The report for `module` (the pipeline's result) given the pipeline's snapshots.
     pub fn new(module: &Module, snapshots: &[Snapshot], profile: &Profile) -> ExplainReport {
         let total = cost::module_cost(module, profile);
-        let before = snapshots.first().map(|s| s.cost.clone()).unwrap_or_else(|| CostSummary {
-            profile: profile.name.to_string(),
-            kernels: total.kernel_count(),
-            bytes_moved: total.bytes_moved,
-            flops: total.flops,
-            est_time_s: total.time_s,
-        });
+        let before = snapshots.first().map(|s| s.cost.clone()).unwrap_or_else(|| CostSummary::of(module, profile));
         ExplainReport {
             profile: profile.name.to_string(),
             passes: snapshots.iter().skip(1).map(|s| s.pass.clone()).collect(),

@@ -128,6 +128,21 @@ pub struct CostSummary {
     pub peak_memory_bytes: u64,
 }
 
+impl CostSummary {
+    /// The cost of `module` as it stands, on `profile`.
+    pub fn of(module: &Module, profile: &Profile) -> CostSummary {
+        let module_cost = cost::module_cost(module, profile);
+        CostSummary {
+            profile: profile.name.to_string(),
+            kernels: module_cost.kernel_count(),
+            bytes_moved: module_cost.bytes_moved,
+            flops: module_cost.flops,
+            est_time_s: module_cost.time_s,
+            peak_memory_bytes: super::buffers::assign_buffers(module).peak_bytes,
+        }
+    }
+}
+
 /// The entry computation as a graph, with the instructions inside fusions as members of
 /// their fusion's group.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -328,15 +343,7 @@ fn snapshot(
     log: PassLog,
     previous: Option<&Snapshot>,
 ) -> Snapshot {
-    let module_cost = cost::module_cost(module, &config.profile);
-    let cost = CostSummary {
-        profile: config.profile.name.to_string(),
-        kernels: module_cost.kernel_count(),
-        bytes_moved: module_cost.bytes_moved,
-        flops: module_cost.flops,
-        est_time_s: module_cost.time_s,
-        peak_memory_bytes: super::buffers::assign_buffers(module).peak_bytes,
-    };
+    let cost = CostSummary::of(module, &config.profile);
     let signatures = entry_signatures(module);
     let changes = match previous {
         Some(prev) => diff_signatures(&prev.signatures, &signatures),

@@ -209,14 +209,6 @@ impl<'m> ChloBuilder<'m> {
         self.push("select", Op::Select, vec![pred, on_true, on_false], ty)
     }
 
-    /// `clamp(lo, x, hi)` with constant bounds.
-    pub fn clamp_const(&mut self, lo: f64, x: InstId, hi: f64) -> InstId {
-        let lo = self.constant_like(x, lo);
-        let hi = self.constant_like(x, hi);
-        let ty = Type::Array(self.sh(x));
-        self.push("clamp", Op::Clamp, vec![lo, x, hi], ty)
-    }
-
     pub fn convert(&mut self, x: InstId, elem: ElementType) -> InstId {
         let s = self.sh(x).with_elem(elem);
         self.push("convert", Op::Convert, vec![x], Type::Array(s))

@@ -20,7 +20,7 @@ mod special;
 mod structured;
 mod trig;
 
-use crate::ir::{BinaryOp, CmpDir, CmpKind, CompId, ElementType, InstId, Literal, Loc, Module, Shape, Type};
+use crate::ir::{UnaryOp, BinaryOp, CmpDir, CmpKind, CompId, ElementType, InstId, Literal, Loc, Module, Shape, Type};
 use builder::ChloBuilder;
 
 /// The attributes CHLO ops carry that the decompositions need.
@@ -90,7 +90,9 @@ pub fn decompose(
         // Unary float functions.
         "lgamma" => unary_float(&mut b, &ctx, operands, special::lgamma)?,
         "digamma" => unary_float(&mut b, &ctx, operands, special::digamma)?,
-        "erf" => unary_float(&mut b, &ctx, operands, special::erf)?,
+        // XLA keeps erf as one op (kErf) and expands it only in its backends; so does
+        // hloscope, which keeps fusion decisions about it readable and its size honest.
+        "erf" => unary_float(&mut b, &ctx, operands, |b, x| Ok(b.unary(UnaryOp::Erf, x)))?,
         "erfc" => unary_float(&mut b, &ctx, operands, special::erfc)?,
         "erf_inv" => unary_float(&mut b, &ctx, operands, special::erf_inv)?,
         "bessel_i1e" => unary_float(&mut b, &ctx, operands, special::bessel_i1e)?,

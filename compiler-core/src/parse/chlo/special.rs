@@ -448,47 +448,6 @@ fn erf_f32_le_one(b: &mut ChloBuilder, x: InstId) -> InstId {
     b.mul(x, t)
 }
 
-/// f32 erf as Eigen computes it: `x α(x²) / β(x²)` on x clamped to [-4, 4], clamped to
-/// [-1, 1].
-fn erf_f32(b: &mut ChloBuilder, x: InstId) -> InstId {
-    const ALPHA: [f64; 7] = [
-        -2.72614225801306e-10,
-        2.77068142495902e-08,
-        -2.10102402082508e-06,
-        -5.69250639462346e-05,
-        -7.34990630326855e-04,
-        -2.95459980854025e-03,
-        -1.60960333262415e-02,
-    ];
-    const BETA: [f64; 5] = [
-        -1.45660718464996e-05,
-        -2.13374055278905e-04,
-        -1.68282697438203e-03,
-        -7.37332916720468e-03,
-        -1.42647390514189e-02,
-    ];
-    let x = b.clamp_const(-4.0, x, 4.0);
-    let xx = b.mul(x, x);
-    let alpha = b.polynomial(xx, &ALPHA);
-    let beta = b.polynomial(xx, &BETA);
-    let xa = b.mul(x, alpha);
-    let erf = b.div(xa, beta);
-    b.clamp_const(-1.0, erf, 1.0)
-}
-
-pub(crate) fn erf(b: &mut ChloBuilder, x: InstId) -> Result<InstId, String> {
-    if b.elem(x) == ElementType::F64 {
-        let small = erf_f64_le_one(b, x);
-        let one = b.constant_like(x, 1.0);
-        let erfc = erfc_f64_ge_one(b, x);
-        let large = b.sub(one, erfc);
-        let ax = b.abs(x);
-        let lt1 = b.lt(ax, one);
-        return Ok(b.select(lt1, small, large));
-    }
-    b.with_upcast(&[x], |b, a| Ok(erf_f32(b, a[0])))
-}
-
 pub(crate) fn erfc(b: &mut ChloBuilder, x: InstId) -> Result<InstId, String> {
     let f64_ty = b.elem(x) == ElementType::F64;
     b.with_upcast(&[x], |b, a| {

@@ -73,7 +73,7 @@ impl Default for FusionConfig {
             enabled: true,
             multi_output: true,
             epilogue: true,
-            max_fusion_size: 64,
+            max_fusion_size: 256,
             allow_duplication: true,
             never_fuse: Vec::new(),
             force_fuse: Vec::new(),

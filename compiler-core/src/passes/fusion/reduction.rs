@@ -28,6 +28,28 @@ fn loop_of<'a>(g: &'a Graph, r: InstId) -> (Option<&'a [i64]>, &'a [i64]) {
     (inst.operands.first().and_then(|&o| g.dims(o)), dims)
 }
 
+/// Dimensions without their size-1 ones: `[4, 1]` and `[4]` hold the same elements in
+/// the same order, so a reduction's epilogue may move between them (JAX keeps the
+/// reduced dimension as size 1 before broadcasting back: `mean[:, None]`).
+fn squeezed(dims: &[i64]) -> Vec<i64> {
+    dims.iter().copied().filter(|&d| d != 1).collect()
+}
+
+fn same_elements(a: Option<&[i64]>, b: Option<&[i64]>) -> bool {
+    matches!((a, b), (Some(a), Some(b)) if squeezed(a) == squeezed(b))
+}
+
+/// Ops that may follow a reduction in its kernel, per element of its result:
+/// elementwise ops, and reshapes or order-keeping broadcasts (whose shapes
+/// `same_elements` then limits to adding or dropping size-1 dimensions).
+fn epilogue_op(op: &Op) -> bool {
+    match op {
+        Op::Reshape => true,
+        Op::BroadcastInDim { dims } => dims.windows(2).all(|w| w[0] < w[1]),
+        op => op.is_elementwise(),
+    }
+}
+
 pub(super) fn check(g: &Graph, members: &BTreeSet<InstId>, reduces: &[InstId], outputs: &[InstId]) -> Result<(), Refusal> {
     let first = reduces[0];
     for &r in &reduces[1..] {
@@ -56,7 +78,7 @@ pub(super) fn check(g: &Graph, members: &BTreeSet<InstId>, reduces: &[InstId], o
                     ),
                 ));
             }
-            if out_dims.is_none() || !inst.op.is_elementwise() || g.dims(d) != out_dims {
+            if !epilogue_op(&inst.op) || !same_elements(g.dims(d), out_dims) {
                 return Err(Refusal::hard(
                     "refuse-reduce-epilogue-shape",
                     format!(
@@ -74,7 +96,7 @@ pub(super) fn check(g: &Graph, members: &BTreeSet<InstId>, reduces: &[InstId], o
     let reduced_dims = g.dims(first);
     if let Some(&bad) = outputs.iter().find(|&&o| {
         let d = g.dims(o);
-        !(d.is_some() && (d == input_dims || d == reduced_dims)) && !reduces.contains(&o)
+        !(same_elements(d, input_dims) || same_elements(d, reduced_dims)) && !reduces.contains(&o)
     }) {
         return Err(Refusal::hard(
             "refuse-output-shapes",

@@ -49,7 +49,10 @@ pub(super) fn role(inst: &Instruction) -> Role {
         | Op::DynamicSlice { .. }
         | Op::Concatenate { .. }
         | Op::Pad { .. }
-        | Op::Reverse { .. } => Role::Loop,
+        | Op::Reverse { .. }
+        // Each output element of a gather is one operand element at an index it reads:
+        // a loop over the output, as XLA fuses it.
+        | Op::Gather(_) => Role::Loop,
         Op::Reduce { .. } => Role::Reduce,
         Op::Dot(_) | Op::Convolution(_) => Role::Library,
         Op::DynamicUpdateSlice => Role::InPlace,

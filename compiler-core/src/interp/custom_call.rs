@@ -22,11 +22,11 @@ pub(super) fn known(inst: &Instruction, args: &[Value]) -> Option<Result<Value, 
 
 /// Total order key of a float: sign-magnitude bits mapped to a monotone integer.
 fn total_order_key(elem: ElementType, v: f64) -> i64 {
-    let bits = float_bits(elem, v) as i64;
-    let w = elem.bit_width();
-    let sign = (bits >> (w - 1)) & 1;
-    let magnitude = bits & ((1i64 << (w - 1)) - 1);
-    if sign == 1 {
+    let bits = float_bits(elem, v);
+    let sign_bit = 1u64 << (elem.bit_width() - 1);
+    // Below 2^63 for every width, so it fits an i64 and so does its negation.
+    let magnitude = (bits & (sign_bit - 1)) as i64;
+    if bits & sign_bit != 0 {
         -magnitude - 1
     } else {
         magnitude
@@ -104,5 +104,21 @@ mod tests {
         assert_eq!(values[3], 0.0);
         assert!(values[3].is_sign_positive(), "+0 ranks above -0 in total order");
         assert_eq!(parts[1].as_array().unwrap().data, Data::S(vec![1, 2, 1, 2]));
+    }
+
+    #[test]
+    fn top_k_orders_f64_including_the_extremes() {
+        let ty = Type::Tuple(vec![Type::array(ElementType::F64, vec![3]), Type::array(ElementType::S32, vec![3])]);
+        let inst = Instruction {
+            name: "topk".into(),
+            op: Op::CustomCall(CustomCallAttrs { target: "TopK".into(), has_side_effect: false, backend_config: String::new(), attrs: vec![] }),
+            operands: vec![],
+            ty,
+            loc: Loc::default(),
+        };
+        let x = Literal::from_f64s(Shape::new(ElementType::F64, vec![4]), &[f64::NEG_INFINITY, -f64::MAX, f64::MAX, -0.0]);
+        let Value::Tuple(parts) = known(&inst, &[Value::Array(x)]).unwrap().unwrap() else { panic!("tuple expected") };
+        assert_eq!(parts[0].as_array().unwrap().to_f64_vec(), vec![f64::MAX, -0.0, -f64::MAX]);
+        assert_eq!(parts[1].as_array().unwrap().data, Data::S(vec![2, 3, 1]));
     }
 }

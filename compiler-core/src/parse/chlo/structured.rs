@@ -4,7 +4,7 @@
 
 use super::builder::ChloBuilder;
 use super::{ChloAttrs, Ctx};
-use crate::ir::{CmpDir, CmpKind, DotDims, ElementType, InstId, Literal, Op, Shape, Type};
+use crate::ir::{CmpDir, CmpKind, CustomCallAttrs, DotDims, ElementType, InstId, Literal, Op, Shape, Type};
 
 /// `top_k(x, k)`: sort each last-dimension row (with an s32 iota of positions) in
 /// descending order (ascending when `largest = false`), stable, with a total order on
@@ -27,6 +27,23 @@ pub(crate) fn top_k(b: &mut ChloBuilder, ctx: &Ctx, operands: &[InstId], attrs: 
     ctx.result(0, &Shape::new(shape.elem, out_dims.clone()))?;
     ctx.result(1, &Shape::new(ElementType::S32, out_dims.clone()))?;
 
+    if attrs.largest.unwrap_or(true) {
+        // The largest k in total order, ties to the lower index: exactly XLA's `TopK`
+        // library call, which XLA lowers chlo.top_k to (one kernel, not a full sort).
+        let call = CustomCallAttrs {
+            target: "TopK".into(),
+            has_side_effect: false,
+            backend_config: String::new(),
+            attrs: vec![],
+        };
+        let values_ty = Type::Array(Shape::new(shape.elem, out_dims.clone()));
+        let indices_ty = Type::Array(Shape::new(ElementType::S32, out_dims));
+        let ty = Type::Tuple(vec![values_ty.clone(), indices_ty.clone()]);
+        let topk = b.push("topk", Op::CustomCall(call), vec![x], ty);
+        let values = b.get_tuple_element(topk, 0, values_ty);
+        let indices = b.get_tuple_element(topk, 1, indices_ty);
+        return Ok(vec![values, indices]);
+    }
     let iota_shape = shape.with_elem(ElementType::S32);
     let iota = b.iota(iota_shape.clone(), last as i64);
     let dir = if attrs.largest.unwrap_or(true) { CmpDir::Gt } else { CmpDir::Lt };

@@ -13,15 +13,21 @@
 //! reduction's result not used at another shape, one iteration space for loop outputs,
 //! the size budget). Kernels holding a dot or convolution are left alone: their outputs
 //! come from a library call. A refusal is logged once per edge and rule.
+//!
+//! Producer–consumer merges are tried group by group, in index order, restarting after
+//! each merge; a group whose every candidate pair has been tried is skipped on later
+//! rounds until a merge changes it or a group it feeds (`dirty`), which tries the same
+//! pairs in the same order as rescanning everything would.
 
-use super::rules::{check_group, is_expensive, role, Refusal, Role};
+use super::rules::{check_group, is_expensive, Refusal};
 use super::{Effect, Fuser};
 use crate::ir::InstId;
 use std::collections::{BTreeSet, HashSet};
 
 pub(super) fn run(f: &mut Fuser) {
     let mut tried: HashSet<Pair> = HashSet::new();
-    while producer_consumer_step(f, &mut tried) {}
+    let mut dirty: BTreeSet<usize> = (0..f.clusters.len()).collect();
+    while producer_consumer_step(f, &mut tried, &mut dirty) {}
     siblings(f, &mut tried);
 }
 
@@ -35,13 +41,13 @@ fn pair(f: &Fuser, a: usize, b: usize) -> Pair {
 
 /// Groups that may take part: they launch a kernel and hold no library call.
 fn eligible(f: &Fuser, c: usize) -> bool {
-    let members = &f.clusters[c];
-    !members.is_empty() && f.is_kernel(members) && members.iter().all(|&m| role(f.inst(m)) != Role::Library)
+    !f.clusters[c].is_empty() && f.kernel[c] && !f.library[c]
 }
 
-/// Tries one producer–consumer merge; true if one happened.
-fn producer_consumer_step(f: &mut Fuser, tried: &mut HashSet<Pair>) -> bool {
-    for a in 0..f.clusters.len() {
+/// Tries one producer–consumer merge; true if one happened. Only `dirty` groups are
+/// scanned: a clean group's candidate pairs have all been tried already.
+fn producer_consumer_step(f: &mut Fuser, tried: &mut HashSet<Pair>, dirty: &mut BTreeSet<usize>) -> bool {
+    while let Some(a) = dirty.pop_first() {
         if !eligible(f, a) {
             continue;
         }
@@ -53,6 +59,17 @@ fn producer_consumer_step(f: &mut Fuser, tried: &mut HashSet<Pair>) -> bool {
                     continue;
                 }
                 if try_merge(f, a, b, o, u, "multi-output-fusion") {
+                    // `a` grew; the groups feeding it now see it at a new size (and
+                    // `b`'s members under a new group), so they have untried pairs.
+                    dirty.insert(a);
+                    let members: Vec<InstId> = f.clusters[a].iter().copied().collect();
+                    for m in members {
+                        for &op in &f.inst(m).operands {
+                            if let Some(x) = f.cluster(op) {
+                                dirty.insert(x);
+                            }
+                        }
+                    }
                     return true;
                 }
             }
@@ -85,7 +102,6 @@ fn siblings(f: &mut Fuser, tried: &mut HashSet<Pair>) {
 /// Merges group `b` into group `a` if the rules allow; logs the decision either way.
 /// `producer` and `consumer` name the edge shown to the user.
 fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: InstId, rule: &'static str) -> bool {
-    let effect: Effect = f.effect(&f.clusters[a], &f.clusters[b]);
     let merged: BTreeSet<InstId> = f.clusters[a].union(&f.clusters[b]).copied().collect();
     let refusal = if let Some((x, y)) = f.never_fused(&f.clusters[a], &f.clusters[b]) {
         Some(Refusal::hard("override-never-fuse", format!("the never-fuse override ({x}, {y}) keeps them in separate kernels")))
@@ -112,6 +128,7 @@ fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: Inst
             // The same refusal for the same edge, retried after a group grew, is logged
             // once.
             if f.refusals_logged.insert((pn.clone(), cn.clone(), r.rule)) {
+                let effect: Effect = f.effect(&f.clusters[a], &f.clusters[b]);
                 f.log(pn, cn, false, r.rule, r.reason, effect);
             }
             false
@@ -122,6 +139,7 @@ fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: Inst
             } else {
                 format!("{cn} reads {pn} from registers in the same kernel; {pn} is written out only if something outside still needs it")
             };
+            let effect: Effect = f.effect(&f.clusters[a], &f.clusters[b]);
             f.merge(a, b);
             f.log(pn, cn, true, rule, reason, effect);
             true

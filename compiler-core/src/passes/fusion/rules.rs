@@ -8,7 +8,8 @@
 //! *soft* (a budget or a profitability judgement: the size limit, duplicating an expensive
 //! op); a force-fuse override lifts soft refusals only.
 
-use super::{epilogue, reduction, FusionConfig};
+use super::{epilogue, reduction, FusionConfig, Pos};
+use cranelift_entity::SecondaryMap;
 use crate::ir::{BinaryOp, Computation, FusionKind, InstId, Instruction, Op};
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
@@ -101,6 +102,8 @@ impl Refusal {
 pub(super) struct Graph<'a> {
     pub comp: &'a Computation,
     pub users: &'a HashMap<InstId, Vec<InstId>>,
+    /// Program-order positions in which every operand precedes its users, when known.
+    pub pos: Option<&'a SecondaryMap<InstId, Pos>>,
 }
 
 impl Graph<'_> {
@@ -144,14 +147,22 @@ impl Graph<'_> {
 
     /// Whether making `members` one kernel creates a cycle: a path that leaves the set
     /// and comes back into it (the kernel would wait on its own output).
+    ///
+    /// Positions go up along every edge, so an instruction after the last member cannot
+    /// lead back into the set: the walk stays between the first and last member.
     pub fn creates_cycle(&self, members: &BTreeSet<InstId>) -> bool {
+        let last = self.pos.and_then(|pos| members.iter().map(|&m| pos[m]).max());
+        let may_return = |id: InstId| match (self.pos, last) {
+            (Some(pos), Some(last)) => pos[id] < last,
+            _ => true,
+        };
         let mut seen = HashSet::new();
         let mut stack: Vec<InstId> = Vec::new();
         for &m in members {
-            stack.extend(self.users_of(m).iter().copied().filter(|u| !members.contains(u)));
+            stack.extend(self.users_of(m).iter().copied().filter(|&u| !members.contains(&u) && may_return(u)));
         }
         while let Some(id) = stack.pop() {
-            if !seen.insert(id) {
+            if !seen.insert(id) || !may_return(id) {
                 continue;
             }
             for &u in self.users_of(id) {

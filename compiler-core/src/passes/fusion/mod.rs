@@ -165,6 +165,8 @@ pub(super) struct Fuser<'a> {
     /// Copies added and instructions removed since `comp.order` was last rebuilt.
     added: Vec<InstId>,
     removed: HashSet<InstId>,
+    /// Reachability, while the graph stays fixed (multi-output fusion).
+    reach: Option<rules::Reach>,
     /// Groups by index; a group merged into another is left empty.
     clusters: Vec<BTreeSet<InstId>>,
     /// Per group: whether it launches a kernel, and whether it holds a library call.
@@ -175,6 +177,8 @@ pub(super) struct Fuser<'a> {
     /// Multi-output refusals already logged (producer, consumer, rule): a pair retried
     /// after a group grew is not logged again.
     refusals_logged: HashSet<(String, String, &'static str)>,
+    /// The same, by instruction (cheap to look up before building names).
+    refused_edges: HashSet<(InstId, InstId, &'static str)>,
 }
 
 /// The estimated effect of a merge: bytes of traffic saved and kernels saved.
@@ -196,12 +200,14 @@ impl<'a> Fuser<'a> {
             copies: 0,
             added: Vec::new(),
             removed: HashSet::new(),
+            reach: None,
             clusters: Vec::new(),
             kernel: Vec::new(),
             library: Vec::new(),
             cluster_of: HashMap::new(),
             decisions: Vec::new(),
             refusals_logged: HashSet::new(),
+            refused_edges: HashSet::new(),
         };
         f.refresh_users();
         let order = f.comp().order.clone();
@@ -232,7 +238,7 @@ impl<'a> Fuser<'a> {
     }
     fn graph(&self) -> Graph<'_> {
         let pos = if self.pos_topological { Some(&self.pos) } else { None };
-        Graph { comp: self.module.comp(self.comp), users: &self.users, pos }
+        Graph { comp: self.module.comp(self.comp), users: &self.users, pos, reach: self.reach.as_ref() }
     }
 
     /// Inserts `user` (once per use of `of`) into `of`'s user list at its place in

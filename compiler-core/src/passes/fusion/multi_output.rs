@@ -19,16 +19,21 @@
 //! rounds until a merge changes it or a group it feeds (`dirty`), which tries the same
 //! pairs in the same order as rescanning everything would.
 
-use super::rules::{check_group, is_expensive, Refusal};
+use super::rules::{check_group, is_expensive, role, Reach, Refusal, Role};
 use super::{Effect, Fuser};
 use crate::ir::InstId;
 use std::collections::{BTreeSet, HashSet};
 
 pub(super) fn run(f: &mut Fuser) {
+    // The graph no longer changes: answer cycle checks from reachability rows.
+    if f.pos_topological {
+        f.reach = Reach::new(&f.comp().order, &f.users);
+    }
     let mut tried: HashSet<Pair> = HashSet::new();
     let mut dirty: BTreeSet<usize> = (0..f.clusters.len()).collect();
     while producer_consumer_step(f, &mut tried, &mut dirty) {}
     siblings(f, &mut tried);
+    f.reach = None;
 }
 
 /// Two groups at their current sizes: a pair is tried again once either has grown.
@@ -102,6 +107,9 @@ fn siblings(f: &mut Fuser, tried: &mut HashSet<Pair>) {
 /// Merges group `b` into group `a` if the rules allow; logs the decision either way.
 /// `producer` and `consumer` name the edge shown to the user.
 fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: InstId, rule: &'static str) -> bool {
+    if already_refused(f, a, b, producer, consumer) {
+        return false;
+    }
     let merged: BTreeSet<InstId> = f.clusters[a].union(&f.clusters[b]).copied().collect();
     let refusal = if let Some((x, y)) = f.never_fused(&f.clusters[a], &f.clusters[b]) {
         Some(Refusal::hard("override-never-fuse", format!("the never-fuse override ({x}, {y}) keeps them in separate kernels")))
@@ -127,6 +135,7 @@ fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: Inst
         Some(r) => {
             // The same refusal for the same edge, retried after a group grew, is logged
             // once.
+            f.refused_edges.insert((producer, consumer, r.rule));
             if f.refusals_logged.insert((pn.clone(), cn.clone(), r.rule)) {
                 let effect: Effect = f.effect(&f.clusters[a], &f.clusters[b]);
                 f.log(pn, cn, false, r.rule, r.reason, effect);
@@ -145,4 +154,51 @@ fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: Inst
             true
         }
     }
+}
+
+/// Whether merging `a` and `b` meets one of the common refusals (size, cycle) that
+/// [`check_group`] would give first, already logged for this edge: then nothing changes
+/// and nothing is logged, and the full check (which builds the merged set and the
+/// reason) can be skipped. Sibling merges try every pair of readers of a value, so
+/// this is most of them.
+fn already_refused(f: &Fuser, a: usize, b: usize, producer: InstId, consumer: InstId) -> bool {
+    if !f.cfg.never_fuse.is_empty() {
+        return false;
+    }
+    let (ca, cb) = (&f.clusters[a], &f.clusters[b]);
+    let members = || ca.iter().chain(cb.iter()).copied();
+    if members().any(|m| matches!(role(f.inst(m)), Role::Value | Role::Opaque)) || !ca.is_disjoint(cb) {
+        return false;
+    }
+    let size = members().filter(|&m| !matches!(f.inst(m).op, crate::ir::Op::Constant(_))).count();
+    let rule = if size > f.cfg.max_fusion_size {
+        "refuse-max-size"
+    } else {
+        let Some(reach) = &f.reach else { return false };
+        let g = f.graph();
+        let inside = |x: InstId| ca.contains(&x) || cb.contains(&x);
+        let mut cycle = false;
+        'search: for m in members() {
+            for &u in g.users_of(m) {
+                if inside(u) {
+                    continue;
+                }
+                for t in members() {
+                    match reach.reaches(u, t) {
+                        Some(true) => {
+                            cycle = true;
+                            break 'search;
+                        }
+                        Some(false) => {}
+                        None => return false,
+                    }
+                }
+            }
+        }
+        if !cycle {
+            return false;
+        }
+        "refuse-cycle"
+    };
+    f.refused_edges.contains(&(producer, consumer, rule))
 }

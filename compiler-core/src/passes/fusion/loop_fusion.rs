@@ -35,6 +35,7 @@ pub(super) fn run(f: &mut Fuser) {
     for &p in order.iter().rev() {
         consider_producer(f, p);
     }
+    f.flush_order();
 }
 
 /// The groups `p`'s users are in, each with those users; and whether `p` is also needed
@@ -270,23 +271,22 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
         f.log(inst.name.clone(), f.name(us[0]), true, rule, reason, effect);
     }
     if dies {
-        if let Some(c) = f.cluster_of.remove(&p) {
-            f.clusters[c].remove(&p);
+        f.unassign(p);
+        for o in f.inst(p).operands.clone() {
+            f.remove_user(o, p);
         }
-        let comp = f.module.comp_mut(f.comp);
-        comp.order.retain(|&i| i != p);
-        f.refresh_users();
+        f.removed.insert(p);
     }
 }
 
-/// Adds a copy of `p` right after it and points `users` at the copy.
+/// Adds a copy of `p` right after it (in program order; `comp.order` is rebuilt at the
+/// end of the phase) and points `users` at the copy.
 fn clone_for(f: &mut Fuser, p: InstId, users: &[InstId]) -> InstId {
     let inst = f.inst(p).clone();
     let name = f.module.fresh_name(&format!("{}.clone", inst.name));
+    let operands = inst.operands.clone();
     let comp = f.module.comp_mut(f.comp);
     let clone = comp.insts.push(Instruction { name, ..inst });
-    let at = comp.order.iter().position(|&i| i == p).map_or(comp.order.len(), |i| i + 1);
-    comp.order.insert(at, clone);
     for &u in users {
         for o in comp.inst_mut(u).operands.iter_mut() {
             if *o == p {
@@ -294,7 +294,20 @@ fn clone_for(f: &mut Fuser, p: InstId, users: &[InstId]) -> InstId {
             }
         }
     }
-    f.refresh_users();
+    f.copies += 1;
+    f.pos[clone] = (f.pos[p].0, u32::MAX - f.copies);
+    f.added.push(clone);
+    let mut seen = Vec::new();
+    for o in operands {
+        if !seen.contains(&o) {
+            seen.push(o);
+            f.add_user(o, clone);
+        }
+    }
+    for &u in users {
+        f.remove_user(p, u);
+        f.add_user(clone, u);
+    }
     clone
 }
 
@@ -308,6 +321,12 @@ fn unclone(f: &mut Fuser, p: InstId, clone: InstId, users: &[InstId]) {
             }
         }
     }
-    comp.order.retain(|&i| i != clone);
-    f.refresh_users();
+    f.removed.insert(clone);
+    for o in f.inst(clone).operands.clone() {
+        f.remove_user(o, clone);
+    }
+    f.users.remove(&clone);
+    for &u in users {
+        f.add_user(p, u);
+    }
 }

@@ -13,16 +13,27 @@
 //! reduction's result not used at another shape, one iteration space for loop outputs,
 //! the size budget). Kernels holding a dot or convolution are left alone: their outputs
 //! come from a library call. A refusal is logged once per edge and rule.
+//!
+//! Producer–consumer merges are tried group by group, in index order, restarting after
+//! each merge; a group whose every candidate pair has been tried is skipped on later
+//! rounds until a merge changes it or a group it feeds (`dirty`), which tries the same
+//! pairs in the same order as rescanning everything would.
 
-use super::rules::{check_group, is_expensive, role, Refusal, Role};
+use super::rules::{check_group, is_expensive, role, Reach, Refusal, Role};
 use super::{Effect, Fuser};
 use crate::ir::InstId;
 use std::collections::{BTreeSet, HashSet};
 
 pub(super) fn run(f: &mut Fuser) {
+    // The graph no longer changes: answer cycle checks from reachability rows.
+    if f.pos_topological {
+        f.reach = Reach::new(&f.comp().order, &f.users);
+    }
     let mut tried: HashSet<Pair> = HashSet::new();
-    while producer_consumer_step(f, &mut tried) {}
+    let mut dirty: BTreeSet<usize> = (0..f.clusters.len()).collect();
+    while producer_consumer_step(f, &mut tried, &mut dirty) {}
     siblings(f, &mut tried);
+    f.reach = None;
 }
 
 /// Two groups at their current sizes: a pair is tried again once either has grown.
@@ -35,13 +46,13 @@ fn pair(f: &Fuser, a: usize, b: usize) -> Pair {
 
 /// Groups that may take part: they launch a kernel and hold no library call.
 fn eligible(f: &Fuser, c: usize) -> bool {
-    let members = &f.clusters[c];
-    !members.is_empty() && f.is_kernel(members) && members.iter().all(|&m| role(f.inst(m)) != Role::Library)
+    !f.clusters[c].is_empty() && f.kernel[c] && !f.library[c]
 }
 
-/// Tries one producer–consumer merge; true if one happened.
-fn producer_consumer_step(f: &mut Fuser, tried: &mut HashSet<Pair>) -> bool {
-    for a in 0..f.clusters.len() {
+/// Tries one producer–consumer merge; true if one happened. Only `dirty` groups are
+/// scanned: a clean group's candidate pairs have all been tried already.
+fn producer_consumer_step(f: &mut Fuser, tried: &mut HashSet<Pair>, dirty: &mut BTreeSet<usize>) -> bool {
+    while let Some(a) = dirty.pop_first() {
         if !eligible(f, a) {
             continue;
         }
@@ -53,6 +64,17 @@ fn producer_consumer_step(f: &mut Fuser, tried: &mut HashSet<Pair>) -> bool {
                     continue;
                 }
                 if try_merge(f, a, b, o, u, "multi-output-fusion") {
+                    // `a` grew; the groups feeding it now see it at a new size (and
+                    // `b`'s members under a new group), so they have untried pairs.
+                    dirty.insert(a);
+                    let members: Vec<InstId> = f.clusters[a].iter().copied().collect();
+                    for m in members {
+                        for &op in &f.inst(m).operands {
+                            if let Some(x) = f.cluster(op) {
+                                dirty.insert(x);
+                            }
+                        }
+                    }
                     return true;
                 }
             }
@@ -85,7 +107,9 @@ fn siblings(f: &mut Fuser, tried: &mut HashSet<Pair>) {
 /// Merges group `b` into group `a` if the rules allow; logs the decision either way.
 /// `producer` and `consumer` name the edge shown to the user.
 fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: InstId, rule: &'static str) -> bool {
-    let effect: Effect = f.effect(&f.clusters[a], &f.clusters[b]);
+    if already_refused(f, a, b, producer, consumer) {
+        return false;
+    }
     let merged: BTreeSet<InstId> = f.clusters[a].union(&f.clusters[b]).copied().collect();
     let refusal = if let Some((x, y)) = f.never_fused(&f.clusters[a], &f.clusters[b]) {
         Some(Refusal::hard("override-never-fuse", format!("the never-fuse override ({x}, {y}) keeps them in separate kernels")))
@@ -111,7 +135,9 @@ fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: Inst
         Some(r) => {
             // The same refusal for the same edge, retried after a group grew, is logged
             // once.
+            f.refused_edges.insert((producer, consumer, r.rule));
             if f.refusals_logged.insert((pn.clone(), cn.clone(), r.rule)) {
+                let effect: Effect = f.effect(&f.clusters[a], &f.clusters[b]);
                 f.log(pn, cn, false, r.rule, r.reason, effect);
             }
             false
@@ -122,9 +148,57 @@ fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: Inst
             } else {
                 format!("{cn} reads {pn} from registers in the same kernel; {pn} is written out only if something outside still needs it")
             };
+            let effect: Effect = f.effect(&f.clusters[a], &f.clusters[b]);
             f.merge(a, b);
             f.log(pn, cn, true, rule, reason, effect);
             true
         }
     }
+}
+
+/// Whether merging `a` and `b` meets one of the common refusals (size, cycle) that
+/// [`check_group`] would give first, already logged for this edge: then nothing changes
+/// and nothing is logged, and the full check (which builds the merged set and the
+/// reason) can be skipped. Sibling merges try every pair of readers of a value, so
+/// this is most of them.
+fn already_refused(f: &Fuser, a: usize, b: usize, producer: InstId, consumer: InstId) -> bool {
+    if !f.cfg.never_fuse.is_empty() {
+        return false;
+    }
+    let (ca, cb) = (&f.clusters[a], &f.clusters[b]);
+    let members = || ca.iter().chain(cb.iter()).copied();
+    if members().any(|m| matches!(role(f.inst(m)), Role::Value | Role::Opaque)) || !ca.is_disjoint(cb) {
+        return false;
+    }
+    let size = members().filter(|&m| !matches!(f.inst(m).op, crate::ir::Op::Constant(_))).count();
+    let rule = if size > f.cfg.max_fusion_size {
+        "refuse-max-size"
+    } else {
+        let Some(reach) = &f.reach else { return false };
+        let g = f.graph();
+        let inside = |x: InstId| ca.contains(&x) || cb.contains(&x);
+        let mut cycle = false;
+        'search: for m in members() {
+            for &u in g.users_of(m) {
+                if inside(u) {
+                    continue;
+                }
+                for t in members() {
+                    match reach.reaches(u, t) {
+                        Some(true) => {
+                            cycle = true;
+                            break 'search;
+                        }
+                        Some(false) => {}
+                        None => return false,
+                    }
+                }
+            }
+        }
+        if !cycle {
+            return false;
+        }
+        "refuse-cycle"
+    };
+    f.refused_edges.contains(&(producer, consumer, rule))
 }

@@ -1,0 +1,471 @@
+//! The kernel plan: what a target runs for a (fused) module, shared by every target.
+//!
+//! The entry computation becomes a list of kernels over numbered buffers, in program
+//! order. Parameters, constants, tuples and get-tuple-elements launch nothing: they only
+//! name buffers ([`ValueBufs`]). Each other instruction becomes:
+//! - a **Loop** or **Reduction** kernel described elementally ([`elemental`]): a fusion,
+//!   or a lone elementwise / data-movement / reduce instruction;
+//! - a **Library** dot (a GEMM call), for a dot or an output fusion whose body is a dot
+//!   plus an elementwise epilogue (the epilogue is then a Loop kernel reading the dot's
+//!   result from a temporary buffer);
+//! - an **Opaque** kernel, run by the reference interpreter: sort, while, scatter,
+//!   gather, convolution, ... and anything the elemental layer cannot describe. Every
+//!   module therefore runs; the plan says which parts are compiled ([`KernelPlan::summary`]).
+//!
+//! Buffers hold values in the interpreter's byte encoding (`Literal::to_le_bytes`: row
+//! major, little endian, pred as one byte, f16/bf16 as their 16-bit patterns).
+
+pub mod elemental;
+
+use crate::ir::{DotDims, ElementType, InstId, Literal, Module, Op, Shape, Type};
+use cranelift_entity::{entity_impl, PrimaryMap};
+pub use elemental::Elemental;
+use std::collections::HashMap;
+use std::fmt;
+
+/// A buffer of the plan.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BufferId(u32);
+entity_impl!(BufferId, "buf");
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Buffer {
+    pub shape: Shape,
+    /// The value it holds (instruction name, or `name.dot` for a temporary).
+    pub name: String,
+}
+
+/// How a value of the entry computation is laid out in buffers.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ValueBufs {
+    Array(BufferId),
+    Tuple(Vec<ValueBufs>),
+    Token,
+}
+
+impl ValueBufs {
+    /// The buffers, tuples flattened depth-first.
+    pub fn leaves(&self) -> Vec<BufferId> {
+        let mut out = Vec::new();
+        fn walk(v: &ValueBufs, out: &mut Vec<BufferId>) {
+            match v {
+                ValueBufs::Array(b) => out.push(*b),
+                ValueBufs::Tuple(vs) => vs.iter().for_each(|v| walk(v, out)),
+                ValueBufs::Token => {}
+            }
+        }
+        walk(self, &mut out);
+        out
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReductionKind {
+    /// The reduced dimensions are the minor ones: each output element reads a
+    /// contiguous run.
+    Row,
+    /// Some kept dimension is more minor than a reduced one.
+    Column,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum KernelKind {
+    Loop,
+    Reduction(ReductionKind),
+    /// A library call: a dot.
+    Dot,
+    /// Run by the reference interpreter; the reason says why it is not compiled.
+    Opaque { reason: String },
+}
+
+/// A dot as a batched GEMM: `out[b, m, n] = sum_k lhs[b, m, k] * rhs[b, k, n]`, where
+/// the operands are first brought to those row-major forms by the permutations given
+/// (identity permutations need no copy).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DotSpec {
+    pub batch: usize,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    /// Operand dimension order giving [batch.., free.., contracting..] for lhs.
+    pub lhs_perm: Vec<usize>,
+    /// Operand dimension order giving [batch.., contracting.., free..] for rhs.
+    pub rhs_perm: Vec<usize>,
+    pub elem: ElementType,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum KernelBody {
+    Elemental(Elemental),
+    Dot(DotSpec),
+    /// Entry instruction `inst`, run by the interpreter on `operands`, writing `result`.
+    Opaque { inst: InstId, operands: Vec<ValueBufs>, result: ValueBufs },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kernel {
+    /// The instruction it comes from (a fusion's name for each of its kernels).
+    pub name: String,
+    /// The entry instruction it comes from.
+    pub source: InstId,
+    pub kind: KernelKind,
+    pub inputs: Vec<BufferId>,
+    pub outputs: Vec<BufferId>,
+    pub body: KernelBody,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelPlan {
+    pub buffers: PrimaryMap<BufferId, Buffer>,
+    /// Entry parameter i lives in `params[i]`.
+    pub params: Vec<ValueBufs>,
+    /// Buffers filled once from constants.
+    pub constants: Vec<(BufferId, Literal)>,
+    pub kernels: Vec<Kernel>,
+    pub result: ValueBufs,
+}
+
+impl KernelPlan {
+    /// One line per kernel: `name: kind`, with the reason for opaque ones.
+    pub fn summary(&self) -> String {
+        let mut s = String::new();
+        for k in &self.kernels {
+            s += &format!("{}: {}\n", k.name, k.kind);
+        }
+        s
+    }
+    /// (compiled kernels, interpreted kernels).
+    pub fn counts(&self) -> (usize, usize) {
+        let opaque = self.kernels.iter().filter(|k| matches!(k.kind, KernelKind::Opaque { .. })).count();
+        (self.kernels.len() - opaque, opaque)
+    }
+}
+
+impl fmt::Display for KernelKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KernelKind::Loop => f.write_str("loop"),
+            KernelKind::Reduction(ReductionKind::Row) => f.write_str("reduction(row)"),
+            KernelKind::Reduction(ReductionKind::Column) => f.write_str("reduction(column)"),
+            KernelKind::Dot => f.write_str("library(dot)"),
+            KernelKind::Opaque { reason } => write!(f, "opaque (interpreted: {reason})"),
+        }
+    }
+}
+
+/// Builds the plan of `module`'s entry computation. Never fails on an op it cannot
+/// compile (that kernel is opaque); fails only on a malformed module.
+pub fn plan(module: &Module) -> Result<KernelPlan, String> {
+    let comp = module.entry_comp();
+    if !comp.has_root() {
+        return Err(format!("the entry computation {} has no root", comp.name));
+    }
+    let mut p = Planner { module, plan: KernelPlan {
+        buffers: PrimaryMap::new(),
+        params: Vec::new(),
+        constants: Vec::new(),
+        kernels: Vec::new(),
+        result: ValueBufs::Token,
+    }, values: HashMap::new() };
+    for &param in &comp.params {
+        let v = p.fresh_value(&comp.inst(param).ty, &comp.inst(param).name);
+        p.values.insert(param, v.clone());
+        p.plan.params.push(v);
+    }
+    for &id in &comp.order {
+        if p.values.contains_key(&id) {
+            continue;
+        }
+        p.instruction(id)?;
+    }
+    p.plan.result = p.value(comp.root)?;
+    Ok(p.plan)
+}
+
+struct Planner<'m> {
+    module: &'m Module,
+    plan: KernelPlan,
+    values: HashMap<InstId, ValueBufs>,
+}
+
+impl<'m> Planner<'m> {
+    fn buffer(&mut self, shape: Shape, name: String) -> BufferId {
+        self.plan.buffers.push(Buffer { shape, name })
+    }
+
+    fn fresh_value(&mut self, ty: &Type, name: &str) -> ValueBufs {
+        match ty {
+            Type::Array(s) => ValueBufs::Array(self.buffer(s.clone(), name.to_string())),
+            Type::Tuple(ts) => ValueBufs::Tuple(
+                ts.iter().enumerate().map(|(i, t)| self.fresh_value(t, &format!("{name}.{i}"))).collect(),
+            ),
+            Type::Token => ValueBufs::Token,
+        }
+    }
+
+    fn value(&self, id: InstId) -> Result<ValueBufs, String> {
+        self.values.get(&id).cloned().ok_or_else(|| {
+            format!("%{} is used before it is defined", self.module.entry_comp().inst(id).name)
+        })
+    }
+
+    fn array_buf(&self, id: InstId) -> Option<BufferId> {
+        match self.values.get(&id) {
+            Some(ValueBufs::Array(b)) => Some(*b),
+            _ => None,
+        }
+    }
+
+    fn instruction(&mut self, id: InstId) -> Result<(), String> {
+        let comp = self.module.entry_comp();
+        let inst = comp.inst(id);
+        match &inst.op {
+            Op::Constant(l) => {
+                let b = self.buffer(l.shape.clone(), inst.name.clone());
+                self.plan.constants.push((b, l.clone()));
+                self.values.insert(id, ValueBufs::Array(b));
+            }
+            Op::Tuple => {
+                let parts = inst.operands.iter().map(|&o| self.value(o)).collect::<Result<_, _>>()?;
+                self.values.insert(id, ValueBufs::Tuple(parts));
+            }
+            Op::GetTupleElement { index } => match self.value(inst.operands[0])? {
+                ValueBufs::Tuple(mut parts) if (*index as usize) < parts.len() => {
+                    self.values.insert(id, parts.swap_remove(*index as usize));
+                }
+                _ => return Err(format!("%{}: get-tuple-element of a non-tuple", inst.name)),
+            },
+            Op::AfterAll => {
+                self.values.insert(id, ValueBufs::Token);
+            }
+            _ => {
+                let result = self.fresh_value(&inst.ty, &inst.name);
+                self.values.insert(id, result.clone());
+                let before = self.plan.kernels.len();
+                if let Err(reason) = self.compiled(id, &result) {
+                    self.plan.kernels.truncate(before);
+                    self.opaque(id, result, reason)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn opaque(&mut self, id: InstId, result: ValueBufs, reason: String) -> Result<(), String> {
+        let inst = self.module.entry_comp().inst(id);
+        let operands: Vec<ValueBufs> = inst.operands.iter().map(|&o| self.value(o)).collect::<Result<_, _>>()?;
+        let inputs = operands.iter().flat_map(|v| v.leaves()).collect();
+        self.plan.kernels.push(Kernel {
+            name: inst.name.clone(),
+            source: id,
+            kind: KernelKind::Opaque { reason },
+            inputs,
+            outputs: result.leaves(),
+            body: KernelBody::Opaque { inst: id, operands, result },
+        });
+        Ok(())
+    }
+
+    /// Plans `id` as compiled kernels, or says why it cannot be.
+    fn compiled(&mut self, id: InstId, result: &ValueBufs) -> Result<(), String> {
+        let module = self.module;
+        let comp = module.entry_comp();
+        let inst = comp.inst(id);
+        let outputs = result.leaves();
+        match &inst.op {
+            Op::Fusion { body, .. } => {
+                let body_comp = module.comp(*body);
+                let mut slots = HashMap::new();
+                let mut inputs = Vec::new();
+                for (i, &p) in body_comp.params.iter().enumerate() {
+                    let o = inst.operands.get(i).ok_or("fusion with too few operands")?;
+                    let b = self.array_buf(*o).ok_or("a fusion operand that is not an array")?;
+                    slots.insert(p, i as u32);
+                    inputs.push(b);
+                }
+                let root = body_comp.root_inst();
+                let roots: Vec<InstId> =
+                    if matches!(root.op, Op::Tuple) { root.operands.clone() } else { vec![body_comp.root] };
+                if roots.len() != outputs.len() {
+                    return Err("fusion outputs do not match its type".into());
+                }
+                // A dot inside (output fusion): GEMM into a temporary, then the epilogue.
+                let dots: Vec<InstId> =
+                    body_comp.order.iter().copied().filter(|&m| matches!(body_comp.inst(m).op, Op::Dot(_))).collect();
+                if dots.len() > 1 {
+                    return Err("more than one dot in a fusion".into());
+                }
+                if let Some(&d) = dots.first() {
+                    let dinst = body_comp.inst(d);
+                    let ins: Vec<BufferId> = dinst
+                        .operands
+                        .iter()
+                        .map(|o| slots.get(o).map(|&s| inputs[s as usize]))
+                        .collect::<Option<_>>()
+                        .ok_or("a dot whose operands are computed inside the fusion")?;
+                    let dshape = dinst.ty.as_array().ok_or("a dot must produce an array")?.clone();
+                    if roots == [d] {
+                        return self.dot(inst.name.clone(), id, body_comp, d, ins, outputs[0]);
+                    }
+                    let tmp = self.buffer(dshape, format!("{}.dot", inst.name));
+                    self.dot(inst.name.clone(), id, body_comp, d, ins, tmp)?;
+                    slots.insert(d, inputs.len() as u32);
+                    inputs.push(tmp);
+                }
+                self.elemental(inst.name.clone(), id, body_comp, &roots, slots, inputs, outputs)
+            }
+            Op::Dot(_) => {
+                let ins: Vec<BufferId> =
+                    inst.operands.iter().map(|&o| self.array_buf(o)).collect::<Option<_>>().ok_or("dot of non-arrays")?;
+                self.dot(inst.name.clone(), id, comp, id, ins, outputs[0])
+            }
+            op if op.is_elementwise()
+                || matches!(
+                    op,
+                    Op::Iota { .. }
+                        | Op::BroadcastInDim { .. }
+                        | Op::Reshape
+                        | Op::Bitcast
+                        | Op::Copy
+                        | Op::Transpose { .. }
+                        | Op::Slice { .. }
+                        | Op::Concatenate { .. }
+                        | Op::Pad { .. }
+                        | Op::Reverse { .. }
+                        | Op::Reduce { .. }
+                ) =>
+            {
+                let mut slots = HashMap::new();
+                let mut inputs = Vec::new();
+                for &o in &inst.operands {
+                    if slots.contains_key(&o) {
+                        continue;
+                    }
+                    let b = self.array_buf(o).ok_or("an operand that is not an array")?;
+                    slots.insert(o, inputs.len() as u32);
+                    inputs.push(b);
+                }
+                let roots: Vec<InstId> = if let Type::Tuple(ts) = &inst.ty {
+                    // A variadic reduce: one kernel output per result, read through the
+                    // reduce's results.
+                    return self.variadic_reduce(id, ts.len(), slots, inputs, outputs);
+                } else {
+                    vec![id]
+                };
+                self.elemental(inst.name.clone(), id, comp, &roots, slots, inputs, outputs)
+            }
+            other => Err(format!("{} is not compiled", other.hlo_name())),
+        }
+    }
+
+    /// A top-level variadic reduce (argmax...): described through a scratch computation
+    /// holding the reduce and one get-tuple-element per result.
+    fn variadic_reduce(
+        &mut self,
+        id: InstId,
+        n: usize,
+        slots: HashMap<InstId, u32>,
+        inputs: Vec<BufferId>,
+        outputs: Vec<BufferId>,
+    ) -> Result<(), String> {
+        let comp = self.module.entry_comp();
+        let inst = comp.inst(id);
+        let mut scratch = comp.clone();
+        let mut roots = Vec::new();
+        for i in 0..n {
+            let ty = inst.ty.as_tuple().ok_or("variadic reduce type")?[i].clone();
+            roots.push(scratch.push(crate::ir::Instruction {
+                name: format!("{}.{i}", inst.name),
+                op: Op::GetTupleElement { index: i as u32 },
+                operands: vec![id],
+                ty,
+                loc: inst.loc.clone(),
+            }));
+        }
+        self.elemental(inst.name.clone(), id, &scratch, &roots, slots, inputs, outputs)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn elemental(
+        &mut self,
+        name: String,
+        source: InstId,
+        comp: &crate::ir::Computation,
+        roots: &[InstId],
+        slots: HashMap<InstId, u32>,
+        mut inputs: Vec<BufferId>,
+        outputs: Vec<BufferId>,
+    ) -> Result<(), String> {
+        let (e, extra) = elemental::build(self.module, comp, roots, &slots)?;
+        for (_, lit) in extra {
+            let b = self.buffer(lit.shape.clone(), format!("{name}.const"));
+            self.plan.constants.push((b, lit));
+            inputs.push(b);
+        }
+        let kind = if e.is_reduction() {
+            // Row: every reduced variable comes after every kept one.
+            let last_kept = e.reduced.iter().rposition(|&r| !r);
+            let first_reduced = e.reduced.iter().position(|&r| r);
+            match (last_kept, first_reduced) {
+                (Some(k), Some(r)) if k > r => KernelKind::Reduction(ReductionKind::Column),
+                _ => KernelKind::Reduction(ReductionKind::Row),
+            }
+        } else {
+            KernelKind::Loop
+        };
+        self.plan.kernels.push(Kernel { name, source, kind, inputs, outputs, body: KernelBody::Elemental(e) });
+        Ok(())
+    }
+
+    fn dot(
+        &mut self,
+        name: String,
+        source: InstId,
+        comp: &crate::ir::Computation,
+        d: InstId,
+        inputs: Vec<BufferId>,
+        output: BufferId,
+    ) -> Result<(), String> {
+        let inst = comp.inst(d);
+        let Op::Dot(dims) = &inst.op else { return Err("not a dot".into()) };
+        let lhs = comp.inst(inst.operands[0]).ty.as_array().ok_or("dot lhs")?;
+        let rhs = comp.inst(inst.operands[1]).ty.as_array().ok_or("dot rhs")?;
+        let out = inst.ty.as_array().ok_or("dot result")?;
+        if !(out.elem.is_float() && lhs.elem == out.elem && rhs.elem == out.elem) {
+            return Err(format!("dot of {} x {} -> {} is not a float GEMM", lhs.elem, rhs.elem, out.elem));
+        }
+        let spec = dot_spec(dims, &lhs.dims, &rhs.dims, out.elem)?;
+        self.plan.kernels.push(Kernel {
+            name,
+            source,
+            kind: KernelKind::Dot,
+            inputs,
+            outputs: vec![output],
+            body: KernelBody::Dot(spec),
+        });
+        Ok(())
+    }
+}
+
+/// The batched-GEMM view of a dot.
+fn dot_spec(d: &DotDims, lhs: &[i64], rhs: &[i64], elem: ElementType) -> Result<DotSpec, String> {
+    let size = |dims: &[i64], which: &[usize]| which.iter().map(|&i| dims[i] as usize).product::<usize>();
+    let to_usize = |v: &[i64]| v.iter().map(|&x| x as usize).collect::<Vec<_>>();
+    let (lb, rb, lc, rc) = (to_usize(&d.lhs_batch), to_usize(&d.rhs_batch), to_usize(&d.lhs_contracting), to_usize(&d.rhs_contracting));
+    let lf: Vec<usize> = (0..lhs.len()).filter(|i| !lb.contains(i) && !lc.contains(i)).collect();
+    let rf: Vec<usize> = (0..rhs.len()).filter(|i| !rb.contains(i) && !rc.contains(i)).collect();
+    let spec = DotSpec {
+        batch: size(lhs, &lb),
+        m: size(lhs, &lf),
+        n: size(rhs, &rf),
+        k: size(lhs, &lc),
+        lhs_perm: lb.iter().chain(&lf).chain(&lc).copied().collect(),
+        rhs_perm: rb.iter().chain(&rc).chain(&rf).copied().collect(),
+        elem,
+    };
+    if spec.k != size(rhs, &rc) || spec.batch != size(rhs, &rb) {
+        return Err("dot dimensions do not match".into());
+    }
+    Ok(spec)
+}
+

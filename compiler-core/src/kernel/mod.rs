@@ -123,6 +123,8 @@ pub struct KernelPlan {
     pub constants: Vec<(BufferId, Literal)>,
     pub kernels: Vec<Kernel>,
     pub result: ValueBufs,
+    /// The buffers of every value of the entry computation.
+    pub values: HashMap<InstId, ValueBufs>,
 }
 
 impl KernelPlan {
@@ -166,6 +168,7 @@ pub fn plan(module: &Module) -> Result<KernelPlan, String> {
         constants: Vec::new(),
         kernels: Vec::new(),
         result: ValueBufs::Token,
+        values: HashMap::new(),
     }, values: HashMap::new() };
     for &param in &comp.params {
         let v = p.fresh_value(&comp.inst(param).ty, &comp.inst(param).name);
@@ -179,6 +182,7 @@ pub fn plan(module: &Module) -> Result<KernelPlan, String> {
         p.instruction(id)?;
     }
     p.plan.result = p.value(comp.root)?;
+    p.plan.values = p.values;
     Ok(p.plan)
 }
 
@@ -252,17 +256,9 @@ impl<'m> Planner<'m> {
     }
 
     fn opaque(&mut self, id: InstId, result: ValueBufs, reason: String) -> Result<(), String> {
-        let inst = self.module.entry_comp().inst(id);
-        let operands: Vec<ValueBufs> = inst.operands.iter().map(|&o| self.value(o)).collect::<Result<_, _>>()?;
-        let inputs = operands.iter().flat_map(|v| v.leaves()).collect();
-        self.plan.kernels.push(Kernel {
-            name: inst.name.clone(),
-            source: id,
-            kind: KernelKind::Opaque { reason },
-            inputs,
-            outputs: result.leaves(),
-            body: KernelBody::Opaque { inst: id, operands, result },
-        });
+        self.values.insert(id, result);
+        let k = opaque_kernel(self.module, &self.values, id, reason)?;
+        self.plan.kernels.push(k);
         Ok(())
     }
 
@@ -445,6 +441,29 @@ impl<'m> Planner<'m> {
         });
         Ok(())
     }
+}
+
+/// An opaque kernel running entry instruction `id` in the interpreter, reading and
+/// writing the buffers `values` assigns (a target whose emitter refuses a kernel falls
+/// back to this).
+pub fn opaque_kernel(
+    module: &Module,
+    values: &HashMap<InstId, ValueBufs>,
+    id: InstId,
+    reason: String,
+) -> Result<Kernel, String> {
+    let inst = module.entry_comp().inst(id);
+    let get = |o: InstId| values.get(&o).cloned().ok_or_else(|| format!("%{} has no buffers", inst.name));
+    let operands: Vec<ValueBufs> = inst.operands.iter().map(|&o| get(o)).collect::<Result<_, _>>()?;
+    let result = get(id)?;
+    Ok(Kernel {
+        name: inst.name.clone(),
+        source: id,
+        kind: KernelKind::Opaque { reason },
+        inputs: operands.iter().flat_map(|v| v.leaves()).collect(),
+        outputs: result.leaves(),
+        body: KernelBody::Opaque { inst: id, operands, result },
+    })
 }
 
 /// The batched-GEMM view of a dot.

@@ -1,0 +1,254 @@
+//! The CPU target: the kernel plan compiled to native code with Cranelift (loop and
+//! reduction kernels), dots through the `gemm` crate, and the reference interpreter for
+//! opaque kernels, so that every module runs.
+//!
+//! `compile` plans the module ([`crate::kernel::plan`]), JIT-compiles each elemental
+//! kernel (a kernel whose body the emitter cannot handle is interpreted instead, with the
+//! reason recorded) and returns a [`CpuExecutable`]. `run` executes the kernels in
+//! program order on byte buffers. Timing is the caller's business (this crate reads no
+//! clock): [`CpuExecutable::run_with`] wraps each kernel's execution in a callback.
+//!
+//! Not yet: SIMD vectors, threads, a compilation cache, AOT objects (issue 4).
+
+mod codegen;
+mod dot;
+pub mod helpers;
+
+use crate::interp::Interpreter;
+use crate::ir::{CompId, Computation, Instruction, Literal, Loc, Module, Value};
+use crate::kernel::{self, BufferId, KernelBody, KernelKind, KernelPlan, ValueBufs};
+use cranelift_jit::{JITBuilder, JITModule};
+use std::collections::HashMap;
+
+/// A compiled module.
+pub struct CpuExecutable {
+    plan: KernelPlan,
+    /// Per kernel: its compiled entry point, or how it runs otherwise.
+    code: Vec<Code>,
+    /// The module with one wrapper computation per opaque kernel (the interpreter runs
+    /// those).
+    module: Module,
+    /// Keeps the machine code alive.
+    _jit: JITModule,
+}
+
+enum Code {
+    Native(extern "C" fn(*const *mut u8)),
+    Dot(kernel::DotSpec),
+    Interpret { comp: CompId, operands: Vec<ValueBufs>, result: ValueBufs },
+}
+
+/// What a timing callback learns about the kernel it wraps.
+pub struct KernelInfo<'a> {
+    pub index: usize,
+    pub name: &'a str,
+    pub kind: &'a KernelKind,
+}
+
+/// Compiles `module` (normally after simplification and fusion).
+pub fn compile(module: &Module) -> Result<CpuExecutable, String> {
+    let mut plan = kernel::plan(module)?;
+    let mut builder = JITBuilder::with_flags(&[("opt_level", "speed")], cranelift_module::default_libcall_names())
+        .map_err(|e| format!("cannot set up the JIT: {e}"))?;
+    builder.symbol("hs_unary_f64", helpers::hs_unary_f64 as *const u8);
+    builder.symbol("hs_binary_f64", helpers::hs_binary_f64 as *const u8);
+    builder.symbol("hs_round_f16", helpers::hs_round_f16 as *const u8);
+    builder.symbol("hs_round_bf16", helpers::hs_round_bf16 as *const u8);
+    builder.symbol("hs_f16_to_f32", helpers::hs_f16_to_f32 as *const u8);
+    builder.symbol("hs_f32_to_f16", helpers::hs_f32_to_f16 as *const u8);
+    let mut jit = JITModule::new(builder);
+    let helper_ids = codegen::Helpers::declare(&mut jit)?;
+
+    // Emit every elemental kernel; a source whose kernel fails becomes opaque as a whole.
+    let mut func_ids = HashMap::new();
+    let mut failed: HashMap<crate::ir::InstId, String> = HashMap::new();
+    for (i, k) in plan.kernels.iter().enumerate() {
+        if let KernelBody::Elemental(e) = &k.body {
+            match codegen::emit(&mut jit, &helper_ids, e, &format!("kernel{i}"), k.inputs.len()) {
+                Ok(id) => {
+                    func_ids.insert(i, id);
+                }
+                Err(reason) => {
+                    failed.entry(k.source).or_insert(reason);
+                }
+            }
+        }
+    }
+    jit.finalize_definitions().map_err(|e| format!("cannot finalize machine code: {e}"))?;
+    if !failed.is_empty() {
+        let mut kernels = Vec::new();
+        let mut done = std::collections::HashSet::new();
+        let old = std::mem::take(&mut plan.kernels);
+        let mut new_ids = HashMap::new();
+        for (i, k) in old.into_iter().enumerate() {
+            match failed.get(&k.source) {
+                None => {
+                    if let Some(&id) = func_ids.get(&i) {
+                        new_ids.insert(kernels.len(), id);
+                    }
+                    kernels.push(k);
+                }
+                Some(reason) => {
+                    if done.insert(k.source) {
+                        kernels.push(kernel::opaque_kernel(module, &plan.values, k.source, format!("codegen: {reason}"))?);
+                    }
+                }
+            }
+        }
+        plan.kernels = kernels;
+        func_ids = new_ids;
+    }
+
+    let mut wrapped = module.clone();
+    let mut code = Vec::with_capacity(plan.kernels.len());
+    for (i, k) in plan.kernels.iter().enumerate() {
+        code.push(match &k.body {
+            KernelBody::Elemental(_) => {
+                let ptr = jit.get_finalized_function(func_ids[&i]);
+                // SAFETY: emitted with signature `fn(*const *mut u8)` by `codegen::emit`.
+                Code::Native(unsafe { std::mem::transmute::<*const u8, extern "C" fn(*const *mut u8)>(ptr) })
+            }
+            KernelBody::Dot(spec) => Code::Dot(spec.clone()),
+            KernelBody::Opaque { inst, operands, result } => {
+                let comp = wrapper(&mut wrapped, module.entry_comp().inst(*inst));
+                Code::Interpret { comp, operands: operands.clone(), result: result.clone() }
+            }
+        });
+    }
+    Ok(CpuExecutable { plan, code, module: wrapped, _jit: jit })
+}
+
+/// The passes run before compiling for the CPU: simplify, then fusion (default knobs).
+pub fn optimize(module: &Module) -> Module {
+    use crate::passes::{fusion::FusionPass, simplify::AlgebraicSimplifier, Pass, PassLog};
+    let mut m = module.clone();
+    let mut log = PassLog::default();
+    AlgebraicSimplifier::default().run(&mut m, &mut log);
+    FusionPass::default().run(&mut m, &mut log);
+    m
+}
+
+/// A computation running just `inst` on parameters of its operands' types.
+fn wrapper(module: &mut Module, inst: &Instruction) -> CompId {
+    let entry = module.entry_comp();
+    let types: Vec<_> = inst.operands.iter().map(|&o| entry.inst(o).ty.clone()).collect();
+    let mut comp = Computation::new(format!("{}.interpreted", inst.name));
+    let params: Vec<_> =
+        types.into_iter().enumerate().map(|(i, t)| comp.push_param(format!("p{i}"), t, Loc::default())).collect();
+    let mut copy = inst.clone();
+    copy.operands = params;
+    comp.root = comp.push(copy);
+    module.add_computation(comp)
+}
+
+/// An 8-byte aligned byte buffer (GEMM reads it as f32/f64).
+struct Buf {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl Buf {
+    fn new(len: usize) -> Buf {
+        Buf { words: vec![0; len.div_ceil(8).max(1)], len }
+    }
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `words` holds at least `len` bytes.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.len) }
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above, uniquely borrowed.
+        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut u8, self.len) }
+    }
+}
+
+impl CpuExecutable {
+    pub fn plan(&self) -> &KernelPlan {
+        &self.plan
+    }
+
+    /// Runs the module on `args` (one value per entry parameter).
+    pub fn run(&self, args: &[Value]) -> Result<Value, String> {
+        self.run_with(args, &mut |_, exec| exec())
+    }
+
+    /// Like `run`, calling `wrap(kernel, exec)` for each kernel; `wrap` must call `exec`
+    /// once (to time it, for instance) and return its result.
+    #[allow(clippy::type_complexity)]
+    pub fn run_with(
+        &self,
+        args: &[Value],
+        wrap: &mut dyn FnMut(&KernelInfo, &mut dyn FnMut() -> Result<(), String>) -> Result<(), String>,
+    ) -> Result<Value, String> {
+        if args.len() != self.plan.params.len() {
+            return Err(format!("the module takes {} arguments, got {}", self.plan.params.len(), args.len()));
+        }
+        let mut bufs: Vec<Buf> = self.plan.buffers.values().map(|b| Buf::new(b.shape.byte_size())).collect();
+        for (i, (v, p)) in args.iter().zip(&self.plan.params).enumerate() {
+            if !v.ty().same_type(&self.module.entry_comp().inst(self.module.entry_comp().params[i]).ty) {
+                return Err(format!("argument {i} is {}, the parameter is {}", v.ty(), self.module.entry_comp().inst(self.module.entry_comp().params[i]).ty));
+            }
+            write_value(&mut bufs, p, v.clone());
+        }
+        for (b, l) in &self.plan.constants {
+            bufs[b.index()].bytes_mut().copy_from_slice(&l.to_le_bytes());
+        }
+        for (i, (k, code)) in self.plan.kernels.iter().zip(&self.code).enumerate() {
+            let info = KernelInfo { index: i, name: &k.name, kind: &k.kind };
+            let mut exec = || -> Result<(), String> {
+                match code {
+                    Code::Native(f) => {
+                        let mut ptrs: Vec<*mut u8> = Vec::with_capacity(k.inputs.len() + k.outputs.len());
+                        for &b in k.inputs.iter().chain(&k.outputs) {
+                            ptrs.push(bufs[b.index()].words.as_mut_ptr() as *mut u8);
+                        }
+                        f(ptrs.as_ptr());
+                        Ok(())
+                    }
+                    Code::Dot(spec) => {
+                        let out = k.outputs[0];
+                        let result = dot::run(spec, &self.plan, bufs[k.inputs[0].index()].bytes(), bufs[k.inputs[1].index()].bytes(), k.inputs[0], k.inputs[1])?;
+                        bufs[out.index()].bytes_mut().copy_from_slice(&result);
+                        Ok(())
+                    }
+                    Code::Interpret { comp, operands, result } => {
+                        let vals: Vec<Value> = operands.iter().map(|o| read_value(&self.plan, &bufs, o)).collect::<Result<_, _>>()?;
+                        let v = Interpreter::new(&self.module)
+                            .call(*comp, &vals)
+                            .map_err(|e| format!("%{}: {}", e.inst, e.message))?;
+                        write_value(&mut bufs, result, v);
+                        Ok(())
+                    }
+                }
+            };
+            wrap(&info, &mut exec).map_err(|e| format!("kernel {}: {e}", k.name))?;
+        }
+        read_value(&self.plan, &bufs, &self.plan.result)
+    }
+}
+
+use cranelift_entity::EntityRef;
+
+fn write_value(bufs: &mut [Buf], at: &ValueBufs, v: Value) {
+    match (at, v) {
+        (ValueBufs::Array(b), Value::Array(l)) => bufs[b.index()].bytes_mut().copy_from_slice(&l.to_le_bytes()),
+        (ValueBufs::Tuple(ps), Value::Tuple(vs)) => {
+            for (p, v) in ps.iter().zip(vs) {
+                write_value(bufs, p, v);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn read_value(plan: &KernelPlan, bufs: &[Buf], at: &ValueBufs) -> Result<Value, String> {
+    Ok(match at {
+        ValueBufs::Array(b) => Value::Array(read_buffer(plan, bufs, *b)?),
+        ValueBufs::Tuple(ps) => Value::Tuple(ps.iter().map(|p| read_value(plan, bufs, p)).collect::<Result<_, _>>()?),
+        ValueBufs::Token => Value::Token,
+    })
+}
+
+fn read_buffer(plan: &KernelPlan, bufs: &[Buf], b: BufferId) -> Result<Literal, String> {
+    let shape = plan.buffers[b].shape.clone();
+    Literal::from_le_bytes(shape, bufs[b.index()].bytes()).ok_or_else(|| format!("buffer {b} has the wrong size"))
+}

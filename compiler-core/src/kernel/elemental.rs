@@ -163,7 +163,7 @@ pub fn build(
     for &o in outputs {
         let shape = array_shape(&comp.inst(o).ty)?;
         let depends_on_reduce = b.depends_on_reduce(o);
-        let inner = if !b.e.is_reduction() {
+        let inner = if b.reduce_of.is_empty() {
             false
         } else if shape.dims == kept_dims {
             false
@@ -502,6 +502,9 @@ impl<'c> Builder<'c> {
         let inst = comp.inst(id);
         let shape = self.shape_of(id)?;
         let elem = shape.elem;
+        if at.len() != shape.rank() {
+            return Err(format!("%{} ({shape}) read at a rank-{} index", inst.name, at.len()));
+        }
         if let Some(slot) = self.slot(id) {
             let linear = self.linearize(at, &shape.dims);
             return Ok(self.node(Node::Load { input: slot, linear }, elem));

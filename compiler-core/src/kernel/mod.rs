@@ -282,6 +282,15 @@ impl<'m> Planner<'m> {
                 let root = body_comp.root_inst();
                 let roots: Vec<InstId> =
                     if matches!(root.op, Op::Tuple) { root.operands.clone() } else { vec![body_comp.root] };
+                // A variadic reduce among the outputs (argmax next to a sum): read each of
+                // its results through a get-tuple-element in a scratch copy of the body.
+                let scratch;
+                let (body_comp, roots) = if roots.iter().any(|&r| body_comp.inst(r).ty.as_tuple().is_some()) {
+                    scratch = flatten_roots(body_comp, &roots)?;
+                    (&scratch.0, scratch.1.clone())
+                } else {
+                    (body_comp, roots)
+                };
                 if roots.len() != outputs.len() {
                     return Err("fusion outputs do not match its type".into());
                 }
@@ -441,6 +450,34 @@ impl<'m> Planner<'m> {
         });
         Ok(())
     }
+}
+
+/// A copy of `comp` with one get-tuple-element per result of each tuple-typed root,
+/// and the flattened list of roots.
+fn flatten_roots(comp: &crate::ir::Computation, roots: &[InstId]) -> Result<(crate::ir::Computation, Vec<InstId>), String> {
+    let mut scratch = comp.clone();
+    let mut flat = Vec::new();
+    for &r in roots {
+        let inst = comp.inst(r);
+        match &inst.ty {
+            Type::Tuple(ts) => {
+                for (i, t) in ts.iter().enumerate() {
+                    if t.as_array().is_none() {
+                        return Err("a nested tuple output".into());
+                    }
+                    flat.push(scratch.push(crate::ir::Instruction {
+                        name: format!("{}.{i}", inst.name),
+                        op: Op::GetTupleElement { index: i as u32 },
+                        operands: vec![r],
+                        ty: t.clone(),
+                        loc: inst.loc.clone(),
+                    }));
+                }
+            }
+            _ => flat.push(r),
+        }
+    }
+    Ok((scratch, flat))
 }
 
 /// An opaque kernel running entry instruction `id` in the interpreter, reading and

@@ -111,3 +111,44 @@ fn corpus_matches_the_interpreter() {
     eprintln!("total: {compiled} compiled kernels, {interpreted} interpreted, {} programs", names.len());
     assert!(failures.is_empty(), "{} programs differ:\n{}", failures.len(), failures.join("\n"));
 }
+
+#[test]
+fn cli_runs_on_the_cpu_target() {
+    let dir = corpus_dir().join("softmax");
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cpu-cli-softmax");
+    let _ = std::fs::remove_dir_all(&out);
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_hloscope"))
+        .arg("run")
+        .arg(dir.join("module.mlir"))
+        .arg("--input")
+        .arg(dir.join("in0.npy"))
+        .args(["--target", "cpu", "--out-dir"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    let got = npy::read(&std::fs::read(out.join("out0.npy")).unwrap()).unwrap();
+    let want = npy::read(&std::fs::read(dir.join("out0.npy")).unwrap()).unwrap();
+    let (g, w) = (got.to_literal(got.elem).unwrap(), want.to_literal(want.elem).unwrap());
+    let (rtol, atol) = tolerance(&dir);
+    compare(&g, &w, rtol, atol).unwrap();
+}
+
+#[test]
+fn each_kernel_can_be_timed_by_the_caller() {
+    let dir = corpus_dir().join("layernorm");
+    let module = parse(&dir.join("module.mlir"));
+    let args = inputs(&dir, &module);
+    let exe = cpu::compile(&cpu::optimize(&module)).unwrap();
+    let mut seen = Vec::new();
+    let out = exe
+        .run_with(&args, &mut |k, exec| {
+            let t = std::time::Instant::now();
+            let r = exec();
+            seen.push((k.name.to_string(), t.elapsed()));
+            r
+        })
+        .unwrap();
+    assert_eq!(seen.len(), exe.plan().kernels.len());
+    assert_eq!(out, exe.run(&args).unwrap());
+}

@@ -1,0 +1,158 @@
+//! The CPU target on small hand-checked programs: integer edge cases, f16 rounding,
+//! data movement fused into one loop kernel, column and variadic reductions, a dot with a
+//! transposed operand, and the interpreter fallback. Needs the `cpu` feature (on under
+//! `cargo test --workspace`, which builds the backend that enables it).
+
+#![cfg(feature = "cpu")]
+
+use hloscope_core::interp::Interpreter;
+use hloscope_core::ir::{ElementType, Literal, Shape, Value};
+use hloscope_core::kernel::KernelKind;
+use hloscope_core::targets::cpu;
+
+/// Parses `hlo`, fuses it, runs it on the CPU, checks the interpreter agrees, and
+/// returns the outputs with the kernel kinds.
+fn run(hlo: &str, args: &[Literal]) -> (Vec<Literal>, Vec<KernelKind>) {
+    let module = hloscope_core::parse::parse_module(hlo).unwrap_or_else(|e| panic!("{e:?}"));
+    let args: Vec<Value> = args.iter().cloned().map(Value::Array).collect();
+    let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+    let exe = cpu::compile(&cpu::optimize(&module)).unwrap();
+    let got = exe.run(&args).unwrap().flatten();
+    assert_eq!(got, want, "cpu vs interpreter; plan:\n{}", exe.plan().summary());
+    (got, exe.plan().kernels.iter().map(|k| k.kind.clone()).collect())
+}
+
+fn s32(dims: &[i64], v: &[i64]) -> Literal {
+    Literal::from_i64s(Shape::new(ElementType::S32, dims.to_vec()), v)
+}
+fn f32s(dims: &[i64], v: &[f64]) -> Literal {
+    Literal::from_f64s(Shape::new(ElementType::F32, dims.to_vec()), v)
+}
+
+#[test]
+fn integer_division_and_shifts_follow_xla() {
+    let hlo = "HloModule m
+ENTRY %main (a: s32[4], b: s32[4]) -> (s32[4], s32[4], s32[4]) {
+  %a = s32[4] parameter(0)
+  %b = s32[4] parameter(1)
+  %d = s32[4] divide(%a, %b)
+  %r = s32[4] remainder(%a, %b)
+  %s = s32[4] shift-left(%a, %b)
+  ROOT %t = (s32[4], s32[4], s32[4]) tuple(%d, %r, %s)
+}";
+    let min = i32::MIN as i64;
+    let (out, kinds) = run(hlo, &[s32(&[4], &[7, -7, 5, min]), s32(&[4], &[2, 2, 0, -1])]);
+    assert_eq!(out[0], s32(&[4], &[3, -3, -1, min]));
+    assert_eq!(out[1], s32(&[4], &[1, -1, 5, 0]));
+    // 5 << 0 = 5; shifting by -1 (4294967295 unsigned) is out of range: 0.
+    assert_eq!(out[2], s32(&[4], &[28, -28, 5, 0]));
+    assert_eq!(kinds, vec![KernelKind::Loop]);
+}
+
+#[test]
+fn f16_is_rounded_after_every_op() {
+    let hlo = "HloModule m
+ENTRY %main (a: f16[2], b: f16[2]) -> f16[2] {
+  %a = f16[2] parameter(0)
+  %b = f16[2] parameter(1)
+  ROOT %s = f16[2] add(%a, %b)
+}";
+    let h = |v: &[f64]| Literal::from_f64s(Shape::new(ElementType::F16, vec![2]), v);
+    // f16 spacing at 2048 is 2: 2049 ties to 2048, 2051 ties to 2052.
+    let (out, _) = run(hlo, &[h(&[2048.0, 2048.0]), h(&[1.0, 3.0])]);
+    assert_eq!(out[0], h(&[2048.0, 2052.0]));
+}
+
+#[test]
+fn data_movement_fuses_into_one_loop_kernel() {
+    // x = [[1,2,3],[4,5,6]]: transpose -> [[1,4],[2,5],[3,6]], reverse rows ->
+    // [[3,6],[2,5],[1,4]], slice rows 1.. -> [[2,5],[1,4]], pad one 0 column on the left
+    // -> [[0,2,5],[0,1,4]], concatenate x below -> 4x3, negate.
+    let hlo = "HloModule m
+ENTRY %main (x: f32[2,3]) -> f32[4,3] {
+  %x = f32[2,3] parameter(0)
+  %t = f32[3,2] transpose(%x), dimensions={1,0}
+  %r = f32[3,2] reverse(%t), dimensions={0}
+  %s = f32[2,2] slice(%r), slice={[1:3], [0:2]}
+  %z = f32[] constant(0)
+  %p = f32[2,3] pad(%s, %z), padding=0_0x1_0
+  %c = f32[4,3] concatenate(%p, %x), dimensions={0}
+  ROOT %n = f32[4,3] negate(%c)
+}";
+    let (out, kinds) = run(hlo, &[f32s(&[2, 3], &[1., 2., 3., 4., 5., 6.])]);
+    let want = [0., 2., 5., 0., 1., 4., 1., 2., 3., 4., 5., 6.].map(|v: f64| -v);
+    assert_eq!(out[0], f32s(&[4, 3], &want));
+    assert_eq!(kinds, vec![KernelKind::Loop]);
+}
+
+#[test]
+fn column_sum_and_argmax() {
+    let hlo = "HloModule m
+%add (p: f32[], q: f32[]) -> f32[] {
+  %p = f32[] parameter(0)
+  %q = f32[] parameter(1)
+  ROOT %s = f32[] add(%p, %q)
+}
+%argmax (a: f32[], ai: s32[], b: f32[], bi: s32[]) -> (f32[], s32[]) {
+  %a = f32[] parameter(0)
+  %ai = s32[] parameter(1)
+  %b = f32[] parameter(2)
+  %bi = s32[] parameter(3)
+  %ge = pred[] compare(%a, %b), direction=GE
+  %v = f32[] select(%ge, %a, %b)
+  %i = s32[] select(%ge, %ai, %bi)
+  ROOT %t = (f32[], s32[]) tuple(%v, %i)
+}
+ENTRY %main (x: f32[3,2]) -> (f32[2], (f32[2], s32[2])) {
+  %x = f32[3,2] parameter(0)
+  %z = f32[] constant(0)
+  %sum = f32[2] reduce(%x, %z), dimensions={0}, to_apply=%add
+  %iota = s32[3,2] iota(), iota_dimension=0
+  %ninf = f32[] constant(-inf)
+  %zi = s32[] constant(0)
+  %am = (f32[2], s32[2]) reduce(%x, %iota, %ninf, %zi), dimensions={0}, to_apply=%argmax
+  ROOT %t = (f32[2], (f32[2], s32[2])) tuple(%sum, %am)
+}";
+    let (out, kinds) = run(hlo, &[f32s(&[3, 2], &[1., 8., 5., 2., 3., 4.])]);
+    assert_eq!(out[0], f32s(&[2], &[9., 14.]));
+    assert_eq!(out[1], f32s(&[2], &[5., 8.]));
+    assert_eq!(out[2], s32(&[2], &[1, 0]));
+    assert!(kinds.iter().all(|k| matches!(k, KernelKind::Reduction(_))), "{kinds:?}");
+}
+
+#[test]
+fn dot_with_transposed_rhs_and_epilogue() {
+    // [[1,2],[3,4]] . [[5,6],[7,8]]^T = [[17,23],[39,53]], then + 1.
+    let hlo = "HloModule m
+ENTRY %main (a: f32[2,2], b: f32[2,2]) -> f32[2,2] {
+  %a = f32[2,2] parameter(0)
+  %b = f32[2,2] parameter(1)
+  %d = f32[2,2] dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  %one = f32[] constant(1)
+  %ones = f32[2,2] broadcast(%one), dimensions={}
+  ROOT %s = f32[2,2] add(%d, %ones)
+}";
+    let (out, kinds) = run(hlo, &[f32s(&[2, 2], &[1., 2., 3., 4.]), f32s(&[2, 2], &[5., 6., 7., 8.])]);
+    assert_eq!(out[0], f32s(&[2, 2], &[18., 24., 40., 54.]));
+    assert!(kinds.contains(&KernelKind::Dot), "{kinds:?}");
+}
+
+#[test]
+fn unsupported_ops_run_in_the_interpreter() {
+    let hlo = "HloModule m
+%lt (a: f32[], b: f32[]) -> pred[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = pred[] compare(%a, %b), direction=LT
+}
+ENTRY %main (x: f32[3]) -> f32[3] {
+  %x = f32[3] parameter(0)
+  %e = f32[3] exponential(%x)
+  ROOT %s = f32[3] sort(%e), dimensions={0}, to_apply=%lt
+}";
+    let (out, kinds) = run(hlo, &[f32s(&[3], &[0.0, -1.0, 1.0])]);
+    let e = |v: f64| v.exp() as f32 as f64;
+    assert_eq!(out[0], f32s(&[3], &[e(-1.0), e(0.0), e(1.0)]));
+    assert_eq!(kinds.len(), 2);
+    assert!(matches!(&kinds[1], KernelKind::Opaque { reason } if reason.contains("sort")), "{kinds:?}");
+}

@@ -38,6 +38,12 @@ enum Code {
     Interpret { comp: CompId, operands: Vec<ValueBufs>, result: ValueBufs },
 }
 
+/// A per-kernel wrapper: gets the kernel and its execution, must run it once.
+pub type Wrap<'w> = dyn FnMut(&KernelInfo, &mut dyn FnMut() -> Result<(), String>) -> Result<(), String> + 'w;
+
+/// Runs custom calls the interpreter does not know.
+pub type CustomCalls<'h> = dyn FnMut(&Instruction, &[Value]) -> Result<Value, String> + 'h;
+
 /// What a timing callback learns about the kernel it wraps.
 pub struct KernelInfo<'a> {
     pub index: usize,
@@ -173,12 +179,17 @@ impl CpuExecutable {
 
     /// Like `run`, calling `wrap(kernel, exec)` for each kernel; `wrap` must call `exec`
     /// once (to time it, for instance) and return its result.
-    #[allow(clippy::type_complexity)]
-    pub fn run_with(
-        &self,
-        args: &[Value],
-        wrap: &mut dyn FnMut(&KernelInfo, &mut dyn FnMut() -> Result<(), String>) -> Result<(), String>,
-    ) -> Result<Value, String> {
+    pub fn run_with(&self, args: &[Value], wrap: &mut Wrap) -> Result<Value, String> {
+        self.execute(args, wrap, None)
+    }
+
+    /// Like `run`, with a hook for the custom calls the interpreter does not know (the
+    /// conformance corpus's `check.*` ops), as `Interpreter::with_custom_call_hook`.
+    pub fn run_with_custom_calls(&self, args: &[Value], hook: &mut CustomCalls) -> Result<Value, String> {
+        self.execute(args, &mut |_, exec| exec(), Some(hook))
+    }
+
+    fn execute(&self, args: &[Value], wrap: &mut Wrap, mut hook: Option<&mut CustomCalls>) -> Result<Value, String> {
         if args.len() != self.plan.params.len() {
             return Err(format!("the module takes {} arguments, got {}", self.plan.params.len(), args.len()));
         }
@@ -212,7 +223,11 @@ impl CpuExecutable {
                     }
                     Code::Interpret { comp, operands, result } => {
                         let vals: Vec<Value> = operands.iter().map(|o| read_value(&self.plan, &bufs, o)).collect::<Result<_, _>>()?;
-                        let v = Interpreter::new(&self.module)
+                        let mut interp = Interpreter::new(&self.module);
+                        if let Some(h) = hook.as_deref_mut() {
+                            interp = interp.with_custom_call_hook(move |i, a| h(i, a));
+                        }
+                        let v = interp
                             .call(*comp, &vals)
                             .map_err(|e| format!("%{}: {}", e.inst, e.message))?;
                         write_value(&mut bufs, result, v);

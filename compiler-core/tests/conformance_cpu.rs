@@ -99,6 +99,15 @@ fn run_program(dir: &Path, path: &str) -> Result<(usize, usize), String> {
         .iter()
         .filter(|k| matches!(&k.kind, KernelKind::Opaque { reason } if !reason.contains("custom-call")))
         .count();
+    if std::env::var("HLOSCOPE_SHOW_INTERPRETED").is_ok() {
+        for k in kernels {
+            if let KernelKind::Opaque { reason } = &k.kind {
+                if !reason.contains("custom-call") {
+                    eprintln!("interpreted: {path}: {}: {reason}", k.name);
+                }
+            }
+        }
+    }
     let checks = kernels.iter().filter(|k| matches!(&k.kind, KernelKind::Opaque { reason } if reason.contains("custom-call"))).count();
     Ok((kernels.len() - interpreted - checks, interpreted))
 }

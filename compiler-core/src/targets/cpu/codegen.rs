@@ -266,16 +266,7 @@ impl<'a, 'f> Emit<'a, 'f> {
     fn store_elem(&mut self, elem: ElementType, val: Value, base: Value, linear: Value) {
         let addr = self.address(base, linear, elem);
         let v = match elem {
-            ElementType::F16 => {
-                let bits = self.call("f32_to_f16", &[val]);
-                self.b.ins().ireduce(types::I16, bits)
-            }
-            ElementType::BF16 => {
-                // Already rounded to bf16: its bits are the f32's top half.
-                let bits = self.b.ins().bitcast(types::I32, MemFlagsData::new(), val);
-                let hi = self.b.ins().ushr_imm_u(bits, 16);
-                self.b.ins().ireduce(types::I16, hi)
-            }
+            ElementType::F16 | ElementType::BF16 => self.half_bits(elem, val),
             _ => val,
         };
         self.b.ins().store(flags(), v, addr, 0);
@@ -284,16 +275,9 @@ impl<'a, 'f> Emit<'a, 'f> {
     fn load_elem(&mut self, elem: ElementType, base: Value, linear: Value) -> Value {
         let addr = self.address(base, linear, elem);
         match elem {
-            ElementType::F16 => {
+            ElementType::F16 | ElementType::BF16 => {
                 let bits = self.b.ins().load(types::I16, flags(), addr, 0);
-                let w = self.b.ins().uextend(types::I32, bits);
-                self.call("f16_to_f32", &[w])
-            }
-            ElementType::BF16 => {
-                let bits = self.b.ins().load(types::I16, flags(), addr, 0);
-                let w = self.b.ins().uextend(types::I32, bits);
-                let hi = self.b.ins().ishl_imm_u(w, 16);
-                self.b.ins().bitcast(types::F32, MemFlagsData::new(), hi)
+                self.from_half_bits(elem, bits)
             }
             _ => self.b.ins().load(reg(elem), flags(), addr, 0),
         }
@@ -734,15 +718,47 @@ impl<'a, 'f> Emit<'a, 'f> {
     }
 
     fn bitcast_convert(&mut self, from: ElementType, to: ElementType, v: Value) -> Value {
-        let narrow_float = |e: ElementType| matches!(e, ElementType::F16 | ElementType::BF16);
-        if narrow_float(from) || narrow_float(to) || from.is_pred() || to.is_pred() {
+        if from == to {
+            return v;
+        }
+        if from.is_pred() || to.is_pred() {
             self.fail(format!("bitcast-convert {from} -> {to}"));
             return v;
         }
-        if reg(from) == reg(to) {
-            v
+        // f16/bf16 live widened in f32 registers: go through their 16-bit patterns.
+        let bits = match from {
+            ElementType::F16 | ElementType::BF16 => self.half_bits(from, v),
+            _ if reg(from) == reg(to) => return v,
+            _ => v,
+        };
+        match to {
+            ElementType::F16 | ElementType::BF16 => self.from_half_bits(to, bits),
+            _ if self.b.func.dfg.value_type(bits) == reg(to) => bits,
+            _ => self.b.ins().bitcast(reg(to), MemFlagsData::new(), bits),
+        }
+    }
+
+    /// The 16-bit pattern (as i16) of an f16/bf16 value held in an f32 register.
+    fn half_bits(&mut self, elem: ElementType, val: Value) -> Value {
+        if elem == ElementType::F16 {
+            let bits = self.call("f32_to_f16", &[val]);
+            self.b.ins().ireduce(types::I16, bits)
         } else {
-            self.b.ins().bitcast(reg(to), MemFlagsData::new(), v)
+            // Already rounded to bf16: its bits are the f32's top half.
+            let bits = self.b.ins().bitcast(types::I32, MemFlagsData::new(), val);
+            let hi = self.b.ins().ushr_imm_u(bits, 16);
+            self.b.ins().ireduce(types::I16, hi)
+        }
+    }
+
+    /// An f16/bf16 value (widened to f32) from its 16-bit pattern (an i16).
+    fn from_half_bits(&mut self, elem: ElementType, bits: Value) -> Value {
+        let w = self.b.ins().uextend(types::I32, bits);
+        if elem == ElementType::F16 {
+            self.call("f16_to_f32", &[w])
+        } else {
+            let hi = self.b.ins().ishl_imm_u(w, 16);
+            self.b.ins().bitcast(types::F32, MemFlagsData::new(), hi)
         }
     }
 }

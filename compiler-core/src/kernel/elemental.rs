@@ -14,8 +14,8 @@
 //! at the outer (kept) variables only.
 //!
 //! Index expressions are hash-consed and simplified with value ranges (`x % n` is `x`
-//! when `0 <= x < n`, `(a*k + b) / k` is `a` when `0 <= b < k`), so a reshape that only
-//! splits or merges dimensions costs no division.
+//! when `0 <= x < n`, `(a*k + b) / k` is `a` when `0 <= b < k`, `(x/k)*k + x%k` is `x`),
+//! so a reshape that only splits or merges dimensions costs no division.
 //!
 //! Ops the layer does not describe (gather, dynamic slices, sort, ...) make the builder
 //! fail with a reason; the plan then runs that kernel in the interpreter.
@@ -357,6 +357,12 @@ impl<'c> Builder<'c> {
                 (Idx::Const(x), Idx::Const(y)) => Idx::Const(x + y),
                 (Idx::Const(0), _) => self.e.idx[b.0 as usize].clone(),
                 (_, Idx::Const(0)) => self.e.idx[a.0 as usize].clone(),
+                // (x / k) * k + x % k = x: a flatten after a split.
+                (Idx::Mul(q, k), Idx::Rem(x, j)) | (Idx::Rem(x, j), Idx::Mul(q, k))
+                    if k == j && self.e.idx[q.0 as usize] == Idx::Div(x, k) =>
+                {
+                    self.e.idx[x.0 as usize].clone()
+                }
                 _ => Idx::Add(a.min(b), a.max(b)),
             },
             Idx::Mul(a, k) => match self.e.idx[a.0 as usize].clone() {

@@ -525,3 +525,6 @@ fn dot_spec(d: &DotDims, lhs: &[i64], rhs: &[i64], elem: ElementType) -> Result<
     Ok(spec)
 }
 
+
+#[cfg(test)]
+mod tests;

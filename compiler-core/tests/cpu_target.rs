@@ -156,3 +156,46 @@ ENTRY %main (x: f32[3]) -> f32[3] {
     assert_eq!(kinds.len(), 2);
     assert!(matches!(&kinds[1], KernelKind::Opaque { reason } if reason.contains("sort")), "{kinds:?}");
 }
+
+#[test]
+fn empty_arrays_and_empty_reductions() {
+    let hlo = "HloModule m
+%add (p: f32[], q: f32[]) -> f32[] {
+  %p = f32[] parameter(0)
+  %q = f32[] parameter(1)
+  ROOT %s = f32[] add(%p, %q)
+}
+ENTRY %main (x: f32[2,0]) -> (f32[0,2], f32[2]) {
+  %x = f32[2,0] parameter(0)
+  %r = f32[0,2] reshape(%x)
+  %n = f32[0,2] negate(%r)
+  %z = f32[] constant(1.5)
+  %s = f32[2] reduce(%x, %z), dimensions={1}, to_apply=%add
+  ROOT %t = (f32[0,2], f32[2]) tuple(%n, %s)
+}";
+    let (out, _) = run(hlo, &[f32s(&[2, 0], &[])]);
+    assert_eq!(out[0], f32s(&[0, 2], &[]));
+    // Nothing to reduce: the init.
+    assert_eq!(out[1], f32s(&[2], &[1.5, 1.5]));
+}
+
+#[test]
+fn transcendentals_match_the_interpreter_exactly() {
+    // The kernels call the interpreter's own f64 functions (a first step before inline
+    // approximations), so f32 results are bit-identical: max error 0 ulp.
+    let hlo = "HloModule m
+ENTRY %main (x: f32[6]) -> (f32[6], f32[6], f32[6], f32[6], f32[6]) {
+  %x = f32[6] parameter(0)
+  %e = f32[6] exponential(%x)
+  %a = f32[6] abs(%x)
+  %l = f32[6] log(%a)
+  %t = f32[6] tanh(%x)
+  %g = f32[6] logistic(%x)
+  %r = f32[6] erf(%x)
+  ROOT %out = (f32[6], f32[6], f32[6], f32[6], f32[6]) tuple(%e, %l, %t, %g, %r)
+}";
+    let x = f32s(&[6], &[-3.25, -1.0, -0.1, 0.3, 2.0, 9.5]);
+    let (out, kinds) = run(hlo, &[x]);
+    assert_eq!(kinds, vec![KernelKind::Loop]);
+    assert_eq!(out[0].to_f64_vec()[1], (-1.0f64).exp() as f32 as f64);
+}

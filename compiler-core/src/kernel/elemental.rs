@@ -128,7 +128,7 @@ impl Elemental {
     pub fn expr(&self, e: ExprId) -> &Expr {
         &self.nodes[e.0 as usize]
     }
-    pub fn index(&self, i: IdxId) -> &Idx {
+    pub fn idx_node(&self, i: IdxId) -> &Idx {
         &self.idx[i.0 as usize]
     }
     /// Variables of the outer loop (the kept ones), in order.
@@ -163,9 +163,7 @@ pub fn build(
     for &o in outputs {
         let shape = array_shape(&comp.inst(o).ty)?;
         let depends_on_reduce = b.depends_on_reduce(o);
-        let inner = if b.reduce_of.is_empty() {
-            false
-        } else if shape.dims == kept_dims {
+        let inner = if b.reduce_of.is_empty() || shape.dims == kept_dims {
             false
         } else if shape.dims == b.e.space && !depends_on_reduce {
             true
@@ -456,7 +454,8 @@ impl<'c> Builder<'c> {
         dims.iter()
             .zip(&strides)
             .map(|(&d, &s)| {
-                let q = self.idx(Idx::Div(linear, s as i64));
+                // A zero stride (an empty array) is never evaluated: any divisor does.
+                let q = self.idx(Idx::Div(linear, (s as i64).max(1)));
                 self.idx(Idx::Rem(q, d.max(1)))
             })
             .collect()

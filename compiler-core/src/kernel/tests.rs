@@ -22,7 +22,7 @@ fn loads(e: &Elemental) -> Vec<Idx> {
     e.nodes
         .iter()
         .filter_map(|n| match n.node {
-            Node::Load { linear, .. } => Some(e.index(linear).clone()),
+            Node::Load { linear, .. } => Some(e.idx_node(linear).clone()),
             _ => None,
         })
         .collect()
@@ -48,7 +48,7 @@ ENTRY %main (x: f32[2,3]) -> f32[2,3] {
     let l = loads(e);
     assert_eq!(l.len(), 1);
     let Idx::Add(a, b) = &l[0] else { panic!("{l:?}") };
-    let mut parts = vec![e.index(*a).clone(), e.index(*b).clone()];
+    let mut parts = vec![e.idx_node(*a).clone(), e.idx_node(*b).clone()];
     parts.sort_by_key(|i| format!("{i:?}"));
     assert!(matches!(parts[0], Idx::Mul(_, 3)) && parts[1] == Idx::Var(1), "{parts:?}");
     assert!(!e.idx.iter().any(|i| matches!(i, Idx::Div(..) | Idx::Rem(..))), "{:?}", e.idx);

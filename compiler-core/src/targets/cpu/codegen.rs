@@ -277,7 +277,7 @@ impl<'a, 'f> Emit<'a, 'f> {
         match elem {
             ElementType::F16 | ElementType::BF16 => {
                 let bits = self.b.ins().load(types::I16, flags(), addr, 0);
-                self.from_half_bits(elem, bits)
+                self.half_from_bits(elem, bits)
             }
             _ => self.b.ins().load(reg(elem), flags(), addr, 0),
         }
@@ -293,7 +293,7 @@ impl<'a, 'f> Emit<'a, 'f> {
         if let Some(&v) = self.idx_memo.get(&i) {
             return v;
         }
-        let v = match self.e.index(i).clone() {
+        let v = match self.e.idx_node(i).clone() {
             Idx::Var(k) => self.vars[k as usize].expect("variable in scope"),
             Idx::Const(c) => self.b.ins().iconst(types::I64, c),
             Idx::Add(a, c) => {
@@ -374,7 +374,7 @@ impl<'a, 'f> Emit<'a, 'f> {
             Node::Const(s) => self.konst(elem, s),
             Node::Index(i) => {
                 let v = self.index(i);
-                self.from_i64(v, elem)
+                self.int_to_elem(v, elem)
             }
             Node::InRange { idx, lo, hi } => {
                 let v = self.index(idx);
@@ -434,7 +434,7 @@ impl<'a, 'f> Emit<'a, 'f> {
     }
 
     /// An i64 index as a value of type `elem` (iota).
-    fn from_i64(&mut self, v: Value, elem: ElementType) -> Value {
+    fn int_to_elem(&mut self, v: Value, elem: ElementType) -> Value {
         match elem {
             ElementType::F64 => self.b.ins().fcvt_from_sint(types::F64, v),
             e if e.is_float() => {
@@ -474,7 +474,7 @@ impl<'a, 'f> Emit<'a, 'f> {
                 Neg => self.b.ins().ineg(a),
                 Not => self.b.ins().bnot(a),
                 Sign if elem.is_signed_int() => {
-                    let m1 = self.b.ins().iconst(ty, -1i64 & crate::ir::literal::width_mask(elem) as i64);
+                    let m1 = self.b.ins().iconst(ty, crate::ir::literal::width_mask(elem) as i64);
                     let one = self.b.ins().iconst(ty, 1);
                     let t = self.b.ins().smax(a, m1);
                     self.b.ins().smin(t, one)
@@ -592,7 +592,7 @@ impl<'a, 'f> Emit<'a, 'f> {
                     (_, true) => self.b.ins().srem(a, safe),
                     (_, false) => self.b.ins().urem(a, safe),
                 };
-                let on_zero = if op == Div { self.b.ins().iconst(ty, -1i64 & crate::ir::literal::width_mask(elem) as i64) } else { a };
+                let on_zero = if op == Div { self.b.ins().iconst(ty, crate::ir::literal::width_mask(elem) as i64) } else { a };
                 self.b.ins().select(zero_div, on_zero, q)
             }
             ShiftLeft | ShiftRightLogical | ShiftRightArithmetic => {
@@ -732,7 +732,7 @@ impl<'a, 'f> Emit<'a, 'f> {
             _ => v,
         };
         match to {
-            ElementType::F16 | ElementType::BF16 => self.from_half_bits(to, bits),
+            ElementType::F16 | ElementType::BF16 => self.half_from_bits(to, bits),
             _ if self.b.func.dfg.value_type(bits) == reg(to) => bits,
             _ => self.b.ins().bitcast(reg(to), MemFlagsData::new(), bits),
         }
@@ -752,7 +752,7 @@ impl<'a, 'f> Emit<'a, 'f> {
     }
 
     /// An f16/bf16 value (widened to f32) from its 16-bit pattern (an i16).
-    fn from_half_bits(&mut self, elem: ElementType, bits: Value) -> Value {
+    fn half_from_bits(&mut self, elem: ElementType, bits: Value) -> Value {
         let w = self.b.ins().uextend(types::I32, bits);
         if elem == ElementType::F16 {
             self.call("f16_to_f32", &[w])

@@ -43,7 +43,7 @@ fn permuted_f64(shape: &Shape, bytes: &[u8], perm: &[usize]) -> Result<Vec<f64>,
     let dims: Vec<i64> = perm.iter().map(|&p| shape.dims[p]).collect();
     let mut out = Vec::with_capacity(vals.len());
     let mut idx = vec![0i64; dims.len()];
-    if dims.iter().any(|&d| d == 0) {
+    if dims.contains(&0) {
         return Ok(out);
     }
     loop {
@@ -67,7 +67,7 @@ fn permuted_f64(shape: &Shape, bytes: &[u8], perm: &[usize]) -> Result<Vec<f64>,
 fn batched<T: Copy + Default + 'static + num_like::One>(spec: &DotSpec, a: &[T], b: &[T]) -> Vec<T> {
     let (m, n, k) = (spec.m, spec.n, spec.k);
     let mut c = vec![T::default(); spec.batch * m * n];
-    if m == 0 || n == 0 {
+    if m == 0 || n == 0 || k == 0 {
         return c;
     }
     for bi in 0..spec.batch {

@@ -28,8 +28,19 @@ pub struct CpuExecutable {
     /// The module with one wrapper computation per opaque kernel (the interpreter runs
     /// those).
     module: Module,
-    /// Keeps the machine code alive.
-    _jit: JITModule,
+    /// Owns the machine code; freed on drop.
+    jit: Option<JITModule>,
+}
+
+impl Drop for CpuExecutable {
+    fn drop(&mut self) {
+        self.code.clear();
+        if let Some(jit) = self.jit.take() {
+            // SAFETY: the only pointers into this code were in `self.code`, just dropped,
+            // and no kernel is running (`run` borrows `self`).
+            unsafe { jit.free_memory() };
+        }
+    }
 }
 
 enum Code {
@@ -121,7 +132,7 @@ pub fn compile(module: &Module) -> Result<CpuExecutable, String> {
             }
         });
     }
-    Ok(CpuExecutable { plan, code, module: wrapped, _jit: jit })
+    Ok(CpuExecutable { plan, code, module: wrapped, jit: Some(jit) })
 }
 
 /// The passes run before compiling for the CPU: simplify, then fusion (default knobs).

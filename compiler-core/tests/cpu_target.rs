@@ -199,3 +199,18 @@ ENTRY %main (x: f32[6]) -> (f32[6], f32[6], f32[6], f32[6], f32[6]) {
     assert_eq!(kinds, vec![KernelKind::Loop]);
     assert_eq!(out[0].to_f64_vec()[1], (-1.0f64).exp() as f32 as f64);
 }
+
+#[test]
+fn compiled_kernels_show_their_clif_and_machine_code() {
+    let hlo = "HloModule m
+ENTRY %main (x: f32[8]) -> f32[8] {
+  %x = f32[8] parameter(0)
+  ROOT %n = f32[8] multiply(%x, %x)
+}";
+    let module = hloscope_core::parse::parse_module(hlo).unwrap();
+    let exe = cpu::compile(&module).unwrap();
+    let clif = exe.clif(0).unwrap();
+    assert!(clif.contains("fmul"), "{clif}");
+    assert!(!exe.asm(0).unwrap().is_empty());
+    assert_eq!(exe.clif(1), None);
+}

@@ -71,16 +71,25 @@ fn flags() -> MemFlagsData {
     MemFlagsData::new().with_notrap()
 }
 
-/// Emits the kernel as function `name`; returns its id (defined, not yet finalized).
+/// A kernel's function as emitted: its id (defined, not yet finalized), its CLIF and its
+/// machine code listing (for the explorer's views).
+pub struct Emitted {
+    pub id: FuncId,
+    pub clif: String,
+    pub asm: String,
+}
+
+/// Emits the kernel as function `name`.
 pub fn emit(
     m: &mut JITModule,
     helpers: &Helpers,
     e: &Elemental,
     name: &str,
     n_inputs: usize,
-) -> Result<FuncId, String> {
+) -> Result<Emitted, String> {
     let ptr = m.target_config().pointer_type();
     let mut ctx = m.make_context();
+    ctx.set_disasm(true);
     ctx.func.signature.params.push(AbiParam::new(ptr));
     let mut fctx = FunctionBuilderContext::new();
     {
@@ -123,10 +132,12 @@ pub fn emit(
         em.b.seal_all_blocks();
         em.b.finalize(m.isa().frontend_config());
     }
+    let clif = ctx.func.display().to_string();
     let id = m.declare_function(name, Linkage::Local, &ctx.func.signature).map_err(|e| e.to_string())?;
     m.define_function(id, &mut ctx).map_err(|e| format!("cranelift: {e:?}"))?;
+    let asm = ctx.compiled_code().and_then(|c| c.vcode.clone()).unwrap_or_default();
     m.clear_context(&mut ctx);
-    Ok(id)
+    Ok(Emitted { id, clif, asm })
 }
 
 struct Emit<'a, 'f> {

@@ -28,6 +28,8 @@ pub struct CpuExecutable {
     /// The module with one wrapper computation per opaque kernel (the interpreter runs
     /// those).
     module: Module,
+    /// Per kernel: its CLIF and machine code listing (empty when not JIT-compiled).
+    listings: Vec<(String, String)>,
     /// Owns the machine code; freed on drop.
     jit: Option<JITModule>,
 }
@@ -78,12 +80,14 @@ pub fn compile(module: &Module) -> Result<CpuExecutable, String> {
 
     // Emit every elemental kernel; a source whose kernel fails becomes opaque as a whole.
     let mut func_ids = HashMap::new();
+    let mut listings: HashMap<usize, (String, String)> = HashMap::new();
     let mut failed: HashMap<crate::ir::InstId, String> = HashMap::new();
     for (i, k) in plan.kernels.iter().enumerate() {
         if let KernelBody::Elemental(e) = &k.body {
             match codegen::emit(&mut jit, &helper_ids, e, &format!("kernel{i}"), k.inputs.len()) {
-                Ok(id) => {
-                    func_ids.insert(i, id);
+                Ok(emitted) => {
+                    func_ids.insert(i, emitted.id);
+                    listings.insert(i, (emitted.clif, emitted.asm));
                 }
                 Err(reason) => {
                     failed.entry(k.source).or_insert(reason);
@@ -97,11 +101,15 @@ pub fn compile(module: &Module) -> Result<CpuExecutable, String> {
         let mut done = std::collections::HashSet::new();
         let old = std::mem::take(&mut plan.kernels);
         let mut new_ids = HashMap::new();
+        let mut new_listings = HashMap::new();
         for (i, k) in old.into_iter().enumerate() {
             match failed.get(&k.source) {
                 None => {
                     if let Some(&id) = func_ids.get(&i) {
                         new_ids.insert(kernels.len(), id);
+                    }
+                    if let Some(l) = listings.remove(&i) {
+                        new_listings.insert(kernels.len(), l);
                     }
                     kernels.push(k);
                 }
@@ -114,6 +122,7 @@ pub fn compile(module: &Module) -> Result<CpuExecutable, String> {
         }
         plan.kernels = kernels;
         func_ids = new_ids;
+        listings = new_listings;
     }
 
     let mut wrapped = module.clone();
@@ -132,7 +141,8 @@ pub fn compile(module: &Module) -> Result<CpuExecutable, String> {
             }
         });
     }
-    Ok(CpuExecutable { plan, code, module: wrapped, jit: Some(jit) })
+    let listings = (0..plan.kernels.len()).map(|i| listings.remove(&i).unwrap_or_default()).collect();
+    Ok(CpuExecutable { plan, code, module: wrapped, listings, jit: Some(jit) })
 }
 
 /// The passes run before compiling for the CPU: simplify, then fusion (default knobs).
@@ -181,6 +191,16 @@ impl Buf {
 impl CpuExecutable {
     pub fn plan(&self) -> &KernelPlan {
         &self.plan
+    }
+
+    /// Kernel `i`'s Cranelift IR, if it was JIT-compiled.
+    pub fn clif(&self, i: usize) -> Option<&str> {
+        self.listings.get(i).map(|l| l.0.as_str()).filter(|s| !s.is_empty())
+    }
+
+    /// Kernel `i`'s machine code listing, if it was JIT-compiled.
+    pub fn asm(&self, i: usize) -> Option<&str> {
+        self.listings.get(i).map(|l| l.1.as_str()).filter(|s| !s.is_empty())
     }
 
     /// Runs the module on `args` (one value per entry parameter).

@@ -214,3 +214,33 @@ ENTRY %main (x: f32[8]) -> f32[8] {
     assert!(!exe.asm(0).unwrap().is_empty());
     assert_eq!(exe.clif(1), None);
 }
+
+#[test]
+fn while_loops_run_their_compiled_bodies() {
+    // i = 0, s = 0; while i < 5: s += i * i; i += 1  ->  s = 0+1+4+9+16 = 30.
+    let hlo = "HloModule m
+%cond (i: s32[], s: f32[]) -> pred[] {
+  %i = s32[] parameter(0)
+  %s = f32[] parameter(1)
+  %five = s32[] constant(5)
+  ROOT %lt = pred[] compare(%i, %five), direction=LT
+}
+%body (i: s32[], s: f32[]) -> (s32[], f32[]) {
+  %i = s32[] parameter(0)
+  %s = f32[] parameter(1)
+  %f = f32[] convert(%i)
+  %sq = f32[] multiply(%f, %f)
+  %s2 = f32[] add(%s, %sq)
+  %one = s32[] constant(1)
+  %i2 = s32[] add(%i, %one)
+  ROOT %t = (s32[], f32[]) tuple(%i2, %s2)
+}
+ENTRY %main (x: f32[]) -> (s32[], f32[]) {
+  %x = f32[] parameter(0)
+  %zero = s32[] constant(0)
+  ROOT %w = (s32[], f32[]) while(%zero, %x), condition=%cond, body=%body
+}";
+    let (out, kinds) = run(hlo, &[f32s(&[], &[0.0])]);
+    assert_eq!(out, vec![s32(&[], &[5]), f32s(&[], &[30.0])]);
+    assert_eq!(kinds, vec![KernelKind::While]);
+}

@@ -8,7 +8,9 @@
 //! - a **Library** dot (a GEMM call), for a dot or an output fusion whose body is a dot
 //!   plus an elementwise epilogue (the epilogue is then a Loop kernel reading the dot's
 //!   result from a temporary buffer);
-//! - an **Opaque** kernel, run by the reference interpreter: sort, while, scatter,
+//! - a **While** loop, whose cond and body computations targets plan on their own
+//!   ([`plan_computation`]) and run in a small runtime loop;
+//! - an **Opaque** kernel, run by the reference interpreter: sort, case, scatter,
 //!   gather, convolution, ... and anything the elemental layer cannot describe. Every
 //!   module therefore runs; the plan says which parts are compiled ([`KernelPlan::summary`]).
 //!
@@ -17,7 +19,7 @@
 
 pub mod elemental;
 
-use crate::ir::{DotDims, ElementType, InstId, Literal, Module, Op, Shape, Type};
+use crate::ir::{CompId, DotDims, ElementType, InstId, Literal, Module, Op, Shape, Type};
 use cranelift_entity::{entity_impl, PrimaryMap};
 pub use elemental::Elemental;
 use std::collections::HashMap;
@@ -74,6 +76,8 @@ pub enum KernelKind {
     Reduction(ReductionKind),
     /// A library call: a dot.
     Dot,
+    /// A while loop: the target runs the plans of its cond and body computations.
+    While,
     /// Run by the reference interpreter; the reason says why it is not compiled.
     Opaque { reason: String },
 }
@@ -98,7 +102,10 @@ pub struct DotSpec {
 pub enum KernelBody {
     Elemental(Elemental),
     Dot(DotSpec),
-    /// Entry instruction `inst`, run by the interpreter on `operands`, writing `result`.
+    /// A while loop over computations `cond` and `body` (planned with
+    /// [`plan_computation`]), from `operands` to `result`.
+    While { cond: CompId, body: CompId, operands: Vec<ValueBufs>, result: ValueBufs },
+    /// Instruction `inst` of the planned computation, run by the interpreter on `operands`, writing `result`.
     Opaque { inst: InstId, operands: Vec<ValueBufs>, result: ValueBufs },
 }
 
@@ -116,6 +123,8 @@ pub struct Kernel {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct KernelPlan {
+    /// The computation planned.
+    pub comp: CompId,
     pub buffers: PrimaryMap<BufferId, Buffer>,
     /// Entry parameter i lives in `params[i]`.
     pub params: Vec<ValueBufs>,
@@ -150,6 +159,7 @@ impl fmt::Display for KernelKind {
             KernelKind::Reduction(ReductionKind::Row) => f.write_str("reduction(row)"),
             KernelKind::Reduction(ReductionKind::Column) => f.write_str("reduction(column)"),
             KernelKind::Dot => f.write_str("library(dot)"),
+            KernelKind::While => f.write_str("while (cond and body planned on their own)"),
             KernelKind::Opaque { reason } => write!(f, "opaque (interpreted: {reason})"),
         }
     }
@@ -158,11 +168,17 @@ impl fmt::Display for KernelKind {
 /// Builds the plan of `module`'s entry computation. Never fails on an op it cannot
 /// compile (that kernel is opaque); fails only on a malformed module.
 pub fn plan(module: &Module) -> Result<KernelPlan, String> {
-    let comp = module.entry_comp();
+    plan_computation(module, module.entry)
+}
+
+/// Builds the plan of computation `comp_id` (the entry, or a while body a target runs).
+pub fn plan_computation(module: &Module, comp_id: CompId) -> Result<KernelPlan, String> {
+    let comp = module.comps.get(comp_id).ok_or_else(|| format!("computation {comp_id} does not exist"))?;
     if !comp.has_root() {
-        return Err(format!("the entry computation {} has no root", comp.name));
+        return Err(format!("the computation {} has no root", comp.name));
     }
-    let mut p = Planner { module, plan: KernelPlan {
+    let mut p = Planner { module, comp: comp_id, plan: KernelPlan {
+        comp: comp_id,
         buffers: PrimaryMap::new(),
         params: Vec::new(),
         constants: Vec::new(),
@@ -188,6 +204,7 @@ pub fn plan(module: &Module) -> Result<KernelPlan, String> {
 
 struct Planner<'m> {
     module: &'m Module,
+    comp: CompId,
     plan: KernelPlan,
     values: HashMap<InstId, ValueBufs>,
 }
@@ -209,7 +226,7 @@ impl<'m> Planner<'m> {
 
     fn value(&self, id: InstId) -> Result<ValueBufs, String> {
         self.values.get(&id).cloned().ok_or_else(|| {
-            format!("%{} is used before it is defined", self.module.entry_comp().inst(id).name)
+            format!("%{} is used before it is defined", self.module.comp(self.comp).inst(id).name)
         })
     }
 
@@ -221,7 +238,7 @@ impl<'m> Planner<'m> {
     }
 
     fn instruction(&mut self, id: InstId) -> Result<(), String> {
-        let comp = self.module.entry_comp();
+        let comp = self.module.comp(self.comp);
         let inst = comp.inst(id);
         match &inst.op {
             Op::Constant(l) => {
@@ -257,7 +274,7 @@ impl<'m> Planner<'m> {
 
     fn opaque(&mut self, id: InstId, result: ValueBufs, reason: String) -> Result<(), String> {
         self.values.insert(id, result);
-        let k = opaque_kernel(self.module, &self.values, id, reason)?;
+        let k = opaque_kernel(self.module, self.comp, &self.values, id, reason)?;
         self.plan.kernels.push(k);
         Ok(())
     }
@@ -265,7 +282,7 @@ impl<'m> Planner<'m> {
     /// Plans `id` as compiled kernels, or says why it cannot be.
     fn compiled(&mut self, id: InstId, result: &ValueBufs) -> Result<(), String> {
         let module = self.module;
-        let comp = module.entry_comp();
+        let comp = module.comp(self.comp);
         let inst = comp.inst(id);
         let outputs = result.leaves();
         match &inst.op {
@@ -318,6 +335,18 @@ impl<'m> Planner<'m> {
                     inputs.push(tmp);
                 }
                 self.elemental(inst.name.clone(), id, body_comp, &roots, slots, inputs, outputs)
+            }
+            Op::While { cond, body } => {
+                let operands: Vec<ValueBufs> = inst.operands.iter().map(|&o| self.value(o)).collect::<Result<_, _>>()?;
+                self.plan.kernels.push(Kernel {
+                    name: inst.name.clone(),
+                    source: id,
+                    kind: KernelKind::While,
+                    inputs: operands.iter().flat_map(|v| v.leaves()).collect(),
+                    outputs,
+                    body: KernelBody::While { cond: *cond, body: *body, operands, result: result.clone() },
+                });
+                Ok(())
             }
             Op::Dot(_) => {
                 let ins: Vec<BufferId> =
@@ -373,7 +402,7 @@ impl<'m> Planner<'m> {
         inputs: Vec<BufferId>,
         outputs: Vec<BufferId>,
     ) -> Result<(), String> {
-        let comp = self.module.entry_comp();
+        let comp = self.module.comp(self.comp);
         let inst = comp.inst(id);
         let mut scratch = comp.clone();
         let mut roots = Vec::new();
@@ -485,11 +514,12 @@ fn flatten_roots(comp: &crate::ir::Computation, roots: &[InstId]) -> Result<(cra
 /// back to this).
 pub fn opaque_kernel(
     module: &Module,
+    comp: CompId,
     values: &HashMap<InstId, ValueBufs>,
     id: InstId,
     reason: String,
 ) -> Result<Kernel, String> {
-    let inst = module.entry_comp().inst(id);
+    let inst = module.comp(comp).inst(id);
     let get = |o: InstId| values.get(&o).cloned().ok_or_else(|| format!("%{} has no buffers", inst.name));
     let operands: Vec<ValueBufs> = inst.operands.iter().map(|&o| get(o)).collect::<Result<_, _>>()?;
     let result = get(id)?;

@@ -49,6 +49,7 @@ enum Code {
     Native(extern "C" fn(*const *mut u8)),
     Dot(kernel::DotSpec),
     Interpret { comp: CompId, operands: Vec<ValueBufs>, result: ValueBufs },
+    While { cond: Box<CpuExecutable>, body: Box<CpuExecutable>, operands: Vec<ValueBufs>, result: ValueBufs },
 }
 
 /// A per-kernel wrapper: gets the kernel and its execution, must run it once.
@@ -66,7 +67,18 @@ pub struct KernelInfo<'a> {
 
 /// Compiles `module` (normally after simplification and fusion).
 pub fn compile(module: &Module) -> Result<CpuExecutable, String> {
-    let mut plan = kernel::plan(module)?;
+    compile_computation(module, module.entry, 0)
+}
+
+/// Nesting of while loops beyond which bodies are interpreted instead.
+const MAX_DEPTH: usize = 16;
+
+/// Most iterations of one while loop before the run fails (never hang), as the
+/// interpreter's budget.
+const MAX_ITERATIONS: u64 = 10_000_000;
+
+fn compile_computation(module: &Module, comp_id: CompId, depth: usize) -> Result<CpuExecutable, String> {
+    let mut plan = kernel::plan_computation(module, comp_id)?;
     let mut builder = JITBuilder::with_flags(&[("opt_level", "speed")], cranelift_module::default_libcall_names())
         .map_err(|e| format!("cannot set up the JIT: {e}"))?;
     builder.symbol("hs_unary_f64", helpers::hs_unary_f64 as *const u8);
@@ -115,7 +127,7 @@ pub fn compile(module: &Module) -> Result<CpuExecutable, String> {
                 }
                 Some(reason) => {
                     if done.insert(k.source) {
-                        kernels.push(kernel::opaque_kernel(module, &plan.values, k.source, format!("codegen: {reason}"))?);
+                        kernels.push(kernel::opaque_kernel(module, comp_id, &plan.values, k.source, format!("codegen: {reason}"))?);
                     }
                 }
             }
@@ -136,7 +148,17 @@ pub fn compile(module: &Module) -> Result<CpuExecutable, String> {
             }
             KernelBody::Dot(spec) => Code::Dot(spec.clone()),
             KernelBody::Opaque { inst, operands, result } => {
-                let comp = wrapper(&mut wrapped, module.entry_comp().inst(*inst));
+                let comp = wrapper(&mut wrapped, comp_id, *inst);
+                Code::Interpret { comp, operands: operands.clone(), result: result.clone() }
+            }
+            KernelBody::While { cond, body, operands, result } if depth < MAX_DEPTH => Code::While {
+                cond: Box::new(compile_computation(module, *cond, depth + 1)?),
+                body: Box::new(compile_computation(module, *body, depth + 1)?),
+                operands: operands.clone(),
+                result: result.clone(),
+            },
+            KernelBody::While { operands, result, .. } => {
+                let comp = wrapper(&mut wrapped, comp_id, k.source);
                 Code::Interpret { comp, operands: operands.clone(), result: result.clone() }
             }
         });
@@ -155,10 +177,12 @@ pub fn optimize(module: &Module) -> Module {
     m
 }
 
-/// A computation running just `inst` on parameters of its operands' types.
-fn wrapper(module: &mut Module, inst: &Instruction) -> CompId {
-    let entry = module.entry_comp();
-    let types: Vec<_> = inst.operands.iter().map(|&o| entry.inst(o).ty.clone()).collect();
+/// A computation running just instruction `id` of `comp_id` on parameters of its
+/// operands' types.
+fn wrapper(module: &mut Module, comp_id: CompId, id: crate::ir::InstId) -> CompId {
+    let from = module.comp(comp_id);
+    let inst: Instruction = from.inst(id).clone();
+    let types: Vec<_> = inst.operands.iter().map(|&o| from.inst(o).ty.clone()).collect();
     let mut comp = Computation::new(format!("{}.interpreted", inst.name));
     let params: Vec<_> =
         types.into_iter().enumerate().map(|(i, t)| comp.push_param(format!("p{i}"), t, Loc::default())).collect();
@@ -225,9 +249,11 @@ impl CpuExecutable {
             return Err(format!("the module takes {} arguments, got {}", self.plan.params.len(), args.len()));
         }
         let mut bufs: Vec<Buf> = self.plan.buffers.values().map(|b| Buf::new(b.shape.byte_size())).collect();
+        let comp = self.module.comp(self.plan.comp);
         for (i, (v, p)) in args.iter().zip(&self.plan.params).enumerate() {
-            if !v.ty().same_type(&self.module.entry_comp().inst(self.module.entry_comp().params[i]).ty) {
-                return Err(format!("argument {i} is {}, the parameter is {}", v.ty(), self.module.entry_comp().inst(self.module.entry_comp().params[i]).ty));
+            let want = &comp.inst(comp.params[i]).ty;
+            if !v.ty().same_type(want) {
+                return Err(format!("argument {i} is {}, the parameter is {want}", v.ty()));
             }
             write_value(&mut bufs, p, v.clone());
         }
@@ -261,6 +287,35 @@ impl CpuExecutable {
                         let v = interp
                             .call(*comp, &vals)
                             .map_err(|e| format!("%{}: {}", e.inst, e.message))?;
+                        write_value(&mut bufs, result, v);
+                        Ok(())
+                    }
+                    Code::While { cond, body, operands, result } => {
+                        let mut state: Vec<Value> =
+                            operands.iter().map(|o| read_value(&self.plan, &bufs, o)).collect::<Result<_, _>>()?;
+                        let mut iterations = 0u64;
+                        loop {
+                            let go = cond.execute(&state, &mut |_, exec| exec(), hook.as_deref_mut())?;
+                            match go.as_array().map(|l| l.get(0)) {
+                                Some(crate::ir::Scalar::Pred(true)) => {}
+                                Some(crate::ir::Scalar::Pred(false)) => break,
+                                _ => return Err("the while condition is not a pred scalar".into()),
+                            }
+                            iterations += 1;
+                            if iterations > MAX_ITERATIONS {
+                                return Err(format!("gave up after {MAX_ITERATIONS} loop iterations (is the loop infinite?)"));
+                            }
+                            let next = body.execute(&state, &mut |_, exec| exec(), hook.as_deref_mut())?;
+                            state = if state.len() == 1 {
+                                vec![next]
+                            } else {
+                                match next {
+                                    Value::Tuple(vs) => vs,
+                                    _ => return Err("the while body must return a tuple".into()),
+                                }
+                            };
+                        }
+                        let v = if state.len() == 1 { state.pop().expect("one value") } else { Value::Tuple(state) };
                         write_value(&mut bufs, result, v);
                         Ok(())
                     }

@@ -7,8 +7,17 @@
 //! reason recorded) and returns a [`CpuExecutable`]. `run` executes the kernels in
 //! program order on byte buffers. Timing is the caller's business (this crate reads no
 //! clock): [`CpuExecutable::run_with`] wraps each kernel's execution in a callback.
+//! A while loop runs in a small loop here, its cond and body compiled as plans of their
+//! own; everything else the plan calls opaque (sort, case, scatter, gather, convolution,
+//! integer dots, ...) runs in the interpreter on values decoded from the buffers.
 //!
-//! Not yet: SIMD vectors, threads, a compilation cache, AOT objects (issue 4).
+//! Feature `cpu` (native only): the default build of this crate stays wasm32-clean and
+//! does not compile Cranelift at all. CLIF text and machine-code listings of each kernel
+//! are kept ([`CpuExecutable::clif`], [`CpuExecutable::asm`]) for the explorer.
+//!
+//! Not yet: SIMD vectors, threads, a compilation cache, AOT objects, inline
+//! transcendental approximations (they call `helpers` now), case/sort bodies compiled
+//! (issue 4).
 
 mod codegen;
 mod dot;

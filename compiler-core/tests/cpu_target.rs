@@ -244,3 +244,18 @@ ENTRY %main (x: f32[]) -> (s32[], f32[]) {
     assert_eq!(out, vec![s32(&[], &[5]), f32s(&[], &[30.0])]);
     assert_eq!(kinds, vec![KernelKind::While]);
 }
+
+#[test]
+fn integer_dots_are_compiled_as_reductions() {
+    // [[1,2],[3,4]] . [[5,6],[7,8]] = [[19,22],[43,50]]; the s8 rhs is converted first.
+    let hlo = "HloModule m
+ENTRY %main (a: s32[2,2], b: s8[2,2]) -> s32[2,2] {
+  %a = s32[2,2] parameter(0)
+  %b = s8[2,2] parameter(1)
+  ROOT %d = s32[2,2] dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}";
+    let b = Literal::from_i64s(Shape::new(ElementType::S8, vec![2, 2]), &[5, 6, 7, 8]);
+    let (out, kinds) = run(hlo, &[s32(&[2, 2], &[1, 2, 3, 4]), b]);
+    assert_eq!(out[0], s32(&[2, 2], &[19, 22, 43, 50]));
+    assert!(matches!(kinds[..], [KernelKind::Reduction(_)]), "{kinds:?}");
+}

@@ -5,9 +5,10 @@
 //! name buffers ([`ValueBufs`]). Each other instruction becomes:
 //! - a **Loop** or **Reduction** kernel described elementally ([`elemental`]): a fusion,
 //!   or a lone elementwise / data-movement / reduce instruction;
-//! - a **Library** dot (a GEMM call), for a dot or an output fusion whose body is a dot
-//!   plus an elementwise epilogue (the epilogue is then a Loop kernel reading the dot's
-//!   result from a temporary buffer);
+//! - a **Library** dot (a GEMM call), for a float dot or an output fusion whose body is a
+//!   dot plus an elementwise epilogue (the epilogue is then a Loop kernel reading the
+//!   dot's result from a temporary buffer); other dots (integer, pred, mixed types) are
+//!   Reduction kernels (multiply, then sum over the contracting dimensions);
 //! - a **While** loop, whose cond and body computations targets plan on their own
 //!   ([`plan_computation`]) and run in a small runtime loop;
 //! - an **Opaque** kernel, run by the reference interpreter: sort, case, scatter,
@@ -351,7 +352,15 @@ impl<'m> Planner<'m> {
             Op::Dot(_) => {
                 let ins: Vec<BufferId> =
                     inst.operands.iter().map(|&o| self.array_buf(o)).collect::<Option<_>>().ok_or("dot of non-arrays")?;
-                self.dot(inst.name.clone(), id, comp, id, ins, outputs[0])
+                let before = self.plan.kernels.len();
+                match self.dot(inst.name.clone(), id, comp, id, ins.clone(), outputs[0]) {
+                    Ok(()) => Ok(()),
+                    Err(_) => {
+                        // Not a float GEMM (integers, pred, mixed types): a reduction.
+                        self.plan.kernels.truncate(before);
+                        self.dot_as_reduction(id, ins, outputs[0])
+                    }
+                }
             }
             op if op.is_elementwise()
                 || matches!(
@@ -448,6 +457,90 @@ impl<'m> Planner<'m> {
             KernelKind::Loop
         };
         self.plan.kernels.push(Kernel { name, source, kind, inputs, outputs, body: KernelBody::Elemental(e) });
+        Ok(())
+    }
+
+    /// A dot as an elemental reduction: both operands broadcast to
+    /// `[batch, lhs free, rhs free, contracting]`, converted to the result type,
+    /// multiplied (and for pred) and summed (or) over the contracting variables.
+    /// Built through a scratch copy of the computation and of the module (for the
+    /// reduce body).
+    fn dot_as_reduction(&mut self, id: InstId, inputs: Vec<BufferId>, output: BufferId) -> Result<(), String> {
+        use crate::ir::{BinaryOp, Computation, Instruction, Loc};
+        let comp = self.module.comp(self.comp);
+        let inst = comp.inst(id);
+        let Op::Dot(d) = &inst.op else { return Err("not a dot".into()) };
+        let out = inst.ty.as_array().ok_or("dot result")?.clone();
+        let elem = out.elem;
+        let (l, r) = (inst.operands[0], inst.operands[1]);
+        let lhs = comp.inst(l).ty.as_array().ok_or("dot lhs")?.clone();
+        let rhs = comp.inst(r).ty.as_array().ok_or("dot rhs")?.clone();
+        let (nb, nlf) = (d.lhs_batch.len(), lhs.rank() - d.lhs_batch.len() - d.lhs_contracting.len());
+        let nrf = rhs.rank() - d.rhs_batch.len() - d.rhs_contracting.len();
+        let mut full = out.dims.clone();
+        full.extend(d.lhs_contracting.iter().map(|&c| lhs.dims[c as usize]));
+        // Where each operand dimension goes in `full`.
+        let place = |rank: usize, batch: &[i64], contracting: &[i64], free_at: usize| -> Vec<i64> {
+            let mut free = free_at;
+            (0..rank as i64)
+                .map(|dim| {
+                    if let Some(i) = batch.iter().position(|&b| b == dim) {
+                        i as i64
+                    } else if let Some(i) = contracting.iter().position(|&c| c == dim) {
+                        (nb + nlf + nrf + i) as i64
+                    } else {
+                        free += 1;
+                        (free - 1) as i64
+                    }
+                })
+                .collect()
+        };
+        let lmap = place(lhs.rank(), &d.lhs_batch, &d.lhs_contracting, nb);
+        let rmap = place(rhs.rank(), &d.rhs_batch, &d.rhs_contracting, nb + nlf);
+        let mut module = self.module.clone();
+        let mut body = Computation::new(format!("{}.sum", inst.name));
+        let scalar = Type::Array(Shape::scalar(elem));
+        let acc = body.push_param("acc", scalar.clone(), Loc::default());
+        let x = body.push_param("x", scalar.clone(), Loc::default());
+        let combine = if elem.is_pred() { BinaryOp::Or } else { BinaryOp::Add };
+        body.root = body.push(Instruction { name: "sum".into(), op: Op::Binary(combine), operands: vec![acc, x], ty: scalar.clone(), loc: Loc::default() });
+        let body_id = module.add_computation(body);
+        let mut scratch = comp.clone();
+        let full_ty = Type::Array(Shape::new(elem, full.clone()));
+        let mut push = |op: Op, operands: Vec<InstId>, ty: Type| {
+            scratch.push(Instruction { name: format!("{}.part", inst.name), op, operands, ty, loc: inst.loc.clone() })
+        };
+        let side = |push: &mut dyn FnMut(Op, Vec<InstId>, Type) -> InstId, o: InstId, from: &Shape, map: Vec<i64>| {
+            let b = push(Op::BroadcastInDim { dims: map }, vec![o], Type::Array(Shape::new(from.elem, full.clone())));
+            if from.elem == elem {
+                b
+            } else {
+                push(Op::Convert, vec![b], full_ty.clone())
+            }
+        };
+        let lb = side(&mut push, l, &lhs, lmap);
+        let rb = side(&mut push, r, &rhs, rmap);
+        let product = if elem.is_pred() { BinaryOp::And } else { BinaryOp::Mul };
+        let m = push(Op::Binary(product), vec![lb, rb], full_ty.clone());
+        let zero = push(Op::Constant(Literal::zeros(Shape::scalar(elem))), vec![], scalar);
+        let reduced: Vec<i64> = (out.rank()..full.len()).map(|i| i as i64).collect();
+        let red = push(Op::Reduce { dims: reduced, body: body_id }, vec![m, zero], Type::Array(out));
+        let mut slots = HashMap::new();
+        slots.insert(l, 0);
+        let mut ins = vec![inputs[0]];
+        if r != l {
+            slots.insert(r, 1);
+            ins.push(inputs[1]);
+        }
+        let (e, _) = elemental::build(&module, &scratch, &[red], &slots)?;
+        self.plan.kernels.push(Kernel {
+            name: inst.name.clone(),
+            source: id,
+            kind: KernelKind::Reduction(ReductionKind::Row),
+            inputs: ins,
+            outputs: vec![output],
+            body: KernelBody::Elemental(e),
+        });
         Ok(())
     }
 

@@ -9,7 +9,7 @@
 //! clock): [`CpuExecutable::run_with`] wraps each kernel's execution in a callback.
 //! A while loop runs in a small loop here, its cond and body compiled as plans of their
 //! own; everything else the plan calls opaque (sort, case, scatter, gather, convolution,
-//! integer dots, ...) runs in the interpreter on values decoded from the buffers.
+//! dynamic slices, ...) runs in the interpreter on values decoded from the buffers.
 //!
 //! Feature `cpu` (native only): the default build of this crate stays wasm32-clean and
 //! does not compile Cranelift at all. CLIF text and machine-code listings of each kernel

@@ -259,3 +259,28 @@ ENTRY %main (a: s32[2,2], b: s8[2,2]) -> s32[2,2] {
     assert_eq!(out[0], s32(&[2, 2], &[19, 22, 43, 50]));
     assert!(matches!(kinds[..], [KernelKind::Reduction(_)]), "{kinds:?}");
 }
+
+#[test]
+fn conditionals_run_the_selected_compiled_branch() {
+    // Branch 0 doubles, branch 1 negates; index 7 is out of range: the last branch.
+    let hlo = "HloModule m
+%double (x: f32[2]) -> f32[2] {
+  %x = f32[2] parameter(0)
+  ROOT %d = f32[2] add(%x, %x)
+}
+%negate (x: f32[2]) -> f32[2] {
+  %x = f32[2] parameter(0)
+  ROOT %n = f32[2] negate(%x)
+}
+ENTRY %main (i: s32[], x: f32[2]) -> f32[2] {
+  %i = s32[] parameter(0)
+  %x = f32[2] parameter(1)
+  ROOT %c = f32[2] conditional(%i, %x, %x), branch_computations={%double, %negate}
+}";
+    let x = f32s(&[2], &[1.5, -4.0]);
+    let (out, kinds) = run(hlo, &[s32(&[], &[0]), x.clone()]);
+    assert_eq!(out[0], f32s(&[2], &[3.0, -8.0]));
+    assert_eq!(kinds, vec![KernelKind::Case]);
+    let (out, _) = run(hlo, &[s32(&[], &[7]), x]);
+    assert_eq!(out[0], f32s(&[2], &[-1.5, 4.0]));
+}

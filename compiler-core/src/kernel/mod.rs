@@ -9,9 +9,9 @@
 //!   dot plus an elementwise epilogue (the epilogue is then a Loop kernel reading the
 //!   dot's result from a temporary buffer); other dots (integer, pred, mixed types) are
 //!   Reduction kernels (multiply, then sum over the contracting dimensions);
-//! - a **While** loop, whose cond and body computations targets plan on their own
-//!   ([`plan_computation`]) and run in a small runtime loop;
-//! - an **Opaque** kernel, run by the reference interpreter: sort, case, scatter,
+//! - a **While** loop or a **Case**, whose computations targets plan on their own
+//!   ([`plan_computation`]) and run from a small runtime;
+//! - an **Opaque** kernel, run by the reference interpreter: sort, scatter,
 //!   gather, convolution, ... and anything the elemental layer cannot describe. Every
 //!   module therefore runs; the plan says which parts are compiled ([`KernelPlan::summary`]).
 //!
@@ -79,6 +79,8 @@ pub enum KernelKind {
     Dot,
     /// A while loop: the target runs the plans of its cond and body computations.
     While,
+    /// A conditional: the target runs the plan of the selected branch.
+    Case,
     /// Run by the reference interpreter; the reason says why it is not compiled.
     Opaque { reason: String },
 }
@@ -106,6 +108,10 @@ pub enum KernelBody {
     /// A while loop over computations `cond` and `body` (planned with
     /// [`plan_computation`]), from `operands` to `result`.
     While { cond: CompId, body: CompId, operands: Vec<ValueBufs>, result: ValueBufs },
+    /// A conditional: `operands[0]` selects the branch (an s32 index, out of range meaning
+    /// the last branch, or a pred, true meaning branch 0); branch i gets the operands
+    /// `branch_operands[i]` (indices into `operands[1..]`).
+    Case { branches: Vec<CompId>, branch_operands: Vec<Vec<u32>>, operands: Vec<ValueBufs>, result: ValueBufs },
     /// Instruction `inst` of the planned computation, run by the interpreter on `operands`, writing `result`.
     Opaque { inst: InstId, operands: Vec<ValueBufs>, result: ValueBufs },
 }
@@ -161,6 +167,7 @@ impl fmt::Display for KernelKind {
             KernelKind::Reduction(ReductionKind::Column) => f.write_str("reduction(column)"),
             KernelKind::Dot => f.write_str("library(dot)"),
             KernelKind::While => f.write_str("while (cond and body planned on their own)"),
+            KernelKind::Case => f.write_str("conditional (branches planned on their own)"),
             KernelKind::Opaque { reason } => write!(f, "opaque (interpreted: {reason})"),
         }
     }
@@ -346,6 +353,26 @@ impl<'m> Planner<'m> {
                     inputs: operands.iter().flat_map(|v| v.leaves()).collect(),
                     outputs,
                     body: KernelBody::While { cond: *cond, body: *body, operands, result: result.clone() },
+                });
+                Ok(())
+            }
+            Op::Case { branches, branch_operands } => {
+                let operands: Vec<ValueBufs> = inst.operands.iter().map(|&o| self.value(o)).collect::<Result<_, _>>()?;
+                if branches.is_empty() || branch_operands.len() != branches.len() {
+                    return Err("a conditional without branches".into());
+                }
+                self.plan.kernels.push(Kernel {
+                    name: inst.name.clone(),
+                    source: id,
+                    kind: KernelKind::Case,
+                    inputs: operands.iter().flat_map(|v| v.leaves()).collect(),
+                    outputs,
+                    body: KernelBody::Case {
+                        branches: branches.clone(),
+                        branch_operands: branch_operands.clone(),
+                        operands,
+                        result: result.clone(),
+                    },
                 });
                 Ok(())
             }

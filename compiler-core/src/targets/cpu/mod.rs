@@ -7,17 +7,18 @@
 //! reason recorded) and returns a [`CpuExecutable`]. `run` executes the kernels in
 //! program order on byte buffers. Timing is the caller's business (this crate reads no
 //! clock): [`CpuExecutable::run_with`] wraps each kernel's execution in a callback.
-//! A while loop runs in a small loop here, its cond and body compiled as plans of their
-//! own; everything else the plan calls opaque (sort, case, scatter, gather, convolution,
-//! dynamic slices, ...) runs in the interpreter on values decoded from the buffers.
+//! A while loop or a conditional runs from a small runtime here, its computations
+//! compiled as plans of their own; everything else the plan calls opaque (sort, scatter,
+//! gather, convolution, dynamic slices, ...) runs in the interpreter on values decoded
+//! from the buffers.
 //!
 //! Feature `cpu` (native only): the default build of this crate stays wasm32-clean and
 //! does not compile Cranelift at all. CLIF text and machine-code listings of each kernel
 //! are kept ([`CpuExecutable::clif`], [`CpuExecutable::asm`]) for the explorer.
 //!
 //! Not yet: SIMD vectors, threads, a compilation cache, AOT objects, inline
-//! transcendental approximations (they call `helpers` now), case/sort bodies compiled
-//! (issue 4).
+//! transcendental approximations (they call `helpers` now), sort comparators
+//! compiled (issue 4).
 
 mod codegen;
 mod dot;
@@ -59,6 +60,7 @@ enum Code {
     Dot(kernel::DotSpec),
     Interpret { comp: CompId, operands: Vec<ValueBufs>, result: ValueBufs },
     While { cond: Box<CpuExecutable>, body: Box<CpuExecutable>, operands: Vec<ValueBufs>, result: ValueBufs },
+    Case { branches: Vec<CpuExecutable>, branch_operands: Vec<Vec<u32>>, operands: Vec<ValueBufs>, result: ValueBufs },
 }
 
 /// A per-kernel wrapper: gets the kernel and its execution, must run it once.
@@ -166,7 +168,13 @@ fn compile_computation(module: &Module, comp_id: CompId, depth: usize) -> Result
                 operands: operands.clone(),
                 result: result.clone(),
             },
-            KernelBody::While { operands, result, .. } => {
+            KernelBody::Case { branches, branch_operands, operands, result } if depth < MAX_DEPTH => Code::Case {
+                branches: branches.iter().map(|&b| compile_computation(module, b, depth + 1)).collect::<Result<_, _>>()?,
+                branch_operands: branch_operands.clone(),
+                operands: operands.clone(),
+                result: result.clone(),
+            },
+            KernelBody::While { operands, result, .. } | KernelBody::Case { operands, result, .. } => {
                 let comp = wrapper(&mut wrapped, comp_id, k.source);
                 Code::Interpret { comp, operands: operands.clone(), result: result.clone() }
             }
@@ -325,6 +333,26 @@ impl CpuExecutable {
                             };
                         }
                         let v = if state.len() == 1 { state.pop().expect("one value") } else { Value::Tuple(state) };
+                        write_value(&mut bufs, result, v);
+                        Ok(())
+                    }
+                    Code::Case { branches, branch_operands, operands, result } => {
+                        let selector = read_value(&self.plan, &bufs, &operands[0])?;
+                        let last = branches.len() - 1;
+                        let chosen = match selector.as_array().map(|l| l.get(0)) {
+                            Some(crate::ir::Scalar::Pred(p)) => usize::from(!p).min(last),
+                            Some(crate::ir::Scalar::S(i)) => usize::try_from(i).map_or(last, |i| i.min(last)),
+                            Some(crate::ir::Scalar::U(i)) => usize::try_from(i).map_or(last, |i| i.min(last)),
+                            _ => return Err("the conditional's selector is not an integer or pred".into()),
+                        };
+                        let args: Vec<Value> = branch_operands[chosen]
+                            .iter()
+                            .map(|&k| {
+                                let at = operands.get(k as usize + 1).ok_or("a branch operand out of range")?;
+                                read_value(&self.plan, &bufs, at)
+                            })
+                            .collect::<Result<_, _>>()?;
+                        let v = branches[chosen].execute(&args, &mut |_, exec| exec(), hook.as_deref_mut())?;
                         write_value(&mut bufs, result, v);
                         Ok(())
                     }

@@ -70,7 +70,3 @@ pub extern "C" fn hs_f16_to_f32(bits: u32) -> f32 {
 pub extern "C" fn hs_f32_to_f16(x: f32) -> u32 {
     f16::from_f32(x).to_bits() as u32
 }
-
-pub extern "C" fn hs_f32_to_bf16(x: f32) -> u32 {
-    bf16::from_f32(x).to_bits() as u32
-}

@@ -12,13 +12,16 @@ use hloscope_core::ir::{Module, Value};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// Where the module runs. Only the reference interpreter exists so far; compiled
-/// targets (cpu, webgpu, cuda) become new variants here.
+/// Where the module runs: the reference interpreter, or a compiled target (webgpu and
+/// cuda become new variants here).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum Target {
     /// The reference interpreter (exact semantics, slow).
     #[default]
     Interp,
+    /// Native code: simplify and fuse, then Cranelift JIT for loop and reduction kernels,
+    /// gemm for dots, the interpreter for the rest.
+    Cpu,
 }
 
 #[derive(Args, Debug)]
@@ -130,6 +133,14 @@ fn execute(
             };
             RunError(format!("{at}: running %{} failed: {}", e.inst, e.message))
         }),
+        Target::Cpu => {
+            use hloscope_core::targets::cpu;
+            let optimized = cpu::optimize(module);
+            let exe = cpu::compile(&optimized)
+                .map_err(|e| RunError(format!("{source_name}: compiling for the cpu failed: {e}")))?;
+            exe.run(args)
+                .map_err(|e| RunError(format!("{source_name}: running on the cpu failed: {e}")))
+        }
     }
 }
 

@@ -1,0 +1,154 @@
+//! The CPU target against the interpreter on the JAX corpus.
+//!
+//! Each program of `backend/tests/corpus/` is simplified and fused, compiled for the CPU
+//! (`hloscope_core::targets::cpu`) and run on its inputs; every output must match the
+//! interpreter's run of the original module within the program's tolerance (`meta.json`;
+//! bit-exact for integers and bool). The test also reports, per program, how many kernels
+//! were compiled and how many run in the interpreter. One CLI test drives `--target cpu`.
+
+#[path = "../src/npy.rs"]
+#[allow(dead_code)]
+mod npy;
+
+use hloscope_core::interp::Interpreter;
+use hloscope_core::ir::{Literal, Module, Value};
+use hloscope_core::targets::cpu;
+use std::path::{Path, PathBuf};
+
+fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("corpus")
+}
+
+fn parse(path: &Path) -> Module {
+    let text = std::fs::read_to_string(path).unwrap();
+    hloscope_core::parse::parse_module(&text).unwrap_or_else(|e| panic!("{}: {e:?}", path.display()))
+}
+
+/// The program's inputs, converted to its parameters' types.
+fn inputs(dir: &Path, module: &Module) -> Vec<Value> {
+    let entry = module.entry_comp();
+    (0..entry.params.len())
+        .map(|i| {
+            let bytes = std::fs::read(dir.join(format!("in{i}.npy"))).unwrap();
+            let arr = npy::read(&bytes).unwrap();
+            let elem = entry.inst(entry.params[i]).ty.as_array().unwrap().elem;
+            Value::Array(arr.to_literal(elem).unwrap())
+        })
+        .collect()
+}
+
+/// (rtol, atol) of output `i` from meta.json: a small scan, no JSON parser needed.
+fn tolerance(dir: &Path) -> (f64, f64) {
+    let meta = std::fs::read_to_string(dir.join("meta.json")).unwrap_or_default();
+    let num = |key: &str| -> Option<f64> {
+        let at = meta.find(&format!("\"{key}\""))?;
+        let rest = &meta[at + key.len() + 2..];
+        let rest = rest.trim_start().strip_prefix(':')?.trim_start();
+        let end = rest.find(|c: char| !(c.is_ascii_digit() || "+-.eE".contains(c)))?;
+        rest[..end].parse().ok()
+    };
+    (num("rtol").unwrap_or(1e-5).max(1e-5), num("atol").unwrap_or(1e-6).max(1e-6))
+}
+
+fn compare(got: &Literal, want: &Literal, rtol: f64, atol: f64) -> Result<(), String> {
+    if !got.shape.same_shape(&want.shape) {
+        return Err(format!("shape {} vs {}", got.shape, want.shape));
+    }
+    if !want.elem().is_float() {
+        return match (0..want.num_elements()).find(|&i| got.bits(i) != want.bits(i)) {
+            None => Ok(()),
+            Some(i) => Err(format!("element {i}: {:?} vs {:?}", got.get(i), want.get(i))),
+        };
+    }
+    let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
+    for (i, (&a, &b)) in g.iter().zip(&w).enumerate() {
+        let ok = (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= atol + rtol * b.abs();
+        if !ok {
+            return Err(format!("element {i}: got {a}, want {b}"));
+        }
+    }
+    Ok(())
+}
+
+/// Runs one corpus program both ways; returns (compiled, interpreted) kernel counts.
+fn check_program(name: &str) -> Result<(usize, usize), String> {
+    let dir = corpus_dir().join(name);
+    let module = parse(&dir.join("module.mlir"));
+    let args = inputs(&dir, &module);
+    let want = Interpreter::new(&module).run(&args).map_err(|e| e.to_string())?.flatten();
+    let fused = cpu::optimize(&module);
+    let exe = cpu::compile(&fused)?;
+    let got = exe.run(&args)?.flatten();
+    if got.len() != want.len() {
+        return Err(format!("{} outputs, want {}", got.len(), want.len()));
+    }
+    let (rtol, atol) = tolerance(&dir);
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        compare(g, w, rtol, atol).map_err(|e| format!("output {i}: {e}\nplan:\n{}", exe.plan().summary()))?;
+    }
+    Ok(exe.plan().counts())
+}
+
+#[test]
+fn corpus_matches_the_interpreter() {
+    let mut names: Vec<String> = std::fs::read_dir(corpus_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut failures = Vec::new();
+    let (mut compiled, mut interpreted) = (0, 0);
+    for name in &names {
+        match check_program(name) {
+            Ok((c, i)) => {
+                eprintln!("{name}: {c} compiled kernels, {i} interpreted");
+                compiled += c;
+                interpreted += i;
+            }
+            Err(e) => failures.push(format!("{name}: {e}")),
+        }
+    }
+    eprintln!("total: {compiled} compiled kernels, {interpreted} interpreted, {} programs", names.len());
+    assert!(failures.is_empty(), "{} programs differ:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn cli_runs_on_the_cpu_target() {
+    let dir = corpus_dir().join("softmax");
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cpu-cli-softmax");
+    let _ = std::fs::remove_dir_all(&out);
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_hloscope"))
+        .arg("run")
+        .arg(dir.join("module.mlir"))
+        .arg("--input")
+        .arg(dir.join("in0.npy"))
+        .args(["--target", "cpu", "--out-dir"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    let got = npy::read(&std::fs::read(out.join("out0.npy")).unwrap()).unwrap();
+    let want = npy::read(&std::fs::read(dir.join("out0.npy")).unwrap()).unwrap();
+    let (g, w) = (got.to_literal(got.elem).unwrap(), want.to_literal(want.elem).unwrap());
+    let (rtol, atol) = tolerance(&dir);
+    compare(&g, &w, rtol, atol).unwrap();
+}
+
+#[test]
+fn each_kernel_can_be_timed_by_the_caller() {
+    let dir = corpus_dir().join("layernorm");
+    let module = parse(&dir.join("module.mlir"));
+    let args = inputs(&dir, &module);
+    let exe = cpu::compile(&cpu::optimize(&module)).unwrap();
+    let mut seen = Vec::new();
+    let out = exe
+        .run_with(&args, &mut |k, exec| {
+            let t = std::time::Instant::now();
+            let r = exec();
+            seen.push((k.name.to_string(), t.elapsed()));
+            r
+        })
+        .unwrap();
+    assert_eq!(seen.len(), exe.plan().kernels.len());
+    assert_eq!(out, exe.run(&args).unwrap());
+}

@@ -1,0 +1,680 @@
+//! The kernel plan: what a target runs for a (fused) module, shared by every target.
+//!
+//! The entry computation becomes a list of kernels over numbered buffers, in program
+//! order. Parameters, constants, tuples and get-tuple-elements launch nothing: they only
+//! name buffers ([`ValueBufs`]). Each other instruction becomes:
+//! - a **Loop** or **Reduction** kernel described elementally ([`elemental`]): a fusion,
+//!   or a lone elementwise / data-movement / reduce instruction;
+//! - a **Library** dot (a GEMM call), for a float dot or an output fusion whose body is a
+//!   dot plus an elementwise epilogue (the epilogue is then a Loop kernel reading the
+//!   dot's result from a temporary buffer); other dots (integer, pred, mixed types) are
+//!   Reduction kernels (multiply, then sum over the contracting dimensions);
+//! - a **While** loop or a **Case**, whose computations targets plan on their own
+//!   ([`plan_computation`]) and run from a small runtime;
+//! - an **Opaque** kernel, run by the reference interpreter: sort, scatter,
+//!   gather, convolution, ... and anything the elemental layer cannot describe. Every
+//!   module therefore runs; the plan says which parts are compiled ([`KernelPlan::summary`]).
+//!
+//! Buffers hold values in the interpreter's byte encoding (`Literal::to_le_bytes`: row
+//! major, little endian, pred as one byte, f16/bf16 as their 16-bit patterns).
+
+pub mod elemental;
+
+use crate::ir::{CompId, DotDims, ElementType, InstId, Literal, Module, Op, Shape, Type};
+use cranelift_entity::{entity_impl, PrimaryMap};
+pub use elemental::Elemental;
+use std::collections::HashMap;
+use std::fmt;
+
+/// A buffer of the plan.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BufferId(u32);
+entity_impl!(BufferId, "buf");
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Buffer {
+    pub shape: Shape,
+    /// The value it holds (instruction name, or `name.dot` for a temporary).
+    pub name: String,
+}
+
+/// How a value of the entry computation is laid out in buffers.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ValueBufs {
+    Array(BufferId),
+    Tuple(Vec<ValueBufs>),
+    Token,
+}
+
+impl ValueBufs {
+    /// The buffers, tuples flattened depth-first.
+    pub fn leaves(&self) -> Vec<BufferId> {
+        let mut out = Vec::new();
+        fn walk(v: &ValueBufs, out: &mut Vec<BufferId>) {
+            match v {
+                ValueBufs::Array(b) => out.push(*b),
+                ValueBufs::Tuple(vs) => vs.iter().for_each(|v| walk(v, out)),
+                ValueBufs::Token => {}
+            }
+        }
+        walk(self, &mut out);
+        out
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReductionKind {
+    /// The reduced dimensions are the minor ones: each output element reads a
+    /// contiguous run.
+    Row,
+    /// Some kept dimension is more minor than a reduced one.
+    Column,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum KernelKind {
+    Loop,
+    Reduction(ReductionKind),
+    /// A library call: a dot.
+    Dot,
+    /// A while loop: the target runs the plans of its cond and body computations.
+    While,
+    /// A conditional: the target runs the plan of the selected branch.
+    Case,
+    /// Run by the reference interpreter; the reason says why it is not compiled.
+    Opaque { reason: String },
+}
+
+/// A dot as a batched GEMM: `out[b, m, n] = sum_k lhs[b, m, k] * rhs[b, k, n]`, where
+/// the operands are first brought to those row-major forms by the permutations given
+/// (identity permutations need no copy).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DotSpec {
+    pub batch: usize,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    /// Operand dimension order giving [batch.., free.., contracting..] for lhs.
+    pub lhs_perm: Vec<usize>,
+    /// Operand dimension order giving [batch.., contracting.., free..] for rhs.
+    pub rhs_perm: Vec<usize>,
+    pub elem: ElementType,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum KernelBody {
+    Elemental(Elemental),
+    Dot(DotSpec),
+    /// A while loop over computations `cond` and `body` (planned with
+    /// [`plan_computation`]), from `operands` to `result`.
+    While { cond: CompId, body: CompId, operands: Vec<ValueBufs>, result: ValueBufs },
+    /// A conditional: `operands[0]` selects the branch (an s32 index, out of range meaning
+    /// the last branch, or a pred, true meaning branch 0); branch i gets the operands
+    /// `branch_operands[i]` (indices into `operands[1..]`).
+    Case { branches: Vec<CompId>, branch_operands: Vec<Vec<u32>>, operands: Vec<ValueBufs>, result: ValueBufs },
+    /// Instruction `inst` of the planned computation, run by the interpreter on `operands`, writing `result`.
+    Opaque { inst: InstId, operands: Vec<ValueBufs>, result: ValueBufs },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kernel {
+    /// The instruction it comes from (a fusion's name for each of its kernels).
+    pub name: String,
+    /// The entry instruction it comes from.
+    pub source: InstId,
+    pub kind: KernelKind,
+    pub inputs: Vec<BufferId>,
+    pub outputs: Vec<BufferId>,
+    pub body: KernelBody,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelPlan {
+    /// The computation planned.
+    pub comp: CompId,
+    pub buffers: PrimaryMap<BufferId, Buffer>,
+    /// Entry parameter i lives in `params[i]`.
+    pub params: Vec<ValueBufs>,
+    /// Buffers filled once from constants.
+    pub constants: Vec<(BufferId, Literal)>,
+    pub kernels: Vec<Kernel>,
+    pub result: ValueBufs,
+    /// The buffers of every value of the entry computation.
+    pub values: HashMap<InstId, ValueBufs>,
+}
+
+impl KernelPlan {
+    /// One line per kernel: `name: kind`, with the reason for opaque ones.
+    pub fn summary(&self) -> String {
+        let mut s = String::new();
+        for k in &self.kernels {
+            s += &format!("{}: {}\n", k.name, k.kind);
+        }
+        s
+    }
+    /// (compiled kernels, interpreted kernels).
+    pub fn counts(&self) -> (usize, usize) {
+        let opaque = self.kernels.iter().filter(|k| matches!(k.kind, KernelKind::Opaque { .. })).count();
+        (self.kernels.len() - opaque, opaque)
+    }
+}
+
+impl fmt::Display for KernelKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KernelKind::Loop => f.write_str("loop"),
+            KernelKind::Reduction(ReductionKind::Row) => f.write_str("reduction(row)"),
+            KernelKind::Reduction(ReductionKind::Column) => f.write_str("reduction(column)"),
+            KernelKind::Dot => f.write_str("library(dot)"),
+            KernelKind::While => f.write_str("while (cond and body planned on their own)"),
+            KernelKind::Case => f.write_str("conditional (branches planned on their own)"),
+            KernelKind::Opaque { reason } => write!(f, "opaque (interpreted: {reason})"),
+        }
+    }
+}
+
+/// Builds the plan of `module`'s entry computation. Never fails on an op it cannot
+/// compile (that kernel is opaque); fails only on a malformed module.
+pub fn plan(module: &Module) -> Result<KernelPlan, String> {
+    plan_computation(module, module.entry)
+}
+
+/// Builds the plan of computation `comp_id` (the entry, or a while body a target runs).
+pub fn plan_computation(module: &Module, comp_id: CompId) -> Result<KernelPlan, String> {
+    let comp = module.comps.get(comp_id).ok_or_else(|| format!("computation {comp_id} does not exist"))?;
+    if !comp.has_root() {
+        return Err(format!("the computation {} has no root", comp.name));
+    }
+    let mut p = Planner { module, comp: comp_id, plan: KernelPlan {
+        comp: comp_id,
+        buffers: PrimaryMap::new(),
+        params: Vec::new(),
+        constants: Vec::new(),
+        kernels: Vec::new(),
+        result: ValueBufs::Token,
+        values: HashMap::new(),
+    }, values: HashMap::new() };
+    for &param in &comp.params {
+        let v = p.fresh_value(&comp.inst(param).ty, &comp.inst(param).name);
+        p.values.insert(param, v.clone());
+        p.plan.params.push(v);
+    }
+    for &id in &comp.order {
+        if p.values.contains_key(&id) {
+            continue;
+        }
+        p.instruction(id)?;
+    }
+    p.plan.result = p.value(comp.root)?;
+    p.plan.values = p.values;
+    Ok(p.plan)
+}
+
+struct Planner<'m> {
+    module: &'m Module,
+    comp: CompId,
+    plan: KernelPlan,
+    values: HashMap<InstId, ValueBufs>,
+}
+
+impl<'m> Planner<'m> {
+    fn buffer(&mut self, shape: Shape, name: String) -> BufferId {
+        self.plan.buffers.push(Buffer { shape, name })
+    }
+
+    fn fresh_value(&mut self, ty: &Type, name: &str) -> ValueBufs {
+        match ty {
+            Type::Array(s) => ValueBufs::Array(self.buffer(s.clone(), name.to_string())),
+            Type::Tuple(ts) => ValueBufs::Tuple(
+                ts.iter().enumerate().map(|(i, t)| self.fresh_value(t, &format!("{name}.{i}"))).collect(),
+            ),
+            Type::Token => ValueBufs::Token,
+        }
+    }
+
+    fn value(&self, id: InstId) -> Result<ValueBufs, String> {
+        self.values.get(&id).cloned().ok_or_else(|| {
+            format!("%{} is used before it is defined", self.module.comp(self.comp).inst(id).name)
+        })
+    }
+
+    fn array_buf(&self, id: InstId) -> Option<BufferId> {
+        match self.values.get(&id) {
+            Some(ValueBufs::Array(b)) => Some(*b),
+            _ => None,
+        }
+    }
+
+    fn instruction(&mut self, id: InstId) -> Result<(), String> {
+        let comp = self.module.comp(self.comp);
+        let inst = comp.inst(id);
+        match &inst.op {
+            Op::Constant(l) => {
+                let b = self.buffer(l.shape.clone(), inst.name.clone());
+                self.plan.constants.push((b, l.clone()));
+                self.values.insert(id, ValueBufs::Array(b));
+            }
+            Op::Tuple => {
+                let parts = inst.operands.iter().map(|&o| self.value(o)).collect::<Result<_, _>>()?;
+                self.values.insert(id, ValueBufs::Tuple(parts));
+            }
+            Op::GetTupleElement { index } => match self.value(inst.operands[0])? {
+                ValueBufs::Tuple(mut parts) if (*index as usize) < parts.len() => {
+                    self.values.insert(id, parts.swap_remove(*index as usize));
+                }
+                _ => return Err(format!("%{}: get-tuple-element of a non-tuple", inst.name)),
+            },
+            Op::AfterAll => {
+                self.values.insert(id, ValueBufs::Token);
+            }
+            _ => {
+                let result = self.fresh_value(&inst.ty, &inst.name);
+                self.values.insert(id, result.clone());
+                let before = self.plan.kernels.len();
+                if let Err(reason) = self.compiled(id, &result) {
+                    self.plan.kernels.truncate(before);
+                    self.opaque(id, result, reason)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn opaque(&mut self, id: InstId, result: ValueBufs, reason: String) -> Result<(), String> {
+        self.values.insert(id, result);
+        let k = opaque_kernel(self.module, self.comp, &self.values, id, reason)?;
+        self.plan.kernels.push(k);
+        Ok(())
+    }
+
+    /// Plans `id` as compiled kernels, or says why it cannot be.
+    fn compiled(&mut self, id: InstId, result: &ValueBufs) -> Result<(), String> {
+        let module = self.module;
+        let comp = module.comp(self.comp);
+        let inst = comp.inst(id);
+        let outputs = result.leaves();
+        match &inst.op {
+            Op::Fusion { body, .. } => {
+                let body_comp = module.comp(*body);
+                let mut slots = HashMap::new();
+                let mut inputs = Vec::new();
+                for (i, &p) in body_comp.params.iter().enumerate() {
+                    let o = inst.operands.get(i).ok_or("fusion with too few operands")?;
+                    let b = self.array_buf(*o).ok_or("a fusion operand that is not an array")?;
+                    slots.insert(p, i as u32);
+                    inputs.push(b);
+                }
+                let root = body_comp.root_inst();
+                let roots: Vec<InstId> =
+                    if matches!(root.op, Op::Tuple) { root.operands.clone() } else { vec![body_comp.root] };
+                // A variadic reduce among the outputs (argmax next to a sum): read each of
+                // its results through a get-tuple-element in a scratch copy of the body.
+                let scratch;
+                let (body_comp, roots) = if roots.iter().any(|&r| body_comp.inst(r).ty.as_tuple().is_some()) {
+                    scratch = flatten_roots(body_comp, &roots)?;
+                    (&scratch.0, scratch.1.clone())
+                } else {
+                    (body_comp, roots)
+                };
+                if roots.len() != outputs.len() {
+                    return Err("fusion outputs do not match its type".into());
+                }
+                // A dot inside (output fusion): GEMM into a temporary, then the epilogue.
+                let dots: Vec<InstId> =
+                    body_comp.order.iter().copied().filter(|&m| matches!(body_comp.inst(m).op, Op::Dot(_))).collect();
+                if dots.len() > 1 {
+                    return Err("more than one dot in a fusion".into());
+                }
+                if let Some(&d) = dots.first() {
+                    let dinst = body_comp.inst(d);
+                    let ins: Vec<BufferId> = dinst
+                        .operands
+                        .iter()
+                        .map(|o| slots.get(o).map(|&s| inputs[s as usize]))
+                        .collect::<Option<_>>()
+                        .ok_or("a dot whose operands are computed inside the fusion")?;
+                    let dshape = dinst.ty.as_array().ok_or("a dot must produce an array")?.clone();
+                    if roots == [d] {
+                        return self.dot(inst.name.clone(), id, body_comp, d, ins, outputs[0]);
+                    }
+                    let tmp = self.buffer(dshape, format!("{}.dot", inst.name));
+                    self.dot(inst.name.clone(), id, body_comp, d, ins, tmp)?;
+                    slots.insert(d, inputs.len() as u32);
+                    inputs.push(tmp);
+                }
+                self.elemental(inst.name.clone(), id, body_comp, &roots, slots, inputs, outputs)
+            }
+            Op::While { cond, body } => {
+                let operands: Vec<ValueBufs> = inst.operands.iter().map(|&o| self.value(o)).collect::<Result<_, _>>()?;
+                self.plan.kernels.push(Kernel {
+                    name: inst.name.clone(),
+                    source: id,
+                    kind: KernelKind::While,
+                    inputs: operands.iter().flat_map(|v| v.leaves()).collect(),
+                    outputs,
+                    body: KernelBody::While { cond: *cond, body: *body, operands, result: result.clone() },
+                });
+                Ok(())
+            }
+            Op::Case { branches, branch_operands } => {
+                let operands: Vec<ValueBufs> = inst.operands.iter().map(|&o| self.value(o)).collect::<Result<_, _>>()?;
+                if branches.is_empty() || branch_operands.len() != branches.len() {
+                    return Err("a conditional without branches".into());
+                }
+                self.plan.kernels.push(Kernel {
+                    name: inst.name.clone(),
+                    source: id,
+                    kind: KernelKind::Case,
+                    inputs: operands.iter().flat_map(|v| v.leaves()).collect(),
+                    outputs,
+                    body: KernelBody::Case {
+                        branches: branches.clone(),
+                        branch_operands: branch_operands.clone(),
+                        operands,
+                        result: result.clone(),
+                    },
+                });
+                Ok(())
+            }
+            Op::Dot(_) => {
+                let ins: Vec<BufferId> =
+                    inst.operands.iter().map(|&o| self.array_buf(o)).collect::<Option<_>>().ok_or("dot of non-arrays")?;
+                let before = self.plan.kernels.len();
+                match self.dot(inst.name.clone(), id, comp, id, ins.clone(), outputs[0]) {
+                    Ok(()) => Ok(()),
+                    Err(_) => {
+                        // Not a float GEMM (integers, pred, mixed types): a reduction.
+                        self.plan.kernels.truncate(before);
+                        self.dot_as_reduction(id, ins, outputs[0])
+                    }
+                }
+            }
+            op if op.is_elementwise()
+                || matches!(
+                    op,
+                    Op::Iota { .. }
+                        | Op::BroadcastInDim { .. }
+                        | Op::Reshape
+                        | Op::Bitcast
+                        | Op::Copy
+                        | Op::Transpose { .. }
+                        | Op::Slice { .. }
+                        | Op::Concatenate { .. }
+                        | Op::Pad { .. }
+                        | Op::Reverse { .. }
+                        | Op::Reduce { .. }
+                ) =>
+            {
+                let mut slots = HashMap::new();
+                let mut inputs = Vec::new();
+                for &o in &inst.operands {
+                    if slots.contains_key(&o) {
+                        continue;
+                    }
+                    let b = self.array_buf(o).ok_or("an operand that is not an array")?;
+                    slots.insert(o, inputs.len() as u32);
+                    inputs.push(b);
+                }
+                let roots: Vec<InstId> = if let Type::Tuple(ts) = &inst.ty {
+                    // A variadic reduce: one kernel output per result, read through the
+                    // reduce's results.
+                    return self.variadic_reduce(id, ts.len(), slots, inputs, outputs);
+                } else {
+                    vec![id]
+                };
+                self.elemental(inst.name.clone(), id, comp, &roots, slots, inputs, outputs)
+            }
+            other => Err(format!("{} is not compiled", other.hlo_name())),
+        }
+    }
+
+    /// A top-level variadic reduce (argmax...): described through a scratch computation
+    /// holding the reduce and one get-tuple-element per result.
+    fn variadic_reduce(
+        &mut self,
+        id: InstId,
+        n: usize,
+        slots: HashMap<InstId, u32>,
+        inputs: Vec<BufferId>,
+        outputs: Vec<BufferId>,
+    ) -> Result<(), String> {
+        let comp = self.module.comp(self.comp);
+        let inst = comp.inst(id);
+        let mut scratch = comp.clone();
+        let mut roots = Vec::new();
+        for i in 0..n {
+            let ty = inst.ty.as_tuple().ok_or("variadic reduce type")?[i].clone();
+            roots.push(scratch.push(crate::ir::Instruction {
+                name: format!("{}.{i}", inst.name),
+                op: Op::GetTupleElement { index: i as u32 },
+                operands: vec![id],
+                ty,
+                loc: inst.loc.clone(),
+            }));
+        }
+        self.elemental(inst.name.clone(), id, &scratch, &roots, slots, inputs, outputs)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn elemental(
+        &mut self,
+        name: String,
+        source: InstId,
+        comp: &crate::ir::Computation,
+        roots: &[InstId],
+        slots: HashMap<InstId, u32>,
+        mut inputs: Vec<BufferId>,
+        outputs: Vec<BufferId>,
+    ) -> Result<(), String> {
+        let (e, extra) = elemental::build(self.module, comp, roots, &slots)?;
+        for (_, lit) in extra {
+            let b = self.buffer(lit.shape.clone(), format!("{name}.const"));
+            self.plan.constants.push((b, lit));
+            inputs.push(b);
+        }
+        let kind = if e.is_reduction() {
+            // Row: every reduced variable comes after every kept one.
+            let last_kept = e.reduced.iter().rposition(|&r| !r);
+            let first_reduced = e.reduced.iter().position(|&r| r);
+            match (last_kept, first_reduced) {
+                (Some(k), Some(r)) if k > r => KernelKind::Reduction(ReductionKind::Column),
+                _ => KernelKind::Reduction(ReductionKind::Row),
+            }
+        } else {
+            KernelKind::Loop
+        };
+        self.plan.kernels.push(Kernel { name, source, kind, inputs, outputs, body: KernelBody::Elemental(e) });
+        Ok(())
+    }
+
+    /// A dot as an elemental reduction: both operands broadcast to
+    /// `[batch, lhs free, rhs free, contracting]`, converted to the result type,
+    /// multiplied (and for pred) and summed (or) over the contracting variables.
+    /// Built through a scratch copy of the computation and of the module (for the
+    /// reduce body).
+    fn dot_as_reduction(&mut self, id: InstId, inputs: Vec<BufferId>, output: BufferId) -> Result<(), String> {
+        use crate::ir::{BinaryOp, Computation, Instruction, Loc};
+        let comp = self.module.comp(self.comp);
+        let inst = comp.inst(id);
+        let Op::Dot(d) = &inst.op else { return Err("not a dot".into()) };
+        let out = inst.ty.as_array().ok_or("dot result")?.clone();
+        let elem = out.elem;
+        let (l, r) = (inst.operands[0], inst.operands[1]);
+        let lhs = comp.inst(l).ty.as_array().ok_or("dot lhs")?.clone();
+        let rhs = comp.inst(r).ty.as_array().ok_or("dot rhs")?.clone();
+        let (nb, nlf) = (d.lhs_batch.len(), lhs.rank() - d.lhs_batch.len() - d.lhs_contracting.len());
+        let nrf = rhs.rank() - d.rhs_batch.len() - d.rhs_contracting.len();
+        let mut full = out.dims.clone();
+        full.extend(d.lhs_contracting.iter().map(|&c| lhs.dims[c as usize]));
+        // Where each operand dimension goes in `full`.
+        let place = |rank: usize, batch: &[i64], contracting: &[i64], free_at: usize| -> Vec<i64> {
+            let mut free = free_at;
+            (0..rank as i64)
+                .map(|dim| {
+                    if let Some(i) = batch.iter().position(|&b| b == dim) {
+                        i as i64
+                    } else if let Some(i) = contracting.iter().position(|&c| c == dim) {
+                        (nb + nlf + nrf + i) as i64
+                    } else {
+                        free += 1;
+                        (free - 1) as i64
+                    }
+                })
+                .collect()
+        };
+        let lmap = place(lhs.rank(), &d.lhs_batch, &d.lhs_contracting, nb);
+        let rmap = place(rhs.rank(), &d.rhs_batch, &d.rhs_contracting, nb + nlf);
+        let mut module = self.module.clone();
+        let mut body = Computation::new(format!("{}.sum", inst.name));
+        let scalar = Type::Array(Shape::scalar(elem));
+        let acc = body.push_param("acc", scalar.clone(), Loc::default());
+        let x = body.push_param("x", scalar.clone(), Loc::default());
+        let combine = if elem.is_pred() { BinaryOp::Or } else { BinaryOp::Add };
+        body.root = body.push(Instruction { name: "sum".into(), op: Op::Binary(combine), operands: vec![acc, x], ty: scalar.clone(), loc: Loc::default() });
+        let body_id = module.add_computation(body);
+        let mut scratch = comp.clone();
+        let full_ty = Type::Array(Shape::new(elem, full.clone()));
+        let mut push = |op: Op, operands: Vec<InstId>, ty: Type| {
+            scratch.push(Instruction { name: format!("{}.part", inst.name), op, operands, ty, loc: inst.loc.clone() })
+        };
+        let side = |push: &mut dyn FnMut(Op, Vec<InstId>, Type) -> InstId, o: InstId, from: &Shape, map: Vec<i64>| {
+            let b = push(Op::BroadcastInDim { dims: map }, vec![o], Type::Array(Shape::new(from.elem, full.clone())));
+            if from.elem == elem {
+                b
+            } else {
+                push(Op::Convert, vec![b], full_ty.clone())
+            }
+        };
+        let lb = side(&mut push, l, &lhs, lmap);
+        let rb = side(&mut push, r, &rhs, rmap);
+        let product = if elem.is_pred() { BinaryOp::And } else { BinaryOp::Mul };
+        let m = push(Op::Binary(product), vec![lb, rb], full_ty.clone());
+        let zero = push(Op::Constant(Literal::zeros(Shape::scalar(elem))), vec![], scalar);
+        let reduced: Vec<i64> = (out.rank()..full.len()).map(|i| i as i64).collect();
+        let red = push(Op::Reduce { dims: reduced, body: body_id }, vec![m, zero], Type::Array(out));
+        let mut slots = HashMap::new();
+        slots.insert(l, 0);
+        let mut ins = vec![inputs[0]];
+        if r != l {
+            slots.insert(r, 1);
+            ins.push(inputs[1]);
+        }
+        let (e, _) = elemental::build(&module, &scratch, &[red], &slots)?;
+        self.plan.kernels.push(Kernel {
+            name: inst.name.clone(),
+            source: id,
+            kind: KernelKind::Reduction(ReductionKind::Row),
+            inputs: ins,
+            outputs: vec![output],
+            body: KernelBody::Elemental(e),
+        });
+        Ok(())
+    }
+
+    fn dot(
+        &mut self,
+        name: String,
+        source: InstId,
+        comp: &crate::ir::Computation,
+        d: InstId,
+        inputs: Vec<BufferId>,
+        output: BufferId,
+    ) -> Result<(), String> {
+        let inst = comp.inst(d);
+        let Op::Dot(dims) = &inst.op else { return Err("not a dot".into()) };
+        let lhs = comp.inst(inst.operands[0]).ty.as_array().ok_or("dot lhs")?;
+        let rhs = comp.inst(inst.operands[1]).ty.as_array().ok_or("dot rhs")?;
+        let out = inst.ty.as_array().ok_or("dot result")?;
+        if !(out.elem.is_float() && lhs.elem == out.elem && rhs.elem == out.elem) {
+            return Err(format!("dot of {} x {} -> {} is not a float GEMM", lhs.elem, rhs.elem, out.elem));
+        }
+        let spec = dot_spec(dims, &lhs.dims, &rhs.dims, out.elem)?;
+        self.plan.kernels.push(Kernel {
+            name,
+            source,
+            kind: KernelKind::Dot,
+            inputs,
+            outputs: vec![output],
+            body: KernelBody::Dot(spec),
+        });
+        Ok(())
+    }
+}
+
+/// A copy of `comp` with one get-tuple-element per result of each tuple-typed root,
+/// and the flattened list of roots.
+fn flatten_roots(comp: &crate::ir::Computation, roots: &[InstId]) -> Result<(crate::ir::Computation, Vec<InstId>), String> {
+    let mut scratch = comp.clone();
+    let mut flat = Vec::new();
+    for &r in roots {
+        let inst = comp.inst(r);
+        match &inst.ty {
+            Type::Tuple(ts) => {
+                for (i, t) in ts.iter().enumerate() {
+                    if t.as_array().is_none() {
+                        return Err("a nested tuple output".into());
+                    }
+                    flat.push(scratch.push(crate::ir::Instruction {
+                        name: format!("{}.{i}", inst.name),
+                        op: Op::GetTupleElement { index: i as u32 },
+                        operands: vec![r],
+                        ty: t.clone(),
+                        loc: inst.loc.clone(),
+                    }));
+                }
+            }
+            _ => flat.push(r),
+        }
+    }
+    Ok((scratch, flat))
+}
+
+/// An opaque kernel running entry instruction `id` in the interpreter, reading and
+/// writing the buffers `values` assigns (a target whose emitter refuses a kernel falls
+/// back to this).
+pub fn opaque_kernel(
+    module: &Module,
+    comp: CompId,
+    values: &HashMap<InstId, ValueBufs>,
+    id: InstId,
+    reason: String,
+) -> Result<Kernel, String> {
+    let inst = module.comp(comp).inst(id);
+    let get = |o: InstId| values.get(&o).cloned().ok_or_else(|| format!("%{} has no buffers", inst.name));
+    let operands: Vec<ValueBufs> = inst.operands.iter().map(|&o| get(o)).collect::<Result<_, _>>()?;
+    let result = get(id)?;
+    Ok(Kernel {
+        name: inst.name.clone(),
+        source: id,
+        kind: KernelKind::Opaque { reason },
+        inputs: operands.iter().flat_map(|v| v.leaves()).collect(),
+        outputs: result.leaves(),
+        body: KernelBody::Opaque { inst: id, operands, result },
+    })
+}
+
+/// The batched-GEMM view of a dot.
+fn dot_spec(d: &DotDims, lhs: &[i64], rhs: &[i64], elem: ElementType) -> Result<DotSpec, String> {
+    let size = |dims: &[i64], which: &[usize]| which.iter().map(|&i| dims[i] as usize).product::<usize>();
+    let to_usize = |v: &[i64]| v.iter().map(|&x| x as usize).collect::<Vec<_>>();
+    let (lb, rb, lc, rc) = (to_usize(&d.lhs_batch), to_usize(&d.rhs_batch), to_usize(&d.lhs_contracting), to_usize(&d.rhs_contracting));
+    let lf: Vec<usize> = (0..lhs.len()).filter(|i| !lb.contains(i) && !lc.contains(i)).collect();
+    let rf: Vec<usize> = (0..rhs.len()).filter(|i| !rb.contains(i) && !rc.contains(i)).collect();
+    let spec = DotSpec {
+        batch: size(lhs, &lb),
+        m: size(lhs, &lf),
+        n: size(rhs, &rf),
+        k: size(lhs, &lc),
+        lhs_perm: lb.iter().chain(&lf).chain(&lc).copied().collect(),
+        rhs_perm: rb.iter().chain(&rc).chain(&rf).copied().collect(),
+        elem,
+    };
+    if spec.k != size(rhs, &rc) || spec.batch != size(rhs, &rb) {
+        return Err("dot dimensions do not match".into());
+    }
+    Ok(spec)
+}
+
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,123 @@
+//! Tests of the kernel plan: kernel kinds, buffers, and the elemental indexing.
+
+use super::elemental::{Idx, Node};
+use super::*;
+use crate::passes::{fusion::FusionPass, Pass, PassLog};
+
+fn planned(hlo: &str) -> KernelPlan {
+    let mut m = crate::parse::parse_module(hlo).unwrap_or_else(|e| panic!("{e:?}"));
+    FusionPass::default().run(&mut m, &mut PassLog::default());
+    plan(&m).unwrap()
+}
+
+fn elemental(k: &Kernel) -> &Elemental {
+    match &k.body {
+        KernelBody::Elemental(e) => e,
+        other => panic!("not elemental: {other:?}"),
+    }
+}
+
+/// The index expression each load of `e` reads, in node order.
+fn loads(e: &Elemental) -> Vec<Idx> {
+    e.nodes
+        .iter()
+        .filter_map(|n| match n.node {
+            Node::Load { linear, .. } => Some(e.idx_node(linear).clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn reshapes_that_split_or_merge_dimensions_cost_no_division() {
+    // Flatten then unflatten: the load reads element v0*3 + v1, no div or rem.
+    let p = planned(
+        "HloModule m
+ENTRY %main (x: f32[2,3]) -> f32[2,3] {
+  %x = f32[2,3] parameter(0)
+  %f = f32[6] reshape(%x)
+  %n = f32[6] negate(%f)
+  %u = f32[2,3] reshape(%n)
+  ROOT %e = f32[2,3] exponential(%u)
+}",
+    );
+    assert_eq!(p.kernels.len(), 1);
+    assert_eq!(p.kernels[0].kind, KernelKind::Loop);
+    let e = elemental(&p.kernels[0]);
+    assert_eq!(e.space, vec![2, 3]);
+    let l = loads(e);
+    assert_eq!(l.len(), 1);
+    let Idx::Add(a, b) = &l[0] else { panic!("{l:?}") };
+    let mut parts = vec![e.idx_node(*a).clone(), e.idx_node(*b).clone()];
+    parts.sort_by_key(|i| format!("{i:?}"));
+    assert!(matches!(parts[0], Idx::Mul(_, 3)) && parts[1] == Idx::Var(1), "{parts:?}");
+    assert!(!e.idx.iter().any(|i| matches!(i, Idx::Div(..) | Idx::Rem(..))), "{:?}", e.idx);
+}
+
+#[test]
+fn reductions_are_row_or_column_by_their_reduced_dimensions() {
+    let p = planned(
+        "HloModule m
+%add (p: f32[], q: f32[]) -> f32[] {
+  %p = f32[] parameter(0)
+  %q = f32[] parameter(1)
+  ROOT %s = f32[] add(%p, %q)
+}
+ENTRY %main (x: f32[4,8]) -> (f32[4], f32[8]) {
+  %x = f32[4,8] parameter(0)
+  %z = f32[] constant(0)
+  %rows = f32[4] reduce(%x, %z), dimensions={1}, to_apply=%add
+  %cols = f32[8] reduce(%x, %z), dimensions={0}, to_apply=%add
+  ROOT %t = (f32[4], f32[8]) tuple(%rows, %cols)
+}",
+    );
+    let kinds: Vec<&KernelKind> = p.kernels.iter().map(|k| &k.kind).collect();
+    assert!(kinds.contains(&&KernelKind::Reduction(ReductionKind::Row)), "{kinds:?}");
+    assert!(kinds.contains(&&KernelKind::Reduction(ReductionKind::Column)), "{kinds:?}");
+    for k in &p.kernels {
+        let e = elemental(k);
+        assert_eq!(e.space, vec![4, 8]);
+        assert_eq!(e.reductions.len(), 1);
+        assert_eq!(e.outer_elements(), if k.kind == KernelKind::Reduction(ReductionKind::Row) { 4 } else { 8 });
+    }
+}
+
+#[test]
+fn a_dot_epilogue_reads_the_gemm_result_from_a_temporary() {
+    let p = planned(
+        "HloModule m
+ENTRY %main (a: f32[2,3], b: f32[3,4]) -> f32[2,4] {
+  %a = f32[2,3] parameter(0)
+  %b = f32[3,4] parameter(1)
+  %d = f32[2,4] dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %z = f32[] constant(0)
+  %zs = f32[2,4] broadcast(%z), dimensions={}
+  ROOT %r = f32[2,4] maximum(%d, %zs)
+}",
+    );
+    let kinds: Vec<&KernelKind> = p.kernels.iter().map(|k| &k.kind).collect();
+    assert_eq!(kinds, vec![&KernelKind::Dot, &KernelKind::Loop]);
+    let KernelBody::Dot(spec) = &p.kernels[0].body else { panic!() };
+    assert_eq!((spec.batch, spec.m, spec.n, spec.k), (1, 2, 4, 3));
+    let tmp = p.kernels[0].outputs[0];
+    assert!(p.kernels[1].inputs.contains(&tmp));
+    assert!(p.buffers[tmp].name.ends_with(".dot"));
+}
+
+#[test]
+fn ops_without_an_elemental_form_are_opaque_with_a_reason() {
+    let p = planned(
+        "HloModule m
+%lt (a: f32[], b: f32[]) -> pred[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = pred[] compare(%a, %b), direction=LT
+}
+ENTRY %main (x: f32[5]) -> f32[5] {
+  %x = f32[5] parameter(0)
+  ROOT %s = f32[5] sort(%x), dimensions={0}, to_apply=%lt
+}",
+    );
+    assert_eq!(p.counts(), (0, 1));
+    assert!(p.summary().contains("sort is not compiled"), "{}", p.summary());
+}

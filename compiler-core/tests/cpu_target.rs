@@ -1,0 +1,286 @@
+//! The CPU target on small hand-checked programs: integer edge cases, f16 rounding,
+//! data movement fused into one loop kernel, column and variadic reductions, a dot with a
+//! transposed operand, and the interpreter fallback. Needs the `cpu` feature (on under
+//! `cargo test --workspace`, which builds the backend that enables it).
+
+#![cfg(feature = "cpu")]
+
+use hloscope_core::interp::Interpreter;
+use hloscope_core::ir::{ElementType, Literal, Shape, Value};
+use hloscope_core::kernel::KernelKind;
+use hloscope_core::targets::cpu;
+
+/// Parses `hlo`, fuses it, runs it on the CPU, checks the interpreter agrees, and
+/// returns the outputs with the kernel kinds.
+fn run(hlo: &str, args: &[Literal]) -> (Vec<Literal>, Vec<KernelKind>) {
+    let module = hloscope_core::parse::parse_module(hlo).unwrap_or_else(|e| panic!("{e:?}"));
+    let args: Vec<Value> = args.iter().cloned().map(Value::Array).collect();
+    let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+    let exe = cpu::compile(&cpu::optimize(&module)).unwrap();
+    let got = exe.run(&args).unwrap().flatten();
+    assert_eq!(got, want, "cpu vs interpreter; plan:\n{}", exe.plan().summary());
+    (got, exe.plan().kernels.iter().map(|k| k.kind.clone()).collect())
+}
+
+fn s32(dims: &[i64], v: &[i64]) -> Literal {
+    Literal::from_i64s(Shape::new(ElementType::S32, dims.to_vec()), v)
+}
+fn f32s(dims: &[i64], v: &[f64]) -> Literal {
+    Literal::from_f64s(Shape::new(ElementType::F32, dims.to_vec()), v)
+}
+
+#[test]
+fn integer_division_and_shifts_follow_xla() {
+    let hlo = "HloModule m
+ENTRY %main (a: s32[4], b: s32[4]) -> (s32[4], s32[4], s32[4]) {
+  %a = s32[4] parameter(0)
+  %b = s32[4] parameter(1)
+  %d = s32[4] divide(%a, %b)
+  %r = s32[4] remainder(%a, %b)
+  %s = s32[4] shift-left(%a, %b)
+  ROOT %t = (s32[4], s32[4], s32[4]) tuple(%d, %r, %s)
+}";
+    let min = i32::MIN as i64;
+    let (out, kinds) = run(hlo, &[s32(&[4], &[7, -7, 5, min]), s32(&[4], &[2, 2, 0, -1])]);
+    assert_eq!(out[0], s32(&[4], &[3, -3, -1, min]));
+    assert_eq!(out[1], s32(&[4], &[1, -1, 5, 0]));
+    // 5 << 0 = 5; shifting by -1 (4294967295 unsigned) is out of range: 0.
+    assert_eq!(out[2], s32(&[4], &[28, -28, 5, 0]));
+    assert_eq!(kinds, vec![KernelKind::Loop]);
+}
+
+#[test]
+fn f16_is_rounded_after_every_op() {
+    let hlo = "HloModule m
+ENTRY %main (a: f16[2], b: f16[2]) -> f16[2] {
+  %a = f16[2] parameter(0)
+  %b = f16[2] parameter(1)
+  ROOT %s = f16[2] add(%a, %b)
+}";
+    let h = |v: &[f64]| Literal::from_f64s(Shape::new(ElementType::F16, vec![2]), v);
+    // f16 spacing at 2048 is 2: 2049 ties to 2048, 2051 ties to 2052.
+    let (out, _) = run(hlo, &[h(&[2048.0, 2048.0]), h(&[1.0, 3.0])]);
+    assert_eq!(out[0], h(&[2048.0, 2052.0]));
+}
+
+#[test]
+fn data_movement_fuses_into_one_loop_kernel() {
+    // x = [[1,2,3],[4,5,6]]: transpose -> [[1,4],[2,5],[3,6]], reverse rows ->
+    // [[3,6],[2,5],[1,4]], slice rows 1.. -> [[2,5],[1,4]], pad one 0 column on the left
+    // -> [[0,2,5],[0,1,4]], concatenate x below -> 4x3, negate.
+    let hlo = "HloModule m
+ENTRY %main (x: f32[2,3]) -> f32[4,3] {
+  %x = f32[2,3] parameter(0)
+  %t = f32[3,2] transpose(%x), dimensions={1,0}
+  %r = f32[3,2] reverse(%t), dimensions={0}
+  %s = f32[2,2] slice(%r), slice={[1:3], [0:2]}
+  %z = f32[] constant(0)
+  %p = f32[2,3] pad(%s, %z), padding=0_0x1_0
+  %c = f32[4,3] concatenate(%p, %x), dimensions={0}
+  ROOT %n = f32[4,3] negate(%c)
+}";
+    let (out, kinds) = run(hlo, &[f32s(&[2, 3], &[1., 2., 3., 4., 5., 6.])]);
+    let want = [0., 2., 5., 0., 1., 4., 1., 2., 3., 4., 5., 6.].map(|v: f64| -v);
+    assert_eq!(out[0], f32s(&[4, 3], &want));
+    assert_eq!(kinds, vec![KernelKind::Loop]);
+}
+
+#[test]
+fn column_sum_and_argmax() {
+    let hlo = "HloModule m
+%add (p: f32[], q: f32[]) -> f32[] {
+  %p = f32[] parameter(0)
+  %q = f32[] parameter(1)
+  ROOT %s = f32[] add(%p, %q)
+}
+%argmax (a: f32[], ai: s32[], b: f32[], bi: s32[]) -> (f32[], s32[]) {
+  %a = f32[] parameter(0)
+  %ai = s32[] parameter(1)
+  %b = f32[] parameter(2)
+  %bi = s32[] parameter(3)
+  %ge = pred[] compare(%a, %b), direction=GE
+  %v = f32[] select(%ge, %a, %b)
+  %i = s32[] select(%ge, %ai, %bi)
+  ROOT %t = (f32[], s32[]) tuple(%v, %i)
+}
+ENTRY %main (x: f32[3,2]) -> (f32[2], (f32[2], s32[2])) {
+  %x = f32[3,2] parameter(0)
+  %z = f32[] constant(0)
+  %sum = f32[2] reduce(%x, %z), dimensions={0}, to_apply=%add
+  %iota = s32[3,2] iota(), iota_dimension=0
+  %ninf = f32[] constant(-inf)
+  %zi = s32[] constant(0)
+  %am = (f32[2], s32[2]) reduce(%x, %iota, %ninf, %zi), dimensions={0}, to_apply=%argmax
+  ROOT %t = (f32[2], (f32[2], s32[2])) tuple(%sum, %am)
+}";
+    let (out, kinds) = run(hlo, &[f32s(&[3, 2], &[1., 8., 5., 2., 3., 4.])]);
+    assert_eq!(out[0], f32s(&[2], &[9., 14.]));
+    assert_eq!(out[1], f32s(&[2], &[5., 8.]));
+    assert_eq!(out[2], s32(&[2], &[1, 0]));
+    assert!(kinds.iter().all(|k| matches!(k, KernelKind::Reduction(_))), "{kinds:?}");
+}
+
+#[test]
+fn dot_with_transposed_rhs_and_epilogue() {
+    // [[1,2],[3,4]] . [[5,6],[7,8]]^T = [[17,23],[39,53]], then + 1.
+    let hlo = "HloModule m
+ENTRY %main (a: f32[2,2], b: f32[2,2]) -> f32[2,2] {
+  %a = f32[2,2] parameter(0)
+  %b = f32[2,2] parameter(1)
+  %d = f32[2,2] dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  %one = f32[] constant(1)
+  %ones = f32[2,2] broadcast(%one), dimensions={}
+  ROOT %s = f32[2,2] add(%d, %ones)
+}";
+    let (out, kinds) = run(hlo, &[f32s(&[2, 2], &[1., 2., 3., 4.]), f32s(&[2, 2], &[5., 6., 7., 8.])]);
+    assert_eq!(out[0], f32s(&[2, 2], &[18., 24., 40., 54.]));
+    assert!(kinds.contains(&KernelKind::Dot), "{kinds:?}");
+}
+
+#[test]
+fn unsupported_ops_run_in_the_interpreter() {
+    let hlo = "HloModule m
+%lt (a: f32[], b: f32[]) -> pred[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = pred[] compare(%a, %b), direction=LT
+}
+ENTRY %main (x: f32[3]) -> f32[3] {
+  %x = f32[3] parameter(0)
+  %e = f32[3] exponential(%x)
+  ROOT %s = f32[3] sort(%e), dimensions={0}, to_apply=%lt
+}";
+    let (out, kinds) = run(hlo, &[f32s(&[3], &[0.0, -1.0, 1.0])]);
+    let e = |v: f64| v.exp() as f32 as f64;
+    assert_eq!(out[0], f32s(&[3], &[e(-1.0), e(0.0), e(1.0)]));
+    assert_eq!(kinds.len(), 2);
+    assert!(matches!(&kinds[1], KernelKind::Opaque { reason } if reason.contains("sort")), "{kinds:?}");
+}
+
+#[test]
+fn empty_arrays_and_empty_reductions() {
+    let hlo = "HloModule m
+%add (p: f32[], q: f32[]) -> f32[] {
+  %p = f32[] parameter(0)
+  %q = f32[] parameter(1)
+  ROOT %s = f32[] add(%p, %q)
+}
+ENTRY %main (x: f32[2,0]) -> (f32[0,2], f32[2]) {
+  %x = f32[2,0] parameter(0)
+  %r = f32[0,2] reshape(%x)
+  %n = f32[0,2] negate(%r)
+  %z = f32[] constant(1.5)
+  %s = f32[2] reduce(%x, %z), dimensions={1}, to_apply=%add
+  ROOT %t = (f32[0,2], f32[2]) tuple(%n, %s)
+}";
+    let (out, _) = run(hlo, &[f32s(&[2, 0], &[])]);
+    assert_eq!(out[0], f32s(&[0, 2], &[]));
+    // Nothing to reduce: the init.
+    assert_eq!(out[1], f32s(&[2], &[1.5, 1.5]));
+}
+
+#[test]
+fn transcendentals_match_the_interpreter_exactly() {
+    // The kernels call the interpreter's own f64 functions (a first step before inline
+    // approximations), so f32 results are bit-identical: max error 0 ulp.
+    let hlo = "HloModule m
+ENTRY %main (x: f32[6]) -> (f32[6], f32[6], f32[6], f32[6], f32[6]) {
+  %x = f32[6] parameter(0)
+  %e = f32[6] exponential(%x)
+  %a = f32[6] abs(%x)
+  %l = f32[6] log(%a)
+  %t = f32[6] tanh(%x)
+  %g = f32[6] logistic(%x)
+  %r = f32[6] erf(%x)
+  ROOT %out = (f32[6], f32[6], f32[6], f32[6], f32[6]) tuple(%e, %l, %t, %g, %r)
+}";
+    let x = f32s(&[6], &[-3.25, -1.0, -0.1, 0.3, 2.0, 9.5]);
+    let (out, kinds) = run(hlo, &[x]);
+    assert_eq!(kinds, vec![KernelKind::Loop]);
+    assert_eq!(out[0].to_f64_vec()[1], (-1.0f64).exp() as f32 as f64);
+}
+
+#[test]
+fn compiled_kernels_show_their_clif_and_machine_code() {
+    let hlo = "HloModule m
+ENTRY %main (x: f32[8]) -> f32[8] {
+  %x = f32[8] parameter(0)
+  ROOT %n = f32[8] multiply(%x, %x)
+}";
+    let module = hloscope_core::parse::parse_module(hlo).unwrap();
+    let exe = cpu::compile(&module).unwrap();
+    let clif = exe.clif(0).unwrap();
+    assert!(clif.contains("fmul"), "{clif}");
+    assert!(!exe.asm(0).unwrap().is_empty());
+    assert_eq!(exe.clif(1), None);
+}
+
+#[test]
+fn while_loops_run_their_compiled_bodies() {
+    // i = 0, s = 0; while i < 5: s += i * i; i += 1  ->  s = 0+1+4+9+16 = 30.
+    let hlo = "HloModule m
+%cond (i: s32[], s: f32[]) -> pred[] {
+  %i = s32[] parameter(0)
+  %s = f32[] parameter(1)
+  %five = s32[] constant(5)
+  ROOT %lt = pred[] compare(%i, %five), direction=LT
+}
+%body (i: s32[], s: f32[]) -> (s32[], f32[]) {
+  %i = s32[] parameter(0)
+  %s = f32[] parameter(1)
+  %f = f32[] convert(%i)
+  %sq = f32[] multiply(%f, %f)
+  %s2 = f32[] add(%s, %sq)
+  %one = s32[] constant(1)
+  %i2 = s32[] add(%i, %one)
+  ROOT %t = (s32[], f32[]) tuple(%i2, %s2)
+}
+ENTRY %main (x: f32[]) -> (s32[], f32[]) {
+  %x = f32[] parameter(0)
+  %zero = s32[] constant(0)
+  ROOT %w = (s32[], f32[]) while(%zero, %x), condition=%cond, body=%body
+}";
+    let (out, kinds) = run(hlo, &[f32s(&[], &[0.0])]);
+    assert_eq!(out, vec![s32(&[], &[5]), f32s(&[], &[30.0])]);
+    assert_eq!(kinds, vec![KernelKind::While]);
+}
+
+#[test]
+fn integer_dots_are_compiled_as_reductions() {
+    // [[1,2],[3,4]] . [[5,6],[7,8]] = [[19,22],[43,50]]; the s8 rhs is converted first.
+    let hlo = "HloModule m
+ENTRY %main (a: s32[2,2], b: s8[2,2]) -> s32[2,2] {
+  %a = s32[2,2] parameter(0)
+  %b = s8[2,2] parameter(1)
+  ROOT %d = s32[2,2] dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}";
+    let b = Literal::from_i64s(Shape::new(ElementType::S8, vec![2, 2]), &[5, 6, 7, 8]);
+    let (out, kinds) = run(hlo, &[s32(&[2, 2], &[1, 2, 3, 4]), b]);
+    assert_eq!(out[0], s32(&[2, 2], &[19, 22, 43, 50]));
+    assert!(matches!(kinds[..], [KernelKind::Reduction(_)]), "{kinds:?}");
+}
+
+#[test]
+fn conditionals_run_the_selected_compiled_branch() {
+    // Branch 0 doubles, branch 1 negates; index 7 is out of range: the last branch.
+    let hlo = "HloModule m
+%double (x: f32[2]) -> f32[2] {
+  %x = f32[2] parameter(0)
+  ROOT %d = f32[2] add(%x, %x)
+}
+%negate (x: f32[2]) -> f32[2] {
+  %x = f32[2] parameter(0)
+  ROOT %n = f32[2] negate(%x)
+}
+ENTRY %main (i: s32[], x: f32[2]) -> f32[2] {
+  %i = s32[] parameter(0)
+  %x = f32[2] parameter(1)
+  ROOT %c = f32[2] conditional(%i, %x, %x), branch_computations={%double, %negate}
+}";
+    let x = f32s(&[2], &[1.5, -4.0]);
+    let (out, kinds) = run(hlo, &[s32(&[], &[0]), x.clone()]);
+    assert_eq!(out[0], f32s(&[2], &[3.0, -8.0]));
+    assert_eq!(kinds, vec![KernelKind::Case]);
+    let (out, _) = run(hlo, &[s32(&[], &[7]), x]);
+    assert_eq!(out[0], f32s(&[2], &[-1.5, 4.0]));
+}

@@ -135,7 +135,8 @@ fn execute(
         }),
         Target::Cpu => {
             use hloscope_core::targets::cpu;
-            let optimized = cpu::optimize(module);
+            let optimized = cpu::optimize(module)
+                .map_err(|e| RunError(format!("{source_name}: optimizing for the cpu failed: {e}")))?;
             let exe = cpu::compile(&optimized)
                 .map_err(|e| RunError(format!("{source_name}: compiling for the cpu failed: {e}")))?;
             exe.run(args)

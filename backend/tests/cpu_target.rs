@@ -76,7 +76,7 @@ fn check_program(name: &str) -> Result<(usize, usize), String> {
     let module = parse(&dir.join("module.mlir"));
     let args = inputs(&dir, &module);
     let want = Interpreter::new(&module).run(&args).map_err(|e| e.to_string())?.flatten();
-    let fused = cpu::optimize(&module);
+    let fused = cpu::optimize(&module).unwrap();
     let exe = cpu::compile(&fused)?;
     let got = exe.run(&args)?.flatten();
     if got.len() != want.len() {
@@ -139,7 +139,7 @@ fn each_kernel_can_be_timed_by_the_caller() {
     let dir = corpus_dir().join("layernorm");
     let module = parse(&dir.join("module.mlir"));
     let args = inputs(&dir, &module);
-    let exe = cpu::compile(&cpu::optimize(&module)).unwrap();
+    let exe = cpu::compile(&cpu::optimize(&module).unwrap()).unwrap();
     let mut seen = Vec::new();
     let out = exe
         .run_with(&args, &mut |k, exec| {

@@ -14,7 +14,6 @@ mod checks;
 
 use hloscope_core::ir::Value;
 use hloscope_core::kernel::KernelKind;
-use hloscope_core::passes::{fusion::FusionPass, Pass, PassLog};
 use hloscope_core::targets::cpu;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -72,17 +71,8 @@ fn selected(dir: &Path) -> Vec<String> {
 /// Runs one program; returns (compiled, interpreted) kernels, not counting the checks.
 fn run_program(dir: &Path, path: &str) -> Result<(usize, usize), String> {
     let text = std::fs::read_to_string(dir.join(path)).unwrap();
-    let mut module = hloscope_core::parse::parse_module(&text).map_err(|e| format!("parse: {e:?}"))?;
-    // The fusion pass panics on a few programs (a bug reported to its owner): those run
-    // unfused, and are listed.
-    let mut fused = module.clone();
-    let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        FusionPass::default().run(&mut fused, &mut PassLog::default());
-    }));
-    match ok {
-        Ok(()) => module = fused,
-        Err(_) => eprintln!("{path}: the fusion pass panicked; running it unfused"),
-    }
+    let module = hloscope_core::parse::parse_module(&text).map_err(|e| format!("parse: {e:?}"))?;
+    let module = cpu::optimize(&module)?;
     let exe = cpu::compile(&module)?;
     let failures = Mutex::new(Vec::new());
     exe.run_with_custom_calls(&[], &mut |inst, args| {

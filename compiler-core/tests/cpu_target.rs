@@ -16,7 +16,7 @@ fn run(hlo: &str, args: &[Literal]) -> (Vec<Literal>, Vec<KernelKind>) {
     let module = hloscope_core::parse::parse_module(hlo).unwrap_or_else(|e| panic!("{e:?}"));
     let args: Vec<Value> = args.iter().cloned().map(Value::Array).collect();
     let want = Interpreter::new(&module).run(&args).unwrap().flatten();
-    let exe = cpu::compile(&cpu::optimize(&module)).unwrap();
+    let exe = cpu::compile(&cpu::optimize(&module).unwrap()).unwrap();
     let got = exe.run(&args).unwrap().flatten();
     assert_eq!(got, want, "cpu vs interpreter; plan:\n{}", exe.plan().summary());
     (got, exe.plan().kernels.iter().map(|k| k.kind.clone()).collect())

@@ -639,11 +639,14 @@ fn pad(low: &[i64], high: &[i64], interior: &[i64], ops: &[&Type]) -> R<Type> {
     Ok(plain(s.elem, dims))
 }
 
-/// Operand element types of dot and convolution: equal, or floats of different widths.
+/// Operand element types of dot and convolution: equal, or of one kind (floats, or
+/// integers) and different widths, as XLA accepts (`s32 x s8`); the wider one is what
+/// the contraction computes in before the result type.
 fn contraction_elem(l: &Shape, r: &Shape) -> R<ElementType> {
+    let same_kind = (l.elem.is_float() && r.elem.is_float()) || (l.elem.is_int() && r.elem.is_int());
     if l.elem == r.elem {
         Ok(l.elem)
-    } else if l.elem.is_float() && r.elem.is_float() {
+    } else if same_kind {
         Ok(if l.elem.bit_width() >= r.elem.bit_width() { l.elem } else { r.elem })
     } else {
         Err(format!("lhs and rhs element types differ: {} and {}", l.elem, r.elem))

@@ -324,7 +324,27 @@ fn build_module(text: &str, name: String, raw: Vec<RawComp>, tables: &DebugTable
         *module.comp_mut(comp_id) = comp;
     }
     module.reserve_names();
+    uniquify_names(&mut module);
     Ok(module)
+}
+
+/// Instruction names are unique within a module (the verifier's invariant, and what
+/// keeps pass diffs unambiguous), but hand-written HLO often reuses a name in two
+/// computations (`x` in a body and in the entry): later ones get a fresh suffix.
+fn uniquify_names(module: &mut Module) {
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let comps: Vec<CompId> = module.comps.keys().collect();
+    for c in comps {
+        let ids: Vec<InstId> = module.comp(c).insts.keys().collect();
+        for id in ids {
+            let name = module.comp(c).inst(id).name.clone();
+            if !seen.insert(name.clone()) {
+                let fresh = module.fresh_name(&name);
+                seen.insert(fresh.clone());
+                module.comp_mut(c).inst_mut(id).name = fresh;
+            }
+        }
+    }
 }
 
 fn build_computation(

@@ -39,6 +39,11 @@ pub(super) fn run(f: &mut Fuser) -> bool {
             o.sort_by_key(|m| pos.get(m).copied().unwrap_or(usize::MAX));
             o
         };
+        // Nothing outside reads the group (dead code, when fusion runs before DCE):
+        // there is no kernel to build, and DCE will drop the members.
+        if outputs.is_empty() {
+            continue;
+        }
         let mut operands: Vec<InstId> = Vec::new();
         for &m in &sorted {
             for &o in &f.inst(m).operands {

@@ -184,14 +184,16 @@ fn compile_computation(module: &Module, comp_id: CompId, depth: usize) -> Result
     Ok(CpuExecutable { plan, code, module: wrapped, listings, jit: Some(jit) })
 }
 
-/// The passes run before compiling for the CPU: simplify, then fusion (default knobs).
-pub fn optimize(module: &Module) -> Module {
-    use crate::passes::{fusion::FusionPass, simplify::AlgebraicSimplifier, Pass, PassLog};
+/// The passes run before compiling for the CPU: the default pipeline without layout
+/// assignment (the kernel plan reads logical row-major arrays; a transpose turned into a
+/// layout-changing bitcast would only be interpreted).
+pub fn optimize(module: &Module) -> Result<Module, String> {
+    use crate::passes::pipeline::{parse_pipeline_spec, run_pipeline, PipelineConfig};
     let mut m = module.clone();
-    let mut log = PassLog::default();
-    AlgebraicSimplifier::default().run(&mut m, &mut log);
-    FusionPass::default().run(&mut m, &mut log);
-    m
+    let passes = parse_pipeline_spec("default,-layout-assignment").map_err(|e| e.to_string())?;
+    let config = PipelineConfig { passes, snapshots: false, ..Default::default() };
+    run_pipeline(&mut m, &config).map_err(|e| e.to_string())?;
+    Ok(m)
 }
 
 /// A computation running just instruction `id` of `comp_id` on parameters of its

@@ -107,7 +107,17 @@ fn dump_dir_writes_every_stage_in_order() {
     ok(hloscope(&["compile", &example("dense_relu.mlir"), "--dump-dir", dir.to_str().unwrap()]));
     let mut names: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     names.sort();
-    let stages = ["00-input", "01-inline", "02-simplify", "03-constant-fold", "04-cse", "05-dce", "06-fusion"];
+    let stages = [
+        "00-input",
+        "01-inline",
+        "02-simplify",
+        "03-constant-fold",
+        "04-cse",
+        "05-dce",
+        "06-fusion",
+        "07-layout-assignment",
+        "08-schedule",
+    ];
     let want: Vec<String> = stages.iter().flat_map(|s| ["dot", "hlo", "json"].map(|e| format!("{s}.{e}"))).collect();
     assert_eq!(names, want);
     for s in stages {

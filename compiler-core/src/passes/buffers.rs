@@ -324,7 +324,8 @@ pub fn assign_computation(module: &Module, comp: &Computation) -> BufferAssignme
     let mut in_place_of: Vec<Option<usize>> = vec![None; b.bufs.len()];
     // Who holds each allocation now (a buffer taken over in place hands it on).
     let mut holder: Vec<usize> = Vec::new();
-    let mut free: Vec<usize> = Vec::new();
+    // Free allocations keyed by (size, index): the best fit is the first at or above a size.
+    let mut free: std::collections::BTreeSet<(u64, usize)> = std::collections::BTreeSet::new();
     let mut dying: Vec<Vec<usize>> = vec![Vec::new(); n + 1];
     for (buf, &l) in last_use.iter().enumerate() {
         dying[l].push(buf);
@@ -369,14 +370,12 @@ pub fn assign_computation(module: &Module, comp: &Computation) -> BufferAssignme
                 delta[p + 1] += b.bufs[o].size as i64;
                 continue;
             }
-            let best = free
-                .iter()
-                .enumerate()
-                .filter(|(_, &a)| allocations[a].size >= buf.size)
-                .min_by_key(|(_, &a)| (allocations[a].size, a))
-                .map(|(i, _)| i);
+            let best = free.range((buf.size, 0)..).next().copied();
             let a = match best {
-                Some(i) => free.swap_remove(i),
+                Some(key) => {
+                    free.remove(&key);
+                    key.1
+                }
                 None => {
                     allocations.push(Allocation {
                         index: allocations.len(),
@@ -397,7 +396,7 @@ pub fn assign_computation(module: &Module, comp: &Computation) -> BufferAssignme
         for &gone in &dying[p] {
             let a = alloc_of[gone];
             if a != usize::MAX && holder[a] == gone && allocations[a].kind == AllocationKind::Temp {
-                free.push(a);
+                free.insert((allocations[a].size, a));
             }
         }
     }

@@ -83,6 +83,13 @@ fn producer_consumer_step(f: &mut Fuser, tried: &mut HashSet<Pair>, dirty: &mut 
     false
 }
 
+/// How many later readers of a value each reader is paired with. A value read by n
+/// kernels has n²/2 sibling pairs, nearly all refused as cycles once the first few merge;
+/// a window keeps the pass near-linear on wide graphs (a 10k-instruction layer stack)
+/// and changes nothing for values with fewer readers than this. XLA bounds its
+/// multi-output candidates in the same spirit.
+const SIBLING_WINDOW: usize = 16;
+
 /// Sibling merges: for each value, the kernels reading it.
 fn siblings(f: &mut Fuser, tried: &mut HashSet<Pair>) {
     let order: Vec<InstId> = f.comp().order.clone();
@@ -93,7 +100,7 @@ fn siblings(f: &mut Fuser, tried: &mut HashSet<Pair>) {
         }
         let users = f.users_of(p);
         for i in 0..users.len() {
-            for j in i + 1..users.len() {
+            for j in i + 1..users.len().min(i + 1 + SIBLING_WINDOW) {
                 let (Some(a), Some(b)) = (f.cluster(users[i]), f.cluster(users[j])) else { continue };
                 if a == b || !eligible(f, a) || !eligible(f, b) || !tried.insert(pair(f, a, b)) {
                     continue;

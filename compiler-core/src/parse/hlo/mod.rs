@@ -330,10 +330,12 @@ fn build_module(text: &str, name: String, raw: Vec<RawComp>, tables: &DebugTable
 
 /// Instruction names are unique within a module (the verifier's invariant, and what
 /// keeps pass diffs unambiguous), but hand-written HLO often reuses a name in two
-/// computations (`x` in a body and in the entry): later ones get a fresh suffix.
+/// computations (`x` in a body and in the entry): the entry keeps its names, and a
+/// name seen before gets a fresh suffix.
 fn uniquify_names(module: &mut Module) {
     let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
-    let comps: Vec<CompId> = module.comps.keys().collect();
+    let entry = module.entry;
+    let comps: Vec<CompId> = std::iter::once(entry).chain(module.comps.keys().filter(|&c| c != entry)).collect();
     for c in comps {
         let ids: Vec<InstId> = module.comp(c).insts.keys().collect();
         for id in ids {

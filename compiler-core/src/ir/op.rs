@@ -410,6 +410,25 @@ impl Op {
         ) || (matches!(self, Op::BitcastConvert))
     }
 
+    /// Ops whose every output element is an input element at a computed index (or, for
+    /// iota, the index itself): what fusion and the elemental kernel layer fold into
+    /// index arithmetic instead of memory traffic.
+    pub fn is_data_movement(&self) -> bool {
+        matches!(
+            self,
+            Op::Iota { .. }
+                | Op::BroadcastInDim { .. }
+                | Op::Reshape
+                | Op::Bitcast
+                | Op::Copy
+                | Op::Transpose { .. }
+                | Op::Slice { .. }
+                | Op::Concatenate { .. }
+                | Op::Pad { .. }
+                | Op::Reverse { .. }
+        )
+    }
+
     /// Ops whose execution has effects beyond their result; never removed or merged.
     pub fn has_side_effect(&self) -> bool {
         match self {

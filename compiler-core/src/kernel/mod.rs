@@ -389,21 +389,7 @@ impl<'m> Planner<'m> {
                     }
                 }
             }
-            op if op.is_elementwise()
-                || matches!(
-                    op,
-                    Op::Iota { .. }
-                        | Op::BroadcastInDim { .. }
-                        | Op::Reshape
-                        | Op::Bitcast
-                        | Op::Copy
-                        | Op::Transpose { .. }
-                        | Op::Slice { .. }
-                        | Op::Concatenate { .. }
-                        | Op::Pad { .. }
-                        | Op::Reverse { .. }
-                        | Op::Reduce { .. }
-                ) =>
+            op if op.is_elementwise() || op.is_data_movement() || matches!(op, Op::Reduce { .. }) =>
             {
                 let mut slots = HashMap::new();
                 let mut inputs = Vec::new();

@@ -39,21 +39,10 @@ pub(super) fn role(inst: &Instruction) -> Role {
         Op::Constant(l) if l.shape.rank() == 0 => Role::Loop,
         Op::Constant(_) | Op::Parameter(_) | Op::Tuple | Op::GetTupleElement { .. } | Op::AfterAll => Role::Value,
         op if op.has_side_effect() => Role::Opaque,
-        op if op.is_elementwise() => Role::Loop,
-        Op::Iota { .. }
-        | Op::BroadcastInDim { .. }
-        | Op::Reshape
-        | Op::Bitcast
-        | Op::Copy
-        | Op::Transpose { .. }
-        | Op::Slice { .. }
-        | Op::DynamicSlice { .. }
-        | Op::Concatenate { .. }
-        | Op::Pad { .. }
-        | Op::Reverse { .. }
-        // Each output element of a gather is one operand element at an index it reads:
-        // a loop over the output, as XLA fuses it.
-        | Op::Gather(_) => Role::Loop,
+        op if op.is_elementwise() || op.is_data_movement() => Role::Loop,
+        // Each output element of a dynamic slice or a gather is one operand element at an
+        // index it reads: a loop over the output, as XLA fuses them.
+        Op::DynamicSlice { .. } | Op::Gather(_) => Role::Loop,
         Op::Reduce { .. } => Role::Reduce,
         Op::Dot(_) | Op::Convolution(_) => Role::Library,
         Op::DynamicUpdateSlice => Role::InPlace,

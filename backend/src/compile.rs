@@ -31,7 +31,8 @@ pub struct PipelineArgs {
     #[arg(long, conflicts_with = "pipeline")]
     pub no_passes: bool,
 
-    /// The hardware the cost is estimated for: a100, h100, h200, l4, rtx4090, cpu.
+    /// The hardware the cost is estimated for: a100, h100, h200, l4, rtx4090, cpu, or
+    /// `measured` (this machine's CPU, probed on the spot: bandwidth, FLOP/s, overhead).
     #[arg(long, value_name = "NAME", default_value = "h100")]
     pub profile: String,
 }
@@ -47,7 +48,11 @@ impl PipelineArgs {
         };
         let fusion = FusionConfig::from_spec(&self.fusion)
             .map_err(|e| RunError(format!("--fusion `{}`: {e}", self.fusion)))?;
-        let profile = api::profile_by_name(&self.profile).map_err(|e| RunError(format!("--profile: {e}")))?;
+        let profile = if self.profile == "measured" {
+            crate::probe::measure_cpu().map_err(|e| RunError(format!("--profile measured: the probe failed: {e}")))?
+        } else {
+            api::profile_by_name(&self.profile).map_err(|e| RunError(format!("--profile: {e} (or `measured`)")))?
+        };
         Ok(PipelineConfig { passes, fusion, verify: true, snapshots, profile })
     }
 }

@@ -8,6 +8,7 @@ mod dump;
 mod explain;
 mod inputs;
 mod npy;
+mod probe;
 mod run;
 mod summary;
 

@@ -190,6 +190,22 @@ fn bad_pipeline_knob_or_profile_exits_2_with_a_clear_message() {
     fails_with(hloscope(&["compile", "--pipeline", "simplify{rounds=2}", &m]), &["simplify has no knob `rounds`"]);
     fails_with(hloscope(&["explain", "--fusion", "max-size=big", &m]), &["--fusion", "max-size takes a whole number, not `big`"]);
     fails_with(hloscope(&["explain", "--fusion", "turbo", &m]), &["unknown fusion knob `turbo`", "no-multi-output"]);
-    fails_with(hloscope(&["explain", "--profile", "tpu-v5", &m]), &["unknown profile `tpu-v5`", "a100, h100, h200, l4, rtx4090, cpu"]);
+    fails_with(hloscope(&["explain", "--profile", "tpu-v5", &m]), &["unknown profile `tpu-v5`", "a100, h100, h200, l4, rtx4090, cpu", "or `measured`"]);
     fails_with(hloscope(&["compile", "no/such/file.mlir"]), &["cannot read module no/such/file.mlir"]);
+}
+
+#[test]
+fn measured_profile_probes_this_cpu() {
+    let json = |profile: &str| -> serde_json::Value {
+        serde_json::from_str(&ok(hloscope(&["explain", "--json", "--profile", profile, &example("dense_relu.mlir")]))).unwrap()
+    };
+    let measured = json("measured");
+    let h100 = json("h100");
+    assert_eq!(measured["profile"], "measured (this CPU)");
+    assert_eq!(measured["kernels"], h100["kernels"], "the profile prices kernels, it does not change them");
+    // One fused kernel moving 1216 bytes: above zero on any machine, far below a
+    // millisecond unless the probe measured nonsense; and not H100's 4 us launch cost.
+    let t = measured["est_time_s"].as_f64().unwrap();
+    assert!(t > 0.0 && t < 1e-3, "estimated {t} s");
+    assert_ne!(measured["est_time_s"], h100["est_time_s"]);
 }

@@ -1,0 +1,195 @@
+//! Running a compiled module: buffers for the plan's values, kernels in program order,
+//! the interpreter for opaque kernels, and the small runtime for while loops and
+//! conditionals.
+
+use super::{dot, Code, CpuExecutable, CustomCalls, KernelInfo, Wrap};
+use crate::interp::Interpreter;
+use crate::ir::{Literal, Value};
+use crate::kernel::{BufferId, KernelPlan, ValueBufs};
+
+/// Most iterations of one while loop before the run fails (never hang), as the
+/// interpreter's budget.
+const MAX_ITERATIONS: u64 = 10_000_000;
+
+/// An 8-byte aligned byte buffer (GEMM reads it as f32/f64).
+struct Buf {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl Buf {
+    fn new(len: usize) -> Buf {
+        Buf { words: vec![0; len.div_ceil(8).max(1)], len }
+    }
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `words` holds at least `len` bytes.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.len) }
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above, uniquely borrowed.
+        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut u8, self.len) }
+    }
+}
+
+impl CpuExecutable {
+    pub fn plan(&self) -> &KernelPlan {
+        &self.plan
+    }
+
+    /// Kernel `i`'s Cranelift IR, if it was JIT-compiled.
+    pub fn clif(&self, i: usize) -> Option<&str> {
+        self.listings.get(i).map(|l| l.0.as_str()).filter(|s| !s.is_empty())
+    }
+
+    /// Kernel `i`'s machine code listing, if it was JIT-compiled.
+    pub fn asm(&self, i: usize) -> Option<&str> {
+        self.listings.get(i).map(|l| l.1.as_str()).filter(|s| !s.is_empty())
+    }
+
+    /// Runs the module on `args` (one value per entry parameter).
+    pub fn run(&self, args: &[Value]) -> Result<Value, String> {
+        self.run_with(args, &mut |_, exec| exec())
+    }
+
+    /// Like `run`, calling `wrap(kernel, exec)` for each kernel; `wrap` must call `exec`
+    /// once (to time it, for instance) and return its result.
+    pub fn run_with(&self, args: &[Value], wrap: &mut Wrap) -> Result<Value, String> {
+        self.execute(args, wrap, None)
+    }
+
+    /// Like `run`, with a hook for the custom calls the interpreter does not know (the
+    /// conformance corpus's `check.*` ops), as `Interpreter::with_custom_call_hook`.
+    pub fn run_with_custom_calls(&self, args: &[Value], hook: &mut CustomCalls) -> Result<Value, String> {
+        self.execute(args, &mut |_, exec| exec(), Some(hook))
+    }
+
+    fn execute(&self, args: &[Value], wrap: &mut Wrap, mut hook: Option<&mut CustomCalls>) -> Result<Value, String> {
+        if args.len() != self.plan.params.len() {
+            return Err(format!("the module takes {} arguments, got {}", self.plan.params.len(), args.len()));
+        }
+        let mut bufs: Vec<Buf> = self.plan.buffers.values().map(|b| Buf::new(b.shape.byte_size())).collect();
+        let comp = self.module.comp(self.plan.comp);
+        for (i, (v, p)) in args.iter().zip(&self.plan.params).enumerate() {
+            let want = &comp.inst(comp.params[i]).ty;
+            if !v.ty().same_type(want) {
+                return Err(format!("argument {i} is {}, the parameter is {want}", v.ty()));
+            }
+            write_value(&mut bufs, p, v.clone());
+        }
+        for (b, l) in &self.plan.constants {
+            bufs[b.index()].bytes_mut().copy_from_slice(&l.to_le_bytes());
+        }
+        for (i, (k, code)) in self.plan.kernels.iter().zip(&self.code).enumerate() {
+            let info = KernelInfo { index: i, name: &k.name, kind: &k.kind };
+            let mut exec = || -> Result<(), String> {
+                match code {
+                    Code::Native(f) => {
+                        let mut ptrs: Vec<*mut u8> = Vec::with_capacity(k.inputs.len() + k.outputs.len());
+                        for &b in k.inputs.iter().chain(&k.outputs) {
+                            ptrs.push(bufs[b.index()].words.as_mut_ptr() as *mut u8);
+                        }
+                        f(ptrs.as_ptr());
+                        Ok(())
+                    }
+                    Code::Dot(spec) => {
+                        let out = k.outputs[0];
+                        let result = dot::run(spec, &self.plan, bufs[k.inputs[0].index()].bytes(), bufs[k.inputs[1].index()].bytes(), k.inputs[0], k.inputs[1])?;
+                        bufs[out.index()].bytes_mut().copy_from_slice(&result);
+                        Ok(())
+                    }
+                    Code::Interpret { comp, operands, result } => {
+                        let vals: Vec<Value> = operands.iter().map(|o| read_value(&self.plan, &bufs, o)).collect::<Result<_, _>>()?;
+                        let mut interp = Interpreter::new(&self.module);
+                        if let Some(h) = hook.as_deref_mut() {
+                            interp = interp.with_custom_call_hook(move |i, a| h(i, a));
+                        }
+                        let v = interp
+                            .call(*comp, &vals)
+                            .map_err(|e| format!("%{}: {}", e.inst, e.message))?;
+                        write_value(&mut bufs, result, v);
+                        Ok(())
+                    }
+                    Code::While { cond, body, operands, result } => {
+                        let mut state: Vec<Value> =
+                            operands.iter().map(|o| read_value(&self.plan, &bufs, o)).collect::<Result<_, _>>()?;
+                        let mut iterations = 0u64;
+                        loop {
+                            let go = cond.execute(&state, &mut |_, exec| exec(), hook.as_deref_mut())?;
+                            match go.as_array().map(|l| l.get(0)) {
+                                Some(crate::ir::Scalar::Pred(true)) => {}
+                                Some(crate::ir::Scalar::Pred(false)) => break,
+                                _ => return Err("the while condition is not a pred scalar".into()),
+                            }
+                            iterations += 1;
+                            if iterations > MAX_ITERATIONS {
+                                return Err(format!("gave up after {MAX_ITERATIONS} loop iterations (is the loop infinite?)"));
+                            }
+                            let next = body.execute(&state, &mut |_, exec| exec(), hook.as_deref_mut())?;
+                            state = if state.len() == 1 {
+                                vec![next]
+                            } else {
+                                match next {
+                                    Value::Tuple(vs) => vs,
+                                    _ => return Err("the while body must return a tuple".into()),
+                                }
+                            };
+                        }
+                        let v = if state.len() == 1 { state.pop().expect("one value") } else { Value::Tuple(state) };
+                        write_value(&mut bufs, result, v);
+                        Ok(())
+                    }
+                    Code::Case { branches, branch_operands, operands, result } => {
+                        let selector = read_value(&self.plan, &bufs, &operands[0])?;
+                        let last = branches.len() - 1;
+                        let chosen = match selector.as_array().map(|l| l.get(0)) {
+                            Some(crate::ir::Scalar::Pred(p)) => usize::from(!p).min(last),
+                            Some(crate::ir::Scalar::S(i)) => usize::try_from(i).map_or(last, |i| i.min(last)),
+                            Some(crate::ir::Scalar::U(i)) => usize::try_from(i).map_or(last, |i| i.min(last)),
+                            _ => return Err("the conditional's selector is not an integer or pred".into()),
+                        };
+                        let args: Vec<Value> = branch_operands[chosen]
+                            .iter()
+                            .map(|&k| {
+                                let at = operands.get(k as usize + 1).ok_or("a branch operand out of range")?;
+                                read_value(&self.plan, &bufs, at)
+                            })
+                            .collect::<Result<_, _>>()?;
+                        let v = branches[chosen].execute(&args, &mut |_, exec| exec(), hook.as_deref_mut())?;
+                        write_value(&mut bufs, result, v);
+                        Ok(())
+                    }
+                }
+            };
+            wrap(&info, &mut exec).map_err(|e| format!("kernel {}: {e}", k.name))?;
+        }
+        read_value(&self.plan, &bufs, &self.plan.result)
+    }
+}
+
+use cranelift_entity::EntityRef;
+
+fn write_value(bufs: &mut [Buf], at: &ValueBufs, v: Value) {
+    match (at, v) {
+        (ValueBufs::Array(b), Value::Array(l)) => bufs[b.index()].bytes_mut().copy_from_slice(&l.to_le_bytes()),
+        (ValueBufs::Tuple(ps), Value::Tuple(vs)) => {
+            for (p, v) in ps.iter().zip(vs) {
+                write_value(bufs, p, v);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn read_value(plan: &KernelPlan, bufs: &[Buf], at: &ValueBufs) -> Result<Value, String> {
+    Ok(match at {
+        ValueBufs::Array(b) => Value::Array(read_buffer(plan, bufs, *b)?),
+        ValueBufs::Tuple(ps) => Value::Tuple(ps.iter().map(|p| read_value(plan, bufs, p)).collect::<Result<_, _>>()?),
+        ValueBufs::Token => Value::Token,
+    })
+}
+
+fn read_buffer(plan: &KernelPlan, bufs: &[Buf], b: BufferId) -> Result<Literal, String> {
+    let shape = plan.buffers[b].shape.clone();
+    Literal::from_le_bytes(shape, bufs[b.index()].bytes()).ok_or_else(|| format!("buffer {b} has the wrong size"))
+}
+

@@ -36,7 +36,8 @@
 //! Malformed instructions (a get-tuple-element out of range, a tuple whose leaves do not
 //! match its operands) define fresh buffers instead of aliasing; nothing here panics.
 
-use crate::ir::{Computation, FusionKind, InstId, Module, Op, Type};
+use crate::ir::{Computation, FusionKind, InstId, Module, Op, Shape, Type};
+use cranelift_entity::SecondaryMap;
 use std::collections::HashMap;
 
 /// Alignment of each temporary allocation in the arena (bytes): what XLA's CPU
@@ -133,99 +134,153 @@ impl BufferAssignment {
 
 /// One logical buffer, as the analyses see it.
 #[derive(Clone, Debug)]
-pub(crate) struct Buffer {
+pub(crate) struct Buffer<'c> {
     pub inst: InstId,
     pub leaf: Option<usize>,
     pub size: u64,
     pub kind: AllocationKind,
-    pub layout: Vec<i64>,
-    pub dims: Vec<i64>,
+    pub shape: &'c Shape,
+}
+
+/// A run of buffer indices in [`Buffers::pool`]; `len == u32::MAX` for an instruction
+/// not seen.
+#[derive(Copy, Clone, Debug)]
+struct Span {
+    start: u32,
+    len: u32,
+}
+
+impl Default for Span {
+    fn default() -> Self {
+        Span { start: 0, len: u32::MAX }
+    }
 }
 
 /// Logical buffers of one computation and the buffers each instruction's value refers
 /// to (shared with the scheduler, which needs the same notion of what frees memory).
-pub(crate) struct Buffers {
-    pub bufs: Vec<Buffer>,
-    /// Per instruction: buffer index of each array leaf of its value.
-    pub refs: HashMap<InstId, Vec<usize>>,
-    /// Per instruction: the buffers it defines.
-    pub defines: HashMap<InstId, Vec<usize>>,
+/// The per-instruction lists share one pool: no allocation per instruction.
+pub(crate) struct Buffers<'c> {
+    pub bufs: Vec<Buffer<'c>>,
+    refs: SecondaryMap<InstId, Span>,
+    defines: SecondaryMap<InstId, Span>,
+    pool: Vec<usize>,
 }
 
 fn leaf_count(ty: &Type) -> usize {
-    ty.leaf_shapes().len()
+    match ty {
+        Type::Array(_) => 1,
+        _ => ty.leaf_shapes().len(),
+    }
 }
 
-impl Buffers {
+impl<'c> Buffers<'c> {
     /// Finds the logical buffers of `comp`, visiting `order`.
-    pub fn of(comp: &Computation) -> Buffers {
-        let mut b = Buffers { bufs: Vec::new(), refs: HashMap::new(), defines: HashMap::new() };
+    pub fn of(comp: &'c Computation) -> Buffers<'c> {
+        let mut b = Buffers {
+            bufs: Vec::with_capacity(comp.order.len()),
+            refs: SecondaryMap::new(),
+            defines: SecondaryMap::new(),
+            pool: Vec::with_capacity(comp.order.len()),
+        };
         for &id in &comp.order {
             let inst = comp.inst(id);
             let n = leaf_count(&inst.ty);
-            let operand_refs = |i: usize| inst.operands.get(i).and_then(|o| b.refs.get(o));
-            let concat = || -> Option<Vec<usize>> {
-                let mut all = Vec::new();
-                for o in &inst.operands {
-                    all.extend(b.refs.get(o)?.iter().copied());
+            // An alias refers to buffers already in the pool: a copy of those indices.
+            let start = b.pool.len();
+            let aliased = match &inst.op {
+                Op::Tuple | Op::OptimizationBarrier => {
+                    let mut ok = true;
+                    for o in &inst.operands {
+                        match b.span(*o) {
+                            Some(sp) => b.pool.extend_from_within(sp.start as usize..(sp.start + sp.len) as usize),
+                            None => ok = false,
+                        }
+                    }
+                    ok
                 }
-                Some(all)
-            };
-            let alias: Option<Vec<usize>> = match &inst.op {
-                Op::Tuple | Op::OptimizationBarrier => concat(),
-                Op::Bitcast => operand_refs(0).cloned(),
+                Op::Bitcast => match inst.operands.first().and_then(|&o| b.span(o)) {
+                    Some(sp) => {
+                        b.pool.extend_from_within(sp.start as usize..(sp.start + sp.len) as usize);
+                        true
+                    }
+                    None => false,
+                },
                 Op::GetTupleElement { index } => {
                     let src = inst.operands.first().map(|&o| &comp.inst(o).ty);
-                    match (src.and_then(Type::as_tuple), operand_refs(0)) {
-                        (Some(elems), Some(r)) if (*index as usize) < elems.len() && r.len() == leaf_count(src.unwrap()) => {
-                            let start: usize = elems[..*index as usize].iter().map(leaf_count).sum();
-                            Some(r[start..start + leaf_count(&elems[*index as usize])].to_vec())
+                    match (src.and_then(Type::as_tuple), inst.operands.first().and_then(|&o| b.span(o))) {
+                        (Some(elems), Some(sp)) if (*index as usize) < elems.len() && sp.len as usize == leaf_count(src.unwrap()) => {
+                            let first: usize = elems[..*index as usize].iter().map(leaf_count).sum();
+                            let from = sp.start as usize + first;
+                            b.pool.extend_from_within(from..from + leaf_count(&elems[*index as usize]));
+                            true
                         }
-                        _ => None,
+                        _ => false,
                     }
                 }
-                _ => None,
+                _ => false,
             };
-            match alias {
-                Some(r) if r.len() == n => {
-                    b.refs.insert(id, r);
-                }
-                _ => {
-                    let kind = match inst.op {
-                        Op::Parameter(p) => AllocationKind::Parameter(p),
-                        Op::Constant(_) => AllocationKind::Constant,
-                        _ => AllocationKind::Temp,
-                    };
-                    let leaves = inst.ty.leaf_shapes();
-                    let tuple = !matches!(inst.ty, Type::Array(_));
-                    let mut mine = Vec::new();
-                    for (k, s) in leaves.iter().enumerate() {
-                        b.bufs.push(Buffer {
-                            inst: id,
-                            leaf: tuple.then_some(k),
-                            size: s.byte_size() as u64,
-                            kind: kind.clone(),
-                            layout: s.minor_to_major(),
-                            dims: s.dims.clone(),
-                        });
-                        mine.push(b.bufs.len() - 1);
+            if aliased && b.pool.len() - start == n {
+                b.refs[id] = Span { start: start as u32, len: n as u32 };
+                continue;
+            }
+            b.pool.truncate(start);
+            let kind = match inst.op {
+                Op::Parameter(p) => AllocationKind::Parameter(p),
+                Op::Constant(_) => AllocationKind::Constant,
+                _ => AllocationKind::Temp,
+            };
+            let push = |b: &mut Buffers<'c>, leaf: Option<usize>, shape: &'c Shape| {
+                b.bufs.push(Buffer { inst: id, leaf, size: shape.byte_size() as u64, kind: kind.clone(), shape });
+                b.pool.push(b.bufs.len() - 1);
+            };
+            match &inst.ty {
+                Type::Array(shape) => push(&mut b, None, shape),
+                ty => {
+                    for (k, shape) in ty.leaf_shapes().into_iter().enumerate() {
+                        push(&mut b, Some(k), shape);
                     }
-                    b.refs.insert(id, mine.clone());
-                    b.defines.insert(id, mine);
                 }
             }
+            let span = Span { start: start as u32, len: (b.pool.len() - start) as u32 };
+            b.refs[id] = span;
+            b.defines[id] = span;
         }
         b
     }
 
+    fn span(&self, id: InstId) -> Option<Span> {
+        self.refs.get(id).copied().filter(|s| s.len != u32::MAX)
+    }
+
+    fn slice(&self, sp: Span) -> &[usize] {
+        &self.pool[sp.start as usize..(sp.start + sp.len) as usize]
+    }
+
+    /// The buffers of each array leaf of `id`'s value (None for an instruction not in
+    /// the order).
+    pub fn refs(&self, id: InstId) -> Option<&[usize]> {
+        self.span(id).map(|sp| self.slice(sp))
+    }
+
+    /// The buffers `id` defines (none for an alias).
+    pub fn defines(&self, id: InstId) -> &[usize] {
+        match self.defines.get(id).copied().filter(|s| s.len != u32::MAX) {
+            Some(sp) => self.slice(sp),
+            None => &[],
+        }
+    }
+
     /// Buffers read by `id` through its operands (with repeats).
     pub fn reads<'a>(&'a self, comp: &'a Computation, id: InstId) -> impl Iterator<Item = usize> + 'a {
-        comp.inst(id).operands.iter().flat_map(move |o| self.refs.get(o).into_iter().flatten().copied())
+        comp.inst(id).operands.iter().flat_map(move |&o| self.refs(o).unwrap_or(&[]).iter().copied())
     }
 
     /// Buffers the computation's root refers to (live out).
     pub fn live_out(&self, comp: &Computation) -> Vec<usize> {
-        self.refs.get(&comp.root).cloned().unwrap_or_default()
+        if !comp.has_root() {
+            return Vec::new();
+        }
+        self.refs(comp.root).map(<[usize]>::to_vec).unwrap_or_default()
     }
 }
 
@@ -255,12 +310,15 @@ pub(crate) fn elementwise_same_dims(op: &Op) -> bool {
 fn in_place_candidates(module: &Module, comp: &Computation, b: &Buffers, id: InstId, out: &Buffer) -> Vec<usize> {
     let inst = comp.inst(id);
     let single = |i: usize| -> Option<usize> {
-        let r = b.refs.get(inst.operands.get(i)?)?;
+        let r = b.refs(*inst.operands.get(i)?)?;
         (r.len() == 1).then(|| r[0])
     };
     let fits = |buf: usize| {
         let x = &b.bufs[buf];
-        x.kind == AllocationKind::Temp && x.size == out.size && x.dims == out.dims && x.layout == out.layout
+        x.kind == AllocationKind::Temp
+            && x.size == out.size
+            && x.shape.dims == out.shape.dims
+            && (x.shape.layout == out.shape.layout || x.shape.minor_to_major() == out.shape.minor_to_major())
     };
     match &inst.op {
         Op::DynamicUpdateSlice | Op::Scatter(_) if matches!(inst.ty, Type::Array(_)) => {
@@ -302,104 +360,156 @@ pub fn assign_buffers(module: &Module) -> BufferAssignment {
     }
 }
 
-/// Assigns buffers to one computation of `module`, in its `order`.
-pub fn assign_computation(module: &Module, comp: &Computation) -> BufferAssignment {
-    let b = Buffers::of(comp);
-    let n = comp.order.len();
-    let pos: HashMap<InstId, usize> = comp.order.iter().enumerate().map(|(p, &i)| (i, p)).collect();
-    let defined_at: Vec<usize> = b.bufs.iter().map(|x| pos[&x.inst]).collect();
-    let mut last_use = defined_at.clone();
-    for (p, &id) in comp.order.iter().enumerate() {
-        for buf in b.reads(comp, id) {
-            last_use[buf] = last_use[buf].max(p);
+/// The most bytes of temporaries the entry computation of `module` keeps live at once
+/// in its current schedule: [`BufferAssignment::peak_bytes`] without building the
+/// report (what each pipeline snapshot needs).
+pub fn peak_bytes(module: &Module) -> u64 {
+    match module.comps.get(module.entry) {
+        Some(comp) => Plan::of(module, comp, &Buffers::of(comp), false).peak,
+        None => 0,
+    }
+}
+
+/// The allocation decisions for one computation (see the module documentation).
+struct Plan {
+    allocations: Vec<Allocation>,
+    alloc_of: Vec<usize>,
+    in_place_of: Vec<Option<usize>>,
+    defined_at: Vec<usize>,
+    last_use: Vec<usize>,
+    live_out: Vec<usize>,
+    peak: u64,
+}
+
+impl Plan {
+    /// With `record`, each allocation lists the values placed in it.
+    fn of(module: &Module, comp: &Computation, b: &Buffers, record: bool) -> Plan {
+        let n = comp.order.len();
+        let mut pos: SecondaryMap<InstId, usize> = SecondaryMap::with_default(usize::MAX);
+        for (p, &i) in comp.order.iter().enumerate() {
+            pos[i] = p;
         }
-    }
-    let live_out = b.live_out(comp);
-    for &buf in &live_out {
-        last_use[buf] = n;
-    }
-
-    let mut allocations: Vec<Allocation> = Vec::new();
-    let mut alloc_of: Vec<usize> = vec![usize::MAX; b.bufs.len()];
-    let mut in_place_of: Vec<Option<usize>> = vec![None; b.bufs.len()];
-    // Who holds each allocation now (a buffer taken over in place hands it on).
-    let mut holder: Vec<usize> = Vec::new();
-    // Free allocations keyed by (size, index): the best fit is the first at or above a size.
-    let mut free: std::collections::BTreeSet<(u64, usize)> = std::collections::BTreeSet::new();
-    let mut dying: Vec<Vec<usize>> = vec![Vec::new(); n + 1];
-    for (buf, &l) in last_use.iter().enumerate() {
-        dying[l].push(buf);
-    }
-    // Peak: +size at definition, -size after the last use (a value consumed in place
-    // stops counting at the instruction that took it over).
-    let mut delta: Vec<i64> = vec![0; n + 2];
-
-    for (p, &id) in comp.order.iter().enumerate() {
-        for &d in b.defines.get(&id).map(Vec::as_slice).unwrap_or(&[]) {
-            let buf = &b.bufs[d];
-            if buf.kind != AllocationKind::Temp {
-                allocations.push(Allocation {
-                    index: allocations.len(),
-                    kind: buf.kind.clone(),
-                    size: buf.size,
-                    arena_offset: 0,
-                    live_out: false,
-                    values: vec![d],
-                });
-                holder.push(d);
-                alloc_of[d] = allocations.len() - 1;
-                continue;
+        let defined_at: Vec<usize> = b.bufs.iter().map(|x| pos[x.inst]).collect();
+        let mut last_use = defined_at.clone();
+        for (p, &id) in comp.order.iter().enumerate() {
+            for buf in b.reads(comp, id) {
+                last_use[buf] = last_use[buf].max(p);
             }
-            delta[p] += buf.size as i64;
-            delta[last_use[d] + 1] -= buf.size as i64;
-            let candidate = if buf.leaf.is_none() {
-                in_place_candidates(module, comp, &b, id, buf)
-                    .into_iter()
-                    .find(|&o| last_use[o] == p && alloc_of[o] != usize::MAX && holder[alloc_of[o]] == o)
-            } else {
-                None
-            };
-            if let Some(o) = candidate {
-                let a = alloc_of[o];
-                alloc_of[d] = a;
-                holder[a] = d;
-                in_place_of[d] = Some(o);
-                allocations[a].values.push(d);
-                // The operand's bytes are the result's from here on.
-                delta[p] -= b.bufs[o].size as i64;
-                delta[p + 1] += b.bufs[o].size as i64;
-                continue;
-            }
-            let best = free.range((buf.size, 0)..).next().copied();
-            let a = match best {
-                Some(key) => {
-                    free.remove(&key);
-                    key.1
-                }
-                None => {
+        }
+        let live_out = b.live_out(comp);
+        for &buf in &live_out {
+            last_use[buf] = n;
+        }
+
+        let mut allocations: Vec<Allocation> = Vec::new();
+        let mut alloc_of: Vec<usize> = vec![usize::MAX; b.bufs.len()];
+        let mut in_place_of: Vec<Option<usize>> = vec![None; b.bufs.len()];
+        // Who holds each allocation now (a buffer taken over in place hands it on).
+        let mut holder: Vec<usize> = Vec::new();
+        // Free allocations keyed by (size, index): the best fit is the first at or above a size.
+        let mut free: std::collections::BTreeSet<(u64, usize)> = std::collections::BTreeSet::new();
+        // The buffers dying at each position, grouped by position (counting sort).
+        let mut dying_start = vec![0usize; n + 2];
+        for &l in &last_use {
+            dying_start[l + 1] += 1;
+        }
+        for p in 0..=n {
+            dying_start[p + 1] += dying_start[p];
+        }
+        let mut dying = vec![0usize; last_use.len()];
+        let mut fill = dying_start.clone();
+        for (buf, &l) in last_use.iter().enumerate() {
+            dying[fill[l]] = buf;
+            fill[l] += 1;
+        }
+        // Peak: +size at definition, -size after the last use (a value consumed in place
+        // stops counting at the instruction that took it over).
+        let mut delta: Vec<i64> = vec![0; n + 2];
+
+        for (p, &id) in comp.order.iter().enumerate() {
+            for &d in b.defines(id) {
+                let buf = &b.bufs[d];
+                if buf.kind != AllocationKind::Temp {
                     allocations.push(Allocation {
                         index: allocations.len(),
-                        kind: AllocationKind::Temp,
+                        kind: buf.kind.clone(),
                         size: buf.size,
                         arena_offset: 0,
                         live_out: false,
-                        values: Vec::new(),
+                        values: if record { vec![d] } else { Vec::new() },
                     });
                     holder.push(d);
-                    allocations.len() - 1
+                    alloc_of[d] = allocations.len() - 1;
+                    continue;
                 }
-            };
-            alloc_of[d] = a;
-            holder[a] = d;
-            allocations[a].values.push(d);
-        }
-        for &gone in &dying[p] {
-            let a = alloc_of[gone];
-            if a != usize::MAX && holder[a] == gone && allocations[a].kind == AllocationKind::Temp {
-                free.insert((allocations[a].size, a));
+                delta[p] += buf.size as i64;
+                delta[last_use[d] + 1] -= buf.size as i64;
+                let candidate = if buf.leaf.is_none() {
+                    in_place_candidates(module, comp, b, id, buf)
+                        .into_iter()
+                        .find(|&o| last_use[o] == p && alloc_of[o] != usize::MAX && holder[alloc_of[o]] == o)
+                } else {
+                    None
+                };
+                if let Some(o) = candidate {
+                    let a = alloc_of[o];
+                    alloc_of[d] = a;
+                    holder[a] = d;
+                    in_place_of[d] = Some(o);
+                    if record {
+                        allocations[a].values.push(d);
+                    }
+                    // The operand's bytes are the result's from here on.
+                    delta[p] -= b.bufs[o].size as i64;
+                    delta[p + 1] += b.bufs[o].size as i64;
+                    continue;
+                }
+                let best = free.range((buf.size, 0)..).next().copied();
+                let a = match best {
+                    Some(key) => {
+                        free.remove(&key);
+                        key.1
+                    }
+                    None => {
+                        allocations.push(Allocation {
+                            index: allocations.len(),
+                            kind: AllocationKind::Temp,
+                            size: buf.size,
+                            arena_offset: 0,
+                            live_out: false,
+                            values: Vec::new(),
+                        });
+                        holder.push(d);
+                        allocations.len() - 1
+                    }
+                };
+                alloc_of[d] = a;
+                holder[a] = d;
+                if record {
+                    allocations[a].values.push(d);
+                }
+            }
+            for &gone in &dying[dying_start[p]..dying_start[p + 1]] {
+                let a = alloc_of[gone];
+                if a != usize::MAX && holder[a] == gone && allocations[a].kind == AllocationKind::Temp {
+                    free.insert((allocations[a].size, a));
+                }
             }
         }
+        let (mut live, mut peak) = (0i64, 0i64);
+        for d in &delta[..=n] {
+            live += d;
+            peak = peak.max(live);
+        }
+        Plan { allocations, alloc_of, in_place_of, defined_at, last_use, live_out, peak: peak.max(0) as u64 }
     }
+}
+
+/// Assigns buffers to one computation of `module`, in its `order`.
+pub fn assign_computation(module: &Module, comp: &Computation) -> BufferAssignment {
+    let b = Buffers::of(comp);
+    let Plan { mut allocations, alloc_of, in_place_of, defined_at, last_use, live_out, peak } =
+        Plan::of(module, comp, &b, true);
     for &buf in &live_out {
         if let Some(a) = allocations.get_mut(alloc_of[buf]) {
             a.live_out = true;
@@ -411,11 +521,6 @@ pub fn assign_computation(module: &Module, comp: &Computation) -> BufferAssignme
         a.arena_offset = arena;
         arena = align(arena + a.size);
         total += a.size;
-    }
-    let (mut live, mut peak) = (0i64, 0i64);
-    for d in &delta[..=n] {
-        live += d;
-        peak = peak.max(live);
     }
     let values: Vec<ValueSlot> = b
         .bufs
@@ -435,7 +540,7 @@ pub fn assign_computation(module: &Module, comp: &Computation) -> BufferAssignme
     let leaves = comp
         .order
         .iter()
-        .filter_map(|id| b.refs.get(id).filter(|r| !r.is_empty()).map(|r| (comp.inst(*id).name.clone(), r.clone())))
+        .filter_map(|&id| b.refs(id).filter(|r| !r.is_empty()).map(|r| (comp.inst(id).name.clone(), r.to_vec())))
         .collect();
     let bytes_of = |pred: &dyn Fn(&AllocationKind) -> bool| -> u64 {
         allocations.iter().filter(|a| pred(&a.kind)).map(|a| a.size).sum()
@@ -447,7 +552,7 @@ pub fn assign_computation(module: &Module, comp: &Computation) -> BufferAssignme
         allocations,
         values,
         leaves,
-        peak_bytes: peak.max(0) as u64,
+        peak_bytes: peak,
         total_allocated_bytes: total,
         arena_bytes: arena,
     }

@@ -21,9 +21,11 @@ use super::schedule::Scheduler;
 use super::simplify::AlgebraicSimplifier;
 use super::{Decision, Pass, PassLog, Rewrite};
 use crate::cost::{self, Profile};
-use crate::ir::{Computation, Module, Op, Type};
+use crate::ir::{Computation, InstId, Module, Op, Type};
+use cranelift_entity::SecondaryMap;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 /// The default pipeline, in order.
 pub const DEFAULT_PIPELINE: &[&str] =
@@ -45,8 +47,10 @@ pub struct PassSpec {
 pub struct PipelineConfig {
     pub passes: Vec<PassSpec>,
     pub fusion: FusionConfig,
-    /// Run the verifier after every pass (on in tests and debug builds; the CLI turns it
-    /// on for `compile` too: it is cheap).
+    /// Run the verifier after every pass, and check that a pass that reports no change
+    /// left the module as it was (its snapshot is then the previous one's). The default
+    /// is on in debug builds (and so in tests) and off in release builds, where the
+    /// pipeline's speed matters; the CLI turns it on for `compile` and `explain`.
     pub verify: bool,
     /// Render text and graph for each snapshot (off for callers that only want the
     /// final module and the decisions).
@@ -60,7 +64,7 @@ impl Default for PipelineConfig {
         PipelineConfig {
             passes: parse_pipeline_spec("default").expect("the default spec parses"),
             fusion: FusionConfig::default(),
-            verify: true,
+            verify: cfg!(debug_assertions),
             snapshots: true,
             profile: cost::profiles::by_name("h100").expect("a built-in profile"),
         }
@@ -102,9 +106,10 @@ pub struct Snapshot {
     pub rewrites: Vec<Rewrite>,
     pub decisions: Vec<Decision>,
     pub cost: CostSummary,
-    /// The entry's instruction signatures, for the next snapshot's `changes`.
+    /// The entry's instruction signatures, for the next snapshot's `changes` (shared
+    /// with the next snapshot when a pass changes nothing).
     #[serde(skip)]
-    signatures: BTreeMap<String, String>,
+    signatures: Arc<BTreeMap<String, String>>,
 }
 
 /// Instructions of the entry computation, by name, compared with the previous snapshot.
@@ -138,7 +143,7 @@ impl CostSummary {
             bytes_moved: module_cost.bytes_moved,
             flops: module_cost.flops,
             est_time_s: module_cost.time_s,
-            peak_memory_bytes: super::buffers::assign_buffers(module).peak_bytes,
+            peak_memory_bytes: super::buffers::peak_bytes(module),
         }
     }
 }
@@ -327,11 +332,47 @@ pub fn run_pipeline_observed(
                 .map_err(|e| PipelineError::Broken { pass: pass.name().to_string(), error: e.to_string() })?;
         }
         after_pass(pass.name(), module);
-        let previous = snapshots.last();
-        let snap = snapshot(module, config, i + 1, pass.name(), changed, log, previous);
+        let previous = snapshots.last().expect("the input snapshot comes first");
+        let snap = if changed {
+            snapshot(module, config, i + 1, pass.name(), changed, log, Some(previous))
+        } else {
+            // Nothing changed: the module's text, graph and cost are the previous
+            // snapshot's (in tests, `verify` checks that the pass told the truth).
+            if config.verify {
+                check_unchanged(module, config, previous)
+                    .map_err(|error| PipelineError::Broken { pass: pass.name().to_string(), error })?;
+            }
+            Snapshot {
+                index: i + 1,
+                pass: pass.name().to_string(),
+                changed,
+                text: previous.text.clone(),
+                graph: previous.graph.clone(),
+                changes: Changes::default(),
+                rewrites: log.rewrites,
+                decisions: log.decisions,
+                cost: previous.cost.clone(),
+                signatures: Arc::clone(&previous.signatures),
+            }
+        };
         snapshots.push(snap);
     }
     Ok(snapshots)
+}
+
+/// That a pass which reported no change left the module as `previous` shows it.
+fn check_unchanged(module: &Module, config: &PipelineConfig, previous: &Snapshot) -> Result<(), String> {
+    let lie = |what: &str| Err(format!("the pass reported no change, but the module's {what} changed"));
+    if *previous.signatures != entry_signatures(module) {
+        return lie("entry instructions");
+    }
+    if config.snapshots && previous.text != crate::print::hlo::print_module(module) {
+        return lie("text");
+    }
+    if previous.cost != CostSummary::of(module, &config.profile) {
+        return lie("cost");
+    }
+    Ok(())
 }
 
 fn snapshot(
@@ -344,7 +385,7 @@ fn snapshot(
     previous: Option<&Snapshot>,
 ) -> Snapshot {
     let cost = CostSummary::of(module, &config.profile);
-    let signatures = entry_signatures(module);
+    let signatures = Arc::new(entry_signatures(module));
     let changes = match previous {
         Some(prev) => diff_signatures(&prev.signatures, &signatures),
         None => Changes::default(),
@@ -370,13 +411,22 @@ fn snapshot(
 
 /// What identifies an instruction's computation: op, attributes, operand names, type.
 fn entry_signatures(module: &Module) -> BTreeMap<String, String> {
+    use std::fmt::Write;
     let comp = module.entry_comp();
     comp.order
         .iter()
         .map(|&id| {
             let inst = comp.inst(id);
-            let operands: Vec<&str> = inst.operands.iter().map(|&o| comp.inst(o).name.as_str()).collect();
-            (inst.name.clone(), format!("{:?} ({}) : {}", inst.op, operands.join(", "), inst.ty))
+            let mut sig = String::with_capacity(64);
+            let _ = write!(sig, "{:?} (", inst.op);
+            for (k, &o) in inst.operands.iter().enumerate() {
+                if k > 0 {
+                    sig.push_str(", ");
+                }
+                sig.push_str(&comp.inst(o).name);
+            }
+            let _ = write!(sig, ") : {}", inst.ty);
+            (inst.name.clone(), sig)
         })
         .collect()
 }
@@ -409,20 +459,42 @@ pub fn graph_of(module: &Module) -> Graph {
     graph
 }
 
+/// The text of an instruction's type, formatted once per instruction (an edge shows its
+/// producer's type, and a value has many readers).
+fn type_texts(comp: &Computation) -> SecondaryMap<InstId, String> {
+    let mut texts: SecondaryMap<InstId, String> = SecondaryMap::new();
+    let mut last: Option<(&Type, InstId)> = None;
+    for &id in &comp.order {
+        let ty = &comp.inst(id).ty;
+        texts[id] = match last {
+            Some((t, prev)) if t == ty => texts[prev].clone(),
+            _ => ty.to_string(),
+        };
+        last = Some((ty, id));
+    }
+    texts
+}
+
 /// Adds `comp`'s instructions (ids prefixed with `prefix`) to `graph`; its parameters
 /// stand for `params_as` (node ids of the fusion's operands) when it is a fusion body.
 fn add_computation(module: &Module, comp: &Computation, prefix: &str, group: Option<&str>, params_as: &[String], graph: &mut Graph) {
-    let mut node_id: BTreeMap<crate::ir::InstId, String> = BTreeMap::new();
+    // Each instruction's node id (an index into `ids`; parameters of a fusion body
+    // stand for the fusion's operands).
+    let mut ids: Vec<String> = Vec::with_capacity(comp.order.len());
+    let mut id_of: SecondaryMap<InstId, u32> = SecondaryMap::with_default(u32::MAX);
+    let types = type_texts(comp);
     for &id in &comp.order {
         let inst = comp.inst(id);
         if let (Op::Parameter(n), Some(_)) = (&inst.op, group) {
             if let Some(outer) = params_as.get(*n as usize) {
-                node_id.insert(id, outer.clone());
+                id_of[id] = ids.len() as u32;
+                ids.push(outer.clone());
                 continue;
             }
         }
         let nid = format!("{prefix}{}", inst.name);
-        node_id.insert(id, nid.clone());
+        id_of[id] = ids.len() as u32;
+        ids.push(nid.clone());
         let (dtype, shape) = dtype_and_dims(&inst.ty);
         let own_group = match &inst.op {
             Op::Fusion { .. } if group.is_none() => Some(inst.name.clone()),
@@ -439,12 +511,26 @@ fn add_computation(module: &Module, comp: &Computation, prefix: &str, group: Opt
             source: inst.loc.source.as_deref().map(str::to_string),
         });
         for &o in &inst.operands {
-            let from = node_id.get(&o).cloned().unwrap_or_else(|| format!("{prefix}{}", comp.inst(o).name));
+            let from = match id_of.get(o).copied() {
+                Some(k) if k != u32::MAX => ids[k as usize].clone(),
+                _ => format!("{prefix}{}", comp.inst(o).name),
+            };
             let ty = &comp.inst(o).ty;
-            graph.edges.push(Edge { from, to: nid.clone(), shape: ty.to_string(), bytes: ty.byte_size() as u64 });
+            let shape = match types.get(o) {
+                Some(t) if !t.is_empty() => t.clone(),
+                _ => ty.to_string(),
+            };
+            graph.edges.push(Edge { from, to: nid.clone(), shape, bytes: ty.byte_size() as u64 });
         }
         if let (Op::Fusion { body, .. }, None) = (&inst.op, group) {
-            let operands: Vec<String> = inst.operands.iter().map(|o| node_id.get(o).cloned().unwrap_or_default()).collect();
+            let operands: Vec<String> = inst
+                .operands
+                .iter()
+                .map(|&o| match id_of.get(o).copied() {
+                    Some(k) if k != u32::MAX => ids[k as usize].clone(),
+                    _ => String::new(),
+                })
+                .collect();
             add_computation(module, module.comp(*body), &format!("{nid}/"), Some(&inst.name), &operands, graph);
         }
     }

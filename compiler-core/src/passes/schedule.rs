@@ -35,7 +35,8 @@
 use super::buffers::{AllocationKind, Buffers};
 use super::{Changed, Pass, PassLog};
 use crate::ir::{CompId, Computation, InstId, Module};
-use std::collections::{HashMap, HashSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// The scheduler pass (`schedule`).
 pub struct Scheduler;
@@ -116,41 +117,65 @@ pub fn list_schedule(comp: &Computation) -> Option<Vec<InstId>> {
         }
     }
 
-    let mut ready: Vec<usize> = (0..n).filter(|&p| preds_left[p] == 0).collect();
-    let mut out = Vec::with_capacity(n);
-    while !ready.is_empty() {
-        let priority = |p: usize| -> i64 {
-            let id = comp.order[p];
-            let defined: i64 = b
-                .defines
-                .get(&id)
-                .into_iter()
-                .flatten()
-                .filter(|&&d| temp(d) && (readers_left[d] > 0 || live_out.contains(&d)))
-                .map(|&d| b.bufs[d].size as i64)
-                .sum();
-            let freed: i64 = reads[p]
+    // Readers (positions) of each buffer, to find the last one left when a buffer is
+    // down to one unscheduled reader.
+    let mut readers: Vec<Vec<usize>> = vec![Vec::new(); b.bufs.len()];
+    for (p, r) in reads.iter().enumerate() {
+        for &buf in r {
+            readers[buf].push(p);
+        }
+    }
+    let live_out: Vec<bool> = (0..b.bufs.len()).map(|buf| live_out.contains(&buf)).collect();
+    let defined: Vec<i64> = comp
+        .order
+        .iter()
+        .map(|&id| {
+            // A buffer is read (or live out) after its definition or never: its count of
+            // unscheduled readers is fixed until the instruction defining it runs.
+            b.defines(id)
                 .iter()
-                .filter(|&&buf| temp(buf) && readers_left[buf] == 1 && !live_out.contains(&buf))
-                .map(|&buf| b.bufs[buf].size as i64)
-                .sum();
-            freed - defined
-        };
-        // Best priority; among equals, the earliest in the old order.
-        let (slot, _) = ready
+                .filter(|&&d| temp(d) && (readers_left[d] > 0 || live_out[d]))
+                .map(|&d| b.bufs[d].size as i64)
+                .sum()
+        })
+        .collect();
+    let priority = |p: usize, readers_left: &[usize]| -> i64 {
+        let freed: i64 = reads[p]
             .iter()
-            .enumerate()
-            .max_by_key(|&(_, &p)| (priority(p), std::cmp::Reverse(p)))
-            .expect("the ready list is not empty");
-        let p = ready.swap_remove(slot);
+            .filter(|&&buf| temp(buf) && readers_left[buf] == 1 && !live_out[buf])
+            .map(|&buf| b.bufs[buf].size as i64)
+            .sum();
+        freed - defined[p]
+    };
+    // The ready instructions by (priority, earliest in the old order first); a
+    // priority changes only when a buffer it reads drops to one unscheduled reader.
+    let mut prio: Vec<i64> = vec![0; n];
+    let mut ready: BTreeSet<(i64, Reverse<usize>)> = BTreeSet::new();
+    for p in (0..n).filter(|&p| preds_left[p] == 0) {
+        prio[p] = priority(p, &readers_left);
+        ready.insert((prio[p], Reverse(p)));
+    }
+    let mut scheduled = vec![false; n];
+    let mut out = Vec::with_capacity(n);
+    while let Some((_, Reverse(p))) = ready.pop_last() {
+        scheduled[p] = true;
         out.push(comp.order[p]);
         for &buf in &reads[p] {
             readers_left[buf] -= 1;
+            if readers_left[buf] == 1 {
+                if let Some(&q) = readers[buf].iter().find(|&&q| !scheduled[q]) {
+                    if ready.remove(&(prio[q], Reverse(q))) {
+                        prio[q] = priority(q, &readers_left);
+                        ready.insert((prio[q], Reverse(q)));
+                    }
+                }
+            }
         }
         for &s in &succs[p] {
             preds_left[s] -= 1;
             if preds_left[s] == 0 {
-                ready.push(s);
+                prio[s] = priority(s, &readers_left);
+                ready.insert((prio[s], Reverse(s)));
             }
         }
     }

@@ -14,8 +14,10 @@
 
 use crate::ir::literal::float_bits;
 use crate::ir::*;
+use cranelift_entity::SecondaryMap;
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::fmt::Write;
+use std::fmt::{self, Write};
 
 /// What to include besides the instructions themselves.
 #[derive(Clone, Debug)]
@@ -88,6 +90,59 @@ fn unique_comp_names(m: &Module, order: &[CompId]) -> HashMap<CompId, String> {
     order.iter().copied().zip(names).collect()
 }
 
+/// The printed name of each instruction of `comp`: its own name when every name is
+/// already valid and unique (always, for a verified module: no copy is made), else the
+/// sanitized, deduplicated names.
+fn instruction_names(comp: &Computation) -> SecondaryMap<InstId, Cow<'_, str>> {
+    let mut names: SecondaryMap<InstId, Cow<'_, str>> = SecondaryMap::new();
+    let mut seen: HashSet<&str> = HashSet::with_capacity(comp.order.len());
+    let plain = comp.order.iter().all(|&i| {
+        let n = comp.insts[i].name.as_str();
+        is_sane(n) && seen.insert(n)
+    });
+    if plain {
+        for &i in &comp.order {
+            names[i] = Cow::Borrowed(comp.insts[i].name.as_str());
+        }
+    } else {
+        for (&i, n) in comp.order.iter().zip(dedupe(comp.order.iter().map(|&i| sanitize(&comp.insts[i].name)))) {
+            names[i] = Cow::Owned(n);
+        }
+    }
+    names
+}
+
+/// Whether `sanitize` would leave `name` as it is.
+fn is_sane(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|c| c.is_ascii_alphanumeric() || b"_.-".contains(&c))
+}
+
+/// The text of the few types last printed: consecutive instructions mostly share a type.
+#[derive(Default)]
+struct TypeCache<'a> {
+    recent: Vec<(&'a Type, String)>,
+    next: usize,
+}
+
+impl<'a> TypeCache<'a> {
+    const SIZE: usize = 8;
+
+    fn push(&mut self, out: &mut String, ty: &'a Type) {
+        if let Some((_, text)) = self.recent.iter().find(|(t, _)| *t == ty) {
+            out.push_str(text);
+            return;
+        }
+        let text = ty.to_string();
+        out.push_str(&text);
+        if self.recent.len() < Self::SIZE {
+            self.recent.push((ty, text));
+        } else {
+            self.recent[self.next] = (ty, text);
+            self.next = (self.next + 1) % Self::SIZE;
+        }
+    }
+}
+
 fn print_computation_into(
     out: &mut String,
     m: &Module,
@@ -96,9 +151,13 @@ fn print_computation_into(
     opts: &PrintOptions,
 ) {
     let comp = m.comp(c);
-    let names: HashMap<InstId, String> =
-        comp.order.iter().copied().zip(dedupe(comp.order.iter().map(|&i| sanitize(&comp.insts[i].name)))).collect();
-    let name_of = |id: InstId| names.get(&id).cloned().unwrap_or_else(|| sanitize(&comp.insts[id].name));
+    let names = instruction_names(comp);
+    let name_of = |id: InstId| -> Cow<'_, str> {
+        match names.get(id) {
+            Some(n) if !n.is_empty() => Cow::Borrowed(n.as_ref()),
+            _ => Cow::Owned(sanitize(&comp.insts[id].name)),
+        }
+    };
     if c == m.entry {
         out.push_str("ENTRY ");
     }
@@ -111,13 +170,20 @@ fn print_computation_into(
     }
     let root_ty = if comp.has_root() { type_without_layout(&comp.root_inst().ty) } else { "()".to_string() };
     let _ = writeln!(out, ") -> {root_ty} {{");
+    let mut types = TypeCache::default();
     for &id in &comp.order {
         let inst = &comp.insts[id];
         out.push_str("  ");
         if comp.has_root() && id == comp.root {
             out.push_str("ROOT ");
         }
-        let _ = write!(out, "%{} = {} {}(", name_of(id), inst.ty, inst.op.hlo_name());
+        out.push('%');
+        out.push_str(&name_of(id));
+        out.push_str(" = ");
+        types.push(out, &inst.ty);
+        out.push(' ');
+        out.push_str(inst.op.hlo_name());
+        out.push('(');
         match &inst.op {
             Op::Parameter(n) => {
                 let _ = write!(out, "{n}");
@@ -128,16 +194,14 @@ fn print_computation_into(
                     if k > 0 {
                         out.push_str(", ");
                     }
-                    let _ = write!(out, "%{}", name_of(o));
+                    out.push('%');
+                    out.push_str(&name_of(o));
                 }
             }
         }
         out.push(')');
         let operand_ty = |k: usize| inst.operands.get(k).map(|&o| &comp.insts[o].ty);
-        for attr in attributes(&inst.op, &operand_ty, comp_names) {
-            out.push_str(", ");
-            out.push_str(&attr);
-        }
+        attributes(out, &inst.op, &operand_ty, comp_names);
         if opts.metadata {
             if let Some(src) = &inst.loc.source {
                 out.push_str(", ");
@@ -158,8 +222,24 @@ fn type_without_layout(t: &Type) -> String {
     }
 }
 
-fn list(v: &[i64]) -> String {
-    format!("{{{}}}", v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","))
+/// `{1,2,3}`.
+struct List<'a>(&'a [i64]);
+
+impl fmt::Display for List<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("{")?;
+        for (i, x) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{x}")?;
+        }
+        f.write_str("}")
+    }
+}
+
+fn list(v: &[i64]) -> List<'_> {
+    List(v)
 }
 
 fn xs(v: &[i64]) -> String {
@@ -233,27 +313,29 @@ fn quote(s: &str) -> String {
 }
 
 /// The attributes after the operand list, in XLA's spelling and order.
+/// Each is written as `, name=value` after what `out` holds.
 fn attributes<'a>(
+    out: &mut String,
     op: &Op,
     operand_ty: &dyn Fn(usize) -> Option<&'a Type>,
     comps: &HashMap<CompId, String>,
-) -> Vec<String> {
-    let c = |id: &CompId| format!("%{}", comps.get(id).map(String::as_str).unwrap_or("unknown"));
-    let mut a = Vec::new();
+) {
+    let c = |id: &CompId| CompName(comps.get(id).map(String::as_str).unwrap_or("unknown"));
+    let mut a = Attrs(out);
     match op {
-        Op::Iota { dim } => a.push(format!("iota_dimension={dim}")),
+        Op::Iota { dim } => a.push_fmt(format_args!("iota_dimension={dim}")),
         Op::Compare { dir, kind } => {
-            a.push(format!("direction={}", dir.name()));
+            a.push_fmt(format_args!("direction={}", dir.name()));
             if let Some(k) = kind {
-                a.push(format!("type={}", k.name()));
+                a.push_fmt(format_args!("type={}", k.name()));
             }
         }
         Op::ReducePrecision { exponent_bits, mantissa_bits } => {
-            a.push(format!("exponent_bits={exponent_bits}"));
-            a.push(format!("mantissa_bits={mantissa_bits}"));
+            a.push_fmt(format_args!("exponent_bits={exponent_bits}"));
+            a.push_fmt(format_args!("mantissa_bits={mantissa_bits}"));
         }
         Op::BroadcastInDim { dims } | Op::Transpose { perm: dims } | Op::Reverse { dims } => {
-            a.push(format!("dimensions={}", list(dims)))
+            a.push_fmt(format_args!("dimensions={}", list(dims)))
         }
         Op::Slice { start, limit, stride } => {
             let ranges: Vec<String> = (0..start.len())
@@ -267,10 +349,10 @@ fn attributes<'a>(
                     }
                 })
                 .collect();
-            a.push(format!("slice={{{}}}", ranges.join(", ")));
+            a.push_fmt(format_args!("slice={{{}}}", ranges.join(", ")));
         }
-        Op::DynamicSlice { sizes } => a.push(format!("dynamic_slice_sizes={}", list(sizes))),
-        Op::Concatenate { dim } => a.push(format!("dimensions={{{dim}}}")),
+        Op::DynamicSlice { sizes } => a.push_fmt(format_args!("dynamic_slice_sizes={}", list(sizes))),
+        Op::Concatenate { dim } => a.push_fmt(format_args!("dimensions={{{dim}}}")),
         Op::Pad { low, high, interior } if !low.is_empty() => {
             let dims: Vec<String> = (0..low.len())
                 .map(|i| {
@@ -282,17 +364,17 @@ fn attributes<'a>(
                     }
                 })
                 .collect();
-            a.push(format!("padding={}", dims.join("x")));
+            a.push_fmt(format_args!("padding={}", dims.join("x")));
         }
         Op::Dot(d) => {
             if !d.lhs_batch.is_empty() {
-                a.push(format!("lhs_batch_dims={}", list(&d.lhs_batch)));
+                a.push_fmt(format_args!("lhs_batch_dims={}", list(&d.lhs_batch)));
             }
-            a.push(format!("lhs_contracting_dims={}", list(&d.lhs_contracting)));
+            a.push_fmt(format_args!("lhs_contracting_dims={}", list(&d.lhs_contracting)));
             if !d.rhs_batch.is_empty() {
-                a.push(format!("rhs_batch_dims={}", list(&d.rhs_batch)));
+                a.push_fmt(format_args!("rhs_batch_dims={}", list(&d.rhs_batch)));
             }
-            a.push(format!("rhs_contracting_dims={}", list(&d.rhs_contracting)));
+            a.push_fmt(format_args!("rhs_contracting_dims={}", list(&d.rhs_contracting)));
         }
         Op::Convolution(cv) => {
             if !cv.dims.kernel_spatial.is_empty() {
@@ -314,99 +396,99 @@ fn attributes<'a>(
             }
             a.push(dim_labels(&cv.dims));
             if cv.feature_group_count != 1 {
-                a.push(format!("feature_group_count={}", cv.feature_group_count));
+                a.push_fmt(format_args!("feature_group_count={}", cv.feature_group_count));
             }
             if cv.batch_group_count != 1 {
-                a.push(format!("batch_group_count={}", cv.batch_group_count));
+                a.push_fmt(format_args!("batch_group_count={}", cv.batch_group_count));
             }
         }
         Op::Reduce { dims, body } => {
-            a.push(format!("dimensions={}", list(dims)));
-            a.push(format!("to_apply={}", c(body)));
+            a.push_fmt(format_args!("dimensions={}", list(dims)));
+            a.push_fmt(format_args!("to_apply={}", c(body)));
         }
         Op::ReduceWindow(w) => {
             if !w.window_dims.is_empty() {
                 a.push(window(&w.window_dims, &w.strides, &w.padding, &w.base_dilations, &w.window_dilations, &[]));
             }
-            a.push(format!("to_apply={}", c(&w.body)));
+            a.push_fmt(format_args!("to_apply={}", c(&w.body)));
         }
         Op::SelectAndScatter(s) => {
             if !s.window_dims.is_empty() {
                 a.push(window(&s.window_dims, &s.strides, &s.padding, &[], &[], &[]));
             }
-            a.push(format!("select={}", c(&s.select)));
-            a.push(format!("scatter={}", c(&s.scatter)));
+            a.push_fmt(format_args!("select={}", c(&s.select)));
+            a.push_fmt(format_args!("scatter={}", c(&s.scatter)));
         }
         Op::Gather(g) => {
-            a.push(format!("offset_dims={}", list(&g.offset_dims)));
-            a.push(format!("collapsed_slice_dims={}", list(&g.collapsed_slice_dims)));
-            a.push(format!("start_index_map={}", list(&g.start_index_map)));
+            a.push_fmt(format_args!("offset_dims={}", list(&g.offset_dims)));
+            a.push_fmt(format_args!("collapsed_slice_dims={}", list(&g.collapsed_slice_dims)));
+            a.push_fmt(format_args!("start_index_map={}", list(&g.start_index_map)));
             if !g.operand_batching_dims.is_empty() || !g.start_indices_batching_dims.is_empty() {
-                a.push(format!("operand_batching_dims={}", list(&g.operand_batching_dims)));
-                a.push(format!("start_indices_batching_dims={}", list(&g.start_indices_batching_dims)));
+                a.push_fmt(format_args!("operand_batching_dims={}", list(&g.operand_batching_dims)));
+                a.push_fmt(format_args!("start_indices_batching_dims={}", list(&g.start_indices_batching_dims)));
             }
-            a.push(format!("index_vector_dim={}", g.index_vector_dim));
-            a.push(format!("slice_sizes={}", list(&g.slice_sizes)));
+            a.push_fmt(format_args!("index_vector_dim={}", g.index_vector_dim));
+            a.push_fmt(format_args!("slice_sizes={}", list(&g.slice_sizes)));
             if g.indices_are_sorted {
-                a.push("indices_are_sorted=true".into());
+                a.push("indices_are_sorted=true");
             }
         }
         Op::Scatter(s) => {
-            a.push(format!("update_window_dims={}", list(&s.update_window_dims)));
-            a.push(format!("inserted_window_dims={}", list(&s.inserted_window_dims)));
-            a.push(format!("scatter_dims_to_operand_dims={}", list(&s.scatter_dims_to_operand_dims)));
+            a.push_fmt(format_args!("update_window_dims={}", list(&s.update_window_dims)));
+            a.push_fmt(format_args!("inserted_window_dims={}", list(&s.inserted_window_dims)));
+            a.push_fmt(format_args!("scatter_dims_to_operand_dims={}", list(&s.scatter_dims_to_operand_dims)));
             if !s.input_batching_dims.is_empty() || !s.scatter_indices_batching_dims.is_empty() {
-                a.push(format!("input_batching_dims={}", list(&s.input_batching_dims)));
-                a.push(format!("scatter_indices_batching_dims={}", list(&s.scatter_indices_batching_dims)));
+                a.push_fmt(format_args!("input_batching_dims={}", list(&s.input_batching_dims)));
+                a.push_fmt(format_args!("scatter_indices_batching_dims={}", list(&s.scatter_indices_batching_dims)));
             }
-            a.push(format!("index_vector_dim={}", s.index_vector_dim));
+            a.push_fmt(format_args!("index_vector_dim={}", s.index_vector_dim));
             if s.indices_are_sorted {
-                a.push("indices_are_sorted=true".into());
+                a.push("indices_are_sorted=true");
             }
             if s.unique_indices {
-                a.push("unique_indices=true".into());
+                a.push("unique_indices=true");
             }
-            a.push(format!("to_apply={}", c(&s.body)));
+            a.push_fmt(format_args!("to_apply={}", c(&s.body)));
         }
         Op::Sort { dim, stable, comparator } => {
-            a.push(format!("dimensions={{{dim}}}"));
+            a.push_fmt(format_args!("dimensions={{{dim}}}"));
             if *stable {
-                a.push("is_stable=true".into());
+                a.push("is_stable=true");
             }
-            a.push(format!("to_apply={}", c(comparator)));
+            a.push_fmt(format_args!("to_apply={}", c(comparator)));
         }
         Op::Map { dims, body } => {
-            a.push(format!("dimensions={}", list(dims)));
-            a.push(format!("to_apply={}", c(body)));
+            a.push_fmt(format_args!("dimensions={}", list(dims)));
+            a.push_fmt(format_args!("to_apply={}", c(body)));
         }
         Op::While { cond, body } => {
-            a.push(format!("condition={}", c(cond)));
-            a.push(format!("body={}", c(body)));
+            a.push_fmt(format_args!("condition={}", c(cond)));
+            a.push_fmt(format_args!("body={}", c(body)));
         }
         Op::Case { branches, branch_operands } => {
             let canonical = branch_operands.iter().enumerate().all(|(i, ops)| ops.as_slice() == [i as u32]);
             let pred = matches!(operand_ty(0), Some(Type::Array(s)) if s.elem == ElementType::Pred);
             if pred && branches.len() == 2 && canonical {
-                a.push(format!("true_computation={}", c(&branches[0])));
-                a.push(format!("false_computation={}", c(&branches[1])));
+                a.push_fmt(format_args!("true_computation={}", c(&branches[0])));
+                a.push_fmt(format_args!("false_computation={}", c(&branches[1])));
             } else {
-                a.push(format!("branch_computations={{{}}}", branches.iter().map(c).collect::<Vec<_>>().join(", ")));
+                a.push_fmt(format_args!("branch_computations={{{}}}", branches.iter().map(|b| c(b).to_string()).collect::<Vec<_>>().join(", ")));
                 if !canonical {
                     let lists: Vec<String> = branch_operands
                         .iter()
-                        .map(|l| list(&l.iter().map(|&i| i as i64).collect::<Vec<_>>()))
+                        .map(|l| list(&l.iter().map(|&i| i as i64).collect::<Vec<_>>()).to_string())
                         .collect();
-                    a.push(format!("branch_operands={{{}}}", lists.join(",")));
+                    a.push_fmt(format_args!("branch_operands={{{}}}", lists.join(",")));
                 }
             }
         }
-        Op::Call { comp } => a.push(format!("to_apply={}", c(comp))),
+        Op::Call { comp } => a.push_fmt(format_args!("to_apply={}", c(comp))),
         Op::Fusion { kind, body } => {
-            a.push(format!("kind={}", kind.hlo_name()));
-            a.push(format!("calls={}", c(body)));
+            a.push_fmt(format_args!("kind={}", kind.hlo_name()));
+            a.push_fmt(format_args!("calls={}", c(body)));
         }
-        Op::GetTupleElement { index } => a.push(format!("index={index}")),
-        Op::RngBitGenerator { algorithm } => a.push(format!(
+        Op::GetTupleElement { index } => a.push_fmt(format_args!("index={index}")),
+        Op::RngBitGenerator { algorithm } => a.push_fmt(format_args!(
             "algorithm={}",
             match algorithm {
                 RngAlgorithm::Default => "rng_default",
@@ -414,7 +496,7 @@ fn attributes<'a>(
                 RngAlgorithm::Philox => "rng_philox",
             }
         )),
-        Op::Rng { distribution } => a.push(format!(
+        Op::Rng { distribution } => a.push_fmt(format_args!(
             "distribution={}",
             match distribution {
                 RngDistribution::Uniform => "rng_uniform",
@@ -422,10 +504,10 @@ fn attributes<'a>(
             }
         )),
         Op::TriangularSolve(t) => {
-            a.push(format!("left_side={}", t.left_side));
-            a.push(format!("lower={}", t.lower));
-            a.push(format!("unit_diagonal={}", t.unit_diagonal));
-            a.push(format!(
+            a.push_fmt(format_args!("left_side={}", t.left_side));
+            a.push_fmt(format_args!("lower={}", t.lower));
+            a.push_fmt(format_args!("unit_diagonal={}", t.unit_diagonal));
+            a.push_fmt(format_args!(
                 "transpose_a={}",
                 match t.transpose_a {
                     Transpose::NoTranspose => "NO_TRANSPOSE",
@@ -434,22 +516,44 @@ fn attributes<'a>(
                 }
             ));
         }
-        Op::Cholesky { lower } => a.push(format!("lower={lower}")),
+        Op::Cholesky { lower } => a.push_fmt(format_args!("lower={lower}")),
         Op::CustomCall(cc) => {
-            a.push(format!("custom_call_target={}", quote(&cc.target)));
+            a.push_fmt(format_args!("custom_call_target={}", quote(&cc.target)));
             if cc.has_side_effect {
-                a.push("custom_call_has_side_effect=true".into());
+                a.push("custom_call_has_side_effect=true");
             }
             for (k, v) in &cc.attrs {
-                a.push(format!("{}={v}", sanitize(k)));
+                a.push_fmt(format_args!("{}={v}", sanitize(k)));
             }
             if !cc.backend_config.is_empty() {
-                a.push(format!("backend_config={}", quote(&cc.backend_config)));
+                a.push_fmt(format_args!("backend_config={}", quote(&cc.backend_config)));
             }
         }
         _ => {}
     }
-    a
+}
+
+/// A computation's name as an attribute value: `%name`.
+struct CompName<'a>(&'a str);
+
+impl fmt::Display for CompName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "%{}", self.0)
+    }
+}
+
+/// Appends attributes to the instruction's line.
+struct Attrs<'o>(&'o mut String);
+
+impl Attrs<'_> {
+    fn push(&mut self, text: impl AsRef<str>) {
+        self.0.push_str(", ");
+        self.0.push_str(text.as_ref());
+    }
+    fn push_fmt(&mut self, args: fmt::Arguments<'_>) {
+        self.0.push_str(", ");
+        let _ = self.0.write_fmt(args);
+    }
 }
 
 /// `metadata={op_name="..." source_file="..." source_line=N [source_column=M]}` from

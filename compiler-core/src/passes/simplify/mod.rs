@@ -136,6 +136,7 @@ pub(crate) const RULES: &[Rule] = rules![
     "dynamic-update-slice-full" => slices::dynamic_update_slice_full,
     "dot-transpose-operand" => dot::dot_transpose_operand,
     "reduce-no-dims" => reduce::reduce_no_dims,
+    "reduce-trivial-dims" => reduce::reduce_trivial_dims,
     "reduce-of-broadcast" => reduce::reduce_of_broadcast,
 ];
 

@@ -1,4 +1,5 @@
-//! Reductions: over no dimensions, and of a broadcast over dimensions the broadcast added.
+//! Reductions: over no dimensions, over size-1 dimensions only, and of a broadcast over
+//! dimensions the broadcast added.
 //!
 //! Both need to know what the body computes; only bodies that are one commutative binary
 //! op of the two parameters (`add`, `max`, ...) qualify, and the init value must be the
@@ -44,6 +45,24 @@ pub(super) fn reduce_no_dims(cx: &mut Ctx, id: InstId) -> Option<Action> {
     }
     let (x, _) = identity_reduce(cx, id)?;
     Some(Action::Use(x))
+}
+
+/// `reduce(x, init, dims=R, body=op) -> reshape(x)` when every dimension in R has size 1
+/// and `init` is the identity of `op`: each result element is `init op x[i]` for the one
+/// element reduced into it, which is `x[i]`. (JAX's `take_along_axis` reduces its mask
+/// over such a dimension; as a reshape it no longer stops the mask from fusing into a
+/// reduction kernel of another shape.)
+pub(super) fn reduce_trivial_dims(cx: &mut Ctx, id: InstId) -> Option<Action> {
+    let Op::Reduce { dims, .. } = cx.op(id) else { return None };
+    if dims.is_empty() {
+        return None;
+    }
+    let (x, _) = identity_reduce(cx, id)?;
+    let xdims = cx.dims(x);
+    if !dims.iter().all(|&d| usize::try_from(d).ok().and_then(|d| xdims.get(d)) == Some(&1)) {
+        return None;
+    }
+    Some(Action::Rewrite { op: Op::Reshape, operands: vec![x] })
 }
 
 /// `reduce(broadcast(x), dims=R, body=max|min|and|or) -> broadcast(x)` over the kept

@@ -130,6 +130,7 @@ fn simplify(m: &Module) -> (Module, PassLog, bool) {
 
 const ADD_F32: &str = "%add (a: f32[], b: f32[]) -> f32[] {\n %a = f32[] parameter(0)\n %b = f32[] parameter(1)\n ROOT %r = f32[] add(%a, %b)\n}\n";
 const MAX_F32: &str = "%max (a: f32[], b: f32[]) -> f32[] {\n %a = f32[] parameter(0)\n %b = f32[] parameter(1)\n ROOT %r = f32[] maximum(%b, %a)\n}\n";
+const AND_PRED: &str = "%and (a: pred[], b: pred[]) -> pred[] {\n %a = pred[] parameter(0)\n %b = pred[] parameter(1)\n ROOT %r = pred[] and(%a, %b)\n}\n";
 const ADD_S32: &str = "%adds (a: s32[], b: s32[]) -> s32[] {\n %a = s32[] parameter(0)\n %b = s32[] parameter(1)\n ROOT %r = s32[] add(%a, %b)\n}\n";
 
 /// Asserts that `rule` fires on the module (`comps` + `body`), that the entry afterwards
@@ -708,6 +709,27 @@ fn reduce_no_dims() {
     // +0.0 + -0.0 is +0.0: an init of +0.0 must stay; so must any other init.
     check_unchanged_with(ADD_F32, "%x = f32[3] parameter(0)\n %z = f32[] constant(0)\n ROOT %r = f32[3] reduce(%x, %z), dimensions={}, to_apply=%add");
     check_unchanged_with(ADD_S32, "%x = s32[3] parameter(0)\n %z = s32[] constant(1)\n ROOT %r = s32[3] reduce(%x, %z), dimensions={}, to_apply=%adds");
+}
+
+#[test]
+fn reduce_trivial_dims() {
+    check_with(
+        ADD_F32,
+        "reduce-trivial-dims",
+        "%x = f32[3,1,2] parameter(0)\n %z = f32[] constant(-0)\n ROOT %r = f32[3,2] reduce(%x, %z), dimensions={1}, to_apply=%add",
+        "%x = f32[3,1,2] parameter(0)\n ROOT %r = f32[3,2] reshape(%x)",
+    );
+    check_with(
+        AND_PRED,
+        "reduce-trivial-dims",
+        "%x = pred[6,1,1] parameter(0)\n %t = pred[] constant(true)\n ROOT %r = pred[6] reduce(%x, %t), dimensions={1,2}, to_apply=%and",
+        "%x = pred[6,1,1] parameter(0)\n ROOT %r = pred[6] reshape(%x)",
+    );
+    // +0.0 is not the identity of float add (+0.0 + -0.0 is +0.0); a dimension of size 2
+    // really reduces; a dimension of size 0 makes every result element the init.
+    check_unchanged_with(ADD_F32, "%x = f32[3,1] parameter(0)\n %z = f32[] constant(0)\n ROOT %r = f32[3] reduce(%x, %z), dimensions={1}, to_apply=%add");
+    check_unchanged_with(ADD_F32, "%x = f32[3,2] parameter(0)\n %z = f32[] constant(-0)\n ROOT %r = f32[3] reduce(%x, %z), dimensions={1}, to_apply=%add");
+    check_unchanged_with(ADD_F32, "%x = f32[3,0] parameter(0)\n %z = f32[] constant(-0)\n ROOT %r = f32[3] reduce(%x, %z), dimensions={1}, to_apply=%add");
 }
 
 #[test]

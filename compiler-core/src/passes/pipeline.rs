@@ -23,7 +23,7 @@ use super::{Decision, Pass, PassLog, Rewrite};
 use crate::cost::{self, Profile};
 use crate::ir::{Computation, InstId, Module, Op, Type};
 use cranelift_entity::SecondaryMap;
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -101,7 +101,9 @@ pub struct Snapshot {
     pub changed: bool,
     /// HLO text (empty when snapshots are off).
     pub text: String,
-    pub graph: Graph,
+    /// Shared with the previous snapshot when the pass changed nothing (a graph of a
+    /// large module is costly to copy); serialized as the graph itself.
+    pub graph: Arc<Graph>,
     pub changes: Changes,
     pub rewrites: Vec<Rewrite>,
     pub decisions: Vec<Decision>,
@@ -109,7 +111,7 @@ pub struct Snapshot {
     /// The entry's instruction signatures, for the next snapshot's `changes` (shared
     /// with the next snapshot when a pass changes nothing).
     #[serde(skip)]
-    signatures: Arc<BTreeMap<String, String>>,
+    signatures: Arc<HashMap<String, String>>,
 }
 
 /// Instructions of the entry computation, by name, compared with the previous snapshot.
@@ -347,7 +349,7 @@ pub fn run_pipeline_observed(
                 pass: pass.name().to_string(),
                 changed,
                 text: previous.text.clone(),
-                graph: previous.graph.clone(),
+                graph: Arc::clone(&previous.graph),
                 changes: Changes::default(),
                 rewrites: log.rewrites,
                 decisions: log.decisions,
@@ -400,7 +402,7 @@ fn snapshot(
         pass: pass.to_string(),
         changed,
         text,
-        graph,
+        graph: Arc::new(graph),
         changes,
         rewrites: log.rewrites,
         decisions: log.decisions,
@@ -410,7 +412,7 @@ fn snapshot(
 }
 
 /// What identifies an instruction's computation: op, attributes, operand names, type.
-fn entry_signatures(module: &Module) -> BTreeMap<String, String> {
+fn entry_signatures(module: &Module) -> HashMap<String, String> {
     use std::fmt::Write;
     let comp = module.entry_comp();
     comp.order
@@ -431,7 +433,8 @@ fn entry_signatures(module: &Module) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn diff_signatures(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) -> Changes {
+/// The changes between two signature maps, each list sorted by name.
+fn diff_signatures(before: &HashMap<String, String>, after: &HashMap<String, String>) -> Changes {
     let mut changes = Changes::default();
     for (name, sig) in after {
         match before.get(name) {
@@ -441,6 +444,9 @@ fn diff_signatures(before: &BTreeMap<String, String>, after: &BTreeMap<String, S
         }
     }
     changes.removed = before.keys().filter(|n| !after.contains_key(*n)).cloned().collect();
+    changes.added.sort_unstable();
+    changes.rewritten.sort_unstable();
+    changes.removed.sort_unstable();
     changes
 }
 
@@ -478,43 +484,46 @@ fn type_texts(comp: &Computation) -> SecondaryMap<InstId, String> {
 /// Adds `comp`'s instructions (ids prefixed with `prefix`) to `graph`; its parameters
 /// stand for `params_as` (node ids of the fusion's operands) when it is a fusion body.
 fn add_computation(module: &Module, comp: &Computation, prefix: &str, group: Option<&str>, params_as: &[String], graph: &mut Graph) {
-    // Each instruction's node id (an index into `ids`; parameters of a fusion body
-    // stand for the fusion's operands).
-    let mut ids: Vec<String> = Vec::with_capacity(comp.order.len());
-    let mut id_of: SecondaryMap<InstId, u32> = SecondaryMap::with_default(u32::MAX);
+    /// Where an instruction's node id is: a node of `graph`, or one of `params_as`.
+    #[derive(Copy, Clone)]
+    enum At {
+        Missing,
+        Node(usize),
+        Outer(usize),
+    }
+    let mut at: SecondaryMap<InstId, At> = SecondaryMap::with_default(At::Missing);
+    let id_text = |graph: &Graph, at: At| -> Option<String> {
+        match at {
+            At::Node(k) => Some(graph.nodes[k].id.clone()),
+            At::Outer(k) => Some(params_as[k].clone()),
+            At::Missing => None,
+        }
+    };
     let types = type_texts(comp);
+    let mut loc = String::new();
     for &id in &comp.order {
         let inst = comp.inst(id);
         if let (Op::Parameter(n), Some(_)) = (&inst.op, group) {
-            if let Some(outer) = params_as.get(*n as usize) {
-                id_of[id] = ids.len() as u32;
-                ids.push(outer.clone());
+            if (*n as usize) < params_as.len() {
+                at[id] = At::Outer(*n as usize);
                 continue;
             }
         }
-        let nid = format!("{prefix}{}", inst.name);
-        id_of[id] = ids.len() as u32;
-        ids.push(nid.clone());
+        let mut nid = String::with_capacity(prefix.len() + inst.name.len());
+        nid.push_str(prefix);
+        nid.push_str(&inst.name);
         let (dtype, shape) = dtype_and_dims(&inst.ty);
         let own_group = match &inst.op {
             Op::Fusion { .. } if group.is_none() => Some(inst.name.clone()),
             _ => group.map(str::to_string),
         };
-        graph.nodes.push(Node {
-            id: nid.clone(),
-            name: inst.name.clone(),
-            op: inst.op.hlo_name().to_string(),
-            dtype,
-            shape,
-            fusion_group: own_group,
-            loc: inst.loc.to_string(),
-            source: inst.loc.source.as_deref().map(str::to_string),
-        });
+        {
+            use std::fmt::Write;
+            loc.clear();
+            let _ = write!(loc, "{}", inst.loc);
+        }
         for &o in &inst.operands {
-            let from = match id_of.get(o).copied() {
-                Some(k) if k != u32::MAX => ids[k as usize].clone(),
-                _ => format!("{prefix}{}", comp.inst(o).name),
-            };
+            let from = id_text(graph, at[o]).unwrap_or_else(|| format!("{prefix}{}", comp.inst(o).name));
             let ty = &comp.inst(o).ty;
             let shape = match types.get(o) {
                 Some(t) if !t.is_empty() => t.clone(),
@@ -522,16 +531,21 @@ fn add_computation(module: &Module, comp: &Computation, prefix: &str, group: Opt
             };
             graph.edges.push(Edge { from, to: nid.clone(), shape, bytes: ty.byte_size() as u64 });
         }
+        at[id] = At::Node(graph.nodes.len());
+        graph.nodes.push(Node {
+            id: nid,
+            name: inst.name.clone(),
+            op: inst.op.hlo_name().to_string(),
+            dtype,
+            shape,
+            fusion_group: own_group,
+            loc: loc.clone(),
+            source: inst.loc.source.as_deref().map(str::to_string),
+        });
         if let (Op::Fusion { body, .. }, None) = (&inst.op, group) {
-            let operands: Vec<String> = inst
-                .operands
-                .iter()
-                .map(|&o| match id_of.get(o).copied() {
-                    Some(k) if k != u32::MAX => ids[k as usize].clone(),
-                    _ => String::new(),
-                })
-                .collect();
-            add_computation(module, module.comp(*body), &format!("{nid}/"), Some(&inst.name), &operands, graph);
+            let operands: Vec<String> = inst.operands.iter().map(|&o| id_text(graph, at[o]).unwrap_or_default()).collect();
+            let inner_prefix = format!("{}/", graph.nodes[graph.nodes.len() - 1].id);
+            add_computation(module, module.comp(*body), &inner_prefix, Some(&inst.name), &operands, graph);
         }
     }
 }

@@ -288,10 +288,12 @@ impl<'a> Fuser<'a> {
         self.users = users;
     }
 
-    /// Distinct users of `id`, in program order.
+    /// Distinct users of `id`, in program order. (A user's uses sit next to each other
+    /// in the list, which is kept in program order.)
     fn users_of(&self, id: InstId) -> Vec<InstId> {
-        let mut seen = HashSet::new();
-        self.users.get(&id).map(|us| us.iter().copied().filter(|u| seen.insert(*u)).collect()).unwrap_or_default()
+        let mut us = self.users.get(&id).cloned().unwrap_or_default();
+        us.dedup();
+        us
     }
 
     fn new_cluster(&mut self, id: InstId) -> usize {

@@ -209,6 +209,31 @@ fn snapshots_record_each_pass() {
         assert!(fused.graph.nodes.iter().any(|n| n.id == e.from), "edge from unknown node {}", e.from);
         assert!(fused.graph.nodes.iter().any(|n| n.id == e.to), "edge to unknown node {}", e.to);
     }
+    // A pass that changed nothing shows the previous snapshot's module, and no changes.
+    let unchanged = snaps.iter().position(|s| !s.changed).expect("some pass leaves softmax as it is");
+    let (before, same) = (&snaps[unchanged - 1], &snaps[unchanged]);
+    assert_eq!((&same.text, &same.graph, &same.cost), (&before.text, &before.graph, &before.cost));
+    assert_eq!(same.changes, Default::default());
+    // Each snapshot's peak memory is buffer assignment's.
+    let last = snaps.last().unwrap();
+    assert_eq!(last.cost.peak_memory_bytes, hloscope_core::passes::buffers::assign_buffers(&module).peak_bytes);
+}
+
+/// cross_entropy (log-softmax, a label pick, the batch mean) in XLA's 3 kernels and 872
+/// bytes: the row max (reads the f32[6,10] logits, 240 B, writes f32[6], 24 B), the
+/// log-sum-exp (reads logits and max, writes f32[6]: 288 B), and one reduction kernel for
+/// the pick and the mean (reads logits, max, log-sum and the s32[6] labels, writes the
+/// f32[] loss: 240 + 3 * 24 + 4 = 316 B). Before `reduce-trivial-dims`, the mask's
+/// reduce over a size-1 dimension kept the pick out of the mean's kernel (4 kernels, 920 B).
+#[test]
+fn cross_entropy_fuses_like_xla() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../backend/tests/corpus/cross_entropy/module.mlir");
+    let mut module = hloscope_core::parse::parse_module(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let snaps = run_pipeline(&mut module, &PipelineConfig::default()).unwrap();
+    let cost = &snaps.last().unwrap().cost;
+    assert_eq!((cost.kernels, cost.bytes_moved), (3, 268 + 288 + 316));
+    let simplify = snaps.iter().find(|s| s.pass == "simplify").unwrap();
+    assert!(simplify.rewrites.iter().any(|r| r.rule == "reduce-trivial-dims"), "{:?}", simplify.rewrites);
 }
 
 #[test]

@@ -658,6 +658,7 @@ mod tests {
                 assert_eq!(ba.slot(&u).unwrap().in_place_of, None);
             } else {
                 assert_eq!((ba.peak_bytes, ba.temp_allocation_count()), (256, 1));
+                assert_eq!(peak_bytes(&module), 256);
                 assert_eq!(ba.slot(&u).unwrap().in_place_of.as_deref(), Some(a.as_str()));
                 assert!(ba.allocations[ba.slot(&u).unwrap().allocation].live_out);
             }
@@ -692,6 +693,7 @@ mod tests {
         assert_ne!(ba.leaves[&name(4)], vec![a]);
         assert!(!ba.leaves.contains_key(&name(6)));
         assert_eq!(ba.peak_bytes, 32);
+        assert_eq!(peak_bytes(&module), 32);
         assert!(ba.allocations[ba.values[a].allocation].live_out);
         let empty = assign_buffers(&crate::ir::Module::new("empty"));
         assert_eq!(empty.allocation_count(), 0);

@@ -447,3 +447,32 @@ ENTRY %main (x: s8[6,4], i: u32[3,2], u: s8[3,2,3]) -> s8[6,4] {
         ]);
     }
 }
+
+#[test]
+fn convolution_with_an_epilogue_and_a_max_pool() {
+    // conv -> relu -> 2x2 max pool, as a small CNN layer; nothing is interpreted.
+    let hlo = "HloModule m
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(%a, %b)
+}
+ENTRY %main (x: f32[2,6,6,3], k: f32[3,3,3,4], b: f32[4]) -> f32[2,3,3,4] {
+  %x = f32[2,6,6,3] parameter(0)
+  %k = f32[3,3,3,4] parameter(1)
+  %b = f32[4] parameter(2)
+  %c = f32[2,6,6,4] convolution(%x, %k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  %bb = f32[2,6,6,4] broadcast(%b), dimensions={3}
+  %s = f32[2,6,6,4] add(%c, %bb)
+  %z = f32[] constant(0)
+  %zb = f32[2,6,6,4] broadcast(%z), dimensions={}
+  %r = f32[2,6,6,4] maximum(%s, %zb)
+  %ninf = f32[] constant(-inf)
+  ROOT %p = f32[2,3,3,4] reduce-window(%r, %ninf), window={size=1x2x2x1 stride=1x2x2x1}, to_apply=%max
+}";
+    let mut rng = Rng(31337);
+    for _ in 0..3 {
+        let (_, kinds) = run_close(hlo, &[rng.f32s(&[2, 6, 6, 3]), rng.f32s(&[3, 3, 3, 4]), rng.f32s(&[4])], 1e-5);
+        assert!(kinds.iter().all(|k| !matches!(k, KernelKind::Opaque { .. })), "{kinds:?}");
+    }
+}

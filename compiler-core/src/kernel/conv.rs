@@ -18,7 +18,7 @@
 
 use super::elemental::{Builder, Elemental, Idx, IdxId, Node, Output};
 use super::{BufferId, DotSpec, Kernel, KernelBody, KernelKind, Planner};
-use crate::ir::{ConvAttrs, ElementType, InstId, Op, Scalar, Shape};
+use crate::ir::{Computation, ConvAttrs, ElementType, InstId, Op, Scalar, Shape};
 use std::collections::HashMap;
 
 /// The sizes a convolution's kernels need, after checking the attributes fit.
@@ -110,9 +110,20 @@ fn geometry(c: &ConvAttrs, lhs: &Shape, rhs: &Shape, out: &Shape) -> Result<Geom
 }
 
 impl<'m> Planner<'m> {
-    /// Plans convolution `id` (operands in `lhs`, `rhs`) writing `output`.
-    pub(super) fn convolution(&mut self, id: InstId, lhs: BufferId, rhs: BufferId, output: BufferId) -> Result<(), String> {
-        let comp = self.module.comp(self.comp);
+    /// Plans convolution `id` of `comp` (operands in `lhs`, `rhs`) writing `output`, as
+    /// kernels named `name` coming from entry instruction `source` (the convolution, or
+    /// the fusion holding it).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn convolution(
+        &mut self,
+        name: &str,
+        source: InstId,
+        comp: &Computation,
+        id: InstId,
+        lhs: BufferId,
+        rhs: BufferId,
+        output: BufferId,
+    ) -> Result<(), String> {
         let inst = comp.inst(id);
         let Op::Convolution(c) = &inst.op else { return Err("not a convolution".into()) };
         let ls = self.plan.buffers[lhs].shape.clone();
@@ -174,7 +185,7 @@ impl<'m> Planner<'m> {
         b.e.outputs.push(Output { expr: value, inner: false, elem });
         b.e.input_elems = vec![elem];
         let patches = self.buffer(Shape::new(elem, vec![g.groups, m, kc]), format!("{}.patches", inst.name));
-        self.push_loop(inst.name.clone(), id, b.e, vec![lhs], patches);
+        self.push_loop(name.to_string(), source, b.e, vec![lhs], patches);
 
         // The kernel as [g, (k..., ci), co]: the dot permutes it itself when G == 1.
         let mut rhs_perm: Vec<usize> = dn.kernel_spatial.iter().map(|&d| d as usize).collect();
@@ -202,7 +213,7 @@ impl<'m> Planner<'m> {
             b.e.outputs.push(Output { expr: load, inner: false, elem });
             b.e.input_elems = vec![elem];
             let w = self.buffer(Shape::new(elem, vec![g.groups, kc, g.cout]), format!("{}.weights", inst.name));
-            self.push_loop(inst.name.clone(), id, b.e, vec![rhs], w);
+            self.push_loop(name.to_string(), source, b.e, vec![rhs], w);
             (w, vec![0, 1, 2])
         };
 
@@ -226,8 +237,8 @@ impl<'m> Planner<'m> {
             elem,
         };
         self.plan.kernels.push(Kernel {
-            name: inst.name.clone(),
-            source: id,
+            name: name.to_string(),
+            source,
             kind: KernelKind::Dot,
             inputs: vec![patches, weights],
             outputs: vec![product],
@@ -252,7 +263,7 @@ impl<'m> Planner<'m> {
         let load = b.node(Node::Load { input: 0, linear }, elem);
         b.e.outputs.push(Output { expr: load, inner: false, elem });
         b.e.input_elems = vec![elem];
-        self.push_loop(inst.name.clone(), id, b.e, vec![product], output);
+        self.push_loop(name.to_string(), source, b.e, vec![product], output);
         Ok(())
     }
 

@@ -384,11 +384,16 @@ impl<'m> Planner<'m> {
                 if roots.len() != outputs.len() {
                     return Err("fusion outputs do not match its type".into());
                 }
-                // A dot inside (output fusion): GEMM into a temporary, then the epilogue.
-                let dots: Vec<InstId> =
-                    body_comp.order.iter().copied().filter(|&m| matches!(body_comp.inst(m).op, Op::Dot(_))).collect();
+                // A dot or convolution inside (output fusion): GEMM into a temporary, then
+                // the epilogue.
+                let dots: Vec<InstId> = body_comp
+                    .order
+                    .iter()
+                    .copied()
+                    .filter(|&m| matches!(body_comp.inst(m).op, Op::Dot(_) | Op::Convolution(_)))
+                    .collect();
                 if dots.len() > 1 {
-                    return Err("more than one dot in a fusion".into());
+                    return Err("more than one dot or convolution in a fusion".into());
                 }
                 if let Some(&d) = dots.first() {
                     let dinst = body_comp.inst(d);
@@ -399,11 +404,23 @@ impl<'m> Planner<'m> {
                         .collect::<Option<_>>()
                         .ok_or("a dot whose operands are computed inside the fusion")?;
                     let dshape = dinst.ty.as_array().ok_or("a dot must produce an array")?.clone();
-                    if roots == [d] {
-                        return self.dot(inst.name.clone(), id, body_comp, d, ins, outputs[0]);
+                    let conv = matches!(dinst.op, Op::Convolution(_));
+                    if conv && ins.len() != 2 {
+                        return Err("malformed convolution".into());
                     }
-                    let tmp = self.buffer(dshape, format!("{}.dot", inst.name));
-                    self.dot(inst.name.clone(), id, body_comp, d, ins, tmp)?;
+                    if roots == [d] {
+                        return if conv {
+                            self.convolution(&inst.name, id, body_comp, d, ins[0], ins[1], outputs[0])
+                        } else {
+                            self.dot(inst.name.clone(), id, body_comp, d, ins, outputs[0])
+                        };
+                    }
+                    let tmp = self.buffer(dshape, format!("{}.{}", inst.name, if conv { "conv" } else { "dot" }));
+                    if conv {
+                        self.convolution(&inst.name, id, body_comp, d, ins[0], ins[1], tmp)?;
+                    } else {
+                        self.dot(inst.name.clone(), id, body_comp, d, ins, tmp)?;
+                    }
                     slots.insert(d, inputs.len() as u32);
                     inputs.push(tmp);
                 }
@@ -492,7 +509,7 @@ impl<'m> Planner<'m> {
                 if ins.len() != 2 || outputs.len() != 1 {
                     return Err("malformed convolution".into());
                 }
-                self.convolution(id, ins[0], ins[1], outputs[0])
+                self.convolution(&inst.name, id, comp, id, ins[0], ins[1], outputs[0])
             }
             op if op.is_elementwise()
                 || op.is_data_movement()

@@ -732,7 +732,11 @@ impl<'c> Builder<'c> {
             }
             Op::DynamicSlice { sizes } => {
                 let from = self.shape_of(ops[0])?;
-                if sizes.len() != from.rank() || ops.len() != 1 + from.rank() || sizes != &shape.dims {
+                if sizes.len() != from.rank()
+                    || ops.len() != 1 + from.rank()
+                    || sizes != &shape.dims
+                    || sizes.iter().zip(&from.dims).any(|(&s, &n)| s < 0 || s > n)
+                {
                     return Err("malformed dynamic-slice".into());
                 }
                 let mut src = Vec::with_capacity(at.len());

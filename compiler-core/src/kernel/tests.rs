@@ -106,20 +106,21 @@ ENTRY %main (a: f32[2,3], b: f32[3,4]) -> f32[2,4] {
 
 #[test]
 fn ops_without_an_elemental_form_are_opaque_with_a_reason() {
+    // A Cholesky factorization, and an integer convolution (only f32/f64 go to GEMM).
     let p = planned(
         "HloModule m
-%lt (a: f32[], b: f32[]) -> pred[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %c = pred[] compare(%a, %b), direction=LT
-}
-ENTRY %main (x: f32[5]) -> f32[5] {
-  %x = f32[5] parameter(0)
-  ROOT %s = f32[5] sort(%x), dimensions={0}, to_apply=%lt
+ENTRY %main (x: f32[2,2], a: s32[1,4,1], k: s32[2,1,1]) -> (f32[2,2], s32[1,3,1]) {
+  %x = f32[2,2] parameter(0)
+  %a = s32[1,4,1] parameter(1)
+  %k = s32[2,1,1] parameter(2)
+  %c = f32[2,2] cholesky(%x), cholesky_options={lower=true}
+  %v = s32[1,3,1] convolution(%a, %k), window={size=2}, dim_labels=b0f_0io->b0f
+  ROOT %t = (f32[2,2], s32[1,3,1]) tuple(%c, %v)
 }",
     );
-    assert_eq!(p.counts(), (0, 1));
-    assert!(p.summary().contains("sort is not compiled"), "{}", p.summary());
+    assert_eq!(p.counts(), (0, 2));
+    assert!(p.summary().contains("cholesky is not compiled"), "{}", p.summary());
+    assert!(p.summary().contains("is not an f32/f64 GEMM"), "{}", p.summary());
 }
 
 #[test]

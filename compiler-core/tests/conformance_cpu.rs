@@ -1,5 +1,6 @@
 //! The conformance corpus's testdata programs that use only ops the CPU target compiles
-//! (elementwise, data movement, reduce, dot, while, the chlo ops that decompose into them), run
+//! (elementwise, data movement, reduce, dot, while, dynamic slices, gather, reduce-window,
+//! sort, scatter, convolution, the chlo ops that decompose into them), run
 //! on the CPU target after fusion, with the corpus's own `check.*` expectations.
 //!
 //! Programs the interpreter itself does not pass (`conformance/expected_failures.txt`)
@@ -38,7 +39,8 @@ const COMPILED_OPS: &[&str] = &[
     "shift_right_arithmetic", "transpose", "remainder", "sqrt", "reverse", "clamp", "sign", "power", "not",
     "log_plus_one", "atan2", "popcnt", "tanh", "sine", "cosine", "rsqrt", "round_nearest_afz",
     "round_nearest_even", "is_finite", "floor", "ceil", "exponential_minus_one", "cbrt", "reduce",
-    "dot_general", "count_leading_zeros", "logistic", "while",
+    "dot_general", "count_leading_zeros", "logistic", "while", "dynamic_slice", "dynamic_update_slice", "gather",
+    "reduce_window", "sort", "scatter", "convolution",
 ];
 
 fn selected(dir: &Path) -> Vec<String> {

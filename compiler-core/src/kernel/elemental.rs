@@ -17,8 +17,11 @@
 //! when `0 <= x < n`, `(a*k + b) / k` is `a` when `0 <= b < k`, `(x/k)*k + x%k` is `x`),
 //! so a reshape that only splits or merges dimensions costs no division.
 //!
-//! Ops the layer does not describe (gather, dynamic slices, sort, ...) make the builder
-//! fail with a reason; the plan then runs that kernel in the interpreter.
+//! Dynamic slices, dynamic update slices and gathers read their start indices from
+//! data: an [`Idx::Data`] index wraps a loaded integer, clamped as XLA clamps starts.
+//!
+//! Ops the layer does not describe (sort, scatter, ...) make the builder fail with a
+//! reason; the plan then runs that kernel in the interpreter.
 
 use crate::ir::{
     BinaryOp, CmpDir, CmpKind, Computation, ElementType, InstId, Literal, Module, Op, Scalar, Shape, Type, UnaryOp,
@@ -46,8 +49,12 @@ pub enum Idx {
     /// Remainder by a positive constant.
     Rem(IdxId, i64),
     /// Clamped into `[lo, hi]`: keeps the address of a load that a select will discard
-    /// in bounds (concatenate, pad).
+    /// in bounds (concatenate, pad), and clamps data-dependent start indices.
     Clamp(IdxId, i64, i64),
+    /// A data-dependent index: the value of integer (or pred) expression `e` as an i64,
+    /// unsigned values above `i64::MAX` saturating to it (dynamic slices, gather). Always
+    /// used under a `Clamp`, as XLA clamps start indices so the window fits.
+    Data(ExprId),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -186,6 +193,7 @@ pub fn build(
         .iter()
         .map(|&r| match comp.inst(r).op {
             Op::Reduce { body, .. } => module.comp(body),
+            Op::ReduceWindow(ref a) => module.comp(a.body),
             _ => unreachable!("reduce_bodies returns reduces"),
         })
         .collect();
@@ -193,14 +201,30 @@ pub fn build(
     Ok((e, extra))
 }
 
+/// The values an [`Idx::Data`] of element type `elem` takes.
+fn data_range(elem: ElementType) -> (i64, i64) {
+    use ElementType::*;
+    match elem {
+        Pred => (0, 1),
+        S8 => (i8::MIN as i64, i8::MAX as i64),
+        S16 => (i16::MIN as i64, i16::MAX as i64),
+        S32 => (i32::MIN as i64, i32::MAX as i64),
+        U8 => (0, u8::MAX as i64),
+        U16 => (0, u16::MAX as i64),
+        U32 => (0, u32::MAX as i64),
+        U64 => (0, i64::MAX),
+        _ => (i64::MIN, i64::MAX),
+    }
+}
+
 fn array_shape(ty: &Type) -> Result<&Shape, String> {
     ty.as_array().ok_or_else(|| format!("a kernel value must be an array, got {ty}"))
 }
 
-struct Builder<'c> {
+pub(crate) struct Builder<'c> {
     comp: &'c Computation,
     slots: HashMap<InstId, u32>,
-    e: Elemental,
+    pub(crate) e: Elemental,
     idx_memo: HashMap<Idx, IdxId>,
     /// (instruction, index, outer region) -> value.
     memo: HashMap<(InstId, Vec<IdxId>), ExprId>,
@@ -210,7 +234,7 @@ struct Builder<'c> {
 }
 
 impl<'c> Builder<'c> {
-    fn new(comp: &'c Computation, slots: HashMap<InstId, u32>) -> Builder<'c> {
+    pub(crate) fn new(comp: &'c Computation, slots: HashMap<InstId, u32>) -> Builder<'c> {
         Builder {
             comp,
             slots,
@@ -254,12 +278,31 @@ impl<'c> Builder<'c> {
                 continue;
             }
             let inst = self.comp.inst(id);
-            if matches!(inst.op, Op::Reduce { .. }) {
+            if matches!(inst.op, Op::Reduce { .. } | Op::ReduceWindow(_)) {
                 reduces.push(id);
             }
             stack.extend(inst.operands.iter().copied());
         }
         reduces.sort();
+        if let Some(&w) = reduces.iter().find(|&&r| matches!(self.comp.inst(r).op, Op::ReduceWindow(_))) {
+            // A reduce-window: the output dims, then the window dims (reduced).
+            if reduces.len() > 1 {
+                return Err("a reduce-window shares its kernel with another reduction".into());
+            }
+            let inst = self.comp.inst(w);
+            let Op::ReduceWindow(a) = &inst.op else { unreachable!("found above") };
+            let out = match &inst.ty {
+                Type::Tuple(ts) => array_shape(ts.first().ok_or("reduce-window without results")?)?.dims.clone(),
+                t => array_shape(t)?.dims.clone(),
+            };
+            if a.window_dims.len() != out.len() {
+                return Err("malformed reduce-window".into());
+            }
+            self.e.space = out.iter().chain(&a.window_dims).copied().collect();
+            self.e.reduced = (0..2 * out.len()).map(|v| v >= out.len()).collect();
+            self.reduce_of.insert(w, 0);
+            return Ok(());
+        }
         if reduces.is_empty() {
             let first = array_shape(&self.comp.inst(outputs[0]).ty)?.dims.clone();
             for &o in outputs {
@@ -310,7 +353,7 @@ impl<'c> Builder<'c> {
         self.e.idx_range[i.0 as usize]
     }
 
-    fn idx(&mut self, node: Idx) -> IdxId {
+    pub(crate) fn idx(&mut self, node: Idx) -> IdxId {
         let node = self.simplify(node);
         if let Some(&id) = self.idx_memo.get(&node) {
             return id;
@@ -318,13 +361,14 @@ impl<'c> Builder<'c> {
         let r = match &node {
             Idx::Var(v) => (0, (self.e.space[*v as usize] - 1).max(0)),
             Idx::Const(c) => (*c, *c),
+            // Saturating: a data index may span all of i64 (it is clamped before use).
             Idx::Add(a, b) => {
                 let (ra, rb) = (self.range(*a), self.range(*b));
-                (ra.0 + rb.0, ra.1 + rb.1)
+                (ra.0.saturating_add(rb.0), ra.1.saturating_add(rb.1))
             }
             Idx::Mul(a, k) => {
                 let ra = self.range(*a);
-                let (x, y) = (ra.0 * k, ra.1 * k);
+                let (x, y) = (ra.0.saturating_mul(*k), ra.1.saturating_mul(*k));
                 (x.min(y), x.max(y))
             }
             Idx::Div(a, k) => {
@@ -340,6 +384,7 @@ impl<'c> Builder<'c> {
                 }
             }
             Idx::Clamp(_, lo, hi) => (*lo, *hi),
+            Idx::Data(e) => data_range(self.e.nodes[e.0 as usize].elem),
         };
         let id = IdxId(self.e.idx.len() as u32);
         self.e.idx.push(node.clone());
@@ -426,19 +471,19 @@ impl<'c> Builder<'c> {
         }
     }
 
-    fn add(&mut self, a: IdxId, b: IdxId) -> IdxId {
+    pub(crate) fn add(&mut self, a: IdxId, b: IdxId) -> IdxId {
         self.idx(Idx::Add(a, b))
     }
-    fn konst(&mut self, c: i64) -> IdxId {
+    pub(crate) fn konst(&mut self, c: i64) -> IdxId {
         self.idx(Idx::Const(c))
     }
-    fn add_const(&mut self, a: IdxId, c: i64) -> IdxId {
+    pub(crate) fn add_const(&mut self, a: IdxId, c: i64) -> IdxId {
         let k = self.konst(c);
         self.add(a, k)
     }
 
     /// Row-major linear index of `index` in an array of dimensions `dims`.
-    fn linearize(&mut self, index: &[IdxId], dims: &[i64]) -> IdxId {
+    pub(crate) fn linearize(&mut self, index: &[IdxId], dims: &[i64]) -> IdxId {
         let strides = Shape::new(ElementType::F32, dims.to_vec()).strides();
         let mut acc = self.konst(0);
         for (&i, &s) in index.iter().zip(&strides) {
@@ -449,7 +494,7 @@ impl<'c> Builder<'c> {
     }
 
     /// The multi-index of row-major position `linear` in dimensions `dims`.
-    fn delinearize(&mut self, linear: IdxId, dims: &[i64]) -> Vec<IdxId> {
+    pub(crate) fn delinearize(&mut self, linear: IdxId, dims: &[i64]) -> Vec<IdxId> {
         let strides = Shape::new(ElementType::F32, dims.to_vec()).strides();
         dims.iter()
             .zip(&strides)
@@ -463,7 +508,7 @@ impl<'c> Builder<'c> {
 
     // ---- value expressions ----
 
-    fn node(&mut self, node: Node, elem: ElementType) -> ExprId {
+    pub(crate) fn node(&mut self, node: Node, elem: ElementType) -> ExprId {
         // Structural sharing of identical nodes (a broadcast scalar read by many ops).
         let id = ExprId(self.e.nodes.len() as u32);
         self.e.nodes.push(Expr { node, elem });
@@ -672,7 +717,7 @@ impl<'c> Builder<'c> {
                     Some(p) => self.node(Node::Select { pred: p, on_true: v, on_false: pad_value }, elem),
                 }
             }
-            Op::Reduce { .. } => {
+            Op::Reduce { .. } | Op::ReduceWindow(_) => {
                 if !outer {
                     return Err("a reduce result used inside its own loop".into());
                 }
@@ -680,16 +725,254 @@ impl<'c> Builder<'c> {
             }
             Op::GetTupleElement { index } => {
                 let src = ops[0];
-                if !matches!(comp.inst(src).op, Op::Reduce { .. }) || !outer {
+                if !matches!(comp.inst(src).op, Op::Reduce { .. } | Op::ReduceWindow(_)) || !outer {
                     return Err("get-tuple-element of something other than a reduce".into());
                 }
                 self.reduce_value(src, *index)?
             }
+            Op::DynamicSlice { sizes } => {
+                let from = self.shape_of(ops[0])?;
+                if sizes.len() != from.rank()
+                    || ops.len() != 1 + from.rank()
+                    || sizes != &shape.dims
+                    || sizes.iter().zip(&from.dims).any(|(&s, &n)| s < 0 || s > n)
+                {
+                    return Err("malformed dynamic-slice".into());
+                }
+                let mut src = Vec::with_capacity(at.len());
+                for d in 0..at.len() {
+                    let s = self.start_index(ops[1 + d], &[], from.dims[d] - sizes[d], outer)?;
+                    src.push(self.add(at[d], s));
+                }
+                self.eval(ops[0], &src, outer)?
+            }
+            Op::DynamicUpdateSlice => {
+                // select(inside the window, update[i - start], operand[i]).
+                let upd = self.shape_of(ops[1])?;
+                if upd.rank() != shape.rank() || ops.len() != 2 + shape.rank() || upd.elem != elem {
+                    return Err("malformed dynamic-update-slice".into());
+                }
+                let base = self.eval(ops[0], at, outer)?;
+                if upd.dims.iter().zip(&shape.dims).any(|(&u, &n)| u > n) {
+                    return Err("dynamic-update-slice with an update larger than its operand".into());
+                }
+                if upd.num_elements() == 0 {
+                    base
+                } else {
+                    let mut src = Vec::with_capacity(at.len());
+                    let mut inside: Option<ExprId> = None;
+                    for d in 0..at.len() {
+                        let s = self.start_index(ops[2 + d], &[], shape.dims[d] - upd.dims[d], outer)?;
+                        let neg = self.idx(Idx::Mul(s, -1));
+                        let rel = self.add(at[d], neg);
+                        let c = self.node(Node::InRange { idx: rel, lo: 0, hi: upd.dims[d] }, ElementType::Pred);
+                        inside = Some(match inside {
+                            None => c,
+                            Some(p) => self.node(Node::Binary(BinaryOp::And, p, c), ElementType::Pred),
+                        });
+                        src.push(self.idx(Idx::Clamp(rel, 0, upd.dims[d] - 1)));
+                    }
+                    let u = self.eval(ops[1], &src, outer)?;
+                    match inside {
+                        None => u,
+                        Some(p) => self.node(Node::Select { pred: p, on_true: u, on_false: base }, elem),
+                    }
+                }
+            }
+            Op::Gather(g) => self.gather(g, ops[0], ops[1], &shape, at, outer)?,
             other => return Err(format!("{} has no elemental form", other.hlo_name())),
         })
     }
 
-    fn clamp_nonneg(&mut self, i: IdxId) -> IdxId {
+    /// A start index read from integer instruction `id` at `at`, clamped into `[0, hi]`.
+    fn start_index(&mut self, id: InstId, at: &[IdxId], hi: i64, outer: bool) -> Result<IdxId, String> {
+        let elem = self.shape_of(id)?.elem;
+        if elem.is_float() {
+            return Err("a float start index".into());
+        }
+        let v = self.eval(id, at, outer)?;
+        let d = self.idx(Idx::Data(v));
+        Ok(self.idx(Idx::Clamp(d, 0, hi.max(0))))
+    }
+
+    /// Element `at` of a gather's result (the StableHLO rule, as the interpreter applies
+    /// it): the batch dims of `at` select an index vector, whose components (clamped so
+    /// the slice fits) start the slice in the operand dims of `start_index_map`; operand
+    /// batching dims take the matching batch coordinate, offset dims add the offset.
+    fn gather(
+        &mut self,
+        g: &crate::ir::GatherDims,
+        operand: InstId,
+        indices: InstId,
+        out: &Shape,
+        at: &[IdxId],
+        outer: bool,
+    ) -> Result<ExprId, String> {
+        let from = self.shape_of(operand)?;
+        let ind = self.shape_of(indices)?;
+        let rank = from.rank();
+        let bad = || Err::<ExprId, String>("malformed gather".into());
+        let axis_ok = |v: &[i64], n: usize| v.iter().all(|&a| a >= 0 && (a as usize) < n);
+        if g.slice_sizes.len() != rank
+            || !axis_ok(&g.start_index_map, rank)
+            || !axis_ok(&g.collapsed_slice_dims, rank)
+            || !axis_ok(&g.operand_batching_dims, rank)
+            || !axis_ok(&g.offset_dims, out.rank())
+            || g.index_vector_dim < 0
+            || g.index_vector_dim as usize > ind.rank()
+            || g.operand_batching_dims.len() != g.start_indices_batching_dims.len()
+            || ind.elem.is_float()
+            || out.elem != from.elem
+        {
+            return bad();
+        }
+        if g.start_index_map.iter().any(|d| g.operand_batching_dims.contains(d)) {
+            return Err("gather starting in a batching dim".into());
+        }
+        let vdim = g.index_vector_dim as usize;
+        let vlen = if vdim < ind.rank() { ind.dims[vdim] } else { 1 };
+        if vlen != g.start_index_map.len() as i64 {
+            return bad();
+        }
+        let offset_axes: Vec<usize> = (0..rank)
+            .filter(|d| !g.collapsed_slice_dims.contains(&(*d as i64)) && !g.operand_batching_dims.contains(&(*d as i64)))
+            .collect();
+        let batch_axes: Vec<usize> = (0..out.rank()).filter(|a| !g.offset_dims.contains(&(*a as i64))).collect();
+        if offset_axes.len() != g.offset_dims.len() || batch_axes.len() + usize::from(vdim < ind.rank()) != ind.rank() {
+            return bad();
+        }
+        for (k, &a) in g.offset_dims.iter().enumerate() {
+            if out.dims[a as usize] != g.slice_sizes[offset_axes[k]] {
+                return bad();
+            }
+        }
+        let ind_batch: Vec<i64> = (0..ind.rank()).filter(|&d| d != vdim).map(|d| ind.dims[d]).collect();
+        if batch_axes.iter().zip(&ind_batch).any(|(&a, &n)| out.dims[a] != n) {
+            return bad();
+        }
+        for (d, (&s, &n)) in g.slice_sizes.iter().zip(&from.dims).enumerate() {
+            let collapsed = g.collapsed_slice_dims.contains(&(d as i64)) || g.operand_batching_dims.contains(&(d as i64));
+            if s < 0 || s > n || (collapsed && s > 1) {
+                return bad();
+            }
+        }
+        let batch: Vec<IdxId> = batch_axes.iter().map(|&a| at[a]).collect();
+        // Index-array position of component k of the vector at `batch`.
+        let vector_at = |b: &mut Self, k: i64| -> Vec<IdxId> {
+            let mut v = batch.clone();
+            if vdim < ind.rank() {
+                let c = b.konst(k);
+                v.insert(vdim, c);
+            }
+            v
+        };
+        let mut oi: Vec<IdxId> = (0..rank).map(|_| self.konst(0)).collect();
+        for (k, &d) in g.start_index_map.iter().enumerate() {
+            let d = d as usize;
+            let pos = vector_at(self, k as i64);
+            oi[d] = self.start_index(indices, &pos, from.dims[d] - g.slice_sizes[d], outer)?;
+        }
+        for (&od, &id) in g.operand_batching_dims.iter().zip(&g.start_indices_batching_dims) {
+            let id = id as usize;
+            if id == vdim || id >= ind.rank() {
+                return bad();
+            }
+            let b = batch[if id < vdim { id } else { id - 1 }];
+            if from.dims[od as usize] != ind.dims[id] {
+                return bad();
+            }
+            oi[od as usize] = self.add(oi[od as usize], b);
+        }
+        for (k, &a) in g.offset_dims.iter().enumerate() {
+            let d = offset_axes[k];
+            oi[d] = self.add(oi[d], at[a as usize]);
+        }
+        self.eval(operand, &oi, outer)
+    }
+
+    /// Reads position `q` of a dimension of size `n` dilated by `step` (holes between
+    /// elements, the conceptual padding outside): the index to load (clamped in bounds)
+    /// and the pred saying whether `q` is an element at all.
+    pub(crate) fn dilated_read(&mut self, q: IdxId, n: i64, step: i64) -> (IdxId, ExprId) {
+        if n <= 0 {
+            let never = self.node(Node::Const(Scalar::Pred(false)), ElementType::Pred);
+            return (self.konst(0), never);
+        }
+        let nonneg = self.clamp_nonneg(q);
+        let quot = self.idx(Idx::Div(nonneg, step));
+        let mut hit = self.node(Node::InRange { idx: q, lo: 0, hi: (n - 1) * step + 1 }, ElementType::Pred);
+        if step > 1 {
+            let r = self.idx(Idx::Rem(nonneg, step));
+            let on_grid = self.node(Node::InRange { idx: r, lo: 0, hi: 1 }, ElementType::Pred);
+            hit = self.node(Node::Binary(BinaryOp::And, hit, on_grid), ElementType::Pred);
+        }
+        (self.idx(Idx::Clamp(quot, 0, n - 1)), hit)
+    }
+
+    /// A reduce-window's reduction: window position `w` of output `o` reads the input
+    /// at `q = o * stride + w * window_dilation - pad_low` in the padded, base-dilated
+    /// input, the init value where that is padding or a hole (as the interpreter folds
+    /// padding in).
+    fn build_window_reduction(&mut self, r: InstId, a: &crate::ir::ReduceWindowAttrs) -> Result<Reduction, String> {
+        let comp = self.comp;
+        let inst = comp.inst(r);
+        let n = inst.operands.len() / 2;
+        let rank = self.e.space.len() / 2;
+        let lens = [a.strides.len(), a.base_dilations.len(), a.window_dilations.len(), a.padding.len()];
+        if n == 0
+            || inst.operands.len() != 2 * n
+            || lens.iter().any(|&l| l != rank)
+            || a.strides.iter().chain(&a.base_dilations).chain(&a.window_dilations).any(|&x| x <= 0)
+        {
+            return Err("malformed reduce-window".into());
+        }
+        let from = self.shape_of(inst.operands[0])?;
+        if from.rank() != rank {
+            return Err("malformed reduce-window".into());
+        }
+        for j in 1..n {
+            if self.shape_of(inst.operands[j])?.dims != from.dims {
+                return Err("reduce-window inputs of different shapes".into());
+            }
+        }
+        let mut src = Vec::with_capacity(rank);
+        let mut cond: Option<ExprId> = None;
+        for d in 0..rank {
+            let o = self.idx(Idx::Var(d as u32));
+            let w = self.idx(Idx::Var((rank + d) as u32));
+            let os = self.idx(Idx::Mul(o, a.strides[d]));
+            let ws = self.idx(Idx::Mul(w, a.window_dilations[d]));
+            let q0 = self.add(os, ws);
+            let q = self.add_const(q0, -a.padding[d].0);
+            let (i, hit) = self.dilated_read(q, from.dims[d], a.base_dilations[d]);
+            src.push(i);
+            if from.dims[d] > 0 && a.padding[d] == (0, 0) && a.base_dilations[d] == 1 {
+                // The window always lies inside: no test needed.
+                continue;
+            }
+            cond = Some(match cond {
+                None => hit,
+                Some(p) => self.node(Node::Binary(BinaryOp::And, p, hit), ElementType::Pred),
+            });
+        }
+        let mut values = Vec::new();
+        let mut inits = Vec::new();
+        for j in 0..n {
+            let init = self.eval(inst.operands[n + j], &[], true)?;
+            let v = self.eval(inst.operands[j], &src, false)?;
+            values.push(match cond {
+                None => v,
+                Some(p) => {
+                    let elem = self.e.nodes[v.0 as usize].elem;
+                    self.node(Node::Select { pred: p, on_true: v, on_false: init }, elem)
+                }
+            });
+            inits.push(init);
+        }
+        Ok(Reduction { inits, values, combiner: Vec::new() })
+    }
+
+    pub(crate) fn clamp_nonneg(&mut self, i: IdxId) -> IdxId {
         self.idx(Idx::Clamp(i, 0, i64::MAX / 4))
     }
 
@@ -734,7 +1017,11 @@ impl<'c> Builder<'c> {
     }
 
     fn build_reduction(&mut self, r: InstId) -> Result<Reduction, String> {
-        let inst = self.comp.inst(r);
+        let comp = self.comp;
+        let inst = comp.inst(r);
+        if let Op::ReduceWindow(a) = &inst.op {
+            return self.build_window_reduction(r, a);
+        }
         let Op::Reduce { body, .. } = inst.op else { unreachable!("only reduces are numbered") };
         let n = inst.operands.len() / 2;
         let full: Vec<IdxId> = (0..self.e.space.len() as u32).map(|v| self.idx(Idx::Var(v))).collect();
@@ -814,7 +1101,7 @@ pub fn reduce_bodies(comp: &Computation, outputs: &[InstId], slots: &HashMap<Ins
             continue;
         }
         let inst = comp.inst(id);
-        if matches!(inst.op, Op::Reduce { .. }) {
+        if matches!(inst.op, Op::Reduce { .. } | Op::ReduceWindow(_)) {
             reduces.push(id);
         }
         stack.extend(inst.operands.iter().copied());

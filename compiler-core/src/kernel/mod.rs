@@ -5,19 +5,30 @@
 //! name buffers ([`ValueBufs`]). Each other instruction becomes:
 //! - a **Loop** or **Reduction** kernel described elementally ([`elemental`]): a fusion,
 //!   or a lone elementwise / data-movement / reduce instruction;
+//! - a convolution (f32/f64) as an im2col loop kernel, a **Library** dot and, unless
+//!   the dot writes the output's order directly, a reordering loop kernel ([`conv`]);
 //! - a **Library** dot (a GEMM call), for a float dot or an output fusion whose body is a
 //!   dot plus an elementwise epilogue (the epilogue is then a Loop kernel reading the
 //!   dot's result from a temporary buffer); other dots (integer, pred, mixed types) are
 //!   Reduction kernels (multiply, then sum over the contracting dimensions);
+//! - a **Sort** from the target's runtime with its comparator compiled (an elemental
+//!   kernel over scalars, [`SortSpec`]);
+//! - a **Scatter** from the target's runtime with its update computation compiled
+//!   ([`ScatterSpec`]);
 //! - a **While** loop or a **Case**, whose computations targets plan on their own
 //!   ([`plan_computation`]) and run from a small runtime;
-//! - an **Opaque** kernel, run by the reference interpreter: sort, scatter,
-//!   gather, convolution, ... and anything the elemental layer cannot describe. Every
-//!   module therefore runs; the plan says which parts are compiled ([`KernelPlan::summary`]).
+//! - an **Opaque** kernel, run by the reference interpreter: select-and-scatter,
+//!   convolutions other than f32/f64, ... and anything the elemental layer cannot
+//!   describe. Every module therefore runs; the plan says which parts are compiled
+//!   ([`KernelPlan::summary`]).
+//!
+//! Dynamic slices, dynamic update slices, gathers and reduce-windows are elemental too
+//! (start indices read from data and clamped; window positions as reduced variables).
 //!
 //! Buffers hold values in the interpreter's byte encoding (`Literal::to_le_bytes`: row
 //! major, little endian, pred as one byte, f16/bf16 as their 16-bit patterns).
 
+mod conv;
 pub mod elemental;
 
 use crate::ir::{CompId, DotDims, ElementType, InstId, Literal, Module, Op, Shape, Type};
@@ -77,6 +88,10 @@ pub enum KernelKind {
     Reduction(ReductionKind),
     /// A library call: a dot.
     Dot,
+    /// A sort from the target's runtime, calling a compiled comparator.
+    Sort,
+    /// A scatter from the target's runtime, calling a compiled combiner.
+    Scatter,
     /// A while loop: the target runs the plans of its cond and body computations.
     While,
     /// A conditional: the target runs the plan of the selected branch.
@@ -101,10 +116,58 @@ pub struct DotSpec {
     pub elem: ElementType,
 }
 
+/// A sort of the kernel's inputs together along `dim` (each input copied to its output,
+/// then every 1-D slice along `dim` permuted): a stable bottom-up merge sort, the
+/// interpreter's algorithm, so even a comparator that is no strict weak order (NaN under
+/// a FLOAT compare) gives the interpreter's result; an unstable sort may return any
+/// valid order, so the stable one serves both.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SortSpec {
+    pub dim: usize,
+    pub dims: Vec<i64>,
+    /// Element type of each input.
+    pub elems: Vec<ElementType>,
+    /// "lhs < rhs": a rank-0 elemental kernel over 2N scalar inputs
+    /// (lhs_0, rhs_0, lhs_1, rhs_1, ...) with one pred output.
+    pub comparator: Elemental,
+}
+
+/// A scatter: each output starts as a copy of its operand, then every update element,
+/// in row-major order of the updates (sequential, so the result is deterministic), is
+/// combined into the element it targets, unless that lies outside the operand (then it
+/// is skipped, element by element, as the interpreter and the StableHLO spec do).
+///
+/// The kernel's inputs are the N operands, the index array, then the N updates. Update
+/// index `u` targets operand index `r`: `r[scatter_dims_to_operand_dims[k]]` = component
+/// `k` of the index vector at the batch position (the update dims in `scatter_axes`),
+/// plus the batch coordinate for each `(operand dim, index dim)` of `batching`, plus
+/// `u[a]` for each `(update dim a, operand dim)` of `window`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScatterSpec {
+    pub operand_dims: Vec<i64>,
+    pub update_dims: Vec<i64>,
+    pub index_dims: Vec<i64>,
+    pub index_elem: ElementType,
+    /// The dimension of the index array holding the vector (its rank: implicit, length 1).
+    pub index_vector_dim: usize,
+    pub scatter_dims_to_operand_dims: Vec<usize>,
+    pub batching: Vec<(usize, usize)>,
+    pub window: Vec<(usize, usize)>,
+    /// Update dims that are batch (index) dims, in order.
+    pub scatter_axes: Vec<usize>,
+    /// Element type of each operand (and its update and output).
+    pub elems: Vec<ElementType>,
+    /// The update computation: a rank-0 elemental kernel over 2N scalar inputs
+    /// (N current values, N updates) with N outputs.
+    pub combiner: Elemental,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum KernelBody {
     Elemental(Elemental),
     Dot(DotSpec),
+    Sort(SortSpec),
+    Scatter(ScatterSpec),
     /// A while loop over computations `cond` and `body` (planned with
     /// [`plan_computation`]), from `operands` to `result`.
     While { cond: CompId, body: CompId, operands: Vec<ValueBufs>, result: ValueBufs },
@@ -166,6 +229,8 @@ impl fmt::Display for KernelKind {
             KernelKind::Reduction(ReductionKind::Row) => f.write_str("reduction(row)"),
             KernelKind::Reduction(ReductionKind::Column) => f.write_str("reduction(column)"),
             KernelKind::Dot => f.write_str("library(dot)"),
+            KernelKind::Sort => f.write_str("library(sort, compiled comparator)"),
+            KernelKind::Scatter => f.write_str("library(scatter, compiled combiner)"),
             KernelKind::While => f.write_str("while (cond and body planned on their own)"),
             KernelKind::Case => f.write_str("conditional (branches planned on their own)"),
             KernelKind::Opaque { reason } => write!(f, "opaque (interpreted: {reason})"),
@@ -319,11 +384,16 @@ impl<'m> Planner<'m> {
                 if roots.len() != outputs.len() {
                     return Err("fusion outputs do not match its type".into());
                 }
-                // A dot inside (output fusion): GEMM into a temporary, then the epilogue.
-                let dots: Vec<InstId> =
-                    body_comp.order.iter().copied().filter(|&m| matches!(body_comp.inst(m).op, Op::Dot(_))).collect();
+                // A dot or convolution inside (output fusion): GEMM into a temporary, then
+                // the epilogue.
+                let dots: Vec<InstId> = body_comp
+                    .order
+                    .iter()
+                    .copied()
+                    .filter(|&m| matches!(body_comp.inst(m).op, Op::Dot(_) | Op::Convolution(_)))
+                    .collect();
                 if dots.len() > 1 {
-                    return Err("more than one dot in a fusion".into());
+                    return Err("more than one dot or convolution in a fusion".into());
                 }
                 if let Some(&d) = dots.first() {
                     let dinst = body_comp.inst(d);
@@ -334,11 +404,23 @@ impl<'m> Planner<'m> {
                         .collect::<Option<_>>()
                         .ok_or("a dot whose operands are computed inside the fusion")?;
                     let dshape = dinst.ty.as_array().ok_or("a dot must produce an array")?.clone();
-                    if roots == [d] {
-                        return self.dot(inst.name.clone(), id, body_comp, d, ins, outputs[0]);
+                    let conv = matches!(dinst.op, Op::Convolution(_));
+                    if conv && ins.len() != 2 {
+                        return Err("malformed convolution".into());
                     }
-                    let tmp = self.buffer(dshape, format!("{}.dot", inst.name));
-                    self.dot(inst.name.clone(), id, body_comp, d, ins, tmp)?;
+                    if roots == [d] {
+                        return if conv {
+                            self.convolution(&inst.name, id, body_comp, d, ins[0], ins[1], outputs[0])
+                        } else {
+                            self.dot(inst.name.clone(), id, body_comp, d, ins, outputs[0])
+                        };
+                    }
+                    let tmp = self.buffer(dshape, format!("{}.{}", inst.name, if conv { "conv" } else { "dot" }));
+                    if conv {
+                        self.convolution(&inst.name, id, body_comp, d, ins[0], ins[1], tmp)?;
+                    } else {
+                        self.dot(inst.name.clone(), id, body_comp, d, ins, tmp)?;
+                    }
                     slots.insert(d, inputs.len() as u32);
                     inputs.push(tmp);
                 }
@@ -389,7 +471,52 @@ impl<'m> Planner<'m> {
                     }
                 }
             }
-            op if op.is_elementwise() || op.is_data_movement() || matches!(op, Op::Reduce { .. }) =>
+            Op::Sort { dim, comparator, .. } => {
+                let ins: Vec<BufferId> =
+                    inst.operands.iter().map(|&o| self.array_buf(o)).collect::<Option<_>>().ok_or("sort of non-arrays")?;
+                let spec = self.sort_spec(&ins, &outputs, *dim, *comparator)?;
+                self.plan.kernels.push(Kernel {
+                    name: inst.name.clone(),
+                    source: id,
+                    kind: KernelKind::Sort,
+                    inputs: ins,
+                    outputs,
+                    body: KernelBody::Sort(spec),
+                });
+                Ok(())
+            }
+            Op::Scatter(dims) => {
+                let ins: Vec<BufferId> =
+                    inst.operands.iter().map(|&o| self.array_buf(o)).collect::<Option<_>>().ok_or("scatter of non-arrays")?;
+                let spec = self.scatter_spec(&ins, &outputs, dims)?;
+                self.plan.kernels.push(Kernel {
+                    name: inst.name.clone(),
+                    source: id,
+                    kind: KernelKind::Scatter,
+                    inputs: ins,
+                    outputs,
+                    body: KernelBody::Scatter(spec),
+                });
+                Ok(())
+            }
+            Op::Convolution(_) => {
+                let ins: Vec<BufferId> = inst
+                    .operands
+                    .iter()
+                    .map(|&o| self.array_buf(o))
+                    .collect::<Option<_>>()
+                    .ok_or("convolution of non-arrays")?;
+                if ins.len() != 2 || outputs.len() != 1 {
+                    return Err("malformed convolution".into());
+                }
+                self.convolution(&inst.name, id, comp, id, ins[0], ins[1], outputs[0])
+            }
+            op if op.is_elementwise()
+                || op.is_data_movement()
+                || matches!(
+                    op,
+                    Op::Reduce { .. } | Op::ReduceWindow(_) | Op::DynamicSlice { .. } | Op::DynamicUpdateSlice | Op::Gather(_)
+                ) =>
             {
                 let mut slots = HashMap::new();
                 let mut inputs = Vec::new();
@@ -412,6 +539,148 @@ impl<'m> Planner<'m> {
             }
             other => Err(format!("{} is not compiled", other.hlo_name())),
         }
+    }
+
+    /// A sort's spec, its comparator described elementally over scalar inputs.
+    fn sort_spec(&self, ins: &[BufferId], outs: &[BufferId], dim: i64, comparator: CompId) -> Result<SortSpec, String> {
+        let shapes: Vec<&Shape> = ins.iter().map(|&b| &self.plan.buffers[b].shape).collect();
+        let first = shapes.first().ok_or("a sort of nothing")?;
+        let rank = first.rank() as i64;
+        let d = if dim < 0 { dim + rank } else { dim };
+        let fits = outs.len() == ins.len()
+            && shapes.iter().all(|s| s.dims == first.dims)
+            && outs.iter().zip(&shapes).all(|(&o, s)| self.plan.buffers[o].shape.dims == s.dims && self.plan.buffers[o].shape.elem == s.elem);
+        if !fits || rank == 0 || d < 0 || d >= rank {
+            return Err("malformed sort".into());
+        }
+        let cmp = self.module.comps.get(comparator).ok_or("missing comparator")?;
+        if cmp.params.len() != 2 * ins.len() || !cmp.has_root() {
+            return Err("the comparator does not take two scalars per operand".into());
+        }
+        for (i, &p) in cmp.params.iter().enumerate() {
+            let t = cmp.inst(p).ty.as_array().ok_or("comparator parameter not an array")?;
+            if t.rank() != 0 || t.elem != shapes[i / 2].elem {
+                return Err("comparator parameters do not match the operands".into());
+            }
+        }
+        if cmp.root_inst().ty != Type::Array(Shape::scalar(ElementType::Pred)) {
+            return Err("the comparator does not return a pred".into());
+        }
+        let slots: HashMap<InstId, u32> = cmp.params.iter().enumerate().map(|(i, &p)| (p, i as u32)).collect();
+        let (comparator, extra) = elemental::build(self.module, cmp, &[cmp.root], &slots)
+            .map_err(|e| format!("comparator: {e}"))?;
+        if !extra.is_empty() || comparator.is_reduction() {
+            return Err("comparator: not a scalar function".into());
+        }
+        Ok(SortSpec { dim: d as usize, dims: first.dims.clone(), elems: shapes.iter().map(|s| s.elem).collect(), comparator })
+    }
+
+    /// A scatter's spec, after the checks the interpreter makes (a malformed scatter
+    /// stays opaque, so the interpreter reports it).
+    fn scatter_spec(&self, ins: &[BufferId], outs: &[BufferId], s: &crate::ir::ScatterDims) -> Result<ScatterSpec, String> {
+        let bad = || Err::<ScatterSpec, String>("malformed scatter".into());
+        if ins.len() < 3 || ins.len() % 2 == 0 {
+            return bad();
+        }
+        let n = (ins.len() - 1) / 2;
+        let shape = |b: BufferId| self.plan.buffers[b].shape.clone();
+        let operand = shape(ins[0]);
+        let index = shape(ins[n]);
+        let update = shape(ins[n + 1]);
+        let rank = operand.rank();
+        for i in 0..n {
+            let (o, u) = (shape(ins[i]), shape(ins[n + 1 + i]));
+            let out = outs.get(i).map(|&b| shape(b));
+            if o.dims != operand.dims || u.dims != update.dims || u.elem != o.elem || out != Some(o.clone()) {
+                return bad();
+            }
+        }
+        if outs.len() != n || !index.elem.is_int() {
+            return bad();
+        }
+        let axes_ok = |v: &[i64], r: usize| {
+            let mut seen = vec![false; r];
+            v.iter().all(|&a| a >= 0 && (a as usize) < r && !std::mem::replace(&mut seen[a as usize], true))
+        };
+        let vdim = s.index_vector_dim;
+        if !axes_ok(&s.inserted_window_dims, rank)
+            || !axes_ok(&s.input_batching_dims, rank)
+            || !axes_ok(&s.scatter_dims_to_operand_dims, rank)
+            || !axes_ok(&s.update_window_dims, update.rank())
+            || vdim < 0
+            || vdim as usize > index.rank()
+            || s.input_batching_dims.len() != s.scatter_indices_batching_dims.len()
+        {
+            return bad();
+        }
+        let vdim = vdim as usize;
+        let vlen = if vdim < index.rank() { index.dims[vdim] } else { 1 };
+        if vlen != s.scatter_dims_to_operand_dims.len() as i64 {
+            return bad();
+        }
+        let mut batching = Vec::new();
+        for (&od, &id) in s.input_batching_dims.iter().zip(&s.scatter_indices_batching_dims) {
+            if id < 0 || id as usize >= index.rank() || id as usize == vdim || operand.dims[od as usize] != index.dims[id as usize] {
+                return bad();
+            }
+            batching.push((od as usize, id as usize));
+        }
+        let window_axes: Vec<usize> = (0..rank)
+            .filter(|d| !s.inserted_window_dims.contains(&(*d as i64)) && !s.input_batching_dims.contains(&(*d as i64)))
+            .collect();
+        if window_axes.len() != s.update_window_dims.len() {
+            return bad();
+        }
+        let scatter_axes: Vec<usize> = (0..update.rank()).filter(|a| !s.update_window_dims.contains(&(*a as i64))).collect();
+        let index_batch: Vec<i64> = (0..index.rank()).filter(|&d| d != vdim).map(|d| index.dims[d]).collect();
+        if scatter_axes.len() != index_batch.len() || scatter_axes.iter().zip(&index_batch).any(|(&a, &d)| update.dims[a] != d) {
+            return bad();
+        }
+        let window: Vec<(usize, usize)> =
+            s.update_window_dims.iter().zip(&window_axes).map(|(&a, &d)| (a as usize, d)).collect();
+        if window.iter().any(|&(a, d)| update.dims[a] > operand.dims[d]) {
+            return bad();
+        }
+        let body = self.module.comps.get(s.body).ok_or("missing scatter body")?;
+        let elems: Vec<ElementType> = (0..n).map(|i| shape(ins[i]).elem).collect();
+        if body.params.len() != 2 * n || !body.has_root() {
+            return Err("the scatter body does not take 2N scalars".into());
+        }
+        for (i, &p) in body.params.iter().enumerate() {
+            let t = body.inst(p).ty.as_array().ok_or("scatter body parameter not an array")?;
+            if t.rank() != 0 || t.elem != elems[i % n] {
+                return Err("scatter body parameters do not match the operands".into());
+            }
+        }
+        let root = body.root_inst();
+        let roots: Vec<InstId> = if matches!(root.op, Op::Tuple) { root.operands.clone() } else { vec![body.root] };
+        if roots.len() != n {
+            return Err("the scatter body does not return N values".into());
+        }
+        for (i, &r) in roots.iter().enumerate() {
+            if body.inst(r).ty != Type::Array(Shape::scalar(elems[i])) {
+                return Err("the scatter body returns values of other types".into());
+            }
+        }
+        let slots: HashMap<InstId, u32> = body.params.iter().enumerate().map(|(i, &p)| (p, i as u32)).collect();
+        let (combiner, extra) =
+            elemental::build(self.module, body, &roots, &slots).map_err(|e| format!("scatter body: {e}"))?;
+        if !extra.is_empty() || combiner.is_reduction() {
+            return Err("scatter body: not a scalar function".into());
+        }
+        Ok(ScatterSpec {
+            operand_dims: operand.dims.clone(),
+            update_dims: update.dims.clone(),
+            index_dims: index.dims.clone(),
+            index_elem: index.elem,
+            index_vector_dim: vdim,
+            scatter_dims_to_operand_dims: s.scatter_dims_to_operand_dims.iter().map(|&d| d as usize).collect(),
+            batching,
+            window,
+            scatter_axes,
+            elems,
+            combiner,
+        })
     }
 
     /// A top-level variadic reduce (argmax...): described through a scratch computation

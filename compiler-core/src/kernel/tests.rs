@@ -106,18 +106,63 @@ ENTRY %main (a: f32[2,3], b: f32[3,4]) -> f32[2,4] {
 
 #[test]
 fn ops_without_an_elemental_form_are_opaque_with_a_reason() {
+    // A Cholesky factorization, and an integer convolution (only f32/f64 go to GEMM).
     let p = planned(
         "HloModule m
-%lt (a: f32[], b: f32[]) -> pred[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %c = pred[] compare(%a, %b), direction=LT
-}
-ENTRY %main (x: f32[5]) -> f32[5] {
-  %x = f32[5] parameter(0)
-  ROOT %s = f32[5] sort(%x), dimensions={0}, to_apply=%lt
+ENTRY %main (x: f32[2,2], a: s32[1,4,1], k: s32[2,1,1]) -> (f32[2,2], s32[1,3,1]) {
+  %x = f32[2,2] parameter(0)
+  %a = s32[1,4,1] parameter(1)
+  %k = s32[2,1,1] parameter(2)
+  %c = f32[2,2] cholesky(%x), cholesky_options={lower=true}
+  %v = s32[1,3,1] convolution(%a, %k), window={size=2}, dim_labels=b0f_0io->b0f
+  ROOT %t = (f32[2,2], s32[1,3,1]) tuple(%c, %v)
 }",
     );
-    assert_eq!(p.counts(), (0, 1));
-    assert!(p.summary().contains("sort is not compiled"), "{}", p.summary());
+    assert_eq!(p.counts(), (0, 2));
+    assert!(p.summary().contains("cholesky is not compiled"), "{}", p.summary());
+    assert!(p.summary().contains("is not an f32/f64 GEMM"), "{}", p.summary());
+}
+
+#[test]
+fn dynamic_slice_reads_a_clamped_data_index() {
+    // x[i : i + 2] of f32[5]: the load reads v0 + clamp(data(i), 0, 3).
+    let p = planned(
+        "HloModule m
+ENTRY %main (x: f32[5], i: s32[]) -> f32[2] {
+  %x = f32[5] parameter(0)
+  %i = s32[] parameter(1)
+  ROOT %d = f32[2] dynamic-slice(%x, %i), dynamic_slice_sizes={2}
+}",
+    );
+    assert_eq!(p.kernels[0].kind, KernelKind::Loop);
+    let e = elemental(&p.kernels[0]);
+    let l = loads(e);
+    // The start index itself (element 0 of input 1), then x.
+    assert_eq!(l[0], Idx::Const(0));
+    let Idx::Add(a, b) = &l[1] else { panic!("{l:?}") };
+    let parts = [e.idx_node(*a).clone(), e.idx_node(*b).clone()];
+    let clamp = parts.iter().find(|i| matches!(i, Idx::Clamp(..))).expect("a clamped start");
+    let Idx::Clamp(inner, 0, 3) = clamp else { panic!("{clamp:?}") };
+    assert!(matches!(e.idx_node(*inner), Idx::Data(_)), "{:?}", e.idx_node(*inner));
+    assert!(parts.contains(&Idx::Var(0)), "{parts:?}");
+}
+
+#[test]
+fn convolution_plans_im2col_and_a_gemm() {
+    // NCHW / OIHW with 2 feature groups: im2col, the weights regrouped, the GEMM
+    // (batch = groups), and the product reordered into the output.
+    let p = planned(
+        "HloModule m
+ENTRY %main (x: f32[1,4,5,5], k: f32[6,2,3,3]) -> f32[1,6,3,3] {
+  %x = f32[1,4,5,5] parameter(0)
+  %k = f32[6,2,3,3] parameter(1)
+  ROOT %c = f32[1,6,3,3] convolution(%x, %k), window={size=3x3}, dim_labels=bf01_oi01->bf01, feature_group_count=2
+}",
+    );
+    let kinds: Vec<&KernelKind> = p.kernels.iter().map(|k| &k.kind).collect();
+    assert_eq!(kinds, vec![&KernelKind::Loop, &KernelKind::Loop, &KernelKind::Dot, &KernelKind::Loop]);
+    let KernelBody::Dot(spec) = &p.kernels[2].body else { panic!() };
+    // Per group: 9 output positions x (3*3 window * 2 input features) x 3 output features.
+    assert_eq!((spec.batch, spec.m, spec.k, spec.n), (2, 9, 18, 3));
+    assert_eq!(p.buffers[p.kernels[0].outputs[0]].shape.dims, vec![2, 9, 18]);
 }

@@ -332,6 +332,10 @@ impl<'a, 'f> Emit<'a, 'f> {
                 let t = self.b.ins().smax(a, lo);
                 self.b.ins().smin(t, hi)
             }
+            Idx::Data(x) => {
+                let v = self.value(x);
+                self.data_index(self.e.expr(x).elem, v)
+            }
         };
         self.idx_memo.insert(i, v);
         v
@@ -441,6 +445,24 @@ impl<'a, 'f> Emit<'a, 'f> {
                 self.value(v)
             }
             Node::Reduced { red, i } => self.b.use_var(self.accs[red as usize][i as usize]),
+        }
+    }
+
+    /// An integer (or pred) value as an i64 index: signed types sign-extend, unsigned
+    /// ones zero-extend, u64 above `i64::MAX` saturates (as the interpreter reads start
+    /// indices).
+    fn data_index(&mut self, elem: ElementType, v: Value) -> Value {
+        if reg(elem) == types::I64 {
+            if elem.is_signed_int() {
+                return v;
+            }
+            let max = self.b.ins().iconst(types::I64, i64::MAX);
+            return self.b.ins().umin(v, max);
+        }
+        if elem.is_signed_int() {
+            self.b.ins().sextend(types::I64, v)
+        } else {
+            self.b.ins().uextend(types::I64, v)
         }
     }
 

@@ -35,8 +35,14 @@ fn compile_computation(module: &Module, comp_id: CompId, depth: usize) -> Result
     let mut listings: HashMap<usize, (String, String)> = HashMap::new();
     let mut failed: HashMap<crate::ir::InstId, String> = HashMap::new();
     for (i, k) in plan.kernels.iter().enumerate() {
-        if let KernelBody::Elemental(e) = &k.body {
-            match codegen::emit(&mut jit, &helper_ids, e, &format!("kernel{i}"), k.inputs.len()) {
+        let (e, n_inputs) = match &k.body {
+            KernelBody::Elemental(e) => (e, k.inputs.len()),
+            KernelBody::Sort(s) => (&s.comparator, s.elems.len() * 2),
+            KernelBody::Scatter(s) => (&s.combiner, s.elems.len() * 2),
+            _ => continue,
+        };
+        {
+            match codegen::emit(&mut jit, &helper_ids, e, &format!("kernel{i}"), n_inputs) {
                 Ok(emitted) => {
                     func_ids.insert(i, emitted.id);
                     listings.insert(i, (emitted.clif, emitted.asm));
@@ -87,6 +93,18 @@ fn compile_computation(module: &Module, comp_id: CompId, depth: usize) -> Result
                 Code::Native(unsafe { std::mem::transmute::<*const u8, extern "C" fn(*const *mut u8)>(ptr) })
             }
             KernelBody::Dot(spec) => Code::Dot(spec.clone()),
+            KernelBody::Sort(spec) => {
+                let ptr = jit.get_finalized_function(func_ids[&i]);
+                // SAFETY: emitted with signature `fn(*const *mut u8)` by `codegen::emit`.
+                let cmp = unsafe { std::mem::transmute::<*const u8, extern "C" fn(*const *mut u8)>(ptr) };
+                Code::Sort { spec: spec.clone(), cmp }
+            }
+            KernelBody::Scatter(spec) => {
+                let ptr = jit.get_finalized_function(func_ids[&i]);
+                // SAFETY: emitted with signature `fn(*const *mut u8)` by `codegen::emit`.
+                let combine = unsafe { std::mem::transmute::<*const u8, extern "C" fn(*const *mut u8)>(ptr) };
+                Code::Scatter { spec: spec.clone(), combine }
+            }
             KernelBody::Opaque { inst, operands, result } => {
                 let comp = wrapper(&mut wrapped, comp_id, *inst);
                 Code::Interpret { comp, operands: operands.clone(), result: result.clone() }

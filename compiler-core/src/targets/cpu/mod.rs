@@ -8,23 +8,25 @@
 //! program order on byte buffers. Timing is the caller's business (this crate reads no
 //! clock): [`CpuExecutable::run_with`] wraps each kernel's execution in a callback.
 //! A while loop or a conditional runs from a small runtime here, its computations
-//! compiled as plans of their own; everything else the plan calls opaque (sort, scatter,
-//! gather, convolution, dynamic slices, ...) runs in the interpreter on values decoded
-//! from the buffers.
+//! compiled as plans of their own, and so do sorts and scatters (`sort`, `scatter`),
+//! calling their comparator or update computation compiled as a scalar kernel; everything
+//! else the plan calls opaque (select-and-scatter, ...) runs in the interpreter on values
+//! decoded from the buffers.
 //!
 //! Feature `cpu` (native only): the default build of this crate stays wasm32-clean and
 //! does not compile Cranelift at all. CLIF text and machine-code listings of each kernel
 //! are kept ([`CpuExecutable::clif`], [`CpuExecutable::asm`]) for the explorer.
 //!
 //! Not yet: SIMD vectors, threads, a compilation cache, AOT objects, inline
-//! transcendental approximations (they call `helpers` now), sort comparators
-//! compiled (issue 4).
+//! transcendental approximations (they call `helpers` now).
 
 mod codegen;
 mod compile;
 mod dot;
 pub mod helpers;
 mod runtime;
+mod scatter;
+mod sort;
 
 pub use compile::{compile, optimize};
 
@@ -60,6 +62,10 @@ impl Drop for CpuExecutable {
 enum Code {
     Native(extern "C" fn(*const *mut u8)),
     Dot(kernel::DotSpec),
+    /// A sort, with its compiled comparator.
+    Sort { spec: kernel::SortSpec, cmp: extern "C" fn(*const *mut u8) },
+    /// A scatter, with its compiled combiner.
+    Scatter { spec: kernel::ScatterSpec, combine: extern "C" fn(*const *mut u8) },
     Interpret { comp: CompId, operands: Vec<ValueBufs>, result: ValueBufs },
     While { cond: Box<CpuExecutable>, body: Box<CpuExecutable>, operands: Vec<ValueBufs>, result: ValueBufs },
     Case { branches: Vec<CpuExecutable>, branch_operands: Vec<Vec<u32>>, operands: Vec<ValueBufs>, result: ValueBufs },

@@ -2,7 +2,7 @@
 //! the interpreter for opaque kernels, and the small runtime for while loops and
 //! conditionals.
 
-use super::{dot, Code, CpuExecutable, CustomCalls, KernelInfo, Wrap};
+use super::{dot, scatter, sort, Code, CpuExecutable, CustomCalls, KernelInfo, Wrap};
 use crate::interp::Interpreter;
 use crate::ir::{Literal, Value};
 use crate::kernel::{BufferId, KernelPlan, ValueBufs};
@@ -96,6 +96,33 @@ impl CpuExecutable {
                         let result = dot::run(spec, &self.plan, bufs[k.inputs[0].index()].bytes(), bufs[k.inputs[1].index()].bytes(), k.inputs[0], k.inputs[1])?;
                         bufs[out.index()].bytes_mut().copy_from_slice(&result);
                         Ok(())
+                    }
+                    Code::Sort { spec, cmp } => {
+                        for (i, o) in k.inputs.iter().zip(&k.outputs) {
+                            let src = bufs[i.index()].bytes().to_vec();
+                            bufs[o.index()].bytes_mut().copy_from_slice(&src);
+                        }
+                        let outs: Vec<*mut u8> =
+                            k.outputs.iter().map(|b| bufs[b.index()].words.as_mut_ptr() as *mut u8).collect();
+                        // SAFETY: the outputs are distinct buffers of the spec's shapes, and
+                        // `cmp` is its compiled comparator.
+                        unsafe { sort::run(spec, *cmp, &outs) };
+                        Ok(())
+                    }
+                    Code::Scatter { spec, combine } => {
+                        let n = k.outputs.len();
+                        for (i, o) in k.inputs[..n].iter().zip(&k.outputs) {
+                            let src = bufs[i.index()].bytes().to_vec();
+                            bufs[o.index()].bytes_mut().copy_from_slice(&src);
+                        }
+                        let indices = bufs[k.inputs[n].index()].bytes().to_vec();
+                        let updates: Vec<Vec<u8>> = k.inputs[n + 1..].iter().map(|b| bufs[b.index()].bytes().to_vec()).collect();
+                        let updates: Vec<&[u8]> = updates.iter().map(|u| u.as_slice()).collect();
+                        let outs: Vec<*mut u8> =
+                            k.outputs.iter().map(|b| bufs[b.index()].words.as_mut_ptr() as *mut u8).collect();
+                        // SAFETY: the outputs are distinct buffers of the spec's shapes, and
+                        // `combine` is its compiled combiner.
+                        unsafe { scatter::run(spec, *combine, &indices, &updates, &outs) }
                     }
                     Code::Interpret { comp, operands, result } => {
                         let vals: Vec<Value> = operands.iter().map(|o| read_value(&self.plan, &bufs, o)).collect::<Result<_, _>>()?;

@@ -406,8 +406,8 @@ impl<'a, 'f> Emit<'a, 'f> {
             match op {
                 Mul => Scalar::U(1),
                 And => Scalar::U(u64::MAX),
-                Max if signed => Scalar::S(-(1i64 << (bits - 1))),
-                Min if signed => Scalar::S((1i64 << (bits - 1)) - 1),
+                Max if signed => Scalar::S(i64::MIN >> (64 - bits)),
+                Min if signed => Scalar::S(i64::MAX >> (64 - bits)),
                 Min => Scalar::U(u64::MAX),
                 _ => Scalar::U(0),
             }

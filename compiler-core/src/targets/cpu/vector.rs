@@ -25,7 +25,8 @@
 //! reversed, clamped reads) gathers its lanes with scalar loads. Iota and range tests
 //! are also built lane by lane. Ops without a vector lowering keep the kernel scalar:
 //! transcendentals (they call the f64 helper), f16/bf16 (rounded by helpers), integer
-//! division and shifts (per-lane shift amounts), popcnt/clz, width-changing converts.
+//! division and shifts (per-lane shift amounts), popcnt/clz, byte multiplies, f64 to
+//! 64-bit integer and width-changing converts.
 
 use crate::ir::{BinaryOp, ElementType, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
@@ -139,6 +140,8 @@ fn vector_form(e: &Elemental, x: ExprId) -> Result<(), String> {
             let ok = match elem {
                 ElementType::Pred => matches!(op, Add | Max | Or | Mul | Min | And | Xor),
                 el if el.is_float() => matches!(op, Add | Sub | Mul | Div | Max | Min),
+                // x86 has no byte-lane multiply.
+                el if el.byte_size() == 1 => matches!(op, Add | Sub | And | Or | Xor | Max | Min),
                 _ => matches!(op, Add | Sub | Mul | And | Or | Xor | Max | Min),
             };
             if !ok {
@@ -149,6 +152,9 @@ fn vector_form(e: &Elemental, x: ExprId) -> Result<(), String> {
             let from = e.expr(*a).elem;
             if matches!(from, ElementType::F16 | ElementType::BF16) {
                 return Err("f16/bf16 are rounded by helpers".into());
+            }
+            if !matches!(expr.node, Node::BitcastConvert(_)) && from.is_float() && elem.is_int() && elem.byte_size() == 8 {
+                return Err("f64 -> 64-bit integer vectors are not lowered".into());
             }
             let bitcast = matches!(expr.node, Node::BitcastConvert(_));
             if bitcast && (from.is_pred() || elem.is_pred()) {

@@ -3,6 +3,9 @@
 //! and the split across threads (1, 3, 4, 5, 17, 1000, 70001): elementwise kernels,
 //! broadcasts, transposed and concatenated reads, converts, row and column reductions.
 //!
+//! Kernels of 64K iterations or more run split across threads, along a kept variable:
+//! the outermost (70 x 1001) or the vectorized one after a short outer loop (2 x 40001).
+//!
 //! Results must be bit-identical, except float sums of a vectorized row reduction
 //! (reassociated): those are compared with a tolerance, or fed integer-valued floats so
 //! every order gives the same exact sum. Needs the `cpu` feature.
@@ -167,7 +170,7 @@ fn elementwise_every_type_and_size() {
 #[test]
 fn broadcasts_transposes_and_concatenates() {
     for &t in &[ElementType::F32, ElementType::S32, ElementType::F64, ElementType::U8, ElementType::S64] {
-        for &(r, c) in &[(1, 1), (3, 5), (4, 17), (9, 1000), (70, 1001)] {
+        for &(r, c) in &[(1, 1), (3, 5), (4, 17), (9, 1000), (70, 1001), (2, 40_001)] {
             // A row vector (contiguous), a column vector (invariant in the inner loop), a
             // scalar, a transposed matrix (gathered), and iota along the minor dimension.
             let hlo = format!(
@@ -270,7 +273,7 @@ ENTRY %main (x: {t}[{r},{c}]) -> {t}[{out}] {{
 
 #[test]
 fn row_and_column_reductions_every_type() {
-    let shapes: &[(i64, i64)] = &[(1, 1), (2, 3), (3, 4), (4, 5), (5, 17), (3, 1000), (70, 1001), (1001, 70)];
+    let shapes: &[(i64, i64)] = &[(1, 1), (2, 3), (3, 4), (4, 5), (5, 17), (3, 1000), (70, 1001), (1001, 70), (2, 40_001)];
     for &t in ALL {
         let ops: &[(&str, &str)] = if t.is_pred() {
             &[("and", "true"), ("or", "false"), ("xor", "true")]

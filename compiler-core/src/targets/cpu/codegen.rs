@@ -1,24 +1,36 @@
 //! Cranelift code for one loop or reduction kernel, emitted from its elemental
 //! description.
 //!
-//! The function is `extern "C" fn(buffers: *const *mut u8)`: the base pointers of the
-//! kernel's inputs, then its outputs. A loop kernel is a nest of scalar loops, one per
-//! variable of the iteration space, whose innermost body evaluates every output at the
-//! index and stores it. A reduction kernel loops over the kept variables; for each
-//! output element it sets scalar accumulators from the inits, loops over the reduced
-//! variables applying the combiner, then evaluates the reduce-shaped outputs.
+//! The function is `extern "C" fn(buffers: *const *mut u8, begin: i64, end: i64)`: the
+//! base pointers of the kernel's inputs, then its outputs, and the range of the
+//! *parallel variable* ([`Emitted::par_extent`]) to run; the runtime splits that range
+//! across threads. The parallel variable is a kept one (a reduced loop is never split),
+//! and every output element is written by the one call whose range holds its index, so
+//! the calls may run at once.
 //!
-//! Registers: pred and integers in their own width (pred as i8 0/1), f32/f64 as such,
-//! f16/bf16 widened to f32 and rounded back to their precision after every arithmetic
-//! op, so results equal the interpreter's (which rounds once per op). Values are memoized
-//! per region (before, inside and after the reduced loop), so an expression shared by
-//! several outputs is computed once.
+//! A loop kernel is a nest of loops, one per variable of the iteration space, whose
+//! innermost body evaluates every output at the index and stores it. A reduction kernel
+//! loops over the kept variables; for each output element it sets accumulators from the
+//! inits, loops over the reduced variables applying the combiner, then evaluates the
+//! reduce-shaped outputs. When [`vector::plan`] allows, the innermost loop runs SIMD
+//! vectors plus a scalar tail (see `vector.rs` for the three shapes); the vector and
+//! scalar paths share this one expression emitter, which emits at the current lane
+//! count (`Emit::lanes`). A kernel whose vector form Cranelift cannot lower is emitted
+//! scalar instead, and the listing says why.
+//!
+//! Registers: pred and integers in their own width (pred as i8 0/1; in vectors a lane
+//! mask of the kernel's lane width), f32/f64 as such, f16/bf16 widened to f32 and rounded
+//! back to their precision after every arithmetic op, so results equal the
+//! interpreter's (which rounds once per op). Values are memoized per region (before,
+//! inside and after the reduced loop; each vector or tail step), so an expression shared
+//! by several outputs is computed once.
 
 use super::helpers::{binary_code, unary_code};
+use super::vector::{self, Lin, VecKind, VecPlan};
 use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{types, AbiParam, FuncRef, InstBuilder, MemFlagsData, Type, Value};
+use cranelift_codegen::ir::{types, AbiParam, Endianness, FuncRef, InstBuilder, MemFlagsData, Signature, Type, Value};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::JITModule;
 use cranelift_module::{FuncId, Linkage, Module};
@@ -71,33 +83,86 @@ fn flags() -> MemFlagsData {
     MemFlagsData::new().with_notrap()
 }
 
+/// Flags of a bitcast between vector types (Cranelift wants the lane order stated).
+fn lane_order() -> MemFlagsData {
+    MemFlagsData::new().with_endianness(Endianness::Little)
+}
+
 /// A kernel's function as emitted: its id (defined, not yet finalized), its CLIF and its
-/// machine code listing (for the explorer's views).
+/// machine code listing (for the explorer's views), and how the runtime may split it.
 pub struct Emitted {
     pub id: FuncId,
     pub clif: String,
     pub asm: String,
+    /// The extent of the parallel variable (`end` of a whole run); 1 when the kernel has
+    /// no kept variable (it then ignores `begin`/`end`).
+    pub par_extent: i64,
 }
 
-/// Emits the kernel as function `name`.
-pub fn emit(
+/// The kernel's signature: `(buffers, begin, end)`.
+fn signature(m: &JITModule) -> Signature {
+    let mut sig = m.make_signature();
+    sig.params.push(AbiParam::new(m.target_config().pointer_type()));
+    sig.params.push(AbiParam::new(types::I64));
+    sig.params.push(AbiParam::new(types::I64));
+    sig
+}
+
+/// The variable the runtime may split across threads: a kept one, the outermost with at
+/// least 16 iterations, else the longest.
+fn parallel_var(e: &Elemental) -> Option<u32> {
+    let outer = e.outer_vars();
+    let extent = |v: u32| e.space[v as usize];
+    outer.iter().copied().find(|&v| extent(v) >= 16).or_else(|| {
+        outer.iter().copied().max_by_key(|&v| (extent(v), std::cmp::Reverse(v)))
+    })
+}
+
+/// Emits the kernel as function `name`: vectorized when [`vector::plan`] allows and
+/// Cranelift lowers the result, scalar otherwise. The CLIF listing starts with a comment
+/// saying which, and why not.
+pub fn emit(m: &mut JITModule, helpers: &Helpers, e: &Elemental, name: &str, n_inputs: usize) -> Result<Emitted, String> {
+    let id = m.declare_function(name, Linkage::Local, &signature(m)).map_err(|e| e.to_string())?;
+    let par = parallel_var(e);
+    let why = match vector::plan(e) {
+        Ok(vp) => {
+            let note = format!("; vectorized: {} lanes x {}, {:?} along variable {}\n", vp.lanes, vp.unroll, vp.kind, vp.var);
+            match emit_as(m, helpers, e, id, n_inputs, par, Some(vp)) {
+                Ok(mut em) => {
+                    em.clif = note + &em.clif;
+                    return Ok(em);
+                }
+                Err(why) => format!("vector code failed: {why}"),
+            }
+        }
+        Err(why) => why,
+    };
+    let mut em = emit_as(m, helpers, e, id, n_inputs, par, None)?;
+    em.clif = format!("; scalar: {}\n{}", why.lines().next().unwrap_or(""), em.clif);
+    Ok(em)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn emit_as(
     m: &mut JITModule,
     helpers: &Helpers,
     e: &Elemental,
-    name: &str,
+    id: FuncId,
     n_inputs: usize,
+    par: Option<u32>,
+    vp: Option<VecPlan>,
 ) -> Result<Emitted, String> {
     let ptr = m.target_config().pointer_type();
     let mut ctx = m.make_context();
     ctx.set_disasm(true);
-    ctx.func.signature.params.push(AbiParam::new(ptr));
+    ctx.func.signature = signature(m);
     let mut fctx = FunctionBuilderContext::new();
     {
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
-        let table = b.block_params(entry)[0];
+        let (table, begin, end) = (b.block_params(entry)[0], b.block_params(entry)[1], b.block_params(entry)[2]);
         let n_bufs = n_inputs + e.outputs.len();
         let bases: Vec<Value> = (0..n_bufs).map(|k| b.ins().load(ptr, flags(), table, (k * 8) as i32)).collect();
         let mut refs = HashMap::new();
@@ -120,9 +185,14 @@ pub fn emit(
             memo: HashMap::new(),
             idx_memo: HashMap::new(),
             accs: Vec::new(),
+            vaccs: Vec::new(),
             refs,
-            loops: Vec::new(),
             err: None,
+            lanes: 1,
+            step: 0,
+            vp,
+            lin_memo: HashMap::new(),
+            par: par.map(|v| (v, begin, end)),
         };
         em.body();
         if let Some(err) = em.err.take() {
@@ -133,11 +203,12 @@ pub fn emit(
         em.b.finalize(m.isa().frontend_config());
     }
     let clif = ctx.func.display().to_string();
-    let id = m.declare_function(name, Linkage::Local, &ctx.func.signature).map_err(|e| e.to_string())?;
-    m.define_function(id, &mut ctx).map_err(|e| format!("cranelift: {e:?}"))?;
+    let defined = m.define_function(id, &mut ctx).map_err(|e| format!("cranelift: {e:?}"));
     let asm = ctx.compiled_code().and_then(|c| c.vcode.clone()).unwrap_or_default();
     m.clear_context(&mut ctx);
-    Ok(Emitted { id, clif, asm })
+    defined?;
+    let par_extent = par.map_or(1, |v| e.space[v as usize]);
+    Ok(Emitted { id, clif, asm, par_extent })
 }
 
 struct Emit<'a, 'f> {
@@ -145,15 +216,25 @@ struct Emit<'a, 'f> {
     e: &'a Elemental,
     bases: Vec<Value>,
     n_inputs: usize,
+    /// The i64 value of each loop variable in scope (in a vector step: lane 0's).
     vars: Vec<Option<Value>>,
     memo: HashMap<ExprId, Value>,
     idx_memo: HashMap<IdxId, Value>,
+    /// Accumulators, per reduction and value, at the current lanes.
     accs: Vec<Vec<Variable>>,
+    /// Row reductions: vector accumulators per reduction and unrolled step.
+    vaccs: Vec<Vec<Variable>>,
     refs: HashMap<&'static str, FuncRef>,
-    /// Open loops: (header block, exit block, induction value).
-    loops: Vec<(cranelift_codegen::ir::Block, cranelift_codegen::ir::Block, Value)>,
     /// The first error met (an op/type pair the emitter does not handle).
     err: Option<String>,
+    /// Lanes of the values being emitted: 1, or the plan's lanes in a vector step.
+    lanes: u32,
+    /// Which unrolled vector of the current step is being emitted.
+    step: u32,
+    vp: Option<VecPlan>,
+    lin_memo: HashMap<IdxId, Lin>,
+    /// The parallel variable and the function's `begin`/`end` parameters.
+    par: Option<(u32, Value, Value)>,
 }
 
 impl<'a, 'f> Emit<'a, 'f> {
@@ -167,59 +248,180 @@ impl<'a, 'f> Emit<'a, 'f> {
         let e = self.e;
         let outer = e.outer_vars();
         let inner: Vec<u32> = (0..e.space.len() as u32).filter(|&v| e.reduced[v as usize]).collect();
-        for &v in &outer {
-            self.open_loop(v);
+        match self.vp.as_ref().map(|p| p.kind.clone()) {
+            None => self.nest(&outer, &mut |s| s.element(&outer, &inner)),
+            Some(VecKind::Loop | VecKind::Column) => {
+                // The vector variable is the last one, and kept.
+                let (&v, rest) = outer.split_last().expect("a vector plan has a kept innermost variable");
+                self.nest(rest, &mut |s| s.split(v, &mut |s| s.element(&outer, &inner)))
+            }
+            Some(VecKind::Row(ops)) => self.nest(&outer, &mut |s| s.row_reduction(&outer, &inner, &ops)),
         }
-        if e.is_reduction() {
-            // Before the reduced loop: accumulators from the inits.
-            self.new_region();
-            self.accs = Vec::new();
-            for red in &e.reductions {
-                let mut vs = Vec::new();
-                for &init in &red.inits {
-                    let val = self.value(init);
-                    let var = self.b.declare_var(reg(e.expr(init).elem));
-                    self.b.def_var(var, val);
-                    vs.push(var);
-                }
-                self.accs.push(vs);
-            }
-            for &v in &inner {
-                self.open_loop(v);
-            }
-            self.new_region();
-            let mut updates = Vec::new();
-            for (k, red) in e.reductions.iter().enumerate() {
-                for (i, &c) in red.combiner.iter().enumerate() {
-                    updates.push((k, i, self.value(c)));
-                }
-            }
-            for (k, i, v) in updates {
-                self.b.def_var(self.accs[k][i], v);
-            }
-            for (o, out) in e.outputs.iter().enumerate() {
-                if out.inner {
-                    let all: Vec<u32> = (0..e.space.len() as u32).collect();
-                    self.store(o, &all);
-                }
-            }
-            for _ in &inner {
-                self.close_loop();
-            }
-            self.new_region();
-            for (o, out) in e.outputs.iter().enumerate() {
-                if !out.inner {
-                    self.store(o, &outer);
-                }
-            }
-        } else {
-            self.new_region();
+    }
+
+    /// One element (or vector of elements) of the outer space: a loop kernel's outputs,
+    /// or a reduction with its reduced loops inside, then its results.
+    fn element(&mut self, outer: &[u32], inner: &[u32]) {
+        let e = self.e;
+        self.new_region();
+        if !e.is_reduction() {
             for o in 0..e.outputs.len() {
-                self.store(o, &outer);
+                self.store(o, outer);
+            }
+            return;
+        }
+        self.init_accs();
+        self.nest(inner, &mut |s| {
+            s.new_region();
+            s.combine();
+            s.store_inner();
+        });
+        self.new_region();
+        for (o, out) in e.outputs.iter().enumerate() {
+            if !out.inner {
+                self.store(o, outer);
             }
         }
-        for _ in &outer {
-            self.close_loop();
+    }
+
+    /// Accumulators set from the inits, at the current lanes.
+    fn init_accs(&mut self) {
+        let e = self.e;
+        self.accs = Vec::new();
+        for red in &e.reductions {
+            let mut vs = Vec::new();
+            for &init in &red.inits {
+                let val = self.value(init);
+                let var = self.b.declare_var(self.ty(e.expr(init).elem));
+                self.b.def_var(var, val);
+                vs.push(var);
+            }
+            self.accs.push(vs);
+        }
+    }
+
+    /// Applies every reduction's combiner at the current index.
+    fn combine(&mut self) {
+        let mut updates = Vec::new();
+        for (k, red) in self.e.reductions.iter().enumerate() {
+            for (i, &c) in red.combiner.iter().enumerate() {
+                updates.push((k, i, self.value(c)));
+            }
+        }
+        for (k, i, v) in updates {
+            self.b.def_var(self.accs[k][i], v);
+        }
+    }
+
+    /// Stores the input-shaped outputs of a reduction kernel at the full index.
+    fn store_inner(&mut self) {
+        let all: Vec<u32> = (0..self.e.space.len() as u32).collect();
+        for (o, out) in self.e.outputs.iter().enumerate() {
+            if out.inner {
+                self.store(o, &all);
+            }
+        }
+    }
+
+    /// A row reduction with vector accumulators along the innermost reduced variable;
+    /// they are combined into the scalar accumulators (which took the inits and the tail
+    /// elements) after the reduced loops.
+    fn row_reduction(&mut self, outer: &[u32], inner: &[u32], ops: &[BinaryOp]) {
+        let e = self.e;
+        let vp = self.vp.clone().expect("a vector plan");
+        self.new_region();
+        self.init_accs();
+        self.lanes = vp.lanes;
+        self.vaccs = Vec::new();
+        for (k, red) in e.reductions.iter().enumerate() {
+            let elem = e.expr(red.values[0]).elem;
+            let mut vs = Vec::new();
+            for _ in 0..vp.unroll {
+                let id = self.identity(ops[k], elem);
+                let var = self.b.declare_var(self.ty(elem));
+                self.b.def_var(var, id);
+                vs.push(var);
+            }
+            self.vaccs.push(vs);
+        }
+        self.lanes = 1;
+        let (&v, rest) = inner.split_last().expect("a row reduction has a reduced innermost variable");
+        self.nest(rest, &mut |s| {
+            s.split(v, &mut |s| {
+                s.new_region();
+                if s.lanes == 1 {
+                    s.combine();
+                } else {
+                    for (k, red) in s.e.reductions.iter().enumerate() {
+                        let elem = s.e.expr(red.values[0]).elem;
+                        let x = s.value(red.values[0]);
+                        let var = s.vaccs[k][s.step as usize];
+                        let acc = s.b.use_var(var);
+                        let r = s.binary(ops[k], elem, acc, x);
+                        s.b.def_var(var, r);
+                    }
+                }
+                s.store_inner();
+            })
+        });
+        self.new_region();
+        for (k, red) in e.reductions.iter().enumerate() {
+            let elem = e.expr(red.values[0]).elem;
+            let mut t = self.b.use_var(self.vaccs[k][0]);
+            for j in 1..vp.unroll as usize {
+                let u = self.b.use_var(self.vaccs[k][j]);
+                t = self.binary(ops[k], elem, t, u);
+            }
+            let mut h = self.lane_scalar(elem, t, 0);
+            for l in 1..vp.lanes {
+                let x = self.lane_scalar(elem, t, l);
+                h = self.binary(ops[k], elem, h, x);
+            }
+            let acc = self.b.use_var(self.accs[k][0]);
+            let r = self.binary(ops[k], elem, acc, h);
+            self.b.def_var(self.accs[k][0], r);
+        }
+        for (o, out) in e.outputs.iter().enumerate() {
+            if !out.inner {
+                self.store(o, outer);
+            }
+        }
+    }
+
+    /// The identity of associative `op` on `elem`, at the current lanes.
+    fn identity(&mut self, op: BinaryOp, elem: ElementType) -> Value {
+        use BinaryOp::*;
+        let bits = elem.bit_width();
+        let s = if elem.is_float() {
+            Scalar::F(match op {
+                Add => -0.0,
+                Mul => 1.0,
+                Max => f64::NEG_INFINITY,
+                _ => f64::INFINITY,
+            })
+        } else if elem.is_pred() {
+            Scalar::Pred(matches!(op, Mul | Min | And))
+        } else {
+            let signed = elem.is_signed_int();
+            match op {
+                Mul => Scalar::U(1),
+                And => Scalar::U(u64::MAX),
+                Max if signed => Scalar::S(i64::MIN >> (64 - bits)),
+                Min if signed => Scalar::S(i64::MAX >> (64 - bits)),
+                Min => Scalar::U(u64::MAX),
+                _ => Scalar::U(0),
+            }
+        };
+        self.konst(elem, s)
+    }
+
+    /// Lane `l` of vector `v` as a scalar register of `elem`.
+    fn lane_scalar(&mut self, elem: ElementType, v: Value, l: u32) -> Value {
+        let x = self.b.ins().extractlane(v, l as u8);
+        if elem.is_pred() {
+            self.b.ins().icmp_imm_s(IntCC::NotEqual, x, 0)
+        } else {
+            x
         }
     }
 
@@ -228,32 +430,83 @@ impl<'a, 'f> Emit<'a, 'f> {
         self.idx_memo.clear();
     }
 
-    fn open_loop(&mut self, var: u32) {
-        let extent = self.e.space[var as usize];
+    /// The register type of `elem` at the current lanes.
+    fn ty(&self, elem: ElementType) -> Type {
+        if self.lanes == 1 {
+            return reg(elem);
+        }
+        let width = self.vp.as_ref().map_or(1, |p| p.width);
+        let lane = if elem.is_pred() { Type::int((width * 8) as u16).expect("a lane width") } else { reg(elem) };
+        lane.by(self.lanes).expect("a 128-bit vector")
+    }
+
+    /// The range of variable `v`: the function's `begin..end` for the parallel variable.
+    fn bounds(&mut self, v: u32) -> (Value, Value) {
+        match self.par {
+            Some((p, begin, end)) if p == v => (begin, end),
+            _ => {
+                let lo = self.b.ins().iconst(types::I64, 0);
+                let hi = self.b.ins().iconst(types::I64, self.e.space[v as usize]);
+                (lo, hi)
+            }
+        }
+    }
+
+    /// Emits `for (i = lo; i + step <= hi; i += step) body(i)`; returns the first `i`
+    /// not run.
+    fn counted_loop(&mut self, lo: Value, hi: Value, step: i64, body: &mut dyn FnMut(&mut Self, Value)) -> Value {
         let header = self.b.create_block();
-        let body = self.b.create_block();
+        let block = self.b.create_block();
         let exit = self.b.create_block();
         self.b.append_block_param(header, types::I64);
-        let zero = self.b.ins().iconst(types::I64, 0);
-        self.b.ins().jump(header, &[zero.into()]);
+        self.b.append_block_param(exit, types::I64);
+        self.b.ins().jump(header, &[lo.into()]);
         self.b.switch_to_block(header);
         let i = self.b.block_params(header)[0];
-        let c = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, i, extent);
-        self.b.ins().brif(c, body, &[], exit, &[]);
-        self.b.switch_to_block(body);
-        self.vars[var as usize] = Some(i);
-        self.loops.push((header, exit, i));
-    }
-
-    fn close_loop(&mut self) {
-        let (header, exit, i) = self.loops.pop().expect("balanced loops");
-        let one = self.b.ins().iconst(types::I64, 1);
-        let next = self.b.ins().iadd(i, one);
+        let next = self.b.ins().iadd_imm_s(i, step);
+        let go = self.b.ins().icmp(IntCC::SignedLessThanOrEqual, next, hi);
+        self.b.ins().brif(go, block, &[], exit, &[i.into()]);
+        self.b.switch_to_block(block);
+        body(self, i);
         self.b.ins().jump(header, &[next.into()]);
         self.b.switch_to_block(exit);
+        self.b.block_params(exit)[0]
     }
 
-    /// Stores output `o` at the row-major position of variables `vars`.
+    /// Loops over `vars` (outermost first) around `body`.
+    fn nest(&mut self, vars: &[u32], body: &mut dyn FnMut(&mut Self)) {
+        let Some((&v, rest)) = vars.split_first() else { return body(self) };
+        let (lo, hi) = self.bounds(v);
+        self.counted_loop(lo, hi, 1, &mut |s, i| {
+            s.vars[v as usize] = Some(i);
+            s.nest(rest, body);
+        });
+    }
+
+    /// The vector variable `v`'s loop: steps of `unroll` vectors, then a scalar tail;
+    /// `body` emits at `self.lanes`.
+    fn split(&mut self, v: u32, body: &mut dyn FnMut(&mut Self)) {
+        let vp = self.vp.clone().expect("a vector plan");
+        let (lo, hi) = self.bounds(v);
+        let rest = self.counted_loop(lo, hi, (vp.lanes * vp.unroll) as i64, &mut |s, i| {
+            for j in 0..vp.unroll {
+                s.lanes = vp.lanes;
+                s.step = j;
+                let at = if j == 0 { i } else { s.b.ins().iadd_imm_s(i, (j * vp.lanes) as i64) };
+                s.vars[v as usize] = Some(at);
+                body(s);
+            }
+        });
+        self.lanes = 1;
+        self.step = 0;
+        self.counted_loop(rest, hi, 1, &mut |s, i| {
+            s.vars[v as usize] = Some(i);
+            body(s);
+        });
+    }
+
+    /// Stores output `o` at the row-major position of variables `vars` (in a vector
+    /// step, `lanes` consecutive elements: the vector variable is the last of `vars`).
     fn store(&mut self, o: usize, vars: &[u32]) {
         let out = &self.e.outputs[o];
         let dims: Vec<i64> = vars.iter().map(|&v| self.e.space[v as usize]).collect();
@@ -266,7 +519,11 @@ impl<'a, 'f> Emit<'a, 'f> {
         }
         let val = self.value(out.expr);
         let base = self.bases[self.n_inputs + o];
-        self.store_elem(out.elem, val, base, linear);
+        if self.lanes > 1 {
+            self.store_vec(out.elem, val, base, linear);
+        } else {
+            self.store_elem(out.elem, val, base, linear);
+        }
     }
 
     fn address(&mut self, base: Value, linear: Value, elem: ElementType) -> Value {
@@ -283,6 +540,28 @@ impl<'a, 'f> Emit<'a, 'f> {
         self.b.ins().store(flags(), v, addr, 0);
     }
 
+    /// Stores a vector at `linear..linear + lanes`; pred masks as bytes 0/1.
+    fn store_vec(&mut self, elem: ElementType, val: Value, base: Value, linear: Value) {
+        let addr = self.address(base, linear, elem);
+        if !elem.is_pred() {
+            self.b.ins().store(flags(), val, addr, 0);
+            return;
+        }
+        if self.b.func.dfg.value_type(val).lane_bits() == 8 {
+            let one = self.konst(ElementType::U8, Scalar::U(1));
+            let bytes = self.b.ins().band(val, one);
+            self.b.ins().store(flags(), bytes, addr, 0);
+            return;
+        }
+        for l in 0..self.lanes {
+            let x = self.b.ins().extractlane(val, l as u8);
+            let byte = if self.b.func.dfg.value_type(x) == types::I8 { x } else { self.b.ins().ireduce(types::I8, x) };
+            let bit = self.b.ins().band_imm_s(byte, 1);
+            self.b.ins().store(flags(), bit, addr, l as i32);
+        }
+    }
+
+    /// One element, in its scalar register.
     fn load_elem(&mut self, elem: ElementType, base: Value, linear: Value) -> Value {
         let addr = self.address(base, linear, elem);
         match elem {
@@ -291,6 +570,71 @@ impl<'a, 'f> Emit<'a, 'f> {
                 self.half_from_bits(elem, bits)
             }
             _ => self.b.ins().load(reg(elem), flags(), addr, 0),
+        }
+    }
+
+    /// Elements `linear..linear + lanes` as a vector; pred bytes become masks.
+    fn load_vec(&mut self, elem: ElementType, base: Value, linear: Value) -> Value {
+        let addr = self.address(base, linear, elem);
+        let ty = self.ty(elem);
+        if !elem.is_pred() {
+            return self.b.ins().load(ty, flags(), addr, 0);
+        }
+        if ty.lane_bits() == 8 {
+            let bytes = self.b.ins().load(ty, flags(), addr, 0);
+            return self.b.ins().ineg(bytes);
+        }
+        let lanes: Vec<Value> = (0..self.lanes).map(|l| self.b.ins().load(types::I8, flags(), addr, l as i32)).collect();
+        self.from_lanes(elem, &lanes)
+    }
+
+    /// A vector from one scalar register per lane (pred 0/1 become masks).
+    fn from_lanes(&mut self, elem: ElementType, lanes: &[Value]) -> Value {
+        let ty = self.ty(elem);
+        let mut parts = Vec::with_capacity(lanes.len());
+        for &x in lanes {
+            parts.push(self.lane_of(elem, ty, x));
+        }
+        let mut v = self.b.ins().splat(ty, parts[0]);
+        for (l, &x) in parts.iter().enumerate().skip(1) {
+            v = self.b.ins().insertlane(v, x, l as u8);
+        }
+        v
+    }
+
+    /// A scalar register as a lane of vector type `ty`: a pred 0/1 becomes a mask lane.
+    fn lane_of(&mut self, elem: ElementType, ty: Type, x: Value) -> Value {
+        if !elem.is_pred() {
+            return x;
+        }
+        let lane = ty.lane_type();
+        let w = if lane == types::I8 { x } else { self.b.ins().uextend(lane, x) };
+        self.b.ins().ineg(w)
+    }
+
+    /// A scalar register splatted to the current lanes.
+    fn splat(&mut self, elem: ElementType, x: Value) -> Value {
+        if self.lanes == 1 {
+            return x;
+        }
+        let ty = self.ty(elem);
+        let lane = self.lane_of(elem, ty, x);
+        self.b.ins().splat(ty, lane)
+    }
+
+    /// A constant of the type of `like` (scalar or vector), from its lane's bits or value.
+    fn const_like(&mut self, like: Value, int: i64, float: f64) -> Value {
+        let ty = self.b.func.dfg.value_type(like);
+        let lane = ty.lane_type();
+        let x = match lane {
+            types::F32 => self.b.ins().f32const(float as f32),
+            types::F64 => self.b.ins().f64const(float),
+            _ => self.b.ins().iconst(lane, int),
+        };
+        if ty.is_vector() {
+            self.b.ins().splat(ty, x)
+        } else {
+            x
         }
     }
 
@@ -341,8 +685,31 @@ impl<'a, 'f> Emit<'a, 'f> {
         v
     }
 
+    /// Index `i` at each lane of the current vector step (the vector variable is lane
+    /// 0's value plus the lane number).
+    fn lane_indices(&mut self, i: IdxId) -> Vec<Value> {
+        let v = self.vp.as_ref().expect("a vector plan").var as usize;
+        let base = self.vars[v].expect("the vector variable in scope");
+        let saved = std::mem::take(&mut self.idx_memo);
+        let mut out = Vec::with_capacity(self.lanes as usize);
+        for l in 0..self.lanes {
+            self.vars[v] = Some(if l == 0 { base } else { self.b.ins().iadd_imm_s(base, l as i64) });
+            out.push(self.index(i));
+            self.idx_memo.clear();
+        }
+        self.vars[v] = Some(base);
+        self.idx_memo = saved;
+        out
+    }
+
+    fn linearity(&mut self, i: IdxId) -> Lin {
+        let var = self.vp.as_ref().expect("a vector plan").var;
+        vector::linearity(self.e, var, i, &mut self.lin_memo)
+    }
+
+    /// A constant of `elem` at the current lanes.
     fn konst(&mut self, elem: ElementType, s: Scalar) -> Value {
-        match elem {
+        let x = match elem {
             ElementType::F64 => self.b.ins().f64const(s.as_f64()),
             e if e.is_float() => self.b.ins().f32const(s.as_f64() as f32),
             ElementType::Pred => self.b.ins().iconst(types::I8, (s.as_f64() != 0.0) as i64),
@@ -354,10 +721,12 @@ impl<'a, 'f> Emit<'a, 'f> {
                 };
                 self.b.ins().iconst(reg(e), (bits & crate::ir::literal::width_mask(e)) as i64)
             }
-        }
+        };
+        self.splat(elem, x)
     }
 
-    /// Rounds an f32-carried f16/bf16 result to its precision.
+    /// Rounds an f32-carried f16/bf16 result to its precision (scalars only: kernels
+    /// with f16/bf16 are not vectorized).
     fn narrow(&mut self, elem: ElementType, v: Value) -> Value {
         match elem {
             ElementType::F16 => self.call("round_f16", &[v]),
@@ -379,23 +748,57 @@ impl<'a, 'f> Emit<'a, 'f> {
         let e = self.e;
         let expr = e.expr(x);
         let elem = expr.elem;
+        let vector = self.lanes > 1;
         match expr.node.clone() {
             Node::Load { input, linear } => {
                 let base = self.bases[input as usize];
-                let l = self.index(linear);
                 let in_elem = e.input_elems[input as usize];
-                self.load_elem(in_elem, base, l)
+                if !vector {
+                    let l = self.index(linear);
+                    return self.load_elem(in_elem, base, l);
+                }
+                match self.linearity(linear) {
+                    Lin::Invariant => {
+                        let l = self.index(linear);
+                        let s = self.load_elem(in_elem, base, l);
+                        self.splat(in_elem, s)
+                    }
+                    Lin::Affine(1) => {
+                        let l = self.index(linear);
+                        self.load_vec(in_elem, base, l)
+                    }
+                    _ => {
+                        let ls = self.lane_indices(linear);
+                        let xs: Vec<Value> = ls.into_iter().map(|l| self.load_elem(in_elem, base, l)).collect();
+                        self.from_lanes(in_elem, &xs)
+                    }
+                }
             }
             Node::Const(s) => self.konst(elem, s),
             Node::Index(i) => {
-                let v = self.index(i);
-                self.int_to_elem(v, elem)
+                if !vector {
+                    let v = self.index(i);
+                    return self.int_to_elem(v, elem);
+                }
+                let ls = self.lane_indices(i);
+                let xs: Vec<Value> = ls.into_iter().map(|l| self.int_to_elem(l, elem)).collect();
+                self.from_lanes(elem, &xs)
             }
             Node::InRange { idx, lo, hi } => {
-                let v = self.index(idx);
-                let a = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, v, lo);
-                let c = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, v, hi);
-                self.b.ins().band(a, c)
+                let ls = if vector { self.lane_indices(idx) } else { vec![self.index(idx)] };
+                let xs: Vec<Value> = ls
+                    .into_iter()
+                    .map(|v| {
+                        let a = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, v, lo);
+                        let c = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, v, hi);
+                        self.b.ins().band(a, c)
+                    })
+                    .collect();
+                if vector {
+                    self.from_lanes(ElementType::Pred, &xs)
+                } else {
+                    xs[0]
+                }
             }
             Node::Unary(op, a) => {
                 let av = self.value(a);
@@ -413,7 +816,12 @@ impl<'a, 'f> Emit<'a, 'f> {
             Node::Select { pred, on_true, on_false } => {
                 let p = self.value(pred);
                 let (t, f) = (self.value(on_true), self.value(on_false));
-                self.b.ins().select(p, t, f)
+                if !vector {
+                    return self.b.ins().select(p, t, f);
+                }
+                let ty = self.b.func.dfg.value_type(t);
+                let mask = if self.b.func.dfg.value_type(p) == ty { p } else { self.b.ins().bitcast(ty, lane_order(), p) };
+                self.b.ins().bitselect(mask, t, f)
             }
             Node::Clamp { lo, x: xv, hi } => {
                 let (l, v, h) = (self.value(lo), self.value(xv), self.value(hi));
@@ -433,10 +841,18 @@ impl<'a, 'f> Emit<'a, 'f> {
             }
             Node::Convert(a) => {
                 let av = self.value(a);
-                self.convert(e.expr(a).elem, elem, av)
+                if vector {
+                    self.convert_vec(e.expr(a).elem, elem, av)
+                } else {
+                    self.convert(e.expr(a).elem, elem, av)
+                }
             }
             Node::BitcastConvert(a) => {
                 let av = self.value(a);
+                if vector {
+                    let ty = self.ty(elem);
+                    return if self.b.func.dfg.value_type(av) == ty { av } else { self.b.ins().bitcast(ty, lane_order(), av) };
+                }
                 self.bitcast_convert(e.expr(a).elem, elem, av)
             }
             Node::Acc { red, i } => self.b.use_var(self.accs[red as usize][i as usize]),
@@ -466,7 +882,7 @@ impl<'a, 'f> Emit<'a, 'f> {
         }
     }
 
-    /// An i64 index as a value of type `elem` (iota).
+    /// An i64 index as a scalar of type `elem` (iota).
     fn int_to_elem(&mut self, v: Value, elem: ElementType) -> Value {
         match elem {
             ElementType::F64 => self.b.ins().fcvt_from_sint(types::F64, v),
@@ -475,23 +891,52 @@ impl<'a, 'f> Emit<'a, 'f> {
                 self.narrow(e, f)
             }
             ElementType::S64 | ElementType::U64 => v,
-            ElementType::Pred => {
-                let c = self.b.ins().icmp_imm_s(IntCC::NotEqual, v, 0);
-                c
-            }
+            ElementType::Pred => self.b.ins().icmp_imm_s(IntCC::NotEqual, v, 0),
             e => self.b.ins().ireduce(reg(e), v),
         }
     }
 
+    /// Converts a vector between types of one lane width (the plan ensures it), or to
+    /// and from pred masks.
+    fn convert_vec(&mut self, from: ElementType, to: ElementType, v: Value) -> Value {
+        let tty = self.ty(to);
+        if to.is_pred() {
+            let zero = self.const_like(v, 0, 0.0);
+            return if from.is_float() {
+                self.b.ins().fcmp(FloatCC::NotEqual, v, zero)
+            } else {
+                self.b.ins().icmp(IntCC::NotEqual, v, zero)
+            };
+        }
+        // A mask -> 0/1 in an integer of the same width.
+        let (v, from) = if from.is_pred() {
+            let one = self.const_like(v, 1, 0.0);
+            (self.b.ins().band(v, one), ElementType::S32)
+        } else {
+            (v, from)
+        };
+        match (from.is_float(), to.is_float()) {
+            (false, false) | (true, true) => v,
+            (false, true) if from.is_signed_int() => self.b.ins().fcvt_from_sint(tty, v),
+            (false, true) => self.b.ins().fcvt_from_uint(tty, v),
+            (true, false) if to.is_signed_int() => self.b.ins().fcvt_to_sint_sat(tty, v),
+            (true, false) => self.b.ins().fcvt_to_uint_sat(tty, v),
+        }
+    }
+
+    /// Unary `op` on a scalar or a vector `a` (its type says which; `from` is the
+    /// operand's element type, `elem` the result's).
     fn unary(&mut self, op: UnaryOp, from: ElementType, elem: ElementType, a: Value) -> Value {
         use UnaryOp::*;
+        let vector = self.b.func.dfg.value_type(a).is_vector();
         if op == IsFinite {
             let abs = self.b.ins().fabs(a);
-            let inf = if reg(from) == types::F64 { self.b.ins().f64const(f64::INFINITY) } else { self.b.ins().f32const(f32::INFINITY) };
+            let inf = self.const_like(a, 0, f64::INFINITY);
             return self.b.ins().fcmp(FloatCC::LessThan, abs, inf);
         }
         if elem.is_pred() {
             return match op {
+                Not if vector => self.b.ins().bnot(a),
                 Not => self.b.ins().bxor_imm_s(a, 1),
                 _ => {
                     self.fail(format!("{} on pred", op.hlo_name()));
@@ -500,30 +945,36 @@ impl<'a, 'f> Emit<'a, 'f> {
             };
         }
         if elem.is_int() {
-            let ty = reg(elem);
             return match op {
                 Abs if elem.is_signed_int() => self.b.ins().iabs(a),
                 Abs => a,
                 Neg => self.b.ins().ineg(a),
                 Not => self.b.ins().bnot(a),
                 Sign if elem.is_signed_int() => {
-                    let m1 = self.b.ins().iconst(ty, crate::ir::literal::width_mask(elem) as i64);
-                    let one = self.b.ins().iconst(ty, 1);
+                    let m1 = self.const_like(a, crate::ir::literal::width_mask(elem) as i64, 0.0);
+                    let one = self.const_like(a, 1, 0.0);
                     let t = self.b.ins().smax(a, m1);
                     self.b.ins().smin(t, one)
                 }
+                Sign if vector => {
+                    let zero = self.const_like(a, 0, 0.0);
+                    let one = self.const_like(a, 1, 0.0);
+                    let c = self.b.ins().icmp(IntCC::NotEqual, a, zero);
+                    self.b.ins().band(c, one)
+                }
                 Sign => {
                     let c = self.b.ins().icmp_imm_s(IntCC::NotEqual, a, 0);
-                    self.b.ins().uextend(ty, c)
+                    self.b.ins().uextend(reg(elem), c)
                 }
-                PopCnt => self.b.ins().popcnt(a),
-                Clz => self.b.ins().clz(a),
+                PopCnt if !vector => self.b.ins().popcnt(a),
+                Clz if !vector => self.b.ins().clz(a),
                 _ => {
                     self.fail(format!("{} on {elem}", op.hlo_name()));
                     a
                 }
             };
         }
+        let _ = from;
         let r = match op {
             Abs => return self.b.ins().fabs(a),
             Neg => return self.b.ins().fneg(a),
@@ -535,24 +986,33 @@ impl<'a, 'f> Emit<'a, 'f> {
                 self.fail(format!("{} on {elem}", op.hlo_name()));
                 return a;
             }
-            _ => {
-                // In f64 through the helper, as the interpreter computes it.
-                let wide = if reg(elem) == types::F64 { a } else { self.b.ins().fpromote(types::F64, a) };
-                let code = self.b.ins().iconst(types::I32, unary_code(op) as i64);
-                let r = self.call("unary", &[code, wide]);
-                if reg(elem) == types::F64 {
-                    r
-                } else {
-                    self.b.ins().fdemote(types::F32, r)
-                }
-            }
+            _ => self.transcendental(op, elem, a),
         };
         self.narrow(elem, r)
+    }
+
+    /// exp, log, tanh, ...: in f64 through the helper, as the interpreter computes them
+    /// (scalars only: `vector::unary_has_vector_form` keeps such kernels scalar). The
+    /// place to route f32 (and f32x4) values to inline approximations.
+    fn transcendental(&mut self, op: UnaryOp, elem: ElementType, a: Value) -> Value {
+        if self.b.func.dfg.value_type(a).is_vector() {
+            self.fail(format!("{} has no vector form", op.hlo_name()));
+            return a;
+        }
+        let wide = if reg(elem) == types::F64 { a } else { self.b.ins().fpromote(types::F64, a) };
+        let code = self.b.ins().iconst(types::I32, unary_code(op) as i64);
+        let r = self.call("unary", &[code, wide]);
+        if reg(elem) == types::F64 {
+            r
+        } else {
+            self.b.ins().fdemote(types::F32, r)
+        }
     }
 
     fn binary(&mut self, op: BinaryOp, elem: ElementType, a: Value, c: Value) -> Value {
         use BinaryOp::*;
         let ty = reg(elem);
+        let a_vec = self.b.func.dfg.value_type(a).is_vector();
         if elem.is_pred() {
             return match op {
                 Add | Max | Or => self.b.ins().bor(a, c),
@@ -572,7 +1032,7 @@ impl<'a, 'f> Emit<'a, 'f> {
                 Div => self.b.ins().fdiv(a, c),
                 Max => return self.b.ins().fmax(a, c),
                 Min => return self.b.ins().fmin(a, c),
-                Rem | Pow | Atan2 => {
+                Rem | Pow | Atan2 if !a_vec => {
                     let (wa, wc) = if ty == types::F64 {
                         (a, c)
                     } else {
@@ -606,7 +1066,7 @@ impl<'a, 'f> Emit<'a, 'f> {
             Max => self.b.ins().umax(a, c),
             Min if signed => self.b.ins().smin(a, c),
             Min => self.b.ins().umin(a, c),
-            Div | Rem => {
+            Div | Rem if !a_vec => {
                 // x / 0 = -1 (all ones), x % 0 = x; INT_MIN / -1 wraps, INT_MIN % -1 = 0.
                 let one = self.b.ins().iconst(ty, 1);
                 let zero_div = self.b.ins().icmp_imm_s(IntCC::Equal, c, 0);
@@ -628,7 +1088,7 @@ impl<'a, 'f> Emit<'a, 'f> {
                 let on_zero = if op == Div { self.b.ins().iconst(ty, crate::ir::literal::width_mask(elem) as i64) } else { a };
                 self.b.ins().select(zero_div, on_zero, q)
             }
-            ShiftLeft | ShiftRightLogical | ShiftRightArithmetic => {
+            ShiftLeft | ShiftRightLogical | ShiftRightArithmetic if !a_vec => {
                 let in_range = self.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, c, width);
                 let (shifted, fallback) = match op {
                     ShiftLeft => (self.b.ins().ishl(a, c), self.b.ins().iconst(ty, 0)),
@@ -659,11 +1119,14 @@ impl<'a, 'f> Emit<'a, 'f> {
         let (a, c, signed) = if elem.is_float() {
             // Total order: the bits as a signed integer, negatives with their magnitude
             // bits flipped.
-            let ity = if reg(elem) == types::F64 { types::I64 } else { types::I32 };
+            let fty = self.b.func.dfg.value_type(a);
+            let ity = fty.as_int();
             let key = |s: &mut Self, v: Value| {
-                let bits = s.b.ins().bitcast(ity, MemFlagsData::new(), v);
-                let sign = s.b.ins().sshr_imm_s(bits, ity.bits() as i64 - 1);
-                let mag = s.b.ins().ushr_imm_u(sign, 1);
+                let bits = s.b.ins().bitcast(ity, if fty.is_vector() { lane_order() } else { MemFlagsData::new() }, v);
+                let top = s.b.ins().iconst(types::I32, ity.lane_bits() as i64 - 1);
+                let one = s.b.ins().iconst(types::I32, 1);
+                let sign = s.b.ins().sshr(bits, top);
+                let mag = s.b.ins().ushr(sign, one);
                 s.b.ins().bxor(bits, mag)
             };
             (key(self, a), key(self, c), true)

@@ -2,7 +2,7 @@
 //! Cranelift (a kernel the emitter cannot handle becomes opaque, with the reason), and
 //! compile while and conditional computations as plans of their own.
 
-use super::{codegen, helpers, Code, CpuExecutable};
+use super::{codegen, helpers, Code, CpuExecutable, KernelFn};
 use crate::ir::{CompId, Computation, Instruction, Loc, Module};
 use crate::kernel::{self, KernelBody};
 use cranelift_jit::{JITBuilder, JITModule};
@@ -44,7 +44,8 @@ fn compile_computation(module: &Module, comp_id: CompId, depth: usize) -> Result
         {
             match codegen::emit(&mut jit, &helper_ids, e, &format!("kernel{i}"), n_inputs) {
                 Ok(emitted) => {
-                    func_ids.insert(i, emitted.id);
+                    let work = e.space.iter().map(|&d| d.max(0) as usize).product();
+                    func_ids.insert(i, (emitted.id, emitted.par_extent, work));
                     listings.insert(i, (emitted.clif, emitted.asm));
                 }
                 Err(reason) => {
@@ -88,21 +89,23 @@ fn compile_computation(module: &Module, comp_id: CompId, depth: usize) -> Result
     for (i, k) in plan.kernels.iter().enumerate() {
         code.push(match &k.body {
             KernelBody::Elemental(_) => {
-                let ptr = jit.get_finalized_function(func_ids[&i]);
-                // SAFETY: emitted with signature `fn(*const *mut u8)` by `codegen::emit`.
-                Code::Native(unsafe { std::mem::transmute::<*const u8, extern "C" fn(*const *mut u8)>(ptr) })
+                let (id, par_extent, work) = func_ids[&i];
+                let ptr = jit.get_finalized_function(id);
+                // SAFETY: emitted with signature `fn(*const *mut u8, i64, i64)` by `codegen::emit`.
+                let f = unsafe { std::mem::transmute::<*const u8, KernelFn>(ptr) };
+                Code::Native { f, par_extent, work }
             }
             KernelBody::Dot(spec) => Code::Dot(spec.clone()),
             KernelBody::Sort(spec) => {
-                let ptr = jit.get_finalized_function(func_ids[&i]);
-                // SAFETY: emitted with signature `fn(*const *mut u8)` by `codegen::emit`.
-                let cmp = unsafe { std::mem::transmute::<*const u8, extern "C" fn(*const *mut u8)>(ptr) };
+                let ptr = jit.get_finalized_function(func_ids[&i].0);
+                // SAFETY: emitted with signature `fn(*const *mut u8, i64, i64)` by `codegen::emit` (a scalar kernel: range 0..1).
+                let cmp = unsafe { std::mem::transmute::<*const u8, KernelFn>(ptr) };
                 Code::Sort { spec: spec.clone(), cmp }
             }
             KernelBody::Scatter(spec) => {
-                let ptr = jit.get_finalized_function(func_ids[&i]);
-                // SAFETY: emitted with signature `fn(*const *mut u8)` by `codegen::emit`.
-                let combine = unsafe { std::mem::transmute::<*const u8, extern "C" fn(*const *mut u8)>(ptr) };
+                let ptr = jit.get_finalized_function(func_ids[&i].0);
+                // SAFETY: emitted with signature `fn(*const *mut u8, i64, i64)` by `codegen::emit` (a scalar kernel: range 0..1).
+                let combine = unsafe { std::mem::transmute::<*const u8, KernelFn>(ptr) };
                 Code::Scatter { spec: spec.clone(), combine }
             }
             KernelBody::Opaque { inst, operands, result } => {

@@ -1,4 +1,5 @@
-//! Dots as batched GEMMs through the `gemm` crate (single-threaded for now).
+//! Dots as batched GEMMs through the `gemm` crate; a large one is split into blocks of
+//! rows (per batch) run on the thread pool, each a single-threaded GEMM.
 //!
 //! Operands are first brought to row-major `[batch, m, k]` and `[batch, k, n]` (a copy
 //! only when the dot's dimension numbers are not already in that order); the result
@@ -64,29 +65,57 @@ fn permuted_f64(shape: &Shape, bytes: &[u8], perm: &[usize]) -> Result<Vec<f64>,
     }
 }
 
-fn batched<T: Copy + Default + 'static + num_like::One>(spec: &DotSpec, a: &[T], b: &[T]) -> Vec<T> {
+/// Multiply-adds (`m * n * k` over the batch) below which a dot runs on one thread.
+const PARALLEL_FLOPS: usize = 1 << 18;
+
+/// Pointers shared by the row blocks of one dot (each writes its own rows of C).
+#[derive(Clone, Copy)]
+struct Shared<T>(*const T, *const T, *mut T);
+// SAFETY: see above; the slices outlive the job (`pool::run` waits for every block).
+unsafe impl<T> Send for Shared<T> {}
+unsafe impl<T> Sync for Shared<T> {}
+
+impl<T> Shared<T> {
+    /// The pointers (a method, so closures capture the shareable whole).
+    fn get(&self) -> (*const T, *const T, *mut T) {
+        (self.0, self.1, self.2)
+    }
+}
+
+fn batched<T: Copy + Default + Send + Sync + 'static + num_like::One>(spec: &DotSpec, a: &[T], b: &[T]) -> Vec<T> {
     let (m, n, k) = (spec.m, spec.n, spec.k);
     let mut c = vec![T::default(); spec.batch * m * n];
     if m == 0 || n == 0 || k == 0 {
         return c;
     }
-    for bi in 0..spec.batch {
-        let (ap, bp) = (&a[bi * m * k..], &b[bi * k * n..]);
-        let cp = &mut c[bi * m * n..(bi + 1) * m * n];
-        // SAFETY: row-major m x k, k x n and m x n slices of the right lengths.
+    // Row blocks: enough for every thread, at least 16 rows each (GEMM's own tiles).
+    let threads = super::pool::threads();
+    let parallel = spec.batch * m * n * k >= PARALLEL_FLOPS && threads > 1;
+    let blocks_per_batch = if parallel { threads.div_ceil(spec.batch).min(m.div_ceil(16)).max(1) } else { 1 };
+    let rows = m.div_ceil(blocks_per_batch);
+    let shared = Shared(a.as_ptr(), b.as_ptr(), c.as_mut_ptr());
+    let block = |t: usize| {
+        let (a, b, c) = shared.get();
+        let (bi, r0) = (t / blocks_per_batch, (t % blocks_per_batch) * rows);
+        let r1 = (r0 + rows).min(m);
+        if r0 >= r1 {
+            return;
+        }
+        // SAFETY: rows r0..r1 of batch bi: an (r1-r0) x k block of A, B's k x n, and
+        // the matching rows of C, all in bounds; blocks write disjoint rows.
         unsafe {
             gemm::gemm(
-                m,
+                r1 - r0,
                 n,
                 k,
-                cp.as_mut_ptr(),
+                c.add(bi * m * n + r0 * n),
                 1,
                 n as isize,
                 false,
-                ap.as_ptr(),
+                a.add(bi * m * k + r0 * k),
                 1,
                 k as isize,
-                bp.as_ptr(),
+                b.add(bi * k * n),
                 1,
                 n as isize,
                 T::default(),
@@ -97,6 +126,11 @@ fn batched<T: Copy + Default + 'static + num_like::One>(spec: &DotSpec, a: &[T],
                 gemm::Parallelism::None,
             );
         }
+    };
+    if parallel {
+        super::pool::run(spec.batch * blocks_per_batch, &block);
+    } else {
+        (0..spec.batch).for_each(block);
     }
     c
 }

@@ -13,20 +13,31 @@
 //! else the plan calls opaque (select-and-scatter, ...) runs in the interpreter on values
 //! decoded from the buffers.
 //!
+//! Speed: the innermost loop of a kernel runs 128-bit SIMD vectors with a scalar tail
+//! where its ops and types allow (`vector.rs` says when: loops, row reductions with
+//! vector accumulators, column reductions across the kept minor dimension). Large
+//! kernels are split across threads along a kept loop variable (`runtime.rs`, on the
+//! persistent pool of `pool.rs`), and large dots into row blocks of single-threaded
+//! GEMMs (`dot.rs`).
+//!
 //! Feature `cpu` (native only): the default build of this crate stays wasm32-clean and
 //! does not compile Cranelift at all. CLIF text and machine-code listings of each kernel
-//! are kept ([`CpuExecutable::clif`], [`CpuExecutable::asm`]) for the explorer.
+//! are kept ([`CpuExecutable::clif`], [`CpuExecutable::asm`]) for the explorer; the CLIF
+//! starts with a comment saying whether the kernel was vectorized, or why not.
 //!
-//! Not yet: SIMD vectors, threads, a compilation cache, AOT objects, inline
-//! transcendental approximations (they call `helpers` now).
+//! Not yet: a compilation cache, AOT objects, inline transcendental approximations
+//! (they call `helpers` now, which keeps such kernels scalar), f16/bf16 vectors, sort
+//! comparators compiled (issue 4).
 
 mod codegen;
 mod compile;
 mod dot;
 pub mod helpers;
+mod pool;
 mod runtime;
 mod scatter;
 mod sort;
+mod vector;
 
 pub use compile::{compile, optimize};
 
@@ -59,13 +70,19 @@ impl Drop for CpuExecutable {
     }
 }
 
+/// A JIT-compiled kernel: `(buffers, begin, end)` runs `begin..end` of its parallel
+/// variable.
+type KernelFn = extern "C" fn(*const *mut u8, i64, i64);
+
 enum Code {
-    Native(extern "C" fn(*const *mut u8)),
+    /// `par_extent`: the parallel variable's extent; `work`: iterations of the whole
+    /// kernel (the runtime splits it across threads when large).
+    Native { f: KernelFn, par_extent: i64, work: usize },
     Dot(kernel::DotSpec),
     /// A sort, with its compiled comparator.
-    Sort { spec: kernel::SortSpec, cmp: extern "C" fn(*const *mut u8) },
+    Sort { spec: kernel::SortSpec, cmp: KernelFn },
     /// A scatter, with its compiled combiner.
-    Scatter { spec: kernel::ScatterSpec, combine: extern "C" fn(*const *mut u8) },
+    Scatter { spec: kernel::ScatterSpec, combine: KernelFn },
     Interpret { comp: CompId, operands: Vec<ValueBufs>, result: ValueBufs },
     While { cond: Box<CpuExecutable>, body: Box<CpuExecutable>, operands: Vec<ValueBufs>, result: ValueBufs },
     Case { branches: Vec<CpuExecutable>, branch_operands: Vec<Vec<u32>>, operands: Vec<ValueBufs>, result: ValueBufs },

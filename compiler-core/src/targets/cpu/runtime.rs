@@ -1,8 +1,9 @@
-//! Running a compiled module: buffers for the plan's values, kernels in program order,
-//! the interpreter for opaque kernels, and the small runtime for while loops and
+//! Running a compiled module: buffers for the plan's values, kernels in program order
+//! (a large native kernel split across threads along its parallel variable), the
+//! interpreter for opaque kernels, and the small runtime for while loops and
 //! conditionals.
 
-use super::{dot, scatter, sort, Code, CpuExecutable, CustomCalls, KernelInfo, Wrap};
+use super::{dot, pool, scatter, sort, Code, CpuExecutable, CustomCalls, KernelFn, KernelInfo, Wrap};
 use crate::interp::Interpreter;
 use crate::ir::{Literal, Value};
 use crate::kernel::{BufferId, KernelPlan, ValueBufs};
@@ -10,6 +11,43 @@ use crate::kernel::{BufferId, KernelPlan, ValueBufs};
 /// Most iterations of one while loop before the run fails (never hang), as the
 /// interpreter's budget.
 const MAX_ITERATIONS: u64 = 10_000_000;
+
+/// Iterations of a kernel below which it runs on one thread: waking the pool costs a few
+/// microseconds, about what this much simple elementwise work takes.
+const PARALLEL_WORK: usize = 1 << 16;
+
+/// The buffer table, shared by the threads of one kernel (each writes only the output
+/// elements of its own range).
+#[derive(Clone, Copy)]
+struct Table(*const *mut u8);
+// SAFETY: see above; the table and buffers outlive the job (`pool::run` waits).
+unsafe impl Send for Table {}
+unsafe impl Sync for Table {}
+
+/// Runs kernel `f` over `0..par_extent` of its parallel variable, in chunks on the pool
+/// when `work` is large.
+fn run_native(f: KernelFn, table: *const *mut u8, par_extent: i64, work: usize) {
+    let threads = pool::threads();
+    if work < PARALLEL_WORK || threads < 2 || par_extent < 2 {
+        f(table, 0, par_extent);
+        return;
+    }
+    let n = threads.min(par_extent as usize);
+    // Chunks of whole vector steps where the range allows (fewer scalar tails).
+    let mut per = (par_extent as usize).div_ceil(n);
+    if per > 32 {
+        per = per.div_ceil(32) * 32;
+    }
+    let table = Table(table);
+    pool::run(n, &|t| {
+        let table = table;
+        let begin = (t * per) as i64;
+        let end = ((t + 1) * per).min(par_extent as usize) as i64;
+        if begin < end {
+            f(table.0, begin, end);
+        }
+    });
+}
 
 /// An 8-byte aligned byte buffer (GEMM reads it as f32/f64).
 struct Buf {
@@ -83,12 +121,12 @@ impl CpuExecutable {
             let info = KernelInfo { index: i, name: &k.name, kind: &k.kind };
             let mut exec = || -> Result<(), String> {
                 match code {
-                    Code::Native(f) => {
+                    Code::Native { f, par_extent, work } => {
                         let mut ptrs: Vec<*mut u8> = Vec::with_capacity(k.inputs.len() + k.outputs.len());
                         for &b in k.inputs.iter().chain(&k.outputs) {
                             ptrs.push(bufs[b.index()].words.as_mut_ptr() as *mut u8);
                         }
-                        f(ptrs.as_ptr());
+                        run_native(*f, ptrs.as_ptr(), *par_extent, *work);
                         Ok(())
                     }
                     Code::Dot(spec) => {

@@ -7,6 +7,7 @@
 //! operand is skipped (see [`crate::kernel::ScatterSpec`]).
 
 use crate::ir::{Literal, Scalar, Shape};
+use super::KernelFn;
 use crate::kernel::ScatterSpec;
 
 /// Scatters into `outs` (already holding copies of the operands).
@@ -17,7 +18,7 @@ use crate::kernel::ScatterSpec;
 /// kernel of `spec`.
 pub unsafe fn run(
     spec: &ScatterSpec,
-    combine: extern "C" fn(*const *mut u8),
+    combine: KernelFn,
     indices: &[u8],
     updates: &[&[u8]],
     outs: &[*mut u8],
@@ -80,7 +81,7 @@ pub unsafe fn run(
                     std::ptr::copy_nonoverlapping(updates[i].as_ptr().add(from * sz), table[n + i], sz);
                 }
             }
-            combine(table.as_ptr());
+            combine(table.as_ptr(), 0, 1);
             for i in 0..n {
                 // SAFETY: as above.
                 unsafe { std::ptr::copy_nonoverlapping(table[2 * n + i], outs[i].add(at * sizes[i]), sizes[i]) };

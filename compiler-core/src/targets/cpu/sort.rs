@@ -6,6 +6,7 @@
 //! interpreter's stable bottom-up merge sort (the right run wins only on a strict
 //! "less"), so results match it even for comparators that are not strict weak orders.
 
+use super::KernelFn;
 use crate::kernel::SortSpec;
 
 /// Sorts `outs` (already holding copies of the inputs, row-major, in the plan's byte
@@ -14,7 +15,7 @@ use crate::kernel::SortSpec;
 /// # Safety
 /// `outs[i]` must point to an 8-byte aligned buffer of `spec.dims` elements of
 /// `spec.elems[i]`, and `cmp` must be the comparator kernel of `spec`.
-pub unsafe fn run(spec: &SortSpec, cmp: extern "C" fn(*const *mut u8), outs: &[*mut u8]) {
+pub unsafe fn run(spec: &SortSpec, cmp: KernelFn, outs: &[*mut u8]) {
     let n = outs.len();
     let dims = &spec.dims;
     let len = dims[spec.dim].max(0) as usize;
@@ -37,7 +38,7 @@ pub unsafe fn run(spec: &SortSpec, cmp: extern "C" fn(*const *mut u8), outs: &[*
                 std::ptr::copy_nonoverlapping(outs[i].add(b * sz), table[2 * i + 1], sz);
             }
         }
-        cmp(table.as_ptr());
+        cmp(table.as_ptr(), 0, 1);
         // SAFETY: the comparator wrote its pred byte into the last scratch word.
         unsafe { *table[2 * n] != 0 }
     };

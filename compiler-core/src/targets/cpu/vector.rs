@@ -1,0 +1,211 @@
+//! Which kernels get SIMD code, and in which shape: the vectorization plan of one
+//! elemental kernel, decided before any code is emitted.
+//!
+//! Cranelift's x86-64 backend has 128-bit vectors, so a kernel whose non-pred element
+//! types all have one byte width W runs `16 / W` lanes per step (f32/s32: 4, f64/s64: 2,
+//! s8/u8: 16). A pred is then a lane mask of that width (all ones = true), the form
+//! vector compares produce and `bitselect` consumes. Always along the innermost loop
+//! variable, with a scalar tail for the remainder:
+//! - **Loop**: the innermost variable is the minor dimension of every output; each step
+//!   computes `lanes` consecutive elements (unrolled twice for instruction-level
+//!   parallelism).
+//! - **Row reduction** (the innermost variable is reduced): every reduction must be one
+//!   value combined by an associative and commutative op (add, mul, max, min, and, or,
+//!   xor). Two vector accumulators start at the op's identity, take `2 * lanes` elements
+//!   per step, and are combined horizontally into the scalar accumulator (which started
+//!   at the init) after the loop. Float add and mul are thereby reassociated, as XLA:CPU
+//!   does: float sums are no longer bit-identical to the interpreter's sequential order
+//!   (tests compare them with a tolerance); max/min and integer ops stay exact.
+//! - **Column reduction** (the innermost variable is kept): each lane is a different
+//!   output element, so any vectorizable combiner (argmax too) runs in exactly the
+//!   interpreter's order.
+//!
+//! A load whose linear index is `innermost variable + invariant` is one vector load; an
+//! invariant one is a scalar load and a splat; anything else (transposed, strided,
+//! reversed, clamped reads) gathers its lanes with scalar loads. Iota and range tests
+//! are also built lane by lane. Ops without a vector lowering keep the kernel scalar:
+//! transcendentals (they call the f64 helper), f16/bf16 (rounded by helpers), integer
+//! division and shifts (per-lane shift amounts), popcnt/clz, byte multiplies, f64 to
+//! 64-bit integer and width-changing converts.
+
+use crate::ir::{BinaryOp, ElementType, UnaryOp};
+use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
+use std::collections::HashMap;
+
+/// How a kernel is vectorized.
+#[derive(Clone, Debug, PartialEq)]
+pub enum VecKind {
+    Loop,
+    /// One associative op per reduction, in reduction order.
+    Row(Vec<BinaryOp>),
+    Column,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct VecPlan {
+    pub kind: VecKind,
+    /// Lanes per vector.
+    pub lanes: u32,
+    /// Vectors per loop step.
+    pub unroll: u32,
+    /// The byte width of every lane (pred masks included).
+    pub width: u32,
+    /// The vectorized (innermost) variable.
+    pub var: u32,
+}
+
+/// The vectorization plan of `e`, or why it stays scalar.
+pub fn plan(e: &Elemental) -> Result<VecPlan, String> {
+    let var = e.space.len().checked_sub(1).ok_or("a rank-0 kernel")? as u32;
+    // A data-dependent index (gather, dynamic slice) reads a value per lane: scalar.
+    if e.idx.iter().any(|i| matches!(i, Idx::Data(_))) {
+        return Err("a data-dependent index".into());
+    }
+    for (i, x) in e.nodes.iter().enumerate() {
+        vector_form(e, ExprId(i as u32)).map_err(|why| format!("{why} ({} node {i})", x.elem))?;
+    }
+    let widths: Vec<u32> =
+        e.nodes.iter().filter(|x| !x.elem.is_pred()).map(|x| x.elem.byte_size() as u32).collect();
+    let width = widths.first().copied().unwrap_or(1);
+    if widths.iter().any(|&w| w != width) {
+        return Err("element types of different widths".into());
+    }
+    let lanes = 16 / width;
+    let extent = e.space[var as usize];
+    let kind = if !e.is_reduction() {
+        VecKind::Loop
+    } else if e.reduced[var as usize] {
+        VecKind::Row(e.reductions.iter().enumerate().map(|(k, _)| associative_op(e, k)).collect::<Result<_, _>>()?)
+    } else {
+        VecKind::Column
+    };
+    let unroll = if kind == VecKind::Column { 1 } else { 2 };
+    if extent < (lanes * unroll) as i64 {
+        return Err(format!("the innermost loop ({extent}) is shorter than one vector step"));
+    }
+    Ok(VecPlan { kind, lanes, unroll, width, var })
+}
+
+/// The op of reduction `k` when it is `acc = op(acc, x)` (either operand order) over one
+/// value with an associative and commutative `op`.
+fn associative_op(e: &Elemental, k: usize) -> Result<BinaryOp, String> {
+    let red = &e.reductions[k];
+    if red.values.len() != 1 {
+        return Err("a variadic row reduction".into());
+    }
+    let c = e.expr(red.combiner[0]);
+    let Node::Binary(op, a, b) = c.node else { return Err("a row reduction whose combiner is not one binary op".into()) };
+    let leaf = |x: ExprId| e.expr(x).node.clone();
+    let k = k as u32;
+    let acc_arg = matches!((leaf(a), leaf(b)), (Node::Acc { red: r1, i: 0 }, Node::Arg { red: r2, i: 0 }) | (Node::Arg { red: r2, i: 0 }, Node::Acc { red: r1, i: 0 }) if r1 == k && r2 == k);
+    let same_type = e.expr(a).elem == c.elem && e.expr(b).elem == c.elem && e.expr(red.values[0]).elem == c.elem;
+    use BinaryOp::*;
+    let assoc = match c.elem {
+        el if el.is_float() => matches!(op, Add | Mul | Max | Min),
+        _ => matches!(op, Add | Mul | Max | Min | And | Or | Xor),
+    };
+    if acc_arg && same_type && assoc {
+        Ok(op)
+    } else {
+        Err(format!("the row reduction's {} combiner is not recognized as associative", op.hlo_name()))
+    }
+}
+
+/// Whether unary `op` on `elem` has an inline vector form. Transcendentals call the
+/// scalar f64 helper; routing them to inline vector approximations is a change here and
+/// in `Emit::unary`.
+pub fn unary_has_vector_form(op: UnaryOp, elem: ElementType) -> bool {
+    use UnaryOp::*;
+    match elem {
+        ElementType::Pred => op == Not,
+        el if el.is_int() => matches!(op, Abs | Neg | Not | Sign),
+        ElementType::F32 | ElementType::F64 => matches!(op, Abs | Neg | Floor | Ceil | RoundEven | Sqrt | IsFinite),
+        _ => false,
+    }
+}
+
+/// Why node `x` has no vector form, if it has none.
+fn vector_form(e: &Elemental, x: ExprId) -> Result<(), String> {
+    let expr = e.expr(x);
+    let elem = expr.elem;
+    if matches!(elem, ElementType::F16 | ElementType::BF16) {
+        return Err("f16/bf16 are rounded by helpers".into());
+    }
+    use BinaryOp::*;
+    match &expr.node {
+        Node::Unary(op, a) => {
+            // IsFinite is typed by its float operand.
+            let on = if *op == UnaryOp::IsFinite { e.expr(*a).elem } else { elem };
+            if !unary_has_vector_form(*op, on) {
+                return Err(format!("{} has no vector form", op.hlo_name()));
+            }
+        }
+        Node::Binary(op, _, _) => {
+            let ok = match elem {
+                ElementType::Pred => matches!(op, Add | Max | Or | Mul | Min | And | Xor),
+                el if el.is_float() => matches!(op, Add | Sub | Mul | Div | Max | Min),
+                // x86 has no byte-lane multiply.
+                el if el.byte_size() == 1 => matches!(op, Add | Sub | And | Or | Xor | Max | Min),
+                _ => matches!(op, Add | Sub | Mul | And | Or | Xor | Max | Min),
+            };
+            if !ok {
+                return Err(format!("{} has no vector form", op.hlo_name()));
+            }
+        }
+        Node::Convert(a) | Node::BitcastConvert(a) => {
+            let from = e.expr(*a).elem;
+            if matches!(from, ElementType::F16 | ElementType::BF16) {
+                return Err("f16/bf16 are rounded by helpers".into());
+            }
+            if !matches!(expr.node, Node::BitcastConvert(_)) && from.is_float() && elem.is_int() && elem.byte_size() == 8 {
+                return Err("f64 -> 64-bit integer vectors are not lowered".into());
+            }
+            let bitcast = matches!(expr.node, Node::BitcastConvert(_));
+            if bitcast && (from.is_pred() || elem.is_pred()) {
+                return Err("a bitcast-convert of pred".into());
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// How an index expression depends on one loop variable.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Lin {
+    /// Does not depend on it.
+    Invariant,
+    /// `k * var + invariant`.
+    Affine(i64),
+    /// Anything else.
+    Other,
+}
+
+/// The dependence of index `i` on variable `var` (memoized in `memo`).
+pub fn linearity(e: &Elemental, var: u32, i: IdxId, memo: &mut HashMap<IdxId, Lin>) -> Lin {
+    if let Some(&l) = memo.get(&i) {
+        return l;
+    }
+    let l = match *e.idx_node(i) {
+        Idx::Var(v) if v == var => Lin::Affine(1),
+        Idx::Var(_) | Idx::Const(_) => Lin::Invariant,
+        Idx::Add(a, b) => match (linearity(e, var, a, memo), linearity(e, var, b, memo)) {
+            (Lin::Invariant, Lin::Invariant) => Lin::Invariant,
+            (Lin::Affine(k), Lin::Invariant) | (Lin::Invariant, Lin::Affine(k)) => Lin::Affine(k),
+            (Lin::Affine(k), Lin::Affine(j)) => Lin::Affine(k + j),
+            _ => Lin::Other,
+        },
+        Idx::Mul(a, k) => match linearity(e, var, a, memo) {
+            Lin::Affine(j) => Lin::Affine(j * k),
+            l => l,
+        },
+        Idx::Data(_) => Lin::Other,
+        Idx::Div(a, _) | Idx::Rem(a, _) | Idx::Clamp(a, _, _) => match linearity(e, var, a, memo) {
+            Lin::Invariant => Lin::Invariant,
+            _ => Lin::Other,
+        },
+    };
+    let l = if l == Lin::Affine(0) { Lin::Invariant } else { l };
+    memo.insert(i, l);
+    l
+}

@@ -1,0 +1,397 @@
+//! The CPU target's SIMD loops and thread splitting against the interpreter, on random
+//! inputs of every element type, at sizes that exercise the vector body, the scalar tail
+//! and the split across threads (1, 3, 4, 5, 17, 1000, 70001): elementwise kernels,
+//! broadcasts, transposed and concatenated reads, converts, row and column reductions.
+//!
+//! Kernels of 64K iterations or more run split across threads, along a kept variable:
+//! the outermost (70 x 1001) or the vectorized one after a short outer loop (2 x 40001).
+//!
+//! Results must be bit-identical, except float sums of a vectorized row reduction
+//! (reassociated): those are compared with a tolerance, or fed integer-valued floats so
+//! every order gives the same exact sum. Needs the `cpu` feature.
+
+#![cfg(feature = "cpu")]
+
+use hloscope_core::interp::Interpreter;
+use hloscope_core::ir::{ElementType, Literal, Shape, Value};
+use hloscope_core::targets::cpu;
+
+const SIZES: &[i64] = &[1, 3, 4, 5, 17, 1000, 70_001];
+
+const ALL: &[ElementType] = &[
+    ElementType::Pred,
+    ElementType::S8,
+    ElementType::S16,
+    ElementType::S32,
+    ElementType::S64,
+    ElementType::U8,
+    ElementType::U16,
+    ElementType::U32,
+    ElementType::U64,
+    ElementType::F16,
+    ElementType::BF16,
+    ElementType::F32,
+    ElementType::F64,
+];
+
+/// A deterministic pseudo-random generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+/// Random values of `elem`: integers over their whole range, floats in [-8, 8) with
+/// some -0.0, or (`integral`) whole floats in [-8, 8] so sums are exact in any order.
+fn random(elem: ElementType, dims: &[i64], seed: u64, integral: bool) -> Literal {
+    let n: i64 = dims.iter().product();
+    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let shape = Shape::new(elem, dims.to_vec());
+    if elem.is_float() {
+        let v: Vec<f64> = (0..n)
+            .map(|_| {
+                let r = rng.next();
+                if integral {
+                    (r % 17) as f64 - 8.0
+                } else if r % 16 == 0 {
+                    -0.0
+                } else {
+                    (r >> 11) as f64 / (1u64 << 53) as f64 * 16.0 - 8.0
+                }
+            })
+            .collect();
+        Literal::from_f64s(shape, &v)
+    } else {
+        let v: Vec<i64> = (0..n).map(|_| rng.next() as i64).collect();
+        Literal::from_i64s(shape, &v)
+    }
+}
+
+/// Compiles `hlo` for the CPU, runs it and the interpreter on `args`, and checks every
+/// output: bit-identical, or for float outputs within `atol` when given. Returns the
+/// kernels' CLIF listings (empty for kernels not JIT-compiled).
+fn check(hlo: &str, args: &[Literal], atol: Option<f64>) -> Vec<String> {
+    let module = hloscope_core::parse::parse_module(hlo).unwrap_or_else(|e| panic!("{e:?}\n{hlo}"));
+    let args: Vec<Value> = args.iter().cloned().map(Value::Array).collect();
+    let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+    let exe = cpu::compile(&cpu::optimize(&module).unwrap()).unwrap();
+    let got = exe.run(&args).unwrap().flatten();
+    assert_eq!(got.len(), want.len());
+    for (o, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(g.shape.same_shape(&w.shape), "output {o}: {} vs {}", g.shape, w.shape);
+        for i in 0..w.num_elements() {
+            let same = g.bits(i) == w.bits(i);
+            let close = match atol {
+                Some(t) if w.elem().is_float() => {
+                    let (a, b) = (g.get(i).as_f64(), w.get(i).as_f64());
+                    (a - b).abs() <= t
+                }
+                _ => false,
+            };
+            assert!(
+                same || close,
+                "output {o} element {i}: got {:?}, want {:?}\n{hlo}\nplan:\n{}",
+                g.get(i),
+                w.get(i),
+                exe.plan().summary()
+            );
+        }
+    }
+    (0..exe.plan().kernels.len()).map(|i| exe.clif(i).unwrap_or("").to_string()).collect()
+}
+
+fn vectorized(clifs: &[String]) -> bool {
+    clifs.iter().any(|c| c.starts_with("; vectorized"))
+}
+
+/// An elementwise program over `t[dims]` with a pred output next to the value output.
+fn elementwise(t: ElementType, dims: &str) -> String {
+    let body = if t.is_pred() {
+        format!(
+            "  %x = pred[{dims}] xor(%a, %b)
+  %o = pred[{dims}] or(%x, %a)
+  %n = pred[{dims}] not(%o)
+  %s = pred[{dims}] select(%a, %b, %n)
+  %c = pred[{dims}] and(%s, %o)"
+        )
+    } else {
+        let extra = if t.is_float() {
+            format!("  %d = {t}[{dims}] subtract(%mx, %b)\n  %q = {t}[{dims}] abs(%d)")
+        } else {
+            format!("  %d = {t}[{dims}] xor(%mx, %b)\n  %q = {t}[{dims}] and(%d, %a)")
+        };
+        format!(
+            "  %p = {t}[{dims}] add(%a, %b)
+  %m = {t}[{dims}] multiply(%p, %a)
+  %mx = {t}[{dims}] maximum(%m, %b)
+{extra}
+  %mn = {t}[{dims}] minimum(%q, %a)
+  %lt = pred[{dims}] compare(%a, %b), direction=LT
+  %ng = {t}[{dims}] negate(%mn)
+  %s = {t}[{dims}] select(%lt, %ng, %p)
+  %c = pred[{dims}] compare(%s, %b), direction=GE"
+        )
+    };
+    format!(
+        "HloModule m
+ENTRY %main (a: {t}[{dims}], b: {t}[{dims}]) -> ({t}[{dims}], pred[{dims}]) {{
+  %a = {t}[{dims}] parameter(0)
+  %b = {t}[{dims}] parameter(1)
+{body}
+  ROOT %t = ({t}[{dims}], pred[{dims}]) tuple(%s, %c)
+}}"
+    )
+}
+
+#[test]
+fn elementwise_every_type_and_size() {
+    for &t in ALL {
+        for &n in SIZES {
+            let hlo = elementwise(t, &n.to_string());
+            let clifs = check(&hlo, &[random(t, &[n], 1, false), random(t, &[n], 2, false)], None);
+            if n >= 8 && matches!(t, ElementType::F32 | ElementType::S32 | ElementType::U32 | ElementType::F64 | ElementType::S64) {
+                assert!(vectorized(&clifs), "{t}[{n}] not vectorized: {}", clifs[0].lines().next().unwrap_or(""));
+            }
+            if matches!(t, ElementType::F16 | ElementType::BF16) {
+                assert!(!vectorized(&clifs), "f16/bf16 stay scalar");
+            }
+        }
+        // Two dimensions: the tail of every row.
+        let hlo = elementwise(t, "7,19");
+        check(&hlo, &[random(t, &[7, 19], 3, false), random(t, &[7, 19], 4, false)], None);
+    }
+}
+
+#[test]
+fn broadcasts_transposes_and_concatenates() {
+    for &t in &[ElementType::F32, ElementType::S32, ElementType::F64, ElementType::U8, ElementType::S64] {
+        for &(r, c) in &[(1, 1), (3, 5), (4, 17), (9, 1000), (70, 1001), (2, 40_001)] {
+            // A row vector (contiguous), a column vector (invariant in the inner loop), a
+            // scalar, a transposed matrix (gathered), and iota along the minor dimension.
+            let hlo = format!(
+                "HloModule m
+ENTRY %main (x: {t}[{r},{c}], row: {t}[{c}], col: {t}[{r}], s: {t}[], y: {t}[{c},{r}]) -> ({t}[{r},{c}], {t}[{r},{}]) {{
+  %x = {t}[{r},{c}] parameter(0)
+  %row = {t}[{c}] parameter(1)
+  %col = {t}[{r}] parameter(2)
+  %s = {t}[] parameter(3)
+  %y = {t}[{c},{r}] parameter(4)
+  %br = {t}[{r},{c}] broadcast(%row), dimensions={{1}}
+  %bc = {t}[{r},{c}] broadcast(%col), dimensions={{0}}
+  %bs = {t}[{r},{c}] broadcast(%s), dimensions={{}}
+  %yt = {t}[{r},{c}] transpose(%y), dimensions={{1,0}}
+  %io = {t}[{r},{c}] iota(), iota_dimension=1
+  %a1 = {t}[{r},{c}] add(%x, %br)
+  %a2 = {t}[{r},{c}] multiply(%a1, %bc)
+  %a3 = {t}[{r},{c}] subtract(%a2, %bs)
+  %a4 = {t}[{r},{c}] maximum(%a3, %yt)
+  %a5 = {t}[{r},{c}] add(%a4, %io)
+  %cat = {t}[{r},{}] concatenate(%a5, %x), dimensions={{1}}
+  ROOT %out = ({t}[{r},{c}], {t}[{r},{}]) tuple(%a5, %cat)
+}}",
+                2 * c,
+                2 * c,
+                2 * c
+            );
+            let args = [
+                random(t, &[r, c], 5, false),
+                random(t, &[c], 6, false),
+                random(t, &[r], 7, false),
+                random(t, &[], 8, false),
+                random(t, &[c, r], 9, false),
+            ];
+            let clifs = check(&hlo, &args, None);
+            if c >= 17 && t == ElementType::F32 {
+                assert!(vectorized(&clifs), "{t}[{r},{c}]: {}", clifs.join("\n---\n"));
+            }
+        }
+    }
+}
+
+#[test]
+fn converts_between_types_of_one_width() {
+    // f32 <-> s32/u32 (saturating, NaN -> 0 in the interpreter's semantics), f64 <->
+    // s64/u64, pred <-> numbers, and bitcasts.
+    let cases = [("f32", "s32"), ("f32", "u32"), ("s32", "f32"), ("u32", "f32"), ("f64", "s64"), ("f64", "u64"), ("s64", "f64"), ("u64", "f64"), ("s8", "u8"), ("u16", "s16")];
+    for (from, to) in cases {
+        for &n in &[5, 17, 1000] {
+            let hlo = format!(
+                "HloModule m
+ENTRY %main (a: {from}[{n}]) -> ({to}[{n}], {to}[{n}], pred[{n}]) {{
+  %a = {from}[{n}] parameter(0)
+  %c = {to}[{n}] convert(%a)
+  %b = {to}[{n}] bitcast-convert(%a)
+  %p = pred[{n}] convert(%a)
+  %pc = {to}[{n}] convert(%p)
+  %s = {to}[{n}] add(%c, %pc)
+  ROOT %t = ({to}[{n}], {to}[{n}], pred[{n}]) tuple(%s, %b, %p)
+}}"
+            );
+            let from_t = match from {
+                "f32" => ElementType::F32,
+                "s32" => ElementType::S32,
+                "u32" => ElementType::U32,
+                "f64" => ElementType::F64,
+                "s64" => ElementType::S64,
+                "u64" => ElementType::U64,
+                "s8" => ElementType::S8,
+                _ => ElementType::U16,
+            };
+            // Floats far outside the integer ranges too, to exercise saturation.
+            let mut a = random(from_t, &[n], 10, false);
+            if from_t.is_float() {
+                let v: Vec<f64> = a.to_f64_vec().iter().enumerate().map(|(i, &x)| if i % 3 == 0 { x * 1e12 } else { x }).collect();
+                a = Literal::from_f64s(Shape::new(from_t, vec![n]), &v);
+            }
+            check(&hlo, &[a], None);
+        }
+    }
+}
+
+/// A program reducing `x: t[r, c]` over `dims` with `op` from init `init`.
+fn reduce_hlo(t: ElementType, r: i64, c: i64, op: &str, dims: &str, init: &str) -> String {
+    let out = if dims == "1" { r } else { c };
+    format!(
+        "HloModule m
+%f (p: {t}[], q: {t}[]) -> {t}[] {{
+  %p = {t}[] parameter(0)
+  %q = {t}[] parameter(1)
+  ROOT %s = {t}[] {op}(%p, %q)
+}}
+ENTRY %main (x: {t}[{r},{c}]) -> {t}[{out}] {{
+  %x = {t}[{r},{c}] parameter(0)
+  %z = {t}[] constant({init})
+  ROOT %r = {t}[{out}] reduce(%x, %z), dimensions={{{dims}}}, to_apply=%f
+}}"
+    )
+}
+
+#[test]
+fn row_and_column_reductions_every_type() {
+    let shapes: &[(i64, i64)] = &[(1, 1), (2, 3), (3, 4), (4, 5), (5, 17), (3, 1000), (70, 1001), (1001, 70), (2, 40_001)];
+    for &t in ALL {
+        let ops: &[(&str, &str)] = if t.is_pred() {
+            &[("and", "true"), ("or", "false"), ("xor", "true")]
+        } else if t.is_float() {
+            &[("add", "3"), ("maximum", "3"), ("minimum", "-inf")]
+        } else {
+            &[("add", "3"), ("multiply", "3"), ("maximum", "3"), ("minimum", "3"), ("and", "3"), ("or", "3"), ("xor", "3")]
+        };
+        for &(op, init) in ops {
+            for &(r, c) in shapes {
+                for dims in ["1", "0"] {
+                    let hlo = reduce_hlo(t, r, c, op, dims, init);
+                    // Whole floats: sums are exact in any order (bit-exact comparison).
+                    let clifs = check(&hlo, &[random(t, &[r, c], 11, op == "add")], None);
+                    if t == ElementType::F32 && c >= 17 && op != "minimum" {
+                        assert!(vectorized(&clifs), "{op} over {dims} of f32[{r},{c}]: {}", clifs[0].lines().next().unwrap_or(""));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn reassociated_float_sums_stay_close() {
+    // Fractional values: the vector accumulators sum in another order than the
+    // interpreter, so f32 sums agree to rounding only.
+    for &(r, c) in &[(4, 17), (3, 1000), (2, 70_001)] {
+        let hlo = reduce_hlo(ElementType::F32, r, c, "add", "1", "0.5");
+        let clifs = check(&hlo, &[random(ElementType::F32, &[r, c], 12, false)], Some(1e-6 * c as f64));
+        assert!(vectorized(&clifs));
+        let hlo = reduce_hlo(ElementType::F64, r, c, "add", "1", "0.5");
+        check(&hlo, &[random(ElementType::F64, &[r, c], 13, false)], Some(1e-13 * c as f64));
+    }
+}
+
+#[test]
+fn softmax_like_fusion_with_inner_outputs() {
+    // max and sum over rows next to an elementwise output of the input's shape (an
+    // inner output of the reduction kernel) and a division by the row sum.
+    for &(r, c) in &[(3, 5), (8, 1000), (70, 1001)] {
+        let hlo = format!(
+            "HloModule m
+%max (p: f32[], q: f32[]) -> f32[] {{
+  %p = f32[] parameter(0)
+  %q = f32[] parameter(1)
+  ROOT %s = f32[] maximum(%p, %q)
+}}
+%add (p: f32[], q: f32[]) -> f32[] {{
+  %p = f32[] parameter(0)
+  %q = f32[] parameter(1)
+  ROOT %s = f32[] add(%p, %q)
+}}
+ENTRY %main (x: f32[{r},{c}]) -> (f32[{r},{c}], f32[{r}]) {{
+  %x = f32[{r},{c}] parameter(0)
+  %ninf = f32[] constant(-inf)
+  %m = f32[{r}] reduce(%x, %ninf), dimensions={{1}}, to_apply=%max
+  %mb = f32[{r},{c}] broadcast(%m), dimensions={{0}}
+  %d = f32[{r},{c}] subtract(%x, %mb)
+  %sq = f32[{r},{c}] multiply(%d, %d)
+  %z = f32[] constant(0)
+  %s = f32[{r}] reduce(%sq, %z), dimensions={{1}}, to_apply=%add
+  %sb = f32[{r},{c}] broadcast(%s), dimensions={{0}}
+  %q = f32[{r},{c}] divide(%d, %sb)
+  ROOT %t = (f32[{r},{c}], f32[{r}]) tuple(%q, %s)
+}}"
+        );
+        check(&hlo, &[random(ElementType::F32, &[r, c], 14, false)], Some(1e-3 * c as f64));
+    }
+}
+
+#[test]
+fn argmax_column_reduction_keeps_the_interpreters_order() {
+    // A variadic column reduction: each lane is a different column.
+    for &(r, c) in &[(3, 5), (17, 9), (300, 257)] {
+        let hlo = format!(
+            "HloModule m
+%argmax (a: f32[], ai: s32[], b: f32[], bi: s32[]) -> (f32[], s32[]) {{
+  %a = f32[] parameter(0)
+  %ai = s32[] parameter(1)
+  %b = f32[] parameter(2)
+  %bi = s32[] parameter(3)
+  %ge = pred[] compare(%a, %b), direction=GE
+  %v = f32[] select(%ge, %a, %b)
+  %i = s32[] select(%ge, %ai, %bi)
+  ROOT %t = (f32[], s32[]) tuple(%v, %i)
+}}
+ENTRY %main (x: f32[{r},{c}]) -> (f32[{c}], s32[{c}]) {{
+  %x = f32[{r},{c}] parameter(0)
+  %iota = s32[{r},{c}] iota(), iota_dimension=0
+  %ninf = f32[] constant(-inf)
+  %zi = s32[] constant(0)
+  ROOT %am = (f32[{c}], s32[{c}]) reduce(%x, %iota, %ninf, %zi), dimensions={{0}}, to_apply=%argmax
+}}"
+        );
+        let clifs = check(&hlo, &[random(ElementType::F32, &[r, c], 15, true)], None);
+        if c >= 8 {
+            assert!(vectorized(&clifs), "{}", clifs.join("\n"));
+        }
+    }
+}
+
+#[test]
+fn total_order_compares_and_special_values() {
+    // -0 < +0 and NaN ordering under total order; max/min with -0, infinities.
+    let hlo = "HloModule m
+ENTRY %main (a: f32[9], b: f32[9]) -> (pred[9], f32[9], f32[9], pred[9]) {
+  %a = f32[9] parameter(0)
+  %b = f32[9] parameter(1)
+  %lt = pred[9] compare(%a, %b), direction=LT, type=TOTALORDER
+  %mx = f32[9] maximum(%a, %b)
+  %mn = f32[9] minimum(%a, %b)
+  %fin = pred[9] is-finite(%a)
+  ROOT %t = (pred[9], f32[9], f32[9], pred[9]) tuple(%lt, %mx, %mn, %fin)
+}";
+    let inf = f64::INFINITY;
+    let a = Literal::from_f64s(Shape::new(ElementType::F32, vec![9]), &[-0.0, 0.0, 1.0, -inf, inf, 2.5, -3.0, 0.0, 7.0]);
+    let b = Literal::from_f64s(Shape::new(ElementType::F32, vec![9]), &[0.0, -0.0, 1.0, 3.0, -inf, 2.5, -2.0, -0.0, -7.0]);
+    let clifs = check(hlo, &[a, b], None);
+    assert!(vectorized(&clifs), "{}", clifs.join("\n"));
+}

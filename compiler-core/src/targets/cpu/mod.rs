@@ -24,6 +24,7 @@ mod codegen;
 mod compile;
 mod dot;
 pub mod helpers;
+pub mod math;
 mod runtime;
 
 pub use compile::{compile, optimize};

@@ -275,10 +275,10 @@ fn unary_approximations_meet_their_stated_bounds() {
     use UnaryOp::*;
     let checks = [
         Check { name: "exp", op: Op::U(Exp), reference: |x, _| x.exp(), domain: all, max_ulp: 1, max_abs: 0.0, abs_where: never },
-        Check { name: "expm1", op: Op::U(Expm1), reference: |x, _| x.exp_m1(), domain: all, max_ulp: 2, max_abs: 0.0, abs_where: never },
+        Check { name: "expm1", op: Op::U(Expm1), reference: |x, _| x.exp_m1(), domain: all, max_ulp: 1, max_abs: 0.0, abs_where: never },
         Check { name: "log", op: Op::U(Log), reference: |x, _| x.ln(), domain: all, max_ulp: 1, max_abs: 0.0, abs_where: never },
-        Check { name: "log1p", op: Op::U(Log1p), reference: |x, _| x.ln_1p(), domain: all, max_ulp: 2, max_abs: 0.0, abs_where: never },
-        Check { name: "tanh", op: Op::U(Tanh), reference: |x, _| x.tanh(), domain: all, max_ulp: 3, max_abs: 0.0, abs_where: never },
+        Check { name: "log1p", op: Op::U(Log1p), reference: |x, _| x.ln_1p(), domain: all, max_ulp: 1, max_abs: 0.0, abs_where: never },
+        Check { name: "tanh", op: Op::U(Tanh), reference: |x, _| x.tanh(), domain: all, max_ulp: 2, max_abs: 0.0, abs_where: never },
         Check { name: "logistic", op: Op::U(Logistic), reference: |x, _| logistic(x), domain: all, max_ulp: 2, max_abs: 0.0, abs_where: never },
         Check { name: "erf", op: Op::U(Erf), reference: |x, _| libm::erf(x), domain: all, max_ulp: 2, max_abs: 0.0, abs_where: never },
         Check {
@@ -286,7 +286,7 @@ fn unary_approximations_meet_their_stated_bounds() {
             op: Op::U(Sin),
             reference: |x, _| x.sin(),
             domain: |x, _| x.abs() <= 32768.0 || !x.is_finite(),
-            max_ulp: 2,
+            max_ulp: 1,
             max_abs: 2e-7,
             abs_where: near_zero_of_trig,
         },
@@ -295,7 +295,7 @@ fn unary_approximations_meet_their_stated_bounds() {
             op: Op::U(Cos),
             reference: |x, _| x.cos(),
             domain: |x, _| x.abs() <= 32768.0 || !x.is_finite(),
-            max_ulp: 2,
+            max_ulp: 1,
             max_abs: 2e-7,
             abs_where: near_zero_of_trig,
         },
@@ -304,7 +304,7 @@ fn unary_approximations_meet_their_stated_bounds() {
             op: Op::U(Tan),
             reference: |x, _| x.tan(),
             domain: |x, _| x.abs() <= 32768.0 || !x.is_finite(),
-            max_ulp: 4,
+            max_ulp: 3,
             max_abs: 2e-7,
             abs_where: near_zero_of_trig,
         },
@@ -340,7 +340,7 @@ fn sin_cos_on_larger_arguments() {
         for (fma, got) in run(Op::U(op), &x, &y) {
             let worst = x.iter().zip(&got).map(|(&a, &g)| (g as f64 - f(a as f64)).abs()).fold(0.0, f64::max);
             println!("{name} on |x| <= 2^17, fma={fma}: max abs err {worst:.2e}");
-            assert!(worst < if fma { 4e-7 } else { 2e-3 }, "{name} fma={fma}: {worst:e}");
+            assert!(worst < if fma { 1e-7 } else { 5e-3 }, "{name} fma={fma}: {worst:e}");
         }
     }
 }
@@ -422,7 +422,7 @@ fn binary_approximations_meet_their_stated_bounds() {
             let r = (x as f64).powf(y as f64).abs();
             r == 0.0 || r.is_nan() || (r >= f32::MIN_POSITIVE as f64)
         },
-        max_ulp: 2,
+        max_ulp: 4,
         max_abs: 0.0,
         abs_where: never,
     };

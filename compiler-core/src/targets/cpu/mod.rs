@@ -16,8 +16,11 @@
 //! does not compile Cranelift at all. CLIF text and machine-code listings of each kernel
 //! are kept ([`CpuExecutable::clif`], [`CpuExecutable::asm`]) for the explorer.
 //!
-//! Not yet: SIMD vectors, threads, a compilation cache, AOT objects, inline
-//! transcendental approximations (they call `helpers` now), sort comparators
+//! Transcendentals are inline f32 approximations with measured error bounds (at most
+//! 1 to 4 ulp, see [`math`]; f16/bf16 through f32), and calls to the C library's
+//! functions by their standard names for f64.
+//!
+//! Not yet: SIMD vectors, threads, a compilation cache, AOT objects, sort comparators
 //! compiled (issue 4).
 
 mod codegen;

@@ -44,10 +44,17 @@ fn close(got: &Literal, want: &Literal, max_ulp: u64) -> bool {
     if got.shape != want.shape {
         return false;
     }
-    if got.shape.elem != ElementType::F32 {
+    if !got.shape.elem.is_float() {
         return got == want;
     }
-    got.to_f64_vec().iter().zip(want.to_f64_vec()).all(|(&g, w)| ulps_f32(g, w) <= max_ulp)
+    // Other float types exactly (NaN equals NaN), f32 within `max_ulp`.
+    got.to_f64_vec().iter().zip(want.to_f64_vec()).all(|(&g, w)| {
+        if got.shape.elem == ElementType::F32 {
+            ulps_f32(g, w) <= max_ulp
+        } else {
+            g == w || (g.is_nan() && w.is_nan())
+        }
+    })
 }
 
 fn s32(dims: &[i64], v: &[i64]) -> Literal {
@@ -241,6 +248,36 @@ ENTRY %main (x: f32[6]) -> (f32[6], f32[6], f32[6], f32[6], f32[6]) {
     }
     // tanh(9.5) = 1 - 1.1e-8 rounds to 1 exactly.
     assert_eq!(out[2].to_f64_vec()[5], 1.0);
+}
+
+#[test]
+fn f64_transcendentals_call_the_c_library() {
+    // f64 calls exp, log1p, atan2, pow and fmod by their C names: the same functions
+    // Rust's f64 methods (the interpreter) use, so results are equal (`run` checks f64
+    // exactly); the CLIF shows the calls.
+    let hlo = "HloModule m
+ENTRY %main (x: f64[4], y: f64[4]) -> (f64[4], f64[4], f64[4], f64[4], f64[4], f64[4]) {
+  %x = f64[4] parameter(0)
+  %y = f64[4] parameter(1)
+  %e = f64[4] exponential(%x)
+  %l = f64[4] log-plus-one(%y)
+  %a = f64[4] atan2(%x, %y)
+  %p = f64[4] power(%y, %x)
+  %r = f64[4] remainder(%x, %y)
+  %g = f64[4] logistic(%x)
+  ROOT %out = (f64[4], f64[4], f64[4], f64[4], f64[4], f64[4]) tuple(%e, %l, %a, %p, %r, %g)
+}";
+    let f64s = |v: &[f64]| Literal::from_f64s(Shape::new(ElementType::F64, vec![4]), v);
+    let (out, kinds) = run(hlo, &[f64s(&[-2.5, 0.0, 1.0, 7.25]), f64s(&[0.75, -4.0, 3.0, 2.0])]);
+    assert_eq!(kinds, vec![KernelKind::Loop]);
+    assert_eq!(out[0].to_f64_vec()[2], 1f64.exp());
+    assert_eq!(out[3].to_f64_vec()[3], 2f64.powf(7.25));
+    assert_eq!(out[4].to_f64_vec(), vec![-0.25, 0.0, 1.0, 1.25]);
+    let module = hloscope_core::parse::parse_module(hlo).unwrap();
+    let exe = cpu::compile(&module).unwrap();
+    let clif = (0..exe.plan().kernels.len()).filter_map(|i| exe.clif(i)).collect::<String>();
+    // exp (twice: exponential and logistic), log1p, atan2, pow, fmod.
+    assert!(clif.matches("= call fn").count() >= 6, "{clif}");
 }
 
 #[test]

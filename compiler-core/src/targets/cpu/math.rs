@@ -25,17 +25,22 @@
 //!   `1/(1+e)` or `e/(1+e)` (so that it stays accurate down to the subnormals).
 //! - erf: `x P(x²)` for `|x| < 1`; beyond, `1 - exp(-x²) R(1/x)` with `x²` split in two
 //!   (an fma) so that its rounding does not reach `exp`.
-//! - sin, cos, tan: `x = k π/2 + r`, `π/2` in three parts (with fma), odd/even
-//!   polynomials on `|r| <= π/4`, chosen and signed by `k mod 4`.
+//! - sin, cos, tan: `x = k π/2 + r`, `π/2` in three parts with fma (four parts of 12
+//!   bits without, so that each product is exact), odd/even polynomials on
+//!   `|r| <= π/4`, chosen and signed by `k mod 4`.
 //! - atan2: `t = min/max` of `|x|, |y|`, `atan t = π/4 + atan((t-1)/(t+1))` when
 //!   `t > tan(π/8)`, an odd polynomial, then octant fix-ups and the signs of IEEE atan2
 //!   (zeros and infinities included).
-//! - pow: `exp2(y log2 x)` with `log2 x` and the product carried in two floats, so that
-//!   large `|y log2 x|` keep their accuracy; C99 special cases (negative bases with
+//! - pow: `exp2(y log2 x)` with `log2 x` and the product carried in two floats (exact
+//!   products by fma, or Dekker's splitting without), so that large `|y log2 x|` keep
+//!   their accuracy; C99 special cases (negative bases with
 //!   integer exponents, zeros, infinities, `pow(1, y) = pow(x, 0) = 1`).
-//! - cbrt: an exponent-bits guess and three Newton steps. rsqrt: `1/sqrt(x)`.
-//! - Exact ops done inline for every float type: sign, round-half-away (`trunc`-based).
-//! - rem (fmod is exact) calls `fmodf`; f64 calls the C function of the same name.
+//! - cbrt: an exponent-bits guess and three Newton steps.
+//! - Exact ops done inline for every float type: sign, round-half-away (`trunc`-based),
+//!   rsqrt as `1/sqrt`.
+//! - rem (fmod is exact) calls `fmodf`; f64 calls the C function of the same name
+//!   (logistic in f64: `exp` and the formula above). Vectors of ops that call C are
+//!   split into lanes.
 //!
 //! # Measured errors (`tests/cpu_math.rs` asserts them)
 //!

@@ -39,7 +39,7 @@
 //! - Exact ops done inline for every float type: sign, round-half-away (`trunc`-based),
 //!   rsqrt as `1/sqrt`.
 //! - rem (fmod is exact) calls `fmodf`; f64 calls the C function of the same name
-//!   (logistic in f64: `exp` and the formula above). Vectors of ops that call C are
+//!   (logistic in f64: `1/(1 + exp(-x))`, as the interpreter). Vectors of ops that call C are
 //!   split into lanes.
 //!
 //! # Measured errors (`tests/cpu_math.rs` asserts them)
@@ -166,11 +166,12 @@ pub fn unary(b: &mut FunctionBuilder, fma: bool, op: UnaryOp, x: Value, call: &m
     }
     if ty.lane_type() == types::F64 {
         if op == Logistic {
-            // e/(1+e) or 1/(1+e) with e = exp(-|x|): accurate for both signs.
-            let a = m.b.ins().fabs(x);
-            let na = m.b.ins().fneg(a);
-            let e = m.per_lane("exp", &[na], call);
-            return Some(m.logistic_from(x, e));
+            // 1/(1 + exp(-x)), the interpreter's formula (f64 results equal its own).
+            let nx = m.b.ins().fneg(x);
+            let e = m.per_lane("exp", &[nx], call);
+            let one = m.c(1.0);
+            let d = m.add(one, e);
+            return Some(m.div(one, d));
         }
         let name = *unary_calls(op, ty).first()?;
         return Some(m.per_lane(name, &[x], call));

@@ -148,7 +148,7 @@ const SPECIALS: &[f32] = &[
     std::f32::consts::PI,
     std::f32::consts::FRAC_PI_2,
     -std::f32::consts::FRAC_PI_4,
-    3.9192059,
+    3.919_206,
     9.01,
 ];
 
@@ -160,7 +160,7 @@ fn inputs(lo: f32, hi: f32, seed: u64) -> Vec<f32> {
     v.extend((0..200_000).map(|_| rng.f32_bits()));
     v.extend((0..800_000).map(|_| rng.uniform(lo, hi)));
     v.extend_from_slice(SPECIALS);
-    while v.len() % 4 != 0 {
+    while !v.len().is_multiple_of(4) {
         v.push(0.0);
     }
     v
@@ -366,7 +366,7 @@ fn binary_approximations_meet_their_stated_bounds() {
             x.push(b);
         }
     }
-    while x.len() % 4 != 0 {
+    while !x.len().is_multiple_of(4) {
         x.push(1.0);
         y.push(1.0);
     }
@@ -409,7 +409,7 @@ fn binary_approximations_meet_their_stated_bounds() {
             y.push(b);
         }
     }
-    while x.len() % 4 != 0 {
+    while !x.len().is_multiple_of(4) {
         x.push(1.0);
         y.push(1.0);
     }

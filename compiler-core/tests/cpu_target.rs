@@ -233,7 +233,8 @@ ENTRY %main (x: f32[6]) -> (f32[6], f32[6], f32[6], f32[6], f32[6]) {
     let xs = [-3.25, -1.0, -0.1, 0.3, 2.0, 9.5];
     let (out, kinds) = run(hlo, &[f32s(&[6], &xs)]);
     assert_eq!(kinds, vec![KernelKind::Loop]);
-    let refs: [(fn(f64) -> f64, u64); 5] = [
+    type Reference = (fn(f64) -> f64, u64);
+    let refs: [Reference; 5] = [
         (f64::exp, 1),
         (|x: f64| x.abs().ln(), 1),
         (f64::tanh, 3),

@@ -214,35 +214,36 @@ pub fn binary(b: &mut FunctionBuilder, fma: bool, op: BinaryOp, x: Value, y: Val
 // Constants (all exact f32 values).
 const SHIFT: f32 = 12582912.0; // 1.5 * 2^23: adding it rounds to an integer
 const SHIFT_BITS: i32 = 0x4B40_0000;
-const LOG2E: f32 = 1.442_695;
+const LOG2E: f32 = std::f32::consts::LOG2_E;
 const LOG2E_LO: f32 = 1.925_963e-8;
 const LN2_HI: f32 = 0.693_145_75; // 0x3F317200: 16 significant bits, n * LN2_HI is exact
 const LN2_LO: f32 = 1.428_606_8e-6;
 const SQRT_HALF_BITS: i32 = 0x3F35_04F3;
-const TWO_OVER_PI: f32 = 0.636_619_77;
+const TWO_OVER_PI: f32 = std::f32::consts::FRAC_2_PI;
 const PIO2_1: f32 = 1.570_796_4;
 const PIO2_2: f32 = -4.371_139e-8;
 const PIO2_3: f32 = -1.715_124_5e-15;
 /// π/2 in parts of 12 significant bits (the last one full): without FMA, `k * part` is
 /// exact for `|k| < 2^12`.
 const PIO2_12BIT: [f32; 4] = [1.570_800_8, -4.453_584_6e-6, -8.706_138e-10, 6.223_372e-14];
-const PI_HI: f32 = 3.141_592_7;
+const PI_HI: f32 = std::f32::consts::PI;
 const PI_LO: f32 = -8.742_278e-8;
-const PIO4_HI: f32 = 0.785_398_2;
+const PIO4_HI: f32 = std::f32::consts::FRAC_PI_4;
 const PIO4_LO: f32 = -2.185_569_4e-8;
 const TAN_PI_8: f32 = 0.414_213_57;
 
 /// `(expm1(r) - r) / r²` on `|r| <= ln2/2`, lowest degree first.
 const EXPM1_P: [f32; 6] = [0.5, 0.166_666_66, 0.041_666_347, 0.008_333_392, 0.001_394_165_2, 0.000_198_459_59];
 /// `(log((1+s)/(1-s)) - 2s) / s³` in `s²`, `|s| <= 0.1716`.
-const LOG_Q: [f32; 4] = [0.666_666_63, 0.400_003_55, 0.285_359, 0.236_104_16];
+const LOG_Q: [f32; 4] = [0.666_666_6, 0.400_003_55, 0.285_359, 0.236_104_16];
 /// `(sin r - r) / r³` in `r²`, `|r| <= π/4`.
 const SIN_P: [f32; 3] = [-0.166_666_54, 0.008_332_113, -0.000_195_087_41];
 /// `(cos r - 1 + r²/2) / r⁴` in `r²`, `|r| <= π/4`.
 const COS_P: [f32; 3] = [0.041_666_646, -0.001_388_725_1, 2.442_568e-5];
 /// `(atan u - u) / u³` in `u²`, `|u| <= tan(π/8)`.
 const ATAN_P: [f32; 5] = [-0.333_333_13, 0.199_983_58, -0.142_412_69, 0.105_763_01, -0.060_321_08];
-/// `erf(x) / x` in `x²`, `|x| <= 1`.
+/// `erf(x) / x` in `x²`, `|x| <= 1` (the fitted constant term is 2/√π in f32).
+#[allow(clippy::approx_constant)]
 const ERF_P: [f32; 6] = [1.128_379_1, -0.376_122_95, 0.112_799_06, -0.026_702_81, 0.004_906_901, -0.000_558_514_5];
 /// `erfc(x) exp(x²)` in `1/x`, `1 <= x <= 4`.
 const ERFC_R: [f32; 8] = [

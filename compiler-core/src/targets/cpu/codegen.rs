@@ -25,7 +25,7 @@
 //! inside and after the reduced loop; each vector or tail step), so an expression shared
 //! by several outputs is computed once.
 
-use super::helpers::{binary_code, unary_code};
+use super::math;
 use super::vector::{self, Lin, VecKind, VecPlan};
 use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
@@ -38,12 +38,12 @@ use std::collections::HashMap;
 
 /// Imported helper functions, declared once per JIT module.
 pub struct Helpers {
-    unary: FuncId,
-    binary: FuncId,
     round_f16: FuncId,
     round_bf16: FuncId,
     f16_to_f32: FuncId,
     f32_to_f16: FuncId,
+    /// The C library functions of [`math::C_FUNCTIONS`].
+    libm: HashMap<&'static str, FuncId>,
 }
 
 impl Helpers {
@@ -55,13 +55,17 @@ impl Helpers {
             m.declare_function(name, Linkage::Import, &sig).map_err(|e| e.to_string())
         };
         use types::{F32, F64, I32};
+        let mut libm = HashMap::new();
+        for &(name, arity, wide) in math::C_FUNCTIONS {
+            let t = if wide { F64 } else { F32 };
+            libm.insert(name, decl(name, &vec![t; arity], t)?);
+        }
         Ok(Helpers {
-            unary: decl("hs_unary_f64", &[I32, F64], F64)?,
-            binary: decl("hs_binary_f64", &[I32, F64, F64], F64)?,
             round_f16: decl("hs_round_f16", &[F32], F32)?,
             round_bf16: decl("hs_round_bf16", &[F32], F32)?,
             f16_to_f32: decl("hs_f16_to_f32", &[I32], F32)?,
             f32_to_f16: decl("hs_f32_to_f16", &[F32], I32)?,
+            libm,
         })
     }
 }
@@ -167,8 +171,6 @@ fn emit_as(
         let bases: Vec<Value> = (0..n_bufs).map(|k| b.ins().load(ptr, flags(), table, (k * 8) as i32)).collect();
         let mut refs = HashMap::new();
         for (key, id) in [
-            ("unary", helpers.unary),
-            ("binary", helpers.binary),
             ("round_f16", helpers.round_f16),
             ("round_bf16", helpers.round_bf16),
             ("f16_to_f32", helpers.f16_to_f32),
@@ -176,6 +178,21 @@ fn emit_as(
         ] {
             refs.insert(key, m.declare_func_in_func(id, b.func));
         }
+        // The C math functions this kernel's float ops call.
+        for node in &e.nodes {
+            let ty = reg(node.elem);
+            let names = match node.node {
+                Node::Unary(op, _) if node.elem.is_float() => math::unary_calls(op, ty),
+                Node::Binary(op, _, _) if node.elem.is_float() => math::binary_calls(op, ty),
+                _ => &[],
+            };
+            for &name in names {
+                if !refs.contains_key(name) {
+                    refs.insert(name, m.declare_func_in_func(helpers.libm[name], b.func));
+                }
+            }
+        }
+        let fma = math::has_fma(m.isa());
         let mut em = Emit {
             b,
             e,
@@ -187,6 +204,7 @@ fn emit_as(
             accs: Vec::new(),
             vaccs: Vec::new(),
             refs,
+            fma,
             err: None,
             lanes: 1,
             step: 0,
@@ -225,6 +243,8 @@ struct Emit<'a, 'f> {
     /// Row reductions: vector accumulators per reduction and unrolled step.
     vaccs: Vec<Vec<Variable>>,
     refs: HashMap<&'static str, FuncRef>,
+    /// Whether the target has a native fma (for [`math`]'s emitters).
+    fma: bool,
     /// The first error met (an op/type pair the emitter does not handle).
     err: Option<String>,
     /// Lanes of the values being emitted: 1, or the plan's lanes in a vector step.
@@ -991,21 +1011,20 @@ impl<'a, 'f> Emit<'a, 'f> {
         self.narrow(elem, r)
     }
 
-    /// exp, log, tanh, ...: in f64 through the helper, as the interpreter computes them
-    /// (scalars only: `vector::unary_has_vector_form` keeps such kernels scalar). The
-    /// place to route f32 (and f32x4) values to inline approximations.
+    /// exp, log, tanh, ...: inline approximations for f32 and f32 vectors, C library
+    /// calls for f64 (lane by lane in vectors); see `math`.
     fn transcendental(&mut self, op: UnaryOp, elem: ElementType, a: Value) -> Value {
-        if self.b.func.dfg.value_type(a).is_vector() {
-            self.fail(format!("{} has no vector form", op.hlo_name()));
-            return a;
-        }
-        let wide = if reg(elem) == types::F64 { a } else { self.b.ins().fpromote(types::F64, a) };
-        let code = self.b.ins().iconst(types::I32, unary_code(op) as i64);
-        let r = self.call("unary", &[code, wide]);
-        if reg(elem) == types::F64 {
-            r
-        } else {
-            self.b.ins().fdemote(types::F32, r)
+        let refs = &self.refs;
+        let mut call = |b: &mut FunctionBuilder, name: &'static str, args: &[Value]| {
+            let inst = b.ins().call(refs[name], args);
+            b.inst_results(inst)[0]
+        };
+        match math::unary(&mut self.b, self.fma, op, a, &mut call) {
+            Some(r) => r,
+            None => {
+                self.fail(format!("{} on {elem}", op.hlo_name()));
+                a
+            }
         }
     }
 
@@ -1032,18 +1051,18 @@ impl<'a, 'f> Emit<'a, 'f> {
                 Div => self.b.ins().fdiv(a, c),
                 Max => return self.b.ins().fmax(a, c),
                 Min => return self.b.ins().fmin(a, c),
-                Rem | Pow | Atan2 if !a_vec => {
-                    let (wa, wc) = if ty == types::F64 {
-                        (a, c)
-                    } else {
-                        (self.b.ins().fpromote(types::F64, a), self.b.ins().fpromote(types::F64, c))
+                Rem | Pow | Atan2 => {
+                    let refs = &self.refs;
+                    let mut call = |b: &mut FunctionBuilder, name: &'static str, args: &[Value]| {
+                        let inst = b.ins().call(refs[name], args);
+                        b.inst_results(inst)[0]
                     };
-                    let code = self.b.ins().iconst(types::I32, binary_code(op) as i64);
-                    let r = self.call("binary", &[code, wa, wc]);
-                    if ty == types::F64 {
-                        r
-                    } else {
-                        self.b.ins().fdemote(types::F32, r)
+                    match math::binary(&mut self.b, self.fma, op, a, c, &mut call) {
+                        Some(r) => r,
+                        None => {
+                            self.fail(format!("{} on {elem}", op.hlo_name()));
+                            return a;
+                        }
                     }
                 }
                 _ => {

@@ -8,6 +8,47 @@ use crate::kernel::{self, KernelBody};
 use cranelift_jit::{JITBuilder, JITModule};
 use std::collections::HashMap;
 
+// The C library's math functions (the kernels call them by these names, so that object
+// files link with `-lm`). The process links libm already (std uses it).
+extern "C" {
+    fn exp(x: f64) -> f64;
+    fn expm1(x: f64) -> f64;
+    fn log(x: f64) -> f64;
+    fn log1p(x: f64) -> f64;
+    fn tanh(x: f64) -> f64;
+    fn sin(x: f64) -> f64;
+    fn cos(x: f64) -> f64;
+    fn tan(x: f64) -> f64;
+    fn erf(x: f64) -> f64;
+    fn cbrt(x: f64) -> f64;
+    fn atan2(y: f64, x: f64) -> f64;
+    fn pow(x: f64, y: f64) -> f64;
+    fn fmod(x: f64, y: f64) -> f64;
+    fn fmodf(x: f32, y: f32) -> f32;
+}
+
+/// The addresses of [`super::math::C_FUNCTIONS`], by name.
+pub(crate) fn libm_symbols() -> Vec<(&'static str, *const u8)> {
+    let table: [(&'static str, *const u8); 14] = [
+        ("exp", exp as *const u8),
+        ("expm1", expm1 as *const u8),
+        ("log", log as *const u8),
+        ("log1p", log1p as *const u8),
+        ("tanh", tanh as *const u8),
+        ("sin", sin as *const u8),
+        ("cos", cos as *const u8),
+        ("tan", tan as *const u8),
+        ("erf", erf as *const u8),
+        ("cbrt", cbrt as *const u8),
+        ("atan2", atan2 as *const u8),
+        ("pow", pow as *const u8),
+        ("fmod", fmod as *const u8),
+        ("fmodf", fmodf as *const u8),
+    ];
+    debug_assert!(table.iter().map(|t| t.0).eq(super::math::C_FUNCTIONS.iter().map(|c| c.0)));
+    table.to_vec()
+}
+
 /// Compiles `module` (normally after simplification and fusion).
 pub fn compile(module: &Module) -> Result<CpuExecutable, String> {
     compile_computation(module, module.entry, 0)
@@ -21,8 +62,9 @@ fn compile_computation(module: &Module, comp_id: CompId, depth: usize) -> Result
     let mut plan = kernel::plan_computation(module, comp_id)?;
     let mut builder = JITBuilder::with_flags(&[("opt_level", "speed")], cranelift_module::default_libcall_names())
         .map_err(|e| format!("cannot set up the JIT: {e}"))?;
-    builder.symbol("hs_unary_f64", helpers::hs_unary_f64 as *const u8);
-    builder.symbol("hs_binary_f64", helpers::hs_binary_f64 as *const u8);
+    for &(name, addr) in &libm_symbols() {
+        builder.symbol(name, addr);
+    }
     builder.symbol("hs_round_f16", helpers::hs_round_f16 as *const u8);
     builder.symbol("hs_round_bf16", helpers::hs_round_bf16 as *const u8);
     builder.symbol("hs_f16_to_f32", helpers::hs_f16_to_f32 as *const u8);

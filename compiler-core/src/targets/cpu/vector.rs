@@ -111,15 +111,21 @@ fn associative_op(e: &Elemental, k: usize) -> Result<BinaryOp, String> {
     }
 }
 
-/// Whether unary `op` on `elem` has an inline vector form. Transcendentals call the
-/// scalar f64 helper; routing them to inline vector approximations is a change here and
-/// in `Emit::unary`.
+/// Whether unary `op` on `elem` has an inline vector form: single instructions, and
+/// f32 transcendentals (`math`'s approximations work on f32x4; f64 ones call the C
+/// library, so such kernels stay scalar).
 pub fn unary_has_vector_form(op: UnaryOp, elem: ElementType) -> bool {
     use UnaryOp::*;
     match elem {
         ElementType::Pred => op == Not,
         el if el.is_int() => matches!(op, Abs | Neg | Not | Sign),
-        ElementType::F32 | ElementType::F64 => matches!(op, Abs | Neg | Floor | Ceil | RoundEven | Sqrt | IsFinite),
+        ElementType::F32 => matches!(
+            op,
+            Abs | Neg | Floor | Ceil | RoundEven | Sqrt | IsFinite
+                // Inline approximations in `math`, written for f32x4 as well.
+                | Exp | Expm1 | Log | Log1p | Tanh | Logistic | Erf | Sin | Cos | Tan | Cbrt | Sign | RoundAfz | Rsqrt
+        ),
+        ElementType::F64 => matches!(op, Abs | Neg | Floor | Ceil | RoundEven | Sqrt | IsFinite),
         _ => false,
     }
 }
@@ -143,6 +149,7 @@ fn vector_form(e: &Elemental, x: ExprId) -> Result<(), String> {
         Node::Binary(op, _, _) => {
             let ok = match elem {
                 ElementType::Pred => matches!(op, Add | Max | Or | Mul | Min | And | Xor),
+                ElementType::F32 => matches!(op, Add | Sub | Mul | Div | Max | Min | Pow | Atan2),
                 el if el.is_float() => matches!(op, Add | Sub | Mul | Div | Max | Min),
                 // x86 has no byte-lane multiply.
                 el if el.byte_size() == 1 => matches!(op, Add | Sub | And | Or | Xor | Max | Min),

@@ -1,0 +1,457 @@
+//! Measured error of the CPU target's inline f32 approximations (`targets::cpu::math`).
+//!
+//! Each op is JIT-compiled twice into a loop over an array, scalar and 4 lanes at a time,
+//! with and without FMA, and run on a dense sweep of f32 inputs (every 509th bit pattern
+//! of the whole f32 range: all exponents, both signs, subnormals, infinities and NaNs),
+//! random samples and special values. The reference is the f64 C library (Rust's `f64`
+//! methods, `libm::erf`) rounded to f32. The test asserts the maximum error in ulps
+//! (distance between the f32 bit patterns, 0 = correctly rounded) against the table in
+//! `math.rs`, that specials are exact, and that scalar and vector code agree bit for
+//! bit; it prints the measured maxima. Needs the `cpu` feature.
+
+#![cfg(feature = "cpu")]
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{types, AbiParam, InstBuilder, MemFlagsData};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{Linkage, Module};
+use hloscope_core::ir::{BinaryOp, UnaryOp};
+use hloscope_core::targets::cpu::math;
+
+#[derive(Copy, Clone, Debug)]
+enum Op {
+    U(UnaryOp),
+    B(BinaryOp),
+}
+
+type Kernel = extern "C" fn(*const f32, *const f32, *mut f32, i64);
+
+/// JIT-compiles `out[i] = op(x[i], y[i])` for `n` elements (a multiple of 4 when `lanes`).
+fn compile(op: Op, lanes: bool, fma: bool) -> (JITModule, Kernel) {
+    let builder = JITBuilder::with_flags(&[("opt_level", "speed")], cranelift_module::default_libcall_names()).unwrap();
+    let mut jit = JITModule::new(builder);
+    let ptr = jit.target_config().pointer_type();
+    let mut ctx = jit.make_context();
+    for _ in 0..3 {
+        ctx.func.signature.params.push(AbiParam::new(ptr));
+    }
+    ctx.func.signature.params.push(AbiParam::new(types::I64));
+    let mut fctx = FunctionBuilderContext::new();
+    {
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let entry = b.create_block();
+        let header = b.create_block();
+        let body = b.create_block();
+        let exit = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        let p = b.block_params(entry).to_vec();
+        let zero = b.ins().iconst(types::I64, 0);
+        b.append_block_param(header, types::I64);
+        b.ins().jump(header, &[zero.into()]);
+        b.switch_to_block(header);
+        let i = b.block_params(header)[0];
+        let c = b.ins().icmp(IntCC::SignedLessThan, i, p[3]);
+        b.ins().brif(c, body, &[], exit, &[]);
+        b.switch_to_block(body);
+        let ty = if lanes { types::F32X4 } else { types::F32 };
+        let off = b.ins().imul_imm_s(i, 4);
+        let flags = MemFlagsData::new().with_notrap();
+        let xa = b.ins().iadd(p[0], off);
+        let ya = b.ins().iadd(p[1], off);
+        let oa = b.ins().iadd(p[2], off);
+        let x = b.ins().load(ty, flags, xa, 0);
+        let y = b.ins().load(ty, flags, ya, 0);
+        let mut call = |_: &mut FunctionBuilder, name: &'static str, _: &[cranelift_codegen::ir::Value]| -> cranelift_codegen::ir::Value {
+            panic!("f32 {op:?} called {name}")
+        };
+        let r = match op {
+            Op::U(u) => math::unary(&mut b, fma, u, x, &mut call),
+            Op::B(o) => math::binary(&mut b, fma, o, x, y, &mut call),
+        }
+        .expect("lowered");
+        b.ins().store(flags, r, oa, 0);
+        let next = b.ins().iadd_imm_s(i, if lanes { 4 } else { 1 });
+        b.ins().jump(header, &[next.into()]);
+        b.switch_to_block(exit);
+        b.ins().return_(&[]);
+        b.seal_all_blocks();
+        b.finalize(jit.isa().frontend_config());
+    }
+    let id = jit.declare_function("k", Linkage::Local, &ctx.func.signature).unwrap();
+    jit.define_function(id, &mut ctx).unwrap_or_else(|e| panic!("{op:?}: {e:?}\n{}", ctx.func.display()));
+    jit.finalize_definitions().unwrap();
+    let f = jit.get_finalized_function(id);
+    // SAFETY: defined above with this signature.
+    (jit, unsafe { std::mem::transmute::<*const u8, Kernel>(f) })
+}
+
+/// Distance in representable f32 values (0 = equal; NaN = NaN).
+fn ulps(a: f32, b: f32) -> u64 {
+    if a.is_nan() || b.is_nan() {
+        return if a.is_nan() && b.is_nan() { 0 } else { u64::MAX };
+    }
+    let key = |v: f32| {
+        let i = v.to_bits() as i32;
+        (if i < 0 { i32::MIN.wrapping_sub(i) } else { i }) as i64
+    };
+    (key(a) - key(b)).unsigned_abs()
+}
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn f32_bits(&mut self) -> f32 {
+        f32::from_bits((self.next() >> 32) as u32)
+    }
+    fn uniform(&mut self, lo: f32, hi: f32) -> f32 {
+        let u = (self.next() >> 40) as f32 / (1u64 << 24) as f32;
+        lo + (hi - lo) * u
+    }
+}
+
+const SPECIALS: &[f32] = &[
+    0.0,
+    -0.0,
+    f32::INFINITY,
+    f32::NEG_INFINITY,
+    f32::NAN,
+    1.0,
+    -1.0,
+    0.5,
+    -0.5,
+    2.0,
+    -2.0,
+    3.0,
+    -3.0,
+    f32::MIN_POSITIVE,
+    -f32::MIN_POSITIVE,
+    1e-45,
+    -1e-45,
+    f32::MAX,
+    f32::MIN,
+    f32::EPSILON,
+    88.72284,
+    88.72283,
+    -87.33654,
+    -103.27893,
+    -103.97208,
+    -104.0,
+    89.0,
+    std::f32::consts::PI,
+    std::f32::consts::FRAC_PI_2,
+    -std::f32::consts::FRAC_PI_4,
+    3.919_206,
+    9.01,
+];
+
+/// Dense bit-pattern sweep, random bit patterns, uniform samples on `[lo, hi]`, and the
+/// specials.
+fn inputs(lo: f32, hi: f32, seed: u64) -> Vec<f32> {
+    let mut v: Vec<f32> = (0..=u32::MAX).step_by(509).map(f32::from_bits).collect();
+    let mut rng = Rng(seed);
+    v.extend((0..200_000).map(|_| rng.f32_bits()));
+    v.extend((0..800_000).map(|_| rng.uniform(lo, hi)));
+    v.extend_from_slice(SPECIALS);
+    while !v.len().is_multiple_of(4) {
+        v.push(0.0);
+    }
+    v
+}
+
+/// Runs `op` on (x, y) in the four variants; checks the vector code equals the scalar
+/// code bit for bit and returns the results per fma setting.
+fn run(op: Op, x: &[f32], y: &[f32]) -> Vec<(bool, Vec<f32>)> {
+    let mut out = Vec::new();
+    for fma in [true, false] {
+        let mut res = Vec::new();
+        for lanes in [false, true] {
+            let (jit, k) = compile(op, lanes, fma);
+            let mut o = vec![0f32; x.len()];
+            k(x.as_ptr(), y.as_ptr(), o.as_mut_ptr(), x.len() as i64);
+            res.push(o);
+            // SAFETY: `k` is not used after this.
+            unsafe { jit.free_memory() };
+        }
+        for i in 0..x.len() {
+            assert!(
+                ulps(res[0][i], res[1][i]) == 0,
+                "{op:?} fma={fma}: scalar {} vs vector {} at x={:e} y={:e}",
+                res[0][i],
+                res[1][i],
+                x[i],
+                y[i]
+            );
+        }
+        out.push((fma, res.swap_remove(0)));
+    }
+    out
+}
+
+/// Where an error is measured in ulps, and where (also) absolutely: `abs(x, want)` says
+/// whether the absolute error counts at this input.
+struct Check {
+    name: &'static str,
+    op: Op,
+    reference: fn(f64, f64) -> f64,
+    /// Inputs inside the stated domain (with FMA; without, `|x| <= 4096` for sin, cos
+    /// and tan, where their reduction is exact).
+    domain: fn(f32, f32) -> bool,
+    max_ulp: u64,
+    /// Absolute error accepted where ulps are meaningless (`abs_where`), else 0.
+    max_abs: f64,
+    abs_where: fn(f32, f32, f64) -> bool,
+}
+
+fn never(_: f32, _: f32, _: f64) -> bool {
+    false
+}
+fn all(_: f32, _: f32) -> bool {
+    true
+}
+
+/// Measures `check` on (x, y); returns a line of the report and failures.
+fn measure(c: &Check, x: &[f32], y: &[f32]) -> Vec<String> {
+    let want: Vec<f64> = x.iter().zip(y).map(|(&a, &b)| (c.reference)(a as f64, b as f64)).collect();
+    let mut lines = Vec::new();
+    for (fma, got) in run(c.op, x, y) {
+        let (mut worst, mut worst_at, mut worst_abs, mut n) = (0u64, 0usize, 0f64, 0usize);
+        let mut failures = Vec::new();
+        for i in 0..x.len() {
+            if !(c.domain)(x[i], y[i]) || (!fma && c.max_abs > 0.0 && x[i].abs() > 4096.0) {
+                continue;
+            }
+            n += 1;
+            let w = want[i] as f32;
+            let u = ulps(got[i], w);
+            if (c.abs_where)(x[i], y[i], want[i]) && got[i].is_finite() {
+                let e = (got[i] as f64 - want[i]).abs();
+                worst_abs = worst_abs.max(e);
+                if e <= c.max_abs {
+                    continue;
+                }
+            }
+            if u > worst {
+                worst = u;
+                worst_at = i;
+            }
+            if u > c.max_ulp && failures.len() < 5 {
+                failures.push(format!("{} fma={fma}: x={:e} y={:e}: got {:e}, want {:e} ({u} ulp)", c.name, x[i], y[i], got[i], w));
+            }
+        }
+        let line = format!(
+            "{:9} fma={fma:5}: max {worst} ulp (at x={:e}, y={:e}), max abs err where counted {worst_abs:.2e}, {n} inputs",
+            c.name, x[worst_at], y[worst_at]
+        );
+        println!("{line}");
+        // Without FMA the bound is looser by one ulp (the reductions round more).
+        let bound = if fma { c.max_ulp } else { c.max_ulp + 1 };
+        if worst > bound {
+            lines.push(format!("{line}\n  {}", failures.join("\n  ")));
+        }
+    }
+    lines
+}
+
+fn logistic(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// Inputs that are finite and near a multiple of π/2 (sin/cos/tan pass through zero or
+/// a pole there, so their relative error says nothing about the approximation).
+fn near_zero_of_trig(_: f32, _: f32, want: f64) -> bool {
+    want.abs() < 1e-3
+}
+
+#[test]
+fn unary_approximations_meet_their_stated_bounds() {
+    use UnaryOp::*;
+    let checks = [
+        Check { name: "exp", op: Op::U(Exp), reference: |x, _| x.exp(), domain: all, max_ulp: 1, max_abs: 0.0, abs_where: never },
+        Check { name: "expm1", op: Op::U(Expm1), reference: |x, _| x.exp_m1(), domain: all, max_ulp: 1, max_abs: 0.0, abs_where: never },
+        Check { name: "log", op: Op::U(Log), reference: |x, _| x.ln(), domain: all, max_ulp: 1, max_abs: 0.0, abs_where: never },
+        Check { name: "log1p", op: Op::U(Log1p), reference: |x, _| x.ln_1p(), domain: all, max_ulp: 1, max_abs: 0.0, abs_where: never },
+        Check { name: "tanh", op: Op::U(Tanh), reference: |x, _| x.tanh(), domain: all, max_ulp: 2, max_abs: 0.0, abs_where: never },
+        Check { name: "logistic", op: Op::U(Logistic), reference: |x, _| logistic(x), domain: all, max_ulp: 2, max_abs: 0.0, abs_where: never },
+        Check { name: "erf", op: Op::U(Erf), reference: |x, _| libm::erf(x), domain: all, max_ulp: 2, max_abs: 0.0, abs_where: never },
+        Check {
+            name: "sin",
+            op: Op::U(Sin),
+            reference: |x, _| x.sin(),
+            domain: |x, _| x.abs() <= 32768.0 || !x.is_finite(),
+            max_ulp: 1,
+            max_abs: 2e-7,
+            abs_where: near_zero_of_trig,
+        },
+        Check {
+            name: "cos",
+            op: Op::U(Cos),
+            reference: |x, _| x.cos(),
+            domain: |x, _| x.abs() <= 32768.0 || !x.is_finite(),
+            max_ulp: 1,
+            max_abs: 2e-7,
+            abs_where: near_zero_of_trig,
+        },
+        Check {
+            name: "tan",
+            op: Op::U(Tan),
+            reference: |x, _| x.tan(),
+            domain: |x, _| x.abs() <= 32768.0 || !x.is_finite(),
+            max_ulp: 3,
+            max_abs: 2e-7,
+            abs_where: near_zero_of_trig,
+        },
+        Check { name: "cbrt", op: Op::U(Cbrt), reference: |x, _| x.cbrt(), domain: all, max_ulp: 1, max_abs: 0.0, abs_where: never },
+        Check { name: "rsqrt", op: Op::U(Rsqrt), reference: |x, _| 1.0 / x.sqrt(), domain: all, max_ulp: 1, max_abs: 0.0, abs_where: never },
+        Check { name: "sign", op: Op::U(Sign), reference: |x, _| if x == 0.0 || x.is_nan() { x } else { x.signum() }, domain: all, max_ulp: 0, max_abs: 0.0, abs_where: never },
+        Check { name: "round", op: Op::U(RoundAfz), reference: |x, _| x.round(), domain: all, max_ulp: 0, max_abs: 0.0, abs_where: never },
+    ];
+    let mut failures = Vec::new();
+    for (k, c) in checks.iter().enumerate() {
+        let (lo, hi) = match c.name {
+            "exp" | "expm1" | "logistic" | "tanh" => (-110.0, 90.0),
+            "erf" => (-5.0, 5.0),
+            "sin" | "cos" | "tan" => (-100.0, 100.0),
+            "log1p" => (-1.0, 10.0),
+            _ => (0.0, 1000.0),
+        };
+        let x = inputs(lo, hi, 0x9E37_79B9_7F4A_7C15 ^ k as u64);
+        let y = vec![0f32; x.len()];
+        failures.extend(measure(c, &x, &y));
+    }
+    assert!(failures.is_empty(), "bounds exceeded:\n{}", failures.join("\n"));
+}
+
+/// sin and cos outside the main domain: the absolute error up to 2^17 (without FMA,
+/// where the reduction loses bits beyond 2^12, a looser bound).
+#[test]
+fn sin_cos_on_larger_arguments() {
+    let mut rng = Rng(7);
+    let x: Vec<f32> = (0..400_000).map(|_| rng.uniform(-131072.0, 131072.0)).collect();
+    let y = vec![0f32; x.len()];
+    for (name, op, f) in [("sin", UnaryOp::Sin, f64::sin as fn(f64) -> f64), ("cos", UnaryOp::Cos, f64::cos)] {
+        for (fma, got) in run(Op::U(op), &x, &y) {
+            let worst = x.iter().zip(&got).map(|(&a, &g)| (g as f64 - f(a as f64)).abs()).fold(0.0, f64::max);
+            println!("{name} on |x| <= 2^17, fma={fma}: max abs err {worst:.2e}");
+            assert!(worst < if fma { 1e-7 } else { 5e-3 }, "{name} fma={fma}: {worst:e}");
+        }
+    }
+}
+
+#[test]
+fn binary_approximations_meet_their_stated_bounds() {
+    let mut rng = Rng(42);
+    let mut failures = Vec::new();
+
+    // atan2: random bit patterns (every ratio), uniform pairs and every pair of specials.
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    for _ in 0..1_500_000 {
+        y.push(rng.f32_bits());
+        x.push(rng.f32_bits());
+    }
+    for _ in 0..1_000_000 {
+        y.push(rng.uniform(-10.0, 10.0));
+        x.push(rng.uniform(-10.0, 10.0));
+    }
+    for &a in SPECIALS {
+        for &b in SPECIALS {
+            y.push(a);
+            x.push(b);
+        }
+    }
+    while !x.len().is_multiple_of(4) {
+        x.push(1.0);
+        y.push(1.0);
+    }
+    // The kernel computes op(first, second) = atan2(y, x).
+    let atan2 = Check {
+        name: "atan2",
+        op: Op::B(BinaryOp::Atan2),
+        reference: |y, x| y.atan2(x),
+        domain: |_, _| true,
+        max_ulp: 2,
+        max_abs: 0.0,
+        abs_where: never,
+    };
+    failures.extend(measure(&atan2, &y, &x));
+
+    // pow: positive bases over all exponents with y keeping |y log2 x| in range, negative
+    // bases with integer y, and every pair of specials.
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    for _ in 0..1_500_000 {
+        let b = f32::from_bits((rng.next() >> 33) as u32 & 0x7FFF_FFFF);
+        if !b.is_finite() || b == 0.0 {
+            continue;
+        }
+        let l = (b as f64).log2().abs().max(1e-3);
+        let lim = (126.0 / l).min(1e6) as f32;
+        x.push(b);
+        y.push(rng.uniform(-lim, lim));
+    }
+    for _ in 0..300_000 {
+        x.push(-rng.uniform(0.0, 4.0));
+        y.push((rng.next() % 121) as f32 - 60.0);
+    }
+    for _ in 0..300_000 {
+        x.push(rng.uniform(0.0, 8.0));
+        y.push(rng.uniform(-20.0, 20.0));
+    }
+    for &a in SPECIALS {
+        for &b in SPECIALS {
+            x.push(a);
+            y.push(b);
+        }
+    }
+    while !x.len().is_multiple_of(4) {
+        x.push(1.0);
+        y.push(1.0);
+    }
+    let pow = Check {
+        name: "pow",
+        op: Op::B(BinaryOp::Pow),
+        reference: |x, y| x.powf(y),
+        // Results in the normal range (or exactly 0, inf, NaN).
+        domain: |x, y| {
+            let r = (x as f64).powf(y as f64).abs();
+            r == 0.0 || r.is_nan() || (r >= f32::MIN_POSITIVE as f64)
+        },
+        max_ulp: 4,
+        max_abs: 0.0,
+        abs_where: never,
+    };
+    failures.extend(measure(&pow, &x, &y));
+    assert!(failures.is_empty(), "bounds exceeded:\n{}", failures.join("\n"));
+}
+
+#[test]
+fn specials_are_exact() {
+    // A few values that must come out exactly (also covered by the sweeps above).
+    let x = [0.0f32, -0.0, f32::INFINITY, f32::NEG_INFINITY];
+    let y = [0f32; 4];
+    let exp = &run(Op::U(UnaryOp::Exp), &x, &y)[0].1;
+    assert_eq!(exp.map_bits(), [1.0f32, 1.0, f32::INFINITY, 0.0].map_bits());
+    let log = &run(Op::U(UnaryOp::Log), &x, &y)[0].1;
+    assert_eq!(log.map_bits(), vec![f32::NEG_INFINITY, f32::NEG_INFINITY, f32::INFINITY, f32::NAN].map_bits());
+    let tanh = &run(Op::U(UnaryOp::Tanh), &x, &y)[0].1;
+    assert_eq!(tanh.map_bits(), [0.0f32, -0.0, 1.0, -1.0].map_bits());
+    let sin = &run(Op::U(UnaryOp::Sin), &x, &y)[0].1;
+    assert_eq!(sin[1].to_bits(), (-0.0f32).to_bits());
+    assert!(sin[2].is_nan() && sin[3].is_nan());
+}
+
+/// Bit patterns, so that -0 differs from 0 and NaN equals NaN (as the canonical NaN).
+trait MapBits {
+    fn map_bits(&self) -> Vec<u32>;
+}
+impl<T: AsRef<[f32]>> MapBits for T {
+    fn map_bits(&self) -> Vec<u32> {
+        self.as_ref().iter().map(|v| if v.is_nan() { 0x7FC0_0000 } else { v.to_bits() }).collect()
+    }
+}

@@ -279,8 +279,48 @@ fn in_place_candidates(module: &Module, comp: &Computation, b: &Buffers, id: Ins
     }
 }
 
-fn align(x: u64) -> u64 {
+/// `x` rounded up to [`ARENA_ALIGNMENT`].
+pub fn align(x: u64) -> u64 {
     x.div_ceil(ARENA_ALIGNMENT) * ARENA_ALIGNMENT
+}
+
+/// The best-fit free list shared by every buffer assignment (this pass's and the kernel
+/// plan's arena, [`crate::kernel::arena`]): regions never grow or split; a request takes
+/// the free region of the smallest size that fits, ties going to the lowest id.
+#[derive(Clone, Debug, Default)]
+pub struct BestFit {
+    /// Free regions keyed by (size, id): the best fit is the first at or above a size.
+    free: std::collections::BTreeSet<(u64, usize)>,
+}
+
+impl BestFit {
+    /// Takes the best free region for `size` bytes out of the free list; `None` when no
+    /// free region is large enough (the caller makes a new one).
+    pub fn take(&mut self, size: u64) -> Option<usize> {
+        let best = self.free.range((size, 0)..).next().copied()?;
+        self.free.remove(&best);
+        Some(best.1)
+    }
+
+    /// Region `id` of `size` bytes is free again.
+    pub fn give_back(&mut self, size: u64, id: usize) {
+        self.free.insert((size, id));
+    }
+}
+
+/// Offsets of regions of `sizes` laid end to end, each aligned to [`ARENA_ALIGNMENT`],
+/// and the arena size they need.
+pub fn pack_aligned(sizes: impl IntoIterator<Item = u64>) -> (Vec<u64>, u64) {
+    let mut end = 0u64;
+    let offsets = sizes
+        .into_iter()
+        .map(|size| {
+            let at = end;
+            end = align(at + size);
+            at
+        })
+        .collect();
+    (offsets, end)
 }
 
 /// Assigns buffers to the entry computation of `module`, in its current schedule
@@ -324,8 +364,7 @@ pub fn assign_computation(module: &Module, comp: &Computation) -> BufferAssignme
     let mut in_place_of: Vec<Option<usize>> = vec![None; b.bufs.len()];
     // Who holds each allocation now (a buffer taken over in place hands it on).
     let mut holder: Vec<usize> = Vec::new();
-    // Free allocations keyed by (size, index): the best fit is the first at or above a size.
-    let mut free: std::collections::BTreeSet<(u64, usize)> = std::collections::BTreeSet::new();
+    let mut free = BestFit::default();
     let mut dying: Vec<Vec<usize>> = vec![Vec::new(); n + 1];
     for (buf, &l) in last_use.iter().enumerate() {
         dying[l].push(buf);
@@ -370,12 +409,8 @@ pub fn assign_computation(module: &Module, comp: &Computation) -> BufferAssignme
                 delta[p + 1] += b.bufs[o].size as i64;
                 continue;
             }
-            let best = free.range((buf.size, 0)..).next().copied();
-            let a = match best {
-                Some(key) => {
-                    free.remove(&key);
-                    key.1
-                }
+            let a = match free.take(buf.size) {
+                Some(a) => a,
                 None => {
                     allocations.push(Allocation {
                         index: allocations.len(),
@@ -396,7 +431,7 @@ pub fn assign_computation(module: &Module, comp: &Computation) -> BufferAssignme
         for &gone in &dying[p] {
             let a = alloc_of[gone];
             if a != usize::MAX && holder[a] == gone && allocations[a].kind == AllocationKind::Temp {
-                free.insert((allocations[a].size, a));
+                free.give_back(allocations[a].size, a);
             }
         }
     }
@@ -405,11 +440,10 @@ pub fn assign_computation(module: &Module, comp: &Computation) -> BufferAssignme
             a.live_out = true;
         }
     }
-    let mut arena = 0u64;
+    let (offsets, arena) = pack_aligned(allocations.iter().filter(|a| a.kind == AllocationKind::Temp).map(|a| a.size));
     let mut total = 0u64;
-    for a in allocations.iter_mut().filter(|a| a.kind == AllocationKind::Temp) {
-        a.arena_offset = arena;
-        arena = align(arena + a.size);
+    for (a, at) in allocations.iter_mut().filter(|a| a.kind == AllocationKind::Temp).zip(offsets) {
+        a.arena_offset = at;
         total += a.size;
     }
     let (mut live, mut peak) = (0i64, 0i64);

@@ -188,14 +188,14 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
     }
     progress.done();
 
-    if let (Some(dir), Some(v)) = (&args.out_dir, &last) {
+    if let (Some(dir), Some(v)) = (&args.out_dir, last) {
         run::write_outputs(dir, &v.flatten())?;
     }
     let (rows, arena_bytes, buffer_bytes) = match &runner {
         Runner::Interp(_) => (Vec::new(), 0, 0),
         Runner::Cpu { exe, optimized } => {
-            let plan = exe.plan();
-            (rows(optimized, plan, &per_kernel), plan.arena.arena_bytes, plan.arena.buffer_bytes)
+            let arena = exe.arena_assignment();
+            (rows(optimized, exe.plan(), &per_kernel), arena.arena_bytes, arena.buffer_bytes)
         }
     };
     let report = Report {

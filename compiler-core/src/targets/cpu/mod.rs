@@ -45,7 +45,7 @@ pub struct CpuExecutable {
     /// Owns the machine code; freed on drop.
     jit: Option<JITModule>,
     /// The buffers' memory, allocated on the first run and reused by the next ones (a
-    /// run that finds it busy, on another thread, allocates its own).
+    /// run that ever found it busy would allocate its own).
     arena: std::sync::Mutex<Option<runtime::Arena>>,
 }
 

@@ -29,15 +29,10 @@ pub(super) struct Arena {
 }
 
 impl Arena {
-    fn new(plan: &KernelPlan) -> Arena {
+    fn new(exe: &CpuExecutable) -> Arena {
+        let plan = &exe.plan;
         // A plan whose kernels were rewritten after planning gets a fresh assignment.
-        let fresh;
-        let assignment = if plan.arena.is_current(plan) {
-            &plan.arena
-        } else {
-            fresh = kernel::assign_arena(plan);
-            &fresh
-        };
+        let assignment = &*exe.arena_assignment();
         let lines = vec![Line([0; 64]); (assignment.arena_bytes as usize).div_ceil(64).max(1)];
         let spans = plan
             .buffers
@@ -75,6 +70,16 @@ impl Arena {
 impl CpuExecutable {
     pub fn plan(&self) -> &KernelPlan {
         &self.plan
+    }
+
+    /// The arena assignment the runs use: the plan's, or a fresh one when compiling
+    /// rewrote kernels after planning.
+    pub fn arena_assignment(&self) -> std::borrow::Cow<'_, kernel::ArenaAssignment> {
+        if self.plan.arena.is_current(&self.plan) {
+            std::borrow::Cow::Borrowed(&self.plan.arena)
+        } else {
+            std::borrow::Cow::Owned(kernel::assign_arena(&self.plan))
+        }
     }
 
     /// Kernel `i`'s Cranelift IR, if it was JIT-compiled.
@@ -116,9 +121,9 @@ impl CpuExecutable {
         };
         let mut own;
         let bufs: &mut Arena = match slot.as_deref_mut() {
-            Some(cached) => cached.get_or_insert_with(|| Arena::new(&self.plan)),
+            Some(cached) => cached.get_or_insert_with(|| Arena::new(self)),
             None => {
-                own = Arena::new(&self.plan);
+                own = Arena::new(self);
                 &mut own
             }
         };

@@ -275,7 +275,7 @@ fn markdown(rows: &[Row], s: &Stream, quick: bool) -> String {
     );
     t += &format!(
         "\nhloscope/XLA above 1: XLA is that many times faster. Run: median of timed runs after warm-up \
-(XLA: `block_until_ready`; hloscope: `hloscope bench`). Compile: XLA lower + compile; hloscope parse + \
+(XLA: the compiled function called from Python with `block_until_ready`, so its times include JAX's dispatch, several microseconds, which dominates the tiny corpus programs; hloscope: `hloscope bench`). Compile: XLA lower + compile; hloscope parse + \
 pipeline + codegen. GB/s: the cost model's bytes moved per run over hloscope's run time. Memory \
 bandwidth of this machine ({} threads, {} MiB arrays): copy {:.1} GB/s, triad {:.1} GB/s. Every \
 hloscope output matched XLA's within tolerance.\n",

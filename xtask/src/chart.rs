@@ -161,7 +161,9 @@ pub fn bar_chart(title: &str, bars: &[(String, f64)]) -> Vec<u8> {
         let color = if *r > 1.0 { [214, 96, 77] } else { [77, 170, 110] };
         c.rect(x0, y + 6, x1, y + row as i64 - 6, color);
         let label = format!("{r:.2}x");
-        let at = if *r >= 1.0 { x1 as f32 + 6.0 } else { x1 as f32 - 6.0 - c.text_width(&label, 13.0) };
+        // Labels go right of the bar's far end, or right of the 1x line for bars that
+        // grow to the left (their far end may be at the chart's left edge).
+        let at = if *r >= 1.0 { x1 as f32 + 6.0 } else { x0 as f32 + 6.0 };
         c.text(at, y as f32 + row as f32 * 0.65, &label, 13.0, [30, 30, 30]);
     }
     c.png()

@@ -30,6 +30,8 @@
 //!   (best fit; ties: the lowest index); when none fits, a new allocation is made.
 //!   Allocations never grow or split, so an allocation is exactly as large as the first
 //!   value placed in it, and every value sits at offset 0 of its allocation.
+//!   The free list ([`BestFit`]) and the aligned packing ([`pack_aligned`]) are shared with
+//!   the kernel plan's arena ([`crate::kernel::arena`]).
 //!
 //! Refused / out of scope: called computations (while bodies, branches, fusion bodies)
 //! are not analyzed: a `while` or `conditional` result gets fresh buffers, conservatively.

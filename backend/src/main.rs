@@ -1,8 +1,9 @@
 //! The `hloscope` command-line tool.
 //!
 //! `main` only installs the panic hook, parses the command line and maps errors to the
-//! exit status; each subcommand lives in its own module (`run.rs`, `compile.rs`, `explain.rs`).
+//! exit status; each subcommand lives in its own module (`run.rs`, `compile.rs`, `explain.rs`, `bench.rs`).
 
+mod bench;
 mod compile;
 mod dump;
 mod explain;
@@ -43,6 +44,8 @@ enum Command {
     Compile(compile::CompileArgs),
     /// Show the fusion decisions and the cost of the compiled module.
     Explain(explain::ExplainArgs),
+    /// Time compiling and running a module on a target, kernel by kernel.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
             Command::Run(args) => run::run(&args),
             Command::Compile(args) => compile::compile(&args),
             Command::Explain(args) => explain::explain(&args),
+            Command::Bench(args) => bench::bench(&args),
         });
     let result = match worker.map(|h| h.join()) {
         Ok(Ok(r)) => r,

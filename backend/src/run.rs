@@ -184,7 +184,7 @@ pub(crate) fn strip_loc(s: &str) -> &str {
     }
 }
 
-fn write_outputs(dir: &Path, outputs: &[hloscope_core::ir::Literal]) -> Result<String, RunError> {
+pub(crate) fn write_outputs(dir: &Path, outputs: &[hloscope_core::ir::Literal]) -> Result<String, RunError> {
     std::fs::create_dir_all(dir)
         .map_err(|e| RunError(format!("cannot create {}: {e}", dir.display())))?;
     let mut report = String::new();

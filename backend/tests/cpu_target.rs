@@ -86,6 +86,15 @@ fn check_program(name: &str) -> Result<(usize, usize), String> {
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         compare(g, w, rtol, atol).map_err(|e| format!("output {i}: {e}\nplan:\n{}", exe.plan().summary()))?;
     }
+    // A second run reuses the arena of the first: the same results, bit for bit.
+    let again = exe.run(&args)?.flatten();
+    for (i, (a, g)) in again.iter().zip(&got).enumerate() {
+        compare(a, g, 0.0, 0.0).map_err(|e| format!("second run, output {i}: {e}"))?;
+    }
+    let arena = exe.arena_assignment();
+    if arena.arena_bytes > arena.buffer_bytes + 64 * exe.plan().buffers.len() as u64 {
+        return Err(format!("arena of {} B for {} B of buffers", arena.arena_bytes, arena.buffer_bytes));
+    }
     Ok(exe.plan().counts())
 }
 
@@ -151,4 +160,26 @@ fn each_kernel_can_be_timed_by_the_caller() {
         .unwrap();
     assert_eq!(seen.len(), exe.plan().kernels.len());
     assert_eq!(out, exe.run(&args).unwrap());
+}
+
+#[test]
+fn the_arena_reuses_dead_buffers_and_runs_again() {
+    // The transformer block is a long chain of kernels: intermediates die early, so the
+    // arena is well under one allocation per buffer; runs on other inputs in between do
+    // not disturb the results.
+    let dir = corpus_dir().join("transformer_block");
+    let module = parse(&dir.join("module.mlir"));
+    let args = inputs(&dir, &module);
+    let exe = cpu::compile(&cpu::optimize(&module).unwrap()).unwrap();
+    let arena = exe.arena_assignment();
+    eprintln!("transformer_block: {}", arena.summary());
+    assert!(arena.arena_bytes < arena.buffer_bytes, "{}", arena.summary());
+    let first = exe.run(&args).unwrap();
+    let zeros: Vec<Value> = args
+        .iter()
+        .map(|a| Value::Array(Literal::zeros(a.as_array().unwrap().shape.clone())))
+        .collect();
+    let on_zeros = exe.run(&zeros).unwrap();
+    assert_ne!(first, on_zeros);
+    assert_eq!(exe.run(&args).unwrap(), first);
 }

@@ -1,5 +1,7 @@
 //! `cargo xtask`: the project's chores in one place (alias in `.cargo/config.toml`).
 
+mod bench;
+mod chart;
 mod fusion_vs_xla;
 
 use std::path::Path;
@@ -15,6 +17,11 @@ Commands:
   fusion-vs-xla
            Compare our fusion with XLA's on the JAX corpus (kernels, bytes moved)
            and write docs/fusion-vs-xla.md.
+  bench [--quick]
+           hloscope's CPU target against XLA:CPU on realistic programs (release
+           build): run and compile times, outputs checked against XLA's, memory
+           bandwidth; writes target/bench/results.{json,md,png} and the README's
+           bench table. --quick: small sizes, a smoke test (README untouched).
   help     Show this text.
 ";
 
@@ -24,6 +31,7 @@ fn main() -> ExitCode {
         Some("test") => test(&args[1..]),
         // xtask lives one folder below the workspace root.
         Some("fusion-vs-xla") => fusion_vs_xla::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()),
+        Some("bench") => bench::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap(), &args[1..]),
         Some("help") | Some("--help") | Some("-h") | None => {
             print!("{HELP}");
             Ok(())
@@ -43,6 +51,18 @@ fn main() -> ExitCode {
 fn run(program: &str, args: &[&str]) -> Result<(), String> {
     eprintln!("$ {program} {}", args.join(" "));
     let status = Command::new(program).args(args).status().map_err(|e| format!("cannot start {program}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{program} {}` failed ({status})", args.join(" ")))
+    }
+}
+
+/// Runs a command in folder `dir`, echoing it first; fails with its name when it fails.
+fn run_in(dir: &Path, program: &str, args: &[&str]) -> Result<(), String> {
+    eprintln!("$ {program} {}", args.join(" "));
+    let status =
+        Command::new(program).args(args).current_dir(dir).status().map_err(|e| format!("cannot start {program}: {e}"))?;
     if status.success() {
         Ok(())
     } else {

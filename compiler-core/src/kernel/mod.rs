@@ -28,11 +28,13 @@
 //! Buffers hold values in the interpreter's byte encoding (`Literal::to_le_bytes`: row
 //! major, little endian, pred as one byte, f16/bf16 as their 16-bit patterns).
 
+pub mod arena;
 mod conv;
 pub mod elemental;
 
 use crate::ir::{CompId, DotDims, ElementType, InstId, Literal, Module, Op, Shape, Type};
 use cranelift_entity::{entity_impl, PrimaryMap};
+pub use arena::{assign_arena, ArenaAssignment};
 pub use elemental::Elemental;
 use std::collections::HashMap;
 use std::fmt;
@@ -204,6 +206,8 @@ pub struct KernelPlan {
     pub result: ValueBufs,
     /// The buffers of every value of the entry computation.
     pub values: HashMap<InstId, ValueBufs>,
+    /// Where each buffer lives in the one arena a target allocates ([`arena`]).
+    pub arena: ArenaAssignment,
 }
 
 impl KernelPlan {
@@ -214,6 +218,10 @@ impl KernelPlan {
             s += &format!("{}: {}\n", k.name, k.kind);
         }
         s
+    }
+    /// Recomputes [`KernelPlan::arena`]: needed after the kernels are rewritten.
+    pub fn assign_arena(&mut self) {
+        self.arena = assign_arena(self);
     }
     /// (compiled kernels, interpreted kernels).
     pub fn counts(&self) -> (usize, usize) {
@@ -258,6 +266,7 @@ pub fn plan_computation(module: &Module, comp_id: CompId) -> Result<KernelPlan, 
         kernels: Vec::new(),
         result: ValueBufs::Token,
         values: HashMap::new(),
+        arena: ArenaAssignment::default(),
     }, values: HashMap::new() };
     for &param in &comp.params {
         let v = p.fresh_value(&comp.inst(param).ty, &comp.inst(param).name);
@@ -272,6 +281,7 @@ pub fn plan_computation(module: &Module, comp_id: CompId) -> Result<KernelPlan, 
     }
     p.plan.result = p.value(comp.root)?;
     p.plan.values = p.values;
+    p.plan.assign_arena();
     Ok(p.plan)
 }
 

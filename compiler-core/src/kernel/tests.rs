@@ -166,3 +166,112 @@ ENTRY %main (x: f32[1,4,5,5], k: f32[6,2,3,3]) -> f32[1,6,3,3] {
     assert_eq!((spec.batch, spec.m, spec.k, spec.n), (2, 9, 18, 3));
     assert_eq!(p.buffers[p.kernels[0].outputs[0]].shape.dims, vec![2, 9, 18]);
 }
+
+/// Checks the arena's one rule: two buffers live at the same kernel never share bytes.
+fn assert_no_overlap(p: &KernelPlan) {
+    let a = &p.arena;
+    assert!(a.is_current(p));
+    let n = p.buffers.len();
+    for x in 0..n {
+        for y in x + 1..n {
+            let (lx, ly) = (a.live[x], a.live[y]);
+            let (sx, sy) = (p.buffers[BufferId::new(x)].shape.byte_size() as u64, p.buffers[BufferId::new(y)].shape.byte_size() as u64);
+            let (ox, oy) = (a.offsets[x], a.offsets[y]);
+            let live_together = lx.0 <= ly.1 && ly.0 <= lx.1;
+            let share_bytes = ox < oy + sy && oy < ox + sx;
+            assert!(!(live_together && share_bytes), "buf{x} {lx:?} @{ox}+{sx} and buf{y} {ly:?} @{oy}+{sy}");
+            assert_eq!(ox % ARENA_ALIGNMENT, 0);
+        }
+    }
+}
+
+use cranelift_entity::EntityRef;
+use crate::kernel::arena::ARENA_ALIGNMENT;
+
+#[test]
+fn arena_reuses_dead_buffers_on_a_chain() {
+    // Unfused: four loop kernels over f32[16] (64 B each). The parameter and the result
+    // are pinned (offsets 0 and 64); e1 takes a new region at 128, n2 one at 192; e1
+    // dies at kernel 1, so e3 best-fits into its region (128). Arena 256 B for 320 B.
+    let m = crate::parse::parse_module(
+        "HloModule m
+ENTRY %main (x: f32[16]) -> f32[16] {
+  %x = f32[16] parameter(0)
+  %e1 = f32[16] exponential(%x)
+  %n2 = f32[16] negate(%e1)
+  %e3 = f32[16] exponential(%n2)
+  ROOT %a4 = f32[16] abs(%e3)
+}",
+    )
+    .unwrap();
+    let p = plan(&m).unwrap();
+    assert_eq!(p.kernels.len(), 4);
+    let names: Vec<&str> = p.buffers.values().map(|b| b.name.as_str()).collect();
+    assert_eq!(names, ["x", "e1", "n2", "e3", "a4"]);
+    assert_eq!(p.arena.offsets, vec![0, 128, 192, 128, 64]);
+    assert_eq!(p.arena.pinned, vec![true, false, false, false, true]);
+    assert_eq!(p.arena.live[1], (0, 1));
+    assert_eq!(p.arena.live[3], (2, 3));
+    assert_eq!((p.arena.arena_bytes, p.arena.buffer_bytes), (256, 320));
+    assert_eq!(p.arena.region_sizes, vec![64, 64, 64, 64]);
+    assert_no_overlap(&p);
+}
+
+#[test]
+fn arena_never_shares_a_kernels_inputs_and_outputs() {
+    // A diamond with a fused reduction, an odd size (f32[3] = 12 B: padded to 64) and a
+    // tuple result holding the parameter itself.
+    let p = planned(
+        "HloModule m
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+%lt (p: f32[], q: f32[]) -> pred[] {
+  %p = f32[] parameter(0)
+  %q = f32[] parameter(1)
+  ROOT %l = pred[] compare(%p, %q), direction=LT
+}
+ENTRY %main (x: f32[3,5], c: f32[3]) -> (f32[3,5], f32[3], f32[3]) {
+  %x = f32[3,5] parameter(0)
+  %c = f32[3] parameter(1)
+  %e = f32[3,5] exponential(%x)
+  %z = f32[] constant(0)
+  %r = f32[3] reduce(%e, %z), dimensions={1}, to_apply=%add
+  %s = f32[3] sort(%r), dimensions={0}, to_apply=%lt
+  %m = f32[3] multiply(%s, %c)
+  ROOT %t = (f32[3,5], f32[3], f32[3]) tuple(%e, %m, %c)
+}",
+    );
+    assert_no_overlap(&p);
+    // Every offset is aligned, and the arena holds at least the largest live set.
+    assert!(p.arena.arena_bytes % ARENA_ALIGNMENT == 0);
+    assert!(p.arena.arena_bytes >= p.buffers.values().map(|b| b.shape.byte_size() as u64).max().unwrap());
+    for k in &p.kernels {
+        for o in &k.outputs {
+            for i in &k.inputs {
+                assert_ne!(p.arena.offset(*o), p.arena.offset(*i), "{}", k.name);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_rewritten_plan_is_no_longer_current() {
+    let m = crate::parse::parse_module(
+        "HloModule m
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  %e = f32[4] exponential(%x)
+  ROOT %n = f32[4] negate(%e)
+}",
+    )
+    .unwrap();
+    let mut p = plan(&m).unwrap();
+    assert!(p.arena.is_current(&p));
+    p.kernels.pop();
+    assert!(!p.arena.is_current(&p));
+    p.assign_arena();
+    assert!(p.arena.is_current(&p));
+}

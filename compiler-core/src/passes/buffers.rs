@@ -30,6 +30,8 @@
 //!   (best fit; ties: the lowest index); when none fits, a new allocation is made.
 //!   Allocations never grow or split, so an allocation is exactly as large as the first
 //!   value placed in it, and every value sits at offset 0 of its allocation.
+//!   The free list ([`BestFit`]) and the aligned packing ([`pack_aligned`]) are shared with
+//!   the kernel plan's arena ([`crate::kernel::arena`]).
 //!
 //! Refused / out of scope: called computations (while bodies, branches, fusion bodies)
 //! are not analyzed: a `while` or `conditional` result gets fresh buffers, conservatively.
@@ -337,8 +339,48 @@ fn in_place_candidates(module: &Module, comp: &Computation, b: &Buffers, id: Ins
     }
 }
 
-fn align(x: u64) -> u64 {
+/// `x` rounded up to [`ARENA_ALIGNMENT`].
+pub fn align(x: u64) -> u64 {
     x.div_ceil(ARENA_ALIGNMENT) * ARENA_ALIGNMENT
+}
+
+/// The best-fit free list shared by every buffer assignment (this pass's and the kernel
+/// plan's arena, [`crate::kernel::arena`]): regions never grow or split; a request takes
+/// the free region of the smallest size that fits, ties going to the lowest id.
+#[derive(Clone, Debug, Default)]
+pub struct BestFit {
+    /// Free regions keyed by (size, id): the best fit is the first at or above a size.
+    free: std::collections::BTreeSet<(u64, usize)>,
+}
+
+impl BestFit {
+    /// Takes the best free region for `size` bytes out of the free list; `None` when no
+    /// free region is large enough (the caller makes a new one).
+    pub fn take(&mut self, size: u64) -> Option<usize> {
+        let best = self.free.range((size, 0)..).next().copied()?;
+        self.free.remove(&best);
+        Some(best.1)
+    }
+
+    /// Region `id` of `size` bytes is free again.
+    pub fn give_back(&mut self, size: u64, id: usize) {
+        self.free.insert((size, id));
+    }
+}
+
+/// Offsets of regions of `sizes` laid end to end, each aligned to [`ARENA_ALIGNMENT`],
+/// and the arena size they need.
+pub fn pack_aligned(sizes: impl IntoIterator<Item = u64>) -> (Vec<u64>, u64) {
+    let mut end = 0u64;
+    let offsets = sizes
+        .into_iter()
+        .map(|size| {
+            let at = end;
+            end = align(at + size);
+            at
+        })
+        .collect();
+    (offsets, end)
 }
 
 /// Assigns buffers to the entry computation of `module`, in its current schedule
@@ -406,8 +448,7 @@ impl Plan {
         let mut in_place_of: Vec<Option<usize>> = vec![None; b.bufs.len()];
         // Who holds each allocation now (a buffer taken over in place hands it on).
         let mut holder: Vec<usize> = Vec::new();
-        // Free allocations keyed by (size, index): the best fit is the first at or above a size.
-        let mut free: std::collections::BTreeSet<(u64, usize)> = std::collections::BTreeSet::new();
+        let mut free = BestFit::default();
         // The buffers dying at each position, grouped by position (counting sort).
         let mut dying_start = vec![0usize; n + 2];
         for &l in &last_use {
@@ -464,12 +505,8 @@ impl Plan {
                     delta[p + 1] += b.bufs[o].size as i64;
                     continue;
                 }
-                let best = free.range((buf.size, 0)..).next().copied();
-                let a = match best {
-                    Some(key) => {
-                        free.remove(&key);
-                        key.1
-                    }
+                let a = match free.take(buf.size) {
+                    Some(a) => a,
                     None => {
                         allocations.push(Allocation {
                             index: allocations.len(),
@@ -492,7 +529,7 @@ impl Plan {
             for &gone in &dying[dying_start[p]..dying_start[p + 1]] {
                 let a = alloc_of[gone];
                 if a != usize::MAX && holder[a] == gone && allocations[a].kind == AllocationKind::Temp {
-                    free.insert((allocations[a].size, a));
+                    free.give_back(allocations[a].size, a);
                 }
             }
         }
@@ -515,11 +552,10 @@ pub fn assign_computation(module: &Module, comp: &Computation) -> BufferAssignme
             a.live_out = true;
         }
     }
-    let mut arena = 0u64;
+    let (offsets, arena) = pack_aligned(allocations.iter().filter(|a| a.kind == AllocationKind::Temp).map(|a| a.size));
     let mut total = 0u64;
-    for a in allocations.iter_mut().filter(|a| a.kind == AllocationKind::Temp) {
-        a.arena_offset = arena;
-        arena = align(arena + a.size);
+    for (a, at) in allocations.iter_mut().filter(|a| a.kind == AllocationKind::Temp).zip(offsets) {
+        a.arena_offset = at;
         total += a.size;
     }
     let values: Vec<ValueSlot> = b

@@ -173,7 +173,7 @@ fn compile_computation(module: &Module, comp_id: CompId, depth: usize) -> Result
         });
     }
     let listings = (0..plan.kernels.len()).map(|i| listings.remove(&i).unwrap_or_default()).collect();
-    Ok(CpuExecutable { plan, code, module: wrapped, listings, jit: Some(jit) })
+    Ok(CpuExecutable { plan, code, module: wrapped, listings, jit: Some(jit), arena: Default::default() })
 }
 
 /// The passes run before compiling for the CPU: the default pipeline without layout

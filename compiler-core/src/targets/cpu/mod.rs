@@ -60,6 +60,9 @@ pub struct CpuExecutable {
     listings: Vec<(String, String)>,
     /// Owns the machine code; freed on drop.
     jit: Option<JITModule>,
+    /// The buffers' memory, allocated on the first run and reused by the next ones (a
+    /// run that ever found it busy would allocate its own).
+    arena: std::sync::Mutex<Option<runtime::Arena>>,
 }
 
 impl Drop for CpuExecutable {

@@ -1,12 +1,14 @@
-//! Running a compiled module: buffers for the plan's values, kernels in program order
-//! (a large native kernel split across threads along its parallel variable), the
-//! interpreter for opaque kernels, and the small runtime for while loops and
-//! conditionals.
+//! Running a compiled module: one arena holding every buffer of the plan at the offsets
+//! of its arena assignment (allocated on the first run, reused by the next), kernels in
+//! program order reading and writing it (a large native kernel split across threads
+//! along its parallel variable), the interpreter for opaque kernels, and the small
+//! runtime for while loops and conditionals.
 
 use super::{dot, pool, scatter, sort, Code, CpuExecutable, CustomCalls, KernelFn, KernelInfo, Wrap};
 use crate::interp::Interpreter;
 use crate::ir::{Literal, Value};
-use crate::kernel::{BufferId, KernelPlan, ValueBufs};
+use crate::kernel::{self, BufferId, KernelPlan, ValueBufs};
+use std::sync::TryLockError;
 
 /// Most iterations of one while loop before the run fails (never hang), as the
 /// interpreter's budget.
@@ -49,29 +51,73 @@ fn run_native(f: KernelFn, table: *const *mut u8, par_extent: i64, work: usize) 
     });
 }
 
-/// An 8-byte aligned byte buffer (GEMM reads it as f32/f64).
-struct Buf {
-    words: Vec<u64>,
-    len: usize,
+/// One cache line: the arena's unit, so that its base (and every buffer, at offsets
+/// that are multiples of 64) is 64-byte aligned.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u8; 64]);
+
+/// The memory of every buffer of a plan, at the offsets of its arena assignment
+/// ([`crate::kernel::arena`]). Constants are written once, when it is made (nothing
+/// else shares their bytes); parameters on every run.
+pub(super) struct Arena {
+    lines: Vec<Line>,
+    /// Per buffer: its offset and size in bytes.
+    spans: Vec<(usize, usize)>,
 }
 
-impl Buf {
-    fn new(len: usize) -> Buf {
-        Buf { words: vec![0; len.div_ceil(8).max(1)], len }
+impl Arena {
+    fn new(exe: &CpuExecutable) -> Arena {
+        let plan = &exe.plan;
+        // A plan whose kernels were rewritten after planning gets a fresh assignment.
+        let assignment = &*exe.arena_assignment();
+        let lines = vec![Line([0; 64]); (assignment.arena_bytes as usize).div_ceil(64).max(1)];
+        let spans = plan
+            .buffers
+            .iter()
+            .map(|(b, buf)| (assignment.offset(b) as usize, buf.shape.byte_size()))
+            .collect();
+        let mut arena = Arena { lines, spans };
+        for (b, l) in &plan.constants {
+            arena.bytes_mut(*b).copy_from_slice(&l.to_le_bytes());
+        }
+        arena
     }
-    fn bytes(&self) -> &[u8] {
-        // SAFETY: `words` holds at least `len` bytes.
-        unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.len) }
+
+    fn bytes(&self, b: BufferId) -> &[u8] {
+        let (at, len) = self.spans[b.index()];
+        // SAFETY: the assignment places every buffer inside the arena's bytes.
+        unsafe { std::slice::from_raw_parts((self.lines.as_ptr() as *const u8).add(at), len) }
     }
-    fn bytes_mut(&mut self) -> &mut [u8] {
+
+    fn bytes_mut(&mut self, b: BufferId) -> &mut [u8] {
+        let (at, len) = self.spans[b.index()];
         // SAFETY: as above, uniquely borrowed.
-        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut u8, self.len) }
+        unsafe { std::slice::from_raw_parts_mut((self.lines.as_mut_ptr() as *mut u8).add(at), len) }
+    }
+
+    /// The addresses of `bufs`, for a native kernel (which may write its outputs: the
+    /// assignment never lets an output share bytes with another buffer it touches).
+    fn pointers(&mut self, bufs: impl Iterator<Item = BufferId>) -> Vec<*mut u8> {
+        let base = self.lines.as_mut_ptr() as *mut u8;
+        // SAFETY: every offset is inside the arena.
+        bufs.map(|b| unsafe { base.add(self.spans[b.index()].0) }).collect()
     }
 }
 
 impl CpuExecutable {
     pub fn plan(&self) -> &KernelPlan {
         &self.plan
+    }
+
+    /// The arena assignment the runs use: the plan's, or a fresh one when compiling
+    /// rewrote kernels after planning.
+    pub fn arena_assignment(&self) -> std::borrow::Cow<'_, kernel::ArenaAssignment> {
+        if self.plan.arena.is_current(&self.plan) {
+            std::borrow::Cow::Borrowed(&self.plan.arena)
+        } else {
+            std::borrow::Cow::Owned(kernel::assign_arena(&self.plan))
+        }
     }
 
     /// Kernel `i`'s Cranelift IR, if it was JIT-compiled.
@@ -105,43 +151,49 @@ impl CpuExecutable {
         if args.len() != self.plan.params.len() {
             return Err(format!("the module takes {} arguments, got {}", self.plan.params.len(), args.len()));
         }
-        let mut bufs: Vec<Buf> = self.plan.buffers.values().map(|b| Buf::new(b.shape.byte_size())).collect();
+        let mut slot = match self.arena.try_lock() {
+            Ok(guard) => Some(guard),
+            // A kernel that failed half-way leaves only buffers every run rewrites.
+            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        };
+        let mut own;
+        let bufs: &mut Arena = match slot.as_deref_mut() {
+            Some(cached) => cached.get_or_insert_with(|| Arena::new(self)),
+            None => {
+                own = Arena::new(self);
+                &mut own
+            }
+        };
         let comp = self.module.comp(self.plan.comp);
         for (i, (v, p)) in args.iter().zip(&self.plan.params).enumerate() {
             let want = &comp.inst(comp.params[i]).ty;
             if !v.ty().same_type(want) {
                 return Err(format!("argument {i} is {}, the parameter is {want}", v.ty()));
             }
-            write_value(&mut bufs, p, v.clone());
-        }
-        for (b, l) in &self.plan.constants {
-            bufs[b.index()].bytes_mut().copy_from_slice(&l.to_le_bytes());
+            write_value(bufs, p, v.clone());
         }
         for (i, (k, code)) in self.plan.kernels.iter().zip(&self.code).enumerate() {
             let info = KernelInfo { index: i, name: &k.name, kind: &k.kind };
             let mut exec = || -> Result<(), String> {
                 match code {
                     Code::Native { f, par_extent, work } => {
-                        let mut ptrs: Vec<*mut u8> = Vec::with_capacity(k.inputs.len() + k.outputs.len());
-                        for &b in k.inputs.iter().chain(&k.outputs) {
-                            ptrs.push(bufs[b.index()].words.as_mut_ptr() as *mut u8);
-                        }
+                        let ptrs = bufs.pointers(k.inputs.iter().chain(&k.outputs).copied());
                         run_native(*f, ptrs.as_ptr(), *par_extent, *work);
                         Ok(())
                     }
                     Code::Dot(spec) => {
                         let out = k.outputs[0];
-                        let result = dot::run(spec, &self.plan, bufs[k.inputs[0].index()].bytes(), bufs[k.inputs[1].index()].bytes(), k.inputs[0], k.inputs[1])?;
-                        bufs[out.index()].bytes_mut().copy_from_slice(&result);
+                        let result = dot::run(spec, &self.plan, bufs.bytes(k.inputs[0]), bufs.bytes(k.inputs[1]), k.inputs[0], k.inputs[1])?;
+                        bufs.bytes_mut(out).copy_from_slice(&result);
                         Ok(())
                     }
                     Code::Sort { spec, cmp } => {
                         for (i, o) in k.inputs.iter().zip(&k.outputs) {
-                            let src = bufs[i.index()].bytes().to_vec();
-                            bufs[o.index()].bytes_mut().copy_from_slice(&src);
+                            let src = bufs.bytes(*i).to_vec();
+                            bufs.bytes_mut(*o).copy_from_slice(&src);
                         }
-                        let outs: Vec<*mut u8> =
-                            k.outputs.iter().map(|b| bufs[b.index()].words.as_mut_ptr() as *mut u8).collect();
+                        let outs = bufs.pointers(k.outputs.iter().copied());
                         // SAFETY: the outputs are distinct buffers of the spec's shapes, and
                         // `cmp` is its compiled comparator.
                         unsafe { sort::run(spec, *cmp, &outs) };
@@ -150,20 +202,19 @@ impl CpuExecutable {
                     Code::Scatter { spec, combine } => {
                         let n = k.outputs.len();
                         for (i, o) in k.inputs[..n].iter().zip(&k.outputs) {
-                            let src = bufs[i.index()].bytes().to_vec();
-                            bufs[o.index()].bytes_mut().copy_from_slice(&src);
+                            let src = bufs.bytes(*i).to_vec();
+                            bufs.bytes_mut(*o).copy_from_slice(&src);
                         }
-                        let indices = bufs[k.inputs[n].index()].bytes().to_vec();
-                        let updates: Vec<Vec<u8>> = k.inputs[n + 1..].iter().map(|b| bufs[b.index()].bytes().to_vec()).collect();
+                        let indices = bufs.bytes(k.inputs[n]).to_vec();
+                        let updates: Vec<Vec<u8>> = k.inputs[n + 1..].iter().map(|&b| bufs.bytes(b).to_vec()).collect();
                         let updates: Vec<&[u8]> = updates.iter().map(|u| u.as_slice()).collect();
-                        let outs: Vec<*mut u8> =
-                            k.outputs.iter().map(|b| bufs[b.index()].words.as_mut_ptr() as *mut u8).collect();
+                        let outs = bufs.pointers(k.outputs.iter().copied());
                         // SAFETY: the outputs are distinct buffers of the spec's shapes, and
                         // `combine` is its compiled combiner.
                         unsafe { scatter::run(spec, *combine, &indices, &updates, &outs) }
                     }
                     Code::Interpret { comp, operands, result } => {
-                        let vals: Vec<Value> = operands.iter().map(|o| read_value(&self.plan, &bufs, o)).collect::<Result<_, _>>()?;
+                        let vals: Vec<Value> = operands.iter().map(|o| read_value(&self.plan, bufs, o)).collect::<Result<_, _>>()?;
                         let mut interp = Interpreter::new(&self.module);
                         if let Some(h) = hook.as_deref_mut() {
                             interp = interp.with_custom_call_hook(move |i, a| h(i, a));
@@ -171,12 +222,12 @@ impl CpuExecutable {
                         let v = interp
                             .call(*comp, &vals)
                             .map_err(|e| format!("%{}: {}", e.inst, e.message))?;
-                        write_value(&mut bufs, result, v);
+                        write_value(bufs, result, v);
                         Ok(())
                     }
                     Code::While { cond, body, operands, result } => {
                         let mut state: Vec<Value> =
-                            operands.iter().map(|o| read_value(&self.plan, &bufs, o)).collect::<Result<_, _>>()?;
+                            operands.iter().map(|o| read_value(&self.plan, bufs, o)).collect::<Result<_, _>>()?;
                         let mut iterations = 0u64;
                         loop {
                             let go = cond.execute(&state, &mut |_, exec| exec(), hook.as_deref_mut())?;
@@ -200,11 +251,11 @@ impl CpuExecutable {
                             };
                         }
                         let v = if state.len() == 1 { state.pop().expect("one value") } else { Value::Tuple(state) };
-                        write_value(&mut bufs, result, v);
+                        write_value(bufs, result, v);
                         Ok(())
                     }
                     Code::Case { branches, branch_operands, operands, result } => {
-                        let selector = read_value(&self.plan, &bufs, &operands[0])?;
+                        let selector = read_value(&self.plan, bufs, &operands[0])?;
                         let last = branches.len() - 1;
                         let chosen = match selector.as_array().map(|l| l.get(0)) {
                             Some(crate::ir::Scalar::Pred(p)) => usize::from(!p).min(last),
@@ -216,26 +267,26 @@ impl CpuExecutable {
                             .iter()
                             .map(|&k| {
                                 let at = operands.get(k as usize + 1).ok_or("a branch operand out of range")?;
-                                read_value(&self.plan, &bufs, at)
+                                read_value(&self.plan, bufs, at)
                             })
                             .collect::<Result<_, _>>()?;
                         let v = branches[chosen].execute(&args, &mut |_, exec| exec(), hook.as_deref_mut())?;
-                        write_value(&mut bufs, result, v);
+                        write_value(bufs, result, v);
                         Ok(())
                     }
                 }
             };
             wrap(&info, &mut exec).map_err(|e| format!("kernel {}: {e}", k.name))?;
         }
-        read_value(&self.plan, &bufs, &self.plan.result)
+        read_value(&self.plan, bufs, &self.plan.result)
     }
 }
 
 use cranelift_entity::EntityRef;
 
-fn write_value(bufs: &mut [Buf], at: &ValueBufs, v: Value) {
+fn write_value(bufs: &mut Arena, at: &ValueBufs, v: Value) {
     match (at, v) {
-        (ValueBufs::Array(b), Value::Array(l)) => bufs[b.index()].bytes_mut().copy_from_slice(&l.to_le_bytes()),
+        (ValueBufs::Array(b), Value::Array(l)) => bufs.bytes_mut(*b).copy_from_slice(&l.to_le_bytes()),
         (ValueBufs::Tuple(ps), Value::Tuple(vs)) => {
             for (p, v) in ps.iter().zip(vs) {
                 write_value(bufs, p, v);
@@ -245,7 +296,7 @@ fn write_value(bufs: &mut [Buf], at: &ValueBufs, v: Value) {
     }
 }
 
-fn read_value(plan: &KernelPlan, bufs: &[Buf], at: &ValueBufs) -> Result<Value, String> {
+fn read_value(plan: &KernelPlan, bufs: &Arena, at: &ValueBufs) -> Result<Value, String> {
     Ok(match at {
         ValueBufs::Array(b) => Value::Array(read_buffer(plan, bufs, *b)?),
         ValueBufs::Tuple(ps) => Value::Tuple(ps.iter().map(|p| read_value(plan, bufs, p)).collect::<Result<_, _>>()?),
@@ -253,8 +304,8 @@ fn read_value(plan: &KernelPlan, bufs: &[Buf], at: &ValueBufs) -> Result<Value, 
     })
 }
 
-fn read_buffer(plan: &KernelPlan, bufs: &[Buf], b: BufferId) -> Result<Literal, String> {
+fn read_buffer(plan: &KernelPlan, bufs: &Arena, b: BufferId) -> Result<Literal, String> {
     let shape = plan.buffers[b].shape.clone();
-    Literal::from_le_bytes(shape, bufs[b.index()].bytes()).ok_or_else(|| format!("buffer {b} has the wrong size"))
+    Literal::from_le_bytes(shape, bufs.bytes(b)).ok_or_else(|| format!("buffer {b} has the wrong size"))
 }
 

@@ -1,0 +1,389 @@
+//! `hloscope bench`: how long a module takes to compile and to run, kernel by kernel.
+//!
+//! Compiles once (parse + verify, then for the cpu target the pass pipeline and code
+//! generation: `compile_s`), runs `--warmup` untimed runs, then `--iters` timed runs
+//! (by default as many as fit in about 1.5 s, between 1 and [`MAX_ITERS`]). Each cpu
+//! kernel is timed on every run through `CpuExecutable::run_with`; a kernel's time is
+//! its median over the runs, and the kernels of one instruction (a dot and its epilogue)
+//! are reported as one row, so the rows are the cost model's kernels (`explain`) with
+//! their bytes and FLOPs. The interpreter has no kernels: only its total is timed.
+//!
+//! `--json` prints one line: `{"target", "compile_s", "run_median_s", "run_min_s",
+//! "iters", "arena_bytes", "buffer_bytes", "kernels": [{"name", "time_s", "bytes",
+//! "flops"}]}`; otherwise a table. `--out-dir` writes the last run's results as .npy
+//! (what `cargo xtask bench` compares with XLA's).
+
+use crate::inputs;
+use crate::run::{self, RunError, Target};
+use clap::Args;
+use hloscope_core::cost;
+use hloscope_core::interp::Interpreter;
+use hloscope_core::ir::{InstId, Module, Op, Value};
+use hloscope_core::targets::cpu::{self, CpuExecutable};
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Most timed runs chosen by default.
+const MAX_ITERS: usize = 1000;
+/// What the default number of timed runs aims at, in seconds.
+const TARGET_TOTAL_S: f64 = 1.5;
+
+#[derive(Args, Debug)]
+#[command(after_help = "\
+JSON (--json): one line {\"target\", \"compile_s\", \"run_median_s\", \"run_min_s\", \"iters\", \
+\"arena_bytes\", \"buffer_bytes\", \"kernels\": [{\"name\", \"time_s\", \"bytes\", \"flops\"}]}; \
+a kernel's time is its median over the timed runs; bytes and FLOPs come from the cost model.
+
+Exit status: 0 on success, 2 on any error (bad text, bad inputs, a failed run).")]
+pub struct BenchArgs {
+    /// The module: StableHLO (MLIR text) or XLA HLO text; `-` reads standard input.
+    #[arg(value_name = "MODULE")]
+    pub module: String,
+
+    /// Where to run the module.
+    #[arg(long, value_enum, default_value_t = Target::Cpu)]
+    pub target: Target,
+
+    /// An .npy file for the next entry parameter (repeat, in parameter order). Without
+    /// any, inputs are random.
+    #[arg(long = "input", value_name = "FILE.npy", conflicts_with = "random_inputs")]
+    pub inputs: Vec<PathBuf>,
+
+    /// Random inputs (the default when no --input is given), as `run --random-inputs`.
+    #[arg(long)]
+    pub random_inputs: bool,
+
+    /// Seed for random inputs.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+
+    /// Timed runs (default: as many as take about 1.5 s, at most 1000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub iters: Option<u64>,
+
+    /// Untimed runs first (caches, page faults, lazy allocation).
+    #[arg(long, default_value_t = 2)]
+    pub warmup: u64,
+
+    /// Print one JSON line instead of a table.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Write the last run's results as out0.npy, out1.npy, ... into this folder.
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+}
+
+/// One row of the report: an instruction's kernels, timed together.
+#[derive(Debug)]
+struct Row {
+    name: String,
+    /// Median over the timed runs.
+    time_s: f64,
+    bytes: u64,
+    flops: u64,
+}
+
+struct Report {
+    target: Target,
+    compile_s: f64,
+    run_median_s: f64,
+    run_min_s: f64,
+    iters: usize,
+    arena_bytes: u64,
+    buffer_bytes: u64,
+    rows: Vec<Row>,
+}
+
+/// What runs: the interpreter on the module, or a compiled executable.
+enum Runner {
+    Interp(Module),
+    Cpu { exe: CpuExecutable, optimized: Module },
+}
+
+impl Runner {
+    /// One run; `kernel_s[i]` gets kernel i's time (cpu only).
+    fn run(&self, args: &[Value], kernel_s: &mut [f64]) -> Result<Value, String> {
+        match self {
+            Runner::Interp(m) => Interpreter::new(m).run(args).map_err(|e| format!("running %{} failed: {}", e.inst, e.message)),
+            Runner::Cpu { exe, .. } => exe.run_with(args, &mut |k, exec| {
+                let t = Instant::now();
+                let r = exec();
+                kernel_s[k.index] = t.elapsed().as_secs_f64();
+                r
+            }),
+        }
+    }
+
+    fn kernel_count(&self) -> usize {
+        match self {
+            Runner::Interp(_) => 0,
+            Runner::Cpu { exe, .. } => exe.plan().kernels.len(),
+        }
+    }
+}
+
+pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
+    let (source_name, text) = run::read_module_text(&args.module)?;
+    let mut input_files = Vec::with_capacity(args.inputs.len());
+    for path in &args.inputs {
+        let bytes = std::fs::read(path).map_err(|e| RunError(format!("cannot read input {}: {e}", path.display())))?;
+        input_files.push((path.display().to_string(), bytes));
+    }
+
+    let started = Instant::now();
+    let module = hloscope_core::parse::parse_module(&text)
+        .map_err(|e| RunError(format!("{source_name}:{}:{}: {}", e.line, e.col, e.message)))?;
+    hloscope_core::verify::verify(&module).map_err(|e| {
+        RunError(format!("{source_name}:{}: invalid module: {}", e.loc, run::strip_loc(&e.to_string())))
+    })?;
+    // Converting the inputs is not compiling: it stays out of the clock.
+    let parse_s = started.elapsed();
+    let arguments = if input_files.is_empty() {
+        inputs::random(&module, args.seed)
+    } else {
+        inputs::from_npy(&module, &input_files).map_err(RunError)?
+    };
+    let started = Instant::now();
+    let runner = match args.target {
+        Target::Interp => Runner::Interp(module),
+        Target::Cpu => {
+            let optimized = cpu::optimize(&module)
+                .map_err(|e| RunError(format!("{source_name}: optimizing for the cpu failed: {e}")))?;
+            let exe = cpu::compile(&optimized)
+                .map_err(|e| RunError(format!("{source_name}: compiling for the cpu failed: {e}")))?;
+            Runner::Cpu { exe, optimized }
+        }
+    };
+    let compile_s = (parse_s + started.elapsed()).as_secs_f64();
+
+    let fail = |e: String| RunError(format!("{source_name}: running on the {} failed: {e}", target_name(args.target)));
+    let nk = runner.kernel_count();
+    let mut scratch = vec![0.0; nk];
+    let mut estimate = f64::INFINITY;
+    for _ in 0..args.warmup.max(u64::from(args.iters.is_none())) {
+        let t = Instant::now();
+        runner.run(&arguments, &mut scratch).map_err(fail)?;
+        estimate = estimate.min(t.elapsed().as_secs_f64());
+    }
+    let iters = match args.iters {
+        Some(n) => n as usize,
+        None => ((TARGET_TOTAL_S / estimate.max(1e-9)).round() as usize).clamp(1, MAX_ITERS),
+    };
+    let progress = Progress::new(iters, estimate * iters as f64);
+    let mut totals = Vec::with_capacity(iters);
+    let mut per_kernel: Vec<Vec<f64>> = vec![Vec::with_capacity(iters); nk];
+    let mut last = None;
+    for i in 0..iters {
+        let t = Instant::now();
+        let v = runner.run(&arguments, &mut scratch).map_err(fail)?;
+        totals.push(t.elapsed().as_secs_f64());
+        for (k, &s) in scratch.iter().enumerate() {
+            per_kernel[k].push(s);
+        }
+        last = Some(v);
+        progress.tick(i + 1);
+    }
+    progress.done();
+
+    if let (Some(dir), Some(v)) = (&args.out_dir, last) {
+        run::write_outputs(dir, &v.flatten())?;
+    }
+    let (rows, arena_bytes, buffer_bytes) = match &runner {
+        Runner::Interp(_) => (Vec::new(), 0, 0),
+        Runner::Cpu { exe, optimized } => {
+            let arena = exe.arena_assignment();
+            (rows(optimized, exe.plan(), &per_kernel), arena.arena_bytes, arena.buffer_bytes)
+        }
+    };
+    let report = Report {
+        target: args.target,
+        compile_s,
+        run_median_s: median(&mut totals.clone()),
+        run_min_s: totals.iter().copied().fold(f64::INFINITY, f64::min),
+        iters,
+        arena_bytes,
+        buffer_bytes,
+        rows,
+    };
+    Ok(if args.json { json(&report) } else { table(&report) })
+}
+
+fn target_name(t: Target) -> &'static str {
+    match t {
+        Target::Interp => "interp",
+        Target::Cpu => "cpu",
+    }
+}
+
+/// One row per instruction (in order of its first kernel): the median of the summed
+/// time of its kernels, and the cost model's bytes and FLOPs for it.
+fn rows(module: &Module, plan: &hloscope_core::kernel::KernelPlan, per_kernel: &[Vec<f64>]) -> Vec<Row> {
+    let comp = module.comp(plan.comp);
+    let profile = cost::profiles::GENERIC_CPU;
+    let mut order: Vec<InstId> = Vec::new();
+    let mut kernels_of: std::collections::HashMap<InstId, Vec<usize>> = Default::default();
+    for (i, k) in plan.kernels.iter().enumerate() {
+        let e = kernels_of.entry(k.source).or_default();
+        if e.is_empty() {
+            order.push(k.source);
+        }
+        e.push(i);
+    }
+    let runs = per_kernel.first().map_or(0, Vec::len);
+    order
+        .into_iter()
+        .map(|src| {
+            let ks = &kernels_of[&src];
+            let mut sums: Vec<f64> = (0..runs).map(|r| ks.iter().map(|&k| per_kernel[k][r]).sum()).collect();
+            let inst = comp.inst(src);
+            let (bytes, flops) = match &inst.op {
+                // Control flow: what its computations' kernels move, once each.
+                Op::While { .. } | Op::Case { .. } | Op::Call { .. } => inst
+                    .op
+                    .called_computations()
+                    .into_iter()
+                    .map(|c| cost::computation_cost(module, c, &profile))
+                    .fold((0, 0), |(b, f), c| (b + c.bytes_moved, f + c.flops)),
+                _ => cost::instruction_cost(module, comp, src, &profile).map_or((0, 0), |c| (c.bytes(), c.flops)),
+            };
+            Row { name: inst.name.clone(), time_s: median(&mut sums), bytes, flops }
+        })
+        .collect()
+}
+
+fn median(xs: &mut [f64]) -> f64 {
+    if xs.is_empty() {
+        return 0.0;
+    }
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
+/// A JSON string literal.
+fn quote(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out += "\\\"",
+            '\\' => out += "\\\\",
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out + "\""
+}
+
+/// A JSON number (never NaN or infinite: those become 0).
+fn num(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:e}")
+    } else {
+        "0".into()
+    }
+}
+
+fn json(r: &Report) -> String {
+    let kernels: Vec<String> = r
+        .rows
+        .iter()
+        .map(|k| format!("{{\"name\":{},\"time_s\":{},\"bytes\":{},\"flops\":{}}}", quote(&k.name), num(k.time_s), k.bytes, k.flops))
+        .collect();
+    format!(
+        "{{\"target\":{},\"compile_s\":{},\"run_median_s\":{},\"run_min_s\":{},\"iters\":{},\"arena_bytes\":{},\"buffer_bytes\":{},\"kernels\":[{}]}}\n",
+        quote(target_name(r.target)),
+        num(r.compile_s),
+        num(r.run_median_s),
+        num(r.run_min_s),
+        r.iters,
+        r.arena_bytes,
+        r.buffer_bytes,
+        kernels.join(",")
+    )
+}
+
+fn time_text(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.3} s")
+    } else if s >= 1e-3 {
+        format!("{:.3} ms", s * 1e3)
+    } else {
+        format!("{:.2} us", s * 1e6)
+    }
+}
+
+fn table(r: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "target {}: compile {}", target_name(r.target), time_text(r.compile_s));
+    let _ = writeln!(out, "run: median {}, min {} over {} runs", time_text(r.run_median_s), time_text(r.run_min_s), r.iters);
+    if r.buffer_bytes > 0 {
+        let _ = writeln!(
+            out,
+            "arena: {} bytes for {} bytes of buffers ({:.0}%)",
+            r.arena_bytes,
+            r.buffer_bytes,
+            100.0 * r.arena_bytes as f64 / r.buffer_bytes as f64
+        );
+    }
+    if r.rows.is_empty() {
+        return out;
+    }
+    let total: f64 = r.rows.iter().map(|k| k.time_s).sum();
+    let mut cells = vec![["kernel", "time", "%", "GB/s", "GFLOP/s"].map(String::from).to_vec()];
+    for k in &r.rows {
+        let rate = |x: u64| if k.time_s > 0.0 { format!("{:.2}", x as f64 / k.time_s / 1e9) } else { "-".into() };
+        cells.push(vec![
+            k.name.clone(),
+            time_text(k.time_s),
+            format!("{:.1}", if total > 0.0 { 100.0 * k.time_s / total } else { 0.0 }),
+            rate(k.bytes),
+            rate(k.flops),
+        ]);
+    }
+    let widths: Vec<usize> = (0..5).map(|c| cells.iter().map(|row| row[c].chars().count()).max().unwrap_or(0)).collect();
+    out.push('\n');
+    for row in &cells {
+        let mut line = format!("{:<w$}", row[0], w = widths[0]);
+        for c in 1..5 {
+            let _ = write!(line, "  {:>w$}", row[c], w = widths[c]);
+        }
+        out += line.trim_end();
+        out.push('\n');
+    }
+    out
+}
+
+/// `run 12/40` on standard error, rewritten in place; only on a terminal and only for
+/// runs expected to take more than a second.
+struct Progress {
+    total: usize,
+    on: bool,
+    last: std::cell::Cell<Instant>,
+}
+
+impl Progress {
+    fn new(total: usize, expected_s: f64) -> Progress {
+        let on = std::io::stderr().is_terminal() && expected_s > 1.0;
+        Progress { total, on, last: std::cell::Cell::new(Instant::now()) }
+    }
+    fn tick(&self, done: usize) {
+        if self.on && self.last.get().elapsed() > Duration::from_millis(100) {
+            self.last.set(Instant::now());
+            eprint!("\rrun {done}/{}", self.total);
+        }
+    }
+    fn done(&self) {
+        if self.on {
+            eprint!("\r\x1b[K");
+        }
+    }
+}

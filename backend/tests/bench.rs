@@ -1,0 +1,150 @@
+//! End-to-end tests of `hloscope bench`: the JSON line's fields and their relations, the
+//! kernel rows against `explain`'s kernels, the table, random inputs by default, and
+//! clear errors for inputs of the wrong shape.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn hloscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hloscope")).args(args).output().unwrap()
+}
+
+fn corpus(program: &str, file: &str) -> String {
+    let p: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("corpus").join(program).join(file);
+    p.display().to_string()
+}
+
+fn ok(o: Output) -> String {
+    assert!(o.status.success(), "failed: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// `hloscope bench --json` on a corpus program with its own inputs.
+fn bench_json(program: &str, inputs: usize, target: &str) -> Value {
+    let module = corpus(program, "module.mlir");
+    let files: Vec<String> = (0..inputs).map(|i| corpus(program, &format!("in{i}.npy"))).collect();
+    let mut args = vec!["bench", module.as_str(), "--target", target, "--json", "--iters", "5", "--warmup", "1"];
+    for f in &files {
+        args.extend(["--input", f.as_str()]);
+    }
+    let out = ok(hloscope(&args));
+    assert_eq!(out.lines().count(), 1, "one JSON line: {out}");
+    serde_json::from_str(&out).unwrap()
+}
+
+fn positive(v: &Value) -> f64 {
+    let x = v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));
+    assert!(x > 0.0 && x.is_finite(), "{x}");
+    x
+}
+
+#[test]
+fn cpu_json_has_every_field_and_explains_kernels() {
+    for (program, inputs) in [("layernorm", 3), ("softmax", 1), ("mlp_gelu_tanh", 5)] {
+        let j = bench_json(program, inputs, "cpu");
+        assert_eq!(j["target"], "cpu");
+        positive(&j["compile_s"]);
+        let median = positive(&j["run_median_s"]);
+        let min = positive(&j["run_min_s"]);
+        assert!(min <= median, "{program}: min {min} > median {median}");
+        assert_eq!(j["iters"], 5);
+        // The arena is whole 64-byte lines (small buffers are padded to one each).
+        let arena = j["arena_bytes"].as_u64().unwrap();
+        assert!(arena > 0 && arena % 64 == 0 && j["buffer_bytes"].as_u64().unwrap() > 0, "{arena}");
+        let kernels = j["kernels"].as_array().unwrap();
+        let explain: Value =
+            serde_json::from_str(&ok(hloscope(&["explain", &corpus(program, "module.mlir"), "--json"]))).unwrap();
+        assert_eq!(kernels.len() as u64, explain["kernels"].as_u64().unwrap(), "{program}");
+        let mut bytes = 0;
+        for k in kernels {
+            assert!(!k["name"].as_str().unwrap().is_empty());
+            positive(&k["time_s"]);
+            bytes += k["bytes"].as_u64().unwrap();
+            k["flops"].as_u64().unwrap();
+        }
+        // Same cost model as explain's.
+        assert_eq!(bytes, explain["bytes_moved"].as_u64().unwrap(), "{program}");
+        // Kernels run inside the timed run: their median sum cannot exceed it by much.
+        let sum: f64 = kernels.iter().map(|k| k["time_s"].as_f64().unwrap()).sum();
+        assert!(sum <= 2.0 * median + 1e-3, "{program}: kernels {sum} vs run {median}");
+    }
+}
+
+#[test]
+fn kernel_bytes_and_flops_are_hand_checked() {
+    // Two kernels: exp+negate fused over f32[256] reads 1024 B and writes 1024 B, and
+    // costs 256 * 4 (exp, transcendental) + 256 (negate) = 1280 FLOPs; the dot
+    // f32[8,16] x f32[16,4] reads 512 + 256 B, writes 128 B and costs 2*8*4*16 = 1024.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-hand");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("m.hlo");
+    std::fs::write(
+        &path,
+        "HloModule m
+ENTRY %main (x: f32[256], a: f32[8,16], w: f32[16,4]) -> (f32[256], f32[8,4]) {
+  %x = f32[256] parameter(0)
+  %a = f32[8,16] parameter(1)
+  %w = f32[16,4] parameter(2)
+  %e = f32[256] exponential(%x)
+  %n = f32[256] negate(%e)
+  %d = f32[8,4] dot(%a, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %t = (f32[256], f32[8,4]) tuple(%n, %d)
+}",
+    )
+    .unwrap();
+    let out = ok(hloscope(&["bench", &path.display().to_string(), "--json", "--iters", "3", "--random-inputs"]));
+    let j: Value = serde_json::from_str(&out).unwrap();
+    let mut rows: Vec<(u64, u64)> =
+        j["kernels"].as_array().unwrap().iter().map(|k| (k["bytes"].as_u64().unwrap(), k["flops"].as_u64().unwrap())).collect();
+    rows.sort();
+    assert_eq!(rows, vec![(896, 1024), (2048, 1280)]);
+    // Parameters and results are pinned: 1024 + 512 + 256 + 1024 + 128 B, all on 64 B
+    // boundaries, and nothing else (no temporaries).
+    assert_eq!(j["buffer_bytes"], 2944);
+    assert_eq!(j["arena_bytes"], 2944);
+}
+
+#[test]
+fn interp_json_times_the_whole_run() {
+    let j = bench_json("softmax", 1, "interp");
+    assert_eq!(j["target"], "interp");
+    positive(&j["compile_s"]);
+    assert!(positive(&j["run_min_s"]) <= positive(&j["run_median_s"]));
+    assert_eq!(j["kernels"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn table_and_random_inputs_by_default() {
+    let text = ok(hloscope(&["bench", &corpus("softmax", "module.mlir"), "--iters", "3"]));
+    assert!(text.starts_with("target cpu: compile "), "{text}");
+    assert!(text.contains("run: median ") && text.contains("over 3 runs"), "{text}");
+    let header = text.lines().find(|l| l.starts_with("kernel")).expect("a kernel table");
+    for col in ["time", "%", "GB/s", "GFLOP/s"] {
+        assert!(header.split_whitespace().any(|w| w == col), "{header}");
+    }
+}
+
+#[test]
+fn outputs_are_written_and_match_run() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-out");
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.display().to_string();
+    let input = corpus("softmax", "in0.npy");
+    ok(hloscope(&["bench", &corpus("softmax", "module.mlir"), "--iters", "2", "--input", &input, "--out-dir", &d]));
+    let run_dir = dir.join("run");
+    let r = run_dir.display().to_string();
+    ok(hloscope(&["run", &corpus("softmax", "module.mlir"), "--target", "cpu", "--input", &input, "--out-dir", &r]));
+    assert_eq!(std::fs::read(dir.join("out0.npy")).unwrap(), std::fs::read(run_dir.join("out0.npy")).unwrap());
+}
+
+#[test]
+fn wrong_inputs_are_clear_errors() {
+    // softmax takes f32[4,10]; layernorm's first input is f32[4,16].
+    let o = hloscope(&["bench", &corpus("softmax", "module.mlir"), "--input", &corpus("layernorm", "in0.npy")]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.starts_with("error: ") && err.contains("parameter 0") && !err.contains("panicked"), "{err}");
+    let o = hloscope(&["bench", &corpus("softmax", "module.mlir"), "--iters", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -3,6 +3,7 @@
 //! `main` only installs the panic hook, parses the command line and maps errors to the
 //! exit status; each subcommand lives in its own module (`run.rs`, `compile.rs`, `explain.rs`).
 
+mod cache;
 mod compile;
 mod dump;
 mod explain;

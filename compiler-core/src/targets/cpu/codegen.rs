@@ -20,7 +20,6 @@ use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, AbiParam, FuncRef, InstBuilder, MemFlagsData, Type, Value};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
-use cranelift_jit::JITModule;
 use cranelift_module::{FuncId, Linkage, Module};
 use std::collections::HashMap;
 
@@ -35,7 +34,7 @@ pub struct Helpers {
 }
 
 impl Helpers {
-    pub fn declare(m: &mut JITModule) -> Result<Helpers, String> {
+    pub fn declare<M: Module>(m: &mut M) -> Result<Helpers, String> {
         let mut decl = |name: &str, params: &[Type], ret: Type| -> Result<FuncId, String> {
             let mut sig = m.make_signature();
             sig.params.extend(params.iter().map(|&t| AbiParam::new(t)));
@@ -75,13 +74,15 @@ fn flags() -> MemFlagsData {
 /// machine code listing (for the explorer's views).
 pub struct Emitted {
     pub id: FuncId,
+    /// The machine code and relocations (for artifacts and AOT checks).
+    pub code: super::artifact::FunctionCode,
     pub clif: String,
     pub asm: String,
 }
 
 /// Emits the kernel as function `name`.
-pub fn emit(
-    m: &mut JITModule,
+pub fn emit<M: Module>(
+    m: &mut M,
     helpers: &Helpers,
     e: &Elemental,
     name: &str,
@@ -136,8 +137,9 @@ pub fn emit(
     let id = m.declare_function(name, Linkage::Local, &ctx.func.signature).map_err(|e| e.to_string())?;
     m.define_function(id, &mut ctx).map_err(|e| format!("cranelift: {e:?}"))?;
     let asm = ctx.compiled_code().and_then(|c| c.vcode.clone()).unwrap_or_default();
+    let code = super::artifact::capture(m, &ctx, id)?;
     m.clear_context(&mut ctx);
-    Ok(Emitted { id, clif, asm })
+    Ok(Emitted { id, code, clif, asm })
 }
 
 struct Emit<'a, 'f> {

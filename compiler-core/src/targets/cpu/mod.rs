@@ -16,17 +16,24 @@
 //! does not compile Cranelift at all. CLIF text and machine-code listings of each kernel
 //! are kept ([`CpuExecutable::clif`], [`CpuExecutable::asm`]) for the explorer.
 //!
-//! Not yet: SIMD vectors, threads, a compilation cache, AOT objects, inline
+//! A compiled module can be kept as bytes and loaded by a later process without
+//! compiling again ([`compile_to_artifact`], [`load_artifact`], format in [`artifact`]):
+//! the backend's compilation cache stores these.
+//!
+//! Not yet: SIMD vectors, threads, inline
 //! transcendental approximations (they call `helpers` now), sort comparators
 //! compiled (issue 4).
 
+pub mod aot;
+pub mod artifact;
 mod codegen;
 mod compile;
 mod dot;
 pub mod helpers;
 mod runtime;
 
-pub use compile::{compile, optimize};
+pub use artifact::compiler_version;
+pub use compile::{compile, compile_to_artifact, load_artifact, optimize, PIPELINE};
 
 use crate::ir::{CompId, Instruction, Module, Value};
 use crate::kernel::{self, KernelKind, KernelPlan, ValueBufs};

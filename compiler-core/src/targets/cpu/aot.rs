@@ -59,7 +59,7 @@ pub fn compile_object(module: &Module, name: &str) -> Result<AotOutput, String> 
         let why = match &k.body {
             KernelBody::Elemental(_) => continue,
             KernelBody::Dot(_) => "a float dot runs through the GEMM library, which a C object cannot call".to_string(),
-            KernelBody::Opaque { .. } => format!("it is {}", k.kind),
+            KernelBody::Opaque { .. } => "it runs in the reference interpreter".to_string(),
             KernelBody::While { .. } => "while loops run from the Rust runtime".to_string(),
             KernelBody::Case { .. } => "conditionals run from the Rust runtime".to_string(),
         };
@@ -215,6 +215,30 @@ fn define_math_helpers(obj: &mut ObjectModule) -> Result<(), String> {
         (UnaryOp::Sign, None),
     ];
     let binary = [(BinaryOp::Rem, "fmod"), (BinaryOp::Pow, "pow"), (BinaryOp::Atan2, "atan2")];
+    // The f16/bf16 helpers are Rust: a kernel calling them is refused, so they are
+    // defined here as traps, leaving the object no undefined Rust symbol.
+    for (name, param, ret) in [
+        ("hs_round_f16", types::F32, types::F32),
+        ("hs_round_bf16", types::F32, types::F32),
+        ("hs_f16_to_f32", types::I32, types::F32),
+        ("hs_f32_to_f16", types::F32, types::I32),
+    ] {
+        let mut sig = obj.make_signature();
+        sig.params.push(AbiParam::new(param));
+        sig.returns.push(AbiParam::new(ret));
+        let id = obj.declare_function(name, Linkage::Local, &sig).map_err(|e| e.to_string())?;
+        let mut ctx = obj.make_context();
+        ctx.func.signature = sig;
+        let mut fctx = FunctionBuilderContext::new();
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        b.ins().trap(cranelift_codegen::ir::TrapCode::unwrap_user(1));
+        b.seal_all_blocks();
+        b.finalize(obj.isa().frontend_config());
+        obj.define_function(id, &mut ctx).map_err(|e| format!("cranelift: {e:?}"))?;
+    }
     let f64x = |obj: &ObjectModule, n: usize| {
         let mut s = obj.make_signature();
         s.params.extend((0..n).map(|_| AbiParam::new(types::F64)));

@@ -107,8 +107,9 @@ NN-STAGE.json (the snapshot: graph, changes, rewrites, decisions, cost) and NN-S
 Objects: --target cpu --emit object -o NAME.o writes a relocatable object for this CPU with \
 one C entry point, int NAME_run(const void *const *inputs, void *const *outputs, void *scratch), \
 and the header NAME.h (buffer sizes, scratch size); link with -lm. The module is optimized \
-with the cpu target's pipeline; kernels that are not Cranelift-compiled (a float dot through \
-GEMM, interpreted ops, while/conditional, f16/bf16 rounding) are refused with the reason.
+with the cpu target's pipeline without epilogue fusion; dots become loop reductions; kernels \
+that are not Cranelift-compiled (interpreted ops, while/conditional, f16/bf16 rounding) are \
+refused with the reason.
 
 Exit status: 0 on success, 2 on any error (bad text, bad pipeline, bad knobs).")]
 pub struct CompileArgs {
@@ -166,7 +167,7 @@ fn compile_object(args: &CompileArgs) -> Result<String, RunError> {
         .and_then(|s| s.to_str())
         .ok_or_else(|| RunError(format!("-o {}: the file needs a name", out.display())))?;
     let (source_name, module) = load_module(&args.module)?;
-    let optimized = cpu::optimize(&module).map_err(|e| RunError(format!("{source_name}: optimizing for the cpu failed: {e}")))?;
+    let optimized = cpu::aot::optimize(&module).map_err(|e| RunError(format!("{source_name}: optimizing for the cpu failed: {e}")))?;
     let aot = cpu::aot::compile_object(&optimized, name)
         .map_err(|e| RunError(format!("{source_name}: cannot emit an object: {e}")))?;
     let header = out.with_extension("h");

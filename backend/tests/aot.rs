@@ -184,3 +184,9 @@ fn an_interpreted_kernel_is_refused_by_name() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--emit object needs --target cpu"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn mlp_with_dots_object_matches_the_interpreter() {
+    // Dots as sequential f32 sums, against the interpreter's: a little rounding apart.
+    check("mlp_gelu_tanh", 1e-4);
+}

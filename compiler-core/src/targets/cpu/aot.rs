@@ -11,10 +11,11 @@
 //! temporaries (the header says how many; NULL when 0). The entry point runs every
 //! kernel in program order and returns 0. Constants live in the object's read-only data.
 //!
-//! Only Cranelift-compiled kernels can go into a C object: a dot run by the GEMM crate,
-//! an interpreted (opaque) kernel, a while loop or conditional, or a kernel calling the
-//! Rust f16/bf16 helpers is refused with an error naming the kernel and why (integer
-//! dots are planned as reductions and do compile). Transcendentals go through
+//! Only Cranelift-compiled kernels can go into a C object. Dots are planned as
+//! reductions (multiply, then a sequential sum: correct, not GEMM-fast) and kept out of
+//! fusions ([`optimize`]); an interpreted (opaque) kernel, a while loop or conditional,
+//! or a kernel calling the Rust f16/bf16 helpers is refused with an error naming the
+//! kernel and why. Transcendentals go through
 //! `hs_unary_f64` / `hs_binary_f64`, which the object defines itself over the C math
 //! library, so programs link with `-lm`.
 
@@ -48,13 +49,27 @@ enum Place {
     Const(cranelift_module::DataId),
 }
 
-/// Compiles `module` (normally after [`super::optimize`]) into an object whose entry
+/// The passes run before [`compile_object`]: the cpu target's pipeline without
+/// epilogue fusion, so that dots stay on their own (planned as reductions here).
+pub fn optimize(module: &Module) -> Result<Module, String> {
+    use crate::passes::fusion::FusionConfig;
+    use crate::passes::pipeline::{parse_pipeline_spec, run_pipeline, PipelineConfig};
+    let mut m = module.clone();
+    let passes = parse_pipeline_spec(super::PIPELINE).map_err(|e| e.to_string())?;
+    let fusion = FusionConfig::from_spec("no-epilogue").map_err(|e| e.to_string())?;
+    let config = PipelineConfig { passes, fusion, snapshots: false, ..Default::default() };
+    run_pipeline(&mut m, &config).map_err(|e| e.to_string())?;
+    Ok(m)
+}
+
+/// Compiles `module` (normally after [`optimize`]) into an object whose entry
 /// point is `NAME_run`.
 pub fn compile_object(module: &Module, name: &str) -> Result<AotOutput, String> {
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || name.starts_with(|c: char| c.is_ascii_digit()) {
         return Err(format!("`{name}` is not a C identifier (letters, digits, _; not starting with a digit)"));
     }
-    let plan = kernel::plan_computation(module, module.entry)?;
+    let options = kernel::PlanOptions { dots_as_reductions: true };
+    let plan = kernel::plan_computation_with(module, module.entry, options)?;
     for k in &plan.kernels {
         let why = match &k.body {
             KernelBody::Elemental(_) => continue,

@@ -18,7 +18,8 @@
 //!
 //! A compiled module can be kept as bytes and loaded by a later process without
 //! compiling again ([`compile_to_artifact`], [`load_artifact`], format in [`artifact`]):
-//! the backend's compilation cache stores these.
+//! the backend's compilation cache stores these. [`aot`] writes a module as a
+//! relocatable object with one C entry point and its C header.
 //!
 //! Not yet: SIMD vectors, threads, inline
 //! transcendental approximations (they call `helpers` now), sort comparators

@@ -86,6 +86,16 @@ pub enum Emit {
     Stablehlo,
     /// Every stage's snapshot as JSON (graph, changes, rewrites, decisions, cost).
     Json,
+    /// A relocatable object file with a C entry point and its C header (needs
+    /// `--target cpu` and `-o NAME.o`; writes NAME.h next to it).
+    Object,
+}
+
+/// What `compile --emit object` compiles for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AotTarget {
+    /// This machine's CPU (Cranelift).
+    Cpu,
 }
 
 #[derive(Args, Debug)]
@@ -93,6 +103,13 @@ pub enum Emit {
 Dumps: with --dump-dir DIR each stage is written as DIR/NN-STAGE.hlo (the module), \
 NN-STAGE.json (the snapshot: graph, changes, rewrites, decisions, cost) and NN-STAGE.dot \
 (Graphviz, one cluster per fusion), numbered in order from 00-input.
+
+Objects: --target cpu --emit object -o NAME.o writes a relocatable object for this CPU with \
+one C entry point, int NAME_run(const void *const *inputs, void *const *outputs, void *scratch), \
+and the header NAME.h (buffer sizes, scratch size); link with -lm. The module is optimized \
+with the cpu target's pipeline without epilogue fusion; dots become loop reductions; kernels \
+that are not Cranelift-compiled (interpreted ops, while/conditional, f16/bf16 rounding) are \
+refused with the reason.
 
 Exit status: 0 on success, 2 on any error (bad text, bad pipeline, bad knobs).")]
 pub struct CompileArgs {
@@ -110,9 +127,21 @@ pub struct CompileArgs {
     /// The format of the final module on standard output.
     #[arg(long, value_enum, default_value_t = Emit::Hlo)]
     pub emit: Emit,
+
+    /// The target of `--emit object`.
+    #[arg(long, value_enum)]
+    pub target: Option<AotTarget>,
+
+    /// The object file `--emit object` writes (NAME.o; the header goes to NAME.h and the
+    /// entry point is NAME_run).
+    #[arg(short = 'o', long = "output", value_name = "FILE.o")]
+    pub output: Option<PathBuf>,
 }
 
 pub fn compile(args: &CompileArgs) -> Result<String, RunError> {
+    if args.emit == Emit::Object {
+        return compile_object(args);
+    }
     let snapshots = args.dump_dir.is_some() || args.emit == Emit::Json;
     let (module, snaps, _) = load_and_run(&args.module, &args.pipeline, snapshots)?;
     if let Some(dir) = &args.dump_dir {
@@ -122,5 +151,33 @@ pub fn compile(args: &CompileArgs) -> Result<String, RunError> {
         Emit::Hlo => hloscope_core::print::hlo::print_module(&module),
         Emit::Stablehlo => hloscope_core::print::stablehlo::print_module(&module),
         Emit::Json => api::to_json(&snaps) + "\n",
+        Emit::Object => return compile_object(args),
     })
+}
+
+/// `--emit object`: the module as an object file and a C header.
+fn compile_object(args: &CompileArgs) -> Result<String, RunError> {
+    use hloscope_core::targets::cpu;
+    if args.target != Some(AotTarget::Cpu) {
+        return Err(RunError("--emit object needs --target cpu".into()));
+    }
+    let out = args.output.as_ref().ok_or_else(|| RunError("--emit object needs -o NAME.o".into()))?;
+    let name = out
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .ok_or_else(|| RunError(format!("-o {}: the file needs a name", out.display())))?;
+    let (source_name, module) = load_module(&args.module)?;
+    let optimized = cpu::aot::optimize(&module).map_err(|e| RunError(format!("{source_name}: optimizing for the cpu failed: {e}")))?;
+    let aot = cpu::aot::compile_object(&optimized, name)
+        .map_err(|e| RunError(format!("{source_name}: cannot emit an object: {e}")))?;
+    let header = out.with_extension("h");
+    std::fs::write(out, &aot.object).map_err(|e| RunError(format!("cannot write {}: {e}", out.display())))?;
+    std::fs::write(&header, &aot.header).map_err(|e| RunError(format!("cannot write {}: {e}", header.display())))?;
+    Ok(format!(
+        "wrote {} ({} bytes) and {} (entry point {name}_run, {} bytes of scratch)\n",
+        out.display(),
+        aot.object.len(),
+        header.display(),
+        aot.scratch_bytes
+    ))
 }

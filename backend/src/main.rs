@@ -4,6 +4,7 @@
 //! exit status; each subcommand lives in its own module (`run.rs`, `compile.rs`, `explain.rs`, `bench.rs`).
 
 mod bench;
+mod cache;
 mod compile;
 mod dump;
 mod explain;

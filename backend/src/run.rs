@@ -34,6 +34,12 @@ each result is printed.
 Inputs: one --input per entry parameter, in order. A bf16 parameter takes a float32 (<f4) \
 file, rounded to nearest even.
 
+Compilation cache (--target cpu): compiled modules are kept in $HLOSCOPE_CACHE_DIR (default: \
+the user's cache folder + hloscope), capped at $HLOSCOPE_CACHE_MAX_BYTES (default 512 MiB, \
+oldest entries removed first); a second run of the same module and parameter types loads \
+the machine code instead of compiling. --no-cache skips it; an unusable entry is rebuilt \
+with a note.
+
 Exit status: 0 on success, 2 on any error (bad text, bad inputs, a failed run).")]
 pub struct RunArgs {
     /// The module: StableHLO (MLIR text) or XLA HLO text, detected from the contents;
@@ -65,6 +71,15 @@ pub struct RunArgs {
     /// Write the results as out0.npy, out1.npy, ... into this folder (created if needed).
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
+
+    /// Compile afresh: neither read nor write the compilation cache (--target cpu).
+    #[arg(long)]
+    pub no_cache: bool,
+
+    /// Say on standard error whether the compilation cache hit and how long compiling
+    /// took (from parsing to a ready executable).
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 /// A message for the person running the command; never a bug report.
@@ -81,6 +96,7 @@ impl std::fmt::Display for RunError {
 pub fn run(args: &RunArgs) -> Result<String, RunError> {
     // Read every file first, so that a missing one is reported before any parse error.
     let (source_name, text) = read_module_text(&args.module)?;
+    let started = std::time::Instant::now();
     let mut input_files = Vec::with_capacity(args.inputs.len());
     for path in &args.inputs {
         let bytes = std::fs::read(path)
@@ -103,7 +119,14 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
         inputs::from_npy(&module, &input_files).map_err(RunError)?
     };
 
-    let result = execute(args.target, &module, &arguments, &source_name)?;
+    let result = match args.target {
+        Target::Cpu => {
+            let exe = compile_cpu(args, &text, &module, &source_name, started)?;
+            exe.run(&arguments)
+                .map_err(|e| RunError(format!("{source_name}: running on the cpu failed: {e}")))?
+        }
+        target => execute(target, &module, &arguments, &source_name)?,
+    };
     let outputs = result.flatten();
 
     match &args.out_dir {
@@ -143,6 +166,46 @@ fn execute(
                 .map_err(|e| RunError(format!("{source_name}: running on the cpu failed: {e}")))
         }
     }
+}
+
+/// Compiles for the CPU through the compilation cache (unless --no-cache); notes on
+/// stderr for unusable entries, and with --verbose hit or miss and the time taken.
+fn compile_cpu(
+    args: &RunArgs,
+    text: &str,
+    module: &Module,
+    source_name: &str,
+    started: std::time::Instant,
+) -> Result<std::rc::Rc<hloscope_core::targets::cpu::CpuExecutable>, RunError> {
+    use crate::cache::{Cache, Key, Outcome};
+    use hloscope_core::targets::cpu;
+    let failed = |e: String| RunError(format!("{source_name}: compiling for the cpu failed: {e}"));
+    let compile = || cpu::compile_to_artifact(&cpu::optimize(module)?);
+    let (exe, what) = if args.no_cache {
+        let exe = cpu::optimize(module).and_then(|m| cpu::compile(&m)).map_err(failed)?;
+        (std::rc::Rc::new(exe), "cache off".to_string())
+    } else {
+        let mut cache = Cache::from_env();
+        let key = Key::new(text, module, "cpu", cpu::PIPELINE, &cpu::compiler_version());
+        let (exe, outcome) = cache.get_or_compile(key, compile).map_err(failed)?;
+        for note in &cache.notes {
+            eprintln!("note: {note}");
+        }
+        let at = cache.path(key).map(|p| p.display().to_string()).unwrap_or_default();
+        let what = match outcome {
+            Outcome::MemoryHit | Outcome::DiskHit => format!("cache hit ({at})"),
+            Outcome::Miss => format!("cache miss (stored {at})"),
+            Outcome::Rebuilt(reason) => {
+                eprintln!("note: the compilation cache entry {at} was unusable ({reason}); rebuilt it");
+                "cache miss (rebuilt)".to_string()
+            }
+        };
+        (exe, what)
+    };
+    if args.verbose {
+        eprintln!("cpu: {what}; parse to executable in {:.2} ms", started.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(exe)
 }
 
 /// The module text and the name to use for it in messages.

@@ -252,8 +252,22 @@ pub fn plan(module: &Module) -> Result<KernelPlan, String> {
     plan_computation(module, module.entry)
 }
 
+/// Choices a target makes about the plan.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct PlanOptions {
+    /// Plan float dots as Reduction kernels (multiply, then sum) instead of library
+    /// GEMM calls, and refuse fusions holding a dot: for targets that cannot call the
+    /// GEMM library (AOT C objects).
+    pub dots_as_reductions: bool,
+}
+
 /// Builds the plan of computation `comp_id` (the entry, or a while body a target runs).
 pub fn plan_computation(module: &Module, comp_id: CompId) -> Result<KernelPlan, String> {
+    plan_computation_with(module, comp_id, PlanOptions::default())
+}
+
+/// [`plan_computation`] with options.
+pub fn plan_computation_with(module: &Module, comp_id: CompId, options: PlanOptions) -> Result<KernelPlan, String> {
     let comp = module.comps.get(comp_id).ok_or_else(|| format!("computation {comp_id} does not exist"))?;
     if !comp.has_root() {
         return Err(format!("the computation {} has no root", comp.name));
@@ -267,7 +281,7 @@ pub fn plan_computation(module: &Module, comp_id: CompId) -> Result<KernelPlan, 
         result: ValueBufs::Token,
         values: HashMap::new(),
         arena: ArenaAssignment::default(),
-    }, values: HashMap::new() };
+    }, values: HashMap::new(), options };
     for &param in &comp.params {
         let v = p.fresh_value(&comp.inst(param).ty, &comp.inst(param).name);
         p.values.insert(param, v.clone());
@@ -290,6 +304,7 @@ struct Planner<'m> {
     comp: CompId,
     plan: KernelPlan,
     values: HashMap<InstId, ValueBufs>,
+    options: PlanOptions,
 }
 
 impl<'m> Planner<'m> {
@@ -405,6 +420,9 @@ impl<'m> Planner<'m> {
                 if dots.len() > 1 {
                     return Err("more than one dot or convolution in a fusion".into());
                 }
+                if !dots.is_empty() && self.options.dots_as_reductions {
+                    return Err("a fusion holding a dot (dots are planned as reductions here)".into());
+                }
                 if let Some(&d) = dots.first() {
                     let dinst = body_comp.inst(d);
                     let ins: Vec<BufferId> = dinst
@@ -471,6 +489,9 @@ impl<'m> Planner<'m> {
             Op::Dot(_) => {
                 let ins: Vec<BufferId> =
                     inst.operands.iter().map(|&o| self.array_buf(o)).collect::<Option<_>>().ok_or("dot of non-arrays")?;
+                if self.options.dots_as_reductions {
+                    return self.dot_as_reduction(id, ins, outputs[0]);
+                }
                 let before = self.plan.kernels.len();
                 match self.dot(inst.name.clone(), id, comp, id, ins.clone(), outputs[0]) {
                     Ok(()) => Ok(()),

@@ -32,7 +32,6 @@ use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, AbiParam, Endianness, FuncRef, InstBuilder, MemFlagsData, Signature, Type, Value};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
-use cranelift_jit::JITModule;
 use cranelift_module::{FuncId, Linkage, Module};
 use std::collections::HashMap;
 
@@ -47,7 +46,7 @@ pub struct Helpers {
 }
 
 impl Helpers {
-    pub fn declare(m: &mut JITModule) -> Result<Helpers, String> {
+    pub fn declare<M: Module>(m: &mut M) -> Result<Helpers, String> {
         let mut decl = |name: &str, params: &[Type], ret: Type| -> Result<FuncId, String> {
             let mut sig = m.make_signature();
             sig.params.extend(params.iter().map(|&t| AbiParam::new(t)));
@@ -96,6 +95,8 @@ fn lane_order() -> MemFlagsData {
 /// machine code listing (for the explorer's views), and how the runtime may split it.
 pub struct Emitted {
     pub id: FuncId,
+    /// The machine code and relocations (for artifacts and AOT checks).
+    pub code: super::artifact::FunctionCode,
     pub clif: String,
     pub asm: String,
     /// The extent of the parallel variable (`end` of a whole run); 1 when the kernel has
@@ -104,12 +105,17 @@ pub struct Emitted {
 }
 
 /// The kernel's signature: `(buffers, begin, end)`.
-fn signature(m: &JITModule) -> Signature {
+pub(super) fn signature<M: Module>(m: &M) -> Signature {
     let mut sig = m.make_signature();
     sig.params.push(AbiParam::new(m.target_config().pointer_type()));
     sig.params.push(AbiParam::new(types::I64));
     sig.params.push(AbiParam::new(types::I64));
     sig
+}
+
+/// The extent of the variable the runtime may split across threads (1 when none).
+pub(super) fn par_extent(e: &Elemental) -> i64 {
+    parallel_var(e).map_or(1, |v| e.space[v as usize])
 }
 
 /// The variable the runtime may split across threads: a kept one, the outermost with at
@@ -125,7 +131,7 @@ fn parallel_var(e: &Elemental) -> Option<u32> {
 /// Emits the kernel as function `name`: vectorized when [`vector::plan`] allows and
 /// Cranelift lowers the result, scalar otherwise. The CLIF listing starts with a comment
 /// saying which, and why not.
-pub fn emit(m: &mut JITModule, helpers: &Helpers, e: &Elemental, name: &str, n_inputs: usize) -> Result<Emitted, String> {
+pub fn emit<M: Module>(m: &mut M, helpers: &Helpers, e: &Elemental, name: &str, n_inputs: usize) -> Result<Emitted, String> {
     let id = m.declare_function(name, Linkage::Local, &signature(m)).map_err(|e| e.to_string())?;
     let par = parallel_var(e);
     let why = match vector::plan(e) {
@@ -147,8 +153,8 @@ pub fn emit(m: &mut JITModule, helpers: &Helpers, e: &Elemental, name: &str, n_i
 }
 
 #[allow(clippy::too_many_arguments)]
-fn emit_as(
-    m: &mut JITModule,
+fn emit_as<M: Module>(
+    m: &mut M,
     helpers: &Helpers,
     e: &Elemental,
     id: FuncId,
@@ -223,10 +229,14 @@ fn emit_as(
     let clif = ctx.func.display().to_string();
     let defined = m.define_function(id, &mut ctx).map_err(|e| format!("cranelift: {e:?}"));
     let asm = ctx.compiled_code().and_then(|c| c.vcode.clone()).unwrap_or_default();
+    let code = match defined {
+        Ok(()) => super::artifact::capture(m, &ctx, id),
+        Err(e) => Err(e),
+    };
     m.clear_context(&mut ctx);
-    defined?;
+    let code = code?;
     let par_extent = par.map_or(1, |v| e.space[v as usize]);
-    Ok(Emitted { id, clif, asm, par_extent })
+    Ok(Emitted { id, code, clif, asm, par_extent })
 }
 
 struct Emit<'a, 'f> {

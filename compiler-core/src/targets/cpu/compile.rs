@@ -1,11 +1,17 @@
 //! Compiling a module for the CPU: plan it, JIT-compile each elemental kernel with
 //! Cranelift (a kernel the emitter cannot handle becomes opaque, with the reason), and
 //! compile while and conditional computations as plans of their own.
+//!
+//! The same walk also loads an artifact ([`load_artifact`]): the plan is re-derived from
+//! the artifact's module, the refusals recorded at compile time are replayed, and each
+//! kernel's machine code is handed to the JIT as bytes after its fingerprint matched.
 
+use super::artifact::{self, Artifact, CompArtifact, KernelCode};
 use super::{codegen, helpers, Code, CpuExecutable, KernelFn};
 use crate::ir::{CompId, Computation, Instruction, Loc, Module};
 use crate::kernel::{self, KernelBody};
 use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{FuncId, Linkage, Module as _};
 use std::collections::HashMap;
 
 // The C library's math functions (the kernels call them by these names, so that object
@@ -51,66 +57,157 @@ pub(crate) fn libm_symbols() -> Vec<(&'static str, *const u8)> {
 
 /// Compiles `module` (normally after simplification and fusion).
 pub fn compile(module: &Module) -> Result<CpuExecutable, String> {
-    compile_computation(module, module.entry, 0)
+    Ok(build(module, module.entry, 0, None)?.0)
+}
+
+/// Compiles `module` (normally after simplification and fusion) and returns, with the
+/// executable, its artifact as bytes ([`load_artifact`] turns them back into an
+/// executable). The module is printed and parsed back first, so that the executable
+/// and any later load plan the very same module.
+pub fn compile_to_artifact(module: &Module) -> Result<(CpuExecutable, Vec<u8>), String> {
+    let module_text = crate::print::hlo::print_module(module);
+    let reparsed = parse_artifact_module(&module_text)?;
+    let (exe, entry) = build(&reparsed, reparsed.entry, 0, None)?;
+    let isa = isa_description(exe.jit.as_ref().ok_or("no machine code")?);
+    let art = Artifact { compiler: artifact::compiler_version(), isa, module_text, entry };
+    Ok((exe, art.to_bytes()))
+}
+
+/// Loads an artifact made by [`compile_to_artifact`] without compiling anything:
+/// corrupt, truncated or stale bytes (another compiler version, another CPU, a plan
+/// that no longer matches) give an error saying why.
+pub fn load_artifact(bytes: &[u8]) -> Result<CpuExecutable, String> {
+    let art = Artifact::from_bytes(bytes)?;
+    let module = parse_artifact_module(&art.module_text)?;
+    let (exe, _) = build(&module, module.entry, 0, Some((&art.entry, &art.isa)))?;
+    Ok(exe)
+}
+
+fn parse_artifact_module(text: &str) -> Result<Module, String> {
+    let m = crate::parse::parse_module(text)
+        .map_err(|e| format!("the artifact's module does not parse: {}:{}: {}", e.line, e.col, e.message))?;
+    crate::verify::verify(&m).map_err(|e| format!("the artifact's module is invalid: {e}"))?;
+    Ok(m)
+}
+
+/// The CPU the JIT compiles for: triple and every Cranelift flag.
+fn isa_description(jit: &JITModule) -> String {
+    let isa = jit.isa();
+    let flags: Vec<String> = isa.isa_flags().iter().map(|v| v.to_string()).collect();
+    format!("{} | {} | {}", isa.triple(), isa.flags(), flags.join(","))
+}
+
+/// The helpers a kernel may import, with their addresses.
+fn helper_symbols() -> [(&'static str, *const u8); 4] {
+    [
+        ("hs_round_f16", helpers::hs_round_f16 as *const u8),
+        ("hs_round_bf16", helpers::hs_round_bf16 as *const u8),
+        ("hs_f16_to_f32", helpers::hs_f16_to_f32 as *const u8),
+        ("hs_f32_to_f16", helpers::hs_f32_to_f16 as *const u8),
+    ]
+}
+
+fn new_jit() -> Result<JITModule, String> {
+    let mut builder = JITBuilder::with_flags(&[("opt_level", "speed")], cranelift_module::default_libcall_names())
+        .map_err(|e| format!("cannot set up the JIT: {e}"))?;
+    for (name, ptr) in helper_symbols().into_iter().chain(libm_symbols()) {
+        builder.symbol(name, ptr);
+    }
+    Ok(JITModule::new(builder))
+}
+
+/// The function a kernel compiles, with its number of buffers in: an elemental kernel's
+/// body, a sort's comparator or a scatter's combiner (scalar kernels over 2N values).
+fn compiled_function(k: &kernel::Kernel) -> Option<(&kernel::Elemental, usize)> {
+    match &k.body {
+        KernelBody::Elemental(e) => Some((e, k.inputs.len())),
+        KernelBody::Sort(s) => Some((&s.comparator, s.elems.len() * 2)),
+        KernelBody::Scatter(s) => Some((&s.combiner, s.elems.len() * 2)),
+        _ => None,
+    }
 }
 
 /// Nesting of while loops beyond which bodies are interpreted instead.
 const MAX_DEPTH: usize = 16;
 
+/// A fingerprint of a kernel as planned: what its code was compiled for.
+fn kernel_fingerprint(k: &kernel::Kernel) -> u64 {
+    artifact::hash_str(&format!("{:?}|{:?}|{:?}|{:?}", k.name, k.inputs, k.outputs, k.body))
+}
 
-fn compile_computation(module: &Module, comp_id: CompId, depth: usize) -> Result<CpuExecutable, String> {
+/// Compiles (`from` None) or loads (`from` = the computation's artifact and the CPU it
+/// was built for) computation `comp_id`; returns the executable and its artifact.
+fn build(
+    module: &Module,
+    comp_id: CompId,
+    depth: usize,
+    from: Option<(&CompArtifact, &str)>,
+) -> Result<(CpuExecutable, CompArtifact), String> {
     let mut plan = kernel::plan_computation(module, comp_id)?;
-    let mut builder = JITBuilder::with_flags(&[("opt_level", "speed")], cranelift_module::default_libcall_names())
-        .map_err(|e| format!("cannot set up the JIT: {e}"))?;
-    for &(name, addr) in &libm_symbols() {
-        builder.symbol(name, addr);
+    let mut jit = new_jit()?;
+    if let Some((_, isa)) = from {
+        let here = isa_description(&jit);
+        if here != isa {
+            return Err(format!("compiled for another CPU ({isa}), this one is {here}"));
+        }
     }
-    builder.symbol("hs_round_f16", helpers::hs_round_f16 as *const u8);
-    builder.symbol("hs_round_bf16", helpers::hs_round_bf16 as *const u8);
-    builder.symbol("hs_f16_to_f32", helpers::hs_f16_to_f32 as *const u8);
-    builder.symbol("hs_f32_to_f16", helpers::hs_f32_to_f16 as *const u8);
-    let mut jit = JITModule::new(builder);
     let helper_ids = codegen::Helpers::declare(&mut jit)?;
+    let comp = module.comp(comp_id);
 
-    // Emit every elemental kernel; a source whose kernel fails becomes opaque as a whole.
-    let mut func_ids = HashMap::new();
-    let mut listings: HashMap<usize, (String, String)> = HashMap::new();
+    // Emit every elemental kernel (or take the artifact's list of refusals); a source
+    // whose kernel fails becomes opaque as a whole.
+    let mut emitted: HashMap<usize, (FuncId, KernelCode)> = HashMap::new();
     let mut failed: HashMap<crate::ir::InstId, String> = HashMap::new();
-    for (i, k) in plan.kernels.iter().enumerate() {
-        let (e, n_inputs) = match &k.body {
-            KernelBody::Elemental(e) => (e, k.inputs.len()),
-            KernelBody::Sort(s) => (&s.comparator, s.elems.len() * 2),
-            KernelBody::Scatter(s) => (&s.combiner, s.elems.len() * 2),
-            _ => continue,
-        };
-        {
-            match codegen::emit(&mut jit, &helper_ids, e, &format!("kernel{i}"), n_inputs) {
-                Ok(emitted) => {
-                    let work = e.space.iter().map(|&d| d.max(0) as usize).product();
-                    func_ids.insert(i, (emitted.id, emitted.par_extent, work));
-                    listings.insert(i, (emitted.clif, emitted.asm));
-                }
-                Err(reason) => {
-                    failed.entry(k.source).or_insert(reason);
+    let mut fallbacks = Vec::new();
+    match from {
+        None => {
+            for (i, k) in plan.kernels.iter().enumerate() {
+                if let Some((e, n_inputs)) = compiled_function(k) {
+                    match codegen::emit(&mut jit, &helper_ids, e, &format!("kernel{i}"), n_inputs) {
+                        Ok(em) => {
+                            let code = KernelCode {
+                                index: 0,
+                                name: k.name.clone(),
+                                fingerprint: 0,
+                                code: em.code,
+                                clif: em.clif,
+                                asm: em.asm,
+                            };
+                            emitted.insert(i, (em.id, code));
+                        }
+                        Err(reason) => {
+                            if !failed.contains_key(&k.source) {
+                                fallbacks.push((comp.inst(k.source).name.clone(), reason.clone()));
+                                failed.insert(k.source, reason);
+                            }
+                        }
+                    }
                 }
             }
         }
+        Some((art, _)) => {
+            for (name, reason) in &art.fallbacks {
+                let id = comp
+                    .order
+                    .iter()
+                    .copied()
+                    .find(|&id| comp.inst(id).name == *name)
+                    .ok_or_else(|| format!("stale artifact: no instruction %{name}"))?;
+                failed.insert(id, reason.clone());
+                fallbacks.push((name.clone(), reason.clone()));
+            }
+        }
     }
-    jit.finalize_definitions().map_err(|e| format!("cannot finalize machine code: {e}"))?;
     if !failed.is_empty() {
         let mut kernels = Vec::new();
         let mut done = std::collections::HashSet::new();
         let old = std::mem::take(&mut plan.kernels);
-        let mut new_ids = HashMap::new();
-        let mut new_listings = HashMap::new();
+        let mut renumbered = HashMap::new();
         for (i, k) in old.into_iter().enumerate() {
             match failed.get(&k.source) {
                 None => {
-                    if let Some(&id) = func_ids.get(&i) {
-                        new_ids.insert(kernels.len(), id);
-                    }
-                    if let Some(l) = listings.remove(&i) {
-                        new_listings.insert(kernels.len(), l);
+                    if let Some(e) = emitted.remove(&i) {
+                        renumbered.insert(kernels.len(), e);
                     }
                     kernels.push(k);
                 }
@@ -122,46 +219,92 @@ fn compile_computation(module: &Module, comp_id: CompId, depth: usize) -> Result
             }
         }
         plan.kernels = kernels;
-        func_ids = new_ids;
-        listings = new_listings;
+        emitted = renumbered;
     }
+
+    let buffers_fingerprint = artifact::hash_str(&format!("{:?}", plan.buffers.values().collect::<Vec<_>>()));
+    if let Some((art, _)) = from {
+        // Attach the artifact's code to the re-derived plan, kernel by kernel.
+        if art.buffers_fingerprint != buffers_fingerprint {
+            return Err("stale artifact: the plan's buffers differ".into());
+        }
+        let elemental: Vec<usize> = (0..plan.kernels.len()).filter(|&i| compiled_function(&plan.kernels[i]).is_some()).collect();
+        if elemental.len() != art.kernels.len() {
+            return Err(format!("stale artifact: {} compiled kernels, the plan has {}", art.kernels.len(), elemental.len()));
+        }
+        let symbols: Vec<String> = elemental.iter().map(|i| format!("kernel{i}")).collect();
+        let mut ids = Vec::new();
+        for (&i, kc) in elemental.iter().zip(&art.kernels) {
+            let k = &plan.kernels[i];
+            if kc.index as usize != i || kc.name != k.name || kc.fingerprint != kernel_fingerprint(k) {
+                return Err(format!("stale artifact: kernel {i} ({}) does not match the plan", k.name));
+            }
+            let sig = codegen::signature(&jit);
+            ids.push(jit.declare_function(&format!("kernel{i}"), Linkage::Local, &sig).map_err(|e| e.to_string())?);
+        }
+        let helper_names: Vec<&str> = helper_symbols().iter().map(|h| h.0).collect();
+        for ((&i, kc), &id) in elemental.iter().zip(&art.kernels).zip(&ids) {
+            let mut lookup = |s: &str| -> Option<FuncId> {
+                if !artifact::known_symbol(s, &helper_names, &symbols) {
+                    return None;
+                }
+                match jit.get_name(s) {
+                    Some(cranelift_module::FuncOrDataId::Func(f)) => Some(f),
+                    Some(_) => None,
+                    None => {
+                        // A C math function: imported with the signature the code assumes.
+                        let sig = libm_signature(&jit, s)?;
+                        jit.declare_function(s, Linkage::Import, &sig).ok()
+                    }
+                }
+            };
+            let relocs = kc.code.module_relocs(id, &mut lookup).map_err(|e| format!("kernel {i}: {e}"))?;
+            jit.define_function_bytes(id, kc.code.alignment, &kc.code.bytes, &relocs)
+                .map_err(|e| format!("kernel {i}: {e}"))?;
+            emitted.insert(i, (id, kc.clone()));
+        }
+    }
+    jit.finalize_definitions().map_err(|e| format!("cannot finalize machine code: {e}"))?;
 
     let mut wrapped = module.clone();
     let mut code = Vec::with_capacity(plan.kernels.len());
+    let mut children = Vec::new();
+    let mut next_child = 0;
+    let mut child = |module: &Module, c: CompId, children: &mut Vec<CompArtifact>| -> Result<CpuExecutable, String> {
+        let sub = match from {
+            Some((art, isa)) => {
+                let a = art.children.get(next_child).ok_or("stale artifact: a computation is missing")?;
+                Some((a, isa))
+            }
+            None => None,
+        };
+        next_child += 1;
+        let (exe, a) = build(module, c, depth + 1, sub)?;
+        children.push(a);
+        Ok(exe)
+    };
     for (i, k) in plan.kernels.iter().enumerate() {
         code.push(match &k.body {
-            KernelBody::Elemental(_) => {
-                let (id, par_extent, work) = func_ids[&i];
-                let ptr = jit.get_finalized_function(id);
-                // SAFETY: emitted with signature `fn(*const *mut u8, i64, i64)` by `codegen::emit`.
-                let f = unsafe { std::mem::transmute::<*const u8, KernelFn>(ptr) };
-                Code::Native { f, par_extent, work }
+            KernelBody::Elemental(e) => {
+                let f = function(&jit, &emitted, i)?;
+                let work = e.space.iter().map(|&d| d.max(0) as usize).product();
+                Code::Native { f, par_extent: codegen::par_extent(e), work }
             }
             KernelBody::Dot(spec) => Code::Dot(spec.clone()),
-            KernelBody::Sort(spec) => {
-                let ptr = jit.get_finalized_function(func_ids[&i].0);
-                // SAFETY: emitted with signature `fn(*const *mut u8, i64, i64)` by `codegen::emit` (a scalar kernel: range 0..1).
-                let cmp = unsafe { std::mem::transmute::<*const u8, KernelFn>(ptr) };
-                Code::Sort { spec: spec.clone(), cmp }
-            }
-            KernelBody::Scatter(spec) => {
-                let ptr = jit.get_finalized_function(func_ids[&i].0);
-                // SAFETY: emitted with signature `fn(*const *mut u8, i64, i64)` by `codegen::emit` (a scalar kernel: range 0..1).
-                let combine = unsafe { std::mem::transmute::<*const u8, KernelFn>(ptr) };
-                Code::Scatter { spec: spec.clone(), combine }
-            }
+            KernelBody::Sort(spec) => Code::Sort { spec: spec.clone(), cmp: function(&jit, &emitted, i)? },
+            KernelBody::Scatter(spec) => Code::Scatter { spec: spec.clone(), combine: function(&jit, &emitted, i)? },
             KernelBody::Opaque { inst, operands, result } => {
                 let comp = wrapper(&mut wrapped, comp_id, *inst);
                 Code::Interpret { comp, operands: operands.clone(), result: result.clone() }
             }
             KernelBody::While { cond, body, operands, result } if depth < MAX_DEPTH => Code::While {
-                cond: Box::new(compile_computation(module, *cond, depth + 1)?),
-                body: Box::new(compile_computation(module, *body, depth + 1)?),
+                cond: Box::new(child(module, *cond, &mut children)?),
+                body: Box::new(child(module, *body, &mut children)?),
                 operands: operands.clone(),
                 result: result.clone(),
             },
             KernelBody::Case { branches, branch_operands, operands, result } if depth < MAX_DEPTH => Code::Case {
-                branches: branches.iter().map(|&b| compile_computation(module, b, depth + 1)).collect::<Result<_, _>>()?,
+                branches: branches.iter().map(|&b| child(module, b, &mut children)).collect::<Result<_, _>>()?,
                 branch_operands: branch_operands.clone(),
                 operands: operands.clone(),
                 result: result.clone(),
@@ -172,9 +315,50 @@ fn compile_computation(module: &Module, comp_id: CompId, depth: usize) -> Result
             }
         });
     }
-    let listings = (0..plan.kernels.len()).map(|i| listings.remove(&i).unwrap_or_default()).collect();
-    Ok(CpuExecutable { plan, code, module: wrapped, listings, jit: Some(jit), arena: Default::default() })
+    if let Some((art, _)) = from {
+        if art.children.len() != next_child {
+            return Err("stale artifact: extra computations".into());
+        }
+    }
+    let mut kernels = Vec::new();
+    let mut listings = Vec::with_capacity(plan.kernels.len());
+    for (i, k) in plan.kernels.iter().enumerate() {
+        match emitted.remove(&i) {
+            Some((_, mut kc)) => {
+                listings.push((kc.clif.clone(), kc.asm.clone()));
+                kc.index = i as u32;
+                kc.fingerprint = kernel_fingerprint(k);
+                kernels.push(kc);
+            }
+            None => listings.push(Default::default()),
+        }
+    }
+    let art = CompArtifact { buffers_fingerprint, fallbacks, kernels, children };
+    Ok((CpuExecutable { plan, code, module: wrapped, listings, jit: Some(jit), arena: Default::default() }, art))
 }
+
+/// Kernel `i`'s finalized function.
+fn function(jit: &JITModule, emitted: &HashMap<usize, (FuncId, KernelCode)>, i: usize) -> Result<KernelFn, String> {
+    let (id, _) = emitted.get(&i).ok_or("a compiled kernel without code")?;
+    let ptr = jit.get_finalized_function(*id);
+    // SAFETY: emitted with signature `fn(*const *mut u8, i64, i64)` by `codegen::emit`
+    // (or loaded from an artifact of this compiler and CPU whose plan matched).
+    Ok(unsafe { std::mem::transmute::<*const u8, KernelFn>(ptr) })
+}
+
+/// The signature of C math function `name`, from [`super::math::C_FUNCTIONS`].
+fn libm_signature(jit: &JITModule, name: &str) -> Option<cranelift_codegen::ir::Signature> {
+    use cranelift_codegen::ir::{types, AbiParam};
+    let &(_, arity, wide) = super::math::C_FUNCTIONS.iter().find(|c| c.0 == name)?;
+    let ty = if wide { types::F64 } else { types::F32 };
+    let mut sig = jit.make_signature();
+    sig.params.extend((0..arity).map(|_| AbiParam::new(ty)));
+    sig.returns.push(AbiParam::new(ty));
+    Some(sig)
+}
+
+/// The pipeline [`optimize`] runs (part of the compilation cache's key).
+pub const PIPELINE: &str = "default,-layout-assignment";
 
 /// The passes run before compiling for the CPU: the default pipeline without layout
 /// assignment (the kernel plan reads logical row-major arrays; a transpose turned into a
@@ -182,7 +366,7 @@ fn compile_computation(module: &Module, comp_id: CompId, depth: usize) -> Result
 pub fn optimize(module: &Module) -> Result<Module, String> {
     use crate::passes::pipeline::{parse_pipeline_spec, run_pipeline, PipelineConfig};
     let mut m = module.clone();
-    let passes = parse_pipeline_spec("default,-layout-assignment").map_err(|e| e.to_string())?;
+    let passes = parse_pipeline_spec(PIPELINE).map_err(|e| e.to_string())?;
     let config = PipelineConfig { passes, snapshots: false, ..Default::default() };
     run_pipeline(&mut m, &config).map_err(|e| e.to_string())?;
     Ok(m)

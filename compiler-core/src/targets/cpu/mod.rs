@@ -29,8 +29,15 @@
 //! 1 to 4 ulp, see [`math`]; f16/bf16 through f32), and calls to the C library's
 //! functions by their standard names for f64.
 //!
-//! Not yet: a compilation cache, AOT objects, f16/bf16 vectors.
+//! A compiled module can be kept as bytes and loaded by a later process without
+//! compiling again ([`compile_to_artifact`], [`load_artifact`], format in [`artifact`]):
+//! the backend's compilation cache stores these. [`aot`] writes a module as a
+//! relocatable object with one C entry point and its C header.
+//!
+//! Not yet: f16/bf16 vectors.
 
+pub mod aot;
+pub mod artifact;
 mod codegen;
 mod compile;
 mod dot;
@@ -42,7 +49,8 @@ mod scatter;
 mod sort;
 mod vector;
 
-pub use compile::{compile, optimize};
+pub use artifact::compiler_version;
+pub use compile::{compile, compile_to_artifact, load_artifact, optimize, PIPELINE};
 
 use crate::ir::{CompId, Instruction, Module, Value};
 use crate::kernel::{self, KernelKind, KernelPlan, ValueBufs};

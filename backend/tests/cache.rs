@@ -1,0 +1,124 @@
+//! The compilation cache of `hloscope run --target cpu`, across processes: a second run
+//! hits and gives the same bytes; a corrupt or truncated entry is rebuilt with a note;
+//! another parameter shape misses; --no-cache neither reads nor writes. (Another
+//! compiler version: `cache.rs` unit tests, which can forge one.)
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_hloscope");
+
+fn corpus(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus").join(name)
+}
+
+fn temp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("hloscope-cache-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Runs the transformer block corpus program on the cpu with its inputs.
+fn run(module: &Path, inputs: &[PathBuf], cache: &Path, out: &Path, extra: &[&str]) -> (Output, String) {
+    let mut cmd = Command::new(BIN);
+    cmd.env("HLOSCOPE_CACHE_DIR", cache)
+        .args(["run", module.to_str().unwrap(), "--target", "cpu", "-v", "--out-dir", out.to_str().unwrap()])
+        .args(extra);
+    for p in inputs {
+        cmd.arg("--input").arg(p);
+    }
+    let o = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{err}");
+    (o, err)
+}
+
+fn inputs(case: &str) -> Vec<PathBuf> {
+    (0..).map(|i| corpus(case).join(format!("in{i}.npy"))).take_while(|p| p.exists()).collect()
+}
+
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "hsart"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn hit_corrupt_truncated_and_no_cache() {
+    let dir = temp("main");
+    let cache = dir.join("cache");
+    let module = corpus("transformer_block").join("module.mlir");
+    let ins = inputs("transformer_block");
+    let (_, err) = run(&module, &ins, &cache, &dir.join("a"), &[]);
+    assert!(err.contains("cpu: cache miss (stored"), "{err}");
+    let files = entries(&cache);
+    assert_eq!(files.len(), 1);
+    let reference = std::fs::read(dir.join("a/out0.npy")).unwrap();
+    // The interpreter's own result file: the cpu run is within rounding of it.
+    assert_eq!(reference.len(), std::fs::read(corpus("transformer_block").join("out0.npy")).unwrap().len());
+
+    let (_, err) = run(&module, &ins, &cache, &dir.join("b"), &[]);
+    assert!(err.contains("cpu: cache hit"), "{err}");
+    assert_eq!(std::fs::read(dir.join("b/out0.npy")).unwrap(), reference);
+
+    // Flipped bytes in the middle of the entry: a note, a rebuild, the same outputs.
+    let mut bytes = std::fs::read(&files[0]).unwrap();
+    let mid = bytes.len() / 2;
+    for b in &mut bytes[mid..mid + 8] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&files[0], &bytes).unwrap();
+    let (_, err) = run(&module, &ins, &cache, &dir.join("c"), &[]);
+    assert!(err.contains("note: the compilation cache entry") && err.contains("checksum mismatch"), "{err}");
+    assert!(err.contains("cache miss (rebuilt)"), "{err}");
+    assert_eq!(std::fs::read(dir.join("c/out0.npy")).unwrap(), reference);
+    let (_, err) = run(&module, &ins, &cache, &dir.join("d"), &[]);
+    assert!(err.contains("cpu: cache hit"), "the rebuilt entry is used: {err}");
+
+    // Truncated.
+    let len = std::fs::metadata(&files[0]).unwrap().len();
+    std::fs::OpenOptions::new().write(true).open(&files[0]).unwrap().set_len(len / 3).unwrap();
+    let (_, err) = run(&module, &ins, &cache, &dir.join("e"), &[]);
+    assert!(err.contains("truncated"), "{err}");
+    assert_eq!(std::fs::read(dir.join("e/out0.npy")).unwrap(), reference);
+
+    // --no-cache: compiles, says so, writes nothing new.
+    let before = std::fs::read(&files[0]).unwrap();
+    let (_, err) = run(&module, &ins, &cache, &dir.join("f"), &["--no-cache"]);
+    assert!(err.contains("cpu: cache off"), "{err}");
+    assert_eq!(std::fs::read(&files[0]).unwrap(), before);
+    assert_eq!(std::fs::read(dir.join("f/out0.npy")).unwrap(), reference);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn another_parameter_shape_misses() {
+    let dir = temp("shape");
+    let cache = dir.join("cache");
+    let text = "HloModule m\n\nENTRY main {\n  p = f32[4] parameter(0)\n  ROOT e = f32[4] exponential(p)\n}\n";
+    let small = dir.join("small.hlo");
+    let big = dir.join("big.hlo");
+    std::fs::write(&small, text).unwrap();
+    std::fs::write(&big, text.replace("f32[4]", "f32[6]")).unwrap();
+    let go = |m: &Path| {
+        let o = Command::new(BIN)
+            .env("HLOSCOPE_CACHE_DIR", &cache)
+            .args(["run", m.to_str().unwrap(), "--target", "cpu", "-v", "--random-inputs"])
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        (String::from_utf8_lossy(&o.stderr).to_string(), String::from_utf8_lossy(&o.stdout).to_string())
+    };
+    let (a, out_a) = go(&small);
+    let (b, _) = go(&big);
+    let (c, out_c) = go(&small);
+    assert!(a.contains("cache miss") && b.contains("cache miss") && c.contains("cache hit"), "{a}{b}{c}");
+    assert_eq!(out_a, out_c);
+    assert_eq!(entries(&cache).len(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}

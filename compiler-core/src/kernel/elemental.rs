@@ -170,14 +170,17 @@ pub fn build(
     for &o in outputs {
         let shape = array_shape(&comp.inst(o).ty)?;
         let depends_on_reduce = b.depends_on_reduce(o);
-        let inner = if b.reduce_of.is_empty() || shape.dims == kept_dims {
-            false
+        let (inner, at) = if b.reduce_of.is_empty() || shape.dims == kept_dims {
+            (false, outer.clone())
         } else if shape.dims == b.e.space && !depends_on_reduce {
-            true
+            (true, full.clone())
+        } else if let Some(at) = b.outer_index_up_to_unit_dims(&shape.dims, &kept_dims, &outer) {
+            // The reduce's result with size-1 dimensions added or dropped (a mean kept
+            // as [n, 1]): the same elements in the same row-major order.
+            (false, at)
         } else {
             return Err(format!("output {} ({}) fits neither the reduce's input nor its result", comp.inst(o).name, shape));
         };
-        let at = if inner { full.clone() } else { outer.clone() };
         let expr = b.eval(o, &at, !inner)?;
         b.e.outputs.push(Output { expr, inner, elem: shape.elem });
     }
@@ -351,6 +354,18 @@ impl<'c> Builder<'c> {
 
     fn range(&self, i: IdxId) -> (i64, i64) {
         self.e.idx_range[i.0 as usize]
+    }
+
+    /// The index of an output of `dims` at the outer index `outer` (over `kept` dims),
+    /// when `dims` and `kept` differ only by dimensions of size 1: those take index 0.
+    fn outer_index_up_to_unit_dims(&mut self, dims: &[i64], kept: &[i64], outer: &[IdxId]) -> Option<Vec<IdxId>> {
+        let big = |d: &[i64]| d.iter().copied().filter(|&x| x != 1).collect::<Vec<_>>();
+        if big(dims) != big(kept) {
+            return None;
+        }
+        let mut vars = kept.iter().zip(outer).filter(|(&k, _)| k != 1).map(|(_, &v)| v);
+        let zero = self.idx(Idx::Const(0));
+        dims.iter().map(|&d| if d == 1 { Some(zero) } else { vars.next() }).collect()
     }
 
     pub(crate) fn idx(&mut self, node: Idx) -> IdxId {

@@ -18,7 +18,7 @@ use crate::run::{self, RunError, Target};
 use clap::Args;
 use hloscope_core::cost;
 use hloscope_core::interp::Interpreter;
-use hloscope_core::ir::{InstId, Module, Op, Value};
+use hloscope_core::ir::{InstId, Literal, Module, Op, Value};
 use hloscope_core::targets::cpu::{self, CpuExecutable};
 use std::fmt::Write as _;
 use std::io::IsTerminal;
@@ -97,23 +97,75 @@ struct Report {
     rows: Vec<Row>,
 }
 
-/// What runs: the interpreter on the module, or a compiled executable.
+/// What runs: the interpreter on the module, or a compiled executable with its input
+/// and output bytes (prepared once, so that a timed run moves only what its kernels move,
+/// as XLA's timed calls do).
 enum Runner {
     Interp(Module),
-    Cpu { exe: CpuExecutable, optimized: Module },
+    Cpu { exe: CpuExecutable, optimized: Module, inputs: Vec<AlignedBytes>, outputs: Vec<AlignedBytes> },
+}
+
+/// Bytes at an 8-byte aligned address (the executable reads them in place).
+struct AlignedBytes {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl AlignedBytes {
+    fn new(bytes: &[u8]) -> AlignedBytes {
+        let mut b = AlignedBytes { words: vec![0; bytes.len().div_ceil(8)], len: bytes.len() };
+        b.bytes_mut().copy_from_slice(bytes);
+        b
+    }
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `words` holds at least `len` bytes.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.len) }
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above, uniquely borrowed.
+        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut u8, self.len) }
+    }
 }
 
 impl Runner {
-    /// One run; `kernel_s[i]` gets kernel i's time (cpu only).
-    fn run(&self, args: &[Value], kernel_s: &mut [f64]) -> Result<Value, String> {
+    /// One run; `kernel_s[i]` gets kernel i's time (cpu only). The interpreter returns
+    /// its result; the cpu leaves it in its output bytes (see `results`).
+    fn run(&mut self, args: &[Value], kernel_s: &mut [f64]) -> Result<Option<Value>, String> {
         match self {
-            Runner::Interp(m) => Interpreter::new(m).run(args).map_err(|e| format!("running %{} failed: {}", e.inst, e.message)),
-            Runner::Cpu { exe, .. } => exe.run_with(args, &mut |k, exec| {
-                let t = Instant::now();
-                let r = exec();
-                kernel_s[k.index] = t.elapsed().as_secs_f64();
-                r
-            }),
+            Runner::Interp(m) => Interpreter::new(m)
+                .run(args)
+                .map(Some)
+                .map_err(|e| format!("running %{} failed: {}", e.inst, e.message)),
+            Runner::Cpu { exe, inputs, outputs, .. } => {
+                let ins: Vec<&[u8]> = inputs.iter().map(AlignedBytes::bytes).collect();
+                let mut outs: Vec<&mut [u8]> = outputs.iter_mut().map(AlignedBytes::bytes_mut).collect();
+                exe.run_bytes(&ins, &mut outs, &mut |k, exec| {
+                    let t = Instant::now();
+                    let r = exec();
+                    kernel_s[k.index] = t.elapsed().as_secs_f64();
+                    r
+                })?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// The last run's results, flattened.
+    fn results(&self, last: Option<Value>) -> Result<Vec<Literal>, String> {
+        match self {
+            Runner::Interp(_) => Ok(last.map(Value::flatten).unwrap_or_default()),
+            Runner::Cpu { exe, outputs, .. } => {
+                let plan = exe.plan();
+                plan.result
+                    .leaves()
+                    .iter()
+                    .zip(outputs)
+                    .map(|(&b, bytes)| {
+                        Literal::from_le_bytes(plan.buffers[b].shape.clone(), bytes.bytes())
+                            .ok_or_else(|| format!("result buffer {b} has the wrong size"))
+                    })
+                    .collect()
+            }
         }
     }
 
@@ -147,17 +199,22 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
         inputs::from_npy(&module, &input_files).map_err(RunError)?
     };
     let started = Instant::now();
-    let runner = match args.target {
+    let mut runner = match args.target {
         Target::Interp => Runner::Interp(module),
         Target::Cpu => {
             let optimized = cpu::optimize(&module)
                 .map_err(|e| RunError(format!("{source_name}: optimizing for the cpu failed: {e}")))?;
             let exe = cpu::compile(&optimized)
                 .map_err(|e| RunError(format!("{source_name}: compiling for the cpu failed: {e}")))?;
-            Runner::Cpu { exe, optimized }
+            Runner::Cpu { exe, optimized, inputs: Vec::new(), outputs: Vec::new() }
         }
     };
     let compile_s = (parse_s + started.elapsed()).as_secs_f64();
+    if let Runner::Cpu { exe, inputs, outputs, .. } = &mut runner {
+        *inputs = arguments.iter().cloned().flat_map(Value::flatten).map(|l| AlignedBytes::new(&l.to_le_bytes())).collect();
+        let plan = exe.plan();
+        *outputs = plan.result.leaves().iter().map(|&b| AlignedBytes::new(&vec![0; plan.buffers[b].shape.byte_size()])).collect();
+    }
 
     let fail = |e: String| RunError(format!("{source_name}: running on the {} failed: {e}", target_name(args.target)));
     let nk = runner.kernel_count();
@@ -183,17 +240,17 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
         for (k, &s) in scratch.iter().enumerate() {
             per_kernel[k].push(s);
         }
-        last = Some(v);
+        last = v;
         progress.tick(i + 1);
     }
     progress.done();
 
-    if let (Some(dir), Some(v)) = (&args.out_dir, last) {
-        run::write_outputs(dir, &v.flatten())?;
+    if let Some(dir) = &args.out_dir {
+        run::write_outputs(dir, &runner.results(last).map_err(fail)?)?;
     }
     let (rows, arena_bytes, buffer_bytes) = match &runner {
         Runner::Interp(_) => (Vec::new(), 0, 0),
-        Runner::Cpu { exe, optimized } => {
+        Runner::Cpu { exe, optimized, .. } => {
             let arena = exe.arena_assignment();
             (rows(optimized, exe.plan(), &per_kernel), arena.arena_bytes, arena.buffer_bytes)
         }

@@ -89,6 +89,11 @@ pub enum Emit {
     /// A relocatable object file with a C entry point and its C header (needs
     /// `--target cpu` and `-o NAME.o`; writes NAME.h next to it).
     Object,
+    /// The CPU target's kernels as Cranelift IR, each headed by its kind and whether it
+    /// was vectorized (needs `--target cpu`).
+    Clif,
+    /// The CPU target's kernels as machine code (needs `--target cpu`).
+    Asm,
 }
 
 /// What `compile --emit object` compiles for.
@@ -128,7 +133,7 @@ pub struct CompileArgs {
     #[arg(long, value_enum, default_value_t = Emit::Hlo)]
     pub emit: Emit,
 
-    /// The target of `--emit object`.
+    /// The target of `--emit object`, `--emit clif` and `--emit asm`.
     #[arg(long, value_enum)]
     pub target: Option<AotTarget>,
 
@@ -139,20 +144,41 @@ pub struct CompileArgs {
 }
 
 pub fn compile(args: &CompileArgs) -> Result<String, RunError> {
-    if args.emit == Emit::Object {
-        return compile_object(args);
-    }
+    let print: fn(&hloscope_core::ir::Module) -> String = match args.emit {
+        Emit::Object => return compile_object(args),
+        Emit::Clif | Emit::Asm => return kernel_listings(args),
+        Emit::Hlo => hloscope_core::print::hlo::print_module,
+        Emit::Stablehlo => hloscope_core::print::stablehlo::print_module,
+        Emit::Json => |_| String::new(),
+    };
     let snapshots = args.dump_dir.is_some() || args.emit == Emit::Json;
     let (module, snaps, _) = load_and_run(&args.module, &args.pipeline, snapshots)?;
     if let Some(dir) = &args.dump_dir {
         dump::write_stages(dir, &snaps)?;
     }
-    Ok(match args.emit {
-        Emit::Hlo => hloscope_core::print::hlo::print_module(&module),
-        Emit::Stablehlo => hloscope_core::print::stablehlo::print_module(&module),
-        Emit::Json => api::to_json(&snaps) + "\n",
-        Emit::Object => return compile_object(args),
-    })
+    Ok(if args.emit == Emit::Json { api::to_json(&snaps) + "\n" } else { print(&module) })
+}
+
+/// `--emit clif|asm`: every kernel the CPU target compiles, in plan order.
+fn kernel_listings(args: &CompileArgs) -> Result<String, RunError> {
+    use hloscope_core::targets::cpu;
+    if args.target != Some(AotTarget::Cpu) {
+        return Err(RunError("--emit clif and --emit asm need --target cpu".into()));
+    }
+    let (source_name, module) = load_module(&args.module)?;
+    let optimized = cpu::optimize(&module).map_err(|e| RunError(format!("{source_name}: optimizing for the cpu failed: {e}")))?;
+    let exe = cpu::compile(&optimized).map_err(|e| RunError(format!("{source_name}: compiling for the cpu failed: {e}")))?;
+    let mut out = String::new();
+    for (i, k) in exe.plan().kernels.iter().enumerate() {
+        let listing = if args.emit == Emit::Clif { exe.clif(i) } else { exe.asm(i) };
+        out.push_str(&format!("; kernel {i}: {} ({})\n", k.name, k.kind));
+        match listing {
+            Some(text) => out.push_str(text),
+            None => out.push_str("; not compiled by Cranelift (a library call or the runtime)\n"),
+        }
+        out.push('\n');
+    }
+    Ok(out)
 }
 
 /// `--emit object`: the module as an object file and a C header.

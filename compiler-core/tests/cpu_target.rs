@@ -361,3 +361,46 @@ ENTRY %main (i: s32[], x: f32[2]) -> f32[2] {
     let (out, _) = run(hlo, &[s32(&[], &[7]), x]);
     assert_eq!(out[0], f32s(&[2], &[-1.5, 4.0]));
 }
+
+#[test]
+fn runs_on_caller_bytes_in_place_and_through_copies() {
+    // Results: a computed value, a parameter returned as is, the same computed value
+    // again (copied, not written twice in place) and a constant.
+    let hlo = "HloModule m
+ENTRY %main (a: f32[3], b: f32[3]) -> (f32[3], f32[3], f32[3], f32[2]) {
+  %a = f32[3] parameter(0)
+  %b = f32[3] parameter(1)
+  %s = f32[3] add(%a, %b)
+  %c = f32[2] constant({7, 8})
+  ROOT %t = (f32[3], f32[3], f32[3], f32[2]) tuple(%s, %b, %s, %c)
+}";
+    let module = hloscope_core::parse::parse_module(hlo).unwrap();
+    let exe = cpu::compile(&cpu::optimize(&module).unwrap()).unwrap();
+    let a = f32s(&[3], &[1.0, 2.0, 3.0]).to_le_bytes();
+    let b = f32s(&[3], &[0.5, 0.25, -4.0]).to_le_bytes();
+    // One input on an odd address: it is copied into the arena instead of read in place.
+    let mut odd = vec![0u8; b.len() + 1];
+    odd[1..].copy_from_slice(&b);
+    let words = |n: usize| vec![0u64; n.div_ceil(8)];
+    let mut outs: Vec<Vec<u64>> = vec![words(12), words(12), words(12), words(8)];
+    let sizes = [12, 12, 12, 8];
+    for _ in 0..2 {
+        let mut views: Vec<&mut [u8]> = outs
+            .iter_mut()
+            .zip(sizes)
+            .map(|(w, n)| unsafe { std::slice::from_raw_parts_mut(w.as_mut_ptr() as *mut u8, n) })
+            .collect();
+        exe.run_bytes(&[&a, &odd[1..]], &mut views, &mut |_, exec| exec()).unwrap();
+        let lit = |i: usize, dims: &[i64]| Literal::from_le_bytes(Shape::new(ElementType::F32, dims.to_vec()), &views[i]).unwrap();
+        assert_eq!(lit(0, &[3]), f32s(&[3], &[1.5, 2.25, -1.0]));
+        assert_eq!(lit(1, &[3]), f32s(&[3], &[0.5, 0.25, -4.0]));
+        assert_eq!(lit(2, &[3]), f32s(&[3], &[1.5, 2.25, -1.0]));
+        assert_eq!(lit(3, &[2]), f32s(&[2], &[7.0, 8.0]));
+    }
+    // Wrong sizes and counts are errors, not crashes.
+    let mut one = [0u8; 12];
+    assert!(exe.run_bytes(&[&a], &mut [&mut one[..]], &mut |_, exec| exec()).unwrap_err().contains("input buffers"));
+    let short = [0u8; 8];
+    let mut views: Vec<&mut [u8]> = outs.iter_mut().map(|w| unsafe { std::slice::from_raw_parts_mut(w.as_mut_ptr() as *mut u8, 8) }).collect();
+    assert!(exe.run_bytes(&[&a, &short], &mut views, &mut |_, exec| exec()).unwrap_err().contains("holds 8 bytes"));
+}

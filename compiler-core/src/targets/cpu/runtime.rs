@@ -59,12 +59,19 @@ struct Line([u8; 64]);
 
 /// The memory of every buffer of a plan, at the offsets of its arena assignment
 /// ([`crate::kernel::arena`]). Constants are written once, when it is made (nothing
-/// else shares their bytes); parameters on every run.
+/// else shares their bytes); parameters on every run, unless a run on caller memory
+/// ([`CpuExecutable::run_bytes`]) points them at the caller's bytes instead.
 pub(super) struct Arena {
     lines: Vec<Line>,
     /// Per buffer: its offset and size in bytes.
     spans: Vec<(usize, usize)>,
+    /// Per buffer, for the current run: caller memory standing in for its arena bytes.
+    external: Vec<Option<*mut u8>>,
 }
+
+// SAFETY: the external pointers are only set for the duration of one run, during which
+// the caller's borrows keep them valid; between runs they are cleared.
+unsafe impl Send for Arena {}
 
 impl Arena {
     fn new(exe: &CpuExecutable) -> Arena {
@@ -72,36 +79,51 @@ impl Arena {
         // A plan whose kernels were rewritten after planning gets a fresh assignment.
         let assignment = &*exe.arena_assignment();
         let lines = vec![Line([0; 64]); (assignment.arena_bytes as usize).div_ceil(64).max(1)];
-        let spans = plan
+        let spans: Vec<(usize, usize)> = plan
             .buffers
             .iter()
             .map(|(b, buf)| (assignment.offset(b) as usize, buf.shape.byte_size()))
             .collect();
-        let mut arena = Arena { lines, spans };
+        let external = vec![None; spans.len()];
+        let mut arena = Arena { lines, spans, external };
         for (b, l) in &plan.constants {
             arena.bytes_mut(*b).copy_from_slice(&l.to_le_bytes());
         }
         arena
     }
 
+    /// Where buffer `b` lives in this run.
+    fn addr(&mut self, b: BufferId) -> *mut u8 {
+        match self.external[b.index()] {
+            Some(p) => p,
+            // SAFETY: the assignment places every buffer inside the arena's bytes.
+            None => unsafe { (self.lines.as_mut_ptr() as *mut u8).add(self.spans[b.index()].0) },
+        }
+    }
+
     fn bytes(&self, b: BufferId) -> &[u8] {
         let (at, len) = self.spans[b.index()];
-        // SAFETY: the assignment places every buffer inside the arena's bytes.
-        unsafe { std::slice::from_raw_parts((self.lines.as_ptr() as *const u8).add(at), len) }
+        let p = match self.external[b.index()] {
+            Some(p) => p as *const u8,
+            // SAFETY: as in `addr`.
+            None => unsafe { (self.lines.as_ptr() as *const u8).add(at) },
+        };
+        // SAFETY: `len` bytes live at `p` (arena bytes, or caller memory of the buffer's size).
+        unsafe { std::slice::from_raw_parts(p, len) }
     }
 
     fn bytes_mut(&mut self, b: BufferId) -> &mut [u8] {
-        let (at, len) = self.spans[b.index()];
-        // SAFETY: as above, uniquely borrowed.
-        unsafe { std::slice::from_raw_parts_mut((self.lines.as_mut_ptr() as *mut u8).add(at), len) }
+        let len = self.spans[b.index()].1;
+        let p = self.addr(b);
+        // SAFETY: as above, uniquely borrowed; kernels never write a parameter's buffer,
+        // the only kind pointed at read-only caller memory.
+        unsafe { std::slice::from_raw_parts_mut(p, len) }
     }
 
     /// The addresses of `bufs`, for a native kernel (which may write its outputs: the
     /// assignment never lets an output share bytes with another buffer it touches).
     fn pointers(&mut self, bufs: impl Iterator<Item = BufferId>) -> Vec<*mut u8> {
-        let base = self.lines.as_mut_ptr() as *mut u8;
-        // SAFETY: every offset is inside the arena.
-        bufs.map(|b| unsafe { base.add(self.spans[b.index()].0) }).collect()
+        bufs.map(|b| self.addr(b)).collect()
     }
 }
 
@@ -147,32 +169,105 @@ impl CpuExecutable {
         self.execute(args, &mut |_, exec| exec(), Some(hook))
     }
 
-    fn execute(&self, args: &[Value], wrap: &mut Wrap, mut hook: Option<&mut CustomCalls>) -> Result<Value, String> {
-        if args.len() != self.plan.params.len() {
-            return Err(format!("the module takes {} arguments, got {}", self.plan.params.len(), args.len()));
+    /// Runs on caller memory, in the buffers' byte encoding (`Literal::to_le_bytes`):
+    /// `inputs[i]` is leaf parameter i (tuples flattened), `outputs[j]` result leaf j.
+    /// Parameters are read in place and results written in place when their bytes are
+    /// 8-byte aligned (copied otherwise), so a run moves no more memory than its kernels
+    /// do — what a benchmark should time. `wrap` as in [`CpuExecutable::run_with`].
+    pub fn run_bytes(&self, inputs: &[&[u8]], outputs: &mut [&mut [u8]], wrap: &mut Wrap) -> Result<(), String> {
+        let params: Vec<BufferId> = self.plan.params.iter().flat_map(|p| p.leaves()).collect();
+        let results = self.plan.result.leaves();
+        if inputs.len() != params.len() || outputs.len() != results.len() {
+            return Err(format!(
+                "the module takes {} input buffers and gives {} outputs, got {} and {}",
+                params.len(),
+                results.len(),
+                inputs.len(),
+                outputs.len()
+            ));
         }
+        let size = |b: BufferId| self.plan.buffers[b].shape.byte_size();
+        for (i, (&b, x)) in params.iter().zip(inputs).enumerate() {
+            if x.len() != size(b) {
+                return Err(format!("input {i} holds {} bytes, parameter buffer {b} needs {}", x.len(), size(b)));
+            }
+        }
+        for (j, (&b, y)) in results.iter().zip(outputs.iter()).enumerate() {
+            if y.len() != size(b) {
+                return Err(format!("output {j} holds {} bytes, result buffer {b} needs {}", y.len(), size(b)));
+            }
+        }
+        let aligned = |p: *const u8| (p as usize) % 8 == 0;
+        let pinned: std::collections::HashSet<BufferId> =
+            params.iter().copied().chain(self.plan.constants.iter().map(|c| c.0)).collect();
+        self.with_arena(|bufs| {
+            bufs.external.iter_mut().for_each(|e| *e = None);
+            for (&b, x) in params.iter().zip(inputs) {
+                if aligned(x.as_ptr()) {
+                    bufs.external[b.index()] = Some(x.as_ptr() as *mut u8);
+                } else {
+                    bufs.bytes_mut(b).copy_from_slice(x);
+                }
+            }
+            // A result computed by a kernel is written straight into the caller's
+            // buffer (unless the same buffer is returned twice).
+            let mut direct = vec![false; results.len()];
+            for (j, (&b, y)) in results.iter().zip(outputs.iter_mut()).enumerate() {
+                let unique = results.iter().filter(|&&r| r == b).count() == 1;
+                if unique && !pinned.contains(&b) && aligned(y.as_ptr()) {
+                    bufs.external[b.index()] = Some(y.as_mut_ptr());
+                    direct[j] = true;
+                }
+            }
+            let ran = self.run_kernels(bufs, wrap, None);
+            for (j, (&b, y)) in results.iter().zip(outputs.iter_mut()).enumerate() {
+                if ran.is_ok() && !direct[j] {
+                    y.copy_from_slice(bufs.bytes(b));
+                }
+            }
+            bufs.external.iter_mut().for_each(|e| *e = None);
+            ran
+        })
+    }
+
+    /// Calls `f` with the executable's cached arena (made on first use), or with a
+    /// fresh one while another run holds it.
+    fn with_arena<T>(&self, f: impl FnOnce(&mut Arena) -> T) -> T {
         let mut slot = match self.arena.try_lock() {
             Ok(guard) => Some(guard),
             // A kernel that failed half-way leaves only buffers every run rewrites.
             Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
             Err(TryLockError::WouldBlock) => None,
         };
-        let mut own;
-        let bufs: &mut Arena = match slot.as_deref_mut() {
-            Some(cached) => cached.get_or_insert_with(|| Arena::new(self)),
-            None => {
-                own = Arena::new(self);
-                &mut own
-            }
-        };
+        match slot.as_deref_mut() {
+            Some(cached) => f(cached.get_or_insert_with(|| Arena::new(self))),
+            None => f(&mut Arena::new(self)),
+        }
+    }
+
+    fn execute(&self, args: &[Value], wrap: &mut Wrap, hook: Option<&mut CustomCalls>) -> Result<Value, String> {
+        if args.len() != self.plan.params.len() {
+            return Err(format!("the module takes {} arguments, got {}", self.plan.params.len(), args.len()));
+        }
         let comp = self.module.comp(self.plan.comp);
-        for (i, (v, p)) in args.iter().zip(&self.plan.params).enumerate() {
+        for (i, v) in args.iter().enumerate() {
             let want = &comp.inst(comp.params[i]).ty;
             if !v.ty().same_type(want) {
                 return Err(format!("argument {i} is {}, the parameter is {want}", v.ty()));
             }
-            write_value(bufs, p, v.clone());
         }
+        self.with_arena(|bufs| {
+            bufs.external.iter_mut().for_each(|e| *e = None);
+            for (v, p) in args.iter().zip(&self.plan.params) {
+                write_value(bufs, p, v.clone());
+            }
+            self.run_kernels(bufs, wrap, hook)?;
+            read_value(&self.plan, bufs, &self.plan.result)
+        })
+    }
+
+    /// Runs every kernel in plan order on `bufs`.
+    fn run_kernels(&self, bufs: &mut Arena, wrap: &mut Wrap, mut hook: Option<&mut CustomCalls>) -> Result<(), String> {
         for (i, (k, code)) in self.plan.kernels.iter().zip(&self.code).enumerate() {
             let info = KernelInfo { index: i, name: &k.name, kind: &k.kind };
             let mut exec = || -> Result<(), String> {
@@ -278,7 +373,7 @@ impl CpuExecutable {
             };
             wrap(&info, &mut exec).map_err(|e| format!("kernel {}: {e}", k.name))?;
         }
-        read_value(&self.plan, bufs, &self.plan.result)
+        Ok(())
     }
 }
 

@@ -360,13 +360,21 @@ impl<'a, 'f> M<'a, 'f> {
         let k = self.c(k);
         self.mad(a, k, d)
     }
+    /// `min(a, k)` for clamping: a compare and a select (Cranelift's `fmin` orders
+    /// zeros and NaNs exactly, seven x86 instructions per vector); a NaN `a` stays NaN,
+    /// and `k` is never zero, so zeros need no care.
     fn min(&mut self, a: Value, k: f32) -> Value {
-        let k = self.c(k);
-        self.b.ins().fmin(a, k)
+        debug_assert!(k != 0.0);
+        let kv = self.c(k);
+        let over = self.fcmp(FloatCC::LessThan, kv, a);
+        self.sel(over, kv, a)
     }
+    /// `max(a, k)` for clamping, as [`M::min`].
     fn max(&mut self, a: Value, k: f32) -> Value {
-        let k = self.c(k);
-        self.b.ins().fmax(a, k)
+        debug_assert!(k != 0.0);
+        let kv = self.c(k);
+        let under = self.fcmp(FloatCC::GreaterThan, kv, a);
+        self.sel(under, kv, a)
     }
     /// Horner: `coeffs[0] + z (coeffs[1] + z (...))`.
     fn poly(&mut self, z: Value, coeffs: &[f32]) -> Value {

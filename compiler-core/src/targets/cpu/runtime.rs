@@ -278,10 +278,12 @@ impl CpuExecutable {
                         Ok(())
                     }
                     Code::Dot(spec) => {
-                        let out = k.outputs[0];
-                        let result = dot::run(spec, &self.plan, bufs.bytes(k.inputs[0]), bufs.bytes(k.inputs[1]), k.inputs[0], k.inputs[1])?;
-                        bufs.bytes_mut(out).copy_from_slice(&result);
-                        Ok(())
+                        let (l, r, o) = (k.inputs[0], k.inputs[1], k.outputs[0]);
+                        let p = bufs.pointers([l, r, o].into_iter());
+                        // SAFETY: the buffers' own bytes, aligned (arena lines, or caller
+                        // memory checked for 8-byte alignment); the output is a buffer of
+                        // its own (the arena never shares a kernel output's bytes).
+                        unsafe { dot::run(spec, &self.plan, (l, p[0]), (r, p[1]), (o, p[2])) }
                     }
                     Code::Sort { spec, cmp } => {
                         for (i, o) in k.inputs.iter().zip(&k.outputs) {

@@ -113,19 +113,21 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
         ))
     })?;
 
+    // Compiling first keeps making the inputs out of the compile time `-v` reports.
+    let exe = match args.target {
+        Target::Cpu => Some(compile_cpu(args, &text, &module, &source_name, started)?),
+        Target::Interp => None,
+    };
     let arguments = if args.random_inputs {
         inputs::random(&module, args.seed)
     } else {
         inputs::from_npy(&module, &input_files).map_err(RunError)?
     };
-
-    let result = match args.target {
-        Target::Cpu => {
-            let exe = compile_cpu(args, &text, &module, &source_name, started)?;
-            exe.run(&arguments)
-                .map_err(|e| RunError(format!("{source_name}: running on the cpu failed: {e}")))?
-        }
-        target => execute(target, &module, &arguments, &source_name)?,
+    let result = match exe {
+        Some(exe) => exe
+            .run(&arguments)
+            .map_err(|e| RunError(format!("{source_name}: running on the cpu failed: {e}")))?,
+        None => interpret(&module, &arguments, &source_name)?,
     };
     let outputs = result.flatten();
 
@@ -140,32 +142,12 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
     }
 }
 
-/// Runs the entry computation on the chosen target.
-fn execute(
-    target: Target,
-    module: &Module,
-    args: &[Value],
-    source_name: &str,
-) -> Result<Value, RunError> {
-    match target {
-        Target::Interp => Interpreter::new(module).run(args).map_err(|e| {
-            let at = if e.loc.line > 0 {
-                format!("{source_name}:{}", e.loc)
-            } else {
-                source_name.to_string()
-            };
-            RunError(format!("{at}: running %{} failed: {}", e.inst, e.message))
-        }),
-        Target::Cpu => {
-            use hloscope_core::targets::cpu;
-            let optimized = cpu::optimize(module)
-                .map_err(|e| RunError(format!("{source_name}: optimizing for the cpu failed: {e}")))?;
-            let exe = cpu::compile(&optimized)
-                .map_err(|e| RunError(format!("{source_name}: compiling for the cpu failed: {e}")))?;
-            exe.run(args)
-                .map_err(|e| RunError(format!("{source_name}: running on the cpu failed: {e}")))
-        }
-    }
+/// Runs the entry computation on the reference interpreter.
+fn interpret(module: &Module, args: &[Value], source_name: &str) -> Result<Value, RunError> {
+    Interpreter::new(module).run(args).map_err(|e| {
+        let at = if e.loc.line > 0 { format!("{source_name}:{}", e.loc) } else { source_name.to_string() };
+        RunError(format!("{at}: running %{} failed: {}", e.inst, e.message))
+    })
 }
 
 /// Compiles for the CPU through the compilation cache (unless --no-cache); notes on

@@ -110,6 +110,22 @@ pub fn hash_str(s: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64(s.as_bytes())
 }
 
+/// The 64-bit xxh3 of a value's `Debug` text, streamed (no string is built): the
+/// fingerprint of planned kernels and buffers.
+pub fn hash_debug(v: &dyn std::fmt::Debug) -> u64 {
+    struct Stream(xxhash_rust::xxh3::Xxh3);
+    impl std::fmt::Write for Stream {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0.update(s.as_bytes());
+            Ok(())
+        }
+    }
+    let mut h = Stream(xxhash_rust::xxh3::Xxh3::new());
+    // Writing into a hasher cannot fail.
+    let _ = std::fmt::write(&mut h, format_args!("{v:?}"));
+    h.0.digest()
+}
+
 /// Reads the code and relocations of the function just compiled in `ctx` (by
 /// `define_function`), with relocation targets named through `m`'s declarations.
 pub fn capture<M: Module>(m: &M, ctx: &cranelift_codegen::Context, id: FuncId) -> Result<FunctionCode, String> {

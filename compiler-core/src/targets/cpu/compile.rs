@@ -130,9 +130,16 @@ fn compiled_function(k: &kernel::Kernel) -> Option<(&kernel::Elemental, usize)> 
 /// Nesting of while loops beyond which bodies are interpreted instead.
 const MAX_DEPTH: usize = 16;
 
-/// A fingerprint of a kernel as planned: what its code was compiled for.
+/// A fingerprint of a kernel as planned: what its machine code assumes — its buffers,
+/// kind and the shape of its loops (the function's ABI), not its whole expression (the
+/// compiler version and the module text already pin that down; this catches a planner
+/// that is not deterministic, cheaply).
 fn kernel_fingerprint(k: &kernel::Kernel) -> u64 {
-    artifact::hash_str(&format!("{:?}|{:?}|{:?}|{:?}", k.name, k.inputs, k.outputs, k.body))
+    let loops = compiled_function(k).map(|(e, n_inputs)| {
+        let outputs: Vec<_> = e.outputs.iter().map(|o| (o.inner, o.elem)).collect();
+        (&e.space, &e.reduced, &e.input_elems, outputs, n_inputs)
+    });
+    artifact::hash_debug(&(&k.name, &k.inputs, &k.outputs, &k.kind, loops))
 }
 
 /// Compiles (`from` None) or loads (`from` = the computation's artifact and the CPU it
@@ -222,7 +229,7 @@ fn build(
         emitted = renumbered;
     }
 
-    let buffers_fingerprint = artifact::hash_str(&format!("{:?}", plan.buffers.values().collect::<Vec<_>>()));
+    let buffers_fingerprint = artifact::hash_debug(&plan.buffers.values().collect::<Vec<_>>());
     if let Some((art, _)) = from {
         // Attach the artifact's code to the re-derived plan, kernel by kernel.
         if art.buffers_fingerprint != buffers_fingerprint {

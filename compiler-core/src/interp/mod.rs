@@ -21,7 +21,7 @@ mod linalg;
 mod reduce;
 mod rng;
 mod shape_ops;
-mod sort;
+pub(crate) mod sort;
 #[cfg(test)]
 pub(crate) mod testutil;
 mod window;

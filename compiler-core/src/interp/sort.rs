@@ -53,16 +53,17 @@ pub(super) fn sort(interp: &mut Interpreter, inst: &Instruction, args: &[Value])
         }
         let base: usize = idx.iter().zip(&strides).map(|(&i, &s)| i as usize * s).sum();
         let mut perm: Vec<usize> = (0..len).collect();
+        let mut scratch = vec![0usize; len];
         match fast {
             Some((k, swapped, dir, kind)) => {
                 let key = inputs[k];
-                merge_sort(&mut perm, &mut |a, b| {
+                merge_sort(&mut perm, &mut scratch, &mut |a, b| {
                     let (x, y) = (key.get(base + a * stride), key.get(base + b * stride));
-                    Ok(if swapped { compare(y, x, dir, kind) } else { compare(x, y, dir, kind) })
+                    Ok::<bool, String>(if swapped { compare(y, x, dir, kind) } else { compare(x, y, dir, kind) })
                 })?;
             }
             None => {
-                merge_sort(&mut perm, &mut |a, b| {
+                merge_sort(&mut perm, &mut scratch, &mut |a, b| {
                     args_buf.clear();
                     for l in &inputs {
                         args_buf.push(scalar_value(l.elem(), l.get(base + a * stride))?);
@@ -91,10 +92,15 @@ pub(super) fn sort(interp: &mut Interpreter, inst: &Instruction, args: &[Value])
     Ok(pack(results))
 }
 
-/// Stable bottom-up merge sort of `v` with a fallible "less than".
-fn merge_sort(v: &mut Vec<usize>, less: &mut impl FnMut(usize, usize) -> Result<bool, String>) -> Result<(), String> {
+/// Stable bottom-up merge sort of positions `v` with a fallible "less than"; `buf` is
+/// scratch of `v`'s length. Shared with the CPU runtime's sort, so that both order equal
+/// and unordered (NaN) keys the same way.
+pub(crate) fn merge_sort<E>(
+    v: &mut [usize],
+    buf: &mut [usize],
+    less: &mut impl FnMut(usize, usize) -> Result<bool, E>,
+) -> Result<(), E> {
     let n = v.len();
-    let mut buf = vec![0usize; n];
     let mut width = 1;
     while width < n {
         let mut start = 0;
@@ -118,7 +124,7 @@ fn merge_sort(v: &mut Vec<usize>, less: &mut impl FnMut(usize, usize) -> Result<
             buf[o..o + end - j].copy_from_slice(&v[j..end]);
             start = end;
         }
-        std::mem::swap(v, &mut buf);
+        v.copy_from_slice(&buf[..n]);
         width *= 2;
     }
     Ok(())

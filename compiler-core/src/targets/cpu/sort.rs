@@ -7,6 +7,7 @@
 //! "less"), so results match it even for comparators that are not strict weak orders.
 
 use super::KernelFn;
+use crate::interp::sort::merge_sort;
 use crate::kernel::SortSpec;
 
 /// Sorts `outs` (already holding copies of the inputs, row-major, in the plan's byte
@@ -29,7 +30,7 @@ pub unsafe fn run(spec: &SortSpec, cmp: KernelFn, outs: &[*mut u8]) {
     let mut scratch = vec![0u64; 2 * n + 1];
     let base_ptr = scratch.as_mut_ptr();
     let table: Vec<*mut u8> = (0..2 * n + 1).map(|i| base_ptr.wrapping_add(i) as *mut u8).collect();
-    let mut less = |a: usize, b: usize| -> bool {
+    let less = |a: usize, b: usize| -> bool {
         for i in 0..n {
             let sz = sizes[i];
             // SAFETY: positions are inside the buffers; scratch words hold 8 bytes.
@@ -52,7 +53,8 @@ pub unsafe fn run(spec: &SortSpec, cmp: KernelFn, outs: &[*mut u8]) {
         }
         perm.clear();
         perm.extend((0..len).map(|j| start + j * stride));
-        merge_sort(&mut perm, &mut buf, &mut less);
+        let sorted: Result<(), std::convert::Infallible> = merge_sort(&mut perm, &mut buf, &mut |a, b| Ok(less(a, b)));
+        let Ok(()) = sorted;
         for i in 0..n {
             let sz = sizes[i];
             tmp.clear();
@@ -65,35 +67,5 @@ pub unsafe fn run(spec: &SortSpec, cmp: KernelFn, outs: &[*mut u8]) {
                 unsafe { std::ptr::copy_nonoverlapping(chunk.as_ptr(), outs[i].add((start + j * stride) * sz), sz) };
             }
         }
-    }
-}
-
-/// Stable bottom-up merge sort of positions `v` by `less`.
-fn merge_sort(v: &mut [usize], buf: &mut [usize], less: &mut impl FnMut(usize, usize) -> bool) {
-    let n = v.len();
-    let mut width = 1;
-    while width < n {
-        let mut start = 0;
-        while start < n {
-            let mid = (start + width).min(n);
-            let end = (start + 2 * width).min(n);
-            let (mut i, mut j, mut o) = (start, mid, start);
-            while i < mid && j < end {
-                if less(v[j], v[i]) {
-                    buf[o] = v[j];
-                    j += 1;
-                } else {
-                    buf[o] = v[i];
-                    i += 1;
-                }
-                o += 1;
-            }
-            buf[o..o + mid - i].copy_from_slice(&v[i..mid]);
-            o += mid - i;
-            buf[o..o + end - j].copy_from_slice(&v[j..end]);
-            start = end;
-        }
-        v.copy_from_slice(&buf[..n]);
-        width *= 2;
     }
 }

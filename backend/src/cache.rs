@@ -11,7 +11,6 @@
 //! is under its size cap. An entry that does not load (corrupt, truncated, another
 //! compiler, another CPU) is reported as a note, rebuilt and overwritten.
 
-use hloscope_core::ir::Module;
 use hloscope_core::targets::cpu::{self, CpuExecutable};
 use lru::LruCache;
 use std::num::NonZeroUsize;
@@ -29,13 +28,13 @@ const MEMORY_ENTRIES: usize = 64;
 pub struct Key(pub u128);
 
 impl Key {
-    /// The key of compiling `text` (parsed as `module`) for `target` with the pipeline
-    /// `options`, by compiler `version`.
-    pub fn new(text: &str, module: &Module, target: &str, options: &str, version: &str) -> Key {
-        let entry = module.comp(module.entry);
-        let params: Vec<String> = entry.params.iter().map(|&p| entry.inst(p).ty.to_string()).collect();
+    /// The key of compiling module `text` for `target` with the pipeline `options`, by
+    /// compiler `version`. A module's text fixes its parameters' shapes and dtypes
+    /// (StableHLO and HLO modules are monomorphic), so the text stands for them: a hit
+    /// needs no parse of the source at all.
+    pub fn new(text: &str, target: &str, options: &str, version: &str) -> Key {
         let mut s = String::new();
-        for part in [&xxhash_rust::xxh3::xxh3_128(text.as_bytes()).to_string(), &params.join(";"), target, options, version] {
+        for part in [&xxhash_rust::xxh3::xxh3_128(text.as_bytes()).to_string(), target, options, version] {
             // Length-prefixed, so that no two different tuples give the same string.
             s += &format!("{}:{part}|", part.len());
         }
@@ -90,44 +89,42 @@ impl Cache {
         Cache::new(dir, max)
     }
 
-    /// The executable for `key`: from memory, from disk, or made by `compile` (which
-    /// returns it with its artifact bytes) and stored.
-    pub fn get_or_compile(
-        &mut self,
-        key: Key,
-        compile: impl FnOnce() -> Result<(CpuExecutable, Vec<u8>), String>,
-    ) -> Result<(Rc<CpuExecutable>, Outcome), String> {
+    /// The executable for `key` from memory or disk; else how the lookup missed
+    /// (`Miss`, or `Rebuilt` with the reason the disk entry was unusable).
+    pub fn lookup(&mut self, key: Key) -> Result<(Rc<CpuExecutable>, Outcome), Outcome> {
         if let Some(exe) = self.memory.get(&key) {
             return Ok((exe.clone(), Outcome::MemoryHit));
         }
-        let mut outcome = Outcome::Miss;
-        if let Some(path) = self.path(key) {
-            match std::fs::read(&path) {
-                Ok(bytes) => match cpu::load_artifact(&bytes) {
-                    Ok(exe) => {
-                        // Refresh the age: eviction removes the least recently used.
-                        if let Ok(f) = std::fs::File::options().append(true).open(&path) {
-                            let _ = f.set_modified(std::time::SystemTime::now());
-                        }
-                        let exe = Rc::new(exe);
-                        self.memory.put(key, exe.clone());
-                        return Ok((exe, Outcome::DiskHit));
+        let Some(path) = self.path(key) else { return Err(Outcome::Miss) };
+        match std::fs::read(&path) {
+            Ok(bytes) => match cpu::load_artifact(&bytes) {
+                Ok(exe) => {
+                    // Refresh the age: eviction removes the least recently used.
+                    if let Ok(f) = std::fs::File::options().append(true).open(&path) {
+                        let _ = f.set_modified(std::time::SystemTime::now());
                     }
-                    Err(reason) => outcome = Outcome::Rebuilt(reason),
-                },
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => outcome = Outcome::Rebuilt(format!("cannot read {}: {e}", path.display())),
-            }
+                    let exe = Rc::new(exe);
+                    self.memory.put(key, exe.clone());
+                    Ok((exe, Outcome::DiskHit))
+                }
+                Err(reason) => Err(Outcome::Rebuilt(reason)),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Outcome::Miss),
+            Err(e) => Err(Outcome::Rebuilt(format!("cannot read {}: {e}", path.display()))),
         }
-        let (exe, bytes) = compile()?;
+    }
+
+    /// Keeps a freshly compiled executable under `key`, in memory and (its artifact
+    /// `bytes`) on disk.
+    pub fn insert(&mut self, key: Key, exe: CpuExecutable, bytes: &[u8]) -> Rc<CpuExecutable> {
         if let Some(path) = self.path(key) {
-            if let Err(e) = self.store(&path, &bytes) {
+            if let Err(e) = self.store(&path, bytes) {
                 self.notes.push(format!("could not write the cache entry {}: {e}", path.display()));
             }
         }
         let exe = Rc::new(exe);
         self.memory.put(key, exe.clone());
-        Ok((exe, outcome))
+        exe
     }
 
     /// Where `key` lives on disk.
@@ -182,6 +179,24 @@ pub fn evict(dir: &Path, max_bytes: u64, keep: &Path) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use hloscope_core::ir::Module;
+
+    /// The executable for `key`: from memory, from disk, or made by `compile` and stored
+    /// (what `run` does, with its parse in between).
+    fn get_or_compile(
+        c: &mut Cache,
+        key: Key,
+        compile: impl FnOnce() -> Result<(CpuExecutable, Vec<u8>), String>,
+    ) -> Result<(Rc<CpuExecutable>, Outcome), String> {
+        match c.lookup(key) {
+            Ok(hit) => Ok(hit),
+            Err(outcome) => {
+                let (exe, bytes) = compile()?;
+                Ok((c.insert(key, exe, &bytes), outcome))
+            }
+        }
+    }
+
     use super::*;
 
     const TEXT: &str = "HloModule m\n\nENTRY main {\n  p = f32[4] parameter(0)\n  ROOT e = f32[4] exponential(p)\n}\n";
@@ -202,29 +217,28 @@ mod tests {
 
     #[test]
     fn keys_differ_by_every_part() {
-        let m = module(TEXT);
         let v = cpu::compiler_version();
-        let k = Key::new(TEXT, &m, "cpu", "default", &v);
-        assert_eq!(k, Key::new(TEXT, &m, "cpu", "default", &v));
-        assert_ne!(k, Key::new(&TEXT.replace("exponential", "tanh"), &m, "cpu", "default", &v));
-        let other = module(&TEXT.replace("f32[4]", "f32[8]"));
-        assert_ne!(k, Key::new(TEXT, &other, "cpu", "default", &v));
-        assert_ne!(k, Key::new(TEXT, &m, "interp", "default", &v));
-        assert_ne!(k, Key::new(TEXT, &m, "cpu", "default,-cse", &v));
-        assert_ne!(k, Key::new(TEXT, &m, "cpu", "default", "hloscope-core 0.0.0 codegen 0"));
+        let k = Key::new(TEXT, "cpu", "default", &v);
+        assert_eq!(k, Key::new(TEXT, "cpu", "default", &v));
+        assert_ne!(k, Key::new(&TEXT.replace("exponential", "tanh"), "cpu", "default", &v));
+        // Another parameter shape is another text.
+        assert_ne!(k, Key::new(&TEXT.replace("f32[4]", "f32[8]"), "cpu", "default", &v));
+        assert_ne!(k, Key::new(TEXT, "interp", "default", &v));
+        assert_ne!(k, Key::new(TEXT, "cpu", "default,-cse", &v));
+        assert_ne!(k, Key::new(TEXT, "cpu", "default", "hloscope-core 0.0.0 codegen 0"));
     }
 
     #[test]
     fn memory_then_disk_then_rebuild() {
         let dir = temp_dir("levels");
         let m = module(TEXT);
-        let key = Key::new(TEXT, &m, "cpu", "default", &cpu::compiler_version());
+        let key = Key::new(TEXT, "cpu", "default", &cpu::compiler_version());
         let mut c = Cache::new(Some(dir.clone()), DEFAULT_MAX_BYTES);
-        assert_eq!(c.get_or_compile(key, || compile(&m)).unwrap().1, Outcome::Miss);
-        assert_eq!(c.get_or_compile(key, || Err("must not compile".into())).unwrap().1, Outcome::MemoryHit);
+        assert_eq!(get_or_compile(&mut c, key, || compile(&m)).unwrap().1, Outcome::Miss);
+        assert_eq!(get_or_compile(&mut c, key, || Err("must not compile".into())).unwrap().1, Outcome::MemoryHit);
         // A new process: memory is empty, the disk has it.
         let mut c = Cache::new(Some(dir.clone()), DEFAULT_MAX_BYTES);
-        let (exe, outcome) = c.get_or_compile(key, || Err("must not compile".into())).unwrap();
+        let (exe, outcome) = get_or_compile(&mut c, key, || Err("must not compile".into())).unwrap();
         assert_eq!(outcome, Outcome::DiskHit);
         let x = hloscope_core::ir::Value::Array(hloscope_core::ir::Literal::from_f64s(
             hloscope_core::ir::Shape::new(hloscope_core::ir::ElementType::F32, vec![4]),
@@ -241,12 +255,12 @@ mod tests {
         art.compiler = "hloscope-core 0.0.0 codegen 0".into();
         std::fs::write(&path, art.to_bytes()).unwrap();
         let mut c = Cache::new(Some(dir.clone()), DEFAULT_MAX_BYTES);
-        match c.get_or_compile(key, || compile(&m)).unwrap().1 {
+        match get_or_compile(&mut c, key, || compile(&m)).unwrap().1 {
             Outcome::Rebuilt(reason) => assert!(reason.contains("built by"), "{reason}"),
             other => panic!("expected a rebuild, got {other:?}"),
         }
         let mut c = Cache::new(Some(dir.clone()), DEFAULT_MAX_BYTES);
-        assert_eq!(c.get_or_compile(key, || Err("must not compile".into())).unwrap().1, Outcome::DiskHit);
+        assert_eq!(get_or_compile(&mut c, key, || Err("must not compile".into())).unwrap().1, Outcome::DiskHit);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

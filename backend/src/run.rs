@@ -103,31 +103,40 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
             .map_err(|e| RunError(format!("cannot read input {}: {e}", path.display())))?;
         input_files.push((path.display().to_string(), bytes));
     }
-    let module = hloscope_core::parse::parse_module(&text)
-        .map_err(|e| RunError(format!("{source_name}:{}:{}: {}", e.line, e.col, e.message)))?;
-    hloscope_core::verify::verify(&module).map_err(|e| {
-        RunError(format!(
-            "{source_name}:{}: invalid module: {}",
-            e.loc,
-            strip_loc(&e.to_string())
-        ))
-    })?;
+    let parse = || -> Result<Module, RunError> {
+        let module = hloscope_core::parse::parse_module(&text)
+            .map_err(|e| RunError(format!("{source_name}:{}:{}: {}", e.line, e.col, e.message)))?;
+        hloscope_core::verify::verify(&module).map_err(|e| {
+            RunError(format!("{source_name}:{}: invalid module: {}", e.loc, strip_loc(&e.to_string())))
+        })?;
+        Ok(module)
+    };
 
-    // Compiling first keeps making the inputs out of the compile time `-v` reports.
-    let exe = match args.target {
-        Target::Cpu => Some(compile_cpu(args, &text, &module, &source_name, started)?),
-        Target::Interp => None,
+    // Compiling first keeps making the inputs out of the compile time `-v` reports. A
+    // cache hit needs no parse of the source: the executable's module has the same
+    // parameters.
+    let (exe, parsed) = match args.target {
+        Target::Cpu => {
+            let (exe, parsed) = compile_cpu(args, &text, &source_name, started, &parse)?;
+            (Some(exe), parsed)
+        }
+        Target::Interp => (None, Some(parse()?)),
+    };
+    let module: &Module = match (&parsed, &exe) {
+        (Some(m), _) => m,
+        (None, Some(exe)) => exe.module(),
+        (None, None) => return Err(RunError("internal error: no module to run".into())),
     };
     let arguments = if args.random_inputs {
-        inputs::random(&module, args.seed)
+        inputs::random(module, args.seed)
     } else {
-        inputs::from_npy(&module, &input_files).map_err(RunError)?
+        inputs::from_npy(module, &input_files).map_err(RunError)?
     };
     let result = match exe {
         Some(exe) => exe
             .run(&arguments)
             .map_err(|e| RunError(format!("{source_name}: running on the cpu failed: {e}")))?,
-        None => interpret(&module, &arguments, &source_name)?,
+        None => interpret(module, &arguments, &source_name)?,
     };
     let outputs = result.flatten();
 
@@ -152,42 +161,49 @@ fn interpret(module: &Module, args: &[Value], source_name: &str) -> Result<Value
 
 /// Compiles for the CPU through the compilation cache (unless --no-cache); notes on
 /// stderr for unusable entries, and with --verbose hit or miss and the time taken.
+/// Returns the executable and, unless the cache had it, the parsed source module.
 fn compile_cpu(
     args: &RunArgs,
     text: &str,
-    module: &Module,
     source_name: &str,
     started: std::time::Instant,
-) -> Result<std::rc::Rc<hloscope_core::targets::cpu::CpuExecutable>, RunError> {
+    parse: &dyn Fn() -> Result<Module, RunError>,
+) -> Result<(std::rc::Rc<hloscope_core::targets::cpu::CpuExecutable>, Option<Module>), RunError> {
     use crate::cache::{Cache, Key, Outcome};
     use hloscope_core::targets::cpu;
     let failed = |e: String| RunError(format!("{source_name}: compiling for the cpu failed: {e}"));
-    let compile = || cpu::compile_to_artifact(&cpu::optimize(module)?);
-    let (exe, what) = if args.no_cache {
-        let exe = cpu::optimize(module).and_then(|m| cpu::compile(&m)).map_err(failed)?;
-        (std::rc::Rc::new(exe), "cache off".to_string())
+    let (exe, parsed, what) = if args.no_cache {
+        let module = parse()?;
+        let exe = cpu::optimize(&module).and_then(|m| cpu::compile(&m)).map_err(failed)?;
+        (std::rc::Rc::new(exe), Some(module), "cache off".to_string())
     } else {
         let mut cache = Cache::from_env();
-        let key = Key::new(text, module, "cpu", cpu::PIPELINE, &cpu::compiler_version());
-        let (exe, outcome) = cache.get_or_compile(key, compile).map_err(failed)?;
-        for note in &cache.notes {
-            eprintln!("note: {note}");
-        }
+        let key = Key::new(text, "cpu", cpu::PIPELINE, &cpu::compiler_version());
         let at = cache.path(key).map(|p| p.display().to_string()).unwrap_or_default();
-        let what = match outcome {
-            Outcome::MemoryHit | Outcome::DiskHit => format!("cache hit ({at})"),
-            Outcome::Miss => format!("cache miss (stored {at})"),
-            Outcome::Rebuilt(reason) => {
-                eprintln!("note: the compilation cache entry {at} was unusable ({reason}); rebuilt it");
-                "cache miss (rebuilt)".to_string()
+        match cache.lookup(key) {
+            Ok((exe, _)) => (exe, None, format!("cache hit ({at})")),
+            Err(outcome) => {
+                let module = parse()?;
+                let (exe, bytes) = cpu::compile_to_artifact(&cpu::optimize(&module).map_err(failed)?).map_err(failed)?;
+                let exe = cache.insert(key, exe, &bytes);
+                for note in &cache.notes {
+                    eprintln!("note: {note}");
+                }
+                let what = match outcome {
+                    Outcome::Rebuilt(reason) => {
+                        eprintln!("note: the compilation cache entry {at} was unusable ({reason}); rebuilt it");
+                        "cache miss (rebuilt)".to_string()
+                    }
+                    _ => format!("cache miss (stored {at})"),
+                };
+                (exe, Some(module), what)
             }
-        };
-        (exe, what)
+        }
     };
     if args.verbose {
         eprintln!("cpu: {what}; parse to executable in {:.2} ms", started.elapsed().as_secs_f64() * 1e3);
     }
-    Ok(exe)
+    Ok((exe, parsed))
 }
 
 /// The module text and the name to use for it in messages.

@@ -132,6 +132,12 @@ impl CpuExecutable {
         &self.plan
     }
 
+    /// The module it runs (the optimized module, plus one wrapper computation per
+    /// interpreted kernel); its entry takes the same parameters as the source module.
+    pub fn module(&self) -> &crate::ir::Module {
+        &self.module
+    }
+
     /// The arena assignment the runs use: the plan's, or a fresh one when compiling
     /// rewrote kernels after planning.
     pub fn arena_assignment(&self) -> std::borrow::Cow<'_, kernel::ArenaAssignment> {

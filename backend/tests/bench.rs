@@ -51,7 +51,7 @@ fn cpu_json_has_every_field_and_explains_kernels() {
         assert_eq!(j["iters"], 5);
         // The arena is whole 64-byte lines (small buffers are padded to one each).
         let arena = j["arena_bytes"].as_u64().unwrap();
-        assert!(arena > 0 && arena % 64 == 0 && j["buffer_bytes"].as_u64().unwrap() > 0, "{arena}");
+        assert!(arena > 0 && arena.is_multiple_of(64) && j["buffer_bytes"].as_u64().unwrap() > 0, "{arena}");
         let kernels = j["kernels"].as_array().unwrap();
         let explain: Value =
             serde_json::from_str(&ok(hloscope(&["explain", &corpus(program, "module.mlir"), "--json"]))).unwrap();

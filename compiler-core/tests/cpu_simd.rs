@@ -58,7 +58,7 @@ fn random(elem: ElementType, dims: &[i64], seed: u64, integral: bool) -> Literal
                 let r = rng.next();
                 if integral {
                     (r % 17) as f64 - 8.0
-                } else if r % 16 == 0 {
+                } else if r.is_multiple_of(16) {
                     -0.0
                 } else {
                     (r >> 11) as f64 / (1u64 << 53) as f64 * 16.0 - 8.0

@@ -110,14 +110,12 @@ fn seeds() -> Vec<Vec<u8>> {
 /// Parses with every entry point; returns whether any of them panicked.
 fn parse_all(text: &str) -> Result<(), String> {
     std::panic::catch_unwind(|| {
-        for result in [
+        for m in [
             hloscope_core::parse::parse_module(text),
             hloscope_core::parse::mlir::parse(text),
             hloscope_core::parse::hlo::parse(text),
-        ] {
-            if let Ok(m) = result {
-                let _ = hloscope_core::verify::verify(&m);
-            }
+        ].into_iter().flatten() {
+            let _ = hloscope_core::verify::verify(&m);
         }
     })
     .map_err(|p| {

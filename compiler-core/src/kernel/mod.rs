@@ -610,7 +610,7 @@ impl<'m> Planner<'m> {
     /// stays opaque, so the interpreter reports it).
     fn scatter_spec(&self, ins: &[BufferId], outs: &[BufferId], s: &crate::ir::ScatterDims) -> Result<ScatterSpec, String> {
         let bad = || Err::<ScatterSpec, String>("malformed scatter".into());
-        if ins.len() < 3 || ins.len() % 2 == 0 {
+        if ins.len() < 3 || ins.len().is_multiple_of(2) {
             return bad();
         }
         let n = (ins.len() - 1) / 2;

@@ -246,7 +246,7 @@ ENTRY %main (x: f32[3,5], c: f32[3]) -> (f32[3,5], f32[3], f32[3]) {
     );
     assert_no_overlap(&p);
     // Every offset is aligned, and the arena holds at least the largest live set.
-    assert!(p.arena.arena_bytes % ARENA_ALIGNMENT == 0);
+    assert!(p.arena.arena_bytes.is_multiple_of(ARENA_ALIGNMENT));
     assert!(p.arena.arena_bytes >= p.buffers.values().map(|b| b.shape.byte_size() as u64).max().unwrap());
     for k in &p.kernels {
         for o in &k.outputs {

@@ -755,7 +755,7 @@ fn convolution(c: &ConvAttrs, l: &Shape, r: &Shape) -> R<Type> {
 
 /// Splits the operands of reduce / reduce-window (N inputs then N inits).
 fn inputs_and_inits<'a>(ops: &[&'a Type]) -> R<(Vec<&'a Shape>, Vec<&'a Shape>)> {
-    if ops.is_empty() || ops.len() % 2 != 0 {
+    if ops.is_empty() || !ops.len().is_multiple_of(2) {
         return Err(format!("takes N inputs and N init values, got {} operands", ops.len()));
     }
     let n = ops.len() / 2;
@@ -933,7 +933,7 @@ fn gather(g: &GatherDims, operand: &Shape, indices: &Shape) -> R<Type> {
 }
 
 fn scatter(module: &Module, s: &ScatterDims, ops: &[&Type]) -> R<Type> {
-    if ops.len() < 3 || ops.len() % 2 == 0 {
+    if ops.len() < 3 || ops.len().is_multiple_of(2) {
         return Err(format!("takes N inputs, the indices and N updates, got {} operands", ops.len()));
     }
     let n = (ops.len() - 1) / 2;

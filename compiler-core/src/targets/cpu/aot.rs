@@ -139,16 +139,16 @@ pub fn compile_object(module: &Module, name: &str) -> Result<AotOutput, String> 
     // its output after the kernels.
     let mut copies = Vec::new();
     for (j, &b) in outputs.iter().enumerate() {
-        if place.contains_key(&b) {
-            copies.push((j, b));
+        if let std::collections::hash_map::Entry::Vacant(e) = place.entry(b) {
+            e.insert(Place::Output(j));
         } else {
-            place.insert(b, Place::Output(j));
+            copies.push((j, b));
         }
     }
     let mut scratch = 0usize;
     for (b, buf) in plan.buffers.iter() {
-        if !place.contains_key(&b) {
-            place.insert(b, Place::Scratch(scratch));
+        if let std::collections::hash_map::Entry::Vacant(e) = place.entry(b) {
+            e.insert(Place::Scratch(scratch));
             scratch += buf.shape.byte_size().div_ceil(ALIGN) * ALIGN;
         }
     }

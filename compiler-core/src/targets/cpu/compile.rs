@@ -183,10 +183,10 @@ fn build(
                             emitted.insert(i, (em.id, code));
                         }
                         Err(reason) => {
-                            if !failed.contains_key(&k.source) {
+                            failed.entry(k.source).or_insert_with(|| {
                                 fallbacks.push((comp.inst(k.source).name.clone(), reason.clone()));
-                                failed.insert(k.source, reason);
-                            }
+                                reason
+                            });
                         }
                     }
                 }

@@ -203,7 +203,7 @@ impl CpuExecutable {
                 return Err(format!("output {j} holds {} bytes, result buffer {b} needs {}", y.len(), size(b)));
             }
         }
-        let aligned = |p: *const u8| (p as usize) % 8 == 0;
+        let aligned = |p: *const u8| (p as usize).is_multiple_of(8);
         let pinned: std::collections::HashSet<BufferId> =
             params.iter().copied().chain(self.plan.constants.iter().map(|c| c.0)).collect();
         self.with_arena(|bufs| {

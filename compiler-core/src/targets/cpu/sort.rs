@@ -48,7 +48,7 @@ pub unsafe fn run(spec: &SortSpec, cmp: KernelFn, outs: &[*mut u8]) {
     let mut tmp: Vec<u8> = Vec::new();
     // Slices start at every position whose index along `dim` is 0.
     for start in 0..total {
-        if (start / stride) % len != 0 {
+        if !(start / stride).is_multiple_of(len) {
             continue;
         }
         perm.clear();

@@ -71,6 +71,16 @@ def elementwise_4m(rng, quick):
     return f, [normal(rng, (n,)), normal(rng, (n,))]
 
 
+@program("memory-bound elementwise chain over 16M f32 elements (no transcendentals)")
+def axpy_16m(rng, quick):
+    n = 1 << 14 if quick else 1 << 24
+
+    def f(x, y):
+        return 2.5 * x + 0.5 * y - 1.0
+
+    return f, [normal(rng, (n,)), normal(rng, (n,))]
+
+
 @program("layer normalization over the last axis of 4096x1024, with scale and bias")
 def layernorm_4096x1024(rng, quick):
     r, c = (64, 128) if quick else (4096, 1024)

@@ -4,50 +4,30 @@
 
 #![cfg(feature = "cpu")]
 
-use hloscope_core::interp::Interpreter;
-use hloscope_core::ir::{ElementType, Literal, Shape, Value};
+#[path = "common/cpu.rs"]
+mod common;
+
+use common::{f32s, lit, run_against_interpreter, s32, Rng};
+use hloscope_core::ir::{ElementType, Literal, Shape};
 use hloscope_core::kernel::KernelKind;
-use hloscope_core::targets::cpu;
 
-/// Parses `hlo`, runs it on the CPU and in the interpreter, asserts both agree bit for
-/// bit, and returns the outputs with the kernel kinds.
+/// Runs `hlo` on the CPU and in the interpreter; outputs must agree bit for bit.
 fn run(hlo: &str, args: &[Literal]) -> (Vec<Literal>, Vec<KernelKind>) {
-    let module = hloscope_core::parse::parse_module(hlo).unwrap_or_else(|e| panic!("{e:?}"));
-    let args: Vec<Value> = args.iter().cloned().map(Value::Array).collect();
-    let want = Interpreter::new(&module).run(&args).unwrap().flatten();
-    let exe = cpu::compile(&cpu::optimize(&module).unwrap()).unwrap();
-    let got = exe.run(&args).unwrap().flatten();
-    assert_eq!(got, want, "cpu vs interpreter; plan:\n{}", exe.plan().summary());
-    (got, exe.plan().kernels.iter().map(|k| k.kind.clone()).collect())
+    run_against_interpreter(hlo, args, |g, w| if g == w { Ok(()) } else { Err(format!("{g:?} vs {w:?}")) })
 }
 
-fn lit(elem: ElementType, dims: &[i64], v: &[i64]) -> Literal {
-    Literal::from_i64s(Shape::new(elem, dims.to_vec()), v)
-}
-fn s32(dims: &[i64], v: &[i64]) -> Literal {
-    lit(ElementType::S32, dims, v)
-}
-fn f32s(dims: &[i64], v: &[f64]) -> Literal {
-    Literal::from_f64s(Shape::new(ElementType::F32, dims.to_vec()), v)
-}
 fn iota_f32(dims: &[i64]) -> Literal {
     let n: i64 = dims.iter().product();
     f32s(dims, &(0..n).map(|i| i as f64).collect::<Vec<_>>())
 }
 
-/// A small deterministic generator (xorshift) for random inputs.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    /// An integer in `[lo, hi]`.
-    fn int(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + (self.next() % (hi - lo + 1) as u64) as i64
-    }
+/// Random inputs on top of the shared generator.
+trait RandomLiterals {
+    fn f32s(&mut self, dims: &[i64]) -> Literal;
+    fn ints(&mut self, elem: ElementType, dims: &[i64], lo: i64, hi: i64) -> Literal;
+}
+
+impl RandomLiterals for Rng {
     fn f32s(&mut self, dims: &[i64]) -> Literal {
         let n: i64 = dims.iter().product();
         f32s(dims, &(0..n).map(|_| self.int(-1000, 1000) as f64 / 8.0).collect::<Vec<_>>())
@@ -200,24 +180,20 @@ ENTRY %main (x: f32[4,5,6], i: s32[2,3,2]) -> f32[2,3,2,6] {
     }
 }
 
-/// Runs `hlo` on the CPU and in the interpreter and returns (cpu, interpreter) outputs
-/// with the kernel kinds, for results that agree to rounding only (GEMM sums in another
-/// order than the interpreter's step-by-step f32 sum).
+/// Runs `hlo` on the CPU and in the interpreter, for results that agree to rounding
+/// only (GEMM sums in another order than the interpreter's step-by-step f32 sum).
 fn run_close(hlo: &str, args: &[Literal], tol: f64) -> (Vec<Literal>, Vec<KernelKind>) {
-    let module = hloscope_core::parse::parse_module(hlo).unwrap_or_else(|e| panic!("{e:?}"));
-    let args: Vec<Value> = args.iter().cloned().map(Value::Array).collect();
-    let want = Interpreter::new(&module).run(&args).unwrap().flatten();
-    let exe = cpu::compile(&cpu::optimize(&module).unwrap()).unwrap();
-    let got = exe.run(&args).unwrap().flatten();
-    assert_eq!(got.len(), want.len());
-    for (g, w) in got.iter().zip(&want) {
-        assert_eq!(g.shape, w.shape);
-        let (gv, wv) = (g.to_f64_vec(), w.to_f64_vec());
-        for (i, (a, b)) in gv.iter().zip(&wv).enumerate() {
-            assert!((a - b).abs() <= tol * (1.0 + b.abs()), "element {i}: cpu {a} vs interpreter {b}\n{}", exe.plan().summary());
+    run_against_interpreter(hlo, args, |g, w| {
+        if g.shape != w.shape {
+            return Err(format!("shapes {} vs {}", g.shape, w.shape));
         }
-    }
-    (got, exe.plan().kernels.iter().map(|k| k.kind.clone()).collect())
+        for (i, (a, b)) in g.to_f64_vec().iter().zip(w.to_f64_vec()).enumerate() {
+            if (a - b).abs() > tol * (1.0 + b.abs()) {
+                return Err(format!("element {i}: cpu {a} vs interpreter {b}"));
+            }
+        }
+        Ok(())
+    })
 }
 
 #[test]

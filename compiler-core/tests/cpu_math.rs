@@ -11,6 +11,11 @@
 
 #![cfg(feature = "cpu")]
 
+#[path = "common/cpu.rs"]
+mod common;
+
+use common::{ulps, Rng};
+
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, InstBuilder, MemFlagsData};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -87,35 +92,7 @@ fn compile(op: Op, lanes: bool, fma: bool) -> (JITModule, Kernel) {
     (jit, unsafe { std::mem::transmute::<*const u8, Kernel>(f) })
 }
 
-/// Distance in representable f32 values (0 = equal; NaN = NaN).
-fn ulps(a: f32, b: f32) -> u64 {
-    if a.is_nan() || b.is_nan() {
-        return if a.is_nan() && b.is_nan() { 0 } else { u64::MAX };
-    }
-    let key = |v: f32| {
-        let i = v.to_bits() as i32;
-        (if i < 0 { i32::MIN.wrapping_sub(i) } else { i }) as i64
-    };
-    (key(a) - key(b)).unsigned_abs()
-}
 
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn f32_bits(&mut self) -> f32 {
-        f32::from_bits((self.next() >> 32) as u32)
-    }
-    fn uniform(&mut self, lo: f32, hi: f32) -> f32 {
-        let u = (self.next() >> 40) as f32 / (1u64 << 24) as f32;
-        lo + (hi - lo) * u
-    }
-}
 
 const SPECIALS: &[f32] = &[
     0.0,

@@ -12,6 +12,11 @@
 
 #![cfg(feature = "cpu")]
 
+#[path = "common/cpu.rs"]
+mod common;
+
+use common::Rng;
+
 use hloscope_core::interp::Interpreter;
 use hloscope_core::ir::{ElementType, Literal, Shape, Value};
 use hloscope_core::targets::cpu;
@@ -34,17 +39,6 @@ const ALL: &[ElementType] = &[
     ElementType::F64,
 ];
 
-/// A deterministic pseudo-random generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-}
 
 /// Random values of `elem`: integers over their whole range, floats in [-8, 8) with
 /// some -0.0, or (`integral`) whole floats in [-8, 8] so sums are exact in any order.

@@ -5,37 +5,17 @@
 
 #![cfg(feature = "cpu")]
 
-use hloscope_core::interp::Interpreter;
-use hloscope_core::ir::{ElementType, Literal, Shape, Value};
+#[path = "common/cpu.rs"]
+mod common;
+
+use common::{f32s, run_against_interpreter, s32, ulps};
+use hloscope_core::ir::{ElementType, Literal, Shape};
 use hloscope_core::kernel::KernelKind;
 use hloscope_core::targets::cpu;
 
-/// Parses `hlo`, fuses it, runs it on the CPU, checks the interpreter agrees, and
-/// returns the outputs with the kernel kinds.
+/// Runs `hlo` on the CPU and in the interpreter; outputs must agree (f32 within 4 ulp).
 fn run(hlo: &str, args: &[Literal]) -> (Vec<Literal>, Vec<KernelKind>) {
-    let module = hloscope_core::parse::parse_module(hlo).unwrap_or_else(|e| panic!("{e:?}"));
-    let args: Vec<Value> = args.iter().cloned().map(Value::Array).collect();
-    let want = Interpreter::new(&module).run(&args).unwrap().flatten();
-    let exe = cpu::compile(&cpu::optimize(&module).unwrap()).unwrap();
-    let got = exe.run(&args).unwrap().flatten();
-    assert_eq!(got.len(), want.len());
-    for (g, w) in got.iter().zip(&want) {
-        assert!(close(g, w, 4), "cpu vs interpreter: {g:?} vs {w:?}; plan:\n{}", exe.plan().summary());
-    }
-    (got, exe.plan().kernels.iter().map(|k| k.kind.clone()).collect())
-}
-
-/// Distance in representable f32 values (0 = equal, NaN = NaN).
-fn ulps_f32(a: f64, b: f64) -> u64 {
-    let (a, b) = (a as f32, b as f32);
-    if a.is_nan() || b.is_nan() {
-        return if a.is_nan() && b.is_nan() { 0 } else { u64::MAX };
-    }
-    let key = |v: f32| {
-        let i = v.to_bits() as i32;
-        (if i < 0 { i32::MIN.wrapping_sub(i) } else { i }) as i64
-    };
-    (key(a) - key(b)).unsigned_abs()
+    run_against_interpreter(hlo, args, |g, w| if close(g, w, 4) { Ok(()) } else { Err(format!("{g:?} vs {w:?}")) })
 }
 
 /// Equal, except that f32 elements may differ by `max_ulp` (the kernels' inline
@@ -50,18 +30,11 @@ fn close(got: &Literal, want: &Literal, max_ulp: u64) -> bool {
     // Other float types exactly (NaN equals NaN), f32 within `max_ulp`.
     got.to_f64_vec().iter().zip(want.to_f64_vec()).all(|(&g, w)| {
         if got.shape.elem == ElementType::F32 {
-            ulps_f32(g, w) <= max_ulp
+            ulps(g as f32, w as f32) <= max_ulp
         } else {
             g == w || (g.is_nan() && w.is_nan())
         }
     })
-}
-
-fn s32(dims: &[i64], v: &[i64]) -> Literal {
-    Literal::from_i64s(Shape::new(ElementType::S32, dims.to_vec()), v)
-}
-fn f32s(dims: &[i64], v: &[f64]) -> Literal {
-    Literal::from_f64s(Shape::new(ElementType::F32, dims.to_vec()), v)
 }
 
 #[test]
@@ -240,7 +213,7 @@ ENTRY %main (x: f32[6]) -> (f32[6], f32[6], f32[6], f32[6], f32[6]) {
     for (o, (f, bound)) in out.iter().zip(refs) {
         for (&got, &x) in o.to_f64_vec().iter().zip(&xs) {
             let want = f(x as f32 as f64);
-            assert!(ulps_f32(got, want) <= bound, "{got} vs {want} at {x}");
+            assert!(ulps(got as f32, want as f32) <= bound, "{got} vs {want} at {x}");
         }
     }
     // tanh(9.5) = 1 - 1.1e-8 rounds to 1 exactly.

@@ -89,10 +89,7 @@ fn geometry(c: &ConvAttrs, lhs: &Shape, rhs: &Shape, out: &Shape) -> Result<Geom
     for s in 0..ns {
         let n = ld[dn.input_spatial[s] as usize];
         let k = rd[dn.kernel_spatial[s] as usize];
-        let dilated = if n == 0 { 0 } else { (n - 1) * c.lhs_dilation[s] + 1 };
-        let padded = c.padding[s].0 + dilated + c.padding[s].1;
-        let window = if k == 0 { 0 } else { (k - 1) * c.rhs_dilation[s] + 1 };
-        let count = if padded <= 0 || window > padded { 0 } else { (padded - window) / c.window_strides[s] + 1 };
+        let count = crate::verify::infer::num_windows(n, c.lhs_dilation[s], c.padding[s], k, c.rhs_dilation[s], c.window_strides[s])?;
         if od[dn.output_spatial[s] as usize] != count {
             return Err("convolution result spatial size does not match".into());
         }

@@ -162,8 +162,9 @@ fn same_arrays<'a>(ts: &[&'a Type], what: &str) -> R<Vec<&'a Shape>> {
 }
 
 /// The size of a window dimension per the spec: `floor((padded - window) / stride) + 1`,
-/// or 0 when the window does not fit.
-fn num_windows(
+/// or 0 when the window does not fit. Shared by every op with windows (convolution,
+/// reduce-window, select-and-scatter) in the verifier, the interpreter and the kernel plan.
+pub fn num_windows(
     input: i64,
     base_dilation: i64,
     pad: (i64, i64),

@@ -23,6 +23,8 @@ pub(super) fn run(f: &mut Fuser) -> bool {
             groups.push((members.clone(), kind));
         }
     }
+    // The instructions change from here on.
+    f.reach = None;
     if groups.is_empty() {
         return false;
     }
@@ -130,24 +132,28 @@ pub(super) fn run(f: &mut Fuser) -> bool {
 }
 
 /// `order` re-sorted so every operand precedes its users, otherwise keeping its order.
+/// A cycle (which the fusion checks rule out) cannot be sorted: its back edge is left
+/// as it is, for the verifier to report, rather than looping.
 fn topo_sort(comp: &Computation, order: &[InstId]) -> Vec<InstId> {
     let live: HashSet<InstId> = order.iter().copied().collect();
     let mut done: HashSet<InstId> = HashSet::new();
+    let mut open: HashSet<InstId> = HashSet::new();
     let mut out = Vec::with_capacity(order.len());
     for &start in order {
         let mut stack = vec![(start, false)];
         while let Some((id, expanded)) = stack.pop() {
-            if done.contains(&id) {
-                continue;
-            }
             if expanded {
+                open.remove(&id);
                 done.insert(id);
                 out.push(id);
                 continue;
             }
+            if done.contains(&id) || !open.insert(id) {
+                continue;
+            }
             stack.push((id, true));
             for &o in comp.inst(id).operands.iter().rev() {
-                if live.contains(&o) && !done.contains(&o) {
+                if live.contains(&o) && !done.contains(&o) && !open.contains(&o) {
                     stack.push((o, false));
                 }
             }

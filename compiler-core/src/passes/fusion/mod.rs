@@ -39,6 +39,7 @@ mod epilogue;
 mod loop_fusion;
 mod materialize;
 mod multi_output;
+mod reach;
 mod reduction;
 mod rules;
 mod spec;
@@ -168,8 +169,12 @@ pub(super) struct Fuser<'a> {
     /// Copies added and instructions removed since `comp.order` was last rebuilt.
     added: Vec<InstId>,
     removed: HashSet<InstId>,
-    /// Reachability, while the graph stays fixed (multi-output fusion).
-    reach: Option<rules::Reach>,
+    /// Whether groups may have several outputs (from multi-output fusion on): cycle
+    /// checks then treat each group as one node.
+    multi_output_groups: bool,
+    /// Reachability between groups, while the instructions stay fixed (multi-output
+    /// fusion); kept up to date by [`Fuser::merge`].
+    reach: Option<reach::Reach>,
     /// Groups by index; a group merged into another is left empty.
     clusters: Vec<BTreeSet<InstId>>,
     /// Per group: whether it launches a kernel, and whether it holds a library call.
@@ -203,6 +208,7 @@ impl<'a> Fuser<'a> {
             copies: 0,
             added: Vec::new(),
             removed: HashSet::new(),
+            multi_output_groups: false,
             reach: None,
             clusters: Vec::new(),
             kernel: Vec::new(),
@@ -241,7 +247,8 @@ impl<'a> Fuser<'a> {
     }
     fn graph(&self) -> Graph<'_> {
         let pos = if self.pos_topological { Some(&self.pos) } else { None };
-        Graph { comp: self.module.comp(self.comp), users: &self.users, pos, reach: self.reach.as_ref() }
+        let groups = self.multi_output_groups.then_some((&self.cluster_of, self.clusters.as_slice()));
+        Graph { comp: self.module.comp(self.comp), users: &self.users, pos, groups, reach: self.reach.as_ref() }
     }
 
     /// Inserts `user` (once per use of `of`) into `of`'s user list at its place in
@@ -319,6 +326,9 @@ impl<'a> Fuser<'a> {
             self.cluster_of.insert(m, a);
         }
         self.clusters[a].extend(moved);
+        if let Some(reach) = &mut self.reach {
+            reach.merge(a, b);
+        }
         self.kernel[a] |= std::mem::take(&mut self.kernel[b]);
         self.library[a] |= std::mem::take(&mut self.library[b]);
     }

@@ -19,21 +19,21 @@
 //! rounds until a merge changes it or a group it feeds (`dirty`), which tries the same
 //! pairs in the same order as rescanning everything would.
 
-use super::rules::{check_group, is_expensive, role, Reach, Refusal, Role};
+use super::reach::Reach;
+use super::rules::{check_group, is_expensive, role, Refusal, Role};
 use super::{Effect, Fuser};
 use crate::ir::InstId;
 use std::collections::{BTreeSet, HashSet};
 
 pub(super) fn run(f: &mut Fuser) {
-    // The graph no longer changes: answer cycle checks from reachability rows.
-    if f.pos_topological {
-        f.reach = Reach::new(&f.comp().order, &f.users);
-    }
+    // Groups may get several outputs from here on, and the instructions no longer
+    // change: answer cycle checks from reachability rows between groups.
+    f.multi_output_groups = true;
+    f.reach = Reach::new(&f.comp().order, &f.users, &f.cluster_of, f.clusters.len());
     let mut tried: HashSet<Pair> = HashSet::new();
     let mut dirty: BTreeSet<usize> = (0..f.clusters.len()).collect();
     while producer_consumer_step(f, &mut tried, &mut dirty) {}
     siblings(f, &mut tried);
-    f.reach = None;
 }
 
 /// Two groups at their current sizes: a pair is tried again once either has grown.
@@ -182,27 +182,7 @@ fn already_refused(f: &Fuser, a: usize, b: usize, producer: InstId, consumer: In
         "refuse-max-size"
     } else {
         let Some(reach) = &f.reach else { return false };
-        let g = f.graph();
-        let inside = |x: InstId| ca.contains(&x) || cb.contains(&x);
-        let mut cycle = false;
-        'search: for m in members() {
-            for &u in g.users_of(m) {
-                if inside(u) {
-                    continue;
-                }
-                for t in members() {
-                    match reach.reaches(u, t) {
-                        Some(true) => {
-                            cycle = true;
-                            break 'search;
-                        }
-                        Some(false) => {}
-                        None => return false,
-                    }
-                }
-            }
-        }
-        if !cycle {
+        if !reach.groups_cycle(&[a, b]) {
             return false;
         }
         "refuse-cycle"

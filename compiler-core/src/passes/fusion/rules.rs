@@ -8,6 +8,7 @@
 //! *soft* (a budget or a profitability judgement: the size limit, duplicating an expensive
 //! op); a force-fuse override lifts soft refusals only.
 
+use super::reach::Reach;
 use super::{epilogue, reduction, FusionConfig, Pos};
 use cranelift_entity::SecondaryMap;
 use crate::ir::{BinaryOp, Computation, FusionKind, InstId, Instruction, Op};
@@ -96,61 +97,11 @@ pub(super) struct Graph<'a> {
     pub users: &'a HashMap<InstId, Vec<InstId>>,
     /// Program-order positions in which every operand precedes its users, when known.
     pub pos: Option<&'a SecondaryMap<InstId, Pos>>,
-    /// Who reaches whom, when computed (while the graph stays fixed).
+    /// Group of each grouped instruction and the groups, once groups may have several
+    /// outputs (multi-output fusion): then a cycle may pass through a group as a whole.
+    pub groups: Option<(&'a HashMap<InstId, usize>, &'a [BTreeSet<InstId>])>,
+    /// Who reaches whom between groups, when computed (multi-output fusion).
     pub reach: Option<&'a Reach>,
-}
-
-/// Reachability of a fixed graph as one bit row per instruction (row `x`, bit `y`: a path
-/// of one or more edges leads from `x` to `y`). Built only for graphs of at most
-/// [`Reach::MAX`] instructions, to bound its memory (`n * n / 8` bytes).
-pub(super) struct Reach {
-    index: SecondaryMap<InstId, u32>,
-    words: usize,
-    bits: Vec<u64>,
-}
-
-impl Reach {
-    pub const MAX: usize = 16_384;
-
-    /// `order` must list every operand before its users.
-    pub fn new(order: &[InstId], users: &HashMap<InstId, Vec<InstId>>) -> Option<Reach> {
-        let n = order.len();
-        if n > Reach::MAX {
-            return None;
-        }
-        let words = n.div_ceil(64).max(1);
-        let mut index = SecondaryMap::with_default(u32::MAX);
-        for (i, &id) in order.iter().enumerate() {
-            index[id] = i as u32;
-        }
-        let mut bits = vec![0u64; n * words];
-        for i in (0..n).rev() {
-            let (head, tail) = bits.split_at_mut((i + 1) * words);
-            let row = &mut head[i * words..];
-            for &u in users.get(&order[i]).map(Vec::as_slice).unwrap_or(&[]) {
-                let j = index[u] as usize;
-                if j == u32::MAX as usize || j <= i {
-                    return None;
-                }
-                row[j / 64] |= 1 << (j % 64);
-                let urow = &tail[(j - i - 1) * words..(j - i) * words];
-                for (w, &b) in row.iter_mut().zip(urow) {
-                    *w |= b;
-                }
-            }
-        }
-        Some(Reach { index, words, bits })
-    }
-
-    /// Whether a path leads from `x` to `y`; None if either is unknown.
-    pub fn reaches(&self, x: InstId, y: InstId) -> Option<bool> {
-        let (i, j) = (*self.index.get(x)?, *self.index.get(y)?);
-        if i == u32::MAX || j == u32::MAX {
-            return None;
-        }
-        let j = j as usize;
-        Some(self.bits[i as usize * self.words + j / 64] >> (j % 64) & 1 == 1)
-    }
 }
 
 impl Graph<'_> {
@@ -194,13 +145,22 @@ impl Graph<'_> {
 
     /// Whether making `members` one kernel creates a cycle: a path that leaves the set
     /// and comes back into it (the kernel would wait on its own output).
+    pub fn creates_cycle(&self, members: &BTreeSet<InstId>) -> bool {
+        if let Some(cycle) = self.reach.and_then(|r| r.creates_cycle(members)) {
+            return cycle;
+        }
+        match self.groups {
+            Some((group_of, groups)) => self.cycle_through_groups(members, group_of, groups),
+            None => self.cycle_through_instructions(members),
+        }
+    }
+
+    /// The check while every group has one output, which all its members feed through
+    /// members: a path through a group is then a path through instructions.
     ///
     /// Positions go up along every edge, so an instruction after the last member cannot
     /// lead back into the set: the walk stays between the first and last member.
-    pub fn creates_cycle(&self, members: &BTreeSet<InstId>) -> bool {
-        if let Some(cycle) = self.reach.and_then(|r| self.cycle_by_reach(r, members)) {
-            return cycle;
-        }
+    fn cycle_through_instructions(&self, members: &BTreeSet<InstId>) -> bool {
         let last = self.pos.and_then(|pos| members.iter().map(|&m| pos[m]).max());
         let may_return = |id: InstId| match (self.pos, last) {
             (Some(pos), Some(last)) => pos[id] < last,
@@ -225,22 +185,43 @@ impl Graph<'_> {
         false
     }
 
-    /// [`Graph::creates_cycle`] from the reachability rows: an outside user of a member
-    /// that reaches a member (the first member on that path is reached from outside).
-    fn cycle_by_reach(&self, reach: &Reach, members: &BTreeSet<InstId>) -> Option<bool> {
+    /// The check once groups may have several outputs: reaching one member of a group
+    /// reaches all of its outputs, since the group runs as one kernel. (No pruning by
+    /// position: a group may hold members on both sides of the set.)
+    fn cycle_through_groups(
+        &self,
+        members: &BTreeSet<InstId>,
+        group_of: &HashMap<InstId, usize>,
+        groups: &[BTreeSet<InstId>],
+    ) -> bool {
+        let mut seen = HashSet::new();
+        let mut expanded = HashSet::new();
+        let mut stack: Vec<InstId> = Vec::new();
         for &m in members {
-            for &u in self.users_of(m) {
-                if members.contains(&u) {
-                    continue;
-                }
-                for &t in members {
-                    if reach.reaches(u, t)? {
-                        return Some(true);
+            stack.extend(self.users_of(m).iter().copied().filter(|&u| !members.contains(&u)));
+        }
+        while let Some(id) = stack.pop() {
+            if !seen.insert(id) {
+                continue;
+            }
+            if let Some(&g) = group_of.get(&id) {
+                if expanded.insert(g) {
+                    for &m in groups.get(g).into_iter().flatten() {
+                        if members.contains(&m) {
+                            return true;
+                        }
+                        stack.push(m);
                     }
                 }
             }
+            for &u in self.users_of(id) {
+                if members.contains(&u) {
+                    return true;
+                }
+                stack.push(u);
+            }
         }
-        Some(false)
+        false
     }
 
     /// Whether some member of `members` downstream of `p` broadcasts a value, so that

@@ -666,3 +666,37 @@ fn opaque_producer_is_refused_with_its_reason() {
     assert_eq!(refusal.rule, "refuse-opaque-producer");
     assert!(refusal.reason.contains("sort needs the whole array"), "{}", refusal.reason);
 }
+
+/// Found by the randomized pipeline test: sibling fusion gives a group two outputs, one
+/// fed by kernel A and one feeding kernel B, with no instruction path from A to B. A
+/// later merge of A and B must see the path through that group (it would wait on the
+/// group, which waits on it) instead of building a module with a cycle.
+#[test]
+fn merges_see_paths_through_multi_output_groups() {
+    let text = "func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %v0 = stablehlo.negate %arg1 : tensor<4x8xf32>
+  %i1 = stablehlo.constant dense<0x7F800000> : tensor<f32>
+  %r1 = stablehlo.reduce(%arg0 init: %i1) applies stablehlo.minimum across dimensions = [1] : (tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>
+  %v1 = stablehlo.broadcast_in_dim %r1, dims = [0] : (tensor<4xf32>) -> tensor<4x8xf32>
+  %r2 = stablehlo.reduce(%v0 init: %i1) applies stablehlo.minimum across dimensions = [1] : (tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>
+  %v2 = stablehlo.broadcast_in_dim %r2, dims = [0] : (tensor<4xf32>) -> tensor<4x8xf32>
+  %i3 = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %r3 = stablehlo.reduce(%v1 init: %i3) applies stablehlo.maximum across dimensions = [1] : (tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>
+  %v3 = stablehlo.broadcast_in_dim %r3, dims = [0] : (tensor<4xf32>) -> tensor<4x8xf32>
+  %v4 = stablehlo.multiply %v3, %v0 : tensor<4x8xf32>
+  %v8 = stablehlo.exponential %v4 : tensor<4x8xf32>
+  %i9 = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %r9 = stablehlo.reduce(%v8 init: %i9) applies stablehlo.add across dimensions = [1] : (tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>
+  %v9 = stablehlo.broadcast_in_dim %r9, dims = [0] : (tensor<4xf32>) -> tensor<4x8xf32>
+  %v10 = stablehlo.multiply %arg0, %v2 : tensor<4x8xf32>
+  return %v10, %v4 : tensor<4x8xf32>, tensor<4x8xf32>
+}";
+    let mut m = crate::parse::mlir::parse(text).expect("the program parses");
+    crate::passes::dce::Dce.run(&mut m, &mut PassLog::default());
+    let (fused, d) = fuse(&m, FusionConfig::default());
+    assert!(has(&d, false, "refuse-cycle"), "the cyclic merge is refused: {d:#?}");
+    assert!(has(&d, true, "sibling-multi-output-fusion"));
+    // min(-arg1); min(arg0) with arg0 * v2 (siblings reading arg0); max of r1's
+    // broadcast; v3 * -arg1.
+    assert_eq!(cost(&fused).0, 4);
+}

@@ -10,6 +10,11 @@ its inputs, XLA:CPU's compile and run times, and its outputs.
                           xla_run_min_s, xla_iters, inputs/outputs, rtol, atol
         compile_s is lower + compile of a fresh function (no cache hit), the best of two;
         run times are over timed runs after a warm-up, each ended by block_until_ready.
+    python tools/bench/xla_bench.py time OUT_DIR NAME...
+        Times XLA's runs of exported programs again, in this fresh process, on the
+        inputs saved by export: one JSON line per program {"name", "run_median_s",
+        "run_min_s"}. `cargo xtask bench` alternates such rounds with hloscope's, so
+        that a burst of load on a shared machine does not decide a ratio.
     python tools/bench/xla_bench.py compare PROGRAM_DIR HLOSCOPE_OUT_DIR
         Prints one JSON line {"ok", "max_abs_err", "max_rel_err", "detail"} comparing
         hloscope's out*.npy with XLA's xla_out*.npy within the program's tolerance.
@@ -22,6 +27,7 @@ import json
 import os
 import sys
 import time
+import zlib
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -184,8 +190,6 @@ def save_npy(path, a):
 
 
 def export(prog, out_root, quick):
-    import zlib
-
     rng = np.random.default_rng(zlib.crc32(prog["name"].encode()))
     fn, args = prog["make"](rng, quick)
     folder = os.path.join(out_root, prog["name"])
@@ -211,6 +215,7 @@ def export(prog, out_root, quick):
         xla_run_median_s=float(np.median(times)),
         xla_run_min_s=float(np.min(times)),
         xla_iters=len(times),
+        quick=quick,
         inputs=[dict(shape=list(np.shape(a)), dtype=np.asarray(a).dtype.name) for a in args],
         outputs=[dict(shape=list(np.shape(r)), dtype=np.asarray(r).dtype.name) for r in results],
         **prog["tol"],
@@ -219,6 +224,19 @@ def export(prog, out_root, quick):
         json.dump(meta, f, indent=2)
         f.write("\n")
     return meta
+
+
+def time_again(out_root, names):
+    by_name = {p["name"]: p for p in PROGRAMS}
+    for name in names:
+        folder = os.path.join(out_root, name)
+        with open(os.path.join(folder, "xla.json")) as f:
+            meta = json.load(f)
+        fn, _ = by_name[name]["make"](np.random.default_rng(zlib.crc32(name.encode())), meta.get("quick", False))
+        args = [jax.device_put(jnp.asarray(np.load(os.path.join(folder, f"in{i}.npy")))) for i in range(len(meta["inputs"]))]
+        compiled = jax.jit(fn, keep_unused=True).lower(*args).compile()
+        times = timed_runs(compiled, args)
+        print(json.dumps(dict(name=name, run_median_s=float(np.median(times)), run_min_s=float(np.min(times)))), flush=True)
 
 
 def compare(prog_dir, out_dir):
@@ -259,12 +277,18 @@ def main():
     ex.add_argument("out")
     ex.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
     ex.add_argument("--only", nargs="*", help="program names")
+    again = sub.add_parser("time")
+    again.add_argument("out")
+    again.add_argument("names", nargs="+")
     cmp = sub.add_parser("compare")
     cmp.add_argument("program_dir")
     cmp.add_argument("out_dir")
     a = ap.parse_args()
     if a.cmd == "compare":
         compare(a.program_dir, a.out_dir)
+        return
+    if a.cmd == "time":
+        time_again(a.out, a.names)
         return
     names = []
     for prog in PROGRAMS:

@@ -8,7 +8,7 @@
 #[path = "common/random_graphs.rs"]
 mod random_graphs;
 
-use random_graphs::{arguments, inputs, program, same_bits, step, Ops};
+use random_graphs::{arguments, case, program, same_bits, Ops};
 use hloscope_core::interp::Interpreter;
 use hloscope_core::kernel::KernelKind;
 use hloscope_core::targets::cpu;
@@ -19,12 +19,11 @@ proptest! {
 
     #[test]
     fn compiled_random_graphs_match_the_interpreter_bit_for_bit(
-        steps in prop::collection::vec(step(Ops::Exact), 1..24),
-        values in inputs(),
+        (n, steps, values) in case(Ops::Exact, 24),
     ) {
-        let text = program(&steps);
+        let text = program(n, &steps);
         let module = hloscope_core::parse::mlir::parse(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
-        let args = arguments(&values);
+        let args = arguments(n, &values);
         let want = Interpreter::new(&module).run(&args).map_err(|e| TestCaseError::fail(e.to_string()))?;
         let optimized = cpu::optimize(&module).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
         let exe = cpu::compile(&optimized).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;

@@ -6,7 +6,7 @@
 #[path = "common/random_graphs.rs"]
 mod random_graphs;
 
-use random_graphs::{arguments, inputs, program, same_bits, step, Ops};
+use random_graphs::{arguments, case, program, same_bits, Ops};
 use hloscope_core::interp::Interpreter;
 use hloscope_core::passes::pipeline::{run_pipeline, PipelineConfig};
 use proptest::prelude::*;
@@ -16,12 +16,11 @@ proptest! {
 
     #[test]
     fn the_pipeline_keeps_random_graphs_bit_identical(
-        steps in prop::collection::vec(step(Ops::All), 1..24),
-        values in inputs(),
+        (n, steps, values) in case(Ops::All, 24),
     ) {
-        let text = program(&steps);
+        let text = program(n, &steps);
         let mut module = hloscope_core::parse::mlir::parse(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
-        let args = arguments(&values);
+        let args = arguments(n, &values);
         let before = Interpreter::new(&module).run(&args).map_err(|e| TestCaseError::fail(e.to_string()))?;
         let snapshots = run_pipeline(&mut module, &PipelineConfig { snapshots: false, ..Default::default() })
             .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;

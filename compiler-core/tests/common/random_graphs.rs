@@ -1,5 +1,6 @@
 //! Random programs for the randomized tests: proptest strategies for small graphs of
-//! `f32[8,8]` values built from elementwise ops, row and column reductions broadcast
+//! `f32[n,n]` values (n from 1 to 33, and now and then 260 so that kernels split across
+//! threads; odd sizes leave scalar tails after vector loops) built from elementwise ops, row and column reductions broadcast
 //! back, data movement (transpose, reverse, slices with concatenate or pad) and scaled
 //! copies — the material fusion works on — printed as StableHLO text.
 //!
@@ -11,9 +12,6 @@
 use hloscope_core::ir::{Data, ElementType, Literal, Shape, Value};
 use proptest::prelude::*;
 
-/// Every value of a program has this type.
-pub const T: &str = "tensor<8x8xf32>";
-
 /// One step; operands are indices of earlier values (taken modulo how many exist).
 #[derive(Clone, Debug)]
 pub enum Step {
@@ -22,13 +20,13 @@ pub enum Step {
     /// `select(a > b, a, c)`.
     SelectGreater(usize, usize, usize),
     /// Reduce over dimension 1 (a row reduction) or 0 (a column reduction) with `op`,
-    /// then broadcast the `[8]` result back along the reduced dimension.
+    /// then broadcast the `[n]` result back along the reduced dimension.
     Reduce(&'static str, i64, usize),
     Transpose(usize),
     Reverse(i64, usize),
     /// The two halves along a dimension swapped: concatenate(slice(hi), slice(lo)).
     SwapHalves(i64, usize),
-    /// The first 6 rows, padded with one row of `c` above and below.
+    /// The first n - 2 rows, padded with one row of `c` above and below.
     PadRows(usize, i8),
     /// Multiplied by a broadcast scalar constant.
     Scale(usize, i8),
@@ -67,20 +65,28 @@ pub fn step(ops: Ops) -> BoxedStrategy<Step> {
     .boxed()
 }
 
-/// The program as StableHLO text: two `f32[8,8]` parameters, then the steps; returns
+/// A program's size and steps, and its inputs (`2 * n * n` values).
+pub fn case(ops: Ops, max_steps: usize) -> impl Strategy<Value = (usize, Vec<Step>, Vec<f64>)> {
+    prop_oneof![20 => prop::sample::select(vec![1usize, 2, 3, 5, 8, 13, 17, 33]), 1 => Just(260usize)]
+        .prop_flat_map(move |n| (Just(n), prop::collection::vec(step(ops), 1..max_steps), inputs(2 * n * n)))
+}
+
+/// The program as StableHLO text: two `f32[n,n]` parameters, then the steps; returns
 /// the last value and one from the middle (so that fusion sees several outputs).
-pub fn program(steps: &[Step]) -> String {
+pub fn program(n: usize, steps: &[Step]) -> String {
+    let t = format!("tensor<{n}x{n}xf32>");
+    let t = t.as_str();
     let mut body = String::new();
     let mut values = vec!["%arg0".to_string(), "%arg1".to_string()];
     for (i, s) in steps.iter().enumerate() {
         let pick = |k: usize| values[k % values.len()].clone();
         let v = format!("%v{i}");
         let line = match s {
-            Step::Unary(op, a) => format!("{v} = stablehlo.{op} {} : {T}", pick(*a)),
-            Step::Binary(op, a, b) => format!("{v} = stablehlo.{op} {}, {} : {T}", pick(*a), pick(*b)),
+            Step::Unary(op, a) => format!("{v} = stablehlo.{op} {} : {t}", pick(*a)),
+            Step::Binary(op, a, b) => format!("{v} = stablehlo.{op} {}, {} : {t}", pick(*a), pick(*b)),
             Step::SelectGreater(a, b, c) => format!(
-                "%p{i} = stablehlo.compare GT, {a}, {b} : ({T}, {T}) -> tensor<8x8xi1>\n  \
-                 {v} = stablehlo.select %p{i}, {a}, {c} : tensor<8x8xi1>, {T}",
+                "%p{i} = stablehlo.compare GT, {a}, {b} : ({t}, {t}) -> tensor<{n}x{n}xi1>\n  \
+                 {v} = stablehlo.select %p{i}, {a}, {c} : tensor<{n}x{n}xi1>, {t}",
                 a = pick(*a),
                 b = pick(*b),
                 c = pick(*c)
@@ -93,34 +99,44 @@ pub fn program(steps: &[Step]) -> String {
                 };
                 format!(
                     "%i{i} = stablehlo.constant dense<{init}> : tensor<f32>\n  \
-                     %r{i} = stablehlo.reduce({} init: %i{i}) applies stablehlo.{op} across dimensions = [{dim}] : ({T}, tensor<f32>) -> tensor<8xf32>\n  \
-                     {v} = stablehlo.broadcast_in_dim %r{i}, dims = [{keep}] : (tensor<8xf32>) -> {T}",
+                     %r{i} = stablehlo.reduce({} init: %i{i}) applies stablehlo.{op} across dimensions = [{dim}] : ({t}, tensor<f32>) -> tensor<{n}xf32>\n  \
+                     {v} = stablehlo.broadcast_in_dim %r{i}, dims = [{keep}] : (tensor<{n}xf32>) -> {t}",
                     pick(*a),
                     keep = 1 - dim
                 )
             }
-            Step::Transpose(a) => format!("{v} = stablehlo.transpose {}, dims = [1, 0] : ({T}) -> {T}", pick(*a)),
-            Step::Reverse(d, a) => format!("{v} = stablehlo.reverse {}, dims = [{d}] : {T}", pick(*a)),
+            Step::Transpose(a) => format!("{v} = stablehlo.transpose {}, dims = [1, 0] : ({t}) -> {t}", pick(*a)),
+            Step::Reverse(d, a) => format!("{v} = stablehlo.reverse {}, dims = [{d}] : {t}", pick(*a)),
             Step::SwapHalves(d, a) => {
-                let half = if *d == 0 { "tensor<4x8xf32>" } else { "tensor<8x4xf32>" };
-                let (lo, hi) = if *d == 0 { ("[0:4, 0:8]", "[4:8, 0:8]") } else { ("[0:8, 0:4]", "[0:8, 4:8]") };
+                let h = n / 2;
+                let part = |from: usize, to: usize| {
+                    let rows = if *d == 0 { (from, to) } else { (0, n) };
+                    let cols = if *d == 0 { (0, n) } else { (from, to) };
+                    let ty = format!("tensor<{}x{}xf32>", rows.1 - rows.0, cols.1 - cols.0);
+                    (format!("[{}:{}, {}:{}]", rows.0, rows.1, cols.0, cols.1), ty)
+                };
+                let ((lo, lo_t), (hi, hi_t)) = (part(0, h), part(h, n));
                 format!(
-                    "%lo{i} = stablehlo.slice {a} {lo} : ({T}) -> {half}\n  \
-                     %hi{i} = stablehlo.slice {a} {hi} : ({T}) -> {half}\n  \
-                     {v} = stablehlo.concatenate %hi{i}, %lo{i}, dim = {d} : ({half}, {half}) -> {T}",
+                    "%lo{i} = stablehlo.slice {a} {lo} : ({t}) -> {lo_t}\n  \
+                     %hi{i} = stablehlo.slice {a} {hi} : ({t}) -> {hi_t}\n  \
+                     {v} = stablehlo.concatenate %hi{i}, %lo{i}, dim = {d} : ({hi_t}, {lo_t}) -> {t}",
                     a = pick(*a)
                 )
             }
-            Step::PadRows(a, c) => format!(
-                "%s{i} = stablehlo.slice {} [0:6, 0:8] : ({T}) -> tensor<6x8xf32>\n  \
-                 %c{i} = stablehlo.constant dense<{c}.0> : tensor<f32>\n  \
-                 {v} = stablehlo.pad %s{i}, %c{i}, low = [1, 0], high = [1, 0], interior = [0, 0] : (tensor<6x8xf32>, tensor<f32>) -> {T}",
-                pick(*a)
-            ),
+            Step::PadRows(a, c) => {
+                let k = n.saturating_sub(2);
+                format!(
+                    "%s{i} = stablehlo.slice {} [0:{k}, 0:{n}] : ({t}) -> tensor<{k}x{n}xf32>\n  \
+                     %c{i} = stablehlo.constant dense<{c}.0> : tensor<f32>\n  \
+                     {v} = stablehlo.pad %s{i}, %c{i}, low = [1, 0], high = [{high}, 0], interior = [0, 0] : (tensor<{k}x{n}xf32>, tensor<f32>) -> {t}",
+                    pick(*a),
+                    high = n - k - 1
+                )
+            }
             Step::Scale(a, c) => format!(
                 "%c{i} = stablehlo.constant dense<{c}.0> : tensor<f32>\n  \
-                 %b{i} = stablehlo.broadcast_in_dim %c{i}, dims = [] : (tensor<f32>) -> {T}\n  \
-                 {v} = stablehlo.multiply {}, %b{i} : {T}",
+                 %b{i} = stablehlo.broadcast_in_dim %c{i}, dims = [] : (tensor<f32>) -> {t}\n  \
+                 {v} = stablehlo.multiply {}, %b{i} : {t}",
                 pick(*a)
             ),
         };
@@ -131,21 +147,19 @@ pub fn program(steps: &[Step]) -> String {
     }
     let last = values.last().cloned().unwrap_or_default();
     let middle = &values[values.len() / 2];
-    format!("func.func @main(%arg0: {T}, %arg1: {T}) -> ({T}, {T}) {{\n{body}  return {last}, {middle} : {T}, {T}\n}}\n")
+    format!("func.func @main(%arg0: {t}, %arg1: {t}) -> ({t}, {t}) {{\n{body}  return {last}, {middle} : {t}, {t}\n}}\n")
 }
 
-/// The two `f32[8,8]` arguments from 128 values.
-pub fn arguments(values: &[f64]) -> [Value; 2] {
-    let shape = Shape::new(ElementType::F32, vec![8, 8]);
-    [
-        Value::Array(Literal::from_f64s(shape.clone(), &values[..64])),
-        Value::Array(Literal::from_f64s(shape, &values[64..128])),
-    ]
+/// The two `f32[n,n]` arguments from `2 * n * n` values.
+pub fn arguments(n: usize, values: &[f64]) -> [Value; 2] {
+    let shape = Shape::new(ElementType::F32, vec![n as i64, n as i64]);
+    let (a, b) = values.split_at(n * n);
+    [Value::Array(Literal::from_f64s(shape.clone(), a)), Value::Array(Literal::from_f64s(shape, b))]
 }
 
 /// Inputs: mostly in [-3, 3], with zeros of both signs and small integers mixed in.
-pub fn inputs() -> impl Strategy<Value = Vec<f64>> {
-    prop::collection::vec(prop_oneof![6 => -3.0f64..3.0, 1 => Just(0.0), 1 => Just(-0.0), 2 => (-4i8..5).prop_map(f64::from)], 128)
+pub fn inputs(len: usize) -> impl Strategy<Value = Vec<f64>> {
+    prop::collection::vec(prop_oneof![6 => -3.0f64..3.0, 1 => Just(0.0), 1 => Just(-0.0), 2 => (-4i8..5).prop_map(f64::from)], len)
 }
 
 /// Bit-identical values (any NaN equals any NaN).

@@ -194,7 +194,7 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
     // Converting the inputs is not compiling: it stays out of the clock.
     let parse_s = started.elapsed();
     let arguments = if input_files.is_empty() {
-        inputs::random(&module, args.seed)
+        hloscope_core::interp::random_inputs(&module, args.seed)
     } else {
         inputs::from_npy(&module, &input_files).map_err(RunError)?
     };

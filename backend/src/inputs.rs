@@ -1,12 +1,11 @@
 //! Entry arguments for `hloscope run`: read from `.npy` files, or made up
-//! deterministically from a seed.
+//! deterministically from a seed (`hloscope_core::interp::random_inputs`).
 //!
 //! Every check here names the parameter it concerns, because a wrong input is the most
 //! common mistake a person makes on the command line.
 
 use crate::npy::{self, NpyArray};
-use hloscope_core::ir::literal::round_float;
-use hloscope_core::ir::{Data, ElementType, Literal, Module, Shape, Type, Value};
+use hloscope_core::ir::{ElementType, Module, Shape, Type, Value};
 
 /// How a parameter is named in messages: `parameter 0 (%x: f32[2,3])`.
 pub fn describe_param(module: &Module, index: usize) -> String {
@@ -96,113 +95,5 @@ fn plural(n: usize) -> &'static str {
         ""
     } else {
         "s"
-    }
-}
-
-/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and the same on every platform,
-/// so `--seed N` gives the same inputs everywhere.
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [0, 1) with 53 random bits.
-    pub fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
-/// Signed integers are drawn from [-RANGE, RANGE), unsigned from [0, 2*RANGE): small
-/// enough to be valid indices and shift amounts in most programs.
-const INT_RANGE: i64 = 8;
-
-/// Deterministic arguments for every entry parameter: floats uniform in [-1, 1),
-/// integers in a small range, preds fair coin flips. Tuples are filled element-wise.
-pub fn random(module: &Module, seed: u64) -> Vec<Value> {
-    let mut rng = SplitMix64::new(seed);
-    module
-        .entry_comp()
-        .param_types()
-        .iter()
-        .map(|t| random_value(t, &mut rng))
-        .collect()
-}
-
-fn random_value(ty: &Type, rng: &mut SplitMix64) -> Value {
-    match ty {
-        Type::Array(s) => Value::Array(random_literal(s, rng)),
-        Type::Tuple(ts) => Value::Tuple(ts.iter().map(|t| random_value(t, rng)).collect()),
-        Type::Token => Value::Token,
-    }
-}
-
-fn random_literal(shape: &Shape, rng: &mut SplitMix64) -> Literal {
-    let n = shape.num_elements();
-    let elem = shape.elem;
-    let shape = Shape::new(elem, shape.dims.clone());
-    let data = if elem.is_pred() {
-        Data::Pred((0..n).map(|_| rng.next_u64() >> 63 == 1).collect())
-    } else if elem.is_signed_int() {
-        Data::S(
-            (0..n)
-                .map(|_| (rng.next_u64() % (2 * INT_RANGE) as u64) as i64 - INT_RANGE)
-                .collect(),
-        )
-    } else if elem.is_unsigned_int() {
-        Data::U(
-            (0..n)
-                .map(|_| rng.next_u64() % (2 * INT_RANGE) as u64)
-                .collect(),
-        )
-    } else {
-        Data::F(
-            (0..n)
-                .map(|_| {
-                    let v = round_float(elem, rng.next_f64() * 2.0 - 1.0);
-                    // Rounding to a narrow type can reach 1.0; keep the interval half-open.
-                    if v >= 1.0 {
-                        round_float(elem, 0.99)
-                    } else {
-                        v
-                    }
-                })
-                .collect(),
-        )
-    };
-    Literal::new(shape, data)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn splitmix_matches_the_reference_sequence() {
-        // First outputs of SplitMix64 seeded with 0 (from the published reference code).
-        let mut r = SplitMix64::new(0);
-        assert_eq!(r.next_u64(), 0xE220_A839_7B1D_CDAF);
-        assert_eq!(r.next_u64(), 0x6E78_9E6A_A1B9_65F4);
-    }
-
-    #[test]
-    fn random_literals_stay_in_range() {
-        let mut r = SplitMix64::new(7);
-        let f = random_literal(&Shape::new(ElementType::BF16, vec![1000]), &mut r);
-        assert!(f.to_f64_vec().iter().all(|&v| (-1.0..1.0).contains(&v)));
-        let s = random_literal(&Shape::new(ElementType::S8, vec![1000]), &mut r);
-        assert!(s.to_f64_vec().iter().all(|&v| (-8.0..8.0).contains(&v)));
-        let u = random_literal(&Shape::new(ElementType::U32, vec![1000]), &mut r);
-        assert!(u.to_f64_vec().iter().all(|&v| (0.0..16.0).contains(&v)));
-        let p = random_literal(&Shape::new(ElementType::Pred, vec![1000]), &mut r);
-        let trues = p.to_f64_vec().iter().filter(|&&v| v == 1.0).count();
-        assert!((400..600).contains(&trues), "{trues} of 1000 true");
     }
 }

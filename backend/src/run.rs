@@ -128,7 +128,7 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
         (None, None) => return Err(RunError("internal error: no module to run".into())),
     };
     let arguments = if args.random_inputs {
-        inputs::random(module, args.seed)
+        hloscope_core::interp::random_inputs(module, args.seed)
     } else {
         inputs::from_npy(module, &input_files).map_err(RunError)?
     };

@@ -3,7 +3,7 @@
 //! and, for every sample, bit-identical interpreter outputs before and after fusion.
 
 use hloscope_core::cost::{module_cost, profiles};
-use hloscope_core::ir::{Data, ElementType, FusionKind, Literal, Module, Op, Shape, Value};
+use hloscope_core::ir::{FusionKind, Module, Op};
 use hloscope_core::passes::fusion::{FusionConfig, FusionPass};
 use hloscope_core::passes::{Decision, Pass, PassLog};
 
@@ -11,34 +11,6 @@ fn sample(name: &str) -> Module {
     let path = format!("{}/tests/mlir_samples/{name}.mlir", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     hloscope_core::parse::mlir::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
-/// Reproducible inputs: floats in [-2, 2), integers in [0, 6), random preds.
-fn random_inputs(m: &Module, seed: u64) -> Vec<Value> {
-    let mut state = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut next = move || {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        state >> 11
-    };
-    m.entry_comp()
-        .param_types()
-        .iter()
-        .map(|t| {
-            let s = t.as_array().expect("array parameter").clone();
-            let n = s.num_elements();
-            let shape = Shape::new(s.elem, s.dims.clone());
-            let lit = if s.elem.is_float() {
-                let v: Vec<f64> = (0..n).map(|_| (next() as f64 / (1u64 << 53) as f64) * 4.0 - 2.0).collect();
-                Literal::from_f64s(shape, &v)
-            } else if s.elem == ElementType::Pred {
-                Literal::new(shape, Data::Pred((0..n).map(|_| next() % 2 == 1).collect()))
-            } else {
-                let v: Vec<i64> = (0..n).map(|_| (next() % 6) as i64).collect();
-                Literal::from_i64s(shape, &v)
-            };
-            Value::Array(lit)
-        })
-        .collect()
 }
 
 /// Fuses `m` and checks that it computes the same bits on random inputs (or fails the
@@ -49,7 +21,7 @@ fn fuse(m: &Module) -> (Module, Vec<Decision>) {
     FusionPass::new(FusionConfig::default()).run(&mut fused, &mut log);
     hloscope_core::verify::verify(&fused).unwrap_or_else(|e| panic!("the fused module is invalid: {e}"));
     for seed in 0..4 {
-        let args = random_inputs(m, seed);
+        let args = hloscope_core::interp::random_inputs(m, seed);
         let want = hloscope_core::interp::run(m, &args);
         let got = hloscope_core::interp::run(&fused, &args);
         match (want, got) {

@@ -9,7 +9,7 @@
 mod corpus;
 
 use hloscope_core::interp::Interpreter;
-use hloscope_core::ir::{Data, Literal, Module, Shape, Type, Value};
+use hloscope_core::ir::{Data, Literal, Module, Value};
 use hloscope_core::passes::pipeline::{parse_pipeline_spec, run_pipeline, run_pipeline_observed, PipelineConfig, PipelineError};
 use std::path::Path;
 use std::sync::Mutex;
@@ -98,36 +98,6 @@ fn check_pipeline(mut module: Module, args: &[Value]) -> Result<Option<usize>, S
     }
 }
 
-/// Deterministic inputs for the entry's parameters (xorshift; floats in [-2, 2)).
-fn random_args(module: &Module, seed: u64) -> Vec<Value> {
-    let mut state = seed | 1;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    module
-        .entry_comp()
-        .param_types()
-        .iter()
-        .map(|t| match t {
-            Type::Array(s) => {
-                let shape = Shape::new(s.elem, s.dims.clone());
-                let n = shape.num_elements();
-                if s.elem.is_float() {
-                    let v: Vec<f64> = (0..n).map(|_| (next() % 4096) as f64 / 1024.0 - 2.0).collect();
-                    Value::Array(Literal::from_f64s(shape, &v))
-                } else {
-                    let v: Vec<i64> = (0..n).map(|_| (next() % 16) as i64 - if s.elem.is_signed_int() { 8 } else { 0 }).collect();
-                    Value::Array(Literal::from_i64s(shape, &v))
-                }
-            }
-            _ => Value::Token,
-        })
-        .collect()
-}
-
 #[test]
 fn every_pass_preserves_the_conformance_corpus() {
     let cases = corpus::collect_cases(&corpus::corpus_dir());
@@ -168,7 +138,7 @@ fn every_pass_preserves_the_jax_corpus() {
         for file in ["module.mlir", "xla.hlo"] {
             let text = std::fs::read_to_string(program.join(file)).unwrap();
             let module = hloscope_core::parse::parse_module(&text).unwrap();
-            let args = random_args(&module, 7);
+            let args = hloscope_core::interp::random_inputs(&module, 7);
             match check_pipeline(module, &args) {
                 Ok(Some(_)) => checked += 1,
                 Ok(None) => panic!("{}/{file} does not run on the interpreter", program.display()),

@@ -18,6 +18,7 @@ mod elementwise;
 mod gather_scatter;
 mod index;
 mod linalg;
+mod random_inputs;
 mod reduce;
 mod rng;
 mod shape_ops;
@@ -25,6 +26,8 @@ pub(crate) mod sort;
 #[cfg(test)]
 pub(crate) mod testutil;
 mod window;
+
+pub use random_inputs::{random_inputs, SplitMix64};
 
 use crate::ir::{CompId, Data, InstId, Instruction, Literal, Loc, Module, Op, Shape, Type, Value};
 use cranelift_entity::SecondaryMap;

@@ -6,7 +6,7 @@
 use super::*;
 use crate::cost::{module_cost, profiles};
 use crate::interp::testutil::*;
-use crate::ir::{BinaryOp, DotDims, ElementType::*, FusionKind, Literal, Shape, Type, UnaryOp, Value};
+use crate::ir::{BinaryOp, DotDims, ElementType::*, FusionKind, Type, UnaryOp};
 
 fn unary(u: UnaryOp) -> Op {
     Op::Unary(u)
@@ -21,25 +21,6 @@ fn matmul() -> Op {
     Op::Dot(DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..Default::default() })
 }
 
-/// Random f32 inputs in [-2, 2) for the entry's parameters (a fixed LCG: reproducible).
-fn random_inputs(m: &Module, seed: u64) -> Vec<Value> {
-    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    m.entry_comp()
-        .param_types()
-        .iter()
-        .map(|t| {
-            let s = t.as_array().expect("array parameter").clone();
-            let values: Vec<f64> = (0..s.num_elements())
-                .map(|_| {
-                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                    ((state >> 11) as f64 / (1u64 << 53) as f64) * 4.0 - 2.0
-                })
-                .collect();
-            Value::Array(Literal::from_f64s(Shape::new(s.elem, s.dims), &values))
-        })
-        .collect()
-}
-
 /// Runs the pass with `cfg`; checks that the result passes the verifier, runs
 /// bit-identically to the input on random inputs, and keeps names unique.
 fn fuse(m: &Module, cfg: FusionConfig) -> (Module, Vec<Decision>) {
@@ -49,7 +30,7 @@ fn fuse(m: &Module, cfg: FusionConfig) -> (Module, Vec<Decision>) {
     crate::verify::verify(m).expect("the test module is valid");
     crate::verify::verify(&fused).unwrap_or_else(|e| panic!("the fused module is invalid: {e}"));
     for seed in 0..3 {
-        let args = random_inputs(m, seed);
+        let args = crate::interp::random_inputs(m, seed);
         let want = crate::interp::run(m, &args).expect("the original runs").flatten();
         let got = crate::interp::run(&fused, &args).expect("the fused module runs").flatten();
         assert_eq!(got.len(), want.len());

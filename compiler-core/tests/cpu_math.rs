@@ -432,3 +432,67 @@ impl<T: AsRef<[f32]>> MapBits for T {
         self.as_ref().iter().map(|v| if v.is_nan() { 0x7FC0_0000 } else { v.to_bits() }).collect()
     }
 }
+
+#[test]
+fn exp_fast_and_rare_paths_agree() {
+    // exp takes its one-step scaling where every lane of a vector has |x| <= 87 (69
+    // without FMA), and the clamped two-factor path where any lane needs it (subnormal
+    // results, overflow, infinities). Each group of four is one vector: all-fast groups,
+    // and groups with one rare lane in each position, so both paths run on the same
+    // ordinary values.
+    let ordinary = [0.5f32, -1.25, 3.0, -68.99];
+    let rare = [-87.5f32, -100.0, -103.5, 88.5, 88.8, 200.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
+    let mut x: Vec<f32> = ordinary.to_vec();
+    x.extend_from_slice(&[87.0, -87.0, 1e-30, -0.0]);
+    for &r in &rare {
+        for pos in 0..4 {
+            let mut g = ordinary;
+            g[pos] = r;
+            x.extend_from_slice(&g);
+        }
+    }
+    let y = vec![0f32; x.len()];
+    // `run` also checks that scalar and vector code agree bit for bit.
+    for (fma, got) in run(Op::U(UnaryOp::Exp), &x, &y) {
+        for (i, (&xi, &g)) in x.iter().zip(&got).enumerate() {
+            let want = (xi as f64).exp() as f32;
+            assert!(ulps(g, want) <= 1, "fma={fma} exp({xi:e}) at {i}: got {g:e}, want {want:e}");
+        }
+        // Hand-checked values: a subnormal result (exp(-100) = 3.72008e-44 =
+        // 26.55 * 2^-149, so 27 * 2^-149), overflow, underflow to 0, NaN.
+        let at = |v: f32| got[x.iter().position(|&a| a.to_bits() == v.to_bits()).unwrap()];
+        assert_eq!(at(1e-30), 1.0);
+        assert_eq!(at(-0.0), 1.0);
+        assert_eq!(at(-100.0).to_bits(), 27);
+        assert_eq!(at(88.8), f32::INFINITY);
+        assert_eq!(at(f32::INFINITY), f32::INFINITY);
+        assert_eq!(at(f32::NEG_INFINITY).to_bits(), 0);
+        assert!(at(f32::NAN).is_nan());
+    }
+    // e, 1, 1/e and e² rounded to f32.
+    let e1 = &run(Op::U(UnaryOp::Exp), &[1.0, 0.0, -1.0, 2.0], &[0.0; 4])[0].1;
+    assert_eq!(e1, &[2.718_281_7f32, 1.0, 0.367_879_44, 7.389_056]);
+}
+
+#[test]
+fn tanh_tiny_and_boundary_values() {
+    // tanh returns x itself below 2^-12 (-0 and subnormals included) and the expm1-based
+    // quotient above; both sides of the threshold and the clamp at 9.5 against the f64
+    // reference.
+    let x = [
+        0.0f32, -0.0, 1e-45, -1e-45, 1e-38, 2.4e-4, -2.4e-4, 2.45e-4, -2.45e-4, 1e-3, 0.5, -0.5, 9.4, 9.6, -20.0, f32::NAN,
+    ];
+    let y = [0f32; 16];
+    for (fma, got) in run(Op::U(UnaryOp::Tanh), &x, &y) {
+        for (&xi, &g) in x.iter().zip(&got) {
+            let want = (xi as f64).tanh() as f32;
+            if xi.is_nan() {
+                assert!(g.is_nan());
+            } else {
+                assert!(ulps(g, want) <= 2, "fma={fma} tanh({xi:e}): got {g:e}, want {want:e}");
+            }
+        }
+        assert_eq!((&got[..4]).map_bits(), (&x[..4]).map_bits(), "tiny inputs are their own tanh");
+        assert_eq!(got[14], -1.0);
+    }
+}

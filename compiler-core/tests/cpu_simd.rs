@@ -15,7 +15,7 @@
 #[path = "common/cpu.rs"]
 mod common;
 
-use common::Rng;
+use common::{ulps, Rng};
 
 use hloscope_core::interp::Interpreter;
 use hloscope_core::ir::{ElementType, Literal, Shape, Value};
@@ -388,4 +388,63 @@ ENTRY %main (a: f32[9], b: f32[9]) -> (pred[9], f32[9], f32[9], pred[9]) {
     let b = Literal::from_f64s(Shape::new(ElementType::F32, vec![9]), &[0.0, -0.0, 1.0, 3.0, -inf, 2.5, -2.0, -0.0, -7.0]);
     let clifs = check(hlo, &[a, b], None);
     assert!(vectorized(&clifs), "{}", clifs.join("\n"));
+}
+
+/// As [`check`] for f32 outputs compared within `max_ulps` of the interpreter's
+/// correctly rounded results (the inline approximations of exp, tanh, ...).
+fn check_ulps(hlo: &str, args: &[Literal], max_ulps: u64) -> Vec<String> {
+    let module = hloscope_core::parse::parse_module(hlo).unwrap_or_else(|e| panic!("{e:?}\n{hlo}"));
+    let args: Vec<Value> = args.iter().cloned().map(Value::Array).collect();
+    let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+    let exe = cpu::compile(&cpu::optimize(&module).unwrap()).unwrap();
+    let got = exe.run(&args).unwrap().flatten();
+    assert_eq!(got.len(), want.len());
+    for (o, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(g.shape.same_shape(&w.shape), "output {o}: {} vs {}", g.shape, w.shape);
+        for i in 0..w.num_elements() {
+            let (a, b) = (g.get(i).as_f64() as f32, w.get(i).as_f64() as f32);
+            assert!(ulps(a, b) <= max_ulps, "output {o} element {i}: got {a:e}, want {b:e}\n{hlo}");
+        }
+    }
+    (0..exe.plan().kernels.len()).map(|i| exe.clif(i).unwrap_or("").to_string()).collect()
+}
+
+#[test]
+fn unrolled_steps_and_tails_at_every_short_length() {
+    // Lengths 0..=40 cross every boundary of the unrolled vector steps (2 or 4 vectors
+    // of 4 lanes) and their scalar tails. exp of inputs in [-96, 96) mixes lanes of its
+    // fast path with lanes that need the rare one (overflow to inf, subnormal results,
+    // 0), so vectors of both kinds (a branch per vector) sit next to each other and to
+    // the tail; row reductions run two or four vector accumulators.
+    for n in 0..=40i64 {
+        let hlo = format!(
+            "HloModule m
+ENTRY %main (a: f32[{n}]) -> (f32[{n}], f32[{n}]) {{
+  %a = f32[{n}] parameter(0)
+  %k = f32[] constant(12)
+  %kb = f32[{n}] broadcast(%k), dimensions={{}}
+  %s = f32[{n}] multiply(%a, %kb)
+  %e = f32[{n}] exponential(%s)
+  %t = f32[{n}] tanh(%a)
+  ROOT %r = (f32[{n}], f32[{n}]) tuple(%e, %t)
+}}"
+        );
+        let clifs = check_ulps(&hlo, &[random(ElementType::F32, &[n], 21 + n as u64, false)], 2);
+        let note = clifs[0].lines().next().unwrap_or("").to_string();
+        if n >= 8 {
+            let unroll = if n >= 16 { 4 } else { 2 };
+            assert!(note.starts_with(&format!("; vectorized: 4 lanes x {unroll}, Loop")), "f32[{n}]: {note}");
+        }
+        for (op, init) in [("add", "3"), ("maximum", "-inf"), ("multiply", "1")] {
+            let t = if op == "multiply" { ElementType::S32 } else { ElementType::F32 };
+            let hlo = reduce_hlo(t, 3, n, op, "1", init);
+            // Whole floats: sums are exact in any order (bit-exact comparison).
+            let clifs = check(&hlo, &[random(t, &[3, n], 31 + n as u64, op == "add")], None);
+            let note = clifs[0].lines().next().unwrap_or("").to_string();
+            if n >= 8 {
+                let unroll = if n >= 16 { 4 } else { 2 };
+                assert!(note.starts_with(&format!("; vectorized: 4 lanes x {unroll}, Row")), "{op} over rows of {t}[3,{n}]: {note}");
+            }
+        }
+    }
 }

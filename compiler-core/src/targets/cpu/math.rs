@@ -11,18 +11,22 @@
 //! Every polynomial below was fitted for this file (a weighted least-squares fit iterated
 //! to near-minimax relative error, Lawson's method, coefficients rounded to f32); the
 //! reductions are the textbook ones. No branches: every lane computes the main path and
-//! special cases are chosen with selects, so the code vectorizes as it is.
+//! special cases are chosen with selects, so the code vectorizes as it is. The one
+//! branch is exp's rare path, taken by a whole vector when any lane needs it.
 //!
 //! - exp, expm1: `x = n ln2 + r`, `|r| <= ln2/2` (n from the 1.5·2^23 rounding trick, ln2
 //!   in two parts), `expm1(r) = r + r²P(r)` (degree 6 in P), scaled by `2^n` built in the
-//!   exponent bits; exp scales in two factors so that results in the subnormal range
-//!   round once; expm1 computes `2(s·p + (s - 1/2))` with `s = 2^(n-1)`, which is `p`
-//!   itself when `n = 0`.
+//!   exponent bits; exp scales by `2^n` in one step where every lane has `|x| <= 87`
+//!   (69 without FMA) and branches to a clamped path that scales in two factors (so that
+//!   results in the subnormal range round once) when any lane is beyond; expm1
+//!   computes `2(s·p + (s - 1/2))` with `s = 2^(n-1)`, which is `p` itself when `n = 0`.
 //! - log, log1p: `x = 2^e m`, `m` in `[√½, √2)`, `f = m - 1`, `s = f/(2+f)`,
 //!   `log(1+f) = f + s(s²Q(s²) - f)` (= `2 atanh s`); log1p adds the rounding correction
 //!   `(x - (u-1))/u` of `u = 1+x`.
-//! - tanh: `expm1(2|x|) / (expm1(2|x|) + 2)`, sign restored. logistic: `e = exp(-|x|)`,
-//!   `1/(1+e)` or `e/(1+e)` (so that it stays accurate down to the subnormals).
+//! - tanh: `expm1(2|x|) / (expm1(2|x|) + 2)` with expm1's main path only (`2|x|` is
+//!   clamped to `[0, 19]`), `x` itself below `2^-12`, sign restored. logistic:
+//!   `e = exp(-|x|)`, `1/(1+e)` or `e/(1+e)` (so that it stays accurate down to the
+//!   subnormals).
 //! - erf: `x P(x²)` for `|x| < 1`; beyond, `1 - exp(-x²) R(1/x)` with `x²` split in two
 //!   (an fma) so that its rounding does not reach `exp`.
 //! - sin, cos, tan: `x = k π/2 + r`, `π/2` in three parts with fma (four parts of 12
@@ -369,11 +373,12 @@ impl<'a, 'f> M<'a, 'f> {
         let over = self.fcmp(FloatCC::LessThan, kv, a);
         self.sel(over, kv, a)
     }
-    /// `max(a, k)` for clamping, as [`M::min`].
+    /// `max(a, k)` for clamping, as [`M::min`]. Both are written in the operand order
+    /// that Cranelift's x86-64 backend lowers to one `minps`/`maxps`.
     fn max(&mut self, a: Value, k: f32) -> Value {
         debug_assert!(k != 0.0);
         let kv = self.c(k);
-        let under = self.fcmp(FloatCC::GreaterThan, kv, a);
+        let under = self.fcmp(FloatCC::LessThan, a, kv);
         self.sel(under, kv, a)
     }
     /// Horner: `coeffs[0] + z (coeffs[1] + z (...))`.
@@ -491,6 +496,22 @@ impl<'a, 'f> M<'a, 'f> {
         (r, ni)
     }
 
+    /// [`M::reduce_ln2`], returning `2^(n + bias - 127)` (the exponent must stay in
+    /// 1..=254) instead of `n`: `t`'s bits are `SHIFT_BITS + n`, and shifting them left
+    /// by 23 leaves `n << 23` alone (`SHIFT_BITS << 23` wraps to 0): two integer ops.
+    fn reduce_ln2_pow2(&mut self, x: Value, bias: i64) -> (Value, Value) {
+        let shift = self.c(SHIFT);
+        let t = self.madc(x, LOG2E, shift);
+        let n = self.sub(t, shift);
+        let nh = self.mulc(n, -LN2_HI);
+        let r = self.add(x, nh);
+        let r = self.madc(n, -LN2_LO, r);
+        let tb = self.bits(t);
+        let e = self.b.ins().ishl_imm_u(tb, 23);
+        let e = self.iaddc(e, bias << 23);
+        (r, self.float(e))
+    }
+
     /// `2^(ni + bias - 127)` from an integer lane (the exponent must stay in 1..=254).
     fn pow2i(&mut self, ni: Value, bias: i64) -> Value {
         let e = self.iaddc(ni, bias);
@@ -504,7 +525,40 @@ impl<'a, 'f> M<'a, 'f> {
         self.mad(r2, q, r)
     }
 
+    /// exp with a fast path: where `|x| <= 87` (NaN included) `2^n` and the result are
+    /// normal, so one scaling by `2^n` built in the exponent bits gives the bits of the
+    /// two-factor scaling. A vector takes the slow, clamped path when any lane needs it
+    /// (overflow, subnormal results, infinities): a branch, so the common case pays one
+    /// compare and one test. Without FMA `p·2^n` is rounded on its own and may be
+    /// subnormal; below `|x| = 69` (`n >= -100`) it is then too small to change the
+    /// rounding of `2^n + p·2^n`, so that is the fast range there.
     fn exp(&mut self, x: Value) -> Value {
+        let a = self.b.ins().fabs(x);
+        let rare = self.fcmpc(FloatCC::GreaterThan, a, if self.fma { 87.0 } else { 69.0 });
+        let any = if self.vector() { self.b.ins().vany_true(rare) } else { rare };
+        let fast = self.b.create_block();
+        let slow = self.b.create_block();
+        let join = self.b.create_block();
+        let y = self.b.append_block_param(join, self.ty);
+        self.b.ins().brif(any, slow, &[], fast, &[]);
+        self.b.seal_block(fast);
+        self.b.seal_block(slow);
+        self.b.switch_to_block(fast);
+        let (r, s) = self.reduce_ln2_pow2(x, 127);
+        let p = self.expm1_poly(r);
+        let yf = self.mad(p, s, s);
+        self.b.ins().jump(join, &[yf.into()]);
+        self.b.switch_to_block(slow);
+        let ys = self.exp_clamped(x);
+        self.b.ins().jump(join, &[ys.into()]);
+        self.b.seal_block(join);
+        self.b.switch_to_block(join);
+        y
+    }
+
+    /// exp over all f32: clamped (results beyond are inf or 0), `2^n` in two normal
+    /// factors so that a subnormal result rounds once.
+    fn exp_clamped(&mut self, x: Value) -> Value {
         // Beyond these, the result is inf or 0 anyway; min/max keep NaN.
         let x = self.max(x, -104.0);
         let x = self.min(x, 89.0);
@@ -603,13 +657,23 @@ impl<'a, 'f> M<'a, 'f> {
         self.sel(tiny, x, y)
     }
 
+    /// `expm1(2|x|) / (expm1(2|x|) + 2)`, sign restored; `2|x|` is in `[0, 19]`, so
+    /// expm1's main path runs without its clamps, sign and tiny case; `|x| < 2^-12`
+    /// gives `x` itself (the correctly rounded result there; keeps -0 and subnormals).
     fn tanh(&mut self, x: Value) -> Value {
         let a = self.b.ins().fabs(x);
         let a = self.min(a, 9.5);
         let a2 = self.add(a, a);
-        let e = self.expm1(a2);
+        // 2 (s p + (s - 1/2)) with s = 2^(n-1), as expm1.
+        let (r, s) = self.reduce_ln2_pow2(a2, 126);
+        let p = self.expm1_poly(r);
+        let sh = self.addc(s, -0.5);
+        let e = self.mad(s, p, sh);
+        let e = self.mulc(e, 2.0);
         let d = self.addc(e, 2.0);
         let t = self.div(e, d);
+        let tiny = self.fcmpc(FloatCC::LessThan, a, 2.441_406_3e-4);
+        let t = self.sel(tiny, a, t);
         self.copysign(t, x)
     }
 

@@ -18,6 +18,9 @@ const MAX_ITERATIONS: u64 = 10_000_000;
 /// microseconds, about what this much simple elementwise work takes.
 const PARALLEL_WORK: usize = 1 << 16;
 
+/// Tasks per pool thread of a split kernel (see [`run_native`]).
+const CHUNKS_PER_THREAD: usize = 4;
+
 /// The buffer table, shared by the threads of one kernel (each writes only the output
 /// elements of its own range).
 #[derive(Clone, Copy)]
@@ -34,7 +37,9 @@ fn run_native(f: KernelFn, table: *const *mut u8, par_extent: i64, work: usize) 
         f(table, 0, par_extent);
         return;
     }
-    let n = threads.min(par_extent as usize);
+    // Several chunks per thread, taken one at a time: a thread slowed down by other
+    // work on its core takes fewer, instead of holding up the kernel with its share.
+    let n = (threads * CHUNKS_PER_THREAD).min(par_extent as usize);
     // Chunks of whole vector steps where the range allows (fewer scalar tails).
     let mut per = (par_extent as usize).div_ceil(n);
     if per > 32 {

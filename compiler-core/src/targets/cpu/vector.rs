@@ -7,13 +7,16 @@
 //! vector compares produce and `bitselect` consumes. Always along the innermost loop
 //! variable, with a scalar tail for the remainder:
 //! - **Loop**: the innermost variable is the minor dimension of every output; each step
-//!   computes `lanes` consecutive elements (unrolled twice for instruction-level
-//!   parallelism).
+//!   computes `lanes` consecutive elements, unrolled four times (twice when the loop
+//!   is shorter than four vectors) for instruction-level parallelism: the
+//!   transcendentals' polynomial chains are latency-bound, and independent vectors in
+//!   one step let the out-of-order core overlap them.
 //! - **Row reduction** (the innermost variable is reduced): every reduction must be one
 //!   value combined by an associative and commutative op (add, mul, max, min, and, or,
-//!   xor). Two vector accumulators start at the op's identity, take `2 * lanes` elements
-//!   per step, and are combined horizontally into the scalar accumulator (which started
-//!   at the init) after the loop. Float add and mul are thereby reassociated, as XLA:CPU
+//!   xor). Four vector accumulators (two in rows shorter than four vectors), one per
+//!   vector of the unrolled step, start at the op's identity and are combined
+//!   horizontally into the scalar accumulator (which started at the init) after the
+//!   loop. Float add and mul are thereby reassociated, as XLA:CPU
 //!   does: float sums are no longer bit-identical to the interpreter's sequential order
 //!   (tests compare them with a tolerance); max/min and integer ops stay exact.
 //! - **Column reduction** (the innermost variable is kept): each lane is a different
@@ -79,7 +82,13 @@ pub fn plan(e: &Elemental) -> Result<VecPlan, String> {
     } else {
         VecKind::Column
     };
-    let unroll = if kind == VecKind::Column { 1 } else { 2 };
+    // Four independent vectors per step where the loop is long enough (latency-bound
+    // polynomial chains overlap), two below; column reductions keep one.
+    let unroll = match kind {
+        VecKind::Column => 1,
+        _ if extent >= (lanes * 4) as i64 => 4,
+        _ => 2,
+    };
     if extent < (lanes * unroll) as i64 {
         return Err(format!("the innermost loop ({extent}) is shorter than one vector step"));
     }

@@ -207,9 +207,17 @@ pub struct KernelPlan {
     pub kernels: Vec<Kernel>,
     pub result: ValueBufs,
     /// The buffers of every value of the entry computation.
+    #[serde(serialize_with = "serialize_sorted")]
     pub values: HashMap<InstId, ValueBufs>,
     /// Where each buffer lives in the one arena a target allocates ([`arena`]).
     pub arena: ArenaAssignment,
+}
+
+/// A map in key order, so that the same plan always encodes to the same bytes.
+fn serialize_sorted<S: serde::Serializer>(map: &HashMap<InstId, ValueBufs>, s: S) -> Result<S::Ok, S::Error> {
+    let mut entries: Vec<_> = map.iter().collect();
+    entries.sort_unstable_by_key(|e| *e.0);
+    s.collect_map(entries)
 }
 
 impl KernelPlan {

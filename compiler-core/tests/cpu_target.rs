@@ -480,7 +480,8 @@ fn corrupt_or_foreign_binary_sections_are_refused() {
         change(&mut a);
         cpu::load_artifact(&a.to_bytes()).err().expect("a forged artifact was loaded")
     };
-    let cases: Vec<(&str, Box<dyn Fn(&mut Artifact)>, &str)> = vec![
+    type Forge<'a> = Box<dyn Fn(&mut Artifact) + 'a>;
+    let cases: Vec<(&str, Forge, &str)> = vec![
         ("truncated module", Box::new(|a| a.module.truncate(a.module.len() / 2)), "module section does not decode"),
         ("module with a trailing byte", Box::new(|a| a.module.push(0)), "module section has 1 trailing bytes"),
         ("empty plan", Box::new(|a| a.entry.plan.clear()), "plan section does not decode"),

@@ -1,7 +1,8 @@
 //! The compilation cache for the CPU target, keyed like `jax.jit`'s: a hash of the module
 //! text, the entry's parameter shapes and dtypes, the target, the pipeline options and
-//! the compiler version. A hit skips the pass pipeline and Cranelift: the artifact's
-//! machine code is loaded as is (`cpu::load_artifact`).
+//! the compiler version. A hit skips parsing, the pass pipeline, planning and Cranelift:
+//! the artifact's module, kernel plans and machine code are loaded as they are
+//! (`cpu::load_artifact`).
 //!
 //! Two levels: an in-memory LRU of loaded executables (for a long-lived server; one CLI
 //! run uses it once) and a folder on disk, `$HLOSCOPE_CACHE_DIR` or the user's cache

@@ -1,7 +1,8 @@
 //! The compilation cache of `hloscope run --target cpu`, across processes: a second run
-//! hits and gives the same bytes; a corrupt or truncated entry is rebuilt with a note;
-//! another parameter shape misses; --no-cache neither reads nor writes. (Another
-//! compiler version: `cache.rs` unit tests, which can forge one.)
+//! hits and gives the same bytes; a corrupt or truncated entry is rebuilt with a note,
+//! also when the damage is in the binary module or plan sections (even under a valid
+//! checksum); another parameter shape misses; --no-cache neither reads nor writes.
+//! (Another compiler version: `cache.rs` unit tests, which can forge one.)
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -120,5 +121,81 @@ fn another_parameter_shape_misses() {
     assert!(a.contains("cache miss") && b.contains("cache miss") && c.contains("cache hit"), "{a}{b}{c}");
     assert_eq!(out_a, out_c);
     assert_eq!(entries(&cache).len(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn corrupt_binary_sections_are_rebuilt() {
+    use hloscope_core::targets::cpu::artifact::Artifact;
+    let dir = temp("sections");
+    let cache = dir.join("cache");
+    // A while loop: its cond and body have plans of their own in the entry.
+    let text = "HloModule m
+%cond (i: s32[], s: f32[4]) -> pred[] {
+  %i = s32[] parameter(0)
+  %s = f32[4] parameter(1)
+  %three = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i, %three), direction=LT
+}
+%body (i: s32[], s: f32[4]) -> (s32[], f32[4]) {
+  %i = s32[] parameter(0)
+  %s = f32[4] parameter(1)
+  %e = f32[4] exponential(%s)
+  %one = s32[] constant(1)
+  %i2 = s32[] add(%i, %one)
+  ROOT %t = (s32[], f32[4]) tuple(%i2, %e)
+}
+ENTRY %main (x: f32[4]) -> (s32[], f32[4]) {
+  %x = f32[4] parameter(0)
+  %zero = s32[] constant(0)
+  ROOT %w = (s32[], f32[4]) while(%zero, %x), condition=%cond, body=%body
+}
+";
+    let module = dir.join("m.hlo");
+    std::fs::write(&module, text).unwrap();
+    let go = || {
+        let o = Command::new(BIN)
+            .env("HLOSCOPE_CACHE_DIR", &cache)
+            .args(["run", module.to_str().unwrap(), "--target", "cpu", "-v", "--random-inputs"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        (String::from_utf8_lossy(&o.stderr).to_string(), String::from_utf8_lossy(&o.stdout).to_string())
+    };
+    let (err, reference) = go();
+    assert!(err.contains("cache miss (stored"), "{err}");
+    let entry = entries(&cache).pop().unwrap();
+    let bytes = std::fs::read(&entry).unwrap();
+    let art = Artifact::from_bytes(&bytes).unwrap();
+    assert_eq!(art.entry.children.len(), 2);
+
+    // A flipped byte inside the module section, then inside the body's plan: the checksum.
+    for section in [&art.module, &art.entry.children[1].plan] {
+        let at = bytes.windows(section.len()).position(|w| w == &section[..]).unwrap();
+        let mut b = bytes.clone();
+        b[at + section.len() / 2] ^= 0x04;
+        std::fs::write(&entry, &b).unwrap();
+        let (err, out) = go();
+        assert!(err.contains("note: the compilation cache entry") && err.contains("checksum mismatch"), "{err}");
+        assert!(err.contains("cache miss (rebuilt)"), "{err}");
+        assert_eq!(out, reference);
+        let (err, out) = go();
+        assert!(err.contains("cpu: cache hit"), "the rebuilt entry is used: {err}");
+        assert_eq!(out, reference);
+    }
+
+    // Under a valid checksum: a plan section cut short, then the entry's plan given to the
+    // loop body. Refused with the reason, rebuilt.
+    let mut cut = art.clone();
+    cut.entry.children[0].plan.truncate(5);
+    let mut swapped = art.clone();
+    swapped.entry.children[1].plan = art.entry.plan.clone();
+    for (forged, why) in [(cut, "plan section does not decode"), (swapped, "stale artifact")] {
+        std::fs::write(&entry, forged.to_bytes()).unwrap();
+        let (err, out) = go();
+        assert!(err.contains("note: the compilation cache entry") && err.contains(why), "{err}");
+        assert_eq!(out, reference);
+        assert_eq!(std::fs::read(&entry).unwrap(), bytes, "the rebuilt entry is the original one");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

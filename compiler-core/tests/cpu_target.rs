@@ -377,3 +377,122 @@ ENTRY %main (a: f32[3], b: f32[3]) -> (f32[3], f32[3], f32[3], f32[2]) {
     let mut views: Vec<&mut [u8]> = outs.iter_mut().map(|w| unsafe { std::slice::from_raw_parts_mut(w.as_mut_ptr() as *mut u8, 8) }).collect();
     assert!(exe.run_bytes(&[&a, &short], &mut views, &mut |_, exec| exec()).unwrap_err().contains("holds 8 bytes"));
 }
+
+/// The module of the artifact tests: a while loop (cond and body are computations with
+/// plans of their own), an opaque kernel (cholesky) and compiled loop kernels.
+/// With x = 0.5 and m = [[2, 1], [1, 2.5]]: the loop gives i = 5, s = 0.5 + 0+1+4+9+16 =
+/// 30.5, and m + m = [[4, 2], [2, 5]] has the lower Cholesky factor [[2, 0], [1, 2]].
+const ARTIFACT_HLO: &str = "HloModule m
+%cond (i: s32[], s: f32[]) -> pred[] {
+  %i = s32[] parameter(0)
+  %s = f32[] parameter(1)
+  %five = s32[] constant(5)
+  ROOT %lt = pred[] compare(%i, %five), direction=LT
+}
+%body (i: s32[], s: f32[]) -> (s32[], f32[]) {
+  %i = s32[] parameter(0)
+  %s = f32[] parameter(1)
+  %f = f32[] convert(%i)
+  %sq = f32[] multiply(%f, %f)
+  %s2 = f32[] add(%s, %sq)
+  %one = s32[] constant(1)
+  %i2 = s32[] add(%i, %one)
+  ROOT %t = (s32[], f32[]) tuple(%i2, %s2)
+}
+ENTRY %main (x: f32[], m: f32[2,2]) -> (s32[], f32[], f32[2,2]) {
+  %x = f32[] parameter(0)
+  %m = f32[2,2] parameter(1)
+  %zero = s32[] constant(0)
+  %w = (s32[], f32[]) while(%zero, %x), condition=%cond, body=%body
+  %i = s32[] get-tuple-element(%w), index=0
+  %s = f32[] get-tuple-element(%w), index=1
+  %e = f32[2,2] add(%m, %m)
+  %c = f32[2,2] cholesky(%e), cholesky_options={lower=true}
+  ROOT %t = (s32[], f32[], f32[2,2]) tuple(%i, %s, %c)
+}";
+
+fn artifact_module(hlo: &str) -> hloscope_core::ir::Module {
+    cpu::optimize(&hloscope_core::parse::parse_module(hlo).unwrap()).unwrap()
+}
+
+/// Runs an executable of [`ARTIFACT_HLO`] and checks its hand-computed outputs.
+fn check_artifact_outputs(exe: &cpu::CpuExecutable) {
+    use hloscope_core::ir::Value;
+    let args = [Value::Array(f32s(&[], &[0.5])), Value::Array(f32s(&[2, 2], &[2.0, 1.0, 1.0, 2.5]))];
+    let out = exe.run(&args).unwrap().flatten();
+    assert_eq!(out[0], s32(&[], &[5]));
+    assert_eq!(out[1], f32s(&[], &[30.5]));
+    let l = out[2].to_f64_vec();
+    assert_eq!((l[0], l[2], l[3]), (2.0, 1.0, 2.0));
+}
+
+#[test]
+fn artifacts_load_the_stored_module_and_plans() {
+    let module = artifact_module(ARTIFACT_HLO);
+    let (exe, bytes) = cpu::compile_to_artifact(&module).unwrap();
+    let loaded = cpu::load_artifact(&bytes).unwrap();
+    // The very plan and module the compile made, not a re-derivation.
+    assert_eq!(loaded.plan(), exe.plan());
+    let print = hloscope_core::print::hlo::print_module;
+    assert_eq!(print(loaded.module()), print(exe.module()));
+    // One wrapper computation, for the interpreted cholesky.
+    assert_eq!(loaded.module().comps.len(), module.comps.len() + 1);
+    assert_eq!(loaded.module().comps.values().last().unwrap().name, exe.module().comps.values().last().unwrap().name);
+    for i in 0..exe.plan().kernels.len() {
+        assert_eq!((loaded.clif(i), loaded.asm(i)), (exe.clif(i), exe.asm(i)));
+    }
+    // The stored arena assignment is current: runs use it as is.
+    assert!(matches!(loaded.arena_assignment(), std::borrow::Cow::Borrowed(_)));
+    check_artifact_outputs(&exe);
+    check_artifact_outputs(&loaded);
+    // Loading twice from the same bytes gives the same executable again.
+    check_artifact_outputs(&cpu::load_artifact(&bytes).unwrap());
+}
+
+#[test]
+fn corrupt_or_foreign_binary_sections_are_refused() {
+    use cpu::artifact::Artifact;
+    let (_, bytes) = cpu::compile_to_artifact(&artifact_module(ARTIFACT_HLO)).unwrap();
+    let art = Artifact::from_bytes(&bytes).unwrap();
+    assert_eq!(art.entry.children.len(), 2, "the while loop's cond and body");
+    // A flipped byte anywhere in the module or a plan section breaks the checksum.
+    let sections = [&art.module, &art.entry.plan, &art.entry.children[0].plan, &art.entry.children[1].plan];
+    for section in sections {
+        assert!(section.len() > 16, "a section of {} bytes", section.len());
+        let at = bytes.windows(section.len()).position(|w| w == &section[..]).expect("the section is in the bytes");
+        for i in (at..at + section.len()).step_by(5) {
+            let mut b = bytes.clone();
+            b[i] ^= 0x10;
+            let err = cpu::load_artifact(&b).err().unwrap_or_else(|| panic!("a flipped byte at {i} was accepted"));
+            assert!(err.contains("checksum mismatch"), "{err}");
+        }
+    }
+
+    // Sections under a valid checksum that do not decode, or belong to another module
+    // or computation: refused with the reason, never loaded.
+    let (_, other) = cpu::compile_to_artifact(&artifact_module(
+        "HloModule o\nENTRY %main (p: f32[4]) -> f32[4] {\n  %p = f32[4] parameter(0)\n  ROOT %e = f32[4] exponential(%p)\n}",
+    ))
+    .unwrap();
+    let other = Artifact::from_bytes(&other).unwrap();
+    let forged = |change: &dyn Fn(&mut Artifact)| -> String {
+        let mut a = art.clone();
+        change(&mut a);
+        cpu::load_artifact(&a.to_bytes()).err().expect("a forged artifact was loaded")
+    };
+    type Forge<'a> = Box<dyn Fn(&mut Artifact) + 'a>;
+    let cases: Vec<(&str, Forge, &str)> = vec![
+        ("truncated module", Box::new(|a| a.module.truncate(a.module.len() / 2)), "module section does not decode"),
+        ("module with a trailing byte", Box::new(|a| a.module.push(0)), "module section has 1 trailing bytes"),
+        ("empty plan", Box::new(|a| a.entry.plan.clear()), "plan section does not decode"),
+        ("truncated body plan", Box::new(|a| a.entry.children[1].plan.truncate(10)), "plan section does not decode"),
+        ("plans swapped", Box::new(|a| a.entry.children[0].plan = art.entry.plan.clone()), "stale artifact"),
+        ("another module's plan", Box::new(|a| a.entry.plan = other.entry.plan.clone()), "stale artifact"),
+        ("another module", Box::new(|a| a.module = other.module.clone()), "stale artifact"),
+        ("a computation missing", Box::new(|a| drop(a.entry.children.pop())), "stale artifact: a computation is missing"),
+    ];
+    for (what, change, want) in cases {
+        let err = forged(&*change);
+        assert!(err.contains(want), "{what}: {err}");
+    }
+}

@@ -10,9 +10,10 @@
 
 use super::types::{ElementType, Shape};
 use half::{bf16, f16};
+use serde::{Deserialize, Serialize};
 
 /// Element storage, one carrier per kind of element type.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Data {
     Pred(Vec<bool>),
     S(Vec<i64>),
@@ -69,7 +70,7 @@ impl Data {
 }
 
 /// A scalar element, in its carrier.
-#[derive(Copy, Clone, Debug, PartialEq)]
+#[derive(Copy, Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Scalar {
     Pred(bool),
     S(i64),
@@ -98,7 +99,7 @@ impl Scalar {
 }
 
 /// An array value: a shape and its elements in row-major order.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Literal {
     pub shape: Shape,
     pub data: Data,

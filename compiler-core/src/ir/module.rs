@@ -8,23 +8,24 @@
 use super::op::Op;
 use super::types::Type;
 use cranelift_entity::{entity_impl, packed_option::ReservedValue, PrimaryMap, SecondaryMap};
+use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
 /// An instruction within its computation.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct InstId(u32);
 entity_impl!(InstId, "i");
 
 /// A computation within its module.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct CompId(u32);
 entity_impl!(CompId, "comp");
 
 /// Where an instruction came from: its line and column in the parsed text, and the
 /// source location the text itself recorded (a JAX `loc("f.py":3:7)` or XLA metadata).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Loc {
     /// 1-based; 0 means "made by a pass, not parsed".
     pub line: u32,
@@ -44,7 +45,7 @@ impl fmt::Display for Loc {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Instruction {
     /// Unique within the module; what the printers show (`add.3`).
     pub name: String,
@@ -54,9 +55,10 @@ pub struct Instruction {
     pub loc: Loc,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Computation {
     pub name: String,
+    #[serde(with = "serde_primary_map")]
     pub insts: PrimaryMap<InstId, Instruction>,
     /// Parameter instructions by parameter number.
     pub params: Vec<InstId>,
@@ -152,9 +154,10 @@ impl Computation {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Module {
     pub name: String,
+    #[serde(with = "serde_primary_map")]
     pub comps: PrimaryMap<CompId, Computation>,
     pub entry: CompId,
     /// Counter behind `fresh_name`.
@@ -227,5 +230,21 @@ impl Module {
     /// Number of live instructions in all reachable computations.
     pub fn instruction_count(&self) -> usize {
         self.post_order().iter().map(|&c| self.comps[c].order.len()).sum()
+    }
+}
+
+/// Serde for a `PrimaryMap` field (`#[serde(with = ...)]`): its values in id order, so
+/// ids survive a round trip. (Cranelift's own serde support is a crate feature that
+/// would rebuild the whole code generator; this needs nothing of it.)
+pub mod serde_primary_map {
+    use cranelift_entity::{EntityRef, PrimaryMap};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<K: EntityRef, V: Serialize, S: Serializer>(map: &PrimaryMap<K, V>, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(map.values())
+    }
+
+    pub fn deserialize<'de, K: EntityRef, V: Deserialize<'de>, D: Deserializer<'de>>(d: D) -> Result<PrimaryMap<K, V>, D::Error> {
+        Ok(PrimaryMap::from(Vec::<V>::deserialize(d)?))
     }
 }

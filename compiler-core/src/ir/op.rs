@@ -10,8 +10,9 @@
 use super::literal::Literal;
 use super::module::CompId;
 use std::fmt;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Op {
     /// Entry or sub-computation parameter number `index`.
     Parameter(u32),
@@ -106,7 +107,7 @@ pub enum Op {
     CustomCall(CustomCallAttrs),
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum UnaryOp {
     Abs,
     Neg,
@@ -137,7 +138,7 @@ pub enum UnaryOp {
     Clz,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum BinaryOp {
     Add,
     Sub,
@@ -156,7 +157,7 @@ pub enum BinaryOp {
     ShiftRightLogical,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum CmpDir {
     Eq,
     Ne,
@@ -167,7 +168,7 @@ pub enum CmpDir {
 }
 
 /// StableHLO's `compare_type` / XLA's `type=`: how to compare.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum CmpKind {
     Float,
     TotalOrder,
@@ -175,7 +176,7 @@ pub enum CmpKind {
     Unsigned,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct DotDims {
     pub lhs_batch: Vec<i64>,
     pub rhs_batch: Vec<i64>,
@@ -183,7 +184,7 @@ pub struct DotDims {
     pub rhs_contracting: Vec<i64>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConvDims {
     pub input_batch: i64,
     pub input_feature: i64,
@@ -196,7 +197,7 @@ pub struct ConvDims {
     pub output_spatial: Vec<i64>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConvAttrs {
     pub dims: ConvDims,
     /// One entry per spatial dimension (all default to 1 / 0 / false).
@@ -209,7 +210,7 @@ pub struct ConvAttrs {
     pub batch_group_count: i64,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReduceWindowAttrs {
     /// One entry per operand dimension.
     pub window_dims: Vec<i64>,
@@ -220,7 +221,7 @@ pub struct ReduceWindowAttrs {
     pub body: CompId,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SelectAndScatterAttrs {
     pub window_dims: Vec<i64>,
     pub strides: Vec<i64>,
@@ -229,7 +230,7 @@ pub struct SelectAndScatterAttrs {
     pub scatter: CompId,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct GatherDims {
     pub offset_dims: Vec<i64>,
     pub collapsed_slice_dims: Vec<i64>,
@@ -241,7 +242,7 @@ pub struct GatherDims {
     pub indices_are_sorted: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScatterDims {
     pub update_window_dims: Vec<i64>,
     pub inserted_window_dims: Vec<i64>,
@@ -255,7 +256,7 @@ pub struct ScatterDims {
     pub body: CompId,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum FusionKind {
     /// Elementwise and data-movement ops: one thread per output element.
     Loop,
@@ -267,7 +268,7 @@ pub enum FusionKind {
     Custom,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum RngAlgorithm {
     /// Backend default; hloscope uses Threefry, as XLA's CPU and GPU backends do.
     Default,
@@ -275,20 +276,20 @@ pub enum RngAlgorithm {
     Philox,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum RngDistribution {
     Uniform,
     Normal,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Transpose {
     NoTranspose,
     Transpose,
     Adjoint,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TriangularSolveAttrs {
     pub left_side: bool,
     pub lower: bool,
@@ -296,7 +297,7 @@ pub struct TriangularSolveAttrs {
     pub transpose_a: Transpose,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CustomCallAttrs {
     pub target: String,
     pub has_side_effect: bool,

@@ -5,10 +5,11 @@
 //! the layout; `Shape::same_shape` says so explicitly.
 
 use std::fmt;
+use serde::{Deserialize, Serialize};
 
 /// The element types hloscope supports. Complex, quantized, sub-byte and 8/6/4-bit float
 /// types are rejected by the parsers with a clear error.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum ElementType {
     Pred,
     S8,
@@ -153,7 +154,7 @@ impl fmt::Display for ElementType {
 }
 
 /// An array shape: element type, static dimensions, optional layout.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Shape {
     pub elem: ElementType,
     pub dims: Vec<i64>,
@@ -233,7 +234,7 @@ impl fmt::Display for Shape {
 }
 
 /// The type of an instruction's result: an array, a tuple of types, or a token.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Type {
     Array(Shape),
     Tuple(Vec<Type>),

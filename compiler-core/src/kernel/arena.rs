@@ -25,10 +25,11 @@ use super::{BufferId, KernelPlan};
 use crate::passes::buffers::{pack_aligned, BestFit};
 pub use crate::passes::buffers::ARENA_ALIGNMENT;
 use cranelift_entity::EntityRef;
+use serde::{Deserialize, Serialize};
 use std::hash::{Hash, Hasher};
 
 /// Where each buffer of a plan lives in the arena.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArenaAssignment {
     /// Per buffer (by `BufferId` index): byte offset in the arena, a multiple of
     /// [`ARENA_ALIGNMENT`].

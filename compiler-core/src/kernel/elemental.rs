@@ -27,16 +27,17 @@ use crate::ir::{
     BinaryOp, CmpDir, CmpKind, Computation, ElementType, InstId, Literal, Module, Op, Scalar, Shape, Type, UnaryOp,
 };
 use std::collections::HashMap;
+use serde::{Deserialize, Serialize};
 
 /// An index expression (an `i64`), by position in [`Elemental::idx`].
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct IdxId(pub u32);
 
 /// A value expression, by position in [`Elemental::nodes`].
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ExprId(pub u32);
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Idx {
     /// Loop variable `k` of the iteration space.
     Var(u32),
@@ -57,7 +58,7 @@ pub enum Idx {
     Data(ExprId),
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Node {
     /// Element `linear` (row-major) of kernel input `input`.
     Load { input: u32, linear: IdxId },
@@ -86,14 +87,14 @@ pub enum Node {
 }
 
 /// A value node with its element type.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Expr {
     pub node: Node,
     pub elem: ElementType,
 }
 
 /// One (possibly variadic) reduction over the `reduced` loop variables.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Reduction {
     /// Initial accumulator values (scalars, evaluated before the inner loop).
     pub inits: Vec<ExprId>,
@@ -104,7 +105,7 @@ pub struct Reduction {
 }
 
 /// Where an output is stored.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Output {
     pub expr: ExprId,
     /// True: stored at the full index inside the inner loop (an input-shaped output of
@@ -114,7 +115,7 @@ pub struct Output {
 }
 
 /// The elemental description of one kernel.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Elemental {
     pub idx: Vec<Idx>,
     /// The range `[min, max]` each index expression takes.

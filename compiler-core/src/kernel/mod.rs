@@ -34,17 +34,18 @@ pub mod elemental;
 
 use crate::ir::{CompId, DotDims, ElementType, InstId, Literal, Module, Op, Shape, Type};
 use cranelift_entity::{entity_impl, PrimaryMap};
+use serde::{Deserialize, Serialize};
 pub use arena::{assign_arena, ArenaAssignment};
 pub use elemental::Elemental;
 use std::collections::HashMap;
 use std::fmt;
 
 /// A buffer of the plan.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct BufferId(u32);
 entity_impl!(BufferId, "buf");
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Buffer {
     pub shape: Shape,
     /// The value it holds (instruction name, or `name.dot` for a temporary).
@@ -52,7 +53,7 @@ pub struct Buffer {
 }
 
 /// How a value of the entry computation is laid out in buffers.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ValueBufs {
     Array(BufferId),
     Tuple(Vec<ValueBufs>),
@@ -75,7 +76,7 @@ impl ValueBufs {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ReductionKind {
     /// The reduced dimensions are the minor ones: each output element reads a
     /// contiguous run.
@@ -84,7 +85,7 @@ pub enum ReductionKind {
     Column,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum KernelKind {
     Loop,
     Reduction(ReductionKind),
@@ -105,7 +106,7 @@ pub enum KernelKind {
 /// A dot as a batched GEMM: `out[b, m, n] = sum_k lhs[b, m, k] * rhs[b, k, n]`, where
 /// the operands are first brought to those row-major forms by the permutations given
 /// (identity permutations need no copy).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DotSpec {
     pub batch: usize,
     pub m: usize,
@@ -123,7 +124,7 @@ pub struct DotSpec {
 /// interpreter's algorithm, so even a comparator that is no strict weak order (NaN under
 /// a FLOAT compare) gives the interpreter's result; an unstable sort may return any
 /// valid order, so the stable one serves both.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SortSpec {
     pub dim: usize,
     pub dims: Vec<i64>,
@@ -144,7 +145,7 @@ pub struct SortSpec {
 /// `k` of the index vector at the batch position (the update dims in `scatter_axes`),
 /// plus the batch coordinate for each `(operand dim, index dim)` of `batching`, plus
 /// `u[a]` for each `(update dim a, operand dim)` of `window`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ScatterSpec {
     pub operand_dims: Vec<i64>,
     pub update_dims: Vec<i64>,
@@ -164,7 +165,7 @@ pub struct ScatterSpec {
     pub combiner: Elemental,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum KernelBody {
     Elemental(Elemental),
     Dot(DotSpec),
@@ -181,7 +182,7 @@ pub enum KernelBody {
     Opaque { inst: InstId, operands: Vec<ValueBufs>, result: ValueBufs },
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Kernel {
     /// The instruction it comes from (a fusion's name for each of its kernels).
     pub name: String,
@@ -193,10 +194,11 @@ pub struct Kernel {
     pub body: KernelBody,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KernelPlan {
     /// The computation planned.
     pub comp: CompId,
+    #[serde(with = "crate::ir::module::serde_primary_map")]
     pub buffers: PrimaryMap<BufferId, Buffer>,
     /// Entry parameter i lives in `params[i]`.
     pub params: Vec<ValueBufs>,
@@ -205,9 +207,17 @@ pub struct KernelPlan {
     pub kernels: Vec<Kernel>,
     pub result: ValueBufs,
     /// The buffers of every value of the entry computation.
+    #[serde(serialize_with = "serialize_sorted")]
     pub values: HashMap<InstId, ValueBufs>,
     /// Where each buffer lives in the one arena a target allocates ([`arena`]).
     pub arena: ArenaAssignment,
+}
+
+/// A map in key order, so that the same plan always encodes to the same bytes.
+fn serialize_sorted<S: serde::Serializer>(map: &HashMap<InstId, ValueBufs>, s: S) -> Result<S::Ok, S::Error> {
+    let mut entries: Vec<_> = map.iter().collect();
+    entries.sort_unstable_by_key(|e| *e.0);
+    s.collect_map(entries)
 }
 
 impl KernelPlan {

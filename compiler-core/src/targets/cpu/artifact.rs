@@ -1,14 +1,15 @@
 //! The compilation artifact: a compiled module as bytes that a later process loads
-//! without running the pass pipeline or Cranelift again (the backend's compilation
-//! cache stores these).
+//! without parsing, verifying, running the pass pipeline, planning or running Cranelift
+//! again (the backend's compilation cache stores these).
 //!
-//! What it holds: the optimized module as HLO text (the interpreter needs it for opaque
-//! kernels, and the kernel plan is re-derived from it, which is cheap), and for the
-//! entry computation and every while/conditional computation compiled on its own, the
-//! machine code of each Cranelift kernel with its relocations, its CLIF and assembly
-//! listings, and a fingerprint of the kernel it was compiled for. Loading parses and
-//! verifies the module, re-plans it, checks every fingerprint against the new plan, and
-//! hands the bytes to a JIT module (`define_function_bytes`), which only patches
+//! What it holds: the optimized module and, for the entry computation and every
+//! while/conditional computation compiled on its own, its final kernel plan (opaque
+//! kernels substituted for refused ones, arena offsets assigned) — both in binary form
+//! (serde derives of the IR and plan types, `postcard` encoding) — plus the machine code
+//! of each Cranelift kernel with its relocations, its CLIF and assembly listings, and a
+//! fingerprint of the kernel it was compiled for. Loading decodes the module and the
+//! plans, checks each plan against the module and each fingerprint against the plan,
+//! and hands the bytes to a JIT module (`define_function_bytes`), which only patches
 //! relocations.
 //!
 //! Relocations name their targets by symbol (a helper, a C math function, a kernel of
@@ -17,17 +18,21 @@
 //! never makes the JIT look up an arbitrary name.
 //!
 //! Encoding: `HSCPUART`, the format version (u32), the payload length (u64), an xxh3
-//! checksum of the payload (u64), then the payload, little endian and length-prefixed.
-//! Bytes that are truncated, corrupt, of another format version, another compiler
-//! version or another CPU give an `Err` with the reason: they are never trusted and
-//! never panic.
+//! checksum of the payload (u64), then the payload, little endian and length-prefixed
+//! (the module and each plan are length-prefixed postcard sections). Bytes that are
+//! truncated, corrupt, of another format version, another compiler version or another
+//! CPU give an `Err` with the reason: they are never trusted and never panic. The
+//! checksum is what guards the binary sections against corruption (the decoder would
+//! reject most bad bytes too, but not all): the machine code beside them is trusted on
+//! the same grounds.
 
 use cranelift_codegen::binemit::Reloc;
 use cranelift_codegen::ir::LibCall;
 use cranelift_module::{FuncId, Module, ModuleReloc, ModuleRelocTarget};
 
-/// Bumped whenever the byte layout below changes.
-pub const FORMAT_VERSION: u32 = 1;
+/// Bumped whenever the byte layout below changes, or the serde form of the IR or plan
+/// types (2: the module and plans as postcard sections instead of HLO text).
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Bumped whenever the code the emitter produces for a plan changes meaning (kernel
 /// signature, buffer conventions): old artifacts are then stale.
@@ -88,6 +93,8 @@ pub struct CompArtifact {
     /// Entry instructions whose kernels the emitter refused (they run interpreted), with
     /// the reason.
     pub fallbacks: Vec<(String, String)>,
+    /// The computation's final `KernelPlan`, postcard-encoded ([`encode`]).
+    pub plan: Vec<u8>,
     pub kernels: Vec<KernelCode>,
     /// The computations of while and conditional kernels, in kernel order (cond then
     /// body; branches in order).
@@ -100,9 +107,24 @@ pub struct Artifact {
     pub compiler: String,
     /// The CPU the code is for: triple and Cranelift flags.
     pub isa: String,
-    /// The optimized module, HLO text.
-    pub module_text: String,
+    /// The optimized module, postcard-encoded ([`encode`]).
+    pub module: Vec<u8>,
     pub entry: CompArtifact,
+}
+
+/// A value in the artifact's binary form (postcard over its serde derive).
+pub fn encode<T: serde::Serialize>(v: &T) -> Result<Vec<u8>, String> {
+    postcard::to_allocvec(v).map_err(|e| format!("cannot encode the artifact: {e}"))
+}
+
+/// Decodes an artifact section (`what` names it in the error); the whole section must be
+/// consumed.
+pub fn decode<'a, T: serde::Deserialize<'a>>(what: &str, bytes: &'a [u8]) -> Result<T, String> {
+    match postcard::take_from_bytes(bytes) {
+        Ok((v, [])) => Ok(v),
+        Ok((_, rest)) => Err(format!("the artifact's {what} section has {} trailing bytes", rest.len())),
+        Err(e) => Err(format!("the artifact's {what} section does not decode: {e}")),
+    }
 }
 
 /// A 64-bit hash of `s` (fingerprints; not for security).
@@ -234,6 +256,7 @@ impl Writer {
             self.str(a);
             self.str(b);
         }
+        self.bytes(&c.plan);
         self.u32(c.kernels.len() as u32);
         for k in &c.kernels {
             self.u32(k.index);
@@ -317,6 +340,7 @@ impl<'a> Reader<'a> {
         for _ in 0..n {
             fallbacks.push((self.str()?, self.str()?));
         }
+        let plan = self.bytes()?.to_vec();
         let n = self.count(40)?;
         let mut kernels = Vec::with_capacity(n);
         for _ in 0..n {
@@ -346,12 +370,12 @@ impl<'a> Reader<'a> {
             let asm = self.str()?;
             kernels.push(KernelCode { index, name, fingerprint, code: FunctionCode { alignment, bytes, relocs }, clif, asm });
         }
-        let n = self.count(20)?;
+        let n = self.count(28)?;
         let mut children = Vec::with_capacity(n);
         for _ in 0..n {
             children.push(self.comp(depth + 1)?);
         }
-        Ok(CompArtifact { buffers_fingerprint, fallbacks, kernels, children })
+        Ok(CompArtifact { buffers_fingerprint, fallbacks, plan, kernels, children })
     }
 }
 
@@ -360,7 +384,7 @@ impl Artifact {
         let mut w = Writer(Vec::new());
         w.str(&self.compiler);
         w.str(&self.isa);
-        w.str(&self.module_text);
+        w.bytes(&self.module);
         w.comp(&self.entry);
         let payload = w.0;
         let mut out = Vec::with_capacity(payload.len() + 28);
@@ -397,12 +421,12 @@ impl Artifact {
             return Err(format!("built by `{compiler}`, this is `{}`", compiler_version()));
         }
         let isa = r.str()?;
-        let module_text = r.str()?;
+        let module = r.bytes()?.to_vec();
         let entry = r.comp(0)?;
         if !r.at.is_empty() {
             return Err("trailing bytes after the artifact".into());
         }
-        Ok(Artifact { compiler, isa, module_text, entry })
+        Ok(Artifact { compiler, isa, module, entry })
     }
 }
 
@@ -414,10 +438,11 @@ mod tests {
         Artifact {
             compiler: compiler_version(),
             isa: "x86_64 test".into(),
-            module_text: "HloModule m".into(),
+            module: vec![1, 2, 3],
             entry: CompArtifact {
                 buffers_fingerprint: 7,
                 fallbacks: vec![("add.1".into(), "why".into())],
+                plan: vec![4, 5],
                 kernels: vec![KernelCode {
                     index: 2,
                     name: "k".into(),

@@ -2,14 +2,17 @@
 //! Cranelift (a kernel the emitter cannot handle becomes opaque, with the reason), and
 //! compile while and conditional computations as plans of their own.
 //!
-//! The same walk also loads an artifact ([`load_artifact`]): the plan is re-derived from
-//! the artifact's module, the refusals recorded at compile time are replayed, and each
-//! kernel's machine code is handed to the JIT as bytes after its fingerprint matched.
+//! Loading an artifact ([`load_artifact`]) takes the module and every computation's
+//! final plan (refusals already turned opaque, arena assigned) from the artifact's binary
+//! sections, so it neither parses, verifies nor plans: it checks the plan against the
+//! module and each kernel's code against the plan (fingerprints), hands the machine code
+//! to the JIT as bytes and builds the executable the same way a compile does
+//! (`assemble`).
 
 use super::artifact::{self, Artifact, CompArtifact, KernelCode};
 use super::{codegen, helpers, Code, CpuExecutable, KernelFn};
 use crate::ir::{CompId, Computation, Instruction, Loc, Module};
-use crate::kernel::{self, KernelBody};
+use crate::kernel::{self, KernelBody, KernelPlan};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module as _};
 use std::collections::HashMap;
@@ -57,37 +60,32 @@ pub(crate) fn libm_symbols() -> Vec<(&'static str, *const u8)> {
 
 /// Compiles `module` (normally after simplification and fusion).
 pub fn compile(module: &Module) -> Result<CpuExecutable, String> {
-    Ok(build(module, module.entry, 0, None)?.0)
+    Ok(build(module, module.entry, 0)?.0)
 }
 
 /// Compiles `module` (normally after simplification and fusion) and returns, with the
 /// executable, its artifact as bytes ([`load_artifact`] turns them back into an
-/// executable). The module is printed and parsed back first, so that the executable
-/// and any later load plan the very same module.
+/// executable). The artifact holds the module and every computation's final plan in
+/// binary form, so a load runs neither the parser nor the planner.
 pub fn compile_to_artifact(module: &Module) -> Result<(CpuExecutable, Vec<u8>), String> {
-    let module_text = crate::print::hlo::print_module(module);
-    let reparsed = parse_artifact_module(&module_text)?;
-    let (exe, entry) = build(&reparsed, reparsed.entry, 0, None)?;
+    let (exe, entry) = build(module, module.entry, 0)?;
     let isa = isa_description(exe.jit.as_ref().ok_or("no machine code")?);
-    let art = Artifact { compiler: artifact::compiler_version(), isa, module_text, entry };
+    let art = Artifact { compiler: artifact::compiler_version(), isa, module: artifact::encode(module)?, entry };
     Ok((exe, art.to_bytes()))
 }
 
 /// Loads an artifact made by [`compile_to_artifact`] without compiling anything:
-/// corrupt, truncated or stale bytes (another compiler version, another CPU, a plan
-/// that no longer matches) give an error saying why.
+/// corrupt, truncated or stale bytes (another compiler version, another format, another
+/// CPU, a plan that does not fit its module or code) give an error saying why.
 pub fn load_artifact(bytes: &[u8]) -> Result<CpuExecutable, String> {
     let art = Artifact::from_bytes(bytes)?;
-    let module = parse_artifact_module(&art.module_text)?;
-    let (exe, _) = build(&module, module.entry, 0, Some((&art.entry, &art.isa)))?;
-    Ok(exe)
-}
-
-fn parse_artifact_module(text: &str) -> Result<Module, String> {
-    let m = crate::parse::parse_module(text)
-        .map_err(|e| format!("the artifact's module does not parse: {}:{}: {}", e.line, e.col, e.message))?;
-    crate::verify::verify(&m).map_err(|e| format!("the artifact's module is invalid: {e}"))?;
-    Ok(m)
+    let module: Module = artifact::decode("module", &art.module)?;
+    if module.comps.get(module.entry).is_none() {
+        return Err("the artifact's module has no entry computation".into());
+    }
+    let isa = art.isa;
+    let entry = module.entry;
+    load(module, entry, 0, art.entry, &isa)
 }
 
 /// The CPU the JIT compiles for: triple and every Cranelift flag.
@@ -132,8 +130,8 @@ const MAX_DEPTH: usize = 16;
 
 /// A fingerprint of a kernel as planned: what its machine code assumes — its buffers,
 /// kind and the shape of its loops (the function's ABI), not its whole expression (the
-/// compiler version and the module text already pin that down; this catches a planner
-/// that is not deterministic, cheaply).
+/// compiler version and the stored plan already pin that down; this catches code
+/// attached to the wrong kernel, cheaply).
 fn kernel_fingerprint(k: &kernel::Kernel) -> u64 {
     let loops = compiled_function(k).map(|(e, n_inputs)| {
         let outputs: Vec<_> = e.outputs.iter().map(|o| (o.inner, o.elem)).collect();
@@ -142,66 +140,32 @@ fn kernel_fingerprint(k: &kernel::Kernel) -> u64 {
     artifact::hash_debug(&(&k.name, &k.inputs, &k.outputs, &k.kind, loops))
 }
 
-/// Compiles (`from` None) or loads (`from` = the computation's artifact and the CPU it
-/// was built for) computation `comp_id`; returns the executable and its artifact.
-fn build(
-    module: &Module,
-    comp_id: CompId,
-    depth: usize,
-    from: Option<(&CompArtifact, &str)>,
-) -> Result<(CpuExecutable, CompArtifact), String> {
+/// Compiles computation `comp_id`: plans it, emits every kernel Cranelift can take (a
+/// source whose kernel fails becomes opaque as a whole), and compiles while and
+/// conditional computations on their own. Returns the executable and its artifact.
+fn build(module: &Module, comp_id: CompId, depth: usize) -> Result<(CpuExecutable, CompArtifact), String> {
     let mut plan = kernel::plan_computation(module, comp_id)?;
     let mut jit = new_jit()?;
-    if let Some((_, isa)) = from {
-        let here = isa_description(&jit);
-        if here != isa {
-            return Err(format!("compiled for another CPU ({isa}), this one is {here}"));
-        }
-    }
     let helper_ids = codegen::Helpers::declare(&mut jit)?;
     let comp = module.comp(comp_id);
 
-    // Emit every elemental kernel (or take the artifact's list of refusals); a source
-    // whose kernel fails becomes opaque as a whole.
     let mut emitted: HashMap<usize, (FuncId, KernelCode)> = HashMap::new();
     let mut failed: HashMap<crate::ir::InstId, String> = HashMap::new();
     let mut fallbacks = Vec::new();
-    match from {
-        None => {
-            for (i, k) in plan.kernels.iter().enumerate() {
-                if let Some((e, n_inputs)) = compiled_function(k) {
-                    match codegen::emit(&mut jit, &helper_ids, e, &format!("kernel{i}"), n_inputs) {
-                        Ok(em) => {
-                            let code = KernelCode {
-                                index: 0,
-                                name: k.name.clone(),
-                                fingerprint: 0,
-                                code: em.code,
-                                clif: em.clif,
-                                asm: em.asm,
-                            };
-                            emitted.insert(i, (em.id, code));
-                        }
-                        Err(reason) => {
-                            failed.entry(k.source).or_insert_with(|| {
-                                fallbacks.push((comp.inst(k.source).name.clone(), reason.clone()));
-                                reason
-                            });
-                        }
-                    }
+    for (i, k) in plan.kernels.iter().enumerate() {
+        if let Some((e, n_inputs)) = compiled_function(k) {
+            match codegen::emit(&mut jit, &helper_ids, e, &format!("kernel{i}"), n_inputs) {
+                Ok(em) => {
+                    let code =
+                        KernelCode { index: 0, name: k.name.clone(), fingerprint: 0, code: em.code, clif: em.clif, asm: em.asm };
+                    emitted.insert(i, (em.id, code));
                 }
-            }
-        }
-        Some((art, _)) => {
-            for (name, reason) in &art.fallbacks {
-                let id = comp
-                    .order
-                    .iter()
-                    .copied()
-                    .find(|&id| comp.inst(id).name == *name)
-                    .ok_or_else(|| format!("stale artifact: no instruction %{name}"))?;
-                failed.insert(id, reason.clone());
-                fallbacks.push((name.clone(), reason.clone()));
+                Err(reason) => {
+                    failed.entry(k.source).or_insert_with(|| {
+                        fallbacks.push((comp.inst(k.source).name.clone(), reason.clone()));
+                        reason
+                    });
+                }
             }
         }
     }
@@ -227,91 +191,197 @@ fn build(
         }
         plan.kernels = kernels;
         emitted = renumbered;
-    }
-
-    let buffers_fingerprint = artifact::hash_debug(&plan.buffers.values().collect::<Vec<_>>());
-    if let Some((art, _)) = from {
-        // Attach the artifact's code to the re-derived plan, kernel by kernel.
-        if art.buffers_fingerprint != buffers_fingerprint {
-            return Err("stale artifact: the plan's buffers differ".into());
-        }
-        let elemental: Vec<usize> = (0..plan.kernels.len()).filter(|&i| compiled_function(&plan.kernels[i]).is_some()).collect();
-        if elemental.len() != art.kernels.len() {
-            return Err(format!("stale artifact: {} compiled kernels, the plan has {}", art.kernels.len(), elemental.len()));
-        }
-        let symbols: Vec<String> = elemental.iter().map(|i| format!("kernel{i}")).collect();
-        let mut ids = Vec::new();
-        for (&i, kc) in elemental.iter().zip(&art.kernels) {
-            let k = &plan.kernels[i];
-            if kc.index as usize != i || kc.name != k.name || kc.fingerprint != kernel_fingerprint(k) {
-                return Err(format!("stale artifact: kernel {i} ({}) does not match the plan", k.name));
-            }
-            let sig = codegen::signature(&jit);
-            ids.push(jit.declare_function(&format!("kernel{i}"), Linkage::Local, &sig).map_err(|e| e.to_string())?);
-        }
-        let helper_names: Vec<&str> = helper_symbols().iter().map(|h| h.0).collect();
-        for ((&i, kc), &id) in elemental.iter().zip(&art.kernels).zip(&ids) {
-            let mut lookup = |s: &str| -> Option<FuncId> {
-                if !artifact::known_symbol(s, &helper_names, &symbols) {
-                    return None;
-                }
-                match jit.get_name(s) {
-                    Some(cranelift_module::FuncOrDataId::Func(f)) => Some(f),
-                    Some(_) => None,
-                    None => {
-                        // A C math function: imported with the signature the code assumes.
-                        let sig = libm_signature(&jit, s)?;
-                        jit.declare_function(s, Linkage::Import, &sig).ok()
-                    }
-                }
-            };
-            let relocs = kc.code.module_relocs(id, &mut lookup).map_err(|e| format!("kernel {i}: {e}"))?;
-            jit.define_function_bytes(id, kc.code.alignment, &kc.code.bytes, &relocs)
-                .map_err(|e| format!("kernel {i}: {e}"))?;
-            emitted.insert(i, (id, kc.clone()));
-        }
+        // The runs and the artifact use this final plan's arena.
+        plan.assign_arena();
     }
     jit.finalize_definitions().map_err(|e| format!("cannot finalize machine code: {e}"))?;
 
-    let mut wrapped = module.clone();
-    let mut code = Vec::with_capacity(plan.kernels.len());
-    let mut children = Vec::new();
-    let mut next_child = 0;
-    let mut child = |module: &Module, c: CompId, children: &mut Vec<CompArtifact>| -> Result<CpuExecutable, String> {
-        let sub = match from {
-            Some((art, isa)) => {
-                let a = art.children.get(next_child).ok_or("stale artifact: a computation is missing")?;
-                Some((a, isa))
+    let buffers_fingerprint = artifact::hash_debug(&plan.buffers.values().collect::<Vec<_>>());
+    let mut kernels = Vec::new();
+    let mut funcs = HashMap::new();
+    let mut listings = Vec::with_capacity(plan.kernels.len());
+    for (i, k) in plan.kernels.iter().enumerate() {
+        match emitted.remove(&i) {
+            Some((id, mut kc)) => {
+                funcs.insert(i, id);
+                listings.push((kc.clif.clone(), kc.asm.clone()));
+                kc.index = i as u32;
+                kc.fingerprint = kernel_fingerprint(k);
+                kernels.push(kc);
             }
-            None => None,
-        };
-        next_child += 1;
-        let (exe, a) = build(module, c, depth + 1, sub)?;
+            None => listings.push(Default::default()),
+        }
+    }
+    let plan_bytes = artifact::encode(&plan)?;
+    let mut children = Vec::new();
+    let exe = assemble(module.clone(), comp_id, depth, plan, jit, &funcs, listings, &mut |c| {
+        let (exe, a) = build(module, c, depth + 1)?;
         children.push(a);
         Ok(exe)
-    };
+    })?;
+    Ok((exe, CompArtifact { buffers_fingerprint, fallbacks, plan: plan_bytes, kernels, children }))
+}
+
+/// Loads computation `comp_id` of `module` from its artifact `art`, compiled for CPU
+/// `isa`: the stored plan is checked against the module and each kernel's machine code
+/// against the plan, then handed to a JIT module, which only patches relocations.
+fn load(module: Module, comp_id: CompId, depth: usize, art: CompArtifact, isa: &str) -> Result<CpuExecutable, String> {
+    let plan: KernelPlan = artifact::decode("plan", &art.plan)?;
+    check_plan(&module, comp_id, &plan)?;
+    let mut jit = new_jit()?;
+    let here = isa_description(&jit);
+    if here != isa {
+        return Err(format!("compiled for another CPU ({isa}), this one is {here}"));
+    }
+    codegen::Helpers::declare(&mut jit)?;
+
+    if art.buffers_fingerprint != artifact::hash_debug(&plan.buffers.values().collect::<Vec<_>>()) {
+        return Err("stale artifact: the plan's buffers differ".into());
+    }
+    let elemental: Vec<usize> = (0..plan.kernels.len()).filter(|&i| compiled_function(&plan.kernels[i]).is_some()).collect();
+    if elemental.len() != art.kernels.len() {
+        return Err(format!("stale artifact: {} compiled kernels, the plan has {}", art.kernels.len(), elemental.len()));
+    }
+    let symbols: Vec<String> = elemental.iter().map(|i| format!("kernel{i}")).collect();
+    let sig = codegen::signature(&jit);
+    let mut ids = Vec::with_capacity(elemental.len());
+    for ((&i, kc), symbol) in elemental.iter().zip(&art.kernels).zip(&symbols) {
+        let k = &plan.kernels[i];
+        if kc.index as usize != i || kc.name != k.name || kc.fingerprint != kernel_fingerprint(k) {
+            return Err(format!("stale artifact: kernel {i} ({}) does not match the plan", k.name));
+        }
+        ids.push(jit.declare_function(symbol, Linkage::Local, &sig).map_err(|e| e.to_string())?);
+    }
+    let helper_names: Vec<&str> = helper_symbols().iter().map(|h| h.0).collect();
+    let mut funcs = HashMap::new();
+    for ((&i, kc), &id) in elemental.iter().zip(&art.kernels).zip(&ids) {
+        let mut lookup = |s: &str| -> Option<FuncId> {
+            if !artifact::known_symbol(s, &helper_names, &symbols) {
+                return None;
+            }
+            match jit.get_name(s) {
+                Some(cranelift_module::FuncOrDataId::Func(f)) => Some(f),
+                Some(_) => None,
+                None => {
+                    // A C math function: imported with the signature the code assumes.
+                    let sig = libm_signature(&jit, s)?;
+                    jit.declare_function(s, Linkage::Import, &sig).ok()
+                }
+            }
+        };
+        let relocs = kc.code.module_relocs(id, &mut lookup).map_err(|e| format!("kernel {i}: {e}"))?;
+        jit.define_function_bytes(id, kc.code.alignment, &kc.code.bytes, &relocs).map_err(|e| format!("kernel {i}: {e}"))?;
+        funcs.insert(i, id);
+    }
+    jit.finalize_definitions().map_err(|e| format!("cannot finalize machine code: {e}"))?;
+
+    let mut listings: Vec<(String, String)> = vec![Default::default(); plan.kernels.len()];
+    for (&i, kc) in elemental.iter().zip(art.kernels) {
+        listings[i] = (kc.clif, kc.asm);
+    }
+    let mut stored = art.children.into_iter();
+    // The children's executables keep a module of their own (the entry's gets wrappers).
+    let shared = if needs_children(&plan, depth) { Some(module.clone()) } else { None };
+    let exe = assemble(module, comp_id, depth, plan, jit, &funcs, listings, &mut |c| {
+        let a = stored.next().ok_or("stale artifact: a computation is missing")?;
+        let m = shared.as_ref().ok_or("stale artifact: an unexpected computation")?;
+        load(m.clone(), c, depth + 1, a, isa)
+    })?;
+    if stored.next().is_some() {
+        return Err("stale artifact: extra computations".into());
+    }
+    Ok(exe)
+}
+
+/// Whether the plan has while or conditional kernels compiled on their own at `depth`.
+fn needs_children(plan: &KernelPlan, depth: usize) -> bool {
+    depth < MAX_DEPTH && plan.kernels.iter().any(|k| matches!(k.body, KernelBody::While { .. } | KernelBody::Case { .. }))
+}
+
+/// Checks that a stored plan fits its module: the computation, every instruction and
+/// computation it names and every buffer it uses exist, and the arena places every
+/// buffer. (The checksum already rules out corruption; this keeps a plan that was
+/// stored for another module from reaching the runtime.)
+fn check_plan(module: &Module, comp_id: CompId, plan: &KernelPlan) -> Result<(), String> {
+    let bad = |what: &str| Err(format!("stale artifact: the stored plan {what}"));
+    let Some(comp) = module.comps.get(comp_id) else { return bad("names a computation the module lacks") };
+    if plan.comp != comp_id {
+        return bad("is for another computation");
+    }
+    let n = plan.buffers.len();
+    let buf_ok = |b: &kernel::BufferId| cranelift_entity::EntityRef::index(*b) < n;
+    let vals_ok = |v: &kernel::ValueBufs| v.leaves().iter().all(buf_ok);
+    let inst_ok = |i: &crate::ir::InstId| comp.insts.get(*i).is_some();
+    let comp_ok = |c: &CompId| module.comps.get(*c).is_some();
+    let arena = &plan.arena;
+    if !arena.is_current(plan) || arena.live.len() != n || arena.pinned.len() != n {
+        return bad("has an arena assignment for other kernels");
+    }
+    for b in plan.buffers.keys() {
+        let end = arena.offset(b).checked_add(plan.buffers[b].shape.byte_size() as u64);
+        if end.is_none_or(|e| e > arena.arena_bytes) {
+            return bad("places a buffer outside the arena");
+        }
+    }
+    let kernels_ok = plan.kernels.iter().all(|k| {
+        inst_ok(&k.source)
+            && k.inputs.iter().all(buf_ok)
+            && k.outputs.iter().all(buf_ok)
+            && match &k.body {
+                KernelBody::Opaque { inst, operands, result } => inst_ok(inst) && operands.iter().all(vals_ok) && vals_ok(result),
+                KernelBody::While { cond, body, operands, result } => {
+                    comp_ok(cond) && comp_ok(body) && operands.iter().all(vals_ok) && vals_ok(result)
+                }
+                KernelBody::Case { branches, operands, result, .. } => {
+                    branches.iter().all(comp_ok) && operands.iter().all(vals_ok) && vals_ok(result)
+                }
+                _ => true,
+            }
+    });
+    if !kernels_ok || !plan.params.iter().all(vals_ok) || !vals_ok(&plan.result) || !plan.constants.iter().all(|(b, _)| buf_ok(b)) {
+        return bad("names an instruction, computation or buffer that does not exist");
+    }
+    Ok(())
+}
+
+/// The executable of computation `comp_id` from its final `plan` and finalized `jit`
+/// (`funcs`: the function of each compiled kernel): while and conditional computations
+/// come from `child`, opaque kernels get a wrapper computation in `wrapped` (the
+/// executable's own copy of the module).
+#[allow(clippy::too_many_arguments)]
+fn assemble(
+    mut wrapped: Module,
+    comp_id: CompId,
+    depth: usize,
+    plan: KernelPlan,
+    jit: JITModule,
+    funcs: &HashMap<usize, FuncId>,
+    listings: Vec<(String, String)>,
+    child: &mut dyn FnMut(CompId) -> Result<CpuExecutable, String>,
+) -> Result<CpuExecutable, String> {
+    let mut code = Vec::with_capacity(plan.kernels.len());
     for (i, k) in plan.kernels.iter().enumerate() {
         code.push(match &k.body {
             KernelBody::Elemental(e) => {
-                let f = function(&jit, &emitted, i)?;
+                let f = function(&jit, funcs, i)?;
                 let work = e.space.iter().map(|&d| d.max(0) as usize).product();
                 Code::Native { f, par_extent: codegen::par_extent(e), work }
             }
             KernelBody::Dot(spec) => Code::Dot(spec.clone()),
-            KernelBody::Sort(spec) => Code::Sort { spec: spec.clone(), cmp: function(&jit, &emitted, i)? },
-            KernelBody::Scatter(spec) => Code::Scatter { spec: spec.clone(), combine: function(&jit, &emitted, i)? },
+            KernelBody::Sort(spec) => Code::Sort { spec: spec.clone(), cmp: function(&jit, funcs, i)? },
+            KernelBody::Scatter(spec) => Code::Scatter { spec: spec.clone(), combine: function(&jit, funcs, i)? },
             KernelBody::Opaque { inst, operands, result } => {
                 let comp = wrapper(&mut wrapped, comp_id, *inst);
                 Code::Interpret { comp, operands: operands.clone(), result: result.clone() }
             }
             KernelBody::While { cond, body, operands, result } if depth < MAX_DEPTH => Code::While {
-                cond: Box::new(child(module, *cond, &mut children)?),
-                body: Box::new(child(module, *body, &mut children)?),
+                cond: Box::new(child(*cond)?),
+                body: Box::new(child(*body)?),
                 operands: operands.clone(),
                 result: result.clone(),
             },
             KernelBody::Case { branches, branch_operands, operands, result } if depth < MAX_DEPTH => Code::Case {
-                branches: branches.iter().map(|&b| child(module, b, &mut children)).collect::<Result<_, _>>()?,
+                branches: branches.iter().map(|&b| child(b)).collect::<Result<_, _>>()?,
                 branch_operands: branch_operands.clone(),
                 operands: operands.clone(),
                 result: result.clone(),
@@ -322,31 +392,12 @@ fn build(
             }
         });
     }
-    if let Some((art, _)) = from {
-        if art.children.len() != next_child {
-            return Err("stale artifact: extra computations".into());
-        }
-    }
-    let mut kernels = Vec::new();
-    let mut listings = Vec::with_capacity(plan.kernels.len());
-    for (i, k) in plan.kernels.iter().enumerate() {
-        match emitted.remove(&i) {
-            Some((_, mut kc)) => {
-                listings.push((kc.clif.clone(), kc.asm.clone()));
-                kc.index = i as u32;
-                kc.fingerprint = kernel_fingerprint(k);
-                kernels.push(kc);
-            }
-            None => listings.push(Default::default()),
-        }
-    }
-    let art = CompArtifact { buffers_fingerprint, fallbacks, kernels, children };
-    Ok((CpuExecutable { plan, code, module: wrapped, listings, jit: Some(jit), arena: Default::default() }, art))
+    Ok(CpuExecutable { plan, code, module: wrapped, listings, jit: Some(jit), arena: Default::default() })
 }
 
 /// Kernel `i`'s finalized function.
-fn function(jit: &JITModule, emitted: &HashMap<usize, (FuncId, KernelCode)>, i: usize) -> Result<KernelFn, String> {
-    let (id, _) = emitted.get(&i).ok_or("a compiled kernel without code")?;
+fn function(jit: &JITModule, funcs: &HashMap<usize, FuncId>, i: usize) -> Result<KernelFn, String> {
+    let id = funcs.get(&i).ok_or("a compiled kernel without code")?;
     let ptr = jit.get_finalized_function(*id);
     // SAFETY: emitted with signature `fn(*const *mut u8, i64, i64)` by `codegen::emit`
     // (or loaded from an artifact of this compiler and CPU whose plan matched).

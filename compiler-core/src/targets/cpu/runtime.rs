@@ -126,7 +126,8 @@ impl Arena {
     }
 
     /// The addresses of `bufs`, for a native kernel (which may write its outputs: the
-    /// assignment never lets an output share bytes with another buffer it touches).
+    /// assignment lets an output share bytes with another buffer it touches only in
+    /// place, over an input read at the same positions before they are written).
     fn pointers(&mut self, bufs: impl Iterator<Item = BufferId>) -> Vec<*mut u8> {
         bufs.map(|b| self.addr(b)).collect()
     }
@@ -293,13 +294,12 @@ impl CpuExecutable {
                         let p = bufs.pointers([l, r, o].into_iter());
                         // SAFETY: the buffers' own bytes, aligned (arena lines, or caller
                         // memory checked for 8-byte alignment); the output is a buffer of
-                        // its own (the arena never shares a kernel output's bytes).
+                        // its own (the arena never puts a dot's output in place).
                         unsafe { dot::run(spec, &self.plan, (l, p[0]), (r, p[1]), (o, p[2])) }
                     }
                     Code::Sort { spec, cmp } => {
                         for (i, o) in k.inputs.iter().zip(&k.outputs) {
-                            let src = bufs.bytes(*i).to_vec();
-                            bufs.bytes_mut(*o).copy_from_slice(&src);
+                            copy_unless_in_place(bufs, *i, *o);
                         }
                         let outs = bufs.pointers(k.outputs.iter().copied());
                         // SAFETY: the outputs are distinct buffers of the spec's shapes, and
@@ -310,8 +310,7 @@ impl CpuExecutable {
                     Code::Scatter { spec, combine } => {
                         let n = k.outputs.len();
                         for (i, o) in k.inputs[..n].iter().zip(&k.outputs) {
-                            let src = bufs.bytes(*i).to_vec();
-                            bufs.bytes_mut(*o).copy_from_slice(&src);
+                            copy_unless_in_place(bufs, *i, *o);
                         }
                         let indices = bufs.bytes(k.inputs[n]).to_vec();
                         let updates: Vec<Vec<u8>> = k.inputs[n + 1..].iter().map(|&b| bufs.bytes(b).to_vec()).collect();
@@ -391,6 +390,15 @@ impl CpuExecutable {
 }
 
 use cranelift_entity::EntityRef;
+
+/// Copies buffer `from` into `to`, unless the arena put them at the same bytes (an
+/// in-place sort or scatter: the operand already is its output).
+fn copy_unless_in_place(bufs: &mut Arena, from: BufferId, to: BufferId) {
+    if bufs.addr(from) != bufs.addr(to) {
+        let src = bufs.bytes(from).to_vec();
+        bufs.bytes_mut(to).copy_from_slice(&src);
+    }
+}
 
 fn write_value(bufs: &mut Arena, at: &ValueBufs, v: Value) {
     match (at, v) {

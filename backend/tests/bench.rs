@@ -148,3 +148,82 @@ fn wrong_inputs_are_clear_errors() {
     let o = hloscope(&["bench", &corpus("softmax", "module.mlir"), "--iters", "0"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn kernels_inside_a_while_loop_get_rows_with_their_calls() {
+    // i counts 0..5: the body runs 5 times, the condition 6 (the last one says stop).
+    // Each body step scales x (f32[64]) by 0.5 and adds its sine; the condition is one
+    // compare. The loop's row comes first, then its condition's and body's rows.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-while");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("m.hlo");
+    std::fs::write(
+        &path,
+        "HloModule m
+%cond (s: (s32[], f32[64])) -> pred[] {
+  %s = (s32[], f32[64]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(5)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+%body (s: (s32[], f32[64])) -> (s32[], f32[64]) {
+  %s = (s32[], f32[64]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %x = f32[64] get-tuple-element(%s), index=1
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  %half = f32[] constant(0.5)
+  %h = f32[64] broadcast(%half), dimensions={}
+  %m = f32[64] multiply(%x, %h)
+  %sn = f32[64] sine(%x)
+  %y = f32[64] add(%m, %sn)
+  ROOT %t = (s32[], f32[64]) tuple(%next, %y)
+}
+ENTRY %main (x: f32[64]) -> f32[64] {
+  %x = f32[64] parameter(0)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[64]) tuple(%zero, %x)
+  %loop = (s32[], f32[64]) while(%init), condition=%cond, body=%body
+  ROOT %r = f32[64] get-tuple-element(%loop), index=1
+}",
+    )
+    .unwrap();
+    let file = path.display().to_string();
+    let out = ok(hloscope(&["bench", &file, "--json", "--iters", "3", "--warmup", "1", "--random-inputs"]));
+    let j: Value = serde_json::from_str(&out).unwrap();
+    let kernels = j["kernels"].as_array().unwrap();
+    let names: Vec<&str> = kernels.iter().map(|k| k["name"].as_str().unwrap()).collect();
+    let lp = kernels.iter().position(|k| k["name"].as_str().unwrap().starts_with("loop")).expect("the loop's row");
+    let loop_name = names[lp];
+    assert_eq!(kernels[lp]["calls"], 1, "{names:?}");
+    let (mut body, mut cond) = (Vec::new(), Vec::new());
+    for (at, k) in kernels.iter().enumerate() {
+        let name = k["name"].as_str().unwrap();
+        positive(&k["time_s"]);
+        if let Some(rest) = name.strip_prefix(&format!("{loop_name}/")) {
+            assert!(at > lp, "{names:?}: nested rows come after their loop's");
+            let calls = k["calls"].as_u64().unwrap();
+            if rest.starts_with("body/") {
+                assert_eq!(calls, 5, "{name}");
+                body.push(k);
+            } else {
+                assert!(rest.starts_with("cond/"), "{name}");
+                assert_eq!(calls, 6, "{name}");
+                cond.push(k);
+            }
+        }
+    }
+    assert!(!body.is_empty() && !cond.is_empty(), "{names:?}");
+    // Inside the body, x*0.5 + sin(x) over f32[64]: one fusion reading and writing
+    // 256 B, 5 times a run; the cost model's bytes are per run too.
+    let bytes: u64 = body.iter().map(|k| k["bytes"].as_u64().unwrap()).sum();
+    assert!(bytes >= 5 * 512, "{body:?}");
+    assert!(bytes.is_multiple_of(5), "{body:?}");
+
+    // The table: a calls column, and the nested rows named by path.
+    let text = ok(hloscope(&["bench", &file, "--iters", "2", "--random-inputs"]));
+    let header = text.lines().find(|l| l.starts_with("kernel")).expect("a kernel table");
+    assert!(header.split_whitespace().any(|w| w == "calls"), "{header}");
+    let body_line = text.lines().find(|l| l.starts_with(&format!("{loop_name}/body/"))).expect("a body row");
+    assert_eq!(body_line.split_whitespace().nth(1), Some("5"), "{body_line}");
+}

@@ -161,7 +161,7 @@ pub fn assign_arena_with(plan: &KernelPlan, in_place: bool) -> ArenaAssignment {
                 let s = src.index();
                 !pinned[s] && last[s] == p && !handed_over[s] && region_of[s] != usize::MAX && size(s) == size(b)
             };
-            if let Some(src) = in_place.then(|| in_place_input(k, j)).flatten().filter(|&s| reusable(s)) {
+            if let Some(src) = in_place.then(|| in_place_input(k, j, reusable)).flatten() {
                 region_of[b] = region_of[src.index()];
                 handed_over[src.index()] = true;
                 in_place_of[b] = Some(src);
@@ -194,13 +194,13 @@ pub fn assign_arena_with(plan: &KernelPlan, in_place: bool) -> ArenaAssignment {
     }
 }
 
-/// The input whose bytes output `j` of kernel `k` may overwrite, as far as the kernel's
-/// indexing goes (liveness is the caller's check): see the module doc.
-fn in_place_input(k: &Kernel, j: usize) -> Option<BufferId> {
+/// The first input whose bytes output `j` of kernel `k` may overwrite as far as the
+/// kernel's indexing goes (see the module doc) and `reusable` allows (liveness).
+fn in_place_input(k: &Kernel, j: usize, reusable: impl Fn(BufferId) -> bool) -> Option<BufferId> {
     // The input must be read through exactly one slot.
     let single = |slot: usize| {
         let b = *k.inputs.get(slot)?;
-        (k.inputs.iter().filter(|&&x| x == b).count() == 1).then_some(b)
+        (k.inputs.iter().filter(|&&x| x == b).count() == 1 && reusable(b)).then_some(b)
     };
     match (&k.kind, &k.body) {
         (KernelKind::Scatter, KernelBody::Scatter(_)) | (KernelKind::Sort, KernelBody::Sort(_)) => single(j),

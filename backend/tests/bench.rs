@@ -213,12 +213,17 @@ ENTRY %main (x: f32[64]) -> f32[64] {
             }
         }
     }
-    assert!(!body.is_empty() && !cond.is_empty(), "{names:?}");
-    // Inside the body, x*0.5 + sin(x) over f32[64]: one fusion reading and writing
-    // 256 B, 5 times a run; the cost model's bytes are per run too.
-    let bytes: u64 = body.iter().map(|k| k["bytes"].as_u64().unwrap()).sum();
-    assert!(bytes >= 5 * 512, "{body:?}");
-    assert!(bytes.is_multiple_of(5), "{body:?}");
+    // Per run (calls times the cost model's per call): the body's x*0.5 + sin(x) over
+    // f32[64] reads and writes 256 B and costs 64 * (1 + 4 + 1) = 384 FLOPs (sine counts
+    // 4), 5 times; its i + 1 reads and writes 4 B, 1 FLOP, 5 times; the condition's
+    // compare reads 4 B and writes a 1-byte pred, 1 FLOP, 6 times.
+    let cost = |ks: &[&Value]| {
+        let mut v: Vec<(u64, u64)> = ks.iter().map(|k| (k["bytes"].as_u64().unwrap(), k["flops"].as_u64().unwrap())).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(cost(&body), vec![(40, 5), (2560, 1920)]);
+    assert_eq!(cost(&cond), vec![(30, 6)]);
 
     // The table: a calls column, and the nested rows named by path.
     let text = ok(hloscope(&["bench", &file, "--iters", "2", "--random-inputs"]));

@@ -6,7 +6,9 @@
 //! kernel (a kernel whose body the emitter cannot handle is interpreted instead, with the
 //! reason recorded) and returns a [`CpuExecutable`]. `run` executes the kernels in
 //! program order on byte buffers. Timing is the caller's business (this crate reads no
-//! clock): [`CpuExecutable::run_with`] wraps each kernel's execution in a callback.
+//! clock): [`CpuExecutable::run_with`] wraps each kernel's execution in a callback, and
+//! [`CpuExecutable::run_bytes_scoped`] also the kernels run inside while loops and
+//! conditionals, each with the path of where it runs ([`KernelInfo::scope`]).
 //! A while loop or a conditional runs from a small runtime here, its computations
 //! compiled as plans of their own, and so do sorts and scatters (`sort`, `scatter`),
 //! calling their comparator or update computation compiled as a scalar kernel; everything

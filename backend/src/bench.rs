@@ -8,9 +8,18 @@
 //! are reported as one row, so the rows are the cost model's kernels (`explain`) with
 //! their bytes and FLOPs. The interpreter has no kernels: only its total is timed.
 //!
+//! The kernels of while loops (condition and body) and of conditionals (the branch
+//! taken) get rows of their own after their loop's or conditional's row, named by where
+//! they run (`while.3/body/fusion.7`, `while.3/cond/compare.2`, `conditional.4/branch1/
+//! add.9`), through `CpuExecutable::run_bytes_scoped`: their time is summed over the
+//! calls of one run (then the median over runs), `calls` says how many (the trip count
+//! for a body, one more for a condition), and their bytes and FLOPs are per run too
+//! (the cost model's, times the calls). The loop's own row still covers everything it
+//! runs, so the share (`%`) is over the top-level rows only.
+//!
 //! `--json` prints one line: `{"target", "compile_s", "run_median_s", "run_min_s",
 //! "iters", "arena_bytes", "buffer_bytes", "kernels": [{"name", "time_s", "bytes",
-//! "flops"}]}`; otherwise a table. `--out-dir` writes the last run's results as .npy
+//! "flops", "calls"}]}`; otherwise a table. `--out-dir` writes the last run's results as .npy
 //! (what `cargo xtask bench` compares with XLA's).
 
 use crate::inputs;
@@ -18,8 +27,10 @@ use crate::run::{self, RunError, Target};
 use clap::Args;
 use hloscope_core::cost;
 use hloscope_core::interp::Interpreter;
-use hloscope_core::ir::{InstId, Literal, Module, Op, Value};
+use hloscope_core::ir::{CompId, InstId, Literal, Module, Op, Value};
 use hloscope_core::targets::cpu::{self, CpuExecutable};
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -33,8 +44,10 @@ const TARGET_TOTAL_S: f64 = 1.5;
 #[derive(Args, Debug)]
 #[command(after_help = "\
 JSON (--json): one line {\"target\", \"compile_s\", \"run_median_s\", \"run_min_s\", \"iters\", \
-\"arena_bytes\", \"buffer_bytes\", \"kernels\": [{\"name\", \"time_s\", \"bytes\", \"flops\"}]}; \
-a kernel's time is its median over the timed runs; bytes and FLOPs come from the cost model.
+\"arena_bytes\", \"buffer_bytes\", \"kernels\": [{\"name\", \"time_s\", \"bytes\", \"flops\", \"calls\"}]}; \
+a kernel's time is its median over the timed runs (summed over its calls in a run: kernels \
+inside while bodies and branches are rows named like while.3/body/fusion.7); bytes and \
+FLOPs come from the cost model.
 
 Exit status: 0 on success, 2 on any error (bad text, bad inputs, a failed run).")]
 pub struct BenchArgs {
@@ -84,6 +97,39 @@ struct Row {
     time_s: f64,
     bytes: u64,
     flops: u64,
+    /// Times it ran in one run (1 at top level).
+    calls: u64,
+    /// Whether it runs inside a while loop or a conditional.
+    nested: bool,
+}
+
+/// One kernel inside control flow, as one run saw it.
+#[derive(Clone, Debug, PartialEq)]
+struct NestedKernel {
+    scope: String,
+    name: String,
+    comp: CompId,
+    source: InstId,
+    /// Time summed over its calls.
+    time_s: f64,
+    calls: u64,
+}
+
+/// What one run times: per top-level kernel, and per kernel inside control flow (keyed
+/// by scope and index, in the order they first ran).
+#[derive(Default)]
+struct RunTimes {
+    top: Vec<f64>,
+    nested: Vec<NestedKernel>,
+    nested_at: HashMap<(String, usize), usize>,
+}
+
+impl RunTimes {
+    fn clear(&mut self) {
+        self.top.iter_mut().for_each(|t| *t = 0.0);
+        self.nested.clear();
+        self.nested_at.clear();
+    }
 }
 
 struct Report {
@@ -128,9 +174,9 @@ impl AlignedBytes {
 }
 
 impl Runner {
-    /// One run; `kernel_s[i]` gets kernel i's time (cpu only). The interpreter returns
-    /// its result; the cpu leaves it in its output bytes (see `results`).
-    fn run(&mut self, args: &[Value], kernel_s: &mut [f64]) -> Result<Option<Value>, String> {
+    /// One run; `times` gets each kernel's time (cpu only). The interpreter returns its
+    /// result; the cpu leaves it in its output bytes (see `results`).
+    fn run(&mut self, args: &[Value], times: &mut RunTimes) -> Result<Option<Value>, String> {
         match self {
             Runner::Interp(m) => Interpreter::new(m)
                 .run(args)
@@ -139,10 +185,37 @@ impl Runner {
             Runner::Cpu { exe, inputs, outputs, .. } => {
                 let ins: Vec<&[u8]> = inputs.iter().map(AlignedBytes::bytes).collect();
                 let mut outs: Vec<&mut [u8]> = outputs.iter_mut().map(AlignedBytes::bytes_mut).collect();
-                exe.run_bytes(&ins, &mut outs, &mut |k, exec| {
+                times.clear();
+                let cell = RefCell::new(times);
+                exe.run_bytes_scoped(&ins, &mut outs, &|k, exec| {
                     let t = Instant::now();
                     let r = exec();
-                    kernel_s[k.index] = t.elapsed().as_secs_f64();
+                    let dt = t.elapsed().as_secs_f64();
+                    // Borrowed only now: `exec` may have re-entered this closure.
+                    let mut times = cell.borrow_mut();
+                    if k.scope.is_empty() {
+                        times.top[k.index] = dt;
+                    } else {
+                        let key = (k.scope.to_string(), k.index);
+                        let at = match times.nested_at.get(&key) {
+                            Some(&at) => at,
+                            None => {
+                                let at = times.nested.len();
+                                times.nested.push(NestedKernel {
+                                    scope: key.0.clone(),
+                                    name: k.name.to_string(),
+                                    comp: k.comp,
+                                    source: k.source,
+                                    time_s: 0.0,
+                                    calls: 0,
+                                });
+                                times.nested_at.insert(key, at);
+                                at
+                            }
+                        };
+                        times.nested[at].time_s += dt;
+                        times.nested[at].calls += 1;
+                    }
                     r
                 })?;
                 Ok(None)
@@ -218,7 +291,7 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
 
     let fail = |e: String| RunError(format!("{source_name}: running on the {} failed: {e}", target_name(args.target)));
     let nk = runner.kernel_count();
-    let mut scratch = vec![0.0; nk];
+    let mut scratch = RunTimes { top: vec![0.0; nk], ..RunTimes::default() };
     let mut estimate = f64::INFINITY;
     for _ in 0..args.warmup.max(u64::from(args.iters.is_none())) {
         let t = Instant::now();
@@ -232,14 +305,16 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
     let progress = Progress::new(iters, estimate * iters as f64);
     let mut totals = Vec::with_capacity(iters);
     let mut per_kernel: Vec<Vec<f64>> = vec![Vec::with_capacity(iters); nk];
+    let mut nested_runs: Vec<Vec<NestedKernel>> = Vec::with_capacity(iters);
     let mut last = None;
     for i in 0..iters {
         let t = Instant::now();
         let v = runner.run(&arguments, &mut scratch).map_err(fail)?;
         totals.push(t.elapsed().as_secs_f64());
-        for (k, &s) in scratch.iter().enumerate() {
+        for (k, &s) in scratch.top.iter().enumerate() {
             per_kernel[k].push(s);
         }
+        nested_runs.push(scratch.nested.clone());
         last = v;
         progress.tick(i + 1);
     }
@@ -252,7 +327,7 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
         Runner::Interp(_) => (Vec::new(), 0, 0),
         Runner::Cpu { exe, optimized, .. } => {
             let arena = exe.arena_assignment();
-            (rows(optimized, exe.plan(), &per_kernel), arena.arena_bytes, arena.buffer_bytes)
+            (rows(optimized, exe.plan(), &per_kernel, &nested_runs), arena.arena_bytes, arena.buffer_bytes)
         }
     };
     let report = Report {
@@ -276,8 +351,15 @@ fn target_name(t: Target) -> &'static str {
 }
 
 /// One row per instruction (in order of its first kernel): the median of the summed
-/// time of its kernels, and the cost model's bytes and FLOPs for it.
-fn rows(module: &Module, plan: &hloscope_core::kernel::KernelPlan, per_kernel: &[Vec<f64>]) -> Vec<Row> {
+/// time of its kernels, and the cost model's bytes and FLOPs for it; after a while
+/// loop's or conditional's row, the rows of the instructions run inside it
+/// ([`nested_rows`]).
+fn rows(
+    module: &Module,
+    plan: &hloscope_core::kernel::KernelPlan,
+    per_kernel: &[Vec<f64>],
+    nested_runs: &[Vec<NestedKernel>],
+) -> Vec<Row> {
     let comp = module.comp(plan.comp);
     let profile = cost::profiles::GENERIC_CPU;
     let mut order: Vec<InstId> = Vec::new();
@@ -290,7 +372,7 @@ fn rows(module: &Module, plan: &hloscope_core::kernel::KernelPlan, per_kernel: &
         e.push(i);
     }
     let runs = per_kernel.first().map_or(0, Vec::len);
-    order
+    let top = order
         .into_iter()
         .map(|src| {
             let ks = &kernels_of[&src];
@@ -306,9 +388,68 @@ fn rows(module: &Module, plan: &hloscope_core::kernel::KernelPlan, per_kernel: &
                     .fold((0, 0), |(b, f), c| (b + c.bytes_moved, f + c.flops)),
                 _ => cost::instruction_cost(module, comp, src, &profile).map_or((0, 0), |c| (c.bytes(), c.flops)),
             };
-            Row { name: inst.name.clone(), time_s: median(&mut sums), bytes, flops }
+            Row { name: inst.name.clone(), time_s: median(&mut sums), bytes, flops, calls: 1, nested: false }
         })
-        .collect()
+        .collect::<Vec<Row>>();
+    let mut nested = nested_rows(module, nested_runs);
+    let mut out = Vec::new();
+    for row in top {
+        let prefix = format!("{}/", row.name);
+        out.push(row);
+        let (inside, rest): (Vec<Row>, Vec<Row>) = nested.into_iter().partition(|r| r.name.starts_with(&prefix));
+        out.extend(inside);
+        nested = rest;
+    }
+    out.extend(nested);
+    out
+}
+
+/// One row per (scope, instruction) run inside control flow, in the order they first
+/// ran: per run, its kernels' times summed over their calls, then the median over the
+/// runs (0 for a run that did not reach it); calls, bytes and FLOPs of the last run that
+/// did.
+fn nested_rows(module: &Module, runs: &[Vec<NestedKernel>]) -> Vec<Row> {
+    let profile = cost::profiles::GENERIC_CPU;
+    // (scope, comp, source) -> row index; per row, its time in each run.
+    let mut at: HashMap<(String, CompId, InstId), usize> = HashMap::new();
+    let mut rows: Vec<Row> = Vec::new();
+    let mut per_run: Vec<Vec<f64>> = Vec::new();
+    let mut origin: Vec<(CompId, InstId)> = Vec::new();
+    for (r, run) in runs.iter().enumerate() {
+        let mut calls_now: HashMap<usize, u64> = HashMap::new();
+        for k in run {
+            let key = (k.scope.clone(), k.comp, k.source);
+            let i = *at.entry(key).or_insert_with(|| {
+                rows.push(Row {
+                    name: format!("{}/{}", k.scope, k.name),
+                    time_s: 0.0,
+                    bytes: 0,
+                    flops: 0,
+                    calls: 0,
+                    nested: true,
+                });
+                per_run.push(vec![0.0; runs.len()]);
+                origin.push((k.comp, k.source));
+                rows.len() - 1
+            });
+            per_run[i][r] += k.time_s;
+            // The kernels of one instruction (a dot and its epilogue) run together.
+            let c = calls_now.entry(i).or_insert(0);
+            *c = (*c).max(k.calls);
+        }
+        for (i, calls) in calls_now {
+            let (comp, source) = origin[i];
+            let (bytes, flops) =
+                cost::instruction_cost(module, module.comp(comp), source, &profile).map_or((0, 0), |c| (c.bytes(), c.flops));
+            rows[i].calls = calls;
+            rows[i].bytes = bytes * calls;
+            rows[i].flops = flops * calls;
+        }
+    }
+    for (row, times) in rows.iter_mut().zip(&mut per_run) {
+        row.time_s = median(times);
+    }
+    rows
 }
 
 fn median(xs: &mut [f64]) -> f64 {
@@ -353,7 +494,16 @@ fn json(r: &Report) -> String {
     let kernels: Vec<String> = r
         .rows
         .iter()
-        .map(|k| format!("{{\"name\":{},\"time_s\":{},\"bytes\":{},\"flops\":{}}}", quote(&k.name), num(k.time_s), k.bytes, k.flops))
+        .map(|k| {
+            format!(
+                "{{\"name\":{},\"time_s\":{},\"bytes\":{},\"flops\":{},\"calls\":{}}}",
+                quote(&k.name),
+                num(k.time_s),
+                k.bytes,
+                k.flops,
+                k.calls
+            )
+        })
         .collect();
     format!(
         "{{\"target\":{},\"compile_s\":{},\"run_median_s\":{},\"run_min_s\":{},\"iters\":{},\"arena_bytes\":{},\"buffer_bytes\":{},\"kernels\":[{}]}}\n",
@@ -394,23 +544,25 @@ fn table(r: &Report) -> String {
     if r.rows.is_empty() {
         return out;
     }
-    let total: f64 = r.rows.iter().map(|k| k.time_s).sum();
-    let mut cells = vec![["kernel", "time", "%", "GB/s", "GFLOP/s"].map(String::from).to_vec()];
+    // Nested rows are already inside their loop's row.
+    let total: f64 = r.rows.iter().filter(|k| !k.nested).map(|k| k.time_s).sum();
+    let mut cells = vec![["kernel", "calls", "time", "%", "GB/s", "GFLOP/s"].map(String::from).to_vec()];
     for k in &r.rows {
         let rate = |x: u64| if k.time_s > 0.0 { format!("{:.2}", x as f64 / k.time_s / 1e9) } else { "-".into() };
         cells.push(vec![
             k.name.clone(),
+            k.calls.to_string(),
             time_text(k.time_s),
             format!("{:.1}", if total > 0.0 { 100.0 * k.time_s / total } else { 0.0 }),
             rate(k.bytes),
             rate(k.flops),
         ]);
     }
-    let widths: Vec<usize> = (0..5).map(|c| cells.iter().map(|row| row[c].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..6).map(|c| cells.iter().map(|row| row[c].chars().count()).max().unwrap_or(0)).collect();
     out.push('\n');
     for row in &cells {
         let mut line = format!("{:<w$}", row[0], w = widths[0]);
-        for c in 1..5 {
+        for c in 1..6 {
             let _ = write!(line, "  {:>w$}", row[c], w = widths[c]);
         }
         out += line.trim_end();

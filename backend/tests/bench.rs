@@ -148,3 +148,87 @@ fn wrong_inputs_are_clear_errors() {
     let o = hloscope(&["bench", &corpus("softmax", "module.mlir"), "--iters", "0"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn kernels_inside_a_while_loop_get_rows_with_their_calls() {
+    // i counts 0..5: the body runs 5 times, the condition 6 (the last one says stop).
+    // Each body step scales x (f32[64]) by 0.5 and adds its sine; the condition is one
+    // compare. The loop's row comes first, then its condition's and body's rows.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-while");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("m.hlo");
+    std::fs::write(
+        &path,
+        "HloModule m
+%cond (s: (s32[], f32[64])) -> pred[] {
+  %s = (s32[], f32[64]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(5)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+%body (s: (s32[], f32[64])) -> (s32[], f32[64]) {
+  %s = (s32[], f32[64]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %x = f32[64] get-tuple-element(%s), index=1
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  %half = f32[] constant(0.5)
+  %h = f32[64] broadcast(%half), dimensions={}
+  %m = f32[64] multiply(%x, %h)
+  %sn = f32[64] sine(%x)
+  %y = f32[64] add(%m, %sn)
+  ROOT %t = (s32[], f32[64]) tuple(%next, %y)
+}
+ENTRY %main (x: f32[64]) -> f32[64] {
+  %x = f32[64] parameter(0)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[64]) tuple(%zero, %x)
+  %loop = (s32[], f32[64]) while(%init), condition=%cond, body=%body
+  ROOT %r = f32[64] get-tuple-element(%loop), index=1
+}",
+    )
+    .unwrap();
+    let file = path.display().to_string();
+    let out = ok(hloscope(&["bench", &file, "--json", "--iters", "3", "--warmup", "1", "--random-inputs"]));
+    let j: Value = serde_json::from_str(&out).unwrap();
+    let kernels = j["kernels"].as_array().unwrap();
+    let names: Vec<&str> = kernels.iter().map(|k| k["name"].as_str().unwrap()).collect();
+    let lp = kernels.iter().position(|k| k["name"].as_str().unwrap().starts_with("loop")).expect("the loop's row");
+    let loop_name = names[lp];
+    assert_eq!(kernels[lp]["calls"], 1, "{names:?}");
+    let (mut body, mut cond) = (Vec::new(), Vec::new());
+    for (at, k) in kernels.iter().enumerate() {
+        let name = k["name"].as_str().unwrap();
+        positive(&k["time_s"]);
+        if let Some(rest) = name.strip_prefix(&format!("{loop_name}/")) {
+            assert!(at > lp, "{names:?}: nested rows come after their loop's");
+            let calls = k["calls"].as_u64().unwrap();
+            if rest.starts_with("body/") {
+                assert_eq!(calls, 5, "{name}");
+                body.push(k);
+            } else {
+                assert!(rest.starts_with("cond/"), "{name}");
+                assert_eq!(calls, 6, "{name}");
+                cond.push(k);
+            }
+        }
+    }
+    // Per run (calls times the cost model's per call): the body's x*0.5 + sin(x) over
+    // f32[64] reads and writes 256 B and costs 64 * (1 + 4 + 1) = 384 FLOPs (sine counts
+    // 4), 5 times; its i + 1 reads and writes 4 B, 1 FLOP, 5 times; the condition's
+    // compare reads 4 B and writes a 1-byte pred, 1 FLOP, 6 times.
+    let cost = |ks: &[&Value]| {
+        let mut v: Vec<(u64, u64)> = ks.iter().map(|k| (k["bytes"].as_u64().unwrap(), k["flops"].as_u64().unwrap())).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(cost(&body), vec![(40, 5), (2560, 1920)]);
+    assert_eq!(cost(&cond), vec![(30, 6)]);
+
+    // The table: a calls column, and the nested rows named by path.
+    let text = ok(hloscope(&["bench", &file, "--iters", "2", "--random-inputs"]));
+    let header = text.lines().find(|l| l.starts_with("kernel")).expect("a kernel table");
+    assert!(header.split_whitespace().any(|w| w == "calls"), "{header}");
+    let body_line = text.lines().find(|l| l.starts_with(&format!("{loop_name}/body/"))).expect("a body row");
+    assert_eq!(body_line.split_whitespace().nth(1), Some("5"), "{body_line}");
+}

@@ -185,3 +185,46 @@ fn the_arena_reuses_dead_buffers_and_runs_again() {
     assert_ne!(first, on_zeros);
     assert_eq!(exe.run(&args).unwrap(), first);
 }
+
+/// (arena bytes with in-place updates, without) of `plan` and of the plans of the while
+/// bodies, conditions and branches it runs, added up.
+fn arena_sizes(module: &Module, plan: &hloscope_core::kernel::KernelPlan) -> (u64, u64) {
+    use hloscope_core::kernel::{arena, plan_computation, KernelBody};
+    let mut sizes = (plan.arena.arena_bytes, arena::assign_arena_with(plan, false).arena_bytes);
+    for k in &plan.kernels {
+        let inner = match &k.body {
+            KernelBody::While { cond, body, .. } => vec![*cond, *body],
+            KernelBody::Case { branches, .. } => branches.clone(),
+            _ => Vec::new(),
+        };
+        for c in inner {
+            let (with, without) = arena_sizes(module, &plan_computation(module, c).unwrap());
+            sizes = (sizes.0 + with, sizes.1 + without);
+        }
+    }
+    sizes
+}
+
+#[test]
+fn in_place_updates_shrink_the_corpus_arenas() {
+    // Per program (entry plus loop bodies and branches), after the cpu pipeline: never
+    // larger with in-place updates, and smaller over the corpus.
+    let mut names: Vec<String> = std::fs::read_dir(corpus_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let (mut with, mut without) = (0, 0);
+    for name in &names {
+        let module = parse(&corpus_dir().join(name).join("module.mlir"));
+        let fused = cpu::optimize(&module).unwrap();
+        let plan = hloscope_core::kernel::plan(&fused).unwrap();
+        let (w, wo) = arena_sizes(&fused, &plan);
+        eprintln!("{name}: {wo} B -> {w} B");
+        assert!(w <= wo, "{name}: {w} B with in-place updates, {wo} B without");
+        with += w;
+        without += wo;
+    }
+    eprintln!("corpus: {without} B -> {with} B");
+    assert!(with < without, "{with} vs {without}");
+}

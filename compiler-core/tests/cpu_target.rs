@@ -496,3 +496,82 @@ fn corrupt_or_foreign_binary_sections_are_refused() {
         assert!(err.contains(want), "{what}: {err}");
     }
 }
+
+#[test]
+fn outputs_written_in_place_match_the_interpreter() {
+    // Unfused (compiled without the pipeline), so most kernels write over an operand
+    // dying there: the two outputs of a multi-output loop over both of its operands,
+    // then a subtract, a dynamic-update-slice, a scatter and a sort each over theirs.
+    // f32[4,40000] is large enough for vector steps and several threads; every op is
+    // exact, so results must equal the interpreter's bit for bit, on two runs.
+    let hlo = "HloModule m
+%mo (p: f32[4,40000], q: f32[4,40000]) -> (f32[4,40000], f32[4,40000]) {
+  %p = f32[4,40000] parameter(0)
+  %q = f32[4,40000] parameter(1)
+  %a = f32[4,40000] add(%p, %q)
+  %m = f32[4,40000] multiply(%p, %q)
+  ROOT %t = (f32[4,40000], f32[4,40000]) tuple(%a, %m)
+}
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+%lt (p: f32[], q: f32[]) -> pred[] {
+  %p = f32[] parameter(0)
+  %q = f32[] parameter(1)
+  ROOT %l = pred[] compare(%p, %q), direction=LT
+}
+ENTRY %main (x: f32[4,40000], y: f32[4,40000], u: f32[2,100], i: s32[], j: s32[], idx: s32[3,2], upd: f32[3], v: f32[64]) -> (f32[4,40000], f32[64]) {
+  %x = f32[4,40000] parameter(0)
+  %y = f32[4,40000] parameter(1)
+  %u = f32[2,100] parameter(2)
+  %i = s32[] parameter(3)
+  %j = s32[] parameter(4)
+  %idx = s32[3,2] parameter(5)
+  %upd = f32[3] parameter(6)
+  %v = f32[64] parameter(7)
+  %n = f32[4,40000] negate(%x)
+  %b = f32[4,40000] abs(%y)
+  %f = (f32[4,40000], f32[4,40000]) fusion(%n, %b), kind=kLoop, calls=%mo
+  %f0 = f32[4,40000] get-tuple-element(%f), index=0
+  %f1 = f32[4,40000] get-tuple-element(%f), index=1
+  %s = f32[4,40000] subtract(%f0, %f1)
+  %d = f32[4,40000] dynamic-update-slice(%s, %u, %i, %j)
+  %sc = f32[4,40000] scatter(%d, %idx, %upd), update_window_dims={}, inserted_window_dims={0,1}, scatter_dims_to_operand_dims={0,1}, index_vector_dim=1, to_apply=%add
+  %r = f32[4,40000] maximum(%sc, %x)
+  %vn = f32[64] negate(%v)
+  %so = f32[64] sort(%vn), dimensions={0}, to_apply=%lt
+  %vs = f32[64] abs(%so)
+  ROOT %t = (f32[4,40000], f32[64]) tuple(%r, %vs)
+}";
+    let module = hloscope_core::parse::parse_module(hlo).unwrap();
+    let n = 4 * 40000;
+    let wave = |k: usize, f: f64| ((k as f64 * f).sin() * 100.0).round() / 8.0;
+    let args: Vec<hloscope_core::ir::Value> = [
+        f32s(&[4, 40000], &(0..n).map(|k| wave(k, 0.37)).collect::<Vec<_>>()),
+        f32s(&[4, 40000], &(0..n).map(|k| wave(k, 0.11)).collect::<Vec<_>>()),
+        f32s(&[2, 100], &(0..200).map(|k| k as f64).collect::<Vec<_>>()),
+        s32(&[], &[1]),
+        s32(&[], &[39950]),
+        s32(&[3, 2], &[0, 5, 3, 39999, 0, 5]),
+        f32s(&[3], &[1.5, -2.0, 4.0]),
+        f32s(&[64], &(0..64).map(|k| wave(k, 1.3)).collect::<Vec<_>>()),
+    ]
+    .into_iter()
+    .map(hloscope_core::ir::Value::Array)
+    .collect();
+    let want = hloscope_core::interp::Interpreter::new(&module).run(&args).unwrap();
+    let exe = cpu::compile(&module).unwrap();
+    let arena = exe.arena_assignment();
+    let in_place: Vec<&str> = exe
+        .plan()
+        .buffers
+        .iter()
+        .filter(|(b, _)| arena.in_place_of[cranelift_entity::EntityRef::index(*b)].is_some())
+        .map(|(_, buf)| buf.name.as_str())
+        .collect();
+    assert_eq!(in_place, ["f.0", "f.1", "s", "d", "sc", "so"], "{}", arena.summary());
+    assert_eq!(exe.run(&args).unwrap(), want);
+    assert_eq!(exe.run(&args).unwrap(), want);
+}

@@ -101,7 +101,10 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
         if verdict["ok"] != Value::Bool(true) {
             return Err(format!("{name}: hloscope's outputs differ from XLA's: {}", verdict["detail"]));
         }
-        let kernels = report["kernels"].as_array().cloned().unwrap_or_default();
+        // Top-level rows only: rows inside a while body or branch (`while.3/body/...`)
+        // are already counted in their loop's row.
+        let mut kernels = report["kernels"].as_array().cloned().unwrap_or_default();
+        kernels.retain(|k| !k["name"].as_str().unwrap_or("").contains('/'));
         rows.push(Row {
             name: name.clone(),
             xla_run_s: num(&xla["xla_run_median_s"]),

@@ -11,17 +11,38 @@
 //! the whole run (the runtime writes parameters before the first kernel, constants once
 //! per arena, and reads the result after the last kernel), so nothing else ever shares
 //! their bytes. At each position the kernel's outputs are placed first and only then
-//! are the buffers whose last use is that position released: an output never shares
-//! bytes with an input of the same kernel (no in-place updates: not worth the proof
-//! here), nor with another output. Reuse is best fit through the allocator shared with
-//! the module-level buffer assignment ([`crate::passes::buffers::BestFit`]); regions are
-//! laid end to end, each aligned to [`ARENA_ALIGNMENT`] bytes.
+//! are the buffers whose last use is that position released, so an output never shares
+//! bytes with another output, nor with an input of the same kernel, except in place.
+//! Reuse is best fit through the allocator shared with the module-level buffer
+//! assignment ([`crate::passes::buffers::BestFit`]); regions are laid end to end, each
+//! aligned to [`ARENA_ALIGNMENT`] bytes.
+//!
+//! In place: an output takes over the region of an input (`in_place_of`) when that input
+//! dies at this kernel, is not pinned (so never caller memory, a constant or a result
+//! that must survive), has the output's byte size, is read through no other input slot,
+//! and the kernel reads each of its elements only to produce the output element at the
+//! same position:
+//! - a loop kernel (not a reduction) whose every load of that input is at the output
+//!   element's own row-major position (the elemental index is exactly
+//!   `sum(var_k * stride_k)`: no transpose, broadcast, slice, reverse, gather or data
+//!   dependent index in between), with elements of the same byte size. The contract for
+//!   every target: all the loads of one element (or vector of elements) happen before
+//!   any store of that element's outputs, so lanes and thread chunks, which never share
+//!   a position, read their inputs before overwriting them. A dynamic-update-slice
+//!   reads its operand 0 that way (outside the window), so it updates it in place;
+//! - a scatter or a sort, output i over input i (operand i): the runtime copies each
+//!   operand into its output before updating or permuting the output alone, so the copy
+//!   becomes a no-op.
+//!
+//! While bodies and branches are planned on their own ([`super::plan_computation`]), so
+//! the same rules hold per body; their parameters are pinned there.
 //!
 //! A plan whose kernels are rewritten after planning (a target that turns kernels it
 //! cannot compile into opaque ones) must be assigned again: [`ArenaAssignment::is_current`]
 //! tells whether an assignment still describes a plan's kernels.
 
-use super::{BufferId, KernelPlan};
+use super::elemental::{Elemental, Idx, IdxId, Node};
+use super::{BufferId, Kernel, KernelBody, KernelKind, KernelPlan};
 use crate::passes::buffers::{pack_aligned, BestFit};
 pub use crate::passes::buffers::ARENA_ALIGNMENT;
 use cranelift_entity::EntityRef;
@@ -39,6 +60,8 @@ pub struct ArenaAssignment {
     pub live: Vec<(usize, usize)>,
     /// Per buffer: whether it is pinned (parameter, constant, result, or never written).
     pub pinned: Vec<bool>,
+    /// Per buffer: the input of its kernel whose region it took over in place.
+    pub in_place_of: Vec<Option<BufferId>>,
     /// Size of each region (the first buffer placed there decides it).
     pub region_sizes: Vec<u64>,
     /// Bytes the arena needs (regions and alignment padding).
@@ -60,9 +83,15 @@ impl ArenaAssignment {
         self.offsets.len() == plan.buffers.len() && self.signature == signature(plan)
     }
 
-    /// `arena 1.00 MiB for 3.00 MiB of buffers (3 regions)`-style line.
+    /// `arena 256 B for 320 B of buffers (4 regions, 2 outputs in place)`-style line.
     pub fn summary(&self) -> String {
-        format!("arena {} B for {} B of buffers ({} regions)", self.arena_bytes, self.buffer_bytes, self.region_sizes.len())
+        let in_place = self.in_place_of.iter().filter(|x| x.is_some()).count();
+        format!(
+            "arena {} B for {} B of buffers ({} regions, {in_place} outputs in place)",
+            self.arena_bytes,
+            self.buffer_bytes,
+            self.region_sizes.len()
+        )
     }
 }
 
@@ -74,12 +103,18 @@ fn signature(plan: &KernelPlan) -> u64 {
     for k in &plan.kernels {
         k.inputs.hash(&mut h);
         k.outputs.hash(&mut h);
+        std::mem::discriminant(&k.kind).hash(&mut h);
     }
     h.finish()
 }
 
 /// Computes the arena assignment of `plan` (see the module doc).
 pub fn assign_arena(plan: &KernelPlan) -> ArenaAssignment {
+    assign_arena_with(plan, true)
+}
+
+/// [`assign_arena`], with in-place updates allowed or not (to measure what they save).
+pub fn assign_arena_with(plan: &KernelPlan, in_place: bool) -> ArenaAssignment {
     let nb = plan.buffers.len();
     let n = plan.kernels.len();
     let size = |b: usize| plan.buffers[BufferId::new(b)].shape.byte_size() as u64;
@@ -114,10 +149,23 @@ pub fn assign_arena(plan: &KernelPlan) -> ArenaAssignment {
         dying[last[b]].push(b);
     }
     let mut free = BestFit::default();
+    let mut in_place_of: Vec<Option<BufferId>> = vec![None; nb];
+    // Inputs whose region an output of their last kernel took over: not released there.
+    let mut handed_over = vec![false; nb];
     for (p, k) in plan.kernels.iter().enumerate() {
-        for &b in &k.outputs {
-            let b = b.index();
+        for (j, &out) in k.outputs.iter().enumerate() {
+            let b = out.index();
             if pinned[b] || region_of[b] != usize::MAX {
+                continue;
+            }
+            let reusable = |src: BufferId| {
+                let s = src.index();
+                !pinned[s] && last[s] == p && !handed_over[s] && region_of[s] != usize::MAX && size(s) == size(b)
+            };
+            if let Some(src) = in_place.then(|| in_place_input(k, j, reusable)).flatten() {
+                region_of[b] = region_of[src.index()];
+                handed_over[src.index()] = true;
+                in_place_of[b] = Some(src);
                 continue;
             }
             region_of[b] = free.take(size(b)).unwrap_or_else(|| {
@@ -126,7 +174,9 @@ pub fn assign_arena(plan: &KernelPlan) -> ArenaAssignment {
             });
         }
         for &b in &dying[p] {
-            free.give_back(region_sizes[region_of[b]], region_of[b]);
+            if !handed_over[b] {
+                free.give_back(region_sizes[region_of[b]], region_of[b]);
+            }
         }
     }
     let (region_offsets, arena_bytes) = pack_aligned(region_sizes.iter().copied());
@@ -137,9 +187,86 @@ pub fn assign_arena(plan: &KernelPlan) -> ArenaAssignment {
         offsets: region_of.iter().map(|&r| region_offsets[r]).collect(),
         live,
         pinned,
+        in_place_of,
         region_sizes,
         arena_bytes,
         buffer_bytes: (0..nb).map(size).sum(),
         signature: signature(plan),
     }
+}
+
+/// The first input whose bytes output `j` of kernel `k` may overwrite as far as the
+/// kernel's indexing goes (see the module doc) and `reusable` allows (liveness).
+fn in_place_input(k: &Kernel, j: usize, reusable: impl Fn(BufferId) -> bool) -> Option<BufferId> {
+    // The input must be read through exactly one slot.
+    let single = |slot: usize| {
+        let b = *k.inputs.get(slot)?;
+        (k.inputs.iter().filter(|&&x| x == b).count() == 1 && reusable(b)).then_some(b)
+    };
+    match (&k.kind, &k.body) {
+        (KernelKind::Scatter, KernelBody::Scatter(_)) | (KernelKind::Sort, KernelBody::Sort(_)) => single(j),
+        (KernelKind::Loop, KernelBody::Elemental(e)) if !e.is_reduction() => {
+            let out = e.outputs.get(j)?;
+            if out.inner {
+                return None;
+            }
+            (0..k.inputs.len()).find_map(|slot| {
+                let b = single(slot)?;
+                let same_elem = e.input_elems.get(slot)?.byte_size() == out.elem.byte_size();
+                (same_elem && reads_only_in_place(e, slot as u32)).then_some(b)
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Whether `e` loads input `slot` (at least once) and only at the row-major position of
+/// the loop variables, i.e. at the element it is storing (the coefficient of a variable
+/// of extent 1, always 0, does not matter).
+fn reads_only_in_place(e: &Elemental, slot: u32) -> bool {
+    let mut stride = 1i64;
+    let mut identity = vec![0i64; e.space.len()];
+    for (v, &d) in e.space.iter().enumerate().rev() {
+        identity[v] = stride;
+        stride = stride.saturating_mul(d.max(1));
+    }
+    let mut loads = 0;
+    for n in &e.nodes {
+        if let Node::Load { input, linear } = n.node {
+            if input != slot {
+                continue;
+            }
+            match affine(e, linear) {
+                Some((coeffs, 0))
+                    if coeffs.iter().zip(&identity).zip(&e.space).all(|((c, i), &d)| c == i || d <= 1) =>
+                {
+                    loads += 1
+                }
+                _ => return false,
+            }
+        }
+    }
+    loads > 0
+}
+
+/// `i` as `sum(coeffs[v] * var_v) + constant`, if it is built from variables, constants,
+/// sums and products by constants only.
+fn affine(e: &Elemental, i: IdxId) -> Option<(Vec<i64>, i64)> {
+    Some(match *e.idx_node(i) {
+        Idx::Var(v) => {
+            let mut c = vec![0; e.space.len()];
+            *c.get_mut(v as usize)? = 1;
+            (c, 0)
+        }
+        Idx::Const(k) => (vec![0; e.space.len()], k),
+        Idx::Add(a, b) => {
+            let ((ca, ka), (cb, kb)) = (affine(e, a)?, affine(e, b)?);
+            (ca.iter().zip(&cb).map(|(x, y)| x.checked_add(*y)).collect::<Option<_>>()?, ka.checked_add(kb)?)
+        }
+        Idx::Mul(a, m) => {
+            let (ca, ka) = affine(e, a)?;
+            (ca.iter().map(|x| x.checked_mul(m)).collect::<Option<_>>()?, ka.checked_mul(m)?)
+        }
+        Idx::Div(..) | Idx::Rem(..) | Idx::Clamp(..) | Idx::Data(_) => return None,
+    })
 }

@@ -167,7 +167,8 @@ ENTRY %main (x: f32[1,4,5,5], k: f32[6,2,3,3]) -> f32[1,6,3,3] {
     assert_eq!(p.buffers[p.kernels[0].outputs[0]].shape.dims, vec![2, 9, 18]);
 }
 
-/// Checks the arena's one rule: two buffers live at the same kernel never share bytes.
+/// Checks the arena's one rule: two buffers live at the same kernel never share bytes,
+/// except an output written in place over an input dying at that kernel.
 fn assert_no_overlap(p: &KernelPlan) {
     let a = &p.arena;
     assert!(a.is_current(p));
@@ -177,7 +178,9 @@ fn assert_no_overlap(p: &KernelPlan) {
             let (lx, ly) = (a.live[x], a.live[y]);
             let (sx, sy) = (p.buffers[BufferId::new(x)].shape.byte_size() as u64, p.buffers[BufferId::new(y)].shape.byte_size() as u64);
             let (ox, oy) = (a.offsets[x], a.offsets[y]);
-            let live_together = lx.0 <= ly.1 && ly.0 <= lx.1;
+            let handed_over = (a.in_place_of[y] == Some(BufferId::new(x)) && lx.1 == ly.0)
+                || (a.in_place_of[x] == Some(BufferId::new(y)) && ly.1 == lx.0);
+            let live_together = (lx.0 <= ly.1 && ly.0 <= lx.1) && !handed_over;
             let share_bytes = ox < oy + sy && oy < ox + sx;
             assert!(!(live_together && share_bytes), "buf{x} {lx:?} @{ox}+{sx} and buf{y} {ly:?} @{oy}+{sy}");
             assert_eq!(ox % ARENA_ALIGNMENT, 0);
@@ -191,8 +194,10 @@ use crate::kernel::arena::ARENA_ALIGNMENT;
 #[test]
 fn arena_reuses_dead_buffers_on_a_chain() {
     // Unfused: four loop kernels over f32[16] (64 B each). The parameter and the result
-    // are pinned (offsets 0 and 64); e1 takes a new region at 128, n2 one at 192; e1
-    // dies at kernel 1, so e3 best-fits into its region (128). Arena 256 B for 320 B.
+    // are pinned (offsets 0 and 64); e1 takes a new region at 128; n2 and e3 each read
+    // their operand at their own position as it dies, so they write in place over it
+    // (128 too). Arena 192 B for 320 B. Without in-place updates: n2 takes a new region
+    // at 192 while e1 is read, e3 best-fits into e1's (128): 256 B.
     let m = crate::parse::parse_module(
         "HloModule m
 ENTRY %main (x: f32[16]) -> f32[16] {
@@ -208,13 +213,18 @@ ENTRY %main (x: f32[16]) -> f32[16] {
     assert_eq!(p.kernels.len(), 4);
     let names: Vec<&str> = p.buffers.values().map(|b| b.name.as_str()).collect();
     assert_eq!(names, ["x", "e1", "n2", "e3", "a4"]);
-    assert_eq!(p.arena.offsets, vec![0, 128, 192, 128, 64]);
+    assert_eq!(p.arena.offsets, vec![0, 128, 128, 128, 64]);
     assert_eq!(p.arena.pinned, vec![true, false, false, false, true]);
+    assert_eq!(p.arena.in_place_of, vec![None, None, Some(BufferId::new(1)), Some(BufferId::new(2)), None]);
     assert_eq!(p.arena.live[1], (0, 1));
     assert_eq!(p.arena.live[3], (2, 3));
-    assert_eq!((p.arena.arena_bytes, p.arena.buffer_bytes), (256, 320));
-    assert_eq!(p.arena.region_sizes, vec![64, 64, 64, 64]);
+    assert_eq!((p.arena.arena_bytes, p.arena.buffer_bytes), (192, 320));
+    assert_eq!(p.arena.region_sizes, vec![64, 64, 64]);
     assert_no_overlap(&p);
+    let before = arena::assign_arena_with(&p, false);
+    assert_eq!(before.offsets, vec![0, 128, 192, 128, 64]);
+    assert_eq!((before.arena_bytes, before.region_sizes.len()), (256, 4));
+    assert!(before.in_place_of.iter().all(Option::is_none));
 }
 
 #[test]
@@ -248,13 +258,21 @@ ENTRY %main (x: f32[3,5], c: f32[3]) -> (f32[3,5], f32[3], f32[3]) {
     // Every offset is aligned, and the arena holds at least the largest live set.
     assert!(p.arena.arena_bytes.is_multiple_of(ARENA_ALIGNMENT));
     assert!(p.arena.arena_bytes >= p.buffers.values().map(|b| b.shape.byte_size() as u64).max().unwrap());
+    // Only the sort writes in place, over the reduce's result (fusion.5.1, dying there):
+    // the exponential and the reduce are one reduction kernel (no loop) reading a
+    // parameter, and the multiply writes the (pinned) result.
+    let buf = |name: &str| p.buffers.iter().find(|(_, b)| b.name == name).unwrap().0;
     for k in &p.kernels {
         for o in &k.outputs {
             for i in &k.inputs {
-                assert_ne!(p.arena.offset(*o), p.arena.offset(*i), "{}", k.name);
+                let in_place = p.arena.in_place_of[o.index()] == Some(*i);
+                assert_eq!(p.arena.offset(*o) == p.arena.offset(*i), in_place, "{}", k.name);
             }
         }
     }
+    let placed: Vec<(BufferId, BufferId)> =
+        p.buffers.keys().filter_map(|b| p.arena.in_place_of[b.index()].map(|i| (i, b))).collect();
+    assert_eq!(placed, vec![(buf("fusion.5.1"), buf("s"))]);
 }
 
 #[test]
@@ -274,4 +292,145 @@ ENTRY %main (x: f32[4]) -> f32[4] {
     assert!(!p.arena.is_current(&p));
     p.assign_arena();
     assert!(p.arena.is_current(&p));
+}
+
+/// The plan of unfused HLO text (one kernel per instruction).
+fn unfused(hlo: &str) -> KernelPlan {
+    plan(&crate::parse::parse_module(hlo).unwrap_or_else(|e| panic!("{e:?}"))).unwrap()
+}
+
+fn buffer(p: &KernelPlan, name: &str) -> BufferId {
+    p.buffers.iter().find(|(_, b)| b.name == name).unwrap_or_else(|| panic!("no buffer {name}")).0
+}
+
+#[test]
+fn an_elementwise_chain_needs_one_intermediate_buffer() {
+    // exp(neg(abs(x))) over f32[1024] (4096 B each): the parameter and the result are
+    // pinned; abs takes a region, neg writes over it as it dies. 3 x 4096 B instead of
+    // 4 x 4096 B (abs still read while neg is written, without in place).
+    let p = unfused(
+        "HloModule m
+ENTRY %main (x: f32[1024]) -> f32[1024] {
+  %x = f32[1024] parameter(0)
+  %a = f32[1024] abs(%x)
+  %n = f32[1024] negate(%a)
+  ROOT %e = f32[1024] exponential(%n)
+}",
+    );
+    assert_eq!(p.arena.arena_bytes, 3 * 4096);
+    assert_eq!(p.arena.in_place_of[buffer(&p, "n").index()], Some(buffer(&p, "a")));
+    assert_eq!(p.arena.offset(buffer(&p, "n")), p.arena.offset(buffer(&p, "a")));
+    assert_eq!(arena::assign_arena_with(&p, false).arena_bytes, 4 * 4096);
+    assert_no_overlap(&p);
+}
+
+#[test]
+fn in_place_needs_the_same_position_and_a_dying_temporary() {
+    // f32[4,4] = 64 B each. Refused: a and c1 (their operand is the parameter), u (a is
+    // read later), t (a transpose: element (i,j) reads (j,i), as a dies), r (a fusion
+    // reading c1 at its own position and reversed), b (a broadcast of a smaller value)
+    // and c (the result is pinned). Taken: w over u (its first operand read at its own
+    // position, dying there), m over t (r dies there too; one input is enough) and mm
+    // over m.
+    let p = unfused(
+        "HloModule m
+%rev_add (p: f32[4,4]) -> f32[4,4] {
+  %p = f32[4,4] parameter(0)
+  %rv = f32[4,4] reverse(%p), dimensions={1}
+  ROOT %s = f32[4,4] add(%p, %rv)
+}
+ENTRY %main (x: f32[4,4], v: f32[4]) -> s32[4,4] {
+  %x = f32[4,4] parameter(0)
+  %v = f32[4] parameter(1)
+  %a = f32[4,4] sine(%x)
+  %c1 = f32[4,4] cosine(%x)
+  %u = f32[4,4] negate(%a)
+  %t = f32[4,4] transpose(%a), dimensions={1,0}
+  %r = f32[4,4] fusion(%c1), kind=kLoop, calls=%rev_add
+  %b = f32[4,4] broadcast(%v), dimensions={0}
+  %w = f32[4,4] add(%u, %b)
+  %m = f32[4,4] multiply(%t, %r)
+  %mm = f32[4,4] multiply(%m, %w)
+  ROOT %c = s32[4,4] convert(%mm)
+}",
+    );
+    let of = |name: &str| p.arena.in_place_of[buffer(&p, name).index()].map(|b| p.buffers[b].name.clone());
+    assert_eq!(of("a"), None, "reads the parameter");
+    assert_eq!(of("c1"), None, "reads the parameter");
+    assert_eq!(of("u"), None, "a is read later");
+    assert_eq!(of("t"), None, "a transpose");
+    assert_eq!(of("r"), None, "c1 is read at another position too");
+    assert_eq!(of("b"), None, "a broadcast");
+    assert_eq!(of("w"), Some("u".into()));
+    assert_eq!(of("m"), Some("t".into()));
+    assert_eq!(of("mm"), Some("m".into()));
+    assert_eq!(of("c"), None, "the result is pinned");
+    assert_no_overlap(&p);
+}
+
+#[test]
+fn dynamic_update_slice_scatter_and_sort_update_their_operand_in_place() {
+    // e (f32[8], 64 B with padding) dies at the dynamic-update-slice, which reads it at
+    // its own position outside the window: in place. The scatter then adds into d in
+    // place (d dies there), and the sort permutes the scatter's result in place. Only
+    // e's region holds temporaries: x, u, i, idx, upd and the result are pinned.
+    let p = unfused(
+        "HloModule m
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+%lt (p: f32[], q: f32[]) -> pred[] {
+  %p = f32[] parameter(0)
+  %q = f32[] parameter(1)
+  ROOT %l = pred[] compare(%p, %q), direction=LT
+}
+ENTRY %main (x: f32[8], u: f32[2], i: s32[], idx: s32[3,1], upd: f32[3]) -> f32[8] {
+  %x = f32[8] parameter(0)
+  %u = f32[2] parameter(1)
+  %i = s32[] parameter(2)
+  %idx = s32[3,1] parameter(3)
+  %upd = f32[3] parameter(4)
+  %e = f32[8] exponential(%x)
+  %d = f32[8] dynamic-update-slice(%e, %u, %i)
+  %sc = f32[8] scatter(%d, %idx, %upd), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add
+  %so = f32[8] sort(%sc), dimensions={0}, to_apply=%lt
+  ROOT %n = f32[8] negate(%so)
+}",
+    );
+    let kinds: Vec<&KernelKind> = p.kernels.iter().map(|k| &k.kind).collect();
+    assert_eq!(kinds, [&KernelKind::Loop, &KernelKind::Loop, &KernelKind::Scatter, &KernelKind::Sort, &KernelKind::Loop]);
+    assert_eq!(p.arena.in_place_of[buffer(&p, "d").index()], Some(buffer(&p, "e")));
+    assert_eq!(p.arena.in_place_of[buffer(&p, "sc").index()], Some(buffer(&p, "d")));
+    assert_eq!(p.arena.in_place_of[buffer(&p, "so").index()], Some(buffer(&p, "sc")));
+    // Six pinned 64-byte regions and one for e, d, sc and so. Without in place, each of
+    // d, sc and so is placed while its operand is still live: two regions alternate.
+    assert_eq!(p.arena.arena_bytes, 7 * 64);
+    assert_eq!(arena::assign_arena_with(&p, false).arena_bytes, 8 * 64);
+    assert_no_overlap(&p);
+}
+
+#[test]
+fn a_scatter_whose_updates_are_its_operand_is_not_in_place() {
+    // Operand and updates are the same buffer: writing the operand would change the
+    // updates the scatter still reads.
+    let p = unfused(
+        "HloModule m
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (x: f32[4], idx: s32[4,1]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  %idx = s32[4,1] parameter(1)
+  %e = f32[4] exponential(%x)
+  %sc = f32[4] scatter(%e, %idx, %e), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add
+  ROOT %n = f32[4] negate(%sc)
+}",
+    );
+    assert_eq!(p.kernels[1].kind, KernelKind::Scatter);
+    assert_eq!(p.arena.in_place_of[buffer(&p, "sc").index()], None);
+    assert_no_overlap(&p);
 }

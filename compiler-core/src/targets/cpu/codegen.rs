@@ -9,7 +9,8 @@
 //! the calls may run at once.
 //!
 //! A loop kernel is a nest of loops, one per variable of the iteration space, whose
-//! innermost body evaluates every output at the index and stores it. A reduction kernel
+//! innermost body evaluates every output at the index, then stores them all (so an
+//! output written in place over an input never clobbers a load of the same position). A reduction kernel
 //! loops over the kept variables; for each output element it sets accumulators from the
 //! inits, loops over the reduced variables applying the combiner, then evaluates the
 //! reduce-shaped outputs. When [`vector::plan`] allows, the innermost loop runs SIMD
@@ -295,8 +296,11 @@ impl<'a, 'f> Emit<'a, 'f> {
         let e = self.e;
         self.new_region();
         if !e.is_reduction() {
-            for o in 0..e.outputs.len() {
-                self.store(o, outer);
+            // Every output evaluated (every load done) before any store: an output may
+            // overwrite an input in place (`kernel::arena`), read at this position only.
+            let vals: Vec<Value> = e.outputs.iter().map(|out| self.value(out.expr)).collect();
+            for (o, val) in vals.into_iter().enumerate() {
+                self.store_value(o, outer, val);
             }
             return;
         }
@@ -538,6 +542,12 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// Stores output `o` at the row-major position of variables `vars` (in a vector
     /// step, `lanes` consecutive elements: the vector variable is the last of `vars`).
     fn store(&mut self, o: usize, vars: &[u32]) {
+        let val = self.value(self.e.outputs[o].expr);
+        self.store_value(o, vars, val);
+    }
+
+    /// Stores `val` as output `o` at the position of `vars` (as [`Emit::store`]).
+    fn store_value(&mut self, o: usize, vars: &[u32], val: Value) {
         let out = &self.e.outputs[o];
         let dims: Vec<i64> = vars.iter().map(|&v| self.e.space[v as usize]).collect();
         let strides = crate::ir::Shape::new(ElementType::F32, dims).strides();
@@ -547,7 +557,6 @@ impl<'a, 'f> Emit<'a, 'f> {
             let t = self.b.ins().imul_imm_s(i, s as i64);
             linear = self.b.ins().iadd(linear, t);
         }
-        let val = self.value(out.expr);
         let base = self.bases[self.n_inputs + o];
         if self.lanes > 1 {
             self.store_vec(out.elem, val, base, linear);

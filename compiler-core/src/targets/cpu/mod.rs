@@ -6,7 +6,9 @@
 //! kernel (a kernel whose body the emitter cannot handle is interpreted instead, with the
 //! reason recorded) and returns a [`CpuExecutable`]. `run` executes the kernels in
 //! program order on byte buffers. Timing is the caller's business (this crate reads no
-//! clock): [`CpuExecutable::run_with`] wraps each kernel's execution in a callback.
+//! clock): [`CpuExecutable::run_with`] wraps each kernel's execution in a callback, and
+//! [`CpuExecutable::run_bytes_scoped`] also the kernels run inside while loops and
+//! conditionals, each with the path of where it runs ([`KernelInfo::scope`]).
 //! A while loop or a conditional runs from a small runtime here, its computations
 //! compiled as plans of their own, and so do sorts and scatters (`sort`, `scatter`),
 //! calling their comparator or update computation compiled as a scalar kernel; everything
@@ -105,13 +107,28 @@ enum Code {
 /// A per-kernel wrapper: gets the kernel and its execution, must run it once.
 pub type Wrap<'w> = dyn FnMut(&KernelInfo, &mut dyn FnMut() -> Result<(), String>) -> Result<(), String> + 'w;
 
+/// A per-kernel wrapper that also sees the kernels of while bodies, conditions and
+/// branches ([`CpuExecutable::run_bytes_scoped`]): it is entered again, for those, while
+/// it runs the control-flow kernel around them, hence `Fn` (keep state in a `RefCell`
+/// borrowed only after `exec` returns).
+pub type ScopedWrap<'w> = dyn Fn(&KernelInfo, &mut dyn FnMut() -> Result<(), String>) -> Result<(), String> + 'w;
+
 /// Runs custom calls the interpreter does not know.
 pub type CustomCalls<'h> = dyn FnMut(&Instruction, &[Value]) -> Result<Value, String> + 'h;
 
 /// What a timing callback learns about the kernel it wraps.
 pub struct KernelInfo<'a> {
+    /// Its position in the plan of its computation.
     pub index: usize,
     pub name: &'a str,
     pub kind: &'a KernelKind,
+    /// Where it runs: empty for the entry computation; inside control flow, the path of
+    /// the control-flow kernels above it with the part taken: `while.3/body`,
+    /// `while.3/cond`, `conditional.2/branch1`, `while.3/body/conditional.5/branch0`.
+    pub scope: &'a str,
+    /// The computation whose plan holds it (in [`CpuExecutable::module`]).
+    pub comp: CompId,
+    /// The instruction of `comp` it comes from.
+    pub source: crate::ir::InstId,
 }
 

@@ -4,7 +4,7 @@
 //! along its parallel variable), the interpreter for opaque kernels, and the small
 //! runtime for while loops and conditionals.
 
-use super::{dot, pool, scatter, sort, Code, CpuExecutable, CustomCalls, KernelFn, KernelInfo, Wrap};
+use super::{dot, pool, scatter, sort, Code, CpuExecutable, CustomCalls, KernelFn, KernelInfo, ScopedWrap, Wrap};
 use crate::interp::Interpreter;
 use crate::ir::{Literal, Value};
 use crate::kernel::{self, BufferId, KernelPlan, ValueBufs};
@@ -126,7 +126,8 @@ impl Arena {
     }
 
     /// The addresses of `bufs`, for a native kernel (which may write its outputs: the
-    /// assignment never lets an output share bytes with another buffer it touches).
+    /// assignment lets an output share bytes with another buffer it touches only in
+    /// place, over an input read at the same positions before they are written).
     fn pointers(&mut self, bufs: impl Iterator<Item = BufferId>) -> Vec<*mut u8> {
         bufs.map(|b| self.addr(b)).collect()
     }
@@ -171,13 +172,13 @@ impl CpuExecutable {
     /// Like `run`, calling `wrap(kernel, exec)` for each kernel; `wrap` must call `exec`
     /// once (to time it, for instance) and return its result.
     pub fn run_with(&self, args: &[Value], wrap: &mut Wrap) -> Result<Value, String> {
-        self.execute(args, wrap, None)
+        self.execute(args, wrap, &Scope::TOP, None)
     }
 
     /// Like `run`, with a hook for the custom calls the interpreter does not know (the
     /// conformance corpus's `check.*` ops), as `Interpreter::with_custom_call_hook`.
     pub fn run_with_custom_calls(&self, args: &[Value], hook: &mut CustomCalls) -> Result<Value, String> {
-        self.execute(args, &mut |_, exec| exec(), Some(hook))
+        self.execute(args, &mut |_, exec| exec(), &Scope::TOP, Some(hook))
     }
 
     /// Runs on caller memory, in the buffers' byte encoding (`Literal::to_le_bytes`):
@@ -186,6 +187,23 @@ impl CpuExecutable {
     /// 8-byte aligned (copied otherwise), so a run moves no more memory than its kernels
     /// do — what a benchmark should time. `wrap` as in [`CpuExecutable::run_with`].
     pub fn run_bytes(&self, inputs: &[&[u8]], outputs: &mut [&mut [u8]], wrap: &mut Wrap) -> Result<(), String> {
+        self.run_bytes_in(inputs, outputs, wrap, None)
+    }
+
+    /// Like `run_bytes`, with `wrap` also called for every kernel of a while loop's
+    /// condition and body (each iteration) and of a conditional's branch taken, nested
+    /// at any depth; [`KernelInfo::scope`] says where each runs.
+    pub fn run_bytes_scoped(&self, inputs: &[&[u8]], outputs: &mut [&mut [u8]], wrap: &ScopedWrap) -> Result<(), String> {
+        self.run_bytes_in(inputs, outputs, &mut |k, exec| wrap(k, exec), Some(wrap))
+    }
+
+    fn run_bytes_in(
+        &self,
+        inputs: &[&[u8]],
+        outputs: &mut [&mut [u8]],
+        wrap: &mut Wrap,
+        nested: Option<&ScopedWrap>,
+    ) -> Result<(), String> {
         let params: Vec<BufferId> = self.plan.params.iter().flat_map(|p| p.leaves()).collect();
         let results = self.plan.result.leaves();
         if inputs.len() != params.len() || outputs.len() != results.len() {
@@ -230,7 +248,7 @@ impl CpuExecutable {
                     direct[j] = true;
                 }
             }
-            let ran = self.run_kernels(bufs, wrap, None);
+            let ran = self.run_kernels(bufs, wrap, &Scope { path: String::new(), nested }, None);
             for (j, (&b, y)) in results.iter().zip(outputs.iter_mut()).enumerate() {
                 if ran.is_ok() && !direct[j] {
                     y.copy_from_slice(bufs.bytes(b));
@@ -256,7 +274,7 @@ impl CpuExecutable {
         }
     }
 
-    fn execute(&self, args: &[Value], wrap: &mut Wrap, hook: Option<&mut CustomCalls>) -> Result<Value, String> {
+    fn execute(&self, args: &[Value], wrap: &mut Wrap, scope: &Scope, hook: Option<&mut CustomCalls>) -> Result<Value, String> {
         if args.len() != self.plan.params.len() {
             return Err(format!("the module takes {} arguments, got {}", self.plan.params.len(), args.len()));
         }
@@ -272,15 +290,22 @@ impl CpuExecutable {
             for (v, p) in args.iter().zip(&self.plan.params) {
                 write_value(bufs, p, v.clone());
             }
-            self.run_kernels(bufs, wrap, hook)?;
+            self.run_kernels(bufs, wrap, scope, hook)?;
             read_value(&self.plan, bufs, &self.plan.result)
         })
     }
 
     /// Runs every kernel in plan order on `bufs`.
-    fn run_kernels(&self, bufs: &mut Arena, wrap: &mut Wrap, mut hook: Option<&mut CustomCalls>) -> Result<(), String> {
+    fn run_kernels(
+        &self,
+        bufs: &mut Arena,
+        wrap: &mut Wrap,
+        scope: &Scope,
+        mut hook: Option<&mut CustomCalls>,
+    ) -> Result<(), String> {
         for (i, (k, code)) in self.plan.kernels.iter().zip(&self.code).enumerate() {
-            let info = KernelInfo { index: i, name: &k.name, kind: &k.kind };
+            let info =
+                KernelInfo { index: i, name: &k.name, kind: &k.kind, scope: &scope.path, comp: self.plan.comp, source: k.source };
             let mut exec = || -> Result<(), String> {
                 match code {
                     Code::Native { f, par_extent, work } => {
@@ -293,13 +318,12 @@ impl CpuExecutable {
                         let p = bufs.pointers([l, r, o].into_iter());
                         // SAFETY: the buffers' own bytes, aligned (arena lines, or caller
                         // memory checked for 8-byte alignment); the output is a buffer of
-                        // its own (the arena never shares a kernel output's bytes).
+                        // its own (the arena never puts a dot's output in place).
                         unsafe { dot::run(spec, &self.plan, (l, p[0]), (r, p[1]), (o, p[2])) }
                     }
                     Code::Sort { spec, cmp } => {
                         for (i, o) in k.inputs.iter().zip(&k.outputs) {
-                            let src = bufs.bytes(*i).to_vec();
-                            bufs.bytes_mut(*o).copy_from_slice(&src);
+                            copy_unless_in_place(bufs, *i, *o);
                         }
                         let outs = bufs.pointers(k.outputs.iter().copied());
                         // SAFETY: the outputs are distinct buffers of the spec's shapes, and
@@ -310,8 +334,7 @@ impl CpuExecutable {
                     Code::Scatter { spec, combine } => {
                         let n = k.outputs.len();
                         for (i, o) in k.inputs[..n].iter().zip(&k.outputs) {
-                            let src = bufs.bytes(*i).to_vec();
-                            bufs.bytes_mut(*o).copy_from_slice(&src);
+                            copy_unless_in_place(bufs, *i, *o);
                         }
                         let indices = bufs.bytes(k.inputs[n]).to_vec();
                         let updates: Vec<Vec<u8>> = k.inputs[n + 1..].iter().map(|&b| bufs.bytes(b).to_vec()).collect();
@@ -337,8 +360,9 @@ impl CpuExecutable {
                         let mut state: Vec<Value> =
                             operands.iter().map(|o| read_value(&self.plan, bufs, o)).collect::<Result<_, _>>()?;
                         let mut iterations = 0u64;
+                        let (in_cond, in_body) = (scope.inner(&k.name, "cond"), scope.inner(&k.name, "body"));
                         loop {
-                            let go = cond.execute(&state, &mut |_, exec| exec(), hook.as_deref_mut())?;
+                            let go = cond.execute(&state, &mut |k, exec| in_cond.wrap(k, exec), &in_cond, hook.as_deref_mut())?;
                             match go.as_array().map(|l| l.get(0)) {
                                 Some(crate::ir::Scalar::Pred(true)) => {}
                                 Some(crate::ir::Scalar::Pred(false)) => break,
@@ -348,7 +372,7 @@ impl CpuExecutable {
                             if iterations > MAX_ITERATIONS {
                                 return Err(format!("gave up after {MAX_ITERATIONS} loop iterations (is the loop infinite?)"));
                             }
-                            let next = body.execute(&state, &mut |_, exec| exec(), hook.as_deref_mut())?;
+                            let next = body.execute(&state, &mut |k, exec| in_body.wrap(k, exec), &in_body, hook.as_deref_mut())?;
                             state = if state.len() == 1 {
                                 vec![next]
                             } else {
@@ -378,7 +402,8 @@ impl CpuExecutable {
                                 read_value(&self.plan, bufs, at)
                             })
                             .collect::<Result<_, _>>()?;
-                        let v = branches[chosen].execute(&args, &mut |_, exec| exec(), hook.as_deref_mut())?;
+                        let inside = scope.inner(&k.name, &format!("branch{chosen}"));
+                        let v = branches[chosen].execute(&args, &mut |k, exec| inside.wrap(k, exec), &inside, hook.as_deref_mut())?;
                         write_value(bufs, result, v);
                         Ok(())
                     }
@@ -391,6 +416,40 @@ impl CpuExecutable {
 }
 
 use cranelift_entity::EntityRef;
+
+/// Where kernels run, for [`KernelInfo::scope`], and the wrapper that times the kernels
+/// of the computations inside control flow (none: they run unwrapped).
+struct Scope<'w> {
+    path: String,
+    nested: Option<&'w ScopedWrap<'w>>,
+}
+
+impl<'w> Scope<'w> {
+    const TOP: Scope<'static> = Scope { path: String::new(), nested: None };
+
+    /// The scope of `part` (`body`, `cond`, `branch1`) of control-flow kernel `name`.
+    fn inner(&self, name: &str, part: &str) -> Scope<'w> {
+        let path = if self.path.is_empty() { format!("{name}/{part}") } else { format!("{}/{name}/{part}", self.path) };
+        Scope { path, nested: self.nested }
+    }
+
+    /// Runs `exec` through the nested wrapper, if any.
+    fn wrap(&self, k: &KernelInfo, exec: &mut dyn FnMut() -> Result<(), String>) -> Result<(), String> {
+        match self.nested {
+            Some(w) => w(k, exec),
+            None => exec(),
+        }
+    }
+}
+
+/// Copies buffer `from` into `to`, unless the arena put them at the same bytes (an
+/// in-place sort or scatter: the operand already is its output).
+fn copy_unless_in_place(bufs: &mut Arena, from: BufferId, to: BufferId) {
+    if bufs.addr(from) != bufs.addr(to) {
+        let src = bufs.bytes(from).to_vec();
+        bufs.bytes_mut(to).copy_from_slice(&src);
+    }
+}
 
 fn write_value(bufs: &mut Arena, at: &ValueBufs, v: Value) {
     match (at, v) {

@@ -90,6 +90,15 @@ pub(super) struct Chain {
     pub bytes_per_row: usize,
     /// Loop iterations of all members together.
     pub work: usize,
+    /// Chain-local buffers: written by a member, read only by later members (always at
+    /// the row being computed), by nothing outside the chain, and not a result. A chunk
+    /// keeps their rows in scratch memory of its thread instead of the arena, so they
+    /// never travel to main memory: `(member, table slot, local index)` per use, and
+    /// the bytes per row of each.
+    pub local_uses: Vec<(usize, usize, usize)>,
+    pub local_row_bytes: Vec<usize>,
+    /// Per member: how many buffers its table holds.
+    pub table_lens: Vec<usize>,
 }
 
 /// The parts of the plan's chains that this code can run interleaved: maximal runs of at
@@ -119,12 +128,48 @@ pub(super) fn runnable_chains(plan: &KernelPlan, code: &[Code]) -> Vec<Chain> {
                     })
                     .sum();
                 let bytes_per_row = kernel::chains::bytes_per_row(plan, start..j, rows);
-                out.push(Chain { kernels: start..j, rows, bytes_per_row, work });
+                let (local_uses, local_row_bytes) = chain_locals(plan, start..j, rows);
+                let table_lens = (start..j).map(|m| plan.kernels[m].inputs.len() + plan.kernels[m].outputs.len()).collect();
+                out.push(Chain { kernels: start..j, rows, bytes_per_row, work, local_uses, local_row_bytes, table_lens });
             }
             j = j.max(start + 1);
         }
     }
     out
+}
+
+/// The chain-local buffers of chain `kernels` (see [`Chain::local_uses`]).
+fn chain_locals(plan: &KernelPlan, kernels: std::ops::Range<usize>, rows: i64) -> (Vec<(usize, usize, usize)>, Vec<usize>) {
+    let results: std::collections::HashSet<BufferId> = plan.result.leaves().into_iter().collect();
+    let assignment = &plan.arena;
+    let outside = |b: BufferId| {
+        plan.kernels.iter().enumerate().any(|(i, k)| !kernels.contains(&i) && k.inputs.iter().chain(&k.outputs).any(|&x| x == b))
+    };
+    let mut locals: Vec<BufferId> = Vec::new();
+    for k in &plan.kernels[kernels.clone()] {
+        for &b in &k.outputs {
+            let pinned = assignment.pinned.get(b.index()).copied().unwrap_or(true) || !assignment.is_current(plan);
+            let size = plan.buffers[b].shape.byte_size();
+            if !pinned && !results.contains(&b) && !outside(b) && size % rows.max(1) as usize == 0 && !locals.contains(&b) {
+                locals.push(b);
+            }
+        }
+    }
+    let mut uses = Vec::new();
+    for (m, k) in plan.kernels[kernels].iter().enumerate() {
+        for (slot, b) in k.inputs.iter().chain(&k.outputs).enumerate() {
+            if let Some(l) = locals.iter().position(|x| x == b) {
+                uses.push((m, slot, l));
+            }
+        }
+    }
+    let row_bytes = locals.iter().map(|&b| plan.buffers[b].shape.byte_size() / rows.max(1) as usize).collect();
+    (uses, row_bytes)
+}
+
+thread_local! {
+    /// Scratch rows of chain-local buffers, per thread (grown as needed, kept).
+    static SCRATCH: std::cell::RefCell<Vec<Line>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Runs the members of a chain (`(function, buffer table)` each) over their rows,
@@ -144,14 +189,51 @@ fn run_chain(members: &[(KernelFn, Table)], chain: &Chain, budget: usize) {
         per = per / 32 * 32;
     }
     let chunks = rows.div_ceil(per);
+    // Where each chain-local buffer's chunk starts in the scratch, in lines.
+    let mut local_at = Vec::with_capacity(chain.local_row_bytes.len());
+    let mut lines = 0;
+    for &rb in &chain.local_row_bytes {
+        local_at.push(lines);
+        lines += (rb * per).div_ceil(64);
+    }
     let task = |t: usize| {
         let begin = (t * per) as i64;
         let end = ((t + 1) * per).min(rows) as i64;
-        if begin < end {
+        if begin >= end {
+            return;
+        }
+        if chain.local_uses.is_empty() {
             for (f, table) in members {
                 f(table.0, begin, end);
             }
+            return;
         }
+        SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            if scratch.len() < lines {
+                scratch.resize(lines, Line([0; 64]));
+            }
+            let base = scratch.as_mut_ptr() as *mut u8;
+            for (m, (f, table)) in members.iter().enumerate() {
+                let n = chain.local_uses.iter().filter(|u| u.0 == m).count();
+                if n == 0 {
+                    f(table.0, begin, end);
+                    continue;
+                }
+                let len = chain.table_lens[m];
+                // SAFETY: the member's table holds `len` pointers (its inputs and outputs).
+                let mut own: Vec<*mut u8> = unsafe { std::slice::from_raw_parts(table.0, len) }.to_vec();
+                for &(_, slot, l) in chain.local_uses.iter().filter(|u| u.0 == m) {
+                    // Row `r` of the buffer lives at scratch row `r - begin`: the kernel
+                    // only addresses rows `begin..end` of it (the chain's row rule), so
+                    // the shifted base is never dereferenced outside the scratch.
+                    // SAFETY: in bounds of the scratch (`lines` lines).
+                    let chunk = unsafe { base.add(local_at[l] * 64) };
+                    own[slot] = chunk.wrapping_sub(begin as usize * chain.local_row_bytes[l]);
+                }
+                f(own.as_ptr(), begin, end);
+            }
+        });
     };
     if parallel && chunks >= 2 {
         pool::run(chunks, &task);

@@ -42,8 +42,13 @@ use std::ops::Range;
 /// across it, and its members never work in place).
 pub const MIN_CHAIN_BYTES: usize = 256 << 10;
 
+/// Most bytes one row of a chain may touch (every distinct buffer's share of a row):
+/// a chunk of several rows must fit in a core's cache, or interleaving keeps nothing
+/// there and only costs arena reuse.
+pub const MAX_ROW_BYTES: usize = 64 << 10;
+
 /// The maximal chains of `plan` (each of at least two kernels touching at least
-/// [`MIN_CHAIN_BYTES`]), in order.
+/// [`MIN_CHAIN_BYTES`], at most [`MAX_ROW_BYTES`] per row), in order.
 pub fn find_chains(plan: &KernelPlan) -> Vec<Range<usize>> {
     find_chains_with(plan, MIN_CHAIN_BYTES)
 }
@@ -68,7 +73,7 @@ pub fn find_chains_with(plan: &KernelPlan, min_bytes: usize) -> Vec<Range<usize>
             touched.extend(k.inputs.iter().chain(&k.outputs).copied());
             end += 1;
         }
-        if end - i >= 2 && touched_bytes(plan, i..end) >= min_bytes {
+        if end - i >= 2 && touched_bytes(plan, i..end) >= min_bytes && bytes_per_row(plan, i..end, rows) <= MAX_ROW_BYTES {
             chains.push(i..end);
         }
         i = end;

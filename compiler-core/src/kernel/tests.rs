@@ -605,3 +605,19 @@ ENTRY %main (x: f32[64,64]) -> f32[64,64] {
     assert!(p.chains.is_empty());
     assert_eq!(chains::find_chains_with(&p, 0), vec![0..2]);
 }
+
+#[test]
+fn chains_whose_rows_do_not_fit_a_cache_are_not_worth_it() {
+    // 4 rows of 40000 f32: x, e and n take 3 x 160000 B per row, over MAX_ROW_BYTES.
+    let p = unfused(
+        "HloModule m
+ENTRY %main (x: f32[4,40000]) -> f32[4,40000] {
+  %x = f32[4,40000] parameter(0)
+  %e = f32[4,40000] exponential(%x)
+  ROOT %n = f32[4,40000] negate(%e)
+}",
+    );
+    assert_eq!(chains::bytes_per_row(&p, 0..2, 4), 3 * 160_000);
+    assert!(p.chains.is_empty());
+    assert!(chains::find_chains_with(&p, 0).is_empty());
+}

@@ -98,6 +98,10 @@ pub struct BenchArgs {
     /// interleaved chunk by chunk of rows.
     #[arg(long)]
     pub no_row_chains: bool,
+
+    /// Working set of one chunk of a row chain, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = cpu::DEFAULT_CHAIN_BYTES)]
+    pub row_chain_bytes: usize,
 }
 
 /// One row of the report: an instruction's kernels, timed together.
@@ -273,7 +277,7 @@ impl Runner {
 }
 
 pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
-    cpu::set_row_chains((!args.no_row_chains).then_some(cpu::DEFAULT_CHAIN_BYTES));
+    cpu::set_row_chains((!args.no_row_chains).then_some(args.row_chain_bytes));
     let (source_name, text) = run::read_module_text(&args.module)?;
     let mut input_files = Vec::with_capacity(args.inputs.len());
     for path in &args.inputs {

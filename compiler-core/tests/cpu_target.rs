@@ -621,7 +621,10 @@ fn row_chains_give_the_same_bits_as_kernel_by_kernel() {
     ] {
         let module = scaled_corpus(name, rows, cols);
         let args = hloscope_core::interp::random_inputs(&module, 7);
-        let exe = cpu::compile(&cpu::optimize(&module).unwrap()).unwrap();
+        // Through an artifact, as the cache stores it: the chains come with the plan.
+        let (fresh, bytes) = cpu::compile_to_artifact(&cpu::optimize(&module).unwrap()).unwrap();
+        let exe = cpu::load_artifact(&bytes).unwrap();
+        assert_eq!(exe.plan().chains, fresh.plan().chains);
         let n = exe.plan().kernels.len();
         let expect_chain = rows * cols > 100;
         assert_eq!(exe.plan().chains, if expect_chain { vec![0..n] } else { vec![] }, "{name} {rows}x{cols}:\n{}", exe.plan().summary());

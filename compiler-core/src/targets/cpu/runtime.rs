@@ -150,7 +150,7 @@ fn chain_locals(plan: &KernelPlan, kernels: std::ops::Range<usize>, rows: i64) -
         for &b in &k.outputs {
             let pinned = assignment.pinned.get(b.index()).copied().unwrap_or(true) || !assignment.is_current(plan);
             let size = plan.buffers[b].shape.byte_size();
-            if !pinned && !results.contains(&b) && !outside(b) && size % rows.max(1) as usize == 0 && !locals.contains(&b) {
+            if !pinned && !results.contains(&b) && !outside(b) && size.is_multiple_of(rows.max(1) as usize) && !locals.contains(&b) {
                 locals.push(b);
             }
         }

@@ -17,6 +17,12 @@
 //! (the cost model's, times the calls). The loop's own row still covers everything it
 //! runs, so the share (`%`) is over the top-level rows only.
 //!
+//! A row chain (kernels the cpu runs interleaved, chunk by chunk of rows: softmax's
+//! three kernels) is timed as one execution; at top level its time is shared among its
+//! members in proportion to the bytes each moves (so the rows still add up to the run),
+//! inside control flow it all goes to the chain's first kernel. `--no-row-chains` runs
+//! the members one by one instead.
+//!
 //! `--json` prints one line: `{"target", "compile_s", "run_median_s", "run_min_s",
 //! "iters", "arena_bytes", "buffer_bytes", "kernels": [{"name", "time_s", "bytes",
 //! "flops", "calls"}]}`; otherwise a table. `--out-dir` writes the last run's results as .npy
@@ -87,6 +93,15 @@ pub struct BenchArgs {
     /// Write the last run's results as out0.npy, out1.npy, ... into this folder.
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
+
+    /// Run row chains (consecutive row-wise kernels) kernel by kernel instead of
+    /// interleaved chunk by chunk of rows.
+    #[arg(long)]
+    pub no_row_chains: bool,
+
+    /// Working set of one chunk of a row chain, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = cpu::DEFAULT_CHAIN_BYTES)]
+    pub row_chain_bytes: usize,
 }
 
 /// One row of the report: an instruction's kernels, timed together.
@@ -187,13 +202,24 @@ impl Runner {
                 let mut outs: Vec<&mut [u8]> = outputs.iter_mut().map(AlignedBytes::bytes_mut).collect();
                 times.clear();
                 let cell = RefCell::new(times);
+                let plan = exe.plan();
+                // A kernel's bytes moved: how a row chain's time is shared among its members.
+                let moved = |j: usize| -> f64 {
+                    let k = &plan.kernels[j];
+                    k.inputs.iter().chain(&k.outputs).map(|&b| plan.buffers[b].shape.byte_size() as f64).sum()
+                };
                 exe.run_bytes_scoped(&ins, &mut outs, &|k, exec| {
                     let t = Instant::now();
                     let r = exec();
                     let dt = t.elapsed().as_secs_f64();
                     // Borrowed only now: `exec` may have re-entered this closure.
                     let mut times = cell.borrow_mut();
-                    if k.scope.is_empty() {
+                    if k.scope.is_empty() && k.chained.len() > 1 {
+                        let total: f64 = k.chained.clone().map(moved).sum();
+                        for j in k.chained.clone() {
+                            times.top[j] = if total > 0.0 { dt * moved(j) / total } else { dt / k.chained.len() as f64 };
+                        }
+                    } else if k.scope.is_empty() {
                         times.top[k.index] = dt;
                     } else {
                         let key = (k.scope.to_string(), k.index);
@@ -251,6 +277,7 @@ impl Runner {
 }
 
 pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
+    cpu::set_row_chains((!args.no_row_chains).then_some(args.row_chain_bytes));
     let (source_name, text) = run::read_module_text(&args.module)?;
     let mut input_files = Vec::with_capacity(args.inputs.len());
     for path in &args.inputs {

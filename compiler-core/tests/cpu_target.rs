@@ -575,3 +575,81 @@ ENTRY %main (x: f32[4,40000], y: f32[4,40000], u: f32[2,100], i: s32[], j: s32[]
     assert_eq!(exe.run(&args).unwrap(), want);
     assert_eq!(exe.run(&args).unwrap(), want);
 }
+
+/// The JAX corpus's softmax (4x10) or layernorm (4x16, mean over 16 columns) with its
+/// shapes scaled to `rows` x `cols`.
+fn scaled_corpus(name: &str, rows: i64, cols: i64) -> hloscope_core::ir::Module {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../backend/tests/corpus/{name}/module.mlir"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let c = if name == "softmax" { 10 } else { 16 };
+    let text = text
+        .replace(&format!("tensor<4x{c}x"), &format!("tensor<{rows}x{cols}x"))
+        .replace("tensor<4x1x", &format!("tensor<{rows}x1x"))
+        .replace("tensor<4xf32>", &format!("tensor<{rows}xf32>"))
+        .replace(&format!("tensor<{c}xf32>"), &format!("tensor<{cols}xf32>"))
+        .replace(&format!("tensor<1x{c}x"), &format!("tensor<1x{cols}x"))
+        .replace("1.600000e+01", &format!("{cols}.0"));
+    hloscope_core::parse::mlir::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// Runs `exe` on `args`, returning its results and the longest run of kernels one
+/// execution covered (a row chain's length, or 1).
+fn run_counting_chains(exe: &cpu::CpuExecutable, args: &[hloscope_core::ir::Value]) -> (hloscope_core::ir::Value, usize) {
+    let mut longest = 0;
+    let v = exe
+        .run_with(args, &mut |k, exec| {
+            longest = longest.max(k.chained.len());
+            exec()
+        })
+        .unwrap();
+    (v, longest)
+}
+
+#[test]
+fn row_chains_give_the_same_bits_as_kernel_by_kernel() {
+    // Softmax and layernorm from the JAX corpus at sizes that make one row chain of all
+    // their kernels, split in many chunks over the pool threads (4096x1024: 16 MiB per
+    // buffer; 1001x37: odd rows and columns, vector tails), plus the original 4x10 /
+    // 4x16 (too small to chain). Interleaving must change no bit; against the
+    // interpreter the results agree within the transcendental and summation bounds.
+    for (name, rows, cols, check_interp) in [
+        ("softmax", 4096, 1024, false),
+        ("softmax", 1001, 37, true),
+        ("layernorm", 4096, 1024, false),
+        ("layernorm", 1001, 37, true),
+        ("softmax", 4, 10, true),
+    ] {
+        let module = scaled_corpus(name, rows, cols);
+        let args = hloscope_core::interp::random_inputs(&module, 7);
+        // Through an artifact, as the cache stores it: the chains come with the plan.
+        let (fresh, bytes) = cpu::compile_to_artifact(&cpu::optimize(&module).unwrap()).unwrap();
+        let exe = cpu::load_artifact(&bytes).unwrap();
+        assert_eq!(exe.plan().chains, fresh.plan().chains);
+        let n = exe.plan().kernels.len();
+        let expect_chain = rows * cols > 100;
+        assert_eq!(exe.plan().chains, if expect_chain { vec![0..n] } else { vec![] }, "{name} {rows}x{cols}:\n{}", exe.plan().summary());
+        cpu::set_row_chains(None);
+        let (plain, one) = run_counting_chains(&exe, &args);
+        cpu::set_row_chains(Some(cpu::DEFAULT_CHAIN_BYTES));
+        let (chained, longest) = run_counting_chains(&exe, &args);
+        // A small working set per chunk: many more chunks than threads.
+        cpu::set_row_chains(Some(4096));
+        let (small_chunks, _) = run_counting_chains(&exe, &args);
+        cpu::set_row_chains(Some(cpu::DEFAULT_CHAIN_BYTES));
+        assert_eq!(one, 1);
+        assert_eq!(longest, if expect_chain { n } else { 1 }, "{name} {rows}x{cols}");
+        let bits = |v: &hloscope_core::ir::Value| v.clone().flatten().iter().map(|l| l.to_le_bytes()).collect::<Vec<_>>();
+        assert!(bits(&plain) == bits(&chained), "{name} {rows}x{cols}: chained run differs");
+        assert!(bits(&plain) == bits(&small_chunks), "{name} {rows}x{cols}: small chunks differ");
+        if check_interp {
+            let want = hloscope_core::interp::Interpreter::new(&module).run(&args).unwrap().flatten();
+            let got = chained.flatten();
+            for (w, g) in want.iter().zip(&got) {
+                for i in 0..w.num_elements() {
+                    let (a, b) = (w.get(i).as_f64(), g.get(i).as_f64());
+                    assert!((a - b).abs() <= 1e-5 * a.abs().max(1.0), "{name} {rows}x{cols} [{i}]: {a} vs {b}");
+                }
+            }
+        }
+    }
+}

@@ -34,6 +34,10 @@
 //!   operand into its output before updating or permuting the output alone, so the copy
 //!   becomes a no-op.
 //!
+//! Row chains ([`super::chains`]), whose members a target may run interleaved chunk by
+//! chunk: every buffer a member touches is live from the chain's first kernel to its
+//! last, and no member's output goes in place, so no two buffers of a chain share bytes.
+//!
 //! While bodies and branches are planned on their own ([`super::plan_computation`]), so
 //! the same rules hold per body; their parameters are pinned there.
 //!
@@ -100,6 +104,7 @@ impl ArenaAssignment {
 fn signature(plan: &KernelPlan) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     plan.buffers.len().hash(&mut h);
+    plan.chains.hash(&mut h);
     for k in &plan.kernels {
         k.inputs.hash(&mut h);
         k.outputs.hash(&mut h);
@@ -130,6 +135,19 @@ pub fn assign_arena_with(plan: &KernelPlan, in_place: bool) -> ArenaAssignment {
         for &b in &k.outputs {
             written[b.index()] = true;
         }
+    }
+    // A chain may run its members interleaved, chunk by chunk of rows: every buffer a
+    // member touches is live across the whole chain, and no member works in place.
+    let mut chained = vec![false; n];
+    for c in plan.chains.iter().filter(|c| c.start < c.end && c.end <= n) {
+        for k in &plan.kernels[c.clone()] {
+            for &b in k.inputs.iter().chain(&k.outputs) {
+                let b = b.index();
+                first[b] = Some(first[b].map_or(c.start, |f| f.min(c.start)));
+                last[b] = last[b].max(c.end - 1);
+            }
+        }
+        chained[c.clone()].iter_mut().for_each(|x| *x = true);
     }
     let mut pinned: Vec<bool> = written.iter().map(|w| !w).collect();
     let pinned_leaves = plan.params.iter().chain(std::iter::once(&plan.result)).flat_map(|v| v.leaves());
@@ -162,7 +180,7 @@ pub fn assign_arena_with(plan: &KernelPlan, in_place: bool) -> ArenaAssignment {
                 let s = src.index();
                 !pinned[s] && last[s] == p && !handed_over[s] && region_of[s] != usize::MAX && size(s) == size(b)
             };
-            if let Some(src) = in_place.then(|| in_place_input(k, j, reusable)).flatten() {
+            if let Some(src) = (in_place && !chained[p]).then(|| in_place_input(k, j, reusable)).flatten() {
                 region_of[b] = region_of[src.index()];
                 handed_over[src.index()] = true;
                 in_place_of[b] = Some(src);

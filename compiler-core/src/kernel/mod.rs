@@ -29,6 +29,7 @@
 //! major, little endian, pred as one byte, f16/bf16 as their 16-bit patterns).
 
 pub mod arena;
+pub mod chains;
 mod conv;
 pub mod elemental;
 
@@ -209,6 +210,9 @@ pub struct KernelPlan {
     /// The buffers of every value of the entry computation.
     #[serde(serialize_with = "serialize_sorted")]
     pub values: HashMap<InstId, ValueBufs>,
+    /// Runs of consecutive kernels a target may execute chunk by chunk of their rows
+    /// ([`chains`]); the arena is assigned so that running them either way is correct.
+    pub chains: Vec<std::ops::Range<usize>>,
     /// Where each buffer lives in the one arena a target allocates ([`arena`]).
     pub arena: ArenaAssignment,
 }
@@ -290,6 +294,7 @@ pub fn plan_computation_with(module: &Module, comp_id: CompId, options: PlanOpti
         kernels: Vec::new(),
         result: ValueBufs::Token,
         values: HashMap::new(),
+        chains: Vec::new(),
         arena: ArenaAssignment::default(),
     }, values: HashMap::new(), options };
     for &param in &comp.params {
@@ -305,6 +310,7 @@ pub fn plan_computation_with(module: &Module, comp_id: CompId, options: PlanOpti
     }
     p.plan.result = p.value(comp.root)?;
     p.plan.values = p.values;
+    p.plan.chains = chains::find_chains(&p.plan);
     p.plan.assign_arena();
     Ok(p.plan)
 }

@@ -434,3 +434,190 @@ ENTRY %main (x: f32[4], idx: s32[4,1]) -> f32[4] {
     assert_eq!(p.arena.in_place_of[buffer(&p, "sc").index()], None);
     assert_no_overlap(&p);
 }
+
+// ---- Row chains (chains.rs) ----
+
+const SCALAR_BODIES: &str = "HloModule m
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(%a, %b)
+}
+%sum (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+";
+
+fn with_bodies(entry: &str) -> String {
+    format!("{SCALAR_BODIES}{entry}")
+}
+
+fn kinds(p: &KernelPlan) -> Vec<String> {
+    p.kernels.iter().map(|k| k.kind.to_string()).collect()
+}
+
+#[test]
+fn softmax_rows_form_one_chain() {
+    // Row max; exp(x - max) with its row sum (one multi-output kernel); divide. Every
+    // later read of max, exp and sum is at the row being computed.
+    let p = planned(&with_bodies(
+        "ENTRY %main (x: f32[4096,1024]) -> f32[4096,1024] {
+  %x = f32[4096,1024] parameter(0)
+  %ninf = f32[] constant(-inf)
+  %mx = f32[4096] reduce(%x, %ninf), dimensions={1}, to_apply=%max
+  %mb = f32[4096,1024] broadcast(%mx), dimensions={0}
+  %d = f32[4096,1024] subtract(%x, %mb)
+  %e = f32[4096,1024] exponential(%d)
+  %zero = f32[] constant(0)
+  %s = f32[4096] reduce(%e, %zero), dimensions={1}, to_apply=%sum
+  %sb = f32[4096,1024] broadcast(%s), dimensions={0}
+  ROOT %r = f32[4096,1024] divide(%e, %sb)
+}",
+    ));
+    assert_eq!(kinds(&p), ["reduction(row)", "reduction(row)", "loop"], "{}", p.summary());
+    assert_eq!(p.chains, vec![0..3]);
+    // x (pinned), max, exp, sum, result (pinned): max, exp and sum live over the whole
+    // chain, none in place.
+    let exp = p.kernels[1].outputs.iter().find(|&&b| p.buffers[b].shape.dims == [4096, 1024]).copied().unwrap();
+    assert_eq!(p.arena.live[exp.index()], (0, 2));
+    assert_eq!(p.arena.live[p.kernels[0].outputs[0].index()], (0, 2));
+    assert!(p.arena.in_place_of.iter().all(Option::is_none));
+    // One row: x, result and exp 4096 B each, max and sum 4 B each.
+    assert_eq!(chains::bytes_per_row(&p, 0..3, 4096), 3 * 4096 + 2 * 4);
+}
+
+#[test]
+fn layernorm_rows_form_one_chain() {
+    let p = planned(&with_bodies(
+        "ENTRY %main (x: f32[4096,1024], g: f32[1024]) -> f32[4096,1024] {
+  %x = f32[4096,1024] parameter(0)
+  %g = f32[1024] parameter(1)
+  %zero = f32[] constant(0)
+  %n = f32[] constant(1024)
+  %sx = f32[4096] reduce(%x, %zero), dimensions={1}, to_apply=%sum
+  %nb = f32[4096] broadcast(%n), dimensions={}
+  %mean = f32[4096] divide(%sx, %nb)
+  %mb = f32[4096,1024] broadcast(%mean), dimensions={0}
+  %c = f32[4096,1024] subtract(%x, %mb)
+  %c2 = f32[4096,1024] multiply(%c, %c)
+  %sc = f32[4096] reduce(%c2, %zero), dimensions={1}, to_apply=%sum
+  %var = f32[4096] divide(%sc, %nb)
+  %eps = f32[] constant(1e-05)
+  %eb = f32[4096] broadcast(%eps), dimensions={}
+  %ve = f32[4096] add(%var, %eb)
+  %rs = f32[4096] rsqrt(%ve)
+  %rb = f32[4096,1024] broadcast(%rs), dimensions={0}
+  %y = f32[4096,1024] multiply(%c, %rb)
+  %gb = f32[4096,1024] broadcast(%g), dimensions={1}
+  ROOT %o = f32[4096,1024] multiply(%y, %gb)
+}",
+    ));
+    // The gamma broadcast along rows reads a parameter, which no member writes: fine.
+    assert_eq!(p.chains, vec![0..p.kernels.len()], "{}", p.summary());
+    assert!(p.kernels.len() >= 2);
+}
+
+#[test]
+fn a_transposed_read_breaks_the_chain() {
+    // exp(0), transpose(1) reads exp at [v1, v0]: no chain there; add(2) reads the
+    // transpose at its own element: transpose and add chain.
+    let p = unfused(
+        "HloModule m
+ENTRY %main (x: f32[512,512]) -> f32[512,512] {
+  %x = f32[512,512] parameter(0)
+  %e = f32[512,512] exponential(%x)
+  %t = f32[512,512] transpose(%e), dimensions={1,0}
+  ROOT %a = f32[512,512] add(%t, %x)
+}",
+    );
+    assert_eq!(kinds(&p), ["loop", "loop", "loop"]);
+    assert_eq!(p.chains, vec![1..3]);
+}
+
+#[test]
+fn a_column_reduction_is_no_member() {
+    let p = unfused(&with_bodies(
+        "ENTRY %main (x: f32[512,512]) -> f32[512] {
+  %x = f32[512,512] parameter(0)
+  %e = f32[512,512] exponential(%x)
+  %zero = f32[] constant(0)
+  ROOT %c = f32[512] reduce(%e, %zero), dimensions={0}, to_apply=%sum
+}",
+    ));
+    assert_eq!(kinds(&p), ["loop", "reduction(column)"]);
+    assert!(p.chains.is_empty());
+}
+
+#[test]
+fn a_broadcast_along_rows_of_a_chain_value_breaks_the_chain() {
+    // The row max broadcast along dimension 1 makes element [i, j] read max[j]: another
+    // row's value. Broadcast along dimension 0 reads max[i]: the same row.
+    let text = |dim: u32| {
+        with_bodies(&format!(
+            "ENTRY %main (x: f32[512,512]) -> f32[512,512] {{
+  %x = f32[512,512] parameter(0)
+  %ninf = f32[] constant(-inf)
+  %m = f32[512] reduce(%x, %ninf), dimensions={{1}}, to_apply=%max
+  %b = f32[512,512] broadcast(%m), dimensions={{{dim}}}
+  ROOT %a = f32[512,512] add(%b, %x)
+}}"
+        ))
+    };
+    let across = unfused(&text(1));
+    assert_eq!(kinds(&across), ["reduction(row)", "loop", "loop"]);
+    assert_eq!(across.chains, vec![1..3]);
+    let along = unfused(&text(0));
+    assert_eq!(along.chains, vec![0..3]);
+}
+
+#[test]
+fn a_read_at_another_row_breaks_the_chain() {
+    // reverse along dimension 0 reads exp at row 511 - i; along dimension 1 it stays in
+    // row i (index i*512 + 511 - j).
+    let text = |dim: u32| {
+        format!(
+            "HloModule m
+ENTRY %main (x: f32[512,512]) -> f32[512,512] {{
+  %x = f32[512,512] parameter(0)
+  %e = f32[512,512] exponential(%x)
+  ROOT %r = f32[512,512] reverse(%e), dimensions={{{dim}}}
+}}"
+        )
+    };
+    assert!(unfused(&text(0)).chains.is_empty());
+    assert_eq!(unfused(&text(1)).chains, vec![0..2]);
+}
+
+#[test]
+fn small_chains_are_not_worth_it() {
+    // 64x64 f32: 16 KiB per buffer, far below MIN_CHAIN_BYTES; with no minimum the same
+    // kernels chain.
+    let p = unfused(
+        "HloModule m
+ENTRY %main (x: f32[64,64]) -> f32[64,64] {
+  %x = f32[64,64] parameter(0)
+  %e = f32[64,64] exponential(%x)
+  ROOT %n = f32[64,64] negate(%e)
+}",
+    );
+    assert!(p.chains.is_empty());
+    assert_eq!(chains::find_chains_with(&p, 0), vec![0..2]);
+}
+
+#[test]
+fn chains_whose_rows_do_not_fit_a_cache_are_not_worth_it() {
+    // 4 rows of 40000 f32: x, e and n take 3 x 160000 B per row, over MAX_ROW_BYTES.
+    let p = unfused(
+        "HloModule m
+ENTRY %main (x: f32[4,40000]) -> f32[4,40000] {
+  %x = f32[4,40000] parameter(0)
+  %e = f32[4,40000] exponential(%x)
+  ROOT %n = f32[4,40000] negate(%e)
+}",
+    );
+    assert_eq!(chains::bytes_per_row(&p, 0..2, 4), 3 * 160_000);
+    assert!(p.chains.is_empty());
+    assert!(chains::find_chains_with(&p, 0).is_empty());
+}

@@ -31,8 +31,9 @@ use cranelift_codegen::ir::LibCall;
 use cranelift_module::{FuncId, Module, ModuleReloc, ModuleRelocTarget};
 
 /// Bumped whenever the byte layout below changes, or the serde form of the IR or plan
-/// types (2: the module and plans as postcard sections instead of HLO text).
-pub const FORMAT_VERSION: u32 = 2;
+/// types (2: the module and plans as postcard sections instead of HLO text; 3: plans
+/// carry their row chains).
+pub const FORMAT_VERSION: u32 = 3;
 
 /// Bumped whenever the code the emitter produces for a plan changes meaning (kernel
 /// signature, buffer conventions): old artifacts are then stale.

@@ -121,7 +121,7 @@ pub(super) fn par_extent(e: &Elemental) -> i64 {
 
 /// The variable the runtime may split across threads: a kept one, the outermost with at
 /// least 16 iterations, else the longest.
-fn parallel_var(e: &Elemental) -> Option<u32> {
+pub(super) fn parallel_var(e: &Elemental) -> Option<u32> {
     let outer = e.outer_vars();
     let extent = |v: u32| e.space[v as usize];
     outer.iter().copied().find(|&v| extent(v) >= 16).or_else(|| {

@@ -10,7 +10,7 @@
 //! (`assemble`).
 
 use super::artifact::{self, Artifact, CompArtifact, KernelCode};
-use super::{codegen, helpers, Code, CpuExecutable, KernelFn};
+use super::{codegen, helpers, runtime, Code, CpuExecutable, KernelFn};
 use crate::ir::{CompId, Computation, Instruction, Loc, Module};
 use crate::kernel::{self, KernelBody, KernelPlan};
 use cranelift_jit::{JITBuilder, JITModule};
@@ -338,6 +338,9 @@ fn check_plan(module: &Module, comp_id: CompId, plan: &KernelPlan) -> Result<(),
                 _ => true,
             }
     });
+    if plan.chains.iter().any(|c| c.start >= c.end || c.end > plan.kernels.len()) {
+        return bad("has a row chain outside its kernels");
+    }
     if !kernels_ok || !plan.params.iter().all(vals_ok) || !vals_ok(&plan.result) || !plan.constants.iter().all(|(b, _)| buf_ok(b)) {
         return bad("names an instruction, computation or buffer that does not exist");
     }
@@ -392,7 +395,8 @@ fn assemble(
             }
         });
     }
-    Ok(CpuExecutable { plan, code, module: wrapped, listings, jit: Some(jit), arena: Default::default() })
+    let chains = runtime::runnable_chains(&plan, &code);
+    Ok(CpuExecutable { plan, code, module: wrapped, listings, jit: Some(jit), arena: Default::default(), chains })
 }
 
 /// Kernel `i`'s finalized function.

@@ -36,6 +36,11 @@
 //! the backend's compilation cache stores these. [`aot`] writes a module as a
 //! relocatable object with one C entry point and its C header.
 //!
+//! Row chains ([`crate::kernel::chains`]): consecutive row-wise kernels (softmax's max,
+//! exp-and-sum and divide) run chunk by chunk of rows, every member on one chunk before
+//! the next, chunks spread over the pool, so a chunk's rows stay in cache between
+//! members; [`set_row_chains`] turns this off or sets the per-chunk working set.
+//!
 //! Not yet: f16/bf16 vectors.
 
 pub mod aot;
@@ -53,6 +58,7 @@ mod vector;
 
 pub use artifact::compiler_version;
 pub use compile::{compile, compile_to_artifact, load_artifact, optimize, PIPELINE};
+pub use runtime::{row_chains, set_row_chains, DEFAULT_CHAIN_BYTES};
 
 use crate::ir::{CompId, Instruction, Module, Value};
 use crate::kernel::{self, KernelKind, KernelPlan, ValueBufs};
@@ -73,6 +79,8 @@ pub struct CpuExecutable {
     /// The buffers' memory, allocated on the first run and reused by the next ones (a
     /// run that ever found it busy would allocate its own).
     arena: std::sync::Mutex<Option<runtime::Arena>>,
+    /// The plan's row chains this code can run interleaved (see [`runtime::Chain`]).
+    chains: Vec<runtime::Chain>,
 }
 
 impl Drop for CpuExecutable {
@@ -130,5 +138,9 @@ pub struct KernelInfo<'a> {
     pub comp: CompId,
     /// The instruction of `comp` it comes from.
     pub source: crate::ir::InstId,
+    /// The kernels (plan positions) this execution runs: `index..index + 1`, or a whole
+    /// row chain headed by this kernel, its members interleaved chunk by chunk of rows
+    /// and so timed together ([`set_row_chains`]).
+    pub chained: std::ops::Range<usize>,
 }
 

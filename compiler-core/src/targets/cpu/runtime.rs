@@ -1,13 +1,15 @@
 //! Running a compiled module: one arena holding every buffer of the plan at the offsets
 //! of its arena assignment (allocated on the first run, reused by the next), kernels in
 //! program order reading and writing it (a large native kernel split across threads
-//! along its parallel variable), the interpreter for opaque kernels, and the small
-//! runtime for while loops and conditionals.
+//! along its parallel variable; a row chain's members interleaved chunk by chunk of
+//! rows, see [`run_chain`]), the interpreter for opaque kernels, and the small runtime
+//! for while loops and conditionals.
 
 use super::{dot, pool, scatter, sort, Code, CpuExecutable, CustomCalls, KernelFn, KernelInfo, ScopedWrap, Wrap};
 use crate::interp::Interpreter;
 use crate::ir::{Literal, Value};
 use crate::kernel::{self, BufferId, KernelPlan, ValueBufs};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::TryLockError;
 
 /// Most iterations of one while loop before the run fails (never hang), as the
@@ -54,6 +56,190 @@ fn run_native(f: KernelFn, table: *const *mut u8, par_extent: i64, work: usize) 
             f(table.0, begin, end);
         }
     });
+}
+
+/// Default working set of one chunk of a row chain: a typical L2 share per core.
+pub const DEFAULT_CHAIN_BYTES: usize = 256 << 10;
+
+/// The per-chunk working set of row chains, in bytes; 0: chains off (members run one
+/// by one). A process-wide switch (the `bench` and `run` commands' option) rather than
+/// a compile option, so the same executable can be measured both ways; either way
+/// gives the same results bit for bit.
+static CHAIN_BYTES: AtomicUsize = AtomicUsize::new(DEFAULT_CHAIN_BYTES);
+
+/// Runs row chains interleaved, each chunk's members together, with chunks of about
+/// `bytes` of working set (`Some(DEFAULT_CHAIN_BYTES)`, the default), or not at all
+/// (`None`).
+pub fn set_row_chains(bytes: Option<usize>) {
+    CHAIN_BYTES.store(bytes.map_or(0, |b| b.max(1)), Ordering::Relaxed);
+}
+
+/// The current setting of [`set_row_chains`].
+pub fn row_chains() -> Option<usize> {
+    Some(CHAIN_BYTES.load(Ordering::Relaxed)).filter(|&b| b > 0)
+}
+
+/// A row chain of the plan ([`crate::kernel::chains`]) that this executable runs
+/// interleaved: every member is native code split along its first loop variable (the
+/// rows), `rows` long.
+#[derive(Clone, Debug)]
+pub(super) struct Chain {
+    pub kernels: std::ops::Range<usize>,
+    pub rows: i64,
+    /// Bytes one row of all members touches.
+    pub bytes_per_row: usize,
+    /// Loop iterations of all members together.
+    pub work: usize,
+    /// Chain-local buffers: written by a member, read only by later members (always at
+    /// the row being computed), by nothing outside the chain, and not a result. A chunk
+    /// keeps their rows in scratch memory of its thread instead of the arena, so they
+    /// never travel to main memory: `(member, table slot, local index)` per use, and
+    /// the bytes per row of each.
+    pub local_uses: Vec<(usize, usize, usize)>,
+    pub local_row_bytes: Vec<usize>,
+    /// Per member: how many buffers its table holds.
+    pub table_lens: Vec<usize>,
+}
+
+/// The parts of the plan's chains that this code can run interleaved: maximal runs of at
+/// least two members that were compiled natively with the rows as their parallel
+/// variable (a sub-run of a chain is a chain).
+pub(super) fn runnable_chains(plan: &KernelPlan, code: &[Code]) -> Vec<Chain> {
+    let fits = |j: usize, rows: i64| match (&plan.kernels[j].body, &code[j]) {
+        (kernel::KernelBody::Elemental(e), Code::Native { par_extent, .. }) => {
+            super::codegen::parallel_var(e) == Some(0) && *par_extent == rows && kernel::chains::chain_rows(plan, &plan.kernels[j]) == Some(rows)
+        }
+        _ => false,
+    };
+    let mut out = Vec::new();
+    for c in plan.chains.iter().filter(|c| c.end <= plan.kernels.len() && c.end <= code.len()) {
+        let Some(rows) = kernel::chains::chain_rows(plan, &plan.kernels[c.start]) else { continue };
+        let mut j = c.start;
+        while j < c.end {
+            let start = j;
+            while j < c.end && fits(j, rows) {
+                j += 1;
+            }
+            if j - start >= 2 {
+                let work = (start..j)
+                    .map(|m| match &code[m] {
+                        Code::Native { work, .. } => *work,
+                        _ => 0,
+                    })
+                    .sum();
+                let bytes_per_row = kernel::chains::bytes_per_row(plan, start..j, rows);
+                let (local_uses, local_row_bytes) = chain_locals(plan, start..j, rows);
+                let table_lens = (start..j).map(|m| plan.kernels[m].inputs.len() + plan.kernels[m].outputs.len()).collect();
+                out.push(Chain { kernels: start..j, rows, bytes_per_row, work, local_uses, local_row_bytes, table_lens });
+            }
+            j = j.max(start + 1);
+        }
+    }
+    out
+}
+
+/// The chain-local buffers of chain `kernels` (see [`Chain::local_uses`]).
+fn chain_locals(plan: &KernelPlan, kernels: std::ops::Range<usize>, rows: i64) -> (Vec<(usize, usize, usize)>, Vec<usize>) {
+    let results: std::collections::HashSet<BufferId> = plan.result.leaves().into_iter().collect();
+    let assignment = &plan.arena;
+    let outside = |b: BufferId| {
+        plan.kernels.iter().enumerate().any(|(i, k)| !kernels.contains(&i) && k.inputs.iter().chain(&k.outputs).any(|&x| x == b))
+    };
+    let mut locals: Vec<BufferId> = Vec::new();
+    for k in &plan.kernels[kernels.clone()] {
+        for &b in &k.outputs {
+            let pinned = assignment.pinned.get(b.index()).copied().unwrap_or(true) || !assignment.is_current(plan);
+            let size = plan.buffers[b].shape.byte_size();
+            if !pinned && !results.contains(&b) && !outside(b) && size.is_multiple_of(rows.max(1) as usize) && !locals.contains(&b) {
+                locals.push(b);
+            }
+        }
+    }
+    let mut uses = Vec::new();
+    for (m, k) in plan.kernels[kernels].iter().enumerate() {
+        for (slot, b) in k.inputs.iter().chain(&k.outputs).enumerate() {
+            if let Some(l) = locals.iter().position(|x| x == b) {
+                uses.push((m, slot, l));
+            }
+        }
+    }
+    let row_bytes = locals.iter().map(|&b| plan.buffers[b].shape.byte_size() / rows.max(1) as usize).collect();
+    (uses, row_bytes)
+}
+
+thread_local! {
+    /// Scratch rows of chain-local buffers, per thread (grown as needed, kept).
+    static SCRATCH: std::cell::RefCell<Vec<Line>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs the members of a chain (`(function, buffer table)` each) over their rows,
+/// chunk by chunk: every member on rows `[b, e)` before any on the next chunk; chunks of
+/// about `budget` bytes of working set, at least [`CHUNKS_PER_THREAD`] per pool thread
+/// when the chain is large enough to split.
+fn run_chain(members: &[(KernelFn, Table)], chain: &Chain, budget: usize) {
+    let rows = chain.rows.max(0) as usize;
+    let mut per = (budget / chain.bytes_per_row.max(1)).clamp(1, rows.max(1));
+    let threads = pool::threads();
+    let parallel = chain.work >= PARALLEL_WORK && threads >= 2;
+    if parallel {
+        per = per.min(rows.div_ceil(threads * CHUNKS_PER_THREAD)).max(1);
+    }
+    // Chunks of whole vector steps where they are long (a 1-D chain vectorizes its rows).
+    if per >= 64 {
+        per = per / 32 * 32;
+    }
+    let chunks = rows.div_ceil(per);
+    // Where each chain-local buffer's chunk starts in the scratch, in lines.
+    let mut local_at = Vec::with_capacity(chain.local_row_bytes.len());
+    let mut lines = 0;
+    for &rb in &chain.local_row_bytes {
+        local_at.push(lines);
+        lines += (rb * per).div_ceil(64);
+    }
+    let task = |t: usize| {
+        let begin = (t * per) as i64;
+        let end = ((t + 1) * per).min(rows) as i64;
+        if begin >= end {
+            return;
+        }
+        if chain.local_uses.is_empty() {
+            for (f, table) in members {
+                f(table.0, begin, end);
+            }
+            return;
+        }
+        SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            if scratch.len() < lines {
+                scratch.resize(lines, Line([0; 64]));
+            }
+            let base = scratch.as_mut_ptr() as *mut u8;
+            for (m, (f, table)) in members.iter().enumerate() {
+                let n = chain.local_uses.iter().filter(|u| u.0 == m).count();
+                if n == 0 {
+                    f(table.0, begin, end);
+                    continue;
+                }
+                let len = chain.table_lens[m];
+                // SAFETY: the member's table holds `len` pointers (its inputs and outputs).
+                let mut own: Vec<*mut u8> = unsafe { std::slice::from_raw_parts(table.0, len) }.to_vec();
+                for &(_, slot, l) in chain.local_uses.iter().filter(|u| u.0 == m) {
+                    // Row `r` of the buffer lives at scratch row `r - begin`: the kernel
+                    // only addresses rows `begin..end` of it (the chain's row rule), so
+                    // the shifted base is never dereferenced outside the scratch.
+                    // SAFETY: in bounds of the scratch (`lines` lines).
+                    let chunk = unsafe { base.add(local_at[l] * 64) };
+                    own[slot] = chunk.wrapping_sub(begin as usize * chain.local_row_bytes[l]);
+                }
+                f(own.as_ptr(), begin, end);
+            }
+        });
+    };
+    if parallel && chunks >= 2 {
+        pool::run(chunks, &task);
+    } else {
+        (0..chunks).for_each(task);
+    }
 }
 
 /// One cache line: the arena's unit, so that its base (and every buffer, at offsets
@@ -303,9 +489,52 @@ impl CpuExecutable {
         scope: &Scope,
         mut hook: Option<&mut CustomCalls>,
     ) -> Result<(), String> {
+        let budget = row_chains();
+        let mut chains = self.chains.iter().filter(|_| budget.is_some()).peekable();
+        let mut skip_to = 0;
         for (i, (k, code)) in self.plan.kernels.iter().zip(&self.code).enumerate() {
-            let info =
-                KernelInfo { index: i, name: &k.name, kind: &k.kind, scope: &scope.path, comp: self.plan.comp, source: k.source };
+            if i < skip_to {
+                continue;
+            }
+            while chains.next_if(|c| c.kernels.start < i).is_some() {}
+            if let Some(chain) = chains.next_if(|c| c.kernels.start == i) {
+                let info = KernelInfo {
+                    index: i,
+                    name: &k.name,
+                    kind: &k.kind,
+                    scope: &scope.path,
+                    comp: self.plan.comp,
+                    source: k.source,
+                    chained: chain.kernels.clone(),
+                };
+                let mut exec = || -> Result<(), String> {
+                    let mut tables = Vec::new();
+                    let mut members = Vec::new();
+                    for j in chain.kernels.clone() {
+                        let (Code::Native { f, .. }, m) = (&self.code[j], &self.plan.kernels[j]) else {
+                            return Err("a row chain member is not native code".into());
+                        };
+                        tables.push(bufs.pointers(m.inputs.iter().chain(&m.outputs).copied()));
+                        members.push(*f);
+                    }
+                    let members: Vec<(KernelFn, Table)> =
+                        members.into_iter().zip(&tables).map(|(f, t)| (f, Table(t.as_ptr()))).collect();
+                    run_chain(&members, chain, budget.unwrap_or(DEFAULT_CHAIN_BYTES));
+                    Ok(())
+                };
+                wrap(&info, &mut exec).map_err(|e| format!("kernel {}: {e}", k.name))?;
+                skip_to = chain.kernels.end;
+                continue;
+            }
+            let info = KernelInfo {
+                index: i,
+                name: &k.name,
+                kind: &k.kind,
+                scope: &scope.path,
+                comp: self.plan.comp,
+                source: k.source,
+                chained: i..i + 1,
+            };
             let mut exec = || -> Result<(), String> {
                 match code {
                     Code::Native { f, par_extent, work } => {

@@ -1,0 +1,201 @@
+//! Row chains: runs of consecutive kernels that a target may execute chunk by chunk of
+//! their rows (all members on rows `[b, e)`, then all members on the next chunk), so the
+//! intermediates one member writes are still in cache when the next reads them.
+//!
+//! Why: softmax, layernorm and the like plan as a few row-wise kernels (row max, then
+//! exp and row sum, then divide) that each stream the whole input through memory. Run
+//! kernel after kernel, every pass misses the cache; run chunk by chunk, the input rows
+//! and the intermediate rows of one chunk fit in L2 and are read back from there.
+//!
+//! A kernel can be a member when it is an elemental loop or row-reduction kernel whose
+//! first loop variable is kept (not reduced) with extent `N >= 2`: its *rows* are the
+//! values of that variable, and every output it stores at row `r` lies in the `r`-th of
+//! `N` equal row-major slices of the output buffer (loop outputs and input-shaped outputs
+//! are stored at the row-major position of the whole space, reduce-shaped ones at that of
+//! the kept variables, both starting with variable 0). Every member of a chain has the
+//! same `N`.
+//!
+//! Interleaving is sound when no member reads, at row `r`, data another member writes at
+//! another row: for every buffer written by a member and read by a later one, each load
+//! of it must provably address the same row, i.e. its linear index must be
+//! `var0 * R + rest` with `R` the buffer's elements per row and `0 <= rest < R` over the
+//! whole iteration space (from the index expression's value range). Anything not proven
+//! (a transposed read, a broadcast along rows, a read at another row, a data-dependent
+//! index, an index this check cannot decompose) ends the chain. A member may not write a
+//! buffer an earlier member touches (plans are in SSA form, so this only guards against
+//! surprises).
+//!
+//! Chains are a permission, not an obligation: a target that cannot run a chain (a
+//! member it compiled differently, a parallel split along another variable) runs its
+//! kernels one by one. The arena ([`super::arena`]) keeps every buffer a chain touches
+//! live across the whole chain and puts no chain member's output in place, so either
+//! way of running is correct.
+
+use super::elemental::{Elemental, Idx, IdxId, Node};
+use super::{BufferId, Kernel, KernelBody, KernelKind, KernelPlan, ReductionKind};
+use std::collections::HashSet;
+use std::ops::Range;
+
+/// Bytes a chain's members must touch together (every distinct buffer once) for the
+/// chain to be worth it: below this the whole chain's data stays in a core's cache when
+/// run kernel by kernel, and a chain would only cost arena reuse (its buffers live
+/// across it, and its members never work in place).
+pub const MIN_CHAIN_BYTES: usize = 256 << 10;
+
+/// Most bytes one row of a chain may touch (every distinct buffer's share of a row):
+/// a chunk of several rows must fit in a core's cache, or interleaving keeps nothing
+/// there and only costs arena reuse.
+pub const MAX_ROW_BYTES: usize = 64 << 10;
+
+/// The maximal chains of `plan` (each of at least two kernels touching at least
+/// [`MIN_CHAIN_BYTES`], at most [`MAX_ROW_BYTES`] per row), in order.
+pub fn find_chains(plan: &KernelPlan) -> Vec<Range<usize>> {
+    find_chains_with(plan, MIN_CHAIN_BYTES)
+}
+
+/// [`find_chains`] with another minimum of bytes touched.
+pub fn find_chains_with(plan: &KernelPlan, min_bytes: usize) -> Vec<Range<usize>> {
+    let mut chains = Vec::new();
+    let mut i = 0;
+    while i < plan.kernels.len() {
+        let Some(rows) = chain_rows(plan, &plan.kernels[i]) else {
+            i += 1;
+            continue;
+        };
+        let mut written: HashSet<BufferId> = plan.kernels[i].outputs.iter().copied().collect();
+        let mut touched: HashSet<BufferId> = plan.kernels[i].inputs.iter().chain(&plan.kernels[i].outputs).copied().collect();
+        let mut end = i + 1;
+        while let Some(k) = plan.kernels.get(end) {
+            if chain_rows(plan, k) != Some(rows) || !joins(plan, k, rows, &written, &touched) {
+                break;
+            }
+            written.extend(k.outputs.iter().copied());
+            touched.extend(k.inputs.iter().chain(&k.outputs).copied());
+            end += 1;
+        }
+        if end - i >= 2 && touched_bytes(plan, i..end) >= min_bytes && bytes_per_row(plan, i..end, rows) <= MAX_ROW_BYTES {
+            chains.push(i..end);
+        }
+        i = end;
+    }
+    chains
+}
+
+/// The number of rows `N` of a kernel that can be a chain member (see the module doc).
+pub fn chain_rows(plan: &KernelPlan, k: &Kernel) -> Option<i64> {
+    let KernelBody::Elemental(e) = &k.body else { return None };
+    if !matches!(k.kind, KernelKind::Loop | KernelKind::Reduction(ReductionKind::Row)) {
+        return None;
+    }
+    let n = *e.space.first()?;
+    if n < 2 || e.reduced[0] || e.outputs.len() != k.outputs.len() {
+        return None;
+    }
+    let extent = |vars: &mut dyn Iterator<Item = usize>| vars.map(|v| e.space[v].max(0)).try_fold(1i64, |a, d| a.checked_mul(d));
+    let full = extent(&mut (0..e.space.len()))?;
+    let kept = extent(&mut (0..e.space.len()).filter(|&v| !e.reduced[v]))?;
+    // Each output holds exactly the elements it stores, row 0 first.
+    for (o, &b) in e.outputs.iter().zip(&k.outputs) {
+        let count = plan.buffers[b].shape.num_elements() as i64;
+        if count != if o.inner { full } else { kept } {
+            return None;
+        }
+    }
+    Some(n)
+}
+
+/// Whether kernel `k` (with `rows` rows) may join a chain whose members wrote `written`
+/// and touched `touched`.
+fn joins(plan: &KernelPlan, k: &Kernel, rows: i64, written: &HashSet<BufferId>, touched: &HashSet<BufferId>) -> bool {
+    let KernelBody::Elemental(e) = &k.body else { return false };
+    if k.outputs.iter().any(|b| touched.contains(b)) {
+        return false;
+    }
+    k.inputs.iter().enumerate().all(|(slot, b)| {
+        if !written.contains(b) {
+            return true;
+        }
+        let count = plan.buffers[*b].shape.num_elements() as i64;
+        count % rows == 0 && reads_own_row(e, slot as u32, count / rows)
+    })
+}
+
+/// Whether every load of input `slot` in `e` addresses row `var0` of a buffer with
+/// `row` elements per row.
+pub fn reads_own_row(e: &Elemental, slot: u32, row: i64) -> bool {
+    e.nodes.iter().all(|n| match n.node {
+        Node::Load { input, linear } if input == slot => row_aligned(e, linear, row),
+        _ => true,
+    })
+}
+
+/// Whether index `i` is `var0 * row + rest` with `0 <= rest < row` everywhere.
+fn row_aligned(e: &Elemental, i: IdxId, row: i64) -> bool {
+    let mut terms = Vec::new();
+    flatten_sum(e, i, &mut terms);
+    let is_row_term = |t: IdxId| match *e.idx_node(t) {
+        Idx::Var(0) => row == 1,
+        Idx::Mul(a, m) => m == row && *e.idx_node(a) == Idx::Var(0),
+        _ => false,
+    };
+    let Some(at) = terms.iter().position(|&t| is_row_term(t)) else { return false };
+    let (mut lo, mut hi) = (0i64, 0i64);
+    for (j, &t) in terms.iter().enumerate() {
+        if j == at {
+            continue;
+        }
+        // Another reference to the row variable (or a data-dependent index) is not
+        // worth proving anything about.
+        if mentions_var0_or_data(e, t) {
+            return false;
+        }
+        let (a, b) = e.idx_range[t.0 as usize];
+        let (Some(l), Some(h)) = (lo.checked_add(a), hi.checked_add(b)) else { return false };
+        (lo, hi) = (l, h);
+    }
+    lo >= 0 && hi < row
+}
+
+/// The terms of a tree of `Add`s.
+fn flatten_sum(e: &Elemental, i: IdxId, out: &mut Vec<IdxId>) {
+    match *e.idx_node(i) {
+        Idx::Add(a, b) => {
+            flatten_sum(e, a, out);
+            flatten_sum(e, b, out);
+        }
+        _ => out.push(i),
+    }
+}
+
+fn mentions_var0_or_data(e: &Elemental, i: IdxId) -> bool {
+    match *e.idx_node(i) {
+        Idx::Var(v) => v == 0,
+        Idx::Const(_) => false,
+        Idx::Add(a, b) => mentions_var0_or_data(e, a) || mentions_var0_or_data(e, b),
+        Idx::Mul(a, _) | Idx::Div(a, _) | Idx::Rem(a, _) | Idx::Clamp(a, _, _) => mentions_var0_or_data(e, a),
+        Idx::Data(_) => true,
+    }
+}
+
+/// Bytes of the distinct buffers a run of kernels touches.
+fn touched_bytes(plan: &KernelPlan, kernels: Range<usize>) -> usize {
+    let mut seen = HashSet::new();
+    plan.kernels[kernels]
+        .iter()
+        .flat_map(|k| k.inputs.iter().chain(&k.outputs))
+        .filter(|b| seen.insert(**b))
+        .map(|&b| plan.buffers[b].shape.byte_size())
+        .sum()
+}
+
+/// Bytes per row of a chain: every distinct buffer its members touch, divided by the
+/// rows (what one row of the chain brings into cache).
+pub fn bytes_per_row(plan: &KernelPlan, chain: Range<usize>, rows: i64) -> usize {
+    let mut seen = HashSet::new();
+    plan.kernels[chain]
+        .iter()
+        .flat_map(|k| k.inputs.iter().chain(&k.outputs))
+        .filter(|b| seen.insert(**b))
+        .map(|&b| plan.buffers[b].shape.byte_size().div_ceil(rows.max(1) as usize))
+        .sum()
+}

@@ -23,23 +23,6 @@ use hloscope_core::targets::cpu;
 
 const SIZES: &[i64] = &[1, 3, 4, 5, 17, 1000, 70_001];
 
-const ALL: &[ElementType] = &[
-    ElementType::Pred,
-    ElementType::S8,
-    ElementType::S16,
-    ElementType::S32,
-    ElementType::S64,
-    ElementType::U8,
-    ElementType::U16,
-    ElementType::U32,
-    ElementType::U64,
-    ElementType::F16,
-    ElementType::BF16,
-    ElementType::F32,
-    ElementType::F64,
-];
-
-
 /// Random values of `elem`: integers over their whole range, floats in [-8, 8) with
 /// some -0.0, or (`integral`) whole floats in [-8, 8] so sums are exact in any order.
 fn random(elem: ElementType, dims: &[i64], seed: u64, integral: bool) -> Literal {
@@ -144,7 +127,7 @@ ENTRY %main (a: {t}[{dims}], b: {t}[{dims}]) -> ({t}[{dims}], pred[{dims}]) {{
 
 #[test]
 fn elementwise_every_type_and_size() {
-    for &t in ALL {
+    for t in ElementType::ALL {
         for &n in SIZES {
             let hlo = elementwise(t, &n.to_string());
             let clifs = check(&hlo, &[random(t, &[n], 1, false), random(t, &[n], 2, false)], None);
@@ -268,7 +251,7 @@ ENTRY %main (x: {t}[{r},{c}]) -> {t}[{out}] {{
 #[test]
 fn row_and_column_reductions_every_type() {
     let shapes: &[(i64, i64)] = &[(1, 1), (2, 3), (3, 4), (4, 5), (5, 17), (3, 1000), (70, 1001), (1001, 70), (2, 40_001)];
-    for &t in ALL {
+    for t in ElementType::ALL {
         let ops: &[(&str, &str)] = if t.is_pred() {
             &[("and", "true"), ("or", "false"), ("xor", "true")]
         } else if t.is_float() {

@@ -481,6 +481,22 @@ impl CpuExecutable {
         })
     }
 
+    /// Runs a row chain's members chunk by chunk of their rows (the free `run_chain`).
+    fn run_chain(&self, bufs: &mut Arena, chain: &Chain, budget: usize) -> Result<(), String> {
+        let mut tables = Vec::new();
+        let mut members = Vec::new();
+        for j in chain.kernels.clone() {
+            let (Code::Native { f, .. }, m) = (&self.code[j], &self.plan.kernels[j]) else {
+                return Err("a row chain member is not native code".into());
+            };
+            tables.push(bufs.pointers(m.inputs.iter().chain(&m.outputs).copied()));
+            members.push(*f);
+        }
+        let members: Vec<(KernelFn, Table)> = members.into_iter().zip(&tables).map(|(f, t)| (f, Table(t.as_ptr()))).collect();
+        run_chain(&members, chain, budget);
+        Ok(())
+    }
+
     /// Runs every kernel in plan order on `bufs`.
     fn run_kernels(
         &self,
@@ -497,35 +513,7 @@ impl CpuExecutable {
                 continue;
             }
             while chains.next_if(|c| c.kernels.start < i).is_some() {}
-            if let Some(chain) = chains.next_if(|c| c.kernels.start == i) {
-                let info = KernelInfo {
-                    index: i,
-                    name: &k.name,
-                    kind: &k.kind,
-                    scope: &scope.path,
-                    comp: self.plan.comp,
-                    source: k.source,
-                    chained: chain.kernels.clone(),
-                };
-                let mut exec = || -> Result<(), String> {
-                    let mut tables = Vec::new();
-                    let mut members = Vec::new();
-                    for j in chain.kernels.clone() {
-                        let (Code::Native { f, .. }, m) = (&self.code[j], &self.plan.kernels[j]) else {
-                            return Err("a row chain member is not native code".into());
-                        };
-                        tables.push(bufs.pointers(m.inputs.iter().chain(&m.outputs).copied()));
-                        members.push(*f);
-                    }
-                    let members: Vec<(KernelFn, Table)> =
-                        members.into_iter().zip(&tables).map(|(f, t)| (f, Table(t.as_ptr()))).collect();
-                    run_chain(&members, chain, budget.unwrap_or(DEFAULT_CHAIN_BYTES));
-                    Ok(())
-                };
-                wrap(&info, &mut exec).map_err(|e| format!("kernel {}: {e}", k.name))?;
-                skip_to = chain.kernels.end;
-                continue;
-            }
+            let chain = chains.next_if(|c| c.kernels.start == i);
             let info = KernelInfo {
                 index: i,
                 name: &k.name,
@@ -533,8 +521,14 @@ impl CpuExecutable {
                 scope: &scope.path,
                 comp: self.plan.comp,
                 source: k.source,
-                chained: i..i + 1,
+                chained: chain.map_or(i..i + 1, |c| c.kernels.clone()),
             };
+            if let Some(chain) = chain {
+                let mut exec = || self.run_chain(bufs, chain, budget.unwrap_or(DEFAULT_CHAIN_BYTES));
+                wrap(&info, &mut exec).map_err(|e| format!("kernel {}: {e}", k.name))?;
+                skip_to = chain.kernels.end;
+                continue;
+            }
             let mut exec = || -> Result<(), String> {
                 match code {
                     Code::Native { f, par_extent, work } => {

@@ -225,11 +225,16 @@ fn serialize_sorted<S: serde::Serializer>(map: &HashMap<InstId, ValueBufs>, s: S
 }
 
 impl KernelPlan {
-    /// One line per kernel: `name: kind`, with the reason for opaque ones.
+    /// One line per kernel: `name: kind`, with the reason for opaque ones; then one line
+    /// per row chain, naming its kernels in order.
     pub fn summary(&self) -> String {
         let mut s = String::new();
         for k in &self.kernels {
             s += &format!("{}: {}\n", k.name, k.kind);
+        }
+        for c in &self.chains {
+            let names: Vec<&str> = self.kernels[c.clone()].iter().map(|k| k.name.as_str()).collect();
+            s += &format!("row chain: {}\n", names.join(", "));
         }
         s
     }

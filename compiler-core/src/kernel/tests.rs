@@ -517,6 +517,8 @@ fn layernorm_rows_form_one_chain() {
     // The gamma broadcast along rows reads a parameter, which no member writes: fine.
     assert_eq!(p.chains, vec![0..p.kernels.len()], "{}", p.summary());
     assert!(p.kernels.len() >= 2);
+    let names: Vec<&str> = p.kernels.iter().map(|k| k.name.as_str()).collect();
+    assert!(p.summary().ends_with(&format!("row chain: {}\n", names.join(", "))), "{}", p.summary());
 }
 
 #[test]

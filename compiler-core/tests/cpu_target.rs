@@ -265,11 +265,8 @@ ENTRY %main (x: f32[8]) -> f32[8] {
     assert_eq!(exe.clif(1), None);
 }
 
-#[test]
-fn while_loops_run_their_compiled_bodies() {
-    // i = 0, s = 0; while i < 5: s += i * i; i += 1  ->  s = 0+1+4+9+16 = 30.
-    let hlo = "HloModule m
-%cond (i: s32[], s: f32[]) -> pred[] {
+/// A while loop over (i, s): while i < 5 { s += i * i; i += 1 }.
+const SQUARES_LOOP: &str = "%cond (i: s32[], s: f32[]) -> pred[] {
   %i = s32[] parameter(0)
   %s = f32[] parameter(1)
   %five = s32[] constant(5)
@@ -285,11 +282,19 @@ fn while_loops_run_their_compiled_bodies() {
   %i2 = s32[] add(%i, %one)
   ROOT %t = (s32[], f32[]) tuple(%i2, %s2)
 }
-ENTRY %main (x: f32[]) -> (s32[], f32[]) {
+";
+
+#[test]
+fn while_loops_run_their_compiled_bodies() {
+    // i = 0, s = 0; while i < 5: s += i * i; i += 1  ->  s = 0+1+4+9+16 = 30.
+    let hlo = &format!(
+        "HloModule m
+{SQUARES_LOOP}ENTRY %main (x: f32[]) -> (s32[], f32[]) {{
   %x = f32[] parameter(0)
   %zero = s32[] constant(0)
   ROOT %w = (s32[], f32[]) while(%zero, %x), condition=%cond, body=%body
-}";
+}}"
+    );
     let (out, kinds) = run(hlo, &[f32s(&[], &[0.0])]);
     assert_eq!(out, vec![s32(&[], &[5]), f32s(&[], &[30.0])]);
     assert_eq!(kinds, vec![KernelKind::While]);
@@ -382,24 +387,10 @@ ENTRY %main (a: f32[3], b: f32[3]) -> (f32[3], f32[3], f32[3], f32[2]) {
 /// plans of their own), an opaque kernel (cholesky) and compiled loop kernels.
 /// With x = 0.5 and m = [[2, 1], [1, 2.5]]: the loop gives i = 5, s = 0.5 + 0+1+4+9+16 =
 /// 30.5, and m + m = [[4, 2], [2, 5]] has the lower Cholesky factor [[2, 0], [1, 2]].
-const ARTIFACT_HLO: &str = "HloModule m
-%cond (i: s32[], s: f32[]) -> pred[] {
-  %i = s32[] parameter(0)
-  %s = f32[] parameter(1)
-  %five = s32[] constant(5)
-  ROOT %lt = pred[] compare(%i, %five), direction=LT
-}
-%body (i: s32[], s: f32[]) -> (s32[], f32[]) {
-  %i = s32[] parameter(0)
-  %s = f32[] parameter(1)
-  %f = f32[] convert(%i)
-  %sq = f32[] multiply(%f, %f)
-  %s2 = f32[] add(%s, %sq)
-  %one = s32[] constant(1)
-  %i2 = s32[] add(%i, %one)
-  ROOT %t = (s32[], f32[]) tuple(%i2, %s2)
-}
-ENTRY %main (x: f32[], m: f32[2,2]) -> (s32[], f32[], f32[2,2]) {
+fn artifact_hlo() -> String {
+    format!(
+        "HloModule m
+{SQUARES_LOOP}ENTRY %main (x: f32[], m: f32[2,2]) -> (s32[], f32[], f32[2,2]) {{
   %x = f32[] parameter(0)
   %m = f32[2,2] parameter(1)
   %zero = s32[] constant(0)
@@ -407,15 +398,17 @@ ENTRY %main (x: f32[], m: f32[2,2]) -> (s32[], f32[], f32[2,2]) {
   %i = s32[] get-tuple-element(%w), index=0
   %s = f32[] get-tuple-element(%w), index=1
   %e = f32[2,2] add(%m, %m)
-  %c = f32[2,2] cholesky(%e), cholesky_options={lower=true}
+  %c = f32[2,2] cholesky(%e), cholesky_options={{lower=true}}
   ROOT %t = (s32[], f32[], f32[2,2]) tuple(%i, %s, %c)
-}";
+}}"
+    )
+}
 
 fn artifact_module(hlo: &str) -> hloscope_core::ir::Module {
     cpu::optimize(&hloscope_core::parse::parse_module(hlo).unwrap()).unwrap()
 }
 
-/// Runs an executable of [`ARTIFACT_HLO`] and checks its hand-computed outputs.
+/// Runs an executable of [`artifact_hlo`] and checks its hand-computed outputs.
 fn check_artifact_outputs(exe: &cpu::CpuExecutable) {
     use hloscope_core::ir::Value;
     let args = [Value::Array(f32s(&[], &[0.5])), Value::Array(f32s(&[2, 2], &[2.0, 1.0, 1.0, 2.5]))];
@@ -428,7 +421,7 @@ fn check_artifact_outputs(exe: &cpu::CpuExecutable) {
 
 #[test]
 fn artifacts_load_the_stored_module_and_plans() {
-    let module = artifact_module(ARTIFACT_HLO);
+    let module = artifact_module(&artifact_hlo());
     let (exe, bytes) = cpu::compile_to_artifact(&module).unwrap();
     let loaded = cpu::load_artifact(&bytes).unwrap();
     // The very plan and module the compile made, not a re-derivation.
@@ -452,7 +445,7 @@ fn artifacts_load_the_stored_module_and_plans() {
 #[test]
 fn corrupt_or_foreign_binary_sections_are_refused() {
     use cpu::artifact::Artifact;
-    let (_, bytes) = cpu::compile_to_artifact(&artifact_module(ARTIFACT_HLO)).unwrap();
+    let (_, bytes) = cpu::compile_to_artifact(&artifact_module(&artifact_hlo())).unwrap();
     let art = Artifact::from_bytes(&bytes).unwrap();
     assert_eq!(art.entry.children.len(), 2, "the while loop's cond and body");
     // A flipped byte anywhere in the module or a plan section breaks the checksum.

@@ -102,6 +102,11 @@ pub struct BenchArgs {
     /// Working set of one chunk of a row chain, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = cpu::DEFAULT_CHAIN_BYTES)]
     pub row_chain_bytes: usize,
+
+    /// Keep exp, tanh, log, ... inline in 4-lane Cranelift vectors instead of strip-mining
+    /// their loops into calls of the native block functions (same results, for comparing).
+    #[arg(long)]
+    pub no_block_math: bool,
 }
 
 /// One row of the report: an instruction's kernels, timed together.
@@ -278,6 +283,7 @@ impl Runner {
 
 pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
     cpu::set_row_chains((!args.no_row_chains).then_some(args.row_chain_bytes));
+    cpu::set_block_math(!args.no_block_math);
     let (source_name, text) = run::read_module_text(&args.module)?;
     let mut input_files = Vec::with_capacity(args.inputs.len());
     for path in &args.inputs {

@@ -169,7 +169,17 @@ fn kernel_listings(args: &CompileArgs) -> Result<String, RunError> {
     let optimized = cpu::optimize(&module).map_err(|e| RunError(format!("{source_name}: optimizing for the cpu failed: {e}")))?;
     let exe = cpu::compile(&optimized).map_err(|e| RunError(format!("{source_name}: compiling for the cpu failed: {e}")))?;
     let mut out = String::new();
-    for (i, k) in exe.plan().kernels.iter().enumerate() {
+    let plan = exe.plan();
+    for (i, k) in plan.kernels.iter().enumerate() {
+        if let Some(chain) = plan.chains.iter().find(|c| c.start == i) {
+            let names: Vec<&str> = plan.kernels[chain.clone()].iter().map(|k| k.name.as_str()).collect();
+            out.push_str(&format!(
+                "; row chain: kernels {}..{} ({}) run together, chunk by chunk of rows\n",
+                chain.start,
+                chain.end,
+                names.join(", ")
+            ));
+        }
         let listing = if args.emit == Emit::Clif { exe.clif(i) } else { exe.asm(i) };
         out.push_str(&format!("; kernel {i}: {} ({})\n", k.name, k.kind));
         match listing {

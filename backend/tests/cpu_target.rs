@@ -228,3 +228,36 @@ fn in_place_updates_shrink_the_corpus_arenas() {
     eprintln!("corpus: {without} B -> {with} B");
     assert!(with < without, "{with} vs {without}");
 }
+
+#[test]
+fn emitted_clif_shows_row_chains_and_strip_mining() {
+    // Softmax over 256 rows of 1024: its three kernels (max, exp-and-sum, divide) run as
+    // one row chain, and the exp-and-sum loop is strip-mined into native exp calls where
+    // this CPU's native vectors are wider than Cranelift's.
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("clif-softmax");
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(corpus_dir().join("softmax").join("module.mlir"))
+        .unwrap()
+        .replace("tensor<4x10x", "tensor<256x1024x")
+        .replace("tensor<4x1x", "tensor<256x1x")
+        .replace("tensor<4xf32>", "tensor<256xf32>");
+    let path = dir.join("softmax.mlir");
+    std::fs::write(&path, text).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hloscope"))
+        .arg("compile")
+        .arg(&path)
+        .args(["--target", "cpu", "--emit", "clif"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let clif = String::from_utf8(out.stdout).unwrap();
+    let chain = clif.lines().find(|l| l.starts_with("; row chain:")).unwrap_or_else(|| panic!("no row chain:\n{clif}"));
+    assert!(chain.starts_with("; row chain: kernels 0..3 ("), "{chain}");
+    assert!(clif.find("; row chain").unwrap() < clif.find("; kernel 0:").unwrap());
+    let mined = clif.lines().filter(|l| l.starts_with("; strip-mined in blocks of 512 elements")).count();
+    let wide = cpu::block_math::native_lanes() > 4;
+    assert_eq!(mined, wide as usize, "{}", clif.lines().filter(|l| l.starts_with(';')).collect::<Vec<_>>().join("\n"));
+    if wide {
+        assert!(clif.contains("hs_block_exp_f32 (stage 1)"));
+    }
+}

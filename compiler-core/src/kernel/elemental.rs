@@ -86,6 +86,21 @@ pub enum Node {
     Reduced { red: u32, i: u32 },
 }
 
+impl Node {
+    /// The value nodes this node reads directly (not through an index: a data-dependent
+    /// index's value is reached through `Idx::Data`).
+    pub fn operands(&self) -> Vec<ExprId> {
+        match *self {
+            Node::Unary(_, a) | Node::Convert(a) | Node::BitcastConvert(a) => vec![a],
+            Node::Binary(_, a, b) | Node::Compare { a, b, .. } => vec![a, b],
+            Node::Select { pred, on_true, on_false } => vec![pred, on_true, on_false],
+            Node::Clamp { lo, x, hi } => vec![lo, x, hi],
+            Node::Load { .. } | Node::Const(_) | Node::Index(_) | Node::InRange { .. } => vec![],
+            Node::Acc { .. } | Node::Arg { .. } | Node::Reduced { .. } => vec![],
+        }
+    }
+}
+
 /// A value node with its element type.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Expr {

@@ -100,7 +100,7 @@ pub fn compile_object(module: &Module, name: &str) -> Result<AotOutput, String> 
     let mut funcs = Vec::new();
     for (i, k) in plan.kernels.iter().enumerate() {
         let KernelBody::Elemental(e) = &k.body else { return Err(format!("kernel {} is not elemental", k.name)) };
-        let em = codegen::emit(&mut obj, &helpers, e, &format!("{name}_kernel{i}"), k.inputs.len())
+        let em = codegen::emit(&mut obj, &helpers, e, &format!("{name}_kernel{i}"), k.inputs.len(), false)
             .map_err(|r| format!("kernel {} cannot be compiled: {r}", k.name))?;
         for r in &em.code.relocs {
             if let super::artifact::Target::Symbol(s) = &r.target {

@@ -19,6 +19,15 @@
 //! count (`Emit::lanes`). A kernel whose vector form Cranelift cannot lower is emitted
 //! scalar instead, and the listing says why.
 //!
+//! Strip-mining (`Emit::strip_mined`): Cranelift's x86-64 vectors have 4 f32 lanes, the
+//! CPU's may have 16, and transcendentals are compute-bound. So a vector loop or row
+//! reduction over f32 whose values need exp, tanh, log, ... runs its vector variable in
+//! blocks of [`BLOCK`] elements, each in stages: a stage computes the arguments of the
+//! next level of transcendentals into stack buffers, native block functions
+//! ([`block_math`]) apply them in place, and the last stage is the ordinary body with
+//! those values read from the buffers. The remainder runs the ordinary vector steps and
+//! scalar tail.
+//!
 //! Registers: pred and integers in their own width (pred as i8 0/1; in vectors a lane
 //! mask of the kernel's lane width), f32/f64 as such, f16/bf16 widened to f32 and rounded
 //! back to their precision after every arithmetic op, so results equal the
@@ -26,12 +35,15 @@
 //! inside and after the reduced loop; each vector or tail step), so an expression shared
 //! by several outputs is computed once.
 
+use super::block_math;
 use super::math;
 use super::vector::{self, Lin, VecKind, VecPlan};
 use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{types, AbiParam, Endianness, FuncRef, InstBuilder, MemFlagsData, Signature, Type, Value};
+use cranelift_codegen::ir::{
+    types, AbiParam, Endianness, FuncRef, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, Type, Value,
+};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_module::{FuncId, Linkage, Module};
 use std::collections::HashMap;
@@ -114,6 +126,95 @@ pub(super) fn signature<M: Module>(m: &M) -> Signature {
     sig
 }
 
+/// The signature of a native block function: `(block, n)`, applied in place.
+pub(super) fn block_signature<M: Module>(m: &M) -> Signature {
+    let mut sig = m.make_signature();
+    sig.params.push(AbiParam::new(m.target_config().pointer_type()));
+    sig.params.push(AbiParam::new(types::I64));
+    sig
+}
+
+/// Elements per block of a strip-mined loop: a multiple of every vector step (16 f32
+/// lanes), small enough that the block buffers stay in the L1 cache, large enough that
+/// one call per block costs little next to the block's work.
+const BLOCK: i64 = 512;
+
+/// The shortest vector loop worth strip-mining: below, a call per block costs about as
+/// much as the wider vectors save.
+const MIN_STRIP: i64 = 128;
+
+/// A transcendental of a strip-mined loop, evaluated by a native block function
+/// ([`block_math`]) on a buffer of its arguments.
+#[derive(Clone, Debug)]
+pub struct BlockedOp {
+    expr: ExprId,
+    arg: ExprId,
+    symbol: &'static str,
+    /// The stage whose loop first reads its results: one more than its argument's (the
+    /// arguments of level-`s` ops are computed in stage `s - 1`).
+    level: u32,
+}
+
+/// The ops to strip-mine in a vector loop or row reduction (none when it does not pay):
+/// f32 transcendentals with a native block function, where the native code has more
+/// lanes than Cranelift's vectors and the vector loop is at least [`MIN_STRIP`] long. Column
+/// reductions keep their one-vector steps.
+fn blocked_ops(e: &Elemental, vp: &VecPlan) -> Vec<BlockedOp> {
+    if block_math::native_lanes() <= vp.lanes || vp.width != 4 || e.space[vp.var as usize] < MIN_STRIP
+        // `strip_mined` rounds down to whole steps with a mask.
+        || !(vp.lanes * vp.unroll).is_power_of_two()
+    {
+        return Vec::new();
+    }
+    let roots: Vec<ExprId> = match &vp.kind {
+        VecKind::Loop => e.outputs.iter().map(|o| o.expr).collect(),
+        VecKind::Row(_) => {
+            let inner = e.outputs.iter().filter(|o| o.inner).map(|o| o.expr);
+            e.reductions.iter().flat_map(|r| r.values.iter().copied()).chain(inner).collect()
+        }
+        VecKind::Column => return Vec::new(),
+    };
+    // Nodes are created after their operands, so one pass in id order sees every
+    // operand's level first, and one pass backwards marks what the roots reach.
+    let n = e.nodes.len();
+    let mut reached = vec![false; n];
+    for r in roots {
+        reached[r.0 as usize] = true;
+    }
+    for i in (0..n).rev() {
+        if reached[i] {
+            for a in e.nodes[i].node.operands() {
+                if a.0 as usize >= i {
+                    return Vec::new();
+                }
+                reached[a.0 as usize] = true;
+            }
+        }
+    }
+    let mut level = vec![0u32; n];
+    let mut ops = Vec::new();
+    for i in 0..n {
+        let x = &e.nodes[i];
+        let mut l = x.node.operands().iter().map(|a| level[a.0 as usize]).max().unwrap_or(0);
+        if let Node::Unary(op, a) = x.node {
+            let symbol = block_math::block_symbol(op).filter(|_| x.elem == ElementType::F32 && e.expr(a).elem == ElementType::F32);
+            if let (Some(symbol), true) = (symbol, reached[i]) {
+                l += 1;
+                ops.push(BlockedOp { expr: ExprId(i as u32), arg: a, symbol, level: l });
+            }
+        }
+        level[i] = l;
+    }
+    ops
+}
+
+/// A blocked op in the function being emitted: its call and its block buffer.
+struct Block {
+    op: BlockedOp,
+    func: FuncRef,
+    addr: Value,
+}
+
 /// The extent of the variable the runtime may split across threads (1 when none).
 pub(super) fn par_extent(e: &Elemental) -> i64 {
     parallel_var(e).map_or(1, |v| e.space[v as usize])
@@ -132,13 +233,25 @@ pub(super) fn parallel_var(e: &Elemental) -> Option<u32> {
 /// Emits the kernel as function `name`: vectorized when [`vector::plan`] allows and
 /// Cranelift lowers the result, scalar otherwise. The CLIF listing starts with a comment
 /// saying which, and why not.
-pub fn emit<M: Module>(m: &mut M, helpers: &Helpers, e: &Elemental, name: &str, n_inputs: usize) -> Result<Emitted, String> {
+pub fn emit<M: Module>(
+    m: &mut M,
+    helpers: &Helpers,
+    e: &Elemental,
+    name: &str,
+    n_inputs: usize,
+    block_math: bool,
+) -> Result<Emitted, String> {
     let id = m.declare_function(name, Linkage::Local, &signature(m)).map_err(|e| e.to_string())?;
     let par = parallel_var(e);
     let why = match vector::plan(e) {
         Ok(vp) => {
-            let note = format!("; vectorized: {} lanes x {}, {:?} along variable {}\n", vp.lanes, vp.unroll, vp.kind, vp.var);
-            match emit_as(m, helpers, e, id, n_inputs, par, Some(vp)) {
+            let blocks = if block_math { blocked_ops(e, &vp) } else { Vec::new() };
+            let mut note = format!("; vectorized: {} lanes x {}, {:?} along variable {}\n", vp.lanes, vp.unroll, vp.kind, vp.var);
+            if !blocks.is_empty() {
+                let ops: Vec<String> = blocks.iter().map(|b| format!("{} (stage {})", b.symbol, b.level)).collect();
+                note += &format!("; strip-mined in blocks of {BLOCK} elements, native block calls: {}\n", ops.join(", "));
+            }
+            match emit_as(m, helpers, e, id, n_inputs, par, Some(vp), blocks) {
                 Ok(mut em) => {
                     em.clif = note + &em.clif;
                     return Ok(em);
@@ -148,7 +261,7 @@ pub fn emit<M: Module>(m: &mut M, helpers: &Helpers, e: &Elemental, name: &str, 
         }
         Err(why) => why,
     };
-    let mut em = emit_as(m, helpers, e, id, n_inputs, par, None)?;
+    let mut em = emit_as(m, helpers, e, id, n_inputs, par, None, Vec::new())?;
     em.clif = format!("; scalar: {}\n{}", why.lines().next().unwrap_or(""), em.clif);
     Ok(em)
 }
@@ -162,6 +275,7 @@ fn emit_as<M: Module>(
     n_inputs: usize,
     par: Option<u32>,
     vp: Option<VecPlan>,
+    blocked: Vec<BlockedOp>,
 ) -> Result<Emitted, String> {
     let ptr = m.target_config().pointer_type();
     let mut ctx = m.make_context();
@@ -199,8 +313,20 @@ fn emit_as<M: Module>(
                 }
             }
         }
+        // The native block functions the strip-mined loop calls: `(block, n)`, in place.
+        let block_sig = block_signature(m);
+        let mut blocks = Vec::with_capacity(blocked.len());
+        for op in blocked {
+            let f = m.declare_function(op.symbol, Linkage::Import, &block_sig).map_err(|e| e.to_string())?;
+            let func = m.declare_func_in_func(f, b.func);
+            let slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, (BLOCK * 4) as u32, 6));
+            let addr = b.ins().stack_addr(ptr, slot, 0);
+            blocks.push(Block { op, func, addr });
+        }
         let fma = math::has_fma(m.isa());
         let mut em = Emit {
+            blocks,
+            stage: None,
             b,
             e,
             bases,
@@ -242,6 +368,12 @@ fn emit_as<M: Module>(
 
 struct Emit<'a, 'f> {
     b: FunctionBuilder<'f>,
+    /// Strip-mining: the transcendentals native block functions evaluate (empty: the
+    /// loops are not strip-mined).
+    blocks: Vec<Block>,
+    /// Inside a strip-mined block: the stage being emitted and the position (i64) of the
+    /// current vector in the block.
+    stage: Option<(u32, Value)>,
     e: &'a Elemental,
     bases: Vec<Value>,
     n_inputs: usize,
@@ -522,6 +654,7 @@ impl<'a, 'f> Emit<'a, 'f> {
     fn split(&mut self, v: u32, body: &mut dyn FnMut(&mut Self)) {
         let vp = self.vp.clone().expect("a vector plan");
         let (lo, hi) = self.bounds(v);
+        let lo = if self.blocks.is_empty() { lo } else { self.strip_mined(v, lo, hi, body) };
         let rest = self.counted_loop(lo, hi, (vp.lanes * vp.unroll) as i64, &mut |s, i| {
             for j in 0..vp.unroll {
                 s.lanes = vp.lanes;
@@ -537,6 +670,82 @@ impl<'a, 'f> Emit<'a, 'f> {
             s.vars[v as usize] = Some(i);
             body(s);
         });
+    }
+
+    /// Runs the whole vector steps of variable `v` from `lo` in blocks of at most
+    /// [`BLOCK`] elements, each in stages: stage `s` computes the arguments of the level-`s + 1` blocked ops into
+    /// their buffers and then calls their native functions on them; the last stage runs
+    /// `body`, which reads every blocked op's result from its buffer. Everything else is
+    /// recomputed in each stage that needs it (loads and arithmetic are cheap next to a
+    /// transcendental, and the block's inputs are in cache): only the blocked ops'
+    /// values cross stages. A block's stages read inputs only inside the block before its
+    /// last stage stores, so outputs written in place stay safe. Returns where the
+    /// remainder (vector steps and scalar tail) starts.
+    fn strip_mined(&mut self, v: u32, lo: Value, hi: Value, body: &mut dyn FnMut(&mut Self)) -> Value {
+        let vp = self.vp.clone().expect("a vector plan");
+        let last = self.blocks.iter().map(|b| b.op.level).max().unwrap_or(0);
+        let step = (vp.lanes * vp.unroll) as i64;
+        // Blocks cover the whole vector steps (the last one may be shorter); what is
+        // left is shorter than one step, for the scalar tail.
+        let len = self.b.ins().isub(hi, lo);
+        let zero = self.b.ins().iconst(types::I64, 0);
+        let len = self.b.ins().smax(len, zero);
+        let whole = self.b.ins().band_imm_s(len, -step);
+        let vec_end = self.b.ins().iadd(lo, whole);
+        let header = self.b.create_block();
+        let block = self.b.create_block();
+        let exit = self.b.create_block();
+        self.b.append_block_param(header, types::I64);
+        self.b.ins().jump(header, &[lo.into()]);
+        self.b.switch_to_block(header);
+        let start = self.b.block_params(header)[0];
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, start, vec_end);
+        self.b.ins().brif(more, block, &[], exit, &[]);
+        self.b.switch_to_block(block);
+        let full = self.b.ins().iadd_imm_s(start, BLOCK);
+        let end = self.b.ins().smin(full, vec_end);
+        let n = self.b.ins().isub(end, start);
+        for stage in 0..=last {
+            self.counted_loop(start, end, step, &mut |s, i| {
+                for j in 0..vp.unroll {
+                    s.lanes = vp.lanes;
+                    s.step = j;
+                    let at = if j == 0 { i } else { s.b.ins().iadd_imm_s(i, (j * vp.lanes) as i64) };
+                    s.vars[v as usize] = Some(at);
+                    let pos = s.b.ins().isub(at, start);
+                    s.stage = Some((stage, pos));
+                    if stage == last {
+                        body(s);
+                        continue;
+                    }
+                    s.new_region();
+                    for k in 0..s.blocks.len() {
+                        if s.blocks[k].op.level == stage + 1 {
+                            let x = s.value(s.blocks[k].op.arg);
+                            let addr = s.blocks[k].addr;
+                            s.store_vec(ElementType::F32, x, addr, pos);
+                        }
+                    }
+                }
+            });
+            self.stage = None;
+            for k in 0..self.blocks.len() {
+                if self.blocks[k].op.level == stage + 1 {
+                    let (f, addr) = (self.blocks[k].func, self.blocks[k].addr);
+                    self.b.ins().call(f, &[addr, n]);
+                }
+            }
+        }
+        self.b.ins().jump(header, &[end.into()]);
+        self.b.switch_to_block(exit);
+        vec_end
+    }
+
+    /// A blocked op's result at the current position, in the stages after its call.
+    fn block_result(&mut self, x: ExprId) -> Option<Value> {
+        let (stage, pos) = self.stage?;
+        let addr = self.blocks.iter().find(|b| b.op.expr == x && b.op.level <= stage)?.addr;
+        Some(self.load_vec(ElementType::F32, addr, pos))
     }
 
     /// Stores output `o` at the row-major position of variables `vars` (in a vector
@@ -778,7 +987,10 @@ impl<'a, 'f> Emit<'a, 'f> {
         if let Some(&v) = self.memo.get(&x) {
             return v;
         }
-        let v = self.value_uncached(x);
+        let v = match self.block_result(x) {
+            Some(v) => v,
+            None => self.value_uncached(x),
+        };
         self.memo.insert(x, v);
         v
     }

@@ -16,6 +16,7 @@ use crate::kernel::{self, KernelBody, KernelPlan};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module as _};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 // The C library's math functions (the kernels call them by these names, so that object
 // files link with `-lm`). The process links libm already (std uses it).
@@ -88,11 +89,28 @@ pub fn load_artifact(bytes: &[u8]) -> Result<CpuExecutable, String> {
     load(module, entry, 0, art.entry, &isa)
 }
 
-/// The CPU the JIT compiles for: triple and every Cranelift flag.
+/// The CPU the JIT compiles for (triple and every Cranelift flag) and the code options
+/// that change the machine code ([`block_math`]).
 fn isa_description(jit: &JITModule) -> String {
     let isa = jit.isa();
     let flags: Vec<String> = isa.isa_flags().iter().map(|v| v.to_string()).collect();
-    format!("{} | {} | {}", isa.triple(), isa.flags(), flags.join(","))
+    format!("{} | {} | {} | block_math={}", isa.triple(), isa.flags(), flags.join(","), block_math())
+}
+
+static BLOCK_MATH: AtomicBool = AtomicBool::new(true);
+
+/// Turns strip-mining of transcendental loops on or off for later compiles (on by
+/// default): with it, vector loops and row reductions over f32 evaluate exp, tanh, ...
+/// in blocks by native functions with wider vectors than Cranelift's
+/// ([`super::block_math`]); results are the same bits either way. For comparisons
+/// (`hloscope bench --no-block-math`) and tests.
+pub fn set_block_math(on: bool) {
+    BLOCK_MATH.store(on, Ordering::Relaxed);
+}
+
+/// Whether compiles strip-mine transcendental loops ([`set_block_math`]).
+pub fn block_math() -> bool {
+    BLOCK_MATH.load(Ordering::Relaxed)
 }
 
 /// The helpers a kernel may import, with their addresses.
@@ -108,7 +126,7 @@ fn helper_symbols() -> [(&'static str, *const u8); 4] {
 fn new_jit() -> Result<JITModule, String> {
     let mut builder = JITBuilder::with_flags(&[("opt_level", "speed")], cranelift_module::default_libcall_names())
         .map_err(|e| format!("cannot set up the JIT: {e}"))?;
-    for (name, ptr) in helper_symbols().into_iter().chain(libm_symbols()) {
+    for (name, ptr) in helper_symbols().into_iter().chain(libm_symbols()).chain(super::block_math::block_symbols()) {
         builder.symbol(name, ptr);
     }
     Ok(JITModule::new(builder))
@@ -154,7 +172,7 @@ fn build(module: &Module, comp_id: CompId, depth: usize) -> Result<(CpuExecutabl
     let mut fallbacks = Vec::new();
     for (i, k) in plan.kernels.iter().enumerate() {
         if let Some((e, n_inputs)) = compiled_function(k) {
-            match codegen::emit(&mut jit, &helper_ids, e, &format!("kernel{i}"), n_inputs) {
+            match codegen::emit(&mut jit, &helper_ids, e, &format!("kernel{i}"), n_inputs, block_math()) {
                 Ok(em) => {
                     let code =
                         KernelCode { index: 0, name: k.name.clone(), fingerprint: 0, code: em.code, clif: em.clif, asm: em.asm };
@@ -231,7 +249,7 @@ fn load(module: Module, comp_id: CompId, depth: usize, art: CompArtifact, isa: &
     let mut jit = new_jit()?;
     let here = isa_description(&jit);
     if here != isa {
-        return Err(format!("compiled for another CPU ({isa}), this one is {here}"));
+        return Err(format!("compiled for another CPU or with other code options ({isa}), this one is {here}"));
     }
     codegen::Helpers::declare(&mut jit)?;
 
@@ -252,7 +270,8 @@ fn load(module: Module, comp_id: CompId, depth: usize, art: CompArtifact, isa: &
         }
         ids.push(jit.declare_function(symbol, Linkage::Local, &sig).map_err(|e| e.to_string())?);
     }
-    let helper_names: Vec<&str> = helper_symbols().iter().map(|h| h.0).collect();
+    let blocks = super::block_math::block_symbols();
+    let helper_names: Vec<&str> = helper_symbols().iter().chain(&blocks).map(|h| h.0).collect();
     let mut funcs = HashMap::new();
     for ((&i, kc), &id) in elemental.iter().zip(&art.kernels).zip(&ids) {
         let mut lookup = |s: &str| -> Option<FuncId> {
@@ -262,6 +281,9 @@ fn load(module: Module, comp_id: CompId, depth: usize, art: CompArtifact, isa: &
             match jit.get_name(s) {
                 Some(cranelift_module::FuncOrDataId::Func(f)) => Some(f),
                 Some(_) => None,
+                None if blocks.iter().any(|b| b.0 == s) => {
+                    jit.declare_function(s, Linkage::Import, &codegen::block_signature(&jit)).ok()
+                }
                 None => {
                     // A C math function: imported with the signature the code assumes.
                     let sig = libm_signature(&jit, s)?;

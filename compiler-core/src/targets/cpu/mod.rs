@@ -20,7 +20,10 @@
 //! vector accumulators, column reductions across the kept minor dimension). Large
 //! kernels are split across threads along a kept loop variable (`runtime.rs`, on the
 //! persistent pool of `pool.rs`), and large dots into row blocks of single-threaded
-//! GEMMs (`dot.rs`).
+//! GEMMs (`dot.rs`). Where the CPU's own vectors are wider than Cranelift's (AVX2,
+//! AVX-512), vector loops and row reductions with f32 transcendentals are strip-mined:
+//! blocks of their arguments go through native functions ([`block_math`], chosen at run
+//! time) that give the inline code's bits ([`set_block_math`] turns this off).
 //!
 //! Feature `cpu` (native only): the default build of this crate stays wasm32-clean and
 //! does not compile Cranelift at all. CLIF text and machine-code listings of each kernel
@@ -45,6 +48,7 @@
 
 pub mod aot;
 pub mod artifact;
+pub mod block_math;
 mod codegen;
 mod compile;
 mod dot;
@@ -57,7 +61,7 @@ mod sort;
 mod vector;
 
 pub use artifact::compiler_version;
-pub use compile::{compile, compile_to_artifact, load_artifact, optimize, PIPELINE};
+pub use compile::{block_math, compile, compile_to_artifact, load_artifact, optimize, set_block_math, PIPELINE};
 pub use runtime::{row_chains, set_row_chains, DEFAULT_CHAIN_BYTES};
 
 use crate::ir::{CompId, Instruction, Module, Value};

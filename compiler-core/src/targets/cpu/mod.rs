@@ -45,6 +45,7 @@
 
 pub mod aot;
 pub mod artifact;
+pub mod block_math;
 mod codegen;
 mod compile;
 mod dot;

@@ -210,11 +210,11 @@ fn symbols_lanes_and_levels() {
 }
 
 /// The exported function of `op` (as the JIT would call it).
-fn symbol(op: UnaryOp) -> extern "C" fn(*mut f32, i64) {
+fn symbol(op: UnaryOp) -> unsafe extern "C" fn(*mut f32, i64) {
     let name = block_math::block_symbol(op).unwrap();
     let addr = block_math::block_symbols().into_iter().find(|s| s.0 == name).unwrap().1;
     // SAFETY: every block function has this signature.
-    unsafe { std::mem::transmute::<*const u8, extern "C" fn(*mut f32, i64)>(addr) }
+    unsafe { std::mem::transmute::<*const u8, unsafe extern "C" fn(*mut f32, i64)>(addr) }
 }
 
 #[test]
@@ -229,15 +229,18 @@ fn lengths_empty_one_and_odd() {
         let f = symbol(op);
         // n = 0 and negative n leave the buffer alone (and a null pointer is no error).
         let mut buf = x[..4].to_vec();
-        f(buf.as_mut_ptr(), 0);
-        f(buf.as_mut_ptr(), -3);
-        f(std::ptr::null_mut(), 5);
+        // SAFETY (this and the calls below): `buf` holds at least `n` elements.
+        unsafe {
+            f(buf.as_mut_ptr(), 0);
+            f(buf.as_mut_ptr(), -3);
+            f(std::ptr::null_mut(), 5);
+        }
         assert_eq!(buf, x[..4]);
         for n in [1usize, 17, 33, 1000] {
             // Through the symbol, at the detected level, with a canary after the block.
             let mut buf = x[..n].to_vec();
             buf.push(-7.5);
-            f(buf.as_mut_ptr(), n as i64);
+            unsafe { f(buf.as_mut_ptr(), n as i64) };
             assert_eq!(buf[n], -7.5, "{op:?} n={n} wrote past the block");
             if block_math::level().fused() == fma {
                 assert_same(&format!("{op:?} symbol n={n}"), &x[..n], &buf[..n], &want[..n]);
@@ -261,8 +264,11 @@ fn lengths_empty_one_and_odd() {
         assert_eq!(v, [2.718_281_7, 1.0]);
     }
     let mut v = [1.0f32, -0.0];
-    symbol(UnaryOp::Log)(v.as_mut_ptr(), 1);
-    symbol(UnaryOp::Tanh)(v[1..].as_mut_ptr(), 1);
+    // SAFETY: one element each.
+    unsafe {
+        symbol(UnaryOp::Log)(v.as_mut_ptr(), 1);
+        symbol(UnaryOp::Tanh)(v[1..].as_mut_ptr(), 1);
+    }
     assert_eq!(v.map(f32::to_bits), [0.0f32.to_bits(), (-0.0f32).to_bits()]);
 }
 

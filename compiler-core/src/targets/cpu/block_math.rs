@@ -26,8 +26,9 @@
 //! `exp` argument is `-|x|`, in the fast range exactly where the JIT's vector may take
 //! the fast path), erf the fast form (its argument is in `[-16, 0]` or NaN).
 //!
-//! The functions are `extern "C"` for the JIT, take any `n` (`n <= 0` or a null
-//! pointer does nothing) and cannot panic: no indexing, wrapping integer arithmetic.
+//! The functions are `unsafe extern "C"` for the JIT (the pointer must be valid for `n`
+//! elements), take any `n` (`n <= 0` or a null pointer does nothing) and cannot panic:
+//! no indexing, wrapping integer arithmetic.
 
 use super::math::{self, Scalar};
 use crate::ir::UnaryOp;
@@ -132,7 +133,7 @@ pub fn block_symbols() -> Vec<(&'static str, *const u8)> {
     SYMBOLS.iter().map(|&(_, name, f)| (name, f as *const u8)).collect()
 }
 
-type BlockFn = extern "C" fn(*mut f32, i64);
+type BlockFn = unsafe extern "C" fn(*mut f32, i64);
 
 const SYMBOLS: [(BlockOp, &str, BlockFn); 7] = [
     (BlockOp::Exp, "hs_block_exp_f32", hs_block_exp_f32),
@@ -165,7 +166,7 @@ macro_rules! block_fns {
         /// # Safety
         /// `ptr` must be valid for reads and writes of `n` f32 when `n > 0`.
         #[no_mangle]
-        pub extern "C" fn $name(ptr: *mut f32, n: i64) {
+        pub unsafe extern "C" fn $name(ptr: *mut f32, n: i64) {
             // SAFETY: the caller's contract (the JIT passes its own stack buffer).
             unsafe { block(BlockOp::$op, ptr, n) }
         }

@@ -6,6 +6,15 @@
 //! f16 and bf16 are computed in f32 and rounded by the caller (the kernels' convention),
 //! so they use the f32 approximations; their error is far below half an f16/bf16 ulp.
 //!
+//! exp (its fast and its clamped form), expm1, log, log1p, tanh, logistic and erf are
+//! written once, as generic functions over [`Lanes`], a small set of lane primitives
+//! (one IEEE operation or exact bit operation each). The Cranelift emitter `M`
+//! implements them as instructions of the JIT's IR; [`Scalar`] as native `f32`
+//! arithmetic, which `block_math` runs in loops that LLVM vectorizes for AVX-512 or AVX2.
+//! Both give the same bits when their multiply-adds are both fused or both not. sin,
+//! cos, tan, atan2, pow and cbrt exist for the JIT only, written on `M` (with the shared
+//! helpers).
+//!
 //! # Methods (f32)
 //!
 //! Every polynomial below was fitted for this file (a weighted least-squares fit iterated
@@ -185,12 +194,12 @@ pub fn unary(b: &mut FunctionBuilder, fma: bool, op: UnaryOp, x: Value, call: &m
     }
     Some(match op {
         Exp => m.exp(x),
-        Expm1 => m.expm1(x),
-        Log => m.log(x),
-        Log1p => m.log1p(x),
-        Tanh => m.tanh(x),
-        Logistic => m.logistic(x),
-        Erf => m.erf(x),
+        Expm1 => expm1(&mut m, x),
+        Log => log(&mut m, x),
+        Log1p => log1p(&mut m, x),
+        Tanh => tanh(&mut m, x),
+        Logistic => logistic(&mut m, x, M::exp),
+        Erf => erf(&mut m, x, M::exp),
         Sin => m.sin_cos(x, 0),
         Cos => m.sin_cos(x, 1),
         Tan => m.tan(x),
@@ -261,9 +270,521 @@ const ERFC_R: [f32; 8] = [
     -0.017_684_668,
 ];
 
+// ---- The f32 approximations, written once over `Lanes` ----
+
+/// An ordered float comparison (false where either operand is NaN).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cmp {
+    Lt,
+    Gt,
+    Ge,
+    Eq,
+}
+
+/// The lane primitives the f32 approximations are written in, so that each is written
+/// once for two backends: the Cranelift emitter [`M`] (a scalar `F32` or an `F32X4`
+/// vector in the JIT's IR) and [`Scalar`] (native `f32` code that `block_math` runs in
+/// loops for LLVM to vectorize). Every primitive is one IEEE operation or an exact bit
+/// operation, so both backends give the same bits as long as [`Lanes::mad`] is fused in
+/// both or in neither.
+pub(crate) trait Lanes {
+    /// A float lane.
+    type F: Copy;
+    /// An integer lane of the same width.
+    type I: Copy;
+    /// A lane mask, what a comparison gives.
+    type Mask: Copy;
+
+    /// Whether [`Lanes::mad`] is fused.
+    fn fused(&self) -> bool;
+    fn c(&mut self, v: f32) -> Self::F;
+    fn ci(&mut self, v: i32) -> Self::I;
+    /// The sign bit of a float lane, as an integer lane.
+    fn sign_bit(&mut self) -> Self::I;
+    fn add(&mut self, a: Self::F, b: Self::F) -> Self::F;
+    fn sub(&mut self, a: Self::F, b: Self::F) -> Self::F;
+    fn mul(&mut self, a: Self::F, b: Self::F) -> Self::F;
+    fn div(&mut self, a: Self::F, b: Self::F) -> Self::F;
+    /// `a * b + c`: rounded once where [`Lanes::fused`], else twice.
+    fn mad(&mut self, a: Self::F, b: Self::F, c: Self::F) -> Self::F;
+    fn abs(&mut self, a: Self::F) -> Self::F;
+    fn neg(&mut self, a: Self::F) -> Self::F;
+    fn cmp(&mut self, cc: Cmp, a: Self::F, b: Self::F) -> Self::Mask;
+    fn and(&mut self, a: Self::Mask, b: Self::Mask) -> Self::Mask;
+    /// `m ? a : b`, per lane.
+    fn sel(&mut self, m: Self::Mask, a: Self::F, b: Self::F) -> Self::F;
+    /// The float's bits as an integer.
+    fn bits(&mut self, a: Self::F) -> Self::I;
+    /// The integer's bits as a float.
+    fn float(&mut self, a: Self::I) -> Self::F;
+    /// Wrapping integer add.
+    fn iadd(&mut self, a: Self::I, b: Self::I) -> Self::I;
+    /// Wrapping integer subtract.
+    fn isub(&mut self, a: Self::I, b: Self::I) -> Self::I;
+    fn iand(&mut self, a: Self::I, b: Self::I) -> Self::I;
+    fn ior(&mut self, a: Self::I, b: Self::I) -> Self::I;
+    /// `a & !b`.
+    fn iandnot(&mut self, a: Self::I, b: Self::I) -> Self::I;
+    /// Shift left by `n` (< the lane width), bits shifted out are lost.
+    fn shl(&mut self, a: Self::I, n: u32) -> Self::I;
+    /// Arithmetic shift right by `n` (< the lane width).
+    fn sshr(&mut self, a: Self::I, n: u32) -> Self::I;
+    /// The signed integer as a float (exact for the small integers used here).
+    fn to_float(&mut self, a: Self::I) -> Self::F;
+
+    // Conveniences built on the primitives.
+
+    #[inline(always)]
+    fn addc(&mut self, a: Self::F, k: f32) -> Self::F {
+        let k = self.c(k);
+        self.add(a, k)
+    }
+    #[inline(always)]
+    fn mulc(&mut self, a: Self::F, k: f32) -> Self::F {
+        let k = self.c(k);
+        self.mul(a, k)
+    }
+    #[inline(always)]
+    fn madc(&mut self, a: Self::F, k: f32, d: Self::F) -> Self::F {
+        let k = self.c(k);
+        self.mad(a, k, d)
+    }
+    #[inline(always)]
+    fn cmpc(&mut self, cc: Cmp, a: Self::F, k: f32) -> Self::Mask {
+        let k = self.c(k);
+        self.cmp(cc, a, k)
+    }
+    #[inline(always)]
+    fn selc(&mut self, m: Self::Mask, k: f32, b: Self::F) -> Self::F {
+        let k = self.c(k);
+        self.sel(m, k, b)
+    }
+    #[inline(always)]
+    fn iaddc(&mut self, a: Self::I, k: i32) -> Self::I {
+        let k = self.ci(k);
+        self.iadd(a, k)
+    }
+    /// `min(a, k)` for clamping: a compare and a select (Cranelift's `fmin` orders
+    /// zeros and NaNs exactly, seven x86 instructions per vector); a NaN `a` stays NaN,
+    /// and `k` is never zero, so zeros need no care.
+    #[inline(always)]
+    fn min(&mut self, a: Self::F, k: f32) -> Self::F {
+        debug_assert!(k != 0.0);
+        let kv = self.c(k);
+        let over = self.cmp(Cmp::Lt, kv, a);
+        self.sel(over, kv, a)
+    }
+    /// `max(a, k)` for clamping, as [`Lanes::min`]. Both are written in the operand
+    /// order that Cranelift's x86-64 backend lowers to one `minps`/`maxps`.
+    #[inline(always)]
+    fn max(&mut self, a: Self::F, k: f32) -> Self::F {
+        debug_assert!(k != 0.0);
+        let kv = self.c(k);
+        let under = self.cmp(Cmp::Lt, a, kv);
+        self.sel(under, kv, a)
+    }
+    /// Horner: `coeffs[0] + z (coeffs[1] + z (...))`.
+    #[inline(always)]
+    fn poly(&mut self, z: Self::F, coeffs: &[f32]) -> Self::F {
+        let mut acc = self.c(coeffs[coeffs.len() - 1]);
+        for &k in coeffs[..coeffs.len() - 1].iter().rev() {
+            let kv = self.c(k);
+            acc = self.mad(acc, z, kv);
+        }
+        acc
+    }
+    /// The magnitude of `a` with the sign of `s` (in the bits: x86-64 has no vector
+    /// `fcopysign`).
+    #[inline(always)]
+    fn copysign(&mut self, a: Self::F, s: Self::F) -> Self::F {
+        let sign = self.sign_bit();
+        let ab = self.bits(a);
+        let sb = self.bits(s);
+        let mag = self.iandnot(ab, sign);
+        let sgn = self.iand(sb, sign);
+        let r = self.ior(mag, sgn);
+        self.float(r)
+    }
+}
+
+/// `n = round(x / ln2)` as the integer in `t`'s bits, and `r = x - n ln2`.
+#[inline(always)]
+pub(crate) fn reduce_ln2<L: Lanes>(l: &mut L, x: L::F) -> (L::F, L::I) {
+    let shift = l.c(SHIFT);
+    let t = l.madc(x, LOG2E, shift);
+    let n = l.sub(t, shift);
+    let nh = l.mulc(n, -LN2_HI);
+    let r = l.add(x, nh); // exact: n * LN2_HI is exact, and x is close to it
+    let r = l.madc(n, -LN2_LO, r);
+    let tb = l.bits(t);
+    let shift_bits = l.ci(SHIFT_BITS);
+    let ni = l.isub(tb, shift_bits);
+    (r, ni)
+}
+
+/// [`reduce_ln2`], returning `2^(n + bias - 127)` (the exponent must stay in 1..=254)
+/// instead of `n`: `t`'s bits are `SHIFT_BITS + n`, and shifting them left by 23 leaves
+/// `n << 23` alone (`SHIFT_BITS << 23` wraps to 0): two integer ops.
+#[inline(always)]
+pub(crate) fn reduce_ln2_pow2<L: Lanes>(l: &mut L, x: L::F, bias: i32) -> (L::F, L::F) {
+    let shift = l.c(SHIFT);
+    let t = l.madc(x, LOG2E, shift);
+    let n = l.sub(t, shift);
+    let nh = l.mulc(n, -LN2_HI);
+    let r = l.add(x, nh);
+    let r = l.madc(n, -LN2_LO, r);
+    let tb = l.bits(t);
+    let e = l.shl(tb, 23);
+    let e = l.iaddc(e, bias << 23);
+    (r, l.float(e))
+}
+
+/// `2^(ni + bias - 127)` from an integer lane (the exponent must stay in 1..=254).
+#[inline(always)]
+pub(crate) fn pow2i<L: Lanes>(l: &mut L, ni: L::I, bias: i32) -> L::F {
+    let e = l.iaddc(ni, bias);
+    let e = l.shl(e, 23);
+    l.float(e)
+}
+
+/// `expm1(r)` on `|r| <= ln2/2`.
+#[inline(always)]
+pub(crate) fn expm1_poly<L: Lanes>(l: &mut L, r: L::F) -> L::F {
+    let q = l.poly(r, &EXPM1_P);
+    let r2 = l.mul(r, r);
+    l.mad(r2, q, r)
+}
+
+/// Where [`exp_fast`] gives the bits of [`exp_clamped`]: `|x| <=` this (and NaN, where
+/// both give NaN). There `2^n` and the result are normal, so one scaling by `2^n` built
+/// in the exponent bits rounds as the two-factor scaling does. Without FMA `p·2^n` is
+/// rounded on its own and may be subnormal; below `|x| = 69` (`n >= -100`) it is then
+/// too small to change the rounding of `2^n + p·2^n`, so that is the fast range there.
+#[inline(always)]
+pub(crate) fn exp_fast_limit(fused: bool) -> f32 {
+    if fused {
+        87.0
+    } else {
+        69.0
+    }
+}
+
+/// exp on `|x| <=` [`exp_fast_limit`]: `2^n` in one step.
+#[inline(always)]
+pub(crate) fn exp_fast<L: Lanes>(l: &mut L, x: L::F) -> L::F {
+    let (r, s) = reduce_ln2_pow2(l, x, 127);
+    let p = expm1_poly(l, r);
+    l.mad(p, s, s)
+}
+
+/// exp over all f32: clamped (results beyond are inf or 0), `2^n` in two normal
+/// factors so that a subnormal result rounds once.
+#[inline(always)]
+pub(crate) fn exp_clamped<L: Lanes>(l: &mut L, x: L::F) -> L::F {
+    // Beyond these, the result is inf or 0 anyway; min/max keep NaN.
+    let x = l.max(x, -104.0);
+    let x = l.min(x, 89.0);
+    let (r, ni) = reduce_ln2(l, x);
+    let p = expm1_poly(l, r);
+    // 2^n = 2^n1 * 2^n2, both normal, so a subnormal result rounds once.
+    let n1 = l.sshr(ni, 1);
+    let n2 = l.isub(ni, n1);
+    let s1 = pow2i(l, n1, 127);
+    let s2 = pow2i(l, n2, 127);
+    let y = l.mad(p, s1, s1);
+    l.mul(y, s2)
+}
+
+#[inline(always)]
+pub(crate) fn expm1<L: Lanes>(l: &mut L, x0: L::F) -> L::F {
+    let x = l.max(x0, -18.0);
+    let x = l.min(x, 89.0);
+    let (r, ni) = reduce_ln2(l, x);
+    let p = expm1_poly(l, r);
+    // 2 (s p + (s - 1/2)) with s = 2^(n-1): one rounding, and exactly p when n = 0.
+    let s = pow2i(l, ni, 126);
+    let sh = l.addc(s, -0.5);
+    let y = l.mad(s, p, sh);
+    let y = l.mulc(y, 2.0);
+    // Tiny x: x itself (keeps -0 and subnormals exact).
+    let a = l.abs(x0);
+    let tiny = l.cmpc(Cmp::Lt, a, 2.980_232_2e-8); // 2^-25
+    let y = l.sel(tiny, x0, y);
+    l.copysign(y, x0)
+}
+
+/// `x = 2^e m` with `m` in `[√½, √2)`: returns `(e as float, m)` for positive finite
+/// `x` (subnormals scaled first).
+#[inline(always)]
+pub(crate) fn split_exponent<L: Lanes>(l: &mut L, x: L::F) -> (L::F, L::F) {
+    let tiny = l.cmpc(Cmp::Lt, x, 1.175_494_4e-38);
+    let xs = l.mulc(x, 8_388_608.0); // 2^23
+    let xs = l.sel(tiny, xs, x);
+    let bias = l.c(-23.0);
+    let zero = l.c(0.0);
+    let bias = l.sel(tiny, bias, zero);
+    let bits = l.bits(xs);
+    let sh = l.ci(SQRT_HALF_BITS);
+    let d = l.isub(bits, sh);
+    let e = l.sshr(d, 23);
+    let mask = l.ci(0x7F_FFFF);
+    let mb = l.iand(d, mask);
+    let mb = l.iadd(mb, sh);
+    let m = l.float(mb);
+    let ef = l.to_float(e);
+    let ef = l.add(ef, bias);
+    (ef, m)
+}
+
+/// `log(1 + f)` for `f` in `[√½ - 1, √2 - 1]`; also returns `s = f/(2+f)`.
+#[inline(always)]
+pub(crate) fn log1p_kernel<L: Lanes>(l: &mut L, f: L::F) -> (L::F, L::F) {
+    let d = l.addc(f, 2.0);
+    let s = l.div(f, d);
+    let z = l.mul(s, s);
+    let q = l.poly(z, &LOG_Q);
+    let zq = l.mul(z, q);
+    let t = l.sub(zq, f);
+    (l.mad(s, t, f), s)
+}
+
+#[inline(always)]
+pub(crate) fn log<L: Lanes>(l: &mut L, x: L::F) -> L::F {
+    let (ef, m) = split_exponent(l, x);
+    let f = l.addc(m, -1.0);
+    let (y, _) = log1p_kernel(l, f);
+    let lo = l.madc(ef, LN2_LO, y);
+    let y = l.madc(ef, LN2_HI, lo);
+    // log(+inf) = inf, log(±0) = -inf, log(<0) = log(NaN) = NaN.
+    let is_inf = l.cmpc(Cmp::Eq, x, f32::INFINITY);
+    let y = l.selc(is_inf, f32::INFINITY, y);
+    let is_zero = l.cmpc(Cmp::Eq, x, 0.0);
+    let y = l.selc(is_zero, f32::NEG_INFINITY, y);
+    let ok = l.cmpc(Cmp::Ge, x, 0.0);
+    let nan = l.c(f32::NAN);
+    l.sel(ok, y, nan)
+}
+
+#[inline(always)]
+pub(crate) fn log1p<L: Lanes>(l: &mut L, x: L::F) -> L::F {
+    let u = l.addc(x, 1.0);
+    let lu = log(l, u);
+    // u = 1 + x rounded; log1p(x) = log(u) + (x - (u - 1)) / u to first order.
+    let um1 = l.addc(u, -1.0);
+    let err = l.sub(x, um1);
+    let c = l.div(err, u);
+    let pos = l.cmpc(Cmp::Gt, u, 0.0);
+    let fin = l.cmpc(Cmp::Lt, u, 16_777_216.0);
+    let use_c = l.and(pos, fin);
+    let zero = l.c(0.0);
+    let c = l.sel(use_c, c, zero);
+    let y = l.add(lu, c);
+    let a = l.abs(x);
+    let tiny = l.cmpc(Cmp::Lt, a, 5.960_464_5e-8); // 2^-24
+    l.sel(tiny, x, y)
+}
+
+/// `expm1(2|x|) / (expm1(2|x|) + 2)`, sign restored; `2|x|` is in `[0, 19]`, so
+/// expm1's main path runs without its clamps, sign and tiny case; `|x| < 2^-12`
+/// gives `x` itself (the correctly rounded result there; keeps -0 and subnormals).
+#[inline(always)]
+pub(crate) fn tanh<L: Lanes>(l: &mut L, x: L::F) -> L::F {
+    let a = l.abs(x);
+    let a = l.min(a, 9.5);
+    let a2 = l.add(a, a);
+    // 2 (s p + (s - 1/2)) with s = 2^(n-1), as expm1.
+    let (r, s) = reduce_ln2_pow2(l, a2, 126);
+    let p = expm1_poly(l, r);
+    let sh = l.addc(s, -0.5);
+    let e = l.mad(s, p, sh);
+    let e = l.mulc(e, 2.0);
+    let d = l.addc(e, 2.0);
+    let t = l.div(e, d);
+    let tiny = l.cmpc(Cmp::Lt, a, 2.441_406_3e-4);
+    let t = l.sel(tiny, a, t);
+    l.copysign(t, x)
+}
+
+/// `1/(1+e)` for `x >= 0`, `e/(1+e)` for `x < 0`, with `e = exp(-|x|)`.
+#[inline(always)]
+pub(crate) fn logistic_from<L: Lanes>(l: &mut L, x: L::F, e: L::F) -> L::F {
+    let one = l.c(1.0);
+    let d = l.add(one, e);
+    let neg = l.cmpc(Cmp::Lt, x, 0.0);
+    let n = l.sel(neg, e, one);
+    l.div(n, d)
+}
+
+/// logistic, with `exp` one of [`exp_fast`] / [`exp_clamped`] or a composition of the
+/// two (its argument is `-|x|`, in the fast range where `|x| <= 87`).
+#[inline(always)]
+pub(crate) fn logistic<L: Lanes>(l: &mut L, x: L::F, exp: impl FnOnce(&mut L, L::F) -> L::F) -> L::F {
+    let a = l.abs(x);
+    let na = l.neg(a);
+    let e = exp(l, na);
+    logistic_from(l, x, e)
+}
+
+/// erf, with `exp` as for [`logistic`] (its argument is in `[-16, 0]` or NaN, always in
+/// the fast range).
+#[inline(always)]
+pub(crate) fn erf<L: Lanes>(l: &mut L, x: L::F, exp: impl FnOnce(&mut L, L::F) -> L::F) -> L::F {
+    let a = l.abs(x);
+    let a = l.min(a, 4.0);
+    let z = l.mul(a, a);
+    let p = l.poly(z, &ERF_P);
+    let small = l.mul(a, p);
+    // 1 - exp(-(zh + zl)) R(1/a), exp(-zl) ~ 1 - zl; zl is the product's rounding
+    // error, known only with an fma.
+    let zl = if l.fused() {
+        let nz = l.neg(z);
+        l.mad(a, a, nz)
+    } else {
+        l.c(0.0)
+    };
+    let one = l.c(1.0);
+    let t = l.div(one, a);
+    let r = l.poly(t, &ERFC_R);
+    let nz = l.neg(z);
+    let e = exp(l, nz);
+    let nzl = l.neg(zl);
+    let r = l.mad(r, nzl, r);
+    let erfc = l.mul(e, r);
+    let large = l.sub(one, erfc);
+    let is_small = l.cmpc(Cmp::Lt, a, 1.0);
+    let y = l.sel(is_small, small, large);
+    l.copysign(y, x)
+}
+
+/// Native `f32` lanes (one element at a time; `block_math` runs them in loops that LLVM
+/// vectorizes). `FMA`: whether [`Lanes::mad`] is fused (`f32::mul_add`, one instruction
+/// only where the caller is compiled with the `fma` target feature).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Scalar<const FMA: bool>;
+
+impl<const FMA: bool> Lanes for Scalar<FMA> {
+    type F = f32;
+    type I = i32;
+    type Mask = bool;
+
+    #[inline(always)]
+    fn fused(&self) -> bool {
+        FMA
+    }
+    #[inline(always)]
+    fn c(&mut self, v: f32) -> f32 {
+        v
+    }
+    #[inline(always)]
+    fn ci(&mut self, v: i32) -> i32 {
+        v
+    }
+    #[inline(always)]
+    fn sign_bit(&mut self) -> i32 {
+        i32::MIN
+    }
+    #[inline(always)]
+    fn add(&mut self, a: f32, b: f32) -> f32 {
+        a + b
+    }
+    #[inline(always)]
+    fn sub(&mut self, a: f32, b: f32) -> f32 {
+        a - b
+    }
+    #[inline(always)]
+    fn mul(&mut self, a: f32, b: f32) -> f32 {
+        a * b
+    }
+    #[inline(always)]
+    fn div(&mut self, a: f32, b: f32) -> f32 {
+        a / b
+    }
+    #[inline(always)]
+    fn mad(&mut self, a: f32, b: f32, c: f32) -> f32 {
+        // Rust never contracts `a * b + c` into an fma.
+        if FMA {
+            a.mul_add(b, c)
+        } else {
+            a * b + c
+        }
+    }
+    #[inline(always)]
+    fn abs(&mut self, a: f32) -> f32 {
+        a.abs()
+    }
+    #[inline(always)]
+    fn neg(&mut self, a: f32) -> f32 {
+        -a
+    }
+    #[inline(always)]
+    fn cmp(&mut self, cc: Cmp, a: f32, b: f32) -> bool {
+        match cc {
+            Cmp::Lt => a < b,
+            Cmp::Gt => a > b,
+            Cmp::Ge => a >= b,
+            Cmp::Eq => a == b,
+        }
+    }
+    #[inline(always)]
+    fn and(&mut self, a: bool, b: bool) -> bool {
+        a & b
+    }
+    #[inline(always)]
+    fn sel(&mut self, m: bool, a: f32, b: f32) -> f32 {
+        if m {
+            a
+        } else {
+            b
+        }
+    }
+    #[inline(always)]
+    fn bits(&mut self, a: f32) -> i32 {
+        a.to_bits() as i32
+    }
+    #[inline(always)]
+    fn float(&mut self, a: i32) -> f32 {
+        f32::from_bits(a as u32)
+    }
+    #[inline(always)]
+    fn iadd(&mut self, a: i32, b: i32) -> i32 {
+        a.wrapping_add(b)
+    }
+    #[inline(always)]
+    fn isub(&mut self, a: i32, b: i32) -> i32 {
+        a.wrapping_sub(b)
+    }
+    #[inline(always)]
+    fn iand(&mut self, a: i32, b: i32) -> i32 {
+        a & b
+    }
+    #[inline(always)]
+    fn ior(&mut self, a: i32, b: i32) -> i32 {
+        a | b
+    }
+    #[inline(always)]
+    fn iandnot(&mut self, a: i32, b: i32) -> i32 {
+        a & !b
+    }
+    #[inline(always)]
+    fn shl(&mut self, a: i32, n: u32) -> i32 {
+        a.wrapping_shl(n)
+    }
+    #[inline(always)]
+    fn sshr(&mut self, a: i32, n: u32) -> i32 {
+        a.wrapping_shr(n)
+    }
+    #[inline(always)]
+    fn to_float(&mut self, a: i32) -> f32 {
+        a as f32
+    }
+}
+
+// ---- The Cranelift emitter ----
+
 /// An emitter for one value type: `ty` is F32, F32X4, F64 or F64X2; `ity` the integer
 /// type of the same lane width and count. Masks are what `fcmp`/`icmp` give (i8 for a
-/// scalar, a lane mask for a vector).
+/// scalar, a lane mask for a vector). Its [`Lanes`] primitives emit one instruction each
+/// (the f32 approximations are written over them); the exact ops below also take f64.
 struct M<'a, 'f> {
     b: &'a mut FunctionBuilder<'f>,
     ty: Type,
@@ -271,15 +792,14 @@ struct M<'a, 'f> {
     fma: bool,
 }
 
-impl<'a, 'f> M<'a, 'f> {
-    fn new(b: &'a mut FunctionBuilder<'f>, ty: Type, fma: bool) -> Self {
-        M { b, ty, ity: ty.as_int(), fma }
-    }
+impl Lanes for M<'_, '_> {
+    type F = Value;
+    type I = Value;
+    type Mask = Value;
 
-    fn vector(&self) -> bool {
-        self.ty.is_vector()
+    fn fused(&self) -> bool {
+        self.fma
     }
-
     /// A float constant, splatted for a vector.
     fn c(&mut self, v: f32) -> Value {
         let s = if self.ty.lane_type() == types::F64 { self.b.ins().f64const(v as f64) } else { self.b.ins().f32const(v) };
@@ -289,20 +809,12 @@ impl<'a, 'f> M<'a, 'f> {
             s
         }
     }
-
-    /// An integer constant of the lane width, splatted for a vector.
-    fn ci(&mut self, v: i64) -> Value {
-        // Immediates are zero-extended from the lane width.
-        let lane = self.ity.lane_type();
-        let v = if lane == types::I32 { v & 0xFFFF_FFFF } else { v };
-        let s = self.b.ins().iconst(lane, v);
-        if self.vector() {
-            self.b.ins().splat(self.ity, s)
-        } else {
-            s
-        }
+    fn ci(&mut self, v: i32) -> Value {
+        self.ci_lane(v as i64)
     }
-
+    fn sign_bit(&mut self) -> Value {
+        self.ci_lane(if self.ty.lane_type() == types::F64 { i64::MIN } else { 0x8000_0000 })
+    }
     fn add(&mut self, a: Value, c: Value) -> Value {
         self.b.ins().fadd(a, c)
     }
@@ -324,6 +836,114 @@ impl<'a, 'f> M<'a, 'f> {
             self.b.ins().fadd(p, d)
         }
     }
+    fn abs(&mut self, a: Value) -> Value {
+        self.b.ins().fabs(a)
+    }
+    fn neg(&mut self, a: Value) -> Value {
+        self.b.ins().fneg(a)
+    }
+    fn cmp(&mut self, cc: Cmp, a: Value, c: Value) -> Value {
+        let cc = match cc {
+            Cmp::Lt => FloatCC::LessThan,
+            Cmp::Gt => FloatCC::GreaterThan,
+            Cmp::Ge => FloatCC::GreaterThanOrEqual,
+            Cmp::Eq => FloatCC::Equal,
+        };
+        self.b.ins().fcmp(cc, a, c)
+    }
+    fn and(&mut self, a: Value, c: Value) -> Value {
+        self.b.ins().band(a, c)
+    }
+    fn sel(&mut self, m: Value, a: Value, c: Value) -> Value {
+        if self.vector() {
+            let vt = self.b.func.dfg.value_type(a);
+            let mt = self.b.func.dfg.value_type(m);
+            let m = if mt != vt { self.b.ins().bitcast(vt, MemFlagsData::new(), m) } else { m };
+            self.b.ins().bitselect(m, a, c)
+        } else {
+            self.b.ins().select(m, a, c)
+        }
+    }
+    fn bits(&mut self, x: Value) -> Value {
+        self.b.ins().bitcast(self.ity, MemFlagsData::new(), x)
+    }
+    fn float(&mut self, i: Value) -> Value {
+        self.b.ins().bitcast(self.ty, MemFlagsData::new(), i)
+    }
+    fn iadd(&mut self, a: Value, c: Value) -> Value {
+        self.b.ins().iadd(a, c)
+    }
+    fn isub(&mut self, a: Value, c: Value) -> Value {
+        self.b.ins().isub(a, c)
+    }
+    fn iand(&mut self, a: Value, c: Value) -> Value {
+        self.b.ins().band(a, c)
+    }
+    fn ior(&mut self, a: Value, c: Value) -> Value {
+        self.b.ins().bor(a, c)
+    }
+    fn iandnot(&mut self, a: Value, c: Value) -> Value {
+        self.b.ins().band_not(a, c)
+    }
+    fn shl(&mut self, a: Value, n: u32) -> Value {
+        self.b.ins().ishl_imm_u(a, n as i64)
+    }
+    fn sshr(&mut self, a: Value, n: u32) -> Value {
+        self.b.ins().sshr_imm_s(a, n as i64)
+    }
+    fn to_float(&mut self, a: Value) -> Value {
+        self.b.ins().fcvt_from_sint(self.ty, a)
+    }
+}
+
+impl<'a, 'f> M<'a, 'f> {
+    fn new(b: &'a mut FunctionBuilder<'f>, ty: Type, fma: bool) -> Self {
+        M { b, ty, ity: ty.as_int(), fma }
+    }
+
+    fn vector(&self) -> bool {
+        self.ty.is_vector()
+    }
+
+    /// An integer constant of the lane width (32 or 64 bits), splatted for a vector.
+    fn ci_lane(&mut self, v: i64) -> Value {
+        // Immediates are zero-extended from the lane width.
+        let lane = self.ity.lane_type();
+        let v = if lane == types::I32 { v & 0xFFFF_FFFF } else { v };
+        let s = self.b.ins().iconst(lane, v);
+        if self.vector() {
+            self.b.ins().splat(self.ity, s)
+        } else {
+            s
+        }
+    }
+
+    /// exp: [`exp_fast`] where every lane is in its range (NaN included), else
+    /// [`exp_clamped`]: a branch, taken by a whole vector when any lane needs the slow
+    /// path (overflow, subnormal results, infinities), so the common case pays one
+    /// compare and one test.
+    fn exp(&mut self, x: Value) -> Value {
+        let a = self.b.ins().fabs(x);
+        let rare = self.fcmpc(FloatCC::GreaterThan, a, exp_fast_limit(self.fma));
+        let any = if self.vector() { self.b.ins().vany_true(rare) } else { rare };
+        let fast = self.b.create_block();
+        let slow = self.b.create_block();
+        let join = self.b.create_block();
+        let y = self.b.append_block_param(join, self.ty);
+        self.b.ins().brif(any, slow, &[], fast, &[]);
+        self.b.seal_block(fast);
+        self.b.seal_block(slow);
+        self.b.switch_to_block(fast);
+        let yf = exp_fast(self, x);
+        self.b.ins().jump(join, &[yf.into()]);
+        self.b.switch_to_block(slow);
+        let ys = exp_clamped(self, x);
+        self.b.ins().jump(join, &[ys.into()]);
+        self.b.seal_block(join);
+        self.b.switch_to_block(join);
+        y
+    }
+
     /// `a·b - p` exactly, for `p = fl(a·b)`: an fma, or Dekker's product of Veltkamp
     /// halves without one (valid while `|a|, |b| < 2^115`).
     fn prod_err(&mut self, a: Value, b: Value, p: Value) -> Value {
@@ -351,70 +971,6 @@ impl<'a, 'f> M<'a, 'f> {
         let l = self.sub(a, h);
         (h, l)
     }
-
-    fn addc(&mut self, a: Value, k: f32) -> Value {
-        let k = self.c(k);
-        self.add(a, k)
-    }
-    fn mulc(&mut self, a: Value, k: f32) -> Value {
-        let k = self.c(k);
-        self.mul(a, k)
-    }
-    fn madc(&mut self, a: Value, k: f32, d: Value) -> Value {
-        let k = self.c(k);
-        self.mad(a, k, d)
-    }
-    /// `min(a, k)` for clamping: a compare and a select (Cranelift's `fmin` orders
-    /// zeros and NaNs exactly, seven x86 instructions per vector); a NaN `a` stays NaN,
-    /// and `k` is never zero, so zeros need no care.
-    fn min(&mut self, a: Value, k: f32) -> Value {
-        debug_assert!(k != 0.0);
-        let kv = self.c(k);
-        let over = self.fcmp(FloatCC::LessThan, kv, a);
-        self.sel(over, kv, a)
-    }
-    /// `max(a, k)` for clamping, as [`M::min`]. Both are written in the operand order
-    /// that Cranelift's x86-64 backend lowers to one `minps`/`maxps`.
-    fn max(&mut self, a: Value, k: f32) -> Value {
-        debug_assert!(k != 0.0);
-        let kv = self.c(k);
-        let under = self.fcmp(FloatCC::LessThan, a, kv);
-        self.sel(under, kv, a)
-    }
-    /// Horner: `coeffs[0] + z (coeffs[1] + z (...))`.
-    fn poly(&mut self, z: Value, coeffs: &[f32]) -> Value {
-        let mut acc = self.c(coeffs[coeffs.len() - 1]);
-        for &k in coeffs[..coeffs.len() - 1].iter().rev() {
-            let kv = self.c(k);
-            acc = self.mad(acc, z, kv);
-        }
-        acc
-    }
-
-    fn iaddc(&mut self, a: Value, k: i64) -> Value {
-        let k = self.ci(k);
-        self.b.ins().iadd(a, k)
-    }
-
-    /// The magnitude of `a` with the sign of `s` (in the bits: x86-64 has no vector
-    /// `fcopysign`).
-    fn copysign(&mut self, a: Value, s: Value) -> Value {
-        let sign_bit = if self.ty.lane_type() == types::F64 { i64::MIN } else { 0x8000_0000 };
-        let sign = self.ci(sign_bit);
-        let ab = self.bits(a);
-        let sb = self.bits(s);
-        let mag = self.b.ins().band_not(ab, sign);
-        let sgn = self.b.ins().band(sb, sign);
-        let r = self.b.ins().bor(mag, sgn);
-        self.float(r)
-    }
-
-    fn bits(&mut self, x: Value) -> Value {
-        self.b.ins().bitcast(self.ity, MemFlagsData::new(), x)
-    }
-    fn float(&mut self, i: Value) -> Value {
-        self.b.ins().bitcast(self.ty, MemFlagsData::new(), i)
-    }
     fn fcmp(&mut self, cc: FloatCC, a: Value, c: Value) -> Value {
         self.b.ins().fcmp(cc, a, c)
     }
@@ -423,23 +979,8 @@ impl<'a, 'f> M<'a, 'f> {
         self.fcmp(cc, a, k)
     }
     fn icmpc(&mut self, cc: IntCC, a: Value, k: i64) -> Value {
-        let k = self.ci(k);
+        let k = self.ci_lane(k);
         self.b.ins().icmp(cc, a, k)
-    }
-    /// `m ? a : c`, per lane.
-    fn sel(&mut self, m: Value, a: Value, c: Value) -> Value {
-        if self.vector() {
-            let vt = self.b.func.dfg.value_type(a);
-            let mt = self.b.func.dfg.value_type(m);
-            let m = if mt != vt { self.b.ins().bitcast(vt, MemFlagsData::new(), m) } else { m };
-            self.b.ins().bitselect(m, a, c)
-        } else {
-            self.b.ins().select(m, a, c)
-        }
-    }
-    fn selc(&mut self, m: Value, k: f32, c: Value) -> Value {
-        let k = self.c(k);
-        self.sel(m, k, c)
     }
 
     /// The C function `name` on each lane (vectors are split and rebuilt).
@@ -479,246 +1020,7 @@ impl<'a, 'f> M<'a, 'f> {
         self.copysign(r, x)
     }
 
-    // ---- f32 approximations ----
-
-    /// `n = round(x / ln2)` as a float and as the integer in `t`'s bits, and
-    /// `r = x - n ln2`.
-    fn reduce_ln2(&mut self, x: Value) -> (Value, Value) {
-        let shift = self.c(SHIFT);
-        let t = self.madc(x, LOG2E, shift);
-        let n = self.sub(t, shift);
-        let nh = self.mulc(n, -LN2_HI);
-        let r = self.add(x, nh); // exact: n * LN2_HI is exact, and x is close to it
-        let r = self.madc(n, -LN2_LO, r);
-        let tb = self.bits(t);
-        let shift_bits = self.ci(SHIFT_BITS as i64);
-        let ni = self.b.ins().isub(tb, shift_bits);
-        (r, ni)
-    }
-
-    /// [`M::reduce_ln2`], returning `2^(n + bias - 127)` (the exponent must stay in
-    /// 1..=254) instead of `n`: `t`'s bits are `SHIFT_BITS + n`, and shifting them left
-    /// by 23 leaves `n << 23` alone (`SHIFT_BITS << 23` wraps to 0): two integer ops.
-    fn reduce_ln2_pow2(&mut self, x: Value, bias: i64) -> (Value, Value) {
-        let shift = self.c(SHIFT);
-        let t = self.madc(x, LOG2E, shift);
-        let n = self.sub(t, shift);
-        let nh = self.mulc(n, -LN2_HI);
-        let r = self.add(x, nh);
-        let r = self.madc(n, -LN2_LO, r);
-        let tb = self.bits(t);
-        let e = self.b.ins().ishl_imm_u(tb, 23);
-        let e = self.iaddc(e, bias << 23);
-        (r, self.float(e))
-    }
-
-    /// `2^(ni + bias - 127)` from an integer lane (the exponent must stay in 1..=254).
-    fn pow2i(&mut self, ni: Value, bias: i64) -> Value {
-        let e = self.iaddc(ni, bias);
-        let e = self.b.ins().ishl_imm_u(e, 23);
-        self.float(e)
-    }
-
-    fn expm1_poly(&mut self, r: Value) -> Value {
-        let q = self.poly(r, &EXPM1_P);
-        let r2 = self.mul(r, r);
-        self.mad(r2, q, r)
-    }
-
-    /// exp with a fast path: where `|x| <= 87` (NaN included) `2^n` and the result are
-    /// normal, so one scaling by `2^n` built in the exponent bits gives the bits of the
-    /// two-factor scaling. A vector takes the slow, clamped path when any lane needs it
-    /// (overflow, subnormal results, infinities): a branch, so the common case pays one
-    /// compare and one test. Without FMA `p·2^n` is rounded on its own and may be
-    /// subnormal; below `|x| = 69` (`n >= -100`) it is then too small to change the
-    /// rounding of `2^n + p·2^n`, so that is the fast range there.
-    fn exp(&mut self, x: Value) -> Value {
-        let a = self.b.ins().fabs(x);
-        let rare = self.fcmpc(FloatCC::GreaterThan, a, if self.fma { 87.0 } else { 69.0 });
-        let any = if self.vector() { self.b.ins().vany_true(rare) } else { rare };
-        let fast = self.b.create_block();
-        let slow = self.b.create_block();
-        let join = self.b.create_block();
-        let y = self.b.append_block_param(join, self.ty);
-        self.b.ins().brif(any, slow, &[], fast, &[]);
-        self.b.seal_block(fast);
-        self.b.seal_block(slow);
-        self.b.switch_to_block(fast);
-        let (r, s) = self.reduce_ln2_pow2(x, 127);
-        let p = self.expm1_poly(r);
-        let yf = self.mad(p, s, s);
-        self.b.ins().jump(join, &[yf.into()]);
-        self.b.switch_to_block(slow);
-        let ys = self.exp_clamped(x);
-        self.b.ins().jump(join, &[ys.into()]);
-        self.b.seal_block(join);
-        self.b.switch_to_block(join);
-        y
-    }
-
-    /// exp over all f32: clamped (results beyond are inf or 0), `2^n` in two normal
-    /// factors so that a subnormal result rounds once.
-    fn exp_clamped(&mut self, x: Value) -> Value {
-        // Beyond these, the result is inf or 0 anyway; min/max keep NaN.
-        let x = self.max(x, -104.0);
-        let x = self.min(x, 89.0);
-        let (r, ni) = self.reduce_ln2(x);
-        let p = self.expm1_poly(r);
-        // 2^n = 2^n1 * 2^n2, both normal, so a subnormal result rounds once.
-        let n1 = self.b.ins().sshr_imm_s(ni, 1);
-        let n2 = self.b.ins().isub(ni, n1);
-        let s1 = self.pow2i(n1, 127);
-        let s2 = self.pow2i(n2, 127);
-        let y = self.mad(p, s1, s1);
-        self.mul(y, s2)
-    }
-
-    fn expm1(&mut self, x0: Value) -> Value {
-        let x = self.max(x0, -18.0);
-        let x = self.min(x, 89.0);
-        let (r, ni) = self.reduce_ln2(x);
-        let p = self.expm1_poly(r);
-        // 2 (s p + (s - 1/2)) with s = 2^(n-1): one rounding, and exactly p when n = 0.
-        let s = self.pow2i(ni, 126);
-        let sh = self.addc(s, -0.5);
-        let y = self.mad(s, p, sh);
-        let y = self.mulc(y, 2.0);
-        // Tiny x: x itself (keeps -0 and subnormals exact).
-        let a = self.b.ins().fabs(x0);
-        let tiny = self.fcmpc(FloatCC::LessThan, a, 2.980_232_2e-8); // 2^-25
-        let y = self.sel(tiny, x0, y);
-        self.copysign(y, x0)
-    }
-
-    /// `x = 2^e m` with `m` in `[√½, √2)`: returns `(e as float, m)` for positive finite
-    /// `x` (subnormals scaled first).
-    fn split_exponent(&mut self, x: Value) -> (Value, Value) {
-        let tiny = self.fcmpc(FloatCC::LessThan, x, 1.175_494_4e-38);
-        let xs = self.mulc(x, 8_388_608.0); // 2^23
-        let xs = self.sel(tiny, xs, x);
-        let bias = self.c(-23.0);
-        let zero = self.c(0.0);
-        let bias = self.sel(tiny, bias, zero);
-        let bits = self.bits(xs);
-        let sh = self.ci(SQRT_HALF_BITS as i64);
-        let d = self.b.ins().isub(bits, sh);
-        let e = self.b.ins().sshr_imm_s(d, 23);
-        let mask = self.ci(0x7F_FFFF);
-        let mb = self.b.ins().band(d, mask);
-        let mb = self.b.ins().iadd(mb, sh);
-        let m = self.float(mb);
-        let ef = self.b.ins().fcvt_from_sint(self.ty, e);
-        let ef = self.add(ef, bias);
-        (ef, m)
-    }
-
-    /// `log(1 + f)` for `f` in `[√½ - 1, √2 - 1]`; also returns `s = f/(2+f)`.
-    fn log1p_kernel(&mut self, f: Value) -> (Value, Value) {
-        let d = self.addc(f, 2.0);
-        let s = self.div(f, d);
-        let z = self.mul(s, s);
-        let q = self.poly(z, &LOG_Q);
-        let zq = self.mul(z, q);
-        let t = self.sub(zq, f);
-        (self.mad(s, t, f), s)
-    }
-
-    fn log(&mut self, x: Value) -> Value {
-        let (ef, m) = self.split_exponent(x);
-        let f = self.addc(m, -1.0);
-        let (l, _) = self.log1p_kernel(f);
-        let lo = self.madc(ef, LN2_LO, l);
-        let y = self.madc(ef, LN2_HI, lo);
-        // log(+inf) = inf, log(±0) = -inf, log(<0) = log(NaN) = NaN.
-        let is_inf = self.fcmpc(FloatCC::Equal, x, f32::INFINITY);
-        let y = self.selc(is_inf, f32::INFINITY, y);
-        let is_zero = self.fcmpc(FloatCC::Equal, x, 0.0);
-        let y = self.selc(is_zero, f32::NEG_INFINITY, y);
-        let ok = self.fcmpc(FloatCC::GreaterThanOrEqual, x, 0.0);
-        let nan = self.c(f32::NAN);
-        self.sel(ok, y, nan)
-    }
-
-    fn log1p(&mut self, x: Value) -> Value {
-        let u = self.addc(x, 1.0);
-        let l = self.log(u);
-        // u = 1 + x rounded; log1p(x) = log(u) + (x - (u - 1)) / u to first order.
-        let um1 = self.addc(u, -1.0);
-        let err = self.sub(x, um1);
-        let c = self.div(err, u);
-        let pos = self.fcmpc(FloatCC::GreaterThan, u, 0.0);
-        let fin = self.fcmpc(FloatCC::LessThan, u, 16_777_216.0);
-        let use_c = self.b.ins().band(pos, fin);
-        let zero = self.c(0.0);
-        let c = self.sel(use_c, c, zero);
-        let y = self.add(l, c);
-        let a = self.b.ins().fabs(x);
-        let tiny = self.fcmpc(FloatCC::LessThan, a, 5.960_464_5e-8); // 2^-24
-        self.sel(tiny, x, y)
-    }
-
-    /// `expm1(2|x|) / (expm1(2|x|) + 2)`, sign restored; `2|x|` is in `[0, 19]`, so
-    /// expm1's main path runs without its clamps, sign and tiny case; `|x| < 2^-12`
-    /// gives `x` itself (the correctly rounded result there; keeps -0 and subnormals).
-    fn tanh(&mut self, x: Value) -> Value {
-        let a = self.b.ins().fabs(x);
-        let a = self.min(a, 9.5);
-        let a2 = self.add(a, a);
-        // 2 (s p + (s - 1/2)) with s = 2^(n-1), as expm1.
-        let (r, s) = self.reduce_ln2_pow2(a2, 126);
-        let p = self.expm1_poly(r);
-        let sh = self.addc(s, -0.5);
-        let e = self.mad(s, p, sh);
-        let e = self.mulc(e, 2.0);
-        let d = self.addc(e, 2.0);
-        let t = self.div(e, d);
-        let tiny = self.fcmpc(FloatCC::LessThan, a, 2.441_406_3e-4);
-        let t = self.sel(tiny, a, t);
-        self.copysign(t, x)
-    }
-
-    /// `1/(1+e)` for `x >= 0`, `e/(1+e)` for `x < 0`, with `e = exp(-|x|)`.
-    fn logistic_from(&mut self, x: Value, e: Value) -> Value {
-        let one = self.c(1.0);
-        let d = self.add(one, e);
-        let neg = self.fcmpc(FloatCC::LessThan, x, 0.0);
-        let n = self.sel(neg, e, one);
-        self.div(n, d)
-    }
-
-    fn logistic(&mut self, x: Value) -> Value {
-        let a = self.b.ins().fabs(x);
-        let na = self.b.ins().fneg(a);
-        let e = self.exp(na);
-        self.logistic_from(x, e)
-    }
-
-    fn erf(&mut self, x: Value) -> Value {
-        let a = self.b.ins().fabs(x);
-        let a = self.min(a, 4.0);
-        let z = self.mul(a, a);
-        let p = self.poly(z, &ERF_P);
-        let small = self.mul(a, p);
-        // 1 - exp(-(zh + zl)) R(1/a), exp(-zl) ~ 1 - zl.
-        let zl = if self.fma {
-            let nz = self.b.ins().fneg(z);
-            self.b.ins().fma(a, a, nz)
-        } else {
-            self.c(0.0)
-        };
-        let one = self.c(1.0);
-        let t = self.div(one, a);
-        let r = self.poly(t, &ERFC_R);
-        let nz = self.b.ins().fneg(z);
-        let e = self.exp(nz);
-        let nzl = self.b.ins().fneg(zl);
-        let r = self.mad(r, nzl, r);
-        let erfc = self.mul(e, r);
-        let large = self.sub(one, erfc);
-        let is_small = self.fcmpc(FloatCC::LessThan, a, 1.0);
-        let y = self.sel(is_small, small, large);
-        self.copysign(y, x)
-    }
+    // ---- f32 approximations only the JIT has (no native block versions) ----
 
     /// `x = k π/2 + r`: returns `r` and `k` (an integer lane).
     fn reduce_pio2(&mut self, x: Value) -> (Value, Value) {
@@ -732,7 +1034,7 @@ impl<'a, 'f> M<'a, 'f> {
             r = self.madc(nk, p, r);
         }
         let tb = self.bits(t);
-        let shift_bits = self.ci(SHIFT_BITS as i64);
+        let shift_bits = self.ci(SHIFT_BITS);
         let ki = self.b.ins().isub(tb, shift_bits);
         (r, ki)
     }
@@ -755,7 +1057,7 @@ impl<'a, 'f> M<'a, 'f> {
     }
 
     /// sin (`phase` 0) or cos (`phase` 1): quadrant `k + phase` picks and signs.
-    fn sin_cos(&mut self, x: Value, phase: i64) -> Value {
+    fn sin_cos(&mut self, x: Value, phase: i32) -> Value {
         let (r, k) = self.reduce_pio2(x);
         let (s, c) = self.sin_cos_kernel(r);
         let q = self.iaddc(k, phase);
@@ -849,7 +1151,7 @@ impl<'a, 'f> M<'a, 'f> {
 
     /// `(hi, lo)` of `log2 |x|` (about 32 bits), for positive finite nonzero x.
     fn log2_hilo(&mut self, x: Value) -> (Value, Value) {
-        let (ef, m) = self.split_exponent(x);
+        let (ef, m) = split_exponent(self, x);
         let f = self.addc(m, -1.0);
         // q = 2f/(2+f) in two parts.
         let two = self.c(2.0);
@@ -917,14 +1219,14 @@ impl<'a, 'f> M<'a, 'f> {
         let fr = self.sub(zh, n);
         let fr = self.add(fr, zl);
         let r = self.mulc(fr, LN2_HI + LN2_LO);
-        let p = self.expm1_poly(r);
+        let p = expm1_poly(self, r);
         let tb = self.bits(t);
-        let shift_bits = self.ci(SHIFT_BITS as i64);
+        let shift_bits = self.ci(SHIFT_BITS);
         let ni = self.b.ins().isub(tb, shift_bits);
         let n1 = self.b.ins().sshr_imm_s(ni, 1);
         let n2 = self.b.ins().isub(ni, n1);
-        let s1 = self.pow2i(n1, 127);
-        let s2 = self.pow2i(n2, 127);
+        let s1 = pow2i(self, n1, 127);
+        let s2 = pow2i(self, n2, 127);
         let v = self.mad(p, s1, s1);
         let v = self.mul(v, s2);
         // |x| = 0 or inf: log2 gives ±inf, z = ±inf or NaN (y = 0 handled below).

@@ -32,7 +32,9 @@
 //!
 //! Transcendentals are inline f32 approximations with measured error bounds (at most
 //! 1 to 4 ulp, see [`math`]; f16/bf16 through f32), and calls to the C library's
-//! functions by their standard names for f64.
+//! functions by their standard names for f64. [`block_math`] has native block versions
+//! of the f32 ones (exp, tanh, ...: the same code, bit for bit) that LLVM compiles for
+//! AVX-512 or AVX2, for kernels that strip-mine a compute-bound loop.
 //!
 //! A compiled module can be kept as bytes and loaded by a later process without
 //! compiling again ([`compile_to_artifact`], [`load_artifact`], format in [`artifact`]):

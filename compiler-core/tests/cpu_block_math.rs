@@ -1,0 +1,320 @@
+//! The native block functions (`targets::cpu::block_math`) against the JIT's own inline
+//! code: for every op and every dispatch level this CPU has, the block results must be
+//! bit for bit those of the JIT-compiled 4-lane loop of the same op with the same fma
+//! setting (NaN equals any NaN). Inputs: the dense sweep of `cpu_math.rs` (every 509th
+//! bit pattern of the whole f32 range: subnormals, infinities, NaNs), random bit
+//! patterns, uniform samples and special values; then odd lengths, empty and one-element
+//! blocks through the exported symbols, and blocks mixing exp's rare inputs (`|x| > 87`,
+//! infinities, NaN) with ordinary ones. Needs the `cpu` feature.
+
+#![cfg(feature = "cpu")]
+
+#[path = "common/cpu.rs"]
+mod common;
+
+use common::Rng;
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{types, AbiParam, InstBuilder, MemFlagsData};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{Linkage, Module};
+use hloscope_core::ir::UnaryOp;
+use hloscope_core::targets::cpu::block_math::{self, Level};
+use hloscope_core::targets::cpu::math;
+
+const OPS: [UnaryOp; 7] =
+    [UnaryOp::Exp, UnaryOp::Expm1, UnaryOp::Log, UnaryOp::Log1p, UnaryOp::Tanh, UnaryOp::Logistic, UnaryOp::Erf];
+
+type Kernel = extern "C" fn(*const f32, *mut f32, i64);
+
+/// JIT-compiles `out[i] = op(x[i])`, 4 lanes at a time (`n` a multiple of 4).
+fn compile(op: UnaryOp, fma: bool) -> (JITModule, Kernel) {
+    let builder = JITBuilder::with_flags(&[("opt_level", "speed")], cranelift_module::default_libcall_names()).unwrap();
+    let mut jit = JITModule::new(builder);
+    let ptr = jit.target_config().pointer_type();
+    let mut ctx = jit.make_context();
+    ctx.func.signature.params.extend([AbiParam::new(ptr), AbiParam::new(ptr), AbiParam::new(types::I64)]);
+    let mut fctx = FunctionBuilderContext::new();
+    {
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let (entry, header, body, exit) = (b.create_block(), b.create_block(), b.create_block(), b.create_block());
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        let p = b.block_params(entry).to_vec();
+        let zero = b.ins().iconst(types::I64, 0);
+        b.append_block_param(header, types::I64);
+        b.ins().jump(header, &[zero.into()]);
+        b.switch_to_block(header);
+        let i = b.block_params(header)[0];
+        let c = b.ins().icmp(IntCC::SignedLessThan, i, p[2]);
+        b.ins().brif(c, body, &[], exit, &[]);
+        b.switch_to_block(body);
+        let off = b.ins().imul_imm_s(i, 4);
+        let flags = MemFlagsData::new().with_notrap();
+        let xa = b.ins().iadd(p[0], off);
+        let oa = b.ins().iadd(p[1], off);
+        let x = b.ins().load(types::F32X4, flags, xa, 0);
+        let mut call = |_: &mut FunctionBuilder, name: &'static str, _: &[cranelift_codegen::ir::Value]| -> cranelift_codegen::ir::Value {
+            panic!("f32 {op:?} called {name}")
+        };
+        let r = math::unary(&mut b, fma, op, x, &mut call).expect("lowered");
+        b.ins().store(flags, r, oa, 0);
+        let next = b.ins().iadd_imm_s(i, 4);
+        b.ins().jump(header, &[next.into()]);
+        b.switch_to_block(exit);
+        b.ins().return_(&[]);
+        b.seal_all_blocks();
+        b.finalize(jit.isa().frontend_config());
+    }
+    let id = jit.declare_function("k", Linkage::Local, &ctx.func.signature).unwrap();
+    jit.define_function(id, &mut ctx).unwrap_or_else(|e| panic!("{op:?}: {e:?}"));
+    jit.finalize_definitions().unwrap();
+    let f = jit.get_finalized_function(id);
+    // SAFETY: defined above with this signature.
+    (jit, unsafe { std::mem::transmute::<*const u8, Kernel>(f) })
+}
+
+/// The JIT's 4-lane results on `x` (padded with zeros to a multiple of 4).
+fn jit(op: UnaryOp, fma: bool, x: &[f32]) -> Vec<f32> {
+    let mut xs = x.to_vec();
+    xs.resize(x.len().next_multiple_of(4), 0.0);
+    let mut out = vec![0f32; xs.len()];
+    let (module, k) = compile(op, fma);
+    k(xs.as_ptr(), out.as_mut_ptr(), xs.len() as i64);
+    // SAFETY: `k` is not used after this.
+    unsafe { module.free_memory() };
+    out.truncate(x.len());
+    out
+}
+
+fn same(a: f32, b: f32) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}
+
+/// Asserts `got` equals `want` bit for bit (NaN = NaN), naming the first few mismatches.
+fn assert_same(what: &str, x: &[f32], got: &[f32], want: &[f32]) {
+    assert_eq!(got.len(), want.len());
+    let bad: Vec<String> = (0..x.len())
+        .filter(|&i| !same(got[i], want[i]))
+        .take(5)
+        .map(|i| format!("x={:e} ({:#010x}): block {:e} ({:#010x}), jit {:e} ({:#010x})", x[i], x[i].to_bits(), got[i], got[i].to_bits(), want[i], want[i].to_bits()))
+        .collect();
+    assert!(bad.is_empty(), "{what}: {} mismatches, first:\n  {}", (0..x.len()).filter(|&i| !same(got[i], want[i])).count(), bad.join("\n  "));
+}
+
+/// The levels this CPU runs.
+fn levels() -> Vec<Level> {
+    Level::ALL.into_iter().filter(|l| l.available()).collect()
+}
+
+/// Dense bit-pattern sweep, random bit patterns, uniform samples on `[lo, hi]`, specials.
+fn inputs(lo: f32, hi: f32, seed: u64) -> Vec<f32> {
+    let mut v: Vec<f32> = (0..=u32::MAX).step_by(509).map(f32::from_bits).collect();
+    let mut rng = Rng(seed);
+    v.extend((0..200_000).map(|_| rng.f32_bits()));
+    v.extend((0..300_000).map(|_| rng.uniform(lo, hi)));
+    v.extend_from_slice(&[
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -f32::NAN,
+        1.0,
+        -1.0,
+        f32::MIN_POSITIVE,
+        -f32::MIN_POSITIVE,
+        1e-45,
+        -1e-45,
+        f32::MAX,
+        f32::MIN,
+        69.0,
+        -69.0,
+        69.000_01,
+        87.0,
+        -87.0,
+        87.000_01,
+        -87.000_01,
+        88.72284,
+        -103.97208,
+        -104.0,
+        89.0,
+        9.5,
+        4.0,
+        -4.0,
+        2.441_406_3e-4,
+    ]);
+    v
+}
+
+fn range(op: UnaryOp) -> (f32, f32) {
+    match op {
+        UnaryOp::Erf => (-5.0, 5.0),
+        UnaryOp::Log1p => (-1.0, 10.0),
+        UnaryOp::Log => (0.0, 1000.0),
+        _ => (-110.0, 90.0),
+    }
+}
+
+#[test]
+fn every_level_matches_the_jit_bit_for_bit() {
+    let levels = levels();
+    assert!(levels.contains(&Level::Portable));
+    for (k, op) in OPS.into_iter().enumerate() {
+        let (lo, hi) = range(op);
+        let x = inputs(lo, hi, 0x5DEE_CE66_D1CE_4E5B ^ k as u64);
+        for fma in [true, false] {
+            let want = jit(op, fma, &x);
+            for &level in levels.iter().filter(|l| l.fused() == fma) {
+                let mut got = x.clone();
+                block_math::apply(op, level, &mut got).unwrap();
+                assert_same(&format!("{op:?} at {level:?} (fma={fma})"), &x, &got, &want);
+                println!("{op:?} at {level:?}: {} inputs bit-identical to the JIT (fma={fma})", x.len());
+            }
+        }
+    }
+}
+
+/// The JIT's fma setting on this machine, which the exported symbols' level must share.
+fn host_fma() -> bool {
+    let isa = cranelift_native::builder().unwrap().finish(cranelift_codegen::settings::Flags::new(cranelift_codegen::settings::builder())).unwrap();
+    math::has_fma(&*isa)
+}
+
+#[test]
+fn symbols_lanes_and_levels() {
+    assert_eq!(block_math::block_symbol(UnaryOp::Exp), Some("hs_block_exp_f32"));
+    assert_eq!(block_math::block_symbol(UnaryOp::Logistic), Some("hs_block_logistic_f32"));
+    assert_eq!(block_math::block_symbol(UnaryOp::Sin), None);
+    assert_eq!(block_math::block_symbol(UnaryOp::Abs), None);
+    let symbols = block_math::block_symbols();
+    assert_eq!(symbols.len(), OPS.len());
+    for op in OPS {
+        let name = block_math::block_symbol(op).unwrap();
+        assert_eq!(symbols.iter().filter(|s| s.0 == name).count(), 1, "{name}");
+    }
+    let best = block_math::level();
+    assert!(best.available());
+    let lanes = block_math::native_lanes();
+    assert_eq!(lanes, match best { Level::Avx512 => 16, Level::Avx2 => 8, Level::Portable => 4 });
+    // Wherever the emitter would call the blocks (more than 4 lanes), they fuse as the JIT.
+    if lanes > 4 {
+        assert_eq!(best.fused(), host_fma());
+    }
+    // A level this CPU lacks is an error, as is an op without a block function.
+    for level in Level::ALL.into_iter().filter(|l| !l.available()) {
+        assert!(block_math::apply(UnaryOp::Exp, level, &mut [1.0]).is_err());
+    }
+    assert!(block_math::apply(UnaryOp::Sin, Level::Portable, &mut [1.0]).is_err());
+}
+
+/// The exported function of `op` (as the JIT would call it).
+fn symbol(op: UnaryOp) -> unsafe extern "C" fn(*mut f32, i64) {
+    let name = block_math::block_symbol(op).unwrap();
+    let addr = block_math::block_symbols().into_iter().find(|s| s.0 == name).unwrap().1;
+    // SAFETY: every block function has this signature.
+    unsafe { std::mem::transmute::<*const u8, unsafe extern "C" fn(*mut f32, i64)>(addr) }
+}
+
+#[test]
+fn lengths_empty_one_and_odd() {
+    let fma = host_fma();
+    let mut rng = Rng(99);
+    let x: Vec<f32> = (0..1000).map(|i| if i % 7 == 0 { rng.f32_bits() } else { rng.uniform(-20.0, 20.0) }).collect();
+    for op in OPS {
+        // Log of the magnitudes too, so that most results are numbers.
+        let x: Vec<f32> = if matches!(op, UnaryOp::Log | UnaryOp::Log1p) { x.iter().map(|v| v.abs()).collect() } else { x.clone() };
+        let want = jit(op, fma, &x);
+        let f = symbol(op);
+        // n = 0 and negative n leave the buffer alone (and a null pointer is no error).
+        let mut buf = x[..4].to_vec();
+        // SAFETY (this and the calls below): `buf` holds at least `n` elements.
+        unsafe {
+            f(buf.as_mut_ptr(), 0);
+            f(buf.as_mut_ptr(), -3);
+            f(std::ptr::null_mut(), 5);
+        }
+        assert_eq!(buf, x[..4]);
+        for n in [1usize, 17, 33, 1000] {
+            // Through the symbol, at the detected level, with a canary after the block.
+            let mut buf = x[..n].to_vec();
+            buf.push(-7.5);
+            unsafe { f(buf.as_mut_ptr(), n as i64) };
+            assert_eq!(buf[n], -7.5, "{op:?} n={n} wrote past the block");
+            if block_math::level().fused() == fma {
+                assert_same(&format!("{op:?} symbol n={n}"), &x[..n], &buf[..n], &want[..n]);
+            }
+            // And at each level (starting at an odd offset too).
+            for level in levels() {
+                let want_l = if level.fused() == fma { want.clone() } else { jit(op, level.fused(), &x) };
+                let mut b = x[..n].to_vec();
+                block_math::apply(op, level, &mut b).unwrap();
+                assert_same(&format!("{op:?} {level:?} n={n}"), &x[..n], &b, &want_l[..n]);
+                let mut b = x[1..n.min(999) + 1].to_vec();
+                block_math::apply(op, level, &mut b).unwrap();
+                assert_same(&format!("{op:?} {level:?} offset 1 n={n}"), &x[1..b.len() + 1], &b, &want_l[1..b.len() + 1]);
+            }
+        }
+    }
+    // Hand-checked: exp(1) = e and exp(0) = 1 at every level, log(1) = 0, tanh(-0) = -0.
+    for level in levels() {
+        let mut v = [1.0f32, 0.0];
+        block_math::apply(UnaryOp::Exp, level, &mut v).unwrap();
+        assert_eq!(v, [2.718_281_7, 1.0]);
+    }
+    let mut v = [1.0f32, -0.0];
+    // SAFETY: one element each.
+    unsafe {
+        symbol(UnaryOp::Log)(v.as_mut_ptr(), 1);
+        symbol(UnaryOp::Tanh)(v[1..].as_mut_ptr(), 1);
+    }
+    assert_eq!(v.map(f32::to_bits), [0.0f32.to_bits(), (-0.0f32).to_bits()]);
+}
+
+#[test]
+fn blocks_mixing_rare_and_ordinary_values() {
+    // exp takes its fast form per chunk of the block, the JIT per vector of 4; a rare
+    // value (|x| beyond the fast range, infinities; NaN is not rare) moves its chunk or
+    // vector to the clamped form. Each case puts one rare value at a different position
+    // among ordinary ones, including both sides of a chunk boundary, and every lane must
+    // still equal the JIT (whose vectors mix the same way).
+    let ordinary = [0.5f32, -1.25, 3.0, -68.99, 60.0, -86.9, 86.9, 1e-30, -0.0, 20.0];
+    let rare = [-87.5f32, -100.0, -103.5, 88.5, 88.8, 200.0, 70.0, -69.5, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
+    let chunk = block_math::EXP_CHUNK;
+    let n = 3 * chunk + 5;
+    let base: Vec<f32> = (0..n).map(|i| ordinary[i % ordinary.len()]).collect();
+    let mut blocks = vec![base.clone()];
+    for (k, &r) in rare.iter().enumerate() {
+        for pos in [0, 1, chunk - 1, chunk, chunk + 2 + k, 2 * chunk + 7, n - 1] {
+            let mut b = base.clone();
+            b[pos] = r;
+            blocks.push(b);
+        }
+    }
+    // Every value rare but one, and rare values in every lane of a chunk.
+    blocks.push((0..n).map(|i| if i == chunk + 3 { 1.5 } else { rare[i % rare.len()] }).collect());
+    for op in [UnaryOp::Exp, UnaryOp::Logistic, UnaryOp::Erf, UnaryOp::Tanh, UnaryOp::Expm1] {
+        for level in levels() {
+            let fma = level.fused();
+            for b in &blocks {
+                let want = jit(op, fma, b);
+                let mut got = b.clone();
+                block_math::apply(op, level, &mut got).unwrap();
+                assert_same(&format!("{op:?} {level:?} mixed"), b, &got, &want);
+            }
+        }
+    }
+    // Hand-checked exp values inside a mixed block: a subnormal result (exp(-100) =
+    // 27 * 2^-149), overflow, underflow to 0, and exp(0.5) = 1.64872127 (1.6487212 in f32).
+    let mut b = base.clone();
+    b[3] = -100.0;
+    b[4] = 88.8;
+    b[5] = f32::NEG_INFINITY;
+    for level in levels() {
+        let mut got = b.clone();
+        block_math::apply(UnaryOp::Exp, level, &mut got).unwrap();
+        assert_eq!([got[3].to_bits(), got[4].to_bits(), got[5].to_bits()], [27, f32::INFINITY.to_bits(), 0], "{level:?}");
+        assert_eq!(got[0], 1.648_721_2, "{level:?}");
+    }
+}

@@ -2,7 +2,8 @@
 //!
 //! Operands of commutative binary ops are compared as a set (`a+b` equals `b+a`).
 //! Refuses side-effecting instructions and parameters. Constants are merged when their
-//! literals are equal (NaN constants never are, which is only conservative).
+//! literals have the same bits: `-0.0` and `0.0` compare equal as floats but are
+//! different constants (`max(x, -0)` and `max(x, 0)` differ at `x = -0`).
 
 use super::{Changed, Pass, PassLog};
 use crate::ir::{InstId, Instruction, Module, Op};
@@ -20,6 +21,17 @@ fn key(inst: &Instruction) -> (&'static str, Vec<InstId>) {
         }
     }
     (inst.op.hlo_name(), operands)
+}
+
+/// Whether two ops with equal keys compute the same value: equal attributes, and for
+/// constants the same bits (float equality would merge signed zeros, and never NaNs).
+fn same_op(a: &Op, b: &Op) -> bool {
+    match (a, b) {
+        (Op::Constant(x), Op::Constant(y)) => {
+            x.shape == y.shape && (0..x.num_elements()).all(|i| x.bits(i) == y.bits(i))
+        }
+        _ => a == b,
+    }
 }
 
 impl Pass for Cse {
@@ -49,7 +61,7 @@ impl Pass for Cse {
                 let same = candidates
                     .iter()
                     .copied()
-                    .find(|&c| comp.insts[c].op == inst.op && comp.insts[c].ty == inst.ty);
+                    .find(|&c| same_op(&comp.insts[c].op, &inst.op) && comp.insts[c].ty == inst.ty);
                 match same {
                     Some(earlier) => {
                         replaced.insert(id, earlier);
@@ -103,5 +115,25 @@ mod tests {
         assert_eq!(c.inst(d1).operands, vec![e1, e1]);
         assert!(!Cse.run(&mut m, &mut PassLog::default()));
         let _ = (s2, e2);
+    }
+
+    #[test]
+    fn merges_constants_by_bits() {
+        // 0.0 and -0.0 are equal floats but different constants; two 1.5s are one.
+        let mut m = Module::new("m");
+        let mut c = Computation::new("main");
+        let t = Type::array(ElementType::F32, vec![]);
+        let k = |v: f64| Op::Constant(Literal::from_f64s(Shape::new(ElementType::F32, vec![]), &[v]));
+        let z = c.push(inst("z", k(0.0), vec![], &t));
+        let nz = c.push(inst("nz", k(-0.0), vec![], &t));
+        let a = c.push(inst("a", k(1.5), vec![], &t));
+        let b = c.push(inst("b", k(1.5), vec![], &t));
+        let root = c.push(inst("root", Op::Tuple, vec![z, nz, a, b], &Type::Tuple(vec![t.clone(); 4])));
+        c.root = root;
+        m.entry = m.add_computation(c);
+        assert!(Cse.run(&mut m, &mut PassLog::default()));
+        let c = m.entry_comp();
+        assert_eq!(c.order, vec![z, nz, a, root]);
+        assert_eq!(c.inst(root).operands, vec![z, nz, a, a]);
     }
 }

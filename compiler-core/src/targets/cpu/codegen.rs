@@ -1057,6 +1057,9 @@ impl<'a, 'f> Emit<'a, 'f> {
                 self.unary(op, from, elem, av)
             }
             Node::Binary(op, a, c) => {
+                if let Some(r) = self.max_min_constant(op, elem, a, c) {
+                    return r;
+                }
                 let (av, cv) = (self.value(a), self.value(c));
                 self.binary(op, elem, av, cv)
             }
@@ -1113,6 +1116,51 @@ impl<'a, 'f> Emit<'a, 'f> {
             }
             Node::Reduced { red, i } => self.b.use_var(self.accs[red as usize][i as usize]),
         }
+    }
+
+    /// Float max/min of a value and a constant that is not NaN (ReLU's `max(x, 0)`, clamps)
+    /// as one compare-and-select in the operand order x86-64 lowers to a single
+    /// `maxps`/`minps`, instead of the generic sequence that orders NaNs and zeros (eight
+    /// instructions). The order alone gives the interpreter's results: a NaN `x` fails the
+    /// compare and is returned, and equal operands return `x`, which is right for zeros
+    /// except `max(-0, +0)`, mended by adding `+0` (`x + 0 = x` for every other `x`).
+    /// `min(x, -0)` would need the mirror image, and keeps the generic code.
+    fn max_min_constant(&mut self, op: BinaryOp, elem: ElementType, a: ExprId, c: ExprId) -> Option<Value> {
+        if !elem.is_float() || !matches!(op, BinaryOp::Max | BinaryOp::Min) {
+            return None;
+        }
+        let konst = |x: ExprId| match self.e.expr(x).node {
+            Node::Const(s) if !s.as_f64().is_nan() => Some(s.as_f64()),
+            _ => None,
+        };
+        let (x, k) = match (konst(a), konst(c)) {
+            (_, Some(k)) => (a, k),
+            (Some(k), _) => (c, k),
+            _ => return None,
+        };
+        let negative_zero = k == 0.0 && k.is_sign_negative();
+        if op == BinaryOp::Min && negative_zero {
+            return None;
+        }
+        let xv = self.value(x);
+        let kv = self.konst(elem, Scalar::F(k));
+        let pick_k = match op {
+            BinaryOp::Max => self.b.ins().fcmp(FloatCC::LessThan, xv, kv),
+            _ => self.b.ins().fcmp(FloatCC::LessThan, kv, xv),
+        };
+        let r = if self.lanes > 1 {
+            let ty = self.b.func.dfg.value_type(xv);
+            let mask = self.b.ins().bitcast(ty, MemFlagsData::new(), pick_k);
+            self.b.ins().bitselect(mask, kv, xv)
+        } else {
+            self.b.ins().select(pick_k, kv, xv)
+        };
+        Some(if op == BinaryOp::Max && k == 0.0 && !negative_zero {
+            let zero = self.konst(elem, Scalar::F(0.0));
+            self.b.ins().fadd(r, zero)
+        } else {
+            r
+        })
     }
 
     /// An integer (or pred) value as an i64 index: signed types sign-extend, unsigned

@@ -42,7 +42,8 @@ use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    types, AbiParam, Endianness, FuncRef, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, Type, Value,
+    types, AbiParam, Endianness, FuncRef, InstBuilder, MemFlagsData, Signature, StackSlot, StackSlotData, StackSlotKind, Type,
+    Value,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_module::{FuncId, Linkage, Module};
@@ -696,6 +697,7 @@ impl<'a, 'f> Emit<'a, 'f> {
         let block = self.b.create_block();
         let exit = self.b.create_block();
         self.b.append_block_param(header, types::I64);
+        let parked = self.park_slots();
         self.b.ins().jump(header, &[lo.into()]);
         self.b.switch_to_block(header);
         let start = self.b.block_params(header)[0];
@@ -706,6 +708,9 @@ impl<'a, 'f> Emit<'a, 'f> {
         let end = self.b.ins().smin(full, vec_end);
         let n = self.b.ins().isub(end, start);
         for stage in 0..=last {
+            if stage == last {
+                self.reload_vector_accumulators(&parked);
+            }
             self.counted_loop(start, end, step, &mut |s, i| {
                 for j in 0..vp.unroll {
                     s.lanes = vp.lanes;
@@ -729,6 +734,9 @@ impl<'a, 'f> Emit<'a, 'f> {
                 }
             });
             self.stage = None;
+            if stage == last {
+                self.park_vector_accumulators(&parked);
+            }
             for k in 0..self.blocks.len() {
                 if self.blocks[k].op.level == stage + 1 {
                     let (f, addr) = (self.blocks[k].func, self.blocks[k].addr);
@@ -738,7 +746,52 @@ impl<'a, 'f> Emit<'a, 'f> {
         }
         self.b.ins().jump(header, &[end.into()]);
         self.b.switch_to_block(exit);
+        self.reload_vector_accumulators(&parked);
         vec_end
+    }
+
+    /// A row reduction's vector accumulators would be live across the block calls, which
+    /// clobber every vector register, and the register allocator then keeps them on the
+    /// stack even inside the last stage's loop. So they are parked in stack slots of
+    /// their own around the calls and reloaded into fresh values for that loop (the
+    /// same values in the same order: the same bits). Returns the slots (none for a loop
+    /// kernel), after parking the accumulators' current values.
+    fn park_slots(&mut self) -> Vec<StackSlot> {
+        let mut slots = Vec::new();
+        for k in 0..self.vaccs.len() {
+            for j in 0..self.vaccs[k].len() {
+                let slot = self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 4));
+                slots.push(slot);
+                let v = self.b.use_var(self.vaccs[k][j]);
+                self.b.ins().stack_store(types::I64, v, slot, 0);
+            }
+        }
+        slots
+    }
+
+    /// Stores the vector accumulators into their slots ([`Emit::park_slots`]).
+    fn park_vector_accumulators(&mut self, slots: &[StackSlot]) {
+        let vars: Vec<Variable> = self.vaccs.iter().flatten().copied().collect();
+        for (var, &slot) in vars.into_iter().zip(slots) {
+            let v = self.b.use_var(var);
+            self.b.ins().stack_store(types::I64, v, slot, 0);
+        }
+    }
+
+    /// Sets the vector accumulators from their slots ([`Emit::park_slots`]).
+    fn reload_vector_accumulators(&mut self, slots: &[StackSlot]) {
+        let e = self.e;
+        let lanes = std::mem::replace(&mut self.lanes, self.vp.as_ref().map_or(1, |p| p.lanes));
+        let mut i = 0;
+        for k in 0..self.vaccs.len() {
+            let ty = self.ty(e.expr(e.reductions[k].values[0]).elem);
+            for j in 0..self.vaccs[k].len() {
+                let v = self.b.ins().stack_load(types::I64, ty, slots[i], 0);
+                self.b.def_var(self.vaccs[k][j], v);
+                i += 1;
+            }
+        }
+        self.lanes = lanes;
     }
 
     /// A blocked op's result at the current position, in the stages after its call.

@@ -328,6 +328,7 @@ fn emit_as<M: Module>(
         let mut em = Emit {
             blocks,
             stage: None,
+            block_bases: Vec::new(),
             b,
             e,
             bases,
@@ -372,9 +373,12 @@ struct Emit<'a, 'f> {
     /// Strip-mining: the transcendentals native block functions evaluate (empty: the
     /// loops are not strip-mined).
     blocks: Vec<Block>,
-    /// Inside a strip-mined block: the stage being emitted and the position (i64) of the
-    /// current vector in the block.
+    /// Inside a strip-mined block: the stage being emitted and the vector variable's
+    /// value (i64) at the current vector.
     stage: Option<(u32, Value)>,
+    /// Inside a strip-mined block: per blocked op, its buffer's address minus the block's
+    /// start (in bytes), so that the vector variable indexes it.
+    block_bases: Vec<Value>,
     e: &'a Elemental,
     bases: Vec<Value>,
     n_inputs: usize,
@@ -707,6 +711,10 @@ impl<'a, 'f> Emit<'a, 'f> {
         let full = self.b.ins().iadd_imm_s(start, BLOCK);
         let end = self.b.ins().smin(full, vec_end);
         let n = self.b.ins().isub(end, start);
+        // Buffer bases moved back by the block's start, so the vector variable indexes
+        // them directly.
+        let shift = self.b.ins().imul_imm_s(start, 4);
+        self.block_bases = (0..self.blocks.len()).map(|k| self.b.ins().isub(self.blocks[k].addr, shift)).collect();
         for stage in 0..=last {
             if stage == last {
                 self.reload_vector_accumulators(&parked);
@@ -717,8 +725,7 @@ impl<'a, 'f> Emit<'a, 'f> {
                     s.step = j;
                     let at = if j == 0 { i } else { s.b.ins().iadd_imm_s(i, (j * vp.lanes) as i64) };
                     s.vars[v as usize] = Some(at);
-                    let pos = s.b.ins().isub(at, start);
-                    s.stage = Some((stage, pos));
+                    s.stage = Some((stage, at));
                     if stage == last {
                         body(s);
                         continue;
@@ -727,8 +734,8 @@ impl<'a, 'f> Emit<'a, 'f> {
                     for k in 0..s.blocks.len() {
                         if s.blocks[k].op.level == stage + 1 {
                             let x = s.value(s.blocks[k].op.arg);
-                            let addr = s.blocks[k].addr;
-                            s.store_vec(ElementType::F32, x, addr, pos);
+                            let base = s.block_bases[k];
+                            s.store_vec(ElementType::F32, x, base, at);
                         }
                     }
                 }
@@ -796,9 +803,10 @@ impl<'a, 'f> Emit<'a, 'f> {
 
     /// A blocked op's result at the current position, in the stages after its call.
     fn block_result(&mut self, x: ExprId) -> Option<Value> {
-        let (stage, pos) = self.stage?;
-        let addr = self.blocks.iter().find(|b| b.op.expr == x && b.op.level <= stage)?.addr;
-        Some(self.load_vec(ElementType::F32, addr, pos))
+        let (stage, at) = self.stage?;
+        let k = self.blocks.iter().position(|b| b.op.expr == x && b.op.level <= stage)?;
+        let base = self.block_bases[k];
+        Some(self.load_vec(ElementType::F32, base, at))
     }
 
     /// Stores output `o` at the row-major position of variables `vars` (in a vector

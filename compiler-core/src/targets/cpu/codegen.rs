@@ -329,6 +329,7 @@ fn emit_as<M: Module>(
             blocks,
             stage: None,
             block_bases: Vec::new(),
+            step_base: None,
             b,
             e,
             bases,
@@ -373,9 +374,13 @@ struct Emit<'a, 'f> {
     /// Strip-mining: the transcendentals native block functions evaluate (empty: the
     /// loops are not strip-mined).
     blocks: Vec<Block>,
-    /// Inside a strip-mined block: the stage being emitted and the vector variable's
-    /// value (i64) at the current vector.
-    stage: Option<(u32, Value)>,
+    /// Inside a strip-mined block: the stage being emitted.
+    stage: Option<u32>,
+    /// In an unrolled vector step: the vector variable, its value at the step's first
+    /// vector, and the current vector's distance from it in elements. Contiguous loads and
+    /// stores address the first vector's index plus an immediate offset, so the index
+    /// arithmetic is shared by the step's vectors.
+    step_base: Option<(u32, Value, i64)>,
     /// Inside a strip-mined block: per blocked op, its buffer's address minus the block's
     /// start (in bytes), so that the vector variable indexes it.
     block_bases: Vec<Value>,
@@ -666,9 +671,11 @@ impl<'a, 'f> Emit<'a, 'f> {
                 s.step = j;
                 let at = if j == 0 { i } else { s.b.ins().iadd_imm_s(i, (j * vp.lanes) as i64) };
                 s.vars[v as usize] = Some(at);
+                s.step_base = Some((v, i, (j * vp.lanes) as i64));
                 body(s);
             }
         });
+        self.step_base = None;
         self.lanes = 1;
         self.step = 0;
         self.counted_loop(rest, hi, 1, &mut |s, i| {
@@ -725,7 +732,8 @@ impl<'a, 'f> Emit<'a, 'f> {
                     s.step = j;
                     let at = if j == 0 { i } else { s.b.ins().iadd_imm_s(i, (j * vp.lanes) as i64) };
                     s.vars[v as usize] = Some(at);
-                    s.stage = Some((stage, at));
+                    s.step_base = Some((v, i, (j * vp.lanes) as i64));
+                    s.stage = Some(stage);
                     if stage == last {
                         body(s);
                         continue;
@@ -735,12 +743,14 @@ impl<'a, 'f> Emit<'a, 'f> {
                         if s.blocks[k].op.level == stage + 1 {
                             let x = s.value(s.blocks[k].op.arg);
                             let base = s.block_bases[k];
-                            s.store_vec(ElementType::F32, x, base, at);
+                            let (first, off) = s.vector_index(&mut |s| s.vars[v as usize].expect("the vector variable"));
+                            s.store_vec(ElementType::F32, x, base, first, off);
                         }
                     }
                 }
             });
             self.stage = None;
+            self.step_base = None;
             if stage == last {
                 self.park_vector_accumulators(&parked);
             }
@@ -803,10 +813,12 @@ impl<'a, 'f> Emit<'a, 'f> {
 
     /// A blocked op's result at the current position, in the stages after its call.
     fn block_result(&mut self, x: ExprId) -> Option<Value> {
-        let (stage, at) = self.stage?;
+        let stage = self.stage?;
         let k = self.blocks.iter().position(|b| b.op.expr == x && b.op.level <= stage)?;
         let base = self.block_bases[k];
-        Some(self.load_vec(ElementType::F32, base, at))
+        let v = self.vp.as_ref().expect("a vector plan").var as usize;
+        let (first, off) = self.vector_index(&mut |s| s.vars[v].expect("the vector variable"));
+        Some(self.load_vec(ElementType::F32, base, first, off))
     }
 
     /// Stores output `o` at the row-major position of variables `vars` (in a vector
@@ -819,17 +831,22 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// Stores `val` as output `o` at the position of `vars` (as [`Emit::store`]).
     fn store_value(&mut self, o: usize, vars: &[u32], val: Value) {
         let out = &self.e.outputs[o];
+        let elem = out.elem;
         let dims: Vec<i64> = vars.iter().map(|&v| self.e.space[v as usize]).collect();
         let strides = crate::ir::Shape::new(ElementType::F32, dims).strides();
-        let mut linear = self.b.ins().iconst(types::I64, 0);
-        for (&v, &s) in vars.iter().zip(&strides) {
-            let i = self.vars[v as usize].expect("variable in scope");
-            let t = self.b.ins().imul_imm_s(i, s as i64);
-            linear = self.b.ins().iadd(linear, t);
-        }
+        // Row-major with the vector variable last: stride 1 along it.
+        let (linear, off) = self.vector_index(&mut |s| {
+            let mut linear = s.b.ins().iconst(types::I64, 0);
+            for (&v, &st) in vars.iter().zip(&strides) {
+                let i = s.vars[v as usize].expect("variable in scope");
+                let t = s.b.ins().imul_imm_s(i, st as i64);
+                linear = s.b.ins().iadd(linear, t);
+            }
+            linear
+        });
         let base = self.bases[self.n_inputs + o];
         if self.lanes > 1 {
-            self.store_vec(out.elem, val, base, linear);
+            self.store_vec(elem, val, base, linear, off);
         } else {
             self.store_elem(out.elem, val, base, linear);
         }
@@ -849,24 +866,26 @@ impl<'a, 'f> Emit<'a, 'f> {
         self.b.ins().store(flags(), v, addr, 0);
     }
 
-    /// Stores a vector at `linear..linear + lanes`; pred masks as bytes 0/1.
-    fn store_vec(&mut self, elem: ElementType, val: Value, base: Value, linear: Value) {
+    /// Stores a vector at `linear + off..linear + off + lanes` (`off` in elements, an
+    /// immediate); pred masks as bytes 0/1.
+    fn store_vec(&mut self, elem: ElementType, val: Value, base: Value, linear: Value, off: i64) {
         let addr = self.address(base, linear, elem);
+        let disp = (off * elem.byte_size() as i64) as i32;
         if !elem.is_pred() {
-            self.b.ins().store(flags(), val, addr, 0);
+            self.b.ins().store(flags(), val, addr, disp);
             return;
         }
         if self.b.func.dfg.value_type(val).lane_bits() == 8 {
             let one = self.konst(ElementType::U8, Scalar::U(1));
             let bytes = self.b.ins().band(val, one);
-            self.b.ins().store(flags(), bytes, addr, 0);
+            self.b.ins().store(flags(), bytes, addr, disp);
             return;
         }
         for l in 0..self.lanes {
             let x = self.b.ins().extractlane(val, l as u8);
             let byte = if self.b.func.dfg.value_type(x) == types::I8 { x } else { self.b.ins().ireduce(types::I8, x) };
             let bit = self.b.ins().band_imm_s(byte, 1);
-            self.b.ins().store(flags(), bit, addr, l as i32);
+            self.b.ins().store(flags(), bit, addr, disp + l as i32);
         }
     }
 
@@ -882,19 +901,37 @@ impl<'a, 'f> Emit<'a, 'f> {
         }
     }
 
-    /// Elements `linear..linear + lanes` as a vector; pred bytes become masks.
-    fn load_vec(&mut self, elem: ElementType, base: Value, linear: Value) -> Value {
+    /// Elements `linear + off..linear + off + lanes` as a vector (`off` in elements, an
+    /// immediate); pred bytes become masks.
+    fn load_vec(&mut self, elem: ElementType, base: Value, linear: Value, off: i64) -> Value {
         let addr = self.address(base, linear, elem);
+        let disp = (off * elem.byte_size() as i64) as i32;
         let ty = self.ty(elem);
         if !elem.is_pred() {
-            return self.b.ins().load(ty, flags(), addr, 0);
+            return self.b.ins().load(ty, flags(), addr, disp);
         }
         if ty.lane_bits() == 8 {
-            let bytes = self.b.ins().load(ty, flags(), addr, 0);
+            let bytes = self.b.ins().load(ty, flags(), addr, disp);
             return self.b.ins().ineg(bytes);
         }
-        let lanes: Vec<Value> = (0..self.lanes).map(|l| self.b.ins().load(types::I8, flags(), addr, l as i32)).collect();
+        let lanes: Vec<Value> = (0..self.lanes).map(|l| self.b.ins().load(types::I8, flags(), addr, disp + l as i32)).collect();
         self.from_lanes(elem, &lanes)
+    }
+
+    /// Evaluates `index`, an index with stride 1 along the vector variable, at the
+    /// current unrolled step's first vector; returns it with the current vector's offset
+    /// from there (elements, 0 outside vector steps), for [`Emit::load_vec`] and
+    /// [`Emit::store_vec`].
+    fn vector_index(&mut self, index: &mut dyn FnMut(&mut Self) -> Value) -> (Value, i64) {
+        let Some((v, first, off)) = self.step_base.filter(|&(_, _, off)| off != 0 && self.lanes > 1) else {
+            return (index(self), 0);
+        };
+        let saved = (self.vars[v as usize], std::mem::take(&mut self.idx_memo));
+        self.vars[v as usize] = Some(first);
+        let i = index(self);
+        self.vars[v as usize] = saved.0;
+        self.idx_memo = saved.1;
+        (i, off)
     }
 
     /// A vector from one scalar register per lane (pred 0/1 become masks).
@@ -1076,8 +1113,8 @@ impl<'a, 'f> Emit<'a, 'f> {
                         self.splat(in_elem, s)
                     }
                     Lin::Affine(1) => {
-                        let l = self.index(linear);
-                        self.load_vec(in_elem, base, l)
+                        let (l, off) = self.vector_index(&mut |s| s.index(linear));
+                        self.load_vec(in_elem, base, l, off)
                     }
                     _ => {
                         let ls = self.lane_indices(linear);

@@ -1,266 +1,46 @@
-//! Native block versions of the f32 transcendentals, for kernels that strip-mine a
-//! compute-bound loop: the JIT writes a transcendental's arguments for a block of
-//! elements into a buffer, calls `hs_block_<op>_f32(ptr, n)` to apply the op in place,
-//! and goes on. Cranelift's x86-64 backend has 128-bit vectors only (4 f32 lanes); these
-//! functions are compiled by LLVM for AVX-512 (16 lanes) or AVX2 (8 lanes), so the
-//! transcendental part of such a kernel runs two to four times wider.
+//! The native block versions of the f32 transcendentals, as the CPU target sees them:
+//! `hloscope_approx::block` has the functions (`hs_block_<op>_f32(ptr, n)`, compiled
+//! by LLVM for AVX-512, AVX2 or the baseline, chosen at run time, bit for bit the JIT's
+//! inline code); this module maps the IR's [`UnaryOp`] onto them, for the emitter
+//! (which strip-mines a kernel's transcendentals into calls of them when
+//! [`native_lanes`] is wider than its own 4 lanes), the JIT's symbol table and the tests.
 //!
-//! The algorithms are those of [`super::math`], the same generic code over
-//! [`Lanes`](super::math::Lanes) instantiated with native `f32` lanes
-//! ([`Scalar`](super::math::Scalar)), and the results are bit for bit those of the JIT's
-//! own inline code (`tests/cpu_block_math.rs` checks every op at every level this machine
-//! has), as long as the fma choice is the JIT's: the AVX levels fuse (`fma` is part of
-//! their target features, and the JIT uses fma on such a CPU), the portable level does
-//! not on x86-64 (the JIT on an x86-64 without FMA) and does elsewhere (Cranelift always
-//! fuses on aarch64 and riscv64). An x86-64 with FMA but without AVX2 would get the
-//! portable level with the JIT fusing; [`native_lanes`] says 4 there, and the emitter
-//! calls these functions only when it says more.
-//!
-//! Each level is one generic loop per op, monomorphized inside a `#[target_feature]`
-//! function with all lane code `#[inline(always)]`, so LLVM vectorizes it for that
-//! level; the level is detected once ([`level`]). exp decides per chunk of
-//! [`EXP_CHUNK`] elements between its fast and its clamped form (a vectorizable test of
-//! the whole chunk: a branch per element would stop vectorization); the two give the
-//! same bits on the fast range, so the chunk's choice does not change any result, and
-//! neither does the JIT's choice per vector of 4. logistic uses the clamped form (its
-//! `exp` argument is `-|x|`, in the fast range exactly where the JIT's vector may take
-//! the fast path), erf the fast form (its argument is in `[-16, 0]` or NaN).
-//!
-//! The functions are `unsafe extern "C"` for the JIT (the pointer must be valid for `n`
-//! elements), take any `n` (`n <= 0` or a null pointer does nothing) and cannot panic:
-//! no indexing, wrapping integer arithmetic.
+//! They live in their own crate so that debug builds optimize, and vectorize, them as
+//! release builds do: the tests then check the code that ships.
 
-use super::math::{self, Scalar};
 use crate::ir::UnaryOp;
-use std::sync::OnceLock;
+use hloscope_approx::block::{self, BlockOp};
 
-/// The ops that have a block function.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum BlockOp {
-    Exp,
-    Expm1,
-    Log,
-    Log1p,
-    Tanh,
-    Logistic,
-    Erf,
-}
+pub use hloscope_approx::block::{level, native_lanes, Level, EXP_CHUNK};
 
-impl BlockOp {
-    fn of(op: UnaryOp) -> Option<BlockOp> {
-        Some(match op {
-            UnaryOp::Exp => BlockOp::Exp,
-            UnaryOp::Expm1 => BlockOp::Expm1,
-            UnaryOp::Log => BlockOp::Log,
-            UnaryOp::Log1p => BlockOp::Log1p,
-            UnaryOp::Tanh => BlockOp::Tanh,
-            UnaryOp::Logistic => BlockOp::Logistic,
-            UnaryOp::Erf => BlockOp::Erf,
-            _ => return None,
-        })
-    }
-}
-
-/// A code path of the block functions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Level {
-    /// AVX-512F (and DQ, AVX2, FMA): 16 lanes, fused multiply-adds.
-    Avx512,
-    /// AVX2 and FMA: 8 lanes, fused.
-    Avx2,
-    /// Whatever the target's baseline gives; fused except on x86-64.
-    Portable,
-}
-
-impl Level {
-    pub const ALL: [Level; 3] = [Level::Avx512, Level::Avx2, Level::Portable];
-
-    /// Whether this CPU can run this level.
-    pub fn available(self) -> bool {
-        match self {
-            Level::Portable => true,
-            #[cfg(target_arch = "x86_64")]
-            Level::Avx512 => {
-                std::arch::is_x86_feature_detected!("avx512f")
-                    && std::arch::is_x86_feature_detected!("avx512dq")
-                    && std::arch::is_x86_feature_detected!("avx2")
-                    && std::arch::is_x86_feature_detected!("fma")
-            }
-            #[cfg(target_arch = "x86_64")]
-            Level::Avx2 => std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma"),
-            #[cfg(not(target_arch = "x86_64"))]
-            Level::Avx512 | Level::Avx2 => false,
-        }
-    }
-
-    /// Whether this level's multiply-adds are fused.
-    pub fn fused(self) -> bool {
-        match self {
-            Level::Avx512 | Level::Avx2 => true,
-            Level::Portable => PORTABLE_FMA,
-        }
-    }
-}
-
-/// Whether the portable level fuses: as the JIT on a CPU of the baseline target (x86-64
-/// without FMA; aarch64 and riscv64 always have it).
-const PORTABLE_FMA: bool = !cfg!(target_arch = "x86_64");
-
-/// The best level of this CPU, detected once.
-pub fn level() -> Level {
-    static LEVEL: OnceLock<Level> = OnceLock::new();
-    *LEVEL.get_or_init(|| Level::ALL.into_iter().find(|l| l.available()).unwrap_or(Level::Portable))
-}
-
-/// The f32 lanes the block functions run per instruction on this CPU: 16 with AVX-512F,
-/// 8 with AVX2 and FMA, else 4 (the JIT's own width, so block calls would gain nothing).
-pub fn native_lanes() -> u32 {
-    match level() {
-        Level::Avx512 => 16,
-        Level::Avx2 => 8,
-        Level::Portable => 4,
-    }
+/// The block op of `op`, if it has one.
+fn block_op(op: UnaryOp) -> Option<BlockOp> {
+    Some(match op {
+        UnaryOp::Exp => BlockOp::Exp,
+        UnaryOp::Expm1 => BlockOp::Expm1,
+        UnaryOp::Log => BlockOp::Log,
+        UnaryOp::Log1p => BlockOp::Log1p,
+        UnaryOp::Tanh => BlockOp::Tanh,
+        UnaryOp::Logistic => BlockOp::Logistic,
+        UnaryOp::Erf => BlockOp::Erf,
+        _ => return None,
+    })
 }
 
 /// The block function's symbol for `op`, if it has one.
 pub fn block_symbol(op: UnaryOp) -> Option<&'static str> {
-    let op = BlockOp::of(op)?;
-    SYMBOLS.iter().find(|s| s.0 == op).map(|s| s.1)
+    block_op(op).map(BlockOp::symbol)
 }
 
 /// Every block function: symbol and address (for the JIT's symbol table).
 pub fn block_symbols() -> Vec<(&'static str, *const u8)> {
-    SYMBOLS.iter().map(|&(_, name, f)| (name, f as *const u8)).collect()
+    block::symbols()
 }
-
-type BlockFn = unsafe extern "C" fn(*mut f32, i64);
-
-const SYMBOLS: [(BlockOp, &str, BlockFn); 7] = [
-    (BlockOp::Exp, "hs_block_exp_f32", hs_block_exp_f32),
-    (BlockOp::Expm1, "hs_block_expm1_f32", hs_block_expm1_f32),
-    (BlockOp::Log, "hs_block_log_f32", hs_block_log_f32),
-    (BlockOp::Log1p, "hs_block_log1p_f32", hs_block_log1p_f32),
-    (BlockOp::Tanh, "hs_block_tanh_f32", hs_block_tanh_f32),
-    (BlockOp::Logistic, "hs_block_logistic_f32", hs_block_logistic_f32),
-    (BlockOp::Erf, "hs_block_erf_f32", hs_block_erf_f32),
-];
-
-/// Applies `op` in place to `ptr[0..n]` at the detected level.
-///
-/// # Safety
-/// `ptr` must be valid for reads and writes of `n` f32 when `n > 0`.
-unsafe fn block(op: BlockOp, ptr: *mut f32, n: i64) {
-    if n <= 0 || ptr.is_null() {
-        return;
-    }
-    // SAFETY: the caller's contract.
-    let xs = unsafe { std::slice::from_raw_parts_mut(ptr, n as usize) };
-    // SAFETY: `level()` only returns a level this CPU has.
-    unsafe { run_level(level(), op, xs) }
-}
-
-macro_rules! block_fns {
-    ($($name:ident => $op:ident),* $(,)?) => {$(
-        #[doc = concat!("Applies `", stringify!($op), "` in place to `ptr[0..n]` (nothing when `n <= 0`).")]
-        ///
-        /// # Safety
-        /// `ptr` must be valid for reads and writes of `n` f32 when `n > 0`.
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(ptr: *mut f32, n: i64) {
-            // SAFETY: the caller's contract (the JIT passes its own stack buffer).
-            unsafe { block(BlockOp::$op, ptr, n) }
-        }
-    )*};
-}
-
-block_fns!(
-    hs_block_exp_f32 => Exp,
-    hs_block_expm1_f32 => Expm1,
-    hs_block_log_f32 => Log,
-    hs_block_log1p_f32 => Log1p,
-    hs_block_tanh_f32 => Tanh,
-    hs_block_logistic_f32 => Logistic,
-    hs_block_erf_f32 => Erf,
-);
 
 /// Applies `op` (one of the block ops) in place at `level`; an error when `op` has no
 /// block function or this CPU lacks `level`. For tests and benchmarks.
 #[doc(hidden)]
 pub fn apply(op: UnaryOp, level: Level, xs: &mut [f32]) -> Result<(), String> {
-    let op = BlockOp::of(op).ok_or_else(|| format!("{op:?} has no block function"))?;
-    if !level.available() {
-        return Err(format!("this CPU lacks the {level:?} level"));
-    }
-    // SAFETY: checked just above.
-    unsafe { run_level(level, op, xs) };
-    Ok(())
-}
-
-/// # Safety
-/// The CPU must have `level` ([`Level::available`]).
-unsafe fn run_level(level: Level, op: BlockOp, xs: &mut [f32]) {
-    match level {
-        // SAFETY: the caller's contract.
-        #[cfg(target_arch = "x86_64")]
-        Level::Avx512 => unsafe { x86::avx512(op, xs) },
-        // SAFETY: the caller's contract.
-        #[cfg(target_arch = "x86_64")]
-        Level::Avx2 => unsafe { x86::avx2(op, xs) },
-        #[cfg(not(target_arch = "x86_64"))]
-        Level::Avx512 | Level::Avx2 => run::<PORTABLE_FMA>(op, xs),
-        Level::Portable => run::<PORTABLE_FMA>(op, xs),
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-mod x86 {
-    use super::{run, BlockOp};
-
-    #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
-    pub(super) fn avx512(op: BlockOp, xs: &mut [f32]) {
-        run::<true>(op, xs)
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) fn avx2(op: BlockOp, xs: &mut [f32]) {
-        run::<true>(op, xs)
-    }
-}
-
-/// exp's chunk: the fast/clamped test runs once per this many elements (a multiple of
-/// 16; a rare value costs its chunk the clamped form, a few percent slower; 256 measured
-/// 6% faster than 64 with AVX-512, the loop's setup spread over more elements).
-pub const EXP_CHUNK: usize = 256;
-
-/// The loops, inlined into each level's function so that they vectorize for it.
-#[inline(always)]
-fn run<const FMA: bool>(op: BlockOp, xs: &mut [f32]) {
-    let l = &mut Scalar::<FMA>;
-    match op {
-        BlockOp::Exp => {
-            let limit = math::exp_fast_limit(FMA);
-            for chunk in xs.chunks_mut(EXP_CHUNK) {
-                // `>` as the JIT's test: NaN is not rare (both forms give NaN).
-                let rare = chunk.iter().fold(false, |r, &x| r | (x.abs() > limit));
-                if rare {
-                    each(chunk, |x| math::exp_clamped(l, x));
-                } else {
-                    each(chunk, |x| math::exp_fast(l, x));
-                }
-            }
-        }
-        BlockOp::Expm1 => each(xs, |x| math::expm1(l, x)),
-        BlockOp::Log => each(xs, |x| math::log(l, x)),
-        BlockOp::Log1p => each(xs, |x| math::log1p(l, x)),
-        BlockOp::Tanh => each(xs, |x| math::tanh(l, x)),
-        BlockOp::Logistic => each(xs, |x| math::logistic(l, x, math::exp_clamped)),
-        BlockOp::Erf => each(xs, |x| math::erf(l, x, math::exp_fast)),
-    }
-}
-
-#[inline(always)]
-fn each(xs: &mut [f32], mut f: impl FnMut(f32) -> f32) {
-    for x in xs {
-        *x = f(*x);
-    }
+    let op = block_op(op).ok_or_else(|| format!("{op:?} has no block function"))?;
+    block::apply(op, level, xs)
 }

@@ -1,0 +1,265 @@
+//! Native block versions of the f32 transcendentals, for kernels that strip-mine a
+//! compute-bound loop: the CPU target's JIT writes a transcendental's arguments for a
+//! block of elements into a buffer, calls `hs_block_<op>_f32(ptr, n)` to apply the op in
+//! place, and goes on. Cranelift's x86-64 backend has 128-bit vectors only (4 f32
+//! lanes); these functions are compiled by LLVM for AVX-512 (16 lanes) or AVX2 (8
+//! lanes), so the transcendental part of such a kernel runs two to four times wider.
+//!
+//! The algorithms are those of [`crate::algorithms`] instantiated with native `f32`
+//! lanes ([`Scalar`]), and the results are bit for bit those of the JIT's own inline
+//! code (`compiler-core/tests/cpu_block_math.rs` checks every op at every level the
+//! machine has), as long as the fma choice is the JIT's: the AVX levels fuse (`fma` is
+//! part of their target features, and the JIT uses fma on such a CPU), the portable
+//! level does not on x86-64 (the JIT on an x86-64 without FMA) and does elsewhere
+//! (Cranelift always fuses on aarch64 and riscv64). An x86-64 with FMA but without AVX2
+//! would get the portable level with the JIT fusing; [`native_lanes`] says 4 there, and
+//! the JIT calls these functions only when it says more.
+//!
+//! Each level is one generic loop per op, monomorphized inside a `#[target_feature]`
+//! function with all lane code `#[inline(always)]`, so LLVM vectorizes it for that
+//! level (from opt-level 2: hence this crate's opt-level 3 in the dev profile too); the
+//! level is detected once ([`level`]). exp decides per chunk of [`EXP_CHUNK`] elements
+//! between its fast and its clamped form (a vectorizable test of the whole chunk: a
+//! branch per element would stop vectorization); the two give the same bits on the
+//! fast range, so the chunk's choice does not change any result, and neither does the
+//! JIT's choice per vector of 4. logistic uses the clamped form (its `exp` argument is
+//! `-|x|`, in the fast range exactly where the JIT's vector may take the fast path),
+//! erf the fast form (its argument is in `[-16, 0]` or NaN).
+//!
+//! The functions are `unsafe extern "C"` for the JIT (the pointer must be valid for `n`
+//! elements), take any `n` (`n <= 0` or a null pointer does nothing) and cannot panic:
+//! no indexing, wrapping integer arithmetic.
+
+use crate::algorithms as a;
+use crate::lanes::Scalar;
+use std::sync::OnceLock;
+
+/// The ops that have a block function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BlockOp {
+    Exp,
+    Expm1,
+    Log,
+    Log1p,
+    Tanh,
+    Logistic,
+    Erf,
+}
+
+/// A block function: applies its op in place to `ptr[0..n]`.
+pub type BlockFn = unsafe extern "C" fn(ptr: *mut f32, n: i64);
+
+impl BlockOp {
+    pub const ALL: [BlockOp; 7] =
+        [BlockOp::Exp, BlockOp::Expm1, BlockOp::Log, BlockOp::Log1p, BlockOp::Tanh, BlockOp::Logistic, BlockOp::Erf];
+
+    /// The exported symbol of this op's block function (`hs_block_<op>_f32`).
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BlockOp::Exp => "hs_block_exp_f32",
+            BlockOp::Expm1 => "hs_block_expm1_f32",
+            BlockOp::Log => "hs_block_log_f32",
+            BlockOp::Log1p => "hs_block_log1p_f32",
+            BlockOp::Tanh => "hs_block_tanh_f32",
+            BlockOp::Logistic => "hs_block_logistic_f32",
+            BlockOp::Erf => "hs_block_erf_f32",
+        }
+    }
+
+    /// This op's block function.
+    pub fn function(self) -> BlockFn {
+        match self {
+            BlockOp::Exp => hs_block_exp_f32,
+            BlockOp::Expm1 => hs_block_expm1_f32,
+            BlockOp::Log => hs_block_log_f32,
+            BlockOp::Log1p => hs_block_log1p_f32,
+            BlockOp::Tanh => hs_block_tanh_f32,
+            BlockOp::Logistic => hs_block_logistic_f32,
+            BlockOp::Erf => hs_block_erf_f32,
+        }
+    }
+}
+
+/// Every block function: symbol and address (for the JIT's symbol table).
+pub fn symbols() -> Vec<(&'static str, *const u8)> {
+    BlockOp::ALL.iter().map(|op| (op.symbol(), op.function() as *const u8)).collect()
+}
+
+/// A code path of the block functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    /// AVX-512F (and DQ, AVX2, FMA): 16 lanes, fused multiply-adds.
+    Avx512,
+    /// AVX2 and FMA: 8 lanes, fused.
+    Avx2,
+    /// Whatever the target's baseline gives; fused except on x86-64.
+    Portable,
+}
+
+impl Level {
+    pub const ALL: [Level; 3] = [Level::Avx512, Level::Avx2, Level::Portable];
+
+    /// Whether this CPU can run this level.
+    pub fn available(self) -> bool {
+        match self {
+            Level::Portable => true,
+            #[cfg(target_arch = "x86_64")]
+            Level::Avx512 => {
+                std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512dq")
+                    && std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Level::Avx2 => std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma"),
+            #[cfg(not(target_arch = "x86_64"))]
+            Level::Avx512 | Level::Avx2 => false,
+        }
+    }
+
+    /// Whether this level's multiply-adds are fused.
+    pub fn fused(self) -> bool {
+        match self {
+            Level::Avx512 | Level::Avx2 => true,
+            Level::Portable => PORTABLE_FMA,
+        }
+    }
+}
+
+/// Whether the portable level fuses: as the JIT on a CPU of the baseline target (x86-64
+/// without FMA; aarch64 and riscv64 always have it).
+const PORTABLE_FMA: bool = !cfg!(target_arch = "x86_64");
+
+/// The best level of this CPU, detected once.
+pub fn level() -> Level {
+    static LEVEL: OnceLock<Level> = OnceLock::new();
+    *LEVEL.get_or_init(|| Level::ALL.into_iter().find(|l| l.available()).unwrap_or(Level::Portable))
+}
+
+/// The f32 lanes the block functions run per instruction on this CPU: 16 with AVX-512F,
+/// 8 with AVX2 and FMA, else 4 (the JIT's own width, so block calls would gain nothing).
+pub fn native_lanes() -> u32 {
+    match level() {
+        Level::Avx512 => 16,
+        Level::Avx2 => 8,
+        Level::Portable => 4,
+    }
+}
+
+/// Applies `op` in place to `ptr[0..n]` at the detected level.
+///
+/// # Safety
+/// `ptr` must be valid for reads and writes of `n` f32 when `n > 0`.
+unsafe fn block(op: BlockOp, ptr: *mut f32, n: i64) {
+    if n <= 0 || ptr.is_null() {
+        return;
+    }
+    // SAFETY: the caller's contract.
+    let xs = unsafe { std::slice::from_raw_parts_mut(ptr, n as usize) };
+    // SAFETY: `level()` only returns a level this CPU has.
+    unsafe { run_level(level(), op, xs) }
+}
+
+macro_rules! block_fns {
+    ($($name:ident => $op:ident),* $(,)?) => {$(
+        #[doc = concat!("Applies `", stringify!($op), "` in place to `ptr[0..n]` (nothing when `n <= 0`).")]
+        ///
+        /// # Safety
+        /// `ptr` must be valid for reads and writes of `n` f32 when `n > 0`.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(ptr: *mut f32, n: i64) {
+            // SAFETY: the caller's contract (the JIT passes its own stack buffer).
+            unsafe { block(BlockOp::$op, ptr, n) }
+        }
+    )*};
+}
+
+block_fns!(
+    hs_block_exp_f32 => Exp,
+    hs_block_expm1_f32 => Expm1,
+    hs_block_log_f32 => Log,
+    hs_block_log1p_f32 => Log1p,
+    hs_block_tanh_f32 => Tanh,
+    hs_block_logistic_f32 => Logistic,
+    hs_block_erf_f32 => Erf,
+);
+
+/// Applies `op` in place at `level`; an error when this CPU lacks `level`. For tests
+/// and benchmarks (the JIT calls the `hs_block_*_f32` functions, at [`level`]).
+pub fn apply(op: BlockOp, level: Level, xs: &mut [f32]) -> Result<(), String> {
+    if !level.available() {
+        return Err(format!("this CPU lacks the {level:?} level"));
+    }
+    // SAFETY: checked just above.
+    unsafe { run_level(level, op, xs) };
+    Ok(())
+}
+
+/// # Safety
+/// The CPU must have `level` ([`Level::available`]).
+unsafe fn run_level(level: Level, op: BlockOp, xs: &mut [f32]) {
+    match level {
+        // SAFETY: the caller's contract.
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => unsafe { x86::avx512(op, xs) },
+        // SAFETY: the caller's contract.
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 => unsafe { x86::avx2(op, xs) },
+        #[cfg(not(target_arch = "x86_64"))]
+        Level::Avx512 | Level::Avx2 => run::<PORTABLE_FMA>(op, xs),
+        Level::Portable => run::<PORTABLE_FMA>(op, xs),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::{run, BlockOp};
+
+    #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+    pub(super) fn avx512(op: BlockOp, xs: &mut [f32]) {
+        run::<true>(op, xs)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn avx2(op: BlockOp, xs: &mut [f32]) {
+        run::<true>(op, xs)
+    }
+}
+
+/// exp's chunk: the fast/clamped test runs once per this many elements (a multiple of
+/// 16; a rare value costs its chunk the clamped form, a few percent slower; 256 measured
+/// 6% faster than 64 with AVX-512, the loop's setup spread over more elements).
+pub const EXP_CHUNK: usize = 256;
+
+/// The loops, inlined into each level's function so that they vectorize for it.
+#[inline(always)]
+fn run<const FMA: bool>(op: BlockOp, xs: &mut [f32]) {
+    let l = &mut Scalar::<FMA>;
+    match op {
+        BlockOp::Exp => {
+            let limit = a::exp_fast_limit(FMA);
+            for chunk in xs.chunks_mut(EXP_CHUNK) {
+                // `>` as the JIT's test: NaN is not rare (both forms give NaN).
+                let rare = chunk.iter().fold(false, |r, &x| r | (x.abs() > limit));
+                if rare {
+                    each(chunk, |x| a::exp_clamped(l, x));
+                } else {
+                    each(chunk, |x| a::exp_fast(l, x));
+                }
+            }
+        }
+        BlockOp::Expm1 => each(xs, |x| a::expm1(l, x)),
+        BlockOp::Log => each(xs, |x| a::log(l, x)),
+        BlockOp::Log1p => each(xs, |x| a::log1p(l, x)),
+        BlockOp::Tanh => each(xs, |x| a::tanh(l, x)),
+        BlockOp::Logistic => each(xs, |x| a::logistic(l, x, a::exp_clamped)),
+        BlockOp::Erf => each(xs, |x| a::erf(l, x, a::exp_fast)),
+    }
+}
+
+#[inline(always)]
+fn each(xs: &mut [f32], mut f: impl FnMut(f32) -> f32) {
+    for x in xs {
+        *x = f(*x);
+    }
+}

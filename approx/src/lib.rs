@@ -1,0 +1,26 @@
+//! hloscope's f32 transcendental approximations (exp, expm1, log, log1p, tanh, logistic,
+//! erf), written once and shared by every backend that computes them.
+//!
+//! - [`lanes`]: the lane primitives ([`Lanes`]) the approximations are written in, one
+//!   IEEE or exact bit operation each, and native `f32` lanes ([`Scalar`]).
+//! - [`algorithms`]: the approximations themselves, generic over [`Lanes`]. The CPU
+//!   target's JIT emitter (`hloscope-core`, `targets/cpu/math.rs`) instantiates them as
+//!   Cranelift instructions; the WGSL and CUDA emitters are to do the same.
+//! - [`block`]: native block functions (`hs_block_<op>_f32`) that apply one op to a
+//!   buffer, compiled by LLVM for AVX-512, AVX2 or the baseline and chosen at run time;
+//!   the JIT's strip-mined kernels call them. They give the JIT's own bits.
+//!
+//! Why a crate of its own: the block functions are only fast, and only tested as they
+//! ship, when LLVM vectorizes them, which it does from opt-level 2. The workspace's dev
+//! profile builds its own crates at opt-level 1; this small crate gets opt-level 3 there
+//! too (root `Cargo.toml`), so the bit-identity tests of the CPU target
+//! (`compiler-core/tests/cpu_block_math.rs`, `cpu_strip_mining.rs`) run in debug builds
+//! the same vectorized code as release. It has no dependencies, and `hloscope-core`
+//! pulls it in only with its `cpu` feature.
+
+pub mod algorithms;
+pub mod block;
+pub mod lanes;
+
+pub use block::{BlockOp, Level};
+pub use lanes::{Cmp, Lanes, Scalar};

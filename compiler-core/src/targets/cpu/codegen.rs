@@ -328,7 +328,6 @@ fn emit_as<M: Module>(
         let mut em = Emit {
             blocks,
             stage: None,
-            block_bases: Vec::new(),
             step_base: None,
             b,
             e,
@@ -374,16 +373,14 @@ struct Emit<'a, 'f> {
     /// Strip-mining: the transcendentals native block functions evaluate (empty: the
     /// loops are not strip-mined).
     blocks: Vec<Block>,
-    /// Inside a strip-mined block: the stage being emitted.
-    stage: Option<u32>,
+    /// Inside a strip-mined block: the stage being emitted, and the position in the
+    /// block (i64) of the current unrolled step's first vector.
+    stage: Option<(u32, Value)>,
     /// In an unrolled vector step: the vector variable, its value at the step's first
     /// vector, and the current vector's distance from it in elements. Contiguous loads and
     /// stores address the first vector's index plus an immediate offset, so the index
     /// arithmetic is shared by the step's vectors.
     step_base: Option<(u32, Value, i64)>,
-    /// Inside a strip-mined block: per blocked op, its buffer's address minus the block's
-    /// start (in bytes), so that the vector variable indexes it.
-    block_bases: Vec<Value>,
     e: &'a Elemental,
     bases: Vec<Value>,
     n_inputs: usize,
@@ -718,22 +715,21 @@ impl<'a, 'f> Emit<'a, 'f> {
         let full = self.b.ins().iadd_imm_s(start, BLOCK);
         let end = self.b.ins().smin(full, vec_end);
         let n = self.b.ins().isub(end, start);
-        // Buffer bases moved back by the block's start, so the vector variable indexes
-        // them directly.
-        let shift = self.b.ins().imul_imm_s(start, 4);
-        self.block_bases = (0..self.blocks.len()).map(|k| self.b.ins().isub(self.blocks[k].addr, shift)).collect();
         for stage in 0..=last {
             if stage == last {
                 self.reload_vector_accumulators(&parked);
             }
-            self.counted_loop(start, end, step, &mut |s, i| {
+            // The loop counts the position in the block (which indexes the buffers);
+            // the vector variable is the block's start plus that.
+            self.counted_loop(zero, n, step, &mut |s, pos| {
+                let first = s.b.ins().iadd(start, pos);
                 for j in 0..vp.unroll {
                     s.lanes = vp.lanes;
                     s.step = j;
-                    let at = if j == 0 { i } else { s.b.ins().iadd_imm_s(i, (j * vp.lanes) as i64) };
+                    let at = if j == 0 { first } else { s.b.ins().iadd_imm_s(first, (j * vp.lanes) as i64) };
                     s.vars[v as usize] = Some(at);
-                    s.step_base = Some((v, i, (j * vp.lanes) as i64));
-                    s.stage = Some(stage);
+                    s.step_base = Some((v, first, (j * vp.lanes) as i64));
+                    s.stage = Some((stage, pos));
                     if stage == last {
                         body(s);
                         continue;
@@ -742,9 +738,8 @@ impl<'a, 'f> Emit<'a, 'f> {
                     for k in 0..s.blocks.len() {
                         if s.blocks[k].op.level == stage + 1 {
                             let x = s.value(s.blocks[k].op.arg);
-                            let base = s.block_bases[k];
-                            let (first, off) = s.vector_index(&mut |s| s.vars[v as usize].expect("the vector variable"));
-                            s.store_vec(ElementType::F32, x, base, first, off);
+                            let addr = s.blocks[k].addr;
+                            s.store_vec(ElementType::F32, x, addr, pos, (j * vp.lanes) as i64);
                         }
                     }
                 }
@@ -813,12 +808,11 @@ impl<'a, 'f> Emit<'a, 'f> {
 
     /// A blocked op's result at the current position, in the stages after its call.
     fn block_result(&mut self, x: ExprId) -> Option<Value> {
-        let stage = self.stage?;
-        let k = self.blocks.iter().position(|b| b.op.expr == x && b.op.level <= stage)?;
-        let base = self.block_bases[k];
-        let v = self.vp.as_ref().expect("a vector plan").var as usize;
-        let (first, off) = self.vector_index(&mut |s| s.vars[v].expect("the vector variable"));
-        Some(self.load_vec(ElementType::F32, base, first, off))
+        let (stage, pos) = self.stage?;
+        let addr = self.blocks.iter().find(|b| b.op.expr == x && b.op.level <= stage)?.addr;
+        // The current vector's distance from the step's first, whose position is `pos`.
+        let off = self.step_base.map_or(0, |(_, _, off)| off);
+        Some(self.load_vec(ElementType::F32, addr, pos, off))
     }
 
     /// Stores output `o` at the row-major position of variables `vars` (in a vector

@@ -664,11 +664,7 @@ impl<'a, 'f> Emit<'a, 'f> {
         let lo = if self.blocks.is_empty() { lo } else { self.strip_mined(v, lo, hi, body) };
         let rest = self.counted_loop(lo, hi, (vp.lanes * vp.unroll) as i64, &mut |s, i| {
             for j in 0..vp.unroll {
-                s.lanes = vp.lanes;
-                s.step = j;
-                let at = if j == 0 { i } else { s.b.ins().iadd_imm_s(i, (j * vp.lanes) as i64) };
-                s.vars[v as usize] = Some(at);
-                s.step_base = Some((v, i, (j * vp.lanes) as i64));
+                s.enter_vector(v, i, j);
                 body(s);
             }
         });
@@ -679,6 +675,17 @@ impl<'a, 'f> Emit<'a, 'f> {
             s.vars[v as usize] = Some(i);
             body(s);
         });
+    }
+
+    /// Enters vector `j` of the unrolled step whose first vector is at `first` of the
+    /// vector variable `v`.
+    fn enter_vector(&mut self, v: u32, first: Value, j: u32) {
+        let lanes = self.vp.as_ref().expect("a vector plan").lanes;
+        self.lanes = lanes;
+        self.step = j;
+        let at = if j == 0 { first } else { self.b.ins().iadd_imm_s(first, (j * lanes) as i64) };
+        self.vars[v as usize] = Some(at);
+        self.step_base = Some((v, first, (j * lanes) as i64));
     }
 
     /// Runs the whole vector steps of variable `v` from `lo` in blocks of at most
@@ -724,11 +731,7 @@ impl<'a, 'f> Emit<'a, 'f> {
             self.counted_loop(zero, n, step, &mut |s, pos| {
                 let first = s.b.ins().iadd(start, pos);
                 for j in 0..vp.unroll {
-                    s.lanes = vp.lanes;
-                    s.step = j;
-                    let at = if j == 0 { first } else { s.b.ins().iadd_imm_s(first, (j * vp.lanes) as i64) };
-                    s.vars[v as usize] = Some(at);
-                    s.step_base = Some((v, first, (j * vp.lanes) as i64));
+                    s.enter_vector(v, first, j);
                     s.stage = Some((stage, pos));
                     if stage == last {
                         body(s);

@@ -169,6 +169,34 @@ fn strip_mined_softmax_rows_give_the_inline_bits() {
 }
 
 #[test]
+fn at_most_sixteen_ops_per_kernel_are_blocked() {
+    let _guard = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
+    // 24 exponentials of different arguments summed in one loop kernel: 16 take block
+    // buffers (2 KiB of stack each), the other 8 stay inline; same bits either way.
+    let n = 1000;
+    let mut body = String::new();
+    let mut sum = "x".to_string();
+    for i in 0..24 {
+        body += &format!("  k{i} = f32[] constant({})\n  b{i} = f32[{n}] broadcast(k{i}), dimensions={{}}\n", i as f32 / 8.0);
+        body += &format!("  a{i} = f32[{n}] subtract(x, b{i})\n  e{i} = f32[{n}] exponential(a{i})\n");
+        body += &format!("  s{i} = f32[{n}] add({sum}, e{i})\n");
+        sum = format!("s{i}");
+    }
+    let hlo = format!("HloModule many\nENTRY e {{\n  x = f32[{n}] parameter(0)\n{body}  ROOT r = f32[{n}] negate({sum})\n}}");
+    let module = hloscope_core::parse::parse_module(&hlo).unwrap();
+    let args = vec![Value::Array(random(&[n], 9, -3.0, 3.0))];
+    let (inline, _) = compile(&module, false);
+    let (blocked, mined) = compile(&module, true);
+    assert_eq!(mined, wide());
+    if wide() {
+        let clif = blocked.clif(0).unwrap();
+        let note = clif.lines().find(|l| l.starts_with("; strip-mined")).unwrap();
+        assert_eq!(note.matches("hs_block_exp_f32").count(), 16, "{note}");
+    }
+    assert!(bits(&inline.run(&args).unwrap()) == bits(&blocked.run(&args).unwrap()));
+}
+
+#[test]
 fn strip_mined_kernels_survive_an_artifact_and_stay_out_of_objects() {
     let _guard = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
     let n = 3000;

@@ -140,6 +140,11 @@ pub(super) fn block_signature<M: Module>(m: &M) -> Signature {
 /// one call per block costs little next to the block's work.
 const BLOCK: i64 = 512;
 
+/// At most this many blocked ops per kernel (each takes a stack buffer of [`BLOCK`]
+/// floats, 2 KiB): the rest are computed inline, so a huge fusion cannot exhaust a
+/// thread's stack.
+const MAX_BLOCKED_OPS: usize = 16;
+
 /// The shortest vector loop worth strip-mining: below, a call per block costs about as
 /// much as the wider vectors save.
 const MIN_STRIP: i64 = 128;
@@ -199,7 +204,7 @@ fn blocked_ops(e: &Elemental, vp: &VecPlan) -> Vec<BlockedOp> {
         let mut l = x.node.operands().iter().map(|a| level[a.0 as usize]).max().unwrap_or(0);
         if let Node::Unary(op, a) = x.node {
             let symbol = block_math::block_symbol(op).filter(|_| x.elem == ElementType::F32 && e.expr(a).elem == ElementType::F32);
-            if let (Some(symbol), true) = (symbol, reached[i]) {
+            if let (Some(symbol), true) = (symbol, reached[i] && ops.len() < MAX_BLOCKED_OPS) {
                 l += 1;
                 ops.push(BlockedOp { expr: ExprId(i as u32), arg: a, symbol, level: l });
             }

@@ -25,7 +25,8 @@
 //!
 //! `--json` prints one line: `{"target", "compile_s", "run_median_s", "run_min_s",
 //! "iters", "arena_bytes", "buffer_bytes", "kernels": [{"name", "time_s", "bytes",
-//! "flops", "calls"}]}`; otherwise a table. `--out-dir` writes the last run's results as .npy
+//! "flops", "calls", "code"}]}` (`code`: how the kernels run, e.g. `simd 4x4 + native
+//! exp`, `scalar`, `gemm`, `interpreter`); otherwise a table. `--out-dir` writes the last run's results as .npy
 //! (what `cargo xtask bench` compares with XLA's).
 
 use crate::inputs;
@@ -50,7 +51,7 @@ const TARGET_TOTAL_S: f64 = 1.5;
 #[derive(Args, Debug)]
 #[command(after_help = "\
 JSON (--json): one line {\"target\", \"compile_s\", \"run_median_s\", \"run_min_s\", \"iters\", \
-\"arena_bytes\", \"buffer_bytes\", \"kernels\": [{\"name\", \"time_s\", \"bytes\", \"flops\", \"calls\"}]}; \
+\"arena_bytes\", \"buffer_bytes\", \"kernels\": [{\"name\", \"time_s\", \"bytes\", \"flops\", \"calls\", \"code\"}]}; \
 a kernel's time is its median over the timed runs (summed over its calls in a run: kernels \
 inside while bodies and branches are rows named like while.3/body/fusion.7); bytes and \
 FLOPs come from the cost model.
@@ -121,6 +122,9 @@ struct Row {
     calls: u64,
     /// Whether it runs inside a while loop or a conditional.
     nested: bool,
+    /// How its kernels' code runs (`simd 4x4 + native exp`, `gemm`, ...; see
+    /// `KernelInfo::code`), distinct values joined by `, `.
+    code: String,
 }
 
 /// One kernel inside control flow, as one run saw it.
@@ -133,6 +137,7 @@ struct NestedKernel {
     /// Time summed over its calls.
     time_s: f64,
     calls: u64,
+    code: String,
 }
 
 /// What one run times: per top-level kernel, and per kernel inside control flow (keyed
@@ -239,6 +244,7 @@ impl Runner {
                                     source: k.source,
                                     time_s: 0.0,
                                     calls: 0,
+                                    code: k.code.to_string(),
                                 });
                                 times.nested_at.insert(key, at);
                                 at
@@ -360,7 +366,7 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
         Runner::Interp(_) => (Vec::new(), 0, 0),
         Runner::Cpu { exe, optimized, .. } => {
             let arena = exe.arena_assignment();
-            (rows(optimized, exe.plan(), &per_kernel, &nested_runs), arena.arena_bytes, arena.buffer_bytes)
+            (rows(optimized, exe, &per_kernel, &nested_runs), arena.arena_bytes, arena.buffer_bytes)
         }
     };
     let report = Report {
@@ -387,12 +393,8 @@ fn target_name(t: Target) -> &'static str {
 /// time of its kernels, and the cost model's bytes and FLOPs for it; after a while
 /// loop's or conditional's row, the rows of the instructions run inside it
 /// ([`nested_rows`]).
-fn rows(
-    module: &Module,
-    plan: &hloscope_core::kernel::KernelPlan,
-    per_kernel: &[Vec<f64>],
-    nested_runs: &[Vec<NestedKernel>],
-) -> Vec<Row> {
+fn rows(module: &Module, exe: &CpuExecutable, per_kernel: &[Vec<f64>], nested_runs: &[Vec<NestedKernel>]) -> Vec<Row> {
+    let plan = exe.plan();
     let comp = module.comp(plan.comp);
     let profile = cost::profiles::GENERIC_CPU;
     let mut order: Vec<InstId> = Vec::new();
@@ -421,7 +423,8 @@ fn rows(
                     .fold((0, 0), |(b, f), c| (b + c.bytes_moved, f + c.flops)),
                 _ => cost::instruction_cost(module, comp, src, &profile).map_or((0, 0), |c| (c.bytes(), c.flops)),
             };
-            Row { name: inst.name.clone(), time_s: median(&mut sums), bytes, flops, calls: 1, nested: false }
+            let code = join_distinct(ks.iter().map(|&k| exe.code_summary(k)));
+            Row { name: inst.name.clone(), time_s: median(&mut sums), bytes, flops, calls: 1, nested: false, code }
         })
         .collect::<Vec<Row>>();
     let mut nested = nested_rows(module, nested_runs);
@@ -460,12 +463,16 @@ fn nested_rows(module: &Module, runs: &[Vec<NestedKernel>]) -> Vec<Row> {
                     flops: 0,
                     calls: 0,
                     nested: true,
+                    code: String::new(),
                 });
                 per_run.push(vec![0.0; runs.len()]);
                 origin.push((k.comp, k.source));
                 rows.len() - 1
             });
             per_run[i][r] += k.time_s;
+            if !rows[i].code.split(", ").any(|c| c == k.code) {
+                rows[i].code = join_distinct([rows[i].code.as_str(), k.code.as_str()].into_iter());
+            }
             // The kernels of one instruction (a dot and its epilogue) run together.
             let c = calls_now.entry(i).or_insert(0);
             *c = (*c).max(k.calls);
@@ -483,6 +490,17 @@ fn nested_rows(module: &Module, runs: &[Vec<NestedKernel>]) -> Vec<Row> {
         row.time_s = median(times);
     }
     rows
+}
+
+/// The distinct non-empty strings of `parts`, in order, joined by `, `.
+fn join_distinct<'a>(parts: impl Iterator<Item = &'a str>) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for p in parts.flat_map(|p| p.split(", ")) {
+        if !p.is_empty() && !seen.contains(&p) {
+            seen.push(p);
+        }
+    }
+    seen.join(", ")
 }
 
 fn median(xs: &mut [f64]) -> f64 {
@@ -529,12 +547,13 @@ fn json(r: &Report) -> String {
         .iter()
         .map(|k| {
             format!(
-                "{{\"name\":{},\"time_s\":{},\"bytes\":{},\"flops\":{},\"calls\":{}}}",
+                "{{\"name\":{},\"time_s\":{},\"bytes\":{},\"flops\":{},\"calls\":{},\"code\":{}}}",
                 quote(&k.name),
                 num(k.time_s),
                 k.bytes,
                 k.flops,
-                k.calls
+                k.calls,
+                quote(&k.code)
             )
         })
         .collect();
@@ -579,7 +598,7 @@ fn table(r: &Report) -> String {
     }
     // Nested rows are already inside their loop's row.
     let total: f64 = r.rows.iter().filter(|k| !k.nested).map(|k| k.time_s).sum();
-    let mut cells = vec![["kernel", "calls", "time", "%", "GB/s", "GFLOP/s"].map(String::from).to_vec()];
+    let mut cells = vec![["kernel", "calls", "time", "%", "GB/s", "GFLOP/s", "code"].map(String::from).to_vec()];
     for k in &r.rows {
         let rate = |x: u64| if k.time_s > 0.0 { format!("{:.2}", x as f64 / k.time_s / 1e9) } else { "-".into() };
         cells.push(vec![
@@ -589,15 +608,17 @@ fn table(r: &Report) -> String {
             format!("{:.1}", if total > 0.0 { 100.0 * k.time_s / total } else { 0.0 }),
             rate(k.bytes),
             rate(k.flops),
+            k.code.clone(),
         ]);
     }
-    let widths: Vec<usize> = (0..6).map(|c| cells.iter().map(|row| row[c].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..7).map(|c| cells.iter().map(|row| row[c].chars().count()).max().unwrap_or(0)).collect();
     out.push('\n');
     for row in &cells {
         let mut line = format!("{:<w$}", row[0], w = widths[0]);
         for c in 1..6 {
             let _ = write!(line, "  {:>w$}", row[c], w = widths[c]);
         }
+        let _ = write!(line, "  {}", row[6]);
         out += line.trim_end();
         out.push('\n');
     }

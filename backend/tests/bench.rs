@@ -99,6 +99,12 @@ ENTRY %main (x: f32[256], a: f32[8,16], w: f32[16,4]) -> (f32[256], f32[8,4]) {
         j["kernels"].as_array().unwrap().iter().map(|k| (k["bytes"].as_u64().unwrap(), k["flops"].as_u64().unwrap())).collect();
     rows.sort();
     assert_eq!(rows, vec![(896, 1024), (2048, 1280)]);
+    // How each runs: the dot through gemm; exp+negate in 4-lane vectors, its exp
+    // strip-mined into the native block function where the CPU's vectors are wider.
+    let mut codes: Vec<&str> = j["kernels"].as_array().unwrap().iter().map(|k| k["code"].as_str().unwrap()).collect();
+    codes.sort();
+    let wide = hloscope_core::targets::cpu::block_math::native_lanes() > 4;
+    assert_eq!(codes, ["gemm", if wide { "simd 4x4 + native exp" } else { "simd 4x4" }]);
     // Parameters and results are pinned: 1024 + 512 + 256 + 1024 + 128 B, all on 64 B
     // boundaries, and nothing else (no temporaries).
     assert_eq!(j["buffer_bytes"], 2944);
@@ -120,7 +126,7 @@ fn table_and_random_inputs_by_default() {
     assert!(text.starts_with("target cpu: compile "), "{text}");
     assert!(text.contains("run: median ") && text.contains("over 3 runs"), "{text}");
     let header = text.lines().find(|l| l.starts_with("kernel")).expect("a kernel table");
-    for col in ["time", "%", "GB/s", "GFLOP/s"] {
+    for col in ["time", "%", "GB/s", "GFLOP/s", "code"] {
         assert!(header.split_whitespace().any(|w| w == col), "{header}");
     }
 }

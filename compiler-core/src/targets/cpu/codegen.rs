@@ -272,6 +272,33 @@ pub fn emit<M: Module>(
     Ok(em)
 }
 
+/// A short description of how a kernel's code runs, read from the header [`emit`] puts
+/// on its CLIF listing: `simd 4x4` (lanes x unrolled vectors), `+ native exp, tanh`
+/// when strip-mined, or `scalar`. Empty for a listing without that header.
+pub(super) fn code_summary(clif: &str) -> String {
+    let mut lines = clif.lines();
+    let Some(first) = lines.next() else { return String::new() };
+    if first.starts_with("; scalar:") {
+        return "scalar".into();
+    }
+    let Some(shape) = first.strip_prefix("; vectorized: ") else { return String::new() };
+    // "4 lanes x 4, Loop along variable 1"
+    let mut words = shape.split_whitespace();
+    let (lanes, unroll) = (words.next().unwrap_or("?"), words.nth(2).unwrap_or("?").trim_end_matches(','));
+    let mut out = format!("simd {lanes}x{unroll}");
+    if let Some(calls) = lines.next().and_then(|l| l.split_once("native block calls: ")).map(|(_, c)| c) {
+        let mut ops: Vec<&str> = Vec::new();
+        for call in calls.split(", ") {
+            let op = call.trim_start_matches("hs_block_").split("_f32").next().unwrap_or(call);
+            if !ops.contains(&op) {
+                ops.push(op);
+            }
+        }
+        out += &format!(" + native {}", ops.join(", "));
+    }
+    out
+}
+
 #[allow(clippy::too_many_arguments)]
 fn emit_as<M: Module>(
     m: &mut M,

@@ -418,7 +418,20 @@ fn assemble(
         });
     }
     let chains = runtime::runnable_chains(&plan, &code);
-    Ok(CpuExecutable { plan, code, module: wrapped, listings, jit: Some(jit), arena: Default::default(), chains })
+    let summaries = plan
+        .kernels
+        .iter()
+        .zip(&listings)
+        .map(|(k, (clif, _))| match &k.body {
+            KernelBody::Elemental(_) => codegen::code_summary(clif),
+            KernelBody::Dot(_) => "gemm".into(),
+            KernelBody::Sort(_) => "runtime sort, jit comparator".into(),
+            KernelBody::Scatter(_) => "runtime scatter, jit combiner".into(),
+            KernelBody::While { .. } | KernelBody::Case { .. } if depth < MAX_DEPTH => "runtime control flow".into(),
+            KernelBody::Opaque { .. } | KernelBody::While { .. } | KernelBody::Case { .. } => "interpreter".into(),
+        })
+        .collect();
+    Ok(CpuExecutable { plan, code, module: wrapped, listings, summaries, jit: Some(jit), arena: Default::default(), chains })
 }
 
 /// Kernel `i`'s finalized function.

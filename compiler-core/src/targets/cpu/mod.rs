@@ -80,6 +80,8 @@ pub struct CpuExecutable {
     module: Module,
     /// Per kernel: its CLIF and machine code listing (empty when not JIT-compiled).
     listings: Vec<(String, String)>,
+    /// Per kernel: how its code runs ([`KernelInfo::code`]).
+    summaries: Vec<String>,
     /// Owns the machine code; freed on drop.
     jit: Option<JITModule>,
     /// The buffers' memory, allocated on the first run and reused by the next ones (a
@@ -144,6 +146,9 @@ pub struct KernelInfo<'a> {
     pub comp: CompId,
     /// The instruction of `comp` it comes from.
     pub source: crate::ir::InstId,
+    /// How its code runs: `simd 4x4` (lanes x unrolled vectors), `simd 4x4 + native exp`
+    /// (strip-mined), `scalar`, `gemm`, `interpreter`, ...
+    pub code: &'a str,
     /// The kernels (plan positions) this execution runs: `index..index + 1`, or a whole
     /// row chain headed by this kernel, its members interleaved chunk by chunk of rows
     /// and so timed together ([`set_row_chains`]).

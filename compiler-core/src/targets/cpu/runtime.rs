@@ -340,6 +340,11 @@ impl CpuExecutable {
         }
     }
 
+    /// How kernel `i`'s code runs, as [`KernelInfo::code`] says.
+    pub fn code_summary(&self, i: usize) -> &str {
+        self.summaries.get(i).map_or("", String::as_str)
+    }
+
     /// Kernel `i`'s Cranelift IR, if it was JIT-compiled.
     pub fn clif(&self, i: usize) -> Option<&str> {
         self.listings.get(i).map(|l| l.0.as_str()).filter(|s| !s.is_empty())
@@ -521,6 +526,7 @@ impl CpuExecutable {
                 scope: &scope.path,
                 comp: self.plan.comp,
                 source: k.source,
+                code: self.summaries.get(i).map_or("", String::as_str),
                 chained: chain.map_or(i..i + 1, |c| c.kernels.clone()),
             };
             if let Some(chain) = chain {

@@ -13,10 +13,10 @@
 //!
 //! Only Cranelift-compiled kernels can go into a C object. Dots are planned as
 //! reductions (multiply, then a sequential sum: correct, not GEMM-fast) and kept out of
-//! fusions ([`optimize`]); an interpreted (opaque) kernel, a while loop or conditional,
-//! or a kernel calling the Rust f16/bf16 helpers is refused with an error naming the
-//! kernel and why. f32 transcendentals are inline; f64 ones call the C math library by
-//! name, so programs link with `-lm`. Kernels run on the calling thread.
+//! fusions ([`optimize`]); an interpreted (opaque) kernel, a while loop or conditional
+//! is refused with an error naming the kernel and why. f32 transcendentals and f16/bf16
+//! conversions are inline; f64 transcendentals call the C math library by name, so
+//! programs link with `-lm`. Kernels run on the calling thread.
 
 use super::codegen;
 use crate::ir::Module;
@@ -94,7 +94,6 @@ pub fn compile_object(module: &Module, name: &str) -> Result<AotOutput, String> 
         .map_err(|e| format!("cannot set up the object writer: {e}"))?;
     let mut obj = ObjectModule::new(builder);
     let helpers = codegen::Helpers::declare(&mut obj)?;
-    define_f16_traps(&mut obj)?;
 
     // Kernels.
     let mut funcs = Vec::new();
@@ -102,16 +101,6 @@ pub fn compile_object(module: &Module, name: &str) -> Result<AotOutput, String> 
         let KernelBody::Elemental(e) = &k.body else { return Err(format!("kernel {} is not elemental", k.name)) };
         let em = codegen::emit(&mut obj, &helpers, e, &format!("{name}_kernel{i}"), k.inputs.len(), false)
             .map_err(|r| format!("kernel {} cannot be compiled: {r}", k.name))?;
-        for r in &em.code.relocs {
-            if let super::artifact::Target::Symbol(s) = &r.target {
-                if matches!(s.as_str(), "hs_round_f16" | "hs_round_bf16" | "hs_f16_to_f32" | "hs_f32_to_f16") {
-                    return Err(format!(
-                        "kernel {} cannot go into a C object: it rounds through the Rust f16/bf16 helper {s}",
-                        k.name
-                    ));
-                }
-            }
-        }
         funcs.push((em.id, em.par_extent));
     }
 
@@ -212,34 +201,6 @@ pub fn compile_object(module: &Module, name: &str) -> Result<AotOutput, String> 
     Ok(AotOutput { object, header, scratch_bytes: scratch })
 }
 
-/// Defines the Rust f16/bf16 helpers the kernels import as traps: a kernel calling
-/// them is refused, so this only leaves the object no undefined Rust symbol.
-fn define_f16_traps(obj: &mut ObjectModule) -> Result<(), String> {
-    for (name, param, ret) in [
-        ("hs_round_f16", types::F32, types::F32),
-        ("hs_round_bf16", types::F32, types::F32),
-        ("hs_f16_to_f32", types::I32, types::F32),
-        ("hs_f32_to_f16", types::F32, types::I32),
-    ] {
-        let mut sig = obj.make_signature();
-        sig.params.push(AbiParam::new(param));
-        sig.returns.push(AbiParam::new(ret));
-        // Local: merges with the import the kernels declared, and defines it.
-        let id = obj.declare_function(name, Linkage::Local, &sig).map_err(|e| e.to_string())?;
-        let mut ctx = obj.make_context();
-        ctx.func.signature = sig;
-        let mut fctx = FunctionBuilderContext::new();
-        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        let entry = b.create_block();
-        b.append_block_params_for_function_params(entry);
-        b.switch_to_block(entry);
-        b.ins().trap(cranelift_codegen::ir::TrapCode::unwrap_user(1));
-        b.seal_all_blocks();
-        b.finalize(obj.isa().frontend_config());
-        obj.define_function(id, &mut ctx).map_err(|e| format!("cranelift: {e:?}"))?;
-    }
-    Ok(())
-}
 
 /// The C header declaring `NAME_run`, with every input and output described.
 fn header(module: &Module, name: &str, plan: &kernel::KernelPlan, inputs: &[BufferId], outputs: &[BufferId], scratch: usize) -> String {

@@ -36,6 +36,7 @@
 //! by several outputs is computed once.
 
 use super::block_math;
+use super::half_floats;
 use super::math;
 use super::vector::{self, Lin, VecKind, VecPlan};
 use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
@@ -49,13 +50,9 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_module::{FuncId, Linkage, Module};
 use std::collections::HashMap;
 
-/// Imported helper functions, declared once per JIT module.
+/// Imported functions, declared once per module: the C library functions of
+/// [`math::C_FUNCTIONS`] (f16/bf16 conversions are inline, see `half_floats.rs`).
 pub struct Helpers {
-    round_f16: FuncId,
-    round_bf16: FuncId,
-    f16_to_f32: FuncId,
-    f32_to_f16: FuncId,
-    /// The C library functions of [`math::C_FUNCTIONS`].
     libm: HashMap<&'static str, FuncId>,
 }
 
@@ -67,19 +64,13 @@ impl Helpers {
             sig.returns.push(AbiParam::new(ret));
             m.declare_function(name, Linkage::Import, &sig).map_err(|e| e.to_string())
         };
-        use types::{F32, F64, I32};
+        use types::{F32, F64};
         let mut libm = HashMap::new();
         for &(name, arity, wide) in math::C_FUNCTIONS {
             let t = if wide { F64 } else { F32 };
             libm.insert(name, decl(name, &vec![t; arity], t)?);
         }
-        Ok(Helpers {
-            round_f16: decl("hs_round_f16", &[F32], F32)?,
-            round_bf16: decl("hs_round_bf16", &[F32], F32)?,
-            f16_to_f32: decl("hs_f16_to_f32", &[I32], F32)?,
-            f32_to_f16: decl("hs_f32_to_f16", &[F32], I32)?,
-            libm,
-        })
+        Ok(Helpers { libm })
     }
 }
 
@@ -324,14 +315,6 @@ fn emit_as<M: Module>(
         let n_bufs = n_inputs + e.outputs.len();
         let bases: Vec<Value> = (0..n_bufs).map(|k| b.ins().load(ptr, flags(), table, (k * 8) as i32)).collect();
         let mut refs = HashMap::new();
-        for (key, id) in [
-            ("round_f16", helpers.round_f16),
-            ("round_bf16", helpers.round_bf16),
-            ("f16_to_f32", helpers.f16_to_f32),
-            ("f32_to_f16", helpers.f32_to_f16),
-        ] {
-            refs.insert(key, m.declare_func_in_func(id, b.func));
-        }
         // The C math functions this kernel's float ops call.
         for node in &e.nodes {
             let ty = reg(node.elem);
@@ -1013,12 +996,6 @@ impl<'a, 'f> Emit<'a, 'f> {
         }
     }
 
-    fn call(&mut self, helper: &str, args: &[Value]) -> Value {
-        let f = self.refs[helper];
-        let inst = self.b.ins().call(f, args);
-        self.b.inst_results(inst)[0]
-    }
-
     fn index(&mut self, i: IdxId) -> Value {
         if let Some(&v) = self.idx_memo.get(&i) {
             return v;
@@ -1104,8 +1081,8 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// with f16/bf16 are not vectorized).
     fn narrow(&mut self, elem: ElementType, v: Value) -> Value {
         match elem {
-            ElementType::F16 => self.call("round_f16", &[v]),
-            ElementType::BF16 => self.call("round_bf16", &[v]),
+            ElementType::F16 => half_floats::round_f16(&mut self.b, v),
+            ElementType::BF16 => half_floats::round_bf16(&mut self.b, v),
             _ => v,
         }
     }
@@ -1662,7 +1639,7 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// The 16-bit pattern (as i16) of an f16/bf16 value held in an f32 register.
     fn half_bits(&mut self, elem: ElementType, val: Value) -> Value {
         if elem == ElementType::F16 {
-            let bits = self.call("f32_to_f16", &[val]);
+            let bits = half_floats::f32_to_f16_bits(&mut self.b, val);
             self.b.ins().ireduce(types::I16, bits)
         } else {
             // Already rounded to bf16: its bits are the f32's top half.
@@ -1676,7 +1653,7 @@ impl<'a, 'f> Emit<'a, 'f> {
     fn half_from_bits(&mut self, elem: ElementType, bits: Value) -> Value {
         let w = self.b.ins().uextend(types::I32, bits);
         if elem == ElementType::F16 {
-            self.call("f16_to_f32", &[w])
+            half_floats::f16_bits_to_f32(&mut self.b, w)
         } else {
             let hi = self.b.ins().ishl_imm_u(w, 16);
             self.b.ins().bitcast(types::F32, MemFlagsData::new(), hi)

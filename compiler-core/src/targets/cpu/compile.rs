@@ -10,7 +10,7 @@
 //! (`assemble`).
 
 use super::artifact::{self, Artifact, CompArtifact, KernelCode};
-use super::{codegen, helpers, runtime, Code, CpuExecutable, KernelFn};
+use super::{codegen, runtime, Code, CpuExecutable, KernelFn};
 use crate::ir::{CompId, Computation, Instruction, Loc, Module};
 use crate::kernel::{self, KernelBody, KernelPlan};
 use cranelift_jit::{JITBuilder, JITModule};
@@ -113,20 +113,10 @@ pub fn block_math() -> bool {
     BLOCK_MATH.load(Ordering::Relaxed)
 }
 
-/// The helpers a kernel may import, with their addresses.
-fn helper_symbols() -> [(&'static str, *const u8); 4] {
-    [
-        ("hs_round_f16", helpers::hs_round_f16 as *const u8),
-        ("hs_round_bf16", helpers::hs_round_bf16 as *const u8),
-        ("hs_f16_to_f32", helpers::hs_f16_to_f32 as *const u8),
-        ("hs_f32_to_f16", helpers::hs_f32_to_f16 as *const u8),
-    ]
-}
-
 fn new_jit() -> Result<JITModule, String> {
     let mut builder = JITBuilder::with_flags(&[("opt_level", "speed")], cranelift_module::default_libcall_names())
         .map_err(|e| format!("cannot set up the JIT: {e}"))?;
-    for (name, ptr) in helper_symbols().into_iter().chain(libm_symbols()).chain(super::block_math::block_symbols()) {
+    for (name, ptr) in libm_symbols().into_iter().chain(super::block_math::block_symbols()) {
         builder.symbol(name, ptr);
     }
     Ok(JITModule::new(builder))
@@ -271,7 +261,7 @@ fn load(module: Module, comp_id: CompId, depth: usize, art: CompArtifact, isa: &
         ids.push(jit.declare_function(symbol, Linkage::Local, &sig).map_err(|e| e.to_string())?);
     }
     let blocks = super::block_math::block_symbols();
-    let helper_names: Vec<&str> = helper_symbols().iter().chain(&blocks).map(|h| h.0).collect();
+    let helper_names: Vec<&str> = blocks.iter().map(|h| h.0).collect();
     let mut funcs = HashMap::new();
     for ((&i, kc), &id) in elemental.iter().zip(&art.kernels).zip(&ids) {
         let mut lookup = |s: &str| -> Option<FuncId> {

@@ -54,7 +54,7 @@ pub mod block_math;
 mod codegen;
 mod compile;
 mod dot;
-pub mod helpers;
+mod half_floats;
 pub mod math;
 mod pool;
 mod runtime;

@@ -27,7 +27,7 @@
 //! invariant one is a scalar load and a splat; anything else (transposed, strided,
 //! reversed, clamped reads) gathers its lanes with scalar loads. Iota and range tests
 //! are also built lane by lane. Ops without a vector lowering keep the kernel scalar:
-//! transcendentals (they call the f64 helper), f16/bf16 (rounded by helpers), integer
+//! transcendentals (they call the f64 helper), f16/bf16 (their conversions are scalar code), integer
 //! division and shifts (per-lane shift amounts), popcnt/clz, byte multiplies, f64 to
 //! 64-bit integer and width-changing converts.
 
@@ -144,7 +144,7 @@ fn vector_form(e: &Elemental, x: ExprId) -> Result<(), String> {
     let expr = e.expr(x);
     let elem = expr.elem;
     if matches!(elem, ElementType::F16 | ElementType::BF16) {
-        return Err("f16/bf16 are rounded by helpers".into());
+        return Err("f16/bf16 conversions are scalar code".into());
     }
     use BinaryOp::*;
     match &expr.node {
@@ -171,7 +171,7 @@ fn vector_form(e: &Elemental, x: ExprId) -> Result<(), String> {
         Node::Convert(a) | Node::BitcastConvert(a) => {
             let from = e.expr(*a).elem;
             if matches!(from, ElementType::F16 | ElementType::BF16) {
-                return Err("f16/bf16 are rounded by helpers".into());
+                return Err("f16/bf16 conversions are scalar code".into());
             }
             if !matches!(expr.node, Node::BitcastConvert(_)) && from.is_float() && elem.is_int() && elem.byte_size() == 8 {
                 return Err("f64 -> 64-bit integer vectors are not lowered".into());

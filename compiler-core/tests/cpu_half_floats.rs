@@ -1,5 +1,6 @@
-//! The CPU target's inline f16/bf16 conversions (`targets/cpu/half_floats.rs`) against
-//! the `half` crate, bit for bit: f16 to f32 for all 65536 patterns, f32 to f16 and to
+//! The CPU target's f16/bf16 conversions against the `half` crate, bit for bit, both
+//! ways a kernel can do them: inline code (`targets/cpu/half_floats.rs`, what AOT
+//! objects use) and calls of the Rust helpers (the JIT's default): f16 to f32 for all 65536 patterns, f32 to f16 and to
 //! bf16 on a sweep of the whole f32 range plus every rounding tie and its neighbours
 //! at every exponent (NaN payloads, infinities, subnormals and overflow included). The
 //! kernels run on raw bytes, so no payload is lost on the way. Needs the `cpu` feature.
@@ -8,11 +9,24 @@
 
 use half::{bf16, f16};
 use hloscope_core::targets::cpu;
+use std::sync::Mutex;
 
-/// Compiles `hlo` and runs it on one input buffer, returning its one output's bytes.
-fn run(hlo: &str, input: &[u8], out_bytes: usize) -> Vec<u8> {
+/// Serializes compiles: the tests switch the conversion mode.
+static MODE: Mutex<()> = Mutex::new(());
+
+/// Compiles `hlo` with inline conversions or helper calls, runs it on one input buffer
+/// and returns its one output's bytes.
+fn run(hlo: &str, input: &[u8], out_bytes: usize, inline: bool) -> Vec<u8> {
     let module = hloscope_core::parse::parse_module(hlo).unwrap_or_else(|e| panic!("{e:?}"));
-    let exe = cpu::compile(&cpu::optimize(&module).unwrap()).unwrap();
+    let exe = {
+        let _guard = MODE.lock().unwrap_or_else(|e| e.into_inner());
+        cpu::set_inline_half_floats(inline);
+        let exe = cpu::compile(&cpu::optimize(&module).unwrap());
+        cpu::set_inline_half_floats(false);
+        exe.unwrap()
+    };
+    let calls = (0..exe.plan().kernels.len()).filter_map(|i| exe.clif(i)).any(|c| c.contains("call fn"));
+    assert_eq!(calls, !inline, "inline = {inline}: helper calls in the code: {calls}");
     let mut out = vec![0u8; out_bytes];
     exe.run_bytes(&[input], &mut [&mut out], &mut |_, exec| exec()).unwrap();
     out
@@ -50,11 +64,13 @@ fn u16s(b: &[u8]) -> Vec<u16> {
 fn f16_to_f32_matches_half_for_every_pattern() {
     let n = 1 << 16;
     let input: Vec<u8> = (0..n as u32).flat_map(|h| (h as u16).to_le_bytes()).collect();
-    let out = run(&convert("f16", "f32", n), &input, 4 * n);
-    for (h, c) in out.chunks_exact(4).enumerate() {
-        let got = u32::from_le_bytes(c.try_into().unwrap());
-        let want = f16::from_bits(h as u16).to_f32().to_bits();
-        assert_eq!(got, want, "f16 {h:#06x}: {got:#010x}, half says {want:#010x}");
+    for inline in [true, false] {
+        let out = run(&convert("f16", "f32", n), &input, 4 * n, inline);
+        for (h, c) in out.chunks_exact(4).enumerate() {
+            let got = u32::from_le_bytes(c.try_into().unwrap());
+            let want = f16::from_bits(h as u16).to_f32().to_bits();
+            assert_eq!(got, want, "inline = {inline}, f16 {h:#06x}: {got:#010x}, half says {want:#010x}");
+        }
     }
 }
 
@@ -63,14 +79,16 @@ fn f32_to_f16_and_bf16_match_half() {
     let pats = f32_patterns();
     let n = pats.len();
     let input = bytes32(&pats);
-    let f16s = u16s(&run(&convert("f32", "f16", n), &input, 2 * n));
-    let bf16s = u16s(&run(&convert("f32", "bf16", n), &input, 2 * n));
-    for (i, &p) in pats.iter().enumerate() {
-        let x = f32::from_bits(p);
-        let want = f16::from_f32(x).to_bits();
-        assert_eq!(f16s[i], want, "f32 {p:#010x} ({x:e}) to f16: {:#06x}, half says {want:#06x}", f16s[i]);
-        let want = bf16::from_f32(x).to_bits();
-        assert_eq!(bf16s[i], want, "f32 {p:#010x} ({x:e}) to bf16: {:#06x}, half says {want:#06x}", bf16s[i]);
+    for inline in [true, false] {
+        let f16s = u16s(&run(&convert("f32", "f16", n), &input, 2 * n, inline));
+        let bf16s = u16s(&run(&convert("f32", "bf16", n), &input, 2 * n, inline));
+        for (i, &p) in pats.iter().enumerate() {
+            let x = f32::from_bits(p);
+            let want = f16::from_f32(x).to_bits();
+            assert_eq!(f16s[i], want, "inline = {inline}, f32 {p:#010x} ({x:e}) to f16: {:#06x}, half says {want:#06x}", f16s[i]);
+            let want = bf16::from_f32(x).to_bits();
+            assert_eq!(bf16s[i], want, "inline = {inline}, f32 {p:#010x} ({x:e}) to bf16: {:#06x}, half says {want:#06x}", bf16s[i]);
+        }
     }
 }
 
@@ -84,12 +102,14 @@ fn f16_arithmetic_rounds_after_every_op() {
         "HloModule m\nENTRY e {{\n  x = f16[{n}] parameter(0)\n  h = f16[] constant(0.3335)\n  b = f16[{n}] broadcast(h), dimensions={{}}\n  m = f16[{n}] multiply(x, b)\n  ROOT s = f16[{n}] add(m, x)\n}}"
     );
     let input: Vec<u8> = vals.iter().flat_map(|h| h.to_le_bytes()).collect();
-    let out = u16s(&run(&hlo, &input, 2 * n));
     let k = f16::from_f32(0.3335);
-    for (i, &h) in vals.iter().enumerate() {
-        let x = f16::from_bits(h);
-        let want = (x * k) + x;
-        let got = f16::from_bits(out[i]);
-        assert!(got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()), "x = {x} ({h:#06x}): {got}, half says {want}");
+    for inline in [true, false] {
+        let out = u16s(&run(&hlo, &input, 2 * n, inline));
+        for (i, &h) in vals.iter().enumerate() {
+            let x = f16::from_bits(h);
+            let want = (x * k) + x;
+            let got = f16::from_bits(out[i]);
+            assert!(got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()), "inline = {inline}, x = {x} ({h:#06x}): {got}, half says {want}");
+        }
     }
 }

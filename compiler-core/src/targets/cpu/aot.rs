@@ -99,7 +99,15 @@ pub fn compile_object(module: &Module, name: &str) -> Result<AotOutput, String> 
     let mut funcs = Vec::new();
     for (i, k) in plan.kernels.iter().enumerate() {
         let KernelBody::Elemental(e) = &k.body else { return Err(format!("kernel {} is not elemental", k.name)) };
-        let em = codegen::emit(&mut obj, &helpers, e, &format!("{name}_kernel{i}"), k.inputs.len(), false)
+        let em = codegen::emit(
+            &mut obj,
+            &helpers,
+            e,
+            &format!("{name}_kernel{i}"),
+            k.inputs.len(),
+            // No Rust in a C object: inline f16/bf16 conversions and transcendentals.
+            codegen::EmitOptions { block_math: false, inline_half: true },
+        )
             .map_err(|r| format!("kernel {} cannot be compiled: {r}", k.name))?;
         funcs.push((em.id, em.par_extent));
     }

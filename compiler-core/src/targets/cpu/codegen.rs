@@ -51,7 +51,8 @@ use cranelift_module::{FuncId, Linkage, Module};
 use std::collections::HashMap;
 
 /// Imported functions, declared once per module: the C library functions of
-/// [`math::C_FUNCTIONS`] (f16/bf16 conversions are inline, see `half_floats.rs`).
+/// [`math::C_FUNCTIONS`] (the f16/bf16 helpers are declared by the kernels that call
+/// them, so that AOT objects, which convert inline, never name them).
 pub struct Helpers {
     libm: HashMap<&'static str, FuncId>,
 }
@@ -116,6 +117,33 @@ pub(super) fn signature<M: Module>(m: &M) -> Signature {
     sig.params.push(AbiParam::new(types::I64));
     sig.params.push(AbiParam::new(types::I64));
     sig
+}
+
+/// How a kernel is emitted.
+#[derive(Copy, Clone, Debug)]
+pub struct EmitOptions {
+    /// Strip-mine transcendentals into native block calls (`block_math`).
+    pub block_math: bool,
+    /// f16/bf16 conversions as inline code instead of calls of the Rust helpers.
+    pub inline_half: bool,
+}
+
+/// The Rust f16/bf16 helpers (`helpers.rs`) by symbol, with their parameter and result
+/// types.
+const HALF_HELPERS: [(&str, (Type, Type)); 4] = [
+    ("hs_round_f16", (types::F32, types::F32)),
+    ("hs_round_bf16", (types::F32, types::F32)),
+    ("hs_f16_to_f32", (types::I32, types::F32)),
+    ("hs_f32_to_f16", (types::F32, types::I32)),
+];
+
+/// The signature of f16/bf16 helper `name`.
+pub(super) fn helper_signature<M: Module>(m: &M, name: &str) -> Option<Signature> {
+    let &(_, (param, ret)) = HALF_HELPERS.iter().find(|h| h.0 == name)?;
+    let mut sig = m.make_signature();
+    sig.params.push(AbiParam::new(param));
+    sig.returns.push(AbiParam::new(ret));
+    Some(sig)
 }
 
 /// The signature of a native block function: `(block, n)`, applied in place.
@@ -236,19 +264,19 @@ pub fn emit<M: Module>(
     e: &Elemental,
     name: &str,
     n_inputs: usize,
-    block_math: bool,
+    options: EmitOptions,
 ) -> Result<Emitted, String> {
     let id = m.declare_function(name, Linkage::Local, &signature(m)).map_err(|e| e.to_string())?;
     let par = parallel_var(e);
     let why = match vector::plan(e) {
         Ok(vp) => {
-            let blocks = if block_math { blocked_ops(e, &vp) } else { Vec::new() };
+            let blocks = if options.block_math { blocked_ops(e, &vp) } else { Vec::new() };
             let mut note = format!("; vectorized: {} lanes x {}, {:?} along variable {}\n", vp.lanes, vp.unroll, vp.kind, vp.var);
             if !blocks.is_empty() {
                 let ops: Vec<String> = blocks.iter().map(|b| format!("{} (stage {})", b.symbol, b.level)).collect();
                 note += &format!("; strip-mined in blocks of {BLOCK} elements, native block calls: {}\n", ops.join(", "));
             }
-            match emit_as(m, helpers, e, id, n_inputs, par, Some(vp), blocks) {
+            match emit_as(m, helpers, e, id, n_inputs, par, Some(vp), blocks, options.inline_half) {
                 Ok(mut em) => {
                     em.clif = note + &em.clif;
                     return Ok(em);
@@ -258,7 +286,7 @@ pub fn emit<M: Module>(
         }
         Err(why) => why,
     };
-    let mut em = emit_as(m, helpers, e, id, n_inputs, par, None, Vec::new())?;
+    let mut em = emit_as(m, helpers, e, id, n_inputs, par, None, Vec::new(), options.inline_half)?;
     em.clif = format!("; scalar: {}\n{}", why.lines().next().unwrap_or(""), em.clif);
     Ok(em)
 }
@@ -300,6 +328,7 @@ fn emit_as<M: Module>(
     par: Option<u32>,
     vp: Option<VecPlan>,
     blocked: Vec<BlockedOp>,
+    inline_half: bool,
 ) -> Result<Emitted, String> {
     let ptr = m.target_config().pointer_type();
     let mut ctx = m.make_context();
@@ -315,6 +344,13 @@ fn emit_as<M: Module>(
         let n_bufs = n_inputs + e.outputs.len();
         let bases: Vec<Value> = (0..n_bufs).map(|k| b.ins().load(ptr, flags(), table, (k * 8) as i32)).collect();
         let mut refs = HashMap::new();
+        if !inline_half && e.nodes.iter().any(|x| matches!(x.elem, ElementType::F16 | ElementType::BF16)) {
+            for &(name, _) in &HALF_HELPERS {
+                let sig = helper_signature(m, name).ok_or("a helper without a signature")?;
+                let f = m.declare_function(name, Linkage::Import, &sig).map_err(|e| e.to_string())?;
+                refs.insert(name, m.declare_func_in_func(f, b.func));
+            }
+        }
         // The C math functions this kernel's float ops call.
         for node in &e.nodes {
             let ty = reg(node.elem);
@@ -341,6 +377,7 @@ fn emit_as<M: Module>(
         }
         let fma = math::has_fma(m.isa());
         let mut em = Emit {
+            inline_half,
             blocks,
             stage: None,
             step_base: None,
@@ -385,6 +422,8 @@ fn emit_as<M: Module>(
 
 struct Emit<'a, 'f> {
     b: FunctionBuilder<'f>,
+    /// f16/bf16 conversions as inline code (`half_floats.rs`) rather than helper calls.
+    inline_half: bool,
     /// Strip-mining: the transcendentals native block functions evaluate (empty: the
     /// loops are not strip-mined).
     blocks: Vec<Block>,
@@ -996,6 +1035,12 @@ impl<'a, 'f> Emit<'a, 'f> {
         }
     }
 
+    fn call(&mut self, helper: &str, args: &[Value]) -> Value {
+        let f = self.refs[helper];
+        let inst = self.b.ins().call(f, args);
+        self.b.inst_results(inst)[0]
+    }
+
     fn index(&mut self, i: IdxId) -> Value {
         if let Some(&v) = self.idx_memo.get(&i) {
             return v;
@@ -1081,8 +1126,10 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// with f16/bf16 are not vectorized).
     fn narrow(&mut self, elem: ElementType, v: Value) -> Value {
         match elem {
-            ElementType::F16 => half_floats::round_f16(&mut self.b, v),
-            ElementType::BF16 => half_floats::round_bf16(&mut self.b, v),
+            ElementType::F16 if self.inline_half => half_floats::round_f16(&mut self.b, v),
+            ElementType::BF16 if self.inline_half => half_floats::round_bf16(&mut self.b, v),
+            ElementType::F16 => self.call("hs_round_f16", &[v]),
+            ElementType::BF16 => self.call("hs_round_bf16", &[v]),
             _ => v,
         }
     }
@@ -1639,7 +1686,11 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// The 16-bit pattern (as i16) of an f16/bf16 value held in an f32 register.
     fn half_bits(&mut self, elem: ElementType, val: Value) -> Value {
         if elem == ElementType::F16 {
-            let bits = half_floats::f32_to_f16_bits(&mut self.b, val);
+            let bits = if self.inline_half {
+                half_floats::f32_to_f16_bits(&mut self.b, val)
+            } else {
+                self.call("hs_f32_to_f16", &[val])
+            };
             self.b.ins().ireduce(types::I16, bits)
         } else {
             // Already rounded to bf16: its bits are the f32's top half.
@@ -1653,7 +1704,11 @@ impl<'a, 'f> Emit<'a, 'f> {
     fn half_from_bits(&mut self, elem: ElementType, bits: Value) -> Value {
         let w = self.b.ins().uextend(types::I32, bits);
         if elem == ElementType::F16 {
-            half_floats::f16_bits_to_f32(&mut self.b, w)
+            if self.inline_half {
+                half_floats::f16_bits_to_f32(&mut self.b, w)
+            } else {
+                self.call("hs_f16_to_f32", &[w])
+            }
         } else {
             let hi = self.b.ins().ishl_imm_u(w, 16);
             self.b.ins().bitcast(types::F32, MemFlagsData::new(), hi)

@@ -10,7 +10,7 @@
 //! (`assemble`).
 
 use super::artifact::{self, Artifact, CompArtifact, KernelCode};
-use super::{codegen, runtime, Code, CpuExecutable, KernelFn};
+use super::{codegen, helpers, runtime, Code, CpuExecutable, KernelFn};
 use crate::ir::{CompId, Computation, Instruction, Loc, Module};
 use crate::kernel::{self, KernelBody, KernelPlan};
 use cranelift_jit::{JITBuilder, JITModule};
@@ -94,7 +94,29 @@ pub fn load_artifact(bytes: &[u8]) -> Result<CpuExecutable, String> {
 fn isa_description(jit: &JITModule) -> String {
     let isa = jit.isa();
     let flags: Vec<String> = isa.isa_flags().iter().map(|v| v.to_string()).collect();
-    format!("{} | {} | {} | block_math={}", isa.triple(), isa.flags(), flags.join(","), block_math())
+    format!(
+        "{} | {} | {} | block_math={} inline_half={}",
+        isa.triple(),
+        isa.flags(),
+        flags.join(","),
+        block_math(),
+        inline_half_floats()
+    )
+}
+
+static INLINE_HALF: AtomicBool = AtomicBool::new(false);
+
+/// Makes later JIT compiles convert f16/bf16 with inline code (as AOT objects always
+/// do) instead of calling the Rust helpers (the default: `half` uses the CPU's F16C
+/// instructions, which Cranelift does not emit, and is faster). Both give the same bits;
+/// for tests.
+pub fn set_inline_half_floats(on: bool) {
+    INLINE_HALF.store(on, Ordering::Relaxed);
+}
+
+/// Whether JIT compiles convert f16/bf16 inline ([`set_inline_half_floats`]).
+pub fn inline_half_floats() -> bool {
+    INLINE_HALF.load(Ordering::Relaxed)
 }
 
 static BLOCK_MATH: AtomicBool = AtomicBool::new(true);
@@ -113,10 +135,20 @@ pub fn block_math() -> bool {
     BLOCK_MATH.load(Ordering::Relaxed)
 }
 
+/// The Rust helpers a JIT kernel may import (f16/bf16 conversions), with their addresses.
+pub(crate) fn helper_symbols() -> [(&'static str, *const u8); 4] {
+    [
+        ("hs_round_f16", helpers::hs_round_f16 as *const u8),
+        ("hs_round_bf16", helpers::hs_round_bf16 as *const u8),
+        ("hs_f16_to_f32", helpers::hs_f16_to_f32 as *const u8),
+        ("hs_f32_to_f16", helpers::hs_f32_to_f16 as *const u8),
+    ]
+}
+
 fn new_jit() -> Result<JITModule, String> {
     let mut builder = JITBuilder::with_flags(&[("opt_level", "speed")], cranelift_module::default_libcall_names())
         .map_err(|e| format!("cannot set up the JIT: {e}"))?;
-    for (name, ptr) in libm_symbols().into_iter().chain(super::block_math::block_symbols()) {
+    for (name, ptr) in helper_symbols().into_iter().chain(libm_symbols()).chain(super::block_math::block_symbols()) {
         builder.symbol(name, ptr);
     }
     Ok(JITModule::new(builder))
@@ -162,7 +194,7 @@ fn build(module: &Module, comp_id: CompId, depth: usize) -> Result<(CpuExecutabl
     let mut fallbacks = Vec::new();
     for (i, k) in plan.kernels.iter().enumerate() {
         if let Some((e, n_inputs)) = compiled_function(k) {
-            match codegen::emit(&mut jit, &helper_ids, e, &format!("kernel{i}"), n_inputs, block_math()) {
+            match codegen::emit(&mut jit, &helper_ids, e, &format!("kernel{i}"), n_inputs, codegen::EmitOptions { block_math: block_math(), inline_half: inline_half_floats() }) {
                 Ok(em) => {
                     let code =
                         KernelCode { index: 0, name: k.name.clone(), fingerprint: 0, code: em.code, clif: em.clif, asm: em.asm };
@@ -261,7 +293,7 @@ fn load(module: Module, comp_id: CompId, depth: usize, art: CompArtifact, isa: &
         ids.push(jit.declare_function(symbol, Linkage::Local, &sig).map_err(|e| e.to_string())?);
     }
     let blocks = super::block_math::block_symbols();
-    let helper_names: Vec<&str> = blocks.iter().map(|h| h.0).collect();
+    let helper_names: Vec<&str> = helper_symbols().iter().chain(&blocks).map(|h| h.0).collect();
     let mut funcs = HashMap::new();
     for ((&i, kc), &id) in elemental.iter().zip(&art.kernels).zip(&ids) {
         let mut lookup = |s: &str| -> Option<FuncId> {
@@ -273,6 +305,9 @@ fn load(module: Module, comp_id: CompId, depth: usize, art: CompArtifact, isa: &
                 Some(_) => None,
                 None if blocks.iter().any(|b| b.0 == s) => {
                     jit.declare_function(s, Linkage::Import, &codegen::block_signature(&jit)).ok()
+                }
+                None if helper_symbols().iter().any(|h| h.0 == s) => {
+                    jit.declare_function(s, Linkage::Import, &codegen::helper_signature(&jit, s)?).ok()
                 }
                 None => {
                     // A C math function: imported with the signature the code assumes.

@@ -55,6 +55,7 @@ mod codegen;
 mod compile;
 mod dot;
 mod half_floats;
+pub mod helpers;
 pub mod math;
 mod pool;
 mod runtime;
@@ -63,7 +64,10 @@ mod sort;
 mod vector;
 
 pub use artifact::compiler_version;
-pub use compile::{block_math, compile, compile_to_artifact, load_artifact, optimize, set_block_math, PIPELINE};
+pub use compile::{
+    block_math, compile, compile_to_artifact, inline_half_floats, load_artifact, optimize, set_block_math, set_inline_half_floats,
+    PIPELINE,
+};
 pub use runtime::{row_chains, set_row_chains, DEFAULT_CHAIN_BYTES};
 
 use crate::ir::{CompId, Instruction, Module, Value};

@@ -261,3 +261,18 @@ fn emitted_clif_shows_row_chains_and_strip_mining() {
         assert!(clif.contains("hs_block_exp_f32 (stage 1)"));
     }
 }
+
+#[test]
+fn no_corpus_kernel_loses_its_vector_code() {
+    // A vector plan whose code Cranelift refuses falls back to scalar code with
+    // "vector code failed" in the listing: correct but slow, so none may in the corpus.
+    for entry in std::fs::read_dir(corpus_dir()).unwrap() {
+        let dir = entry.unwrap().path();
+        let module = parse(&dir.join("module.mlir"));
+        let exe = cpu::compile(&cpu::optimize(&module).unwrap()).unwrap();
+        for i in 0..exe.plan().kernels.len() {
+            let clif = exe.clif(i).unwrap_or("");
+            assert!(!clif.contains("vector code failed"), "{}: kernel {i}: {}", dir.display(), clif.lines().next().unwrap_or(""));
+        }
+    }
+}

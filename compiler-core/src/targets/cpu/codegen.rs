@@ -381,6 +381,7 @@ fn emit_as<M: Module>(
             blocks,
             stage: None,
             step_base: None,
+            step_invariants: HashMap::new(),
             b,
             e,
             bases,
@@ -435,6 +436,9 @@ struct Emit<'a, 'f> {
     /// stores address the first vector's index plus an immediate offset, so the index
     /// arithmetic is shared by the step's vectors.
     step_base: Option<(u32, Value, i64)>,
+    /// In a vector loop step: the splatted loads that do not depend on the vector
+    /// variable, computed by its first vector and reused by the others.
+    step_invariants: HashMap<ExprId, Value>,
     e: &'a Elemental,
     bases: Vec<Value>,
     n_inputs: usize,
@@ -740,6 +744,9 @@ impl<'a, 'f> Emit<'a, 'f> {
         let at = if j == 0 { first } else { self.b.ins().iadd_imm_s(first, (j * lanes) as i64) };
         self.vars[v as usize] = Some(at);
         self.step_base = Some((v, first, (j * lanes) as i64));
+        if j == 0 {
+            self.step_invariants.clear();
+        }
     }
 
     /// Runs the whole vector steps of variable `v` from `lo` in blocks of at most
@@ -1161,9 +1168,20 @@ impl<'a, 'f> Emit<'a, 'f> {
                 }
                 match self.linearity(linear) {
                     Lin::Invariant => {
+                        // One load per loop step, shared by its unrolled vectors (loads are
+                        // not merged by Cranelift, the arithmetic on them is). Only where a
+                        // step is straight-line code: a column reduction's steps hold loops.
+                        let shared = !matches!(self.vp.as_ref().map(|p| &p.kind), Some(VecKind::Column));
+                        if let Some(&v) = self.step_invariants.get(&x).filter(|_| shared) {
+                            return v;
+                        }
                         let l = self.index(linear);
                         let s = self.load_elem(in_elem, base, l);
-                        self.splat(in_elem, s)
+                        let v = self.splat(in_elem, s);
+                        if shared {
+                            self.step_invariants.insert(x, v);
+                        }
+                        v
                     }
                     Lin::Affine(1) => {
                         let (l, off) = self.vector_index(&mut |s| s.index(linear));

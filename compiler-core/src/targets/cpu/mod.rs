@@ -28,11 +28,15 @@
 //! Feature `cpu` (native only): the default build of this crate stays wasm32-clean and
 //! does not compile Cranelift at all. CLIF text and machine-code listings of each kernel
 //! are kept ([`CpuExecutable::clif`], [`CpuExecutable::asm`]) for the explorer; the CLIF
-//! starts with a comment saying whether the kernel was vectorized, or why not.
+//! starts with a comment saying whether the kernel was vectorized, or why not, and what
+//! it strip-mined; [`CpuExecutable::code_summary`] condenses that to `simd 4x4 + native
+//! exp`, `scalar`, `gemm`, ...
 //!
 //! Transcendentals are inline f32 approximations with measured error bounds (at most
 //! 1 to 4 ulp, see [`math`]; f16/bf16 through f32), and calls to the C library's
-//! functions by their standard names for f64. [`block_math`] has native block versions
+//! functions by their standard names for f64. f16/bf16 values are rounded and converted
+//! by the Rust helpers of [`helpers`] in JIT code (the `half` crate uses the CPU's F16C
+//! instructions) and by inline code (`half_floats.rs`, the same bits) in AOT objects. [`block_math`] has native block versions
 //! of the f32 ones (exp, tanh, ...: the same code, bit for bit) that LLVM compiles for
 //! AVX-512 or AVX2, for kernels that strip-mine a compute-bound loop.
 //!

@@ -49,10 +49,9 @@ fn random(elem: ElementType, dims: &[i64], seed: u64, integral: bool) -> Literal
     }
 }
 
-/// Compiles `hlo` for the CPU, runs it and the interpreter on `args`, and checks every
-/// output: bit-identical, or for float outputs within `atol` when given. Returns the
-/// kernels' CLIF listings (empty for kernels not JIT-compiled).
-fn check(hlo: &str, args: &[Literal], atol: Option<f64>) -> Vec<String> {
+/// Compiles `hlo` for the CPU and runs it and the interpreter on `args`: the executable,
+/// its outputs and the interpreter's (flattened, of the same shapes).
+fn run_both(hlo: &str, args: &[Literal]) -> (cpu::CpuExecutable, Vec<Literal>, Vec<Literal>) {
     let module = hloscope_core::parse::parse_module(hlo).unwrap_or_else(|e| panic!("{e:?}\n{hlo}"));
     let args: Vec<Value> = args.iter().cloned().map(Value::Array).collect();
     let want = Interpreter::new(&module).run(&args).unwrap().flatten();
@@ -61,6 +60,16 @@ fn check(hlo: &str, args: &[Literal], atol: Option<f64>) -> Vec<String> {
     assert_eq!(got.len(), want.len());
     for (o, (g, w)) in got.iter().zip(&want).enumerate() {
         assert!(g.shape.same_shape(&w.shape), "output {o}: {} vs {}", g.shape, w.shape);
+    }
+    (exe, got, want)
+}
+
+/// Compiles `hlo` for the CPU, runs it and the interpreter on `args`, and checks every
+/// output: bit-identical, or for float outputs within `atol` when given. Returns the
+/// kernels' CLIF listings (empty for kernels not JIT-compiled).
+fn check(hlo: &str, args: &[Literal], atol: Option<f64>) -> Vec<String> {
+    let (exe, got, want) = run_both(hlo, args);
+    for (o, (g, w)) in got.iter().zip(&want).enumerate() {
         for i in 0..w.num_elements() {
             let same = g.bits(i) == w.bits(i);
             let close = match atol {
@@ -376,14 +385,8 @@ ENTRY %main (a: f32[9], b: f32[9]) -> (pred[9], f32[9], f32[9], pred[9]) {
 /// As [`check`] for f32 outputs compared within `max_ulps` of the interpreter's
 /// correctly rounded results (the inline approximations of exp, tanh, ...).
 fn check_ulps(hlo: &str, args: &[Literal], max_ulps: u64) -> Vec<String> {
-    let module = hloscope_core::parse::parse_module(hlo).unwrap_or_else(|e| panic!("{e:?}\n{hlo}"));
-    let args: Vec<Value> = args.iter().cloned().map(Value::Array).collect();
-    let want = Interpreter::new(&module).run(&args).unwrap().flatten();
-    let exe = cpu::compile(&cpu::optimize(&module).unwrap()).unwrap();
-    let got = exe.run(&args).unwrap().flatten();
-    assert_eq!(got.len(), want.len());
+    let (exe, got, want) = run_both(hlo, args);
     for (o, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert!(g.shape.same_shape(&w.shape), "output {o}: {} vs {}", g.shape, w.shape);
         for i in 0..w.num_elements() {
             let (a, b) = (g.get(i).as_f64() as f32, w.get(i).as_f64() as f32);
             assert!(ulps(a, b) <= max_ulps, "output {o} element {i}: got {a:e}, want {b:e}\n{hlo}");
@@ -455,11 +458,7 @@ fn max_and_min_with_constants_keep_nans_and_signed_zeros() {
                 outs.join(", ")
             );
             let values: Vec<f64> = (0..n as usize).map(|i| specials[i % specials.len()]).collect();
-            let module = hloscope_core::parse::parse_module(&hlo).unwrap();
-            let args = [Value::Array(Literal::from_f64s(Shape::new(t, vec![n]), &values))];
-            let want = Interpreter::new(&module).run(&args).unwrap().flatten();
-            let exe = cpu::compile(&cpu::optimize(&module).unwrap()).unwrap();
-            let got = exe.run(&args).unwrap().flatten();
+            let (exe, got, want) = run_both(&hlo, &[Literal::from_f64s(Shape::new(t, vec![n]), &values)]);
             for (o, (g, w)) in got.iter().zip(&want).enumerate() {
                 for i in 0..w.num_elements() {
                     // Bit for bit; NaNs (the generic min/max may change their payload) as NaN.

@@ -16,53 +16,14 @@ mod common;
 #[path = "common/math_kernel.rs"]
 mod math_kernel;
 
-use common::{ulps, Rng};
+use common::{math_inputs, ulps, Rng, SPECIALS};
 use hloscope_core::ir::{BinaryOp, UnaryOp};
 use math_kernel::{compile, Op};
 
-const SPECIALS: &[f32] = &[
-    0.0,
-    -0.0,
-    f32::INFINITY,
-    f32::NEG_INFINITY,
-    f32::NAN,
-    1.0,
-    -1.0,
-    0.5,
-    -0.5,
-    2.0,
-    -2.0,
-    3.0,
-    -3.0,
-    f32::MIN_POSITIVE,
-    -f32::MIN_POSITIVE,
-    1e-45,
-    -1e-45,
-    f32::MAX,
-    f32::MIN,
-    f32::EPSILON,
-    88.72284,
-    88.72283,
-    -87.33654,
-    -103.27893,
-    -103.97208,
-    -104.0,
-    89.0,
-    std::f32::consts::PI,
-    std::f32::consts::FRAC_PI_2,
-    -std::f32::consts::FRAC_PI_4,
-    3.919_206,
-    9.01,
-];
-
-/// Dense bit-pattern sweep, random bit patterns, uniform samples on `[lo, hi]`, and the
-/// specials.
+/// The math inputs ([`math_inputs`]) for this file: 800,000 uniform samples, padded
+/// to whole vectors of 4.
 fn inputs(lo: f32, hi: f32, seed: u64) -> Vec<f32> {
-    let mut v: Vec<f32> = (0..=u32::MAX).step_by(509).map(f32::from_bits).collect();
-    let mut rng = Rng(seed);
-    v.extend((0..200_000).map(|_| rng.f32_bits()));
-    v.extend((0..800_000).map(|_| rng.uniform(lo, hi)));
-    v.extend_from_slice(SPECIALS);
+    let mut v = math_inputs(lo, hi, seed, 800_000, &[]);
     while !v.len().is_multiple_of(4) {
         v.push(0.0);
     }

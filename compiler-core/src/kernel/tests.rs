@@ -28,6 +28,24 @@ fn loads(e: &Elemental) -> Vec<Idx> {
         .collect()
 }
 
+
+/// HLO text of the scalar f32 `%add` region, for fixtures (`concat!`).
+macro_rules! add_region {
+    () => {
+        "%add (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n  ROOT %s = f32[] add(%a, %b)\n}\n"
+    };
+}
+
+/// [`add_region`] and the f32 less-than comparator `%lt`.
+macro_rules! add_lt_regions {
+    () => {
+        concat!(
+            add_region!(),
+            "%lt (p: f32[], q: f32[]) -> pred[] {\n  %p = f32[] parameter(0)\n  %q = f32[] parameter(1)\n  ROOT %l = pred[] compare(%p, %q), direction=LT\n}\n"
+        )
+    };
+}
+
 #[test]
 fn reshapes_that_split_or_merge_dimensions_cost_no_division() {
     // Flatten then unflatten: the load reads element v0*3 + v1, no div or rem.
@@ -232,18 +250,7 @@ fn arena_never_shares_a_kernels_inputs_and_outputs() {
     // A diamond with a fused reduction, an odd size (f32[3] = 12 B: padded to 64) and a
     // tuple result holding the parameter itself.
     let p = planned(
-        "HloModule m
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(%a, %b)
-}
-%lt (p: f32[], q: f32[]) -> pred[] {
-  %p = f32[] parameter(0)
-  %q = f32[] parameter(1)
-  ROOT %l = pred[] compare(%p, %q), direction=LT
-}
-ENTRY %main (x: f32[3,5], c: f32[3]) -> (f32[3,5], f32[3], f32[3]) {
+        concat!("HloModule m\n", add_lt_regions!(), "ENTRY %main (x: f32[3,5], c: f32[3]) -> (f32[3,5], f32[3], f32[3]) {
   %x = f32[3,5] parameter(0)
   %c = f32[3] parameter(1)
   %e = f32[3,5] exponential(%x)
@@ -252,7 +259,7 @@ ENTRY %main (x: f32[3,5], c: f32[3]) -> (f32[3,5], f32[3], f32[3]) {
   %s = f32[3] sort(%r), dimensions={0}, to_apply=%lt
   %m = f32[3] multiply(%s, %c)
   ROOT %t = (f32[3,5], f32[3], f32[3]) tuple(%e, %m, %c)
-}",
+}"),
     );
     assert_no_overlap(&p);
     // Every offset is aligned, and the arena holds at least the largest live set.
@@ -375,18 +382,7 @@ fn dynamic_update_slice_scatter_and_sort_update_their_operand_in_place() {
     // place (d dies there), and the sort permutes the scatter's result in place. Only
     // e's region holds temporaries: x, u, i, idx, upd and the result are pinned.
     let p = unfused(
-        "HloModule m
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(%a, %b)
-}
-%lt (p: f32[], q: f32[]) -> pred[] {
-  %p = f32[] parameter(0)
-  %q = f32[] parameter(1)
-  ROOT %l = pred[] compare(%p, %q), direction=LT
-}
-ENTRY %main (x: f32[8], u: f32[2], i: s32[], idx: s32[3,1], upd: f32[3]) -> f32[8] {
+        concat!("HloModule m\n", add_lt_regions!(), "ENTRY %main (x: f32[8], u: f32[2], i: s32[], idx: s32[3,1], upd: f32[3]) -> f32[8] {
   %x = f32[8] parameter(0)
   %u = f32[2] parameter(1)
   %i = s32[] parameter(2)
@@ -397,7 +393,7 @@ ENTRY %main (x: f32[8], u: f32[2], i: s32[], idx: s32[3,1], upd: f32[3]) -> f32[
   %sc = f32[8] scatter(%d, %idx, %upd), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add
   %so = f32[8] sort(%sc), dimensions={0}, to_apply=%lt
   ROOT %n = f32[8] negate(%so)
-}",
+}"),
     );
     let kinds: Vec<&KernelKind> = p.kernels.iter().map(|k| &k.kind).collect();
     assert_eq!(kinds, [&KernelKind::Loop, &KernelKind::Loop, &KernelKind::Scatter, &KernelKind::Sort, &KernelKind::Loop]);
@@ -416,19 +412,13 @@ fn a_scatter_whose_updates_are_its_operand_is_not_in_place() {
     // Operand and updates are the same buffer: writing the operand would change the
     // updates the scatter still reads.
     let p = unfused(
-        "HloModule m
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(%a, %b)
-}
-ENTRY %main (x: f32[4], idx: s32[4,1]) -> f32[4] {
+        concat!("HloModule m\n", add_region!(), "ENTRY %main (x: f32[4], idx: s32[4,1]) -> f32[4] {
   %x = f32[4] parameter(0)
   %idx = s32[4,1] parameter(1)
   %e = f32[4] exponential(%x)
   %sc = f32[4] scatter(%e, %idx, %e), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add
   ROOT %n = f32[4] negate(%sc)
-}",
+}"),
     );
     assert_eq!(p.kernels[1].kind, KernelKind::Scatter);
     assert_eq!(p.arena.in_place_of[buffer(&p, "sc").index()], None);

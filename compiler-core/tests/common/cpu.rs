@@ -75,3 +75,53 @@ pub fn run_against_interpreter(
     }
     (got, exe.plan().kernels.iter().map(|k| k.kind.clone()).collect())
 }
+
+/// Special f32 inputs for the transcendentals: zeros, infinities, NaN, extremes,
+/// subnormals, and the edges of exp's and the trigonometric functions' ranges.
+pub const SPECIALS: &[f32] = &[
+    0.0,
+    -0.0,
+    f32::INFINITY,
+    f32::NEG_INFINITY,
+    f32::NAN,
+    1.0,
+    -1.0,
+    0.5,
+    -0.5,
+    2.0,
+    -2.0,
+    3.0,
+    -3.0,
+    f32::MIN_POSITIVE,
+    -f32::MIN_POSITIVE,
+    1e-45,
+    -1e-45,
+    f32::MAX,
+    f32::MIN,
+    f32::EPSILON,
+    88.72284,
+    88.72283,
+    -87.33654,
+    -103.27893,
+    -103.97208,
+    -104.0,
+    89.0,
+    std::f32::consts::PI,
+    std::f32::consts::FRAC_PI_2,
+    -std::f32::consts::FRAC_PI_4,
+    3.919_206,
+    9.01,
+];
+
+/// Inputs for the math tests: a dense bit-pattern sweep of the whole f32 range (every
+/// 509th pattern), 200,000 random bit patterns, `uniform` samples on `[lo, hi]`, the
+/// [`SPECIALS`] and `extra` ones.
+pub fn math_inputs(lo: f32, hi: f32, seed: u64, uniform: usize, extra: &[f32]) -> Vec<f32> {
+    let mut v: Vec<f32> = (0..=u32::MAX).step_by(509).map(f32::from_bits).collect();
+    let mut rng = Rng(seed);
+    v.extend((0..200_000).map(|_| rng.f32_bits()));
+    v.extend((0..uniform).map(|_| rng.uniform(lo, hi)));
+    v.extend_from_slice(SPECIALS);
+    v.extend_from_slice(extra);
+    v
+}

@@ -60,7 +60,7 @@ fn top_k(inst: &Instruction, args: &[Value]) -> Result<Value, String> {
         return Err(format!("TopK: k = {k} out of range for {n} elements"));
     }
     let (n, k) = (n as usize, k as usize);
-    let rows = if n == 0 { 0 } else { input.num_elements() / n };
+    let rows = input.num_elements().checked_div(n).unwrap_or(0);
     let elem = input.elem();
     let mut picked: Vec<usize> = Vec::with_capacity(rows * k);
     let mut indices: Vec<i64> = Vec::with_capacity(rows * k);

@@ -96,7 +96,7 @@ pub(super) fn check(g: &Graph, members: &BTreeSet<InstId>, reduces: &[InstId], o
     let reduced_dims = g.dims(first);
     if let Some(&bad) = outputs.iter().find(|&&o| {
         let d = g.dims(o);
-        !(same_elements(d, input_dims) || same_elements(d, reduced_dims)) && !reduces.contains(&o)
+        !(same_elements(d, input_dims) || same_elements(d, reduced_dims) || reduces.contains(&o))
     }) {
         return Err(Refusal::hard(
             "refuse-output-shapes",

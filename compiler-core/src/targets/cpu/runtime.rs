@@ -439,7 +439,7 @@ impl CpuExecutable {
                     direct[j] = true;
                 }
             }
-            let ran = self.run_kernels(bufs, wrap, &Scope { path: String::new(), nested }, None);
+            let ran = pool::as_caller(|| self.run_kernels(bufs, wrap, &Scope { path: String::new(), nested }, None));
             for (j, (&b, y)) in results.iter().zip(outputs.iter_mut()).enumerate() {
                 if ran.is_ok() && !direct[j] {
                     y.copy_from_slice(bufs.bytes(b));
@@ -481,7 +481,7 @@ impl CpuExecutable {
             for (v, p) in args.iter().zip(&self.plan.params) {
                 write_value(bufs, p, v.clone());
             }
-            self.run_kernels(bufs, wrap, scope, hook)?;
+            pool::as_caller(|| self.run_kernels(bufs, wrap, scope, hook))?;
             read_value(&self.plan, bufs, &self.plan.result)
         })
     }

@@ -1,7 +1,8 @@
 //! Native block versions of the f32 transcendentals, for kernels that strip-mine a
 //! compute-bound loop: the CPU target's JIT writes a transcendental's arguments for a
-//! block of elements into a buffer, calls `hs_block_<op>_f32(ptr, n)` to apply the op in
-//! place, and goes on. Cranelift's x86-64 backend has 128-bit vectors only (4 f32
+//! block of elements into a buffer, calls `hs_block_<op>_f32(src, dst, n)` to apply the
+//! op (in place when `src == dst`; from the kernel's input itself, with no copy, when
+//! the argument is a plain contiguous load), and goes on. Cranelift's x86-64 backend has 128-bit vectors only (4 f32
 //! lanes); these functions are compiled by LLVM for AVX-512 (16 lanes) or AVX2 (8
 //! lanes), so the transcendental part of such a kernel runs two to four times wider.
 //!
@@ -26,9 +27,9 @@
 //! `-|x|`, in the fast range exactly where the JIT's vector may take the fast path),
 //! erf the fast form (its argument is in `[-16, 0]` or NaN).
 //!
-//! The functions are `unsafe extern "C"` for the JIT (the pointer must be valid for `n`
-//! elements), take any `n` (`n <= 0` or a null pointer does nothing) and cannot panic:
-//! no indexing, wrapping integer arithmetic.
+//! The functions are `unsafe extern "C"` for the JIT (the pointers must be valid for `n`
+//! elements, and equal or not overlapping), take any `n` (`n <= 0` or a null pointer
+//! does nothing) and cannot panic: no indexing, wrapping integer arithmetic.
 
 use crate::algorithms as a;
 use crate::lanes::Scalar;
@@ -46,8 +47,8 @@ pub enum BlockOp {
     Erf,
 }
 
-/// A block function: applies its op in place to `ptr[0..n]`.
-pub type BlockFn = unsafe extern "C" fn(ptr: *mut f32, n: i64);
+/// A block function: `dst[i] = op(src[i])` for `i < n`, in place when `src == dst`.
+pub type BlockFn = unsafe extern "C" fn(src: *const f32, dst: *mut f32, n: i64);
 
 impl BlockOp {
     pub const ALL: [BlockOp; 7] =
@@ -146,30 +147,49 @@ pub fn native_lanes() -> u32 {
     }
 }
 
-/// Applies `op` in place to `ptr[0..n]` at the detected level.
+/// The elements a block function works on.
+enum Buffers<'a> {
+    InPlace(&'a mut [f32]),
+    /// Two slices of the same length (which cannot overlap).
+    From(&'a [f32], &'a mut [f32]),
+}
+
+/// `dst[i] = op(src[i])` for `i < n` at the detected level.
 ///
 /// # Safety
-/// `ptr` must be valid for reads and writes of `n` f32 when `n > 0`.
-unsafe fn block(op: BlockOp, ptr: *mut f32, n: i64) {
-    if n <= 0 || ptr.is_null() {
+/// When `n > 0`, `src` must be valid for reads and `dst` for writes of `n` f32, and they
+/// must be equal or not overlap.
+unsafe fn block(op: BlockOp, src: *const f32, dst: *mut f32, n: i64) {
+    if n <= 0 || src.is_null() || dst.is_null() {
         return;
     }
-    // SAFETY: the caller's contract.
-    let xs = unsafe { std::slice::from_raw_parts_mut(ptr, n as usize) };
+    let n = n as usize;
+    // SAFETY: the caller's contract. Two distinct pointers do not overlap, so the
+    // slices alias nothing (and LLVM needs no overlap check that would send an in-place
+    // call down its scalar path).
+    let bufs = unsafe {
+        if std::ptr::eq(src, dst) {
+            Buffers::InPlace(std::slice::from_raw_parts_mut(dst, n))
+        } else {
+            Buffers::From(std::slice::from_raw_parts(src, n), std::slice::from_raw_parts_mut(dst, n))
+        }
+    };
     // SAFETY: `level()` only returns a level this CPU has.
-    unsafe { run_level(level(), op, xs) }
+    unsafe { run_level(level(), op, bufs) }
 }
 
 macro_rules! block_fns {
     ($($name:ident => $op:ident),* $(,)?) => {$(
-        #[doc = concat!("Applies `", stringify!($op), "` in place to `ptr[0..n]` (nothing when `n <= 0`).")]
+        #[doc = concat!("`dst[i] = ", stringify!($op), "(src[i])` for `i < n`, in place when `src == dst` (nothing when `n <= 0`).")]
         ///
         /// # Safety
-        /// `ptr` must be valid for reads and writes of `n` f32 when `n > 0`.
+        /// When `n > 0`, `src` must be valid for reads and `dst` for writes of `n` f32,
+        /// and they must be equal or not overlap.
         #[no_mangle]
-        pub unsafe extern "C" fn $name(ptr: *mut f32, n: i64) {
-            // SAFETY: the caller's contract (the JIT passes its own stack buffer).
-            unsafe { block(BlockOp::$op, ptr, n) }
+        pub unsafe extern "C" fn $name(src: *const f32, dst: *mut f32, n: i64) {
+            // SAFETY: the caller's contract (the JIT passes its own stack buffer, and
+            // maybe the block of an input it only reads).
+            unsafe { block(BlockOp::$op, src, dst, n) }
         }
     )*};
 }
@@ -187,42 +207,60 @@ block_fns!(
 /// Applies `op` in place at `level`; an error when this CPU lacks `level`. For tests
 /// and benchmarks (the JIT calls the `hs_block_*_f32` functions, at [`level`]).
 pub fn apply(op: BlockOp, level: Level, xs: &mut [f32]) -> Result<(), String> {
-    if !level.available() {
-        return Err(format!("this CPU lacks the {level:?} level"));
+    checked(level)?;
+    // SAFETY: checked just above.
+    unsafe { run_level(level, op, Buffers::InPlace(xs)) };
+    Ok(())
+}
+
+/// `dst[i] = op(src[i])` at `level`, as the block functions called with two pointers;
+/// an error when this CPU lacks `level` or the lengths differ. For tests.
+pub fn apply_to(op: BlockOp, level: Level, src: &[f32], dst: &mut [f32]) -> Result<(), String> {
+    checked(level)?;
+    if src.len() != dst.len() {
+        return Err(format!("{} elements in, room for {} out", src.len(), dst.len()));
     }
     // SAFETY: checked just above.
-    unsafe { run_level(level, op, xs) };
+    unsafe { run_level(level, op, Buffers::From(src, dst)) };
     Ok(())
+}
+
+fn checked(level: Level) -> Result<(), String> {
+    if level.available() {
+        Ok(())
+    } else {
+        Err(format!("this CPU lacks the {level:?} level"))
+    }
 }
 
 /// # Safety
 /// The CPU must have `level` ([`Level::available`]).
-unsafe fn run_level(level: Level, op: BlockOp, xs: &mut [f32]) {
+unsafe fn run_level(level: Level, op: BlockOp, bufs: Buffers) {
     match level {
         // SAFETY: the caller's contract.
         #[cfg(target_arch = "x86_64")]
-        Level::Avx512 => unsafe { x86::avx512(op, xs) },
+        Level::Avx512 => unsafe { x86::avx512(op, bufs) },
         // SAFETY: the caller's contract.
         #[cfg(target_arch = "x86_64")]
-        Level::Avx2 => unsafe { x86::avx2(op, xs) },
+        Level::Avx2 => unsafe { x86::avx2(op, bufs) },
         #[cfg(not(target_arch = "x86_64"))]
-        Level::Avx512 | Level::Avx2 => run::<PORTABLE_FMA>(op, xs),
-        Level::Portable => run::<PORTABLE_FMA>(op, xs),
+        Level::Avx512 | Level::Avx2 => run::<PORTABLE_FMA>(op, bufs),
+        Level::Portable => run::<PORTABLE_FMA>(op, bufs),
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{run, BlockOp};
+    use super::{run, BlockOp, Buffers};
 
     #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
-    pub(super) fn avx512(op: BlockOp, xs: &mut [f32]) {
-        run::<true>(op, xs)
+    pub(super) fn avx512(op: BlockOp, bufs: Buffers) {
+        run::<true>(op, bufs)
     }
 
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn avx2(op: BlockOp, xs: &mut [f32]) {
-        run::<true>(op, xs)
+    pub(super) fn avx2(op: BlockOp, bufs: Buffers) {
+        run::<true>(op, bufs)
     }
 }
 
@@ -231,35 +269,85 @@ mod x86 {
 /// 6% faster than 64 with AVX-512, the loop's setup spread over more elements).
 pub const EXP_CHUNK: usize = 256;
 
-/// The loops, inlined into each level's function so that they vectorize for it.
-#[inline(always)]
-fn run<const FMA: bool>(op: BlockOp, xs: &mut [f32]) {
-    let l = &mut Scalar::<FMA>;
-    match op {
-        BlockOp::Exp => {
-            let limit = a::exp_fast_limit(FMA);
-            for chunk in xs.chunks_mut(EXP_CHUNK) {
-                // `>` as the JIT's test: NaN is not rare (both forms give NaN).
-                let rare = chunk.iter().fold(false, |r, &x| r | (x.abs() > limit));
-                if rare {
-                    each(chunk, |x| a::exp_clamped(l, x));
-                } else {
-                    each(chunk, |x| a::exp_fast(l, x));
+/// The loops, inlined into each level's function so that they vectorize for it: each op
+/// twice, in place and from one slice into another (`$each` applies a lane function to
+/// the buffers, `$chunks` splits them into exp's chunks).
+macro_rules! ops {
+    ($op:expr, $fma:ident, $bufs:expr, $each:ident, $chunks:ident) => {{
+        let l = &mut Scalar::<$fma>;
+        match $op {
+            BlockOp::Exp => {
+                let limit = a::exp_fast_limit($fma);
+                for chunk in $chunks($bufs) {
+                    if rare(chunk.src(), limit) {
+                        $each(chunk, |x| a::exp_clamped(l, x));
+                    } else {
+                        $each(chunk, |x| a::exp_fast(l, x));
+                    }
                 }
             }
+            BlockOp::Expm1 => $each($bufs, |x| a::expm1(l, x)),
+            BlockOp::Log => $each($bufs, |x| a::log(l, x)),
+            BlockOp::Log1p => $each($bufs, |x| a::log1p(l, x)),
+            BlockOp::Tanh => $each($bufs, |x| a::tanh(l, x)),
+            BlockOp::Logistic => $each($bufs, |x| a::logistic(l, x, a::exp_clamped)),
+            BlockOp::Erf => $each($bufs, |x| a::erf(l, x, a::exp_fast)),
         }
-        BlockOp::Expm1 => each(xs, |x| a::expm1(l, x)),
-        BlockOp::Log => each(xs, |x| a::log(l, x)),
-        BlockOp::Log1p => each(xs, |x| a::log1p(l, x)),
-        BlockOp::Tanh => each(xs, |x| a::tanh(l, x)),
-        BlockOp::Logistic => each(xs, |x| a::logistic(l, x, a::exp_clamped)),
-        BlockOp::Erf => each(xs, |x| a::erf(l, x, a::exp_fast)),
+    }};
+}
+
+#[inline(always)]
+fn run<const FMA: bool>(op: BlockOp, bufs: Buffers) {
+    match bufs {
+        Buffers::InPlace(xs) => ops!(op, FMA, xs, each, chunks_in_place),
+        Buffers::From(src, dst) => ops!(op, FMA, (src, dst), each_to, chunks_to),
     }
+}
+
+/// The source elements of a chunk, for exp's range test.
+trait Src {
+    fn src(&self) -> &[f32];
+}
+
+impl Src for &mut [f32] {
+    fn src(&self) -> &[f32] {
+        self
+    }
+}
+
+impl Src for (&[f32], &mut [f32]) {
+    fn src(&self) -> &[f32] {
+        self.0
+    }
+}
+
+#[inline(always)]
+fn chunks_in_place(xs: &mut [f32]) -> impl Iterator<Item = &mut [f32]> {
+    xs.chunks_mut(EXP_CHUNK)
+}
+
+#[inline(always)]
+fn chunks_to<'a>((src, dst): (&'a [f32], &'a mut [f32])) -> impl Iterator<Item = (&'a [f32], &'a mut [f32])> {
+    src.chunks(EXP_CHUNK).zip(dst.chunks_mut(EXP_CHUNK))
+}
+
+/// Whether exp's chunk holds an argument outside the fast form's range (`>` as the
+/// JIT's test: NaN is not rare, both forms give NaN).
+#[inline(always)]
+fn rare(chunk: &[f32], limit: f32) -> bool {
+    chunk.iter().fold(false, |r, &x| r | (x.abs() > limit))
 }
 
 #[inline(always)]
 fn each(xs: &mut [f32], mut f: impl FnMut(f32) -> f32) {
     for x in xs {
         *x = f(*x);
+    }
+}
+
+#[inline(always)]
+fn each_to((src, dst): (&[f32], &mut [f32]), mut f: impl FnMut(f32) -> f32) {
+    for (d, &x) in dst.iter_mut().zip(src) {
+        *d = f(x);
     }
 }

@@ -78,22 +78,53 @@ fn exported_functions_on_empty_and_null_input() {
     for op in BlockOp::ALL {
         let f = op.function();
         let mut buf = [1.0f32, 2.0];
+        let p = buf.as_mut_ptr();
         // SAFETY: `buf` is valid for 2 elements; n = 0 and n < 0 touch none, and a
         // null pointer is documented to do nothing.
         unsafe {
-            f(buf.as_mut_ptr(), 0);
-            f(buf.as_mut_ptr(), -3);
-            f(std::ptr::null_mut(), 5);
+            f(p, p, 0);
+            f(p, p, -3);
+            f(std::ptr::null(), p, 5);
+            f(p, std::ptr::null_mut(), 5);
         }
         assert_eq!(buf, [1.0, 2.0], "{op:?}");
         // SAFETY: valid for 1 element; the second must stay.
-        unsafe { f(buf.as_mut_ptr(), 1) };
+        unsafe { f(p, p, 1) };
         assert_ne!(buf[0], 1.0, "{op:?}");
         assert_eq!(buf[1], 2.0, "{op:?}");
+        // From one buffer into another: the source stays.
+        let src = [0.5f32; 3];
+        let mut dst = [7.0f32; 4];
+        // SAFETY: valid for 3 elements each, not overlapping.
+        unsafe { f(src.as_ptr(), dst.as_mut_ptr(), 3) };
+        assert_eq!(src, [0.5; 3]);
+        assert_eq!(dst[0].to_bits(), at(op, block::level(), 0.5).to_bits(), "{op:?}");
+        assert_eq!(dst[3], 7.0, "{op:?}");
     }
     // An empty slice at every level.
     for level in levels() {
         block::apply(BlockOp::Exp, level, &mut []).unwrap();
+    }
+}
+
+/// From one buffer into another gives the in-place bits, at every level, over whole
+/// vectors, exp's chunks with and without rare arguments, and a remainder.
+#[test]
+fn out_of_place_is_in_place() {
+    let n = 3 * 256 + 37;
+    let mut src: Vec<f32> = (0..n).map(|i| ((i as f32) * 0.7311).sin() * 12.0).collect();
+    src[300] = 200.0; // a rare exp argument in the second chunk only
+    for level in levels() {
+        for op in BlockOp::ALL {
+            let mut in_place = src.clone();
+            block::apply(op, level, &mut in_place).unwrap();
+            let mut dst = vec![0.0; n];
+            block::apply_to(op, level, &src, &mut dst).unwrap();
+            for i in 0..n {
+                assert_eq!(dst[i].to_bits(), in_place[i].to_bits(), "{op:?} {level:?} at {i}: {}", src[i]);
+            }
+        }
+        assert!(block::apply_to(BlockOp::Exp, level, &[1.0, 2.0], &mut [0.0]).is_err());
     }
 }
 

@@ -127,11 +127,13 @@ fn symbols_lanes_and_levels() {
 }
 
 /// The exported function of `op` (as the JIT would call it).
-fn symbol(op: UnaryOp) -> unsafe extern "C" fn(*mut f32, i64) {
+type BlockFn = unsafe extern "C" fn(*const f32, *mut f32, i64);
+
+fn symbol(op: UnaryOp) -> BlockFn {
     let name = block_math::block_symbol(op).unwrap();
     let addr = block_math::block_symbols().into_iter().find(|s| s.0 == name).unwrap().1;
     // SAFETY: every block function has this signature.
-    unsafe { std::mem::transmute::<*const u8, unsafe extern "C" fn(*mut f32, i64)>(addr) }
+    unsafe { std::mem::transmute::<*const u8, BlockFn>(addr) }
 }
 
 #[test]
@@ -146,21 +148,28 @@ fn lengths_empty_one_and_odd() {
         let f = symbol(op);
         // n = 0 and negative n leave the buffer alone (and a null pointer is no error).
         let mut buf = x[..4].to_vec();
+        let p = buf.as_mut_ptr();
         // SAFETY (this and the calls below): `buf` holds at least `n` elements.
         unsafe {
-            f(buf.as_mut_ptr(), 0);
-            f(buf.as_mut_ptr(), -3);
-            f(std::ptr::null_mut(), 5);
+            f(p, p, 0);
+            f(p, p, -3);
+            f(std::ptr::null(), p, 5);
         }
         assert_eq!(buf, x[..4]);
         for n in [1usize, 17, 33, 1000] {
             // Through the symbol, at the detected level, with a canary after the block.
             let mut buf = x[..n].to_vec();
             buf.push(-7.5);
-            unsafe { f(buf.as_mut_ptr(), n as i64) };
+            let p = buf.as_mut_ptr();
+            unsafe { f(p, p, n as i64) };
             assert_eq!(buf[n], -7.5, "{op:?} n={n} wrote past the block");
+            // From the input into another buffer, as for an argument loaded directly.
+            let mut out = vec![-7.5f32; n + 1];
+            unsafe { f(x.as_ptr(), out.as_mut_ptr(), n as i64) };
+            assert_eq!(out[n], -7.5, "{op:?} n={n} wrote past the block");
             if block_math::level().fused() == fma {
                 assert_same(&format!("{op:?} symbol n={n}"), &x[..n], &buf[..n], &want[..n]);
+                assert_same(&format!("{op:?} symbol from the input n={n}"), &x[..n], &out[..n], &want[..n]);
             }
             // And at each level (starting at an odd offset too).
             for level in levels() {
@@ -183,8 +192,9 @@ fn lengths_empty_one_and_odd() {
     let mut v = [1.0f32, -0.0];
     // SAFETY: one element each.
     unsafe {
-        symbol(UnaryOp::Log)(v.as_mut_ptr(), 1);
-        symbol(UnaryOp::Tanh)(v[1..].as_mut_ptr(), 1);
+        let p = v.as_mut_ptr();
+        symbol(UnaryOp::Log)(p, p, 1);
+        symbol(UnaryOp::Tanh)(p.add(1), p.add(1), 1);
     }
     assert_eq!(v.map(f32::to_bits), [0.0f32.to_bits(), (-0.0f32).to_bits()]);
 }

@@ -36,8 +36,9 @@ use cranelift_module::{FuncId, Module, ModuleReloc, ModuleRelocTarget};
 pub const FORMAT_VERSION: u32 = 3;
 
 /// Bumped whenever the code the emitter produces for a plan changes meaning (kernel
-/// signature, buffer conventions): old artifacts are then stale.
-pub const CODEGEN_FORMAT: u32 = 2;
+/// signature, buffer conventions, the native functions it calls): old artifacts are
+/// then stale (3: block functions take `(src, dst, n)`).
+pub const CODEGEN_FORMAT: u32 = 3;
 
 const MAGIC: &[u8; 8] = b"HSCPUART";
 

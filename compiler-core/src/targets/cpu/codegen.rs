@@ -147,9 +147,12 @@ pub(super) fn helper_signature<M: Module>(m: &M, name: &str) -> Option<Signature
 }
 
 /// The signature of a native block function: `(block, n)`, applied in place.
+/// A native block function's: `(src, dst, n)` ([`block_math`]).
 pub(super) fn block_signature<M: Module>(m: &M) -> Signature {
     let mut sig = m.make_signature();
-    sig.params.push(AbiParam::new(m.target_config().pointer_type()));
+    let ptr = m.target_config().pointer_type();
+    sig.params.push(AbiParam::new(ptr));
+    sig.params.push(AbiParam::new(ptr));
     sig.params.push(AbiParam::new(types::I64));
     sig
 }
@@ -178,6 +181,9 @@ pub struct BlockedOp {
     /// The stage whose loop first reads its results: one more than its argument's (the
     /// arguments of level-`s` ops are computed in stage `s - 1`).
     level: u32,
+    /// When its argument is a contiguous f32 load (input, index): the native function
+    /// reads the block of that input itself, so no stage copies it into the buffer.
+    direct: Option<(u32, IdxId)>,
 }
 
 /// The ops to strip-mine in a vector loop or row reduction (none when it does not pay):
@@ -218,6 +224,7 @@ fn blocked_ops(e: &Elemental, vp: &VecPlan) -> Vec<BlockedOp> {
     }
     let mut level = vec![0u32; n];
     let mut ops = Vec::new();
+    let mut lin_memo = HashMap::new();
     for i in 0..n {
         let x = &e.nodes[i];
         let mut l = x.node.operands().iter().map(|a| level[a.0 as usize]).max().unwrap_or(0);
@@ -225,7 +232,16 @@ fn blocked_ops(e: &Elemental, vp: &VecPlan) -> Vec<BlockedOp> {
             let symbol = block_math::block_symbol(op).filter(|_| x.elem == ElementType::F32 && e.expr(a).elem == ElementType::F32);
             if let (Some(symbol), true) = (symbol, reached[i] && ops.len() < MAX_BLOCKED_OPS) {
                 l += 1;
-                ops.push(BlockedOp { expr: ExprId(i as u32), arg: a, symbol, level: l });
+                let direct = match e.expr(a).node {
+                    Node::Load { input, linear }
+                        if e.input_elems[input as usize] == ElementType::F32
+                            && vector::linearity(e, vp.var, linear, &mut lin_memo) == Lin::Affine(1) =>
+                    {
+                        Some((input, linear))
+                    }
+                    _ => None,
+                };
+                ops.push(BlockedOp { expr: ExprId(i as u32), arg: a, symbol, level: l, direct });
             }
         }
         level[i] = l;
@@ -273,7 +289,13 @@ pub fn emit<M: Module>(
             let blocks = if options.block_math { blocked_ops(e, &vp) } else { Vec::new() };
             let mut note = format!("; vectorized: {} lanes x {}, {:?} along variable {}\n", vp.lanes, vp.unroll, vp.kind, vp.var);
             if !blocks.is_empty() {
-                let ops: Vec<String> = blocks.iter().map(|b| format!("{} (stage {})", b.symbol, b.level)).collect();
+                let ops: Vec<String> = blocks
+                    .iter()
+                    .map(|b| match b.direct {
+                        Some((input, _)) => format!("{} (stage {}, from input {input})", b.symbol, b.level),
+                        None => format!("{} (stage {})", b.symbol, b.level),
+                    })
+                    .collect();
                 note += &format!("; strip-mined in blocks of {BLOCK} elements, native block calls: {}\n", ops.join(", "));
             }
             match emit_as(m, helpers, e, id, n_inputs, par, Some(vp), blocks, options.inline_half) {
@@ -307,7 +329,7 @@ pub(super) fn code_summary(clif: &str) -> String {
     let mut out = format!("simd {lanes}x{unroll}");
     if let Some(calls) = lines.next().and_then(|l| l.split_once("native block calls: ")).map(|(_, c)| c) {
         let mut ops: Vec<&str> = Vec::new();
-        for call in calls.split(", ") {
+        for call in calls.split(", ").filter(|c| c.starts_with("hs_block_")) {
             let op = call.trim_start_matches("hs_block_").split("_f32").next().unwrap_or(call);
             if !ops.contains(&op) {
                 ops.push(op);
@@ -783,9 +805,16 @@ impl<'a, 'f> Emit<'a, 'f> {
         let full = self.b.ins().iadd_imm_s(start, BLOCK);
         let end = self.b.ins().smin(full, vec_end);
         let n = self.b.ins().isub(end, start);
+        // Where each block function reads: its buffer, or the block of its input.
+        let sources: Vec<Value> = (0..self.blocks.len()).map(|k| self.block_source(k, v, start)).collect();
         for stage in 0..=last {
             if stage == last {
                 self.reload_vector_accumulators(&parked);
+            }
+            let copies = self.blocks.iter().any(|b| b.op.level == stage + 1 && b.op.direct.is_none());
+            if stage < last && !copies {
+                self.call_blocks(stage, &sources, n);
+                continue;
             }
             // The loop counts the position in the block (which indexes the buffers);
             // the vector variable is the block's start plus that.
@@ -800,7 +829,7 @@ impl<'a, 'f> Emit<'a, 'f> {
                     }
                     s.new_region();
                     for k in 0..s.blocks.len() {
-                        if s.blocks[k].op.level == stage + 1 {
+                        if s.blocks[k].op.level == stage + 1 && s.blocks[k].op.direct.is_none() {
                             let x = s.value(s.blocks[k].op.arg);
                             let addr = s.blocks[k].addr;
                             s.store_vec(ElementType::F32, x, addr, pos, (j * vp.lanes) as i64);
@@ -813,17 +842,37 @@ impl<'a, 'f> Emit<'a, 'f> {
             if stage == last {
                 self.park_vector_accumulators(&parked);
             }
-            for k in 0..self.blocks.len() {
-                if self.blocks[k].op.level == stage + 1 {
-                    let (f, addr) = (self.blocks[k].func, self.blocks[k].addr);
-                    self.b.ins().call(f, &[addr, n]);
-                }
-            }
+            self.call_blocks(stage, &sources, n);
         }
         self.b.ins().jump(header, &[end.into()]);
         self.b.switch_to_block(exit);
         self.reload_vector_accumulators(&parked);
         vec_end
+    }
+
+    /// The calls of the block functions whose arguments stage `stage` computes, on `n`
+    /// elements from `sources` into their buffers.
+    fn call_blocks(&mut self, stage: u32, sources: &[Value], n: Value) {
+        for k in 0..self.blocks.len() {
+            if self.blocks[k].op.level == stage + 1 {
+                let (f, addr) = (self.blocks[k].func, self.blocks[k].addr);
+                self.b.ins().call(f, &[sources[k], addr, n]);
+            }
+        }
+    }
+
+    /// Where blocked op `k`'s function reads the block starting at `start` of vector
+    /// variable `v`: its own buffer, or the address of its input's element there.
+    fn block_source(&mut self, k: usize, v: u32, start: Value) -> Value {
+        let Some((input, linear)) = self.blocks[k].op.direct else { return self.blocks[k].addr };
+        let saved = self.vars[v as usize].replace(start);
+        self.new_region();
+        let l = self.index(linear);
+        let base = self.bases[input as usize];
+        let src = self.address(base, l, ElementType::F32);
+        self.vars[v as usize] = saved;
+        self.new_region();
+        src
     }
 
     /// A row reduction's vector accumulators would be live across the block calls, which
@@ -1398,7 +1447,7 @@ impl<'a, 'f> Emit<'a, 'f> {
         use UnaryOp::*;
         let vector = self.b.func.dfg.value_type(a).is_vector();
         if op == IsFinite {
-            let abs = self.b.ins().fabs(a);
+            let abs = math::fabs(&mut self.b, a);
             let inf = self.const_like(a, 0, f64::INFINITY);
             return self.b.ins().fcmp(FloatCC::LessThan, abs, inf);
         }
@@ -1444,8 +1493,8 @@ impl<'a, 'f> Emit<'a, 'f> {
         }
         let _ = from;
         let r = match op {
-            Abs => return self.b.ins().fabs(a),
-            Neg => return self.b.ins().fneg(a),
+            Abs => return math::fabs(&mut self.b, a),
+            Neg => return math::fneg(&mut self.b, a),
             Floor => return self.b.ins().floor(a),
             Ceil => return self.b.ins().ceil(a),
             RoundEven => return self.b.ins().nearest(a),

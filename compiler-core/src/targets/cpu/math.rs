@@ -170,7 +170,7 @@ pub fn unary(b: &mut FunctionBuilder, fma: bool, op: UnaryOp, x: Value, call: &m
     if ty.lane_type() == types::F64 {
         if op == Logistic {
             // 1/(1 + exp(-x)), the interpreter's formula (f64 results equal its own).
-            let nx = m.b.ins().fneg(x);
+            let nx = fneg(m.b, x);
             let e = m.per_lane("exp", &[nx], call);
             let one = m.c(1.0);
             let d = m.add(one, e);
@@ -243,6 +243,41 @@ const ATAN_P: [f32; 5] = [-0.333_333_13, 0.199_983_58, -0.142_412_69, 0.105_763_
 /// type of the same lane width and count. Masks are what `fcmp`/`icmp` give (i8 for a
 /// scalar, a lane mask for a vector). Its [`Lanes`] primitives emit one instruction each
 /// (the f32 approximations are written over them); the exact ops below also take f64.
+/// `-a`. On a float vector, an xor with a sign-mask constant, which Cranelift reads from
+/// its constant pool as a memory operand: one instruction, where its own `fneg` builds
+/// the mask in registers each time (three).
+pub(super) fn fneg(b: &mut FunctionBuilder, a: Value) -> Value {
+    match sign_mask(b, a, true) {
+        Some(m) => b.ins().bxor(a, m),
+        None => b.ins().fneg(a),
+    }
+}
+
+/// `|a|`, as [`fneg`]: an and with the complement of the sign mask on a float vector.
+pub(super) fn fabs(b: &mut FunctionBuilder, a: Value) -> Value {
+    match sign_mask(b, a, false) {
+        Some(m) => b.ins().band(a, m),
+        None => b.ins().fabs(a),
+    }
+}
+
+/// For a float vector `like`: a constant of its type whose lanes hold just the sign bit
+/// (`sign`) or every bit but it.
+fn sign_mask(b: &mut FunctionBuilder, like: Value, sign: bool) -> Option<Value> {
+    let ty = b.func.dfg.value_type(like);
+    if !ty.is_vector() {
+        return None;
+    }
+    let lane = match (ty.lane_type(), sign) {
+        (types::F32, true) => b.ins().f32const(f32::from_bits(0x8000_0000)),
+        (types::F32, false) => b.ins().f32const(f32::from_bits(0x7fff_ffff)),
+        (types::F64, true) => b.ins().f64const(f64::from_bits(1 << 63)),
+        (types::F64, false) => b.ins().f64const(f64::from_bits(!(1 << 63))),
+        _ => return None,
+    };
+    Some(b.ins().splat(ty, lane))
+}
+
 struct M<'a, 'f> {
     b: &'a mut FunctionBuilder<'f>,
     ty: Type,
@@ -295,10 +330,10 @@ impl Lanes for M<'_, '_> {
         }
     }
     fn abs(&mut self, a: Value) -> Value {
-        self.b.ins().fabs(a)
+        fabs(self.b, a)
     }
     fn neg(&mut self, a: Value) -> Value {
-        self.b.ins().fneg(a)
+        fneg(self.b, a)
     }
     fn cmp(&mut self, cc: Cmp, a: Value, c: Value) -> Value {
         let cc = match cc {
@@ -381,7 +416,7 @@ impl<'a, 'f> M<'a, 'f> {
     /// path (overflow, subnormal results, infinities), so the common case pays one
     /// compare and one test.
     fn exp(&mut self, x: Value) -> Value {
-        let a = self.b.ins().fabs(x);
+        let a = fabs(self.b, x);
         let rare = self.fcmpc(FloatCC::GreaterThan, a, exp_fast_limit(self.fma));
         let any = if self.vector() { self.b.ins().vany_true(rare) } else { rare };
         let fast = self.b.create_block();
@@ -406,7 +441,7 @@ impl<'a, 'f> M<'a, 'f> {
     /// halves without one (valid while `|a|, |b| < 2^115`).
     fn prod_err(&mut self, a: Value, b: Value, p: Value) -> Value {
         if self.fma {
-            let np = self.b.ins().fneg(p);
+            let np = fneg(self.b, p);
             return self.b.ins().fma(a, b, np);
         }
         let (ah, al) = self.split(a);
@@ -461,7 +496,7 @@ impl<'a, 'f> M<'a, 'f> {
         // ±1 for nonzero numbers; zeros and NaN stay.
         let one = self.c(1.0);
         let s = self.copysign(one, x);
-        let a = self.b.ins().fabs(x);
+        let a = fabs(self.b, x);
         let nz = self.fcmpc(FloatCC::GreaterThan, a, 0.0);
         self.sel(nz, s, x)
     }
@@ -469,7 +504,7 @@ impl<'a, 'f> M<'a, 'f> {
     fn round_afz(&mut self, x: Value) -> Value {
         let t = self.b.ins().trunc(x);
         let d = self.sub(x, t);
-        let d = self.b.ins().fabs(d);
+        let d = fabs(self.b, d);
         let one = self.c(1.0);
         let s = self.copysign(one, x);
         let up = self.add(t, s);
@@ -485,7 +520,7 @@ impl<'a, 'f> M<'a, 'f> {
         let shift = self.c(SHIFT);
         let t = self.madc(x, TWO_OVER_PI, shift);
         let k = self.sub(t, shift);
-        let nk = self.b.ins().fneg(k);
+        let nk = fneg(self.b, k);
         let parts: &[f32] = if self.fma { &[PIO2_1, PIO2_2, PIO2_3] } else { &PIO2_12BIT };
         let mut r = x;
         for &p in parts {
@@ -507,7 +542,7 @@ impl<'a, 'f> M<'a, 'f> {
         let z2 = self.mul(z, z);
         let hz = self.mulc(z, 0.5);
         // cos = 1 - (z/2 - z² P).
-        let w = self.b.ins().fneg(z2);
+        let w = fneg(self.b, z2);
         let w = self.mad(w, pc, hz);
         let one = self.c(1.0);
         let c = self.sub(one, w);
@@ -543,7 +578,7 @@ impl<'a, 'f> M<'a, 'f> {
     /// `x` itself where `|x| < 2^-12` (sin and tan: the reduction's negative parts
     /// would turn -0 into +0; there `x` is the correctly rounded result anyway).
     fn tiny_identity(&mut self, x: Value, v: Value) -> Value {
-        let a = self.b.ins().fabs(x);
+        let a = fabs(self.b, x);
         let tiny = self.fcmpc(FloatCC::LessThan, a, 2.441_406_3e-4);
         self.sel(tiny, x, v)
     }
@@ -555,7 +590,7 @@ impl<'a, 'f> M<'a, 'f> {
         let one = self.ci(1);
         let odd = self.b.ins().band(k, one);
         let odd = self.icmpc(IntCC::NotEqual, odd, 0);
-        let ns = self.b.ins().fneg(s);
+        let ns = fneg(self.b, s);
         let num = self.sel(odd, c, s);
         let den = self.sel(odd, ns, c);
         let t = self.div(num, den);
@@ -564,8 +599,8 @@ impl<'a, 'f> M<'a, 'f> {
 
     /// atan2(y, x), IEEE special cases included.
     fn atan2(&mut self, y: Value, x: Value) -> Value {
-        let ax = self.b.ins().fabs(x);
-        let ay = self.b.ins().fabs(y);
+        let ax = fabs(self.b, x);
+        let ay = fabs(self.b, y);
         let mn = self.b.ins().fmin(ax, ay);
         let mx = self.b.ins().fmax(ax, ay);
         let t = self.div(mn, mx);
@@ -623,7 +658,7 @@ impl<'a, 'f> M<'a, 'f> {
         let qe = self.prod_err(qh, dh, qd);
         let rem = self.sub(f2, qd);
         let rem = self.sub(rem, qe);
-        let nqh = self.b.ins().fneg(qh);
+        let nqh = fneg(self.b, qh);
         let rem = self.mad(nqh, dl, rem);
         let ql = self.div(rem, dh);
         // log(1+f) = q + (q/2)³ Q((q/2)²) = qh + (ql + tail).
@@ -653,17 +688,17 @@ impl<'a, 'f> M<'a, 'f> {
     }
 
     fn pow(&mut self, x: Value, y: Value) -> Value {
-        let ax = self.b.ins().fabs(x);
+        let ax = fabs(self.b, x);
         let (lh, ll) = self.log2_hilo(ax);
         // z = y log2|x| = zh + zl.
         let zh = self.mul(y, lh);
         let ze = self.prod_err(y, lh, zh);
         let zl = self.mad(y, ll, ze);
         // Far out of range (or not finite): the low part is meaningless.
-        let azh = self.b.ins().fabs(zh);
+        let azh = fabs(self.b, zh);
         let inr = self.fcmpc(FloatCC::LessThan, azh, 200.0);
         // (Also where it overflowed: Dekker's split of a huge y, with log2|x| = 0.)
-        let azl = self.b.ins().fabs(zl);
+        let azl = fabs(self.b, zl);
         let zl_ok = self.fcmpc(FloatCC::LessThan, azl, 1.0);
         let inr = self.b.ins().band(inr, zl_ok);
         let zero = self.c(0.0);
@@ -703,7 +738,7 @@ impl<'a, 'f> M<'a, 'f> {
         let hyt = self.b.ins().trunc(hy);
         let half_int = self.fcmp(FloatCC::Equal, hyt, hy);
         let odd = self.b.ins().band_not(is_int, half_int);
-        let nv = self.b.ins().fneg(v);
+        let nv = fneg(self.b, v);
         let signed = self.sel(odd, nv, v);
         let xb = self.bits(x);
         let xneg = self.icmpc(IntCC::SignedLessThan, xb, 0);
@@ -714,7 +749,7 @@ impl<'a, 'f> M<'a, 'f> {
         let neg_res = self.sel(zi, signed, neg_res);
         let v = self.sel(xneg, neg_res, v);
         // |y| = inf: |x| = 1 gives 1 (x = -1 included); otherwise 0 or inf.
-        let ay = self.b.ins().fabs(y);
+        let ay = fabs(self.b, y);
         let yinf = self.fcmpc(FloatCC::Equal, ay, f32::INFINITY);
         let gt1 = self.fcmpc(FloatCC::GreaterThan, ax, 1.0);
         let lt1 = self.fcmpc(FloatCC::LessThan, ax, 1.0);
@@ -734,7 +769,7 @@ impl<'a, 'f> M<'a, 'f> {
     }
 
     fn cbrt(&mut self, x: Value) -> Value {
-        let a = self.b.ins().fabs(x);
+        let a = fabs(self.b, x);
         // Subnormals: scale by 2^24 (cbrt: 2^8).
         let tiny = self.fcmpc(FloatCC::LessThan, a, 1.175_494_4e-38);
         let scaled = self.mulc(a, 16_777_216.0);

@@ -473,3 +473,50 @@ fn max_and_min_with_constants_keep_nans_and_signed_zeros() {
         }
     }
 }
+
+#[test]
+fn max_and_min_rows_take_the_fast_path_and_stay_exact() {
+    // Row max/min run one maxps/minps per vector plus a NaN tracker, and rerun a row
+    // exactly when the tracker is NaN or the result is a zero. Rows (of 37 and 1000:
+    // vector steps and a tail) hold, each at a different position (vector part or
+    // tail): a NaN; +0 and -0 with a zero result; only -0; +inf and -inf (a false
+    // alarm of the tracker); ordinary values with the extreme in the tail; zeros of both
+    // signs in the order the vector steps would get wrong. Inits are
+    // -inf, +inf, 0, -0 and NaN. Bit for bit with the interpreter, NaNs as NaN.
+    for t in [ElementType::F32, ElementType::F64] {
+        for c in [37i64, 1000] {
+            let rows: Vec<Vec<f64>> = vec![
+                (0..c).map(|i| if i == 5 { f64::NAN } else { (i % 7) as f64 - 3.0 }).collect(),
+                (0..c).map(|i| if i == c - 1 { f64::NAN } else { i as f64 }).collect(),
+                (0..c).map(|i| if i % 3 == 0 { 0.0 } else if i % 3 == 1 { -0.0 } else { -(i as f64) }).collect(),
+                (0..c).map(|i| if i % 2 == 0 { -0.0 } else { -1.0 - i as f64 }).collect(),
+                (0..c).map(|i| if i % 2 == 0 { -0.0 } else { 1.0 + i as f64 }).collect(),
+                (0..c).map(|i| if i == 3 { f64::INFINITY } else if i == 9 { f64::NEG_INFINITY } else { i as f64 * 0.5 }).collect(),
+                (0..c).map(|i| if i == c - 2 { 1e6 } else if i == c - 3 { -1e6 } else { (i as f64).sin() }).collect(),
+                (0..c).map(|_| 0.0).collect(),
+                // Every lane meets -0 first, +0 later (max must be +0), and the reverse
+                // with positives (min must be -0): the maxps/minps order keeps the first.
+                (0..c).map(|i| if i < 16 { -0.0 } else if i < 32 { 0.0 } else { -1.0 }).collect(),
+                (0..c).map(|i| if i < 16 { 0.0 } else if i < 32 { -0.0 } else { 1.0 }).collect(),
+            ];
+            let r = rows.len() as i64;
+            let values: Vec<f64> = rows.concat();
+            let arg = Literal::from_f64s(Shape::new(t, vec![r, c]), &values);
+            for (op, inits) in [("maximum", ["-inf", "0", "-0", "nan"]), ("minimum", ["inf", "0", "-0", "nan"])] {
+                for init in inits {
+                    let hlo = reduce_hlo(t, r, c, op, "1", init);
+                    let (exe, got, want) = run_both(&hlo, std::slice::from_ref(&arg));
+                    for i in 0..r as usize {
+                        let (a, b) = (got[0].get(i).as_f64(), want[0].get(i).as_f64());
+                        assert!(
+                            got[0].bits(i) == want[0].bits(i) || (a.is_nan() && b.is_nan()),
+                            "{op} init {init} of {t}[{r},{c}] row {i}: got {a:?}, want {b:?}"
+                        );
+                    }
+                    let clif = exe.clif(0).unwrap_or("");
+                    assert!(clif.contains("; max/min rows: one maxps/minps per vector"), "{op} {t}[{r},{c}]: {}", clif.lines().take(3).collect::<Vec<_>>().join("\n"));
+                }
+            }
+        }
+    }
+}

@@ -83,7 +83,76 @@ impl BlockOp {
 
 /// Every block function: symbol and address (for the JIT's symbol table).
 pub fn symbols() -> Vec<(&'static str, *const u8)> {
-    BlockOp::ALL.iter().map(|op| (op.symbol(), op.function() as *const u8)).collect()
+    let mut all: Vec<(&'static str, *const u8)> = BlockOp::ALL.iter().map(|op| (op.symbol(), op.function() as *const u8)).collect();
+    all.push((DIV_SYMBOL, hs_block_div_f32 as *const u8));
+    all
+}
+
+/// The symbol of the division block function ([`hs_block_div_f32`]).
+pub const DIV_SYMBOL: &str = "hs_block_div_f32";
+
+/// A division block function: `dst[i] = src[i] / *divisor` for `i < n`.
+pub type DivFn = unsafe extern "C" fn(src: *const f32, dst: *mut f32, n: i64, divisor: *const f32);
+
+/// `dst[i] = src[i] / *divisor` for `i < n` (IEEE division, the bits of any other), in
+/// place when `src == dst`; nothing when `n <= 0` or a pointer is null. For a kernel
+/// that divides by a value the vector loop does not change (a row's sum): the JIT's
+/// 4-lane `divps` is the bottleneck of such a loop, the CPU's widest one is not.
+///
+/// # Safety
+/// As the other block functions, and `divisor` must be valid for one read.
+#[no_mangle]
+pub unsafe extern "C" fn hs_block_div_f32(src: *const f32, dst: *mut f32, n: i64, divisor: *const f32) {
+    if n <= 0 || src.is_null() || dst.is_null() || divisor.is_null() {
+        return;
+    }
+    // SAFETY: the caller's contract.
+    let d = unsafe { *divisor };
+    let n = n as usize;
+    // SAFETY: as in `block`.
+    let bufs = unsafe {
+        if std::ptr::eq(src, dst) {
+            Buffers::InPlace(std::slice::from_raw_parts_mut(dst, n))
+        } else {
+            Buffers::From(std::slice::from_raw_parts(src, n), std::slice::from_raw_parts_mut(dst, n))
+        }
+    };
+    // SAFETY: `level()` only returns a level this CPU has.
+    unsafe { divide_level(level(), bufs, d) }
+}
+
+/// `xs[i] / d` (in place or into another slice) at `level`; an error when this CPU lacks
+/// it. For tests.
+pub fn apply_div(level: Level, src: &[f32], dst: &mut [f32], d: f32) -> Result<(), String> {
+    checked(level)?;
+    if src.len() != dst.len() {
+        return Err(format!("{} elements in, room for {} out", src.len(), dst.len()));
+    }
+    // SAFETY: checked just above.
+    unsafe { divide_level(level, Buffers::From(src, dst), d) };
+    Ok(())
+}
+
+/// # Safety
+/// The CPU must have `level`.
+unsafe fn divide_level(level: Level, bufs: Buffers, d: f32) {
+    match level {
+        // SAFETY: the caller's contract.
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => unsafe { x86::divide_avx512(bufs, d) },
+        // SAFETY: the caller's contract.
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 => unsafe { x86::divide_avx2(bufs, d) },
+        _ => divide(bufs, d),
+    }
+}
+
+#[inline(always)]
+fn divide(bufs: Buffers, d: f32) {
+    match bufs {
+        Buffers::InPlace(xs) => each(xs, |x| x / d),
+        Buffers::From(src, dst) => each_to((src, dst), |x| x / d),
+    }
 }
 
 /// A code path of the block functions.
@@ -261,6 +330,16 @@ mod x86 {
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn avx2(op: BlockOp, bufs: Buffers) {
         run::<true>(op, bufs)
+    }
+
+    #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+    pub(super) fn divide_avx512(bufs: Buffers, d: f32) {
+        super::divide(bufs, d)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn divide_avx2(bufs: Buffers, d: f32) {
+        super::divide(bufs, d)
     }
 }
 

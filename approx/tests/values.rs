@@ -131,12 +131,13 @@ fn out_of_place_is_in_place() {
 #[test]
 fn symbols_and_levels() {
     let symbols = block::symbols();
-    assert_eq!(symbols.len(), 7);
+    assert_eq!(symbols.len(), 8);
     for (op, (name, addr)) in BlockOp::ALL.into_iter().zip(&symbols) {
         assert_eq!(*name, op.symbol());
         assert!(name.starts_with("hs_block_") && name.ends_with("_f32"));
         assert!(!addr.is_null());
     }
+    assert_eq!(symbols[7].0, block::DIV_SYMBOL);
     assert_eq!(BlockOp::Logistic.symbol(), "hs_block_logistic_f32");
     assert!(Level::Portable.available());
     assert!(block::level().available());
@@ -146,4 +147,33 @@ fn symbols_and_levels() {
     for level in Level::ALL.into_iter().filter(|l| !l.available()) {
         assert!(block::apply(BlockOp::Exp, level, &mut [1.0]).is_err());
     }
+}
+
+/// The division block function is IEEE division, bit for bit, at every level, in place
+/// and from one buffer into another, on ordinary and special values and divisors.
+#[test]
+fn division_is_ieee_division() {
+    let specials = [0.0f32, -0.0, 1.0, -1.0, 3.0, 1e-40, -1e-40, 1e38, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 0.1, 7.0e-39];
+    let mut xs: Vec<f32> = (0..301).map(|i| ((i as f32) * 0.37).sin() * 1e3).collect();
+    xs.extend_from_slice(&specials);
+    for d in specials {
+        let want: Vec<f32> = xs.iter().map(|x| x / d).collect();
+        let same = |got: &[f32]| got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()));
+        for level in levels() {
+            let mut out = vec![0.0; xs.len()];
+            block::apply_div(level, &xs, &mut out, d).unwrap();
+            assert!(same(&out), "{level:?} / {d}");
+        }
+        // Through the exported symbol: in place, and with n = 0 and null pointers.
+        let mut buf = xs.clone();
+        let p = buf.as_mut_ptr();
+        // SAFETY: `buf` holds `xs.len()` elements; `d` is one f32.
+        unsafe {
+            block::hs_block_div_f32(p, p, buf.len() as i64, &d);
+            block::hs_block_div_f32(p, p, 0, &d);
+            block::hs_block_div_f32(p, p, 5, std::ptr::null());
+        }
+        assert!(same(&buf), "in place / {d}");
+    }
+    assert!(block::apply_div(block::Level::Portable, &[1.0], &mut [], 2.0).is_err());
 }

@@ -106,7 +106,9 @@ fn symbols_lanes_and_levels() {
     assert_eq!(block_math::block_symbol(UnaryOp::Sin), None);
     assert_eq!(block_math::block_symbol(UnaryOp::Abs), None);
     let symbols = block_math::block_symbols();
-    assert_eq!(symbols.len(), OPS.len());
+    // Every op's, and the division's.
+    assert_eq!(symbols.len(), OPS.len() + 1);
+    assert!(symbols.iter().any(|s| s.0 == block_math::DIV_SYMBOL));
     for op in OPS {
         let name = block_math::block_symbol(op).unwrap();
         assert_eq!(symbols.iter().filter(|s| s.0 == name).count(), 1, "{name}");

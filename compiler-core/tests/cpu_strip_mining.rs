@@ -243,3 +243,72 @@ proptest! {
         prop_assert!(same_bits(&a, &b), "strip-mined results differ for\n{}\nplan:\n{}", text, blocked.plan().summary());
     }
 }
+
+/// Block functions that write a result directly, and the division by a value the
+/// vector loop does not change. Kernels: `exp(x)` as a result (the last stage has
+/// nothing left, the kernel is native calls only); `x / s` by a broadcast row value
+/// into a result and into an intermediate (which, not a result, goes through its
+/// buffer and the last stage); and a row reduction whose exp is both a result and
+/// summed (the last stage reads the sum's terms from the result). Bit for bit with
+/// block math off, and the interpreter's bits (exp within its ulp bound).
+#[test]
+fn block_functions_write_results_and_divide() {
+    let _guard = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
+    for (rows, cols) in [(3i64, 100i64), (5, 513), (3, 4113), (70, 1001)] {
+        let hlo = format!(
+            "HloModule direct
+add {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}}
+ENTRY e {{
+  x = f32[{rows},{cols}] parameter(0)
+  v = f32[{rows}] parameter(1)
+  ex = f32[{rows},{cols}] exponential(x)
+  vb = f32[{rows},{cols}] broadcast(v), dimensions={{0}}
+  q = f32[{rows},{cols}] divide(x, vb)
+  q2 = f32[{rows},{cols}] divide(ex, vb)
+  one = f32[] constant(1)
+  ones = f32[{rows},{cols}] broadcast(one), dimensions={{}}
+  t = f32[{rows},{cols}] add(q2, ones)
+  zero = f32[] constant(0)
+  s = f32[{rows}] reduce(ex, zero), dimensions={{1}}, to_apply=add
+  ROOT r = (f32[{rows},{cols}], f32[{rows},{cols}], f32[{rows},{cols}], f32[{rows}]) tuple(ex, q, t, s)
+}}"
+        );
+        let module = hloscope_core::parse::parse_module(&hlo).unwrap();
+        // A zero, an infinity and a NaN divisor among the rows.
+        let mut rng = Rng(7);
+        let v: Vec<f64> = (0..rows).map(|i| [0.0, f64::INFINITY, f64::NAN].get(i as usize).copied().unwrap_or_else(|| rng.uniform(-3.0, 3.0) as f64)).collect();
+        let args = vec![Value::Array(random(&[rows, cols], 8, -5.0, 5.0)), Value::Array(f32s(&[rows], &v))];
+        let (inline, _) = compile(&module, false);
+        let (blocked, mined) = compile(&module, true);
+        let notes: String = (0..blocked.plan().kernels.len()).filter_map(|i| blocked.clif(i)).flat_map(|c| c.lines().take(4)).filter(|l| l.starts_with(';')).collect::<Vec<_>>().join("\n");
+        assert_eq!(mined, wide() && cols >= 128, "{rows}x{cols}:\n{notes}");
+        if mined {
+            assert!(notes.contains("hs_block_div_f32 (stage 1, from input 0, into output"), "{notes}");
+            assert!(notes.contains("hs_block_exp_f32 (stage 1, from input 0, into output"), "{notes}");
+            // q2 = ex / v feeds t: through the division's buffer, not into an output.
+            assert!(notes.contains("hs_block_div_f32 (stage 2)"), "{notes}");
+        }
+        let (a, b) = (inline.run(&args).unwrap(), blocked.run(&args).unwrap());
+        assert!(bits(&a) == bits(&b), "{rows}x{cols}: results differ with block math on and off\n{notes}");
+        let want = Interpreter::new(&module).run(&args).unwrap();
+        let (got, want) = (b.flatten(), want.flatten());
+        // The division is exact; exp within 2 ulp; the sums reassociated.
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            for i in 0..w.num_elements() {
+                let (x, y) = (g.get(i).as_f64() as f32, w.get(i).as_f64() as f32);
+                let ok = match k {
+                    1 => g.bits(i) == w.bits(i) || (x.is_nan() && y.is_nan()),
+                    // ex/v + 1: exp's error, relative to ex/v.
+                    2 => (x - y).abs() <= 5e-7 * ((y - 1.0).abs() + 1.0) || (x.is_nan() && y.is_nan()) || x == y,
+                    3 => (x - y).abs() <= 1e-5 * y.abs().max(1.0) || (x.is_nan() && y.is_nan()),
+                    _ => ulps(x, y) <= 4 || (x.is_nan() && y.is_nan()) || x == y,
+                };
+                assert!(ok, "{rows}x{cols} output {k} [{i}]: cpu {x} vs interpreter {y}");
+            }
+        }
+    }
+}

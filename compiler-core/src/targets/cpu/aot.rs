@@ -107,6 +107,7 @@ pub fn compile_object(module: &Module, name: &str) -> Result<AotOutput, String> 
             k.inputs.len(),
             // No Rust in a C object: inline f16/bf16 conversions and transcendentals.
             codegen::EmitOptions { block_math: false, inline_half: true },
+            &[],
         )
             .map_err(|r| format!("kernel {} cannot be compiled: {r}", k.name))?;
         funcs.push((em.id, em.par_extent));

@@ -11,7 +11,7 @@
 use crate::ir::UnaryOp;
 use hloscope_approx::block::{self, BlockOp};
 
-pub use hloscope_approx::block::{level, native_lanes, Level, EXP_CHUNK};
+pub use hloscope_approx::block::{level, native_lanes, Level, DIV_SYMBOL, EXP_CHUNK};
 
 /// The block op of `op`, if it has one.
 fn block_op(op: UnaryOp) -> Option<BlockOp> {

@@ -147,13 +147,17 @@ pub(super) fn helper_signature<M: Module>(m: &M, name: &str) -> Option<Signature
 }
 
 /// The signature of a native block function: `(block, n)`, applied in place.
-/// A native block function's: `(src, dst, n)` ([`block_math`]).
-pub(super) fn block_signature<M: Module>(m: &M) -> Signature {
+/// The signature of native block function `symbol` ([`block_math`]): `(src, dst, n)`,
+/// and the divisor's address for the division.
+pub(super) fn block_signature<M: Module>(m: &M, symbol: &str) -> Signature {
     let mut sig = m.make_signature();
     let ptr = m.target_config().pointer_type();
     sig.params.push(AbiParam::new(ptr));
     sig.params.push(AbiParam::new(ptr));
     sig.params.push(AbiParam::new(types::I64));
+    if symbol == block_math::DIV_SYMBOL {
+        sig.params.push(AbiParam::new(ptr));
+    }
     sig
 }
 
@@ -184,13 +188,20 @@ pub struct BlockedOp {
     /// When its argument is a contiguous f32 load (input, index): the native function
     /// reads the block of that input itself, so no stage copies it into the buffer.
     direct: Option<(u32, IdxId)>,
+    /// A division by a value the vector loop does not change (`arg / divisor`): the
+    /// divisor's f32 load (input, index), whose address the native function reads.
+    divisor: Option<(u32, IdxId)>,
+    /// The output whose values this op's are, when that output is a result (never
+    /// sharing bytes with an input): the native function writes the block there
+    /// instead of into its buffer, and the last stage does not store it again.
+    out: Option<usize>,
 }
 
 /// The ops to strip-mine in a vector loop or row reduction (none when it does not pay):
 /// f32 transcendentals with a native block function, where the native code has more
 /// lanes than Cranelift's vectors and the vector loop is at least [`MIN_STRIP`] long. Column
 /// reductions keep their one-vector steps.
-fn blocked_ops(e: &Elemental, vp: &VecPlan) -> Vec<BlockedOp> {
+fn blocked_ops(e: &Elemental, vp: &VecPlan, results: &[bool]) -> Vec<BlockedOp> {
     if block_math::native_lanes() <= vp.lanes || vp.width != 4 || e.space[vp.var as usize] < MIN_STRIP
         // `strip_mined` rounds down to whole steps with a mask.
         || !(vp.lanes * vp.unroll).is_power_of_two()
@@ -225,26 +236,37 @@ fn blocked_ops(e: &Elemental, vp: &VecPlan) -> Vec<BlockedOp> {
     let mut level = vec![0u32; n];
     let mut ops = Vec::new();
     let mut lin_memo = HashMap::new();
+    // An f32 load of `x` with linearity `lin` along the vector variable: (input, index).
+    let mut f32_load = |x: ExprId, lin: Lin| match e.expr(x).node {
+        Node::Load { input, linear }
+            if e.input_elems[input as usize] == ElementType::F32 && vector::linearity(e, vp.var, linear, &mut lin_memo) == lin =>
+        {
+            Some((input, linear))
+        }
+        _ => None,
+    };
     for i in 0..n {
         let x = &e.nodes[i];
         let mut l = x.node.operands().iter().map(|a| level[a.0 as usize]).max().unwrap_or(0);
-        if let Node::Unary(op, a) = x.node {
-            let symbol = block_math::block_symbol(op).filter(|_| x.elem == ElementType::F32 && e.expr(a).elem == ElementType::F32);
-            if let (Some(symbol), true) = (symbol, reached[i] && ops.len() < MAX_BLOCKED_OPS) {
-                l += 1;
-                let direct = match e.expr(a).node {
-                    Node::Load { input, linear }
-                        if e.input_elems[input as usize] == ElementType::F32
-                            && vector::linearity(e, vp.var, linear, &mut lin_memo) == Lin::Affine(1) =>
-                    {
-                        Some((input, linear))
-                    }
-                    _ => None,
-                };
-                ops.push(BlockedOp { expr: ExprId(i as u32), arg: a, symbol, level: l, direct });
-            }
+        let f32s = |a: ExprId| x.elem == ElementType::F32 && e.expr(a).elem == ElementType::F32;
+        let candidate = match x.node {
+            Node::Unary(op, a) => block_math::block_symbol(op).filter(|_| f32s(a)).map(|symbol| (symbol, a, None)),
+            Node::Binary(BinaryOp::Div, a, d) if f32s(a) => f32_load(d, Lin::Invariant).map(|d| (block_math::DIV_SYMBOL, a, Some(d))),
+            _ => None,
+        };
+        if let (Some((symbol, a, divisor)), true) = (candidate, reached[i] && ops.len() < MAX_BLOCKED_OPS) {
+            l = level[a.0 as usize] + 1;
+            let direct = f32_load(a, Lin::Affine(1));
+            let out = e.outputs.iter().position(|o| o.expr.0 as usize == i && o.elem == ElementType::F32).filter(|&o| results.get(o) == Some(&true));
+            ops.push(BlockedOp { expr: ExprId(i as u32), arg: a, symbol, level: l, direct, divisor, out });
         }
         level[i] = l;
+    }
+    // An output is written by one op at most.
+    for k in 1..ops.len() {
+        if ops[..k].iter().any(|o| o.out.is_some() && o.out == ops[k].out) {
+            ops[k].out = None;
+        }
     }
     ops
 }
@@ -294,12 +316,13 @@ pub fn emit<M: Module>(
     name: &str,
     n_inputs: usize,
     options: EmitOptions,
+    results: &[bool],
 ) -> Result<Emitted, String> {
     let id = m.declare_function(name, Linkage::Local, &signature(m)).map_err(|e| e.to_string())?;
     let par = parallel_var(e);
     let why = match vector::plan(e) {
         Ok(vp) => {
-            let blocks = if options.block_math { blocked_ops(e, &vp) } else { Vec::new() };
+            let blocks = if options.block_math { blocked_ops(e, &vp, results) } else { Vec::new() };
             let mut note = format!("; vectorized: {} lanes x {}, {:?} along variable {}\n", vp.lanes, vp.unroll, vp.kind, vp.var);
             if let VecKind::Row(ops) = &vp.kind {
                 if fast_extrema(e, ops, !blocks.is_empty()) {
@@ -309,9 +332,10 @@ pub fn emit<M: Module>(
             if !blocks.is_empty() {
                 let ops: Vec<String> = blocks
                     .iter()
-                    .map(|b| match b.direct {
-                        Some((input, _)) => format!("{} (stage {}, from input {input})", b.symbol, b.level),
-                        None => format!("{} (stage {})", b.symbol, b.level),
+                    .map(|b| {
+                        let from = b.direct.map(|(input, _)| format!(", from input {input}")).unwrap_or_default();
+                        let to = b.out.map(|o| format!(", into output {o}")).unwrap_or_default();
+                        format!("{} (stage {}{from}{to})", b.symbol, b.level)
                     })
                     .collect();
                 note += &format!("; strip-mined in blocks of {BLOCK} elements, native block calls: {}\n", ops.join(", "));
@@ -407,10 +431,9 @@ fn emit_as<M: Module>(
             }
         }
         // The native block functions the strip-mined loop calls: `(block, n)`, in place.
-        let block_sig = block_signature(m);
         let mut blocks = Vec::with_capacity(blocked.len());
         for op in blocked {
-            let f = m.declare_function(op.symbol, Linkage::Import, &block_sig).map_err(|e| e.to_string())?;
+            let f = m.declare_function(op.symbol, Linkage::Import, &block_signature(m, op.symbol)).map_err(|e| e.to_string())?;
             let func = m.declare_func_in_func(f, b.func);
             let slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, (BLOCK * 4) as u32, 6));
             let addr = b.ins().stack_addr(ptr, slot, 0);
@@ -421,6 +444,7 @@ fn emit_as<M: Module>(
             inline_half,
             blocks,
             stage: None,
+            block_results: Vec::new(),
             step_base: None,
             step_invariants: HashMap::new(),
             b,
@@ -473,6 +497,9 @@ struct Emit<'a, 'f> {
     /// Inside a strip-mined block: the stage being emitted, and the position in the
     /// block (i64) of the current unrolled step's first vector.
     stage: Option<(u32, Value)>,
+    /// Inside a strip-mined block: where each blocked op's results are (its buffer, or
+    /// its output's block).
+    block_results: Vec<Value>,
     /// In an unrolled vector step: the vector variable, its value at the step's first
     /// vector, and the current vector's distance from it in elements. Contiguous loads and
     /// stores address the first vector's index plus an immediate offset, so the index
@@ -929,15 +956,21 @@ impl<'a, 'f> Emit<'a, 'f> {
         let full = self.b.ins().iadd_imm_s(start, BLOCK);
         let end = self.b.ins().smin(full, vec_end);
         let n = self.b.ins().isub(end, start);
-        // Where each block function reads: its buffer, or the block of its input.
-        let sources: Vec<Value> = (0..self.blocks.len()).map(|k| self.block_source(k, v, start)).collect();
+        // Where each block function reads (its buffer, or the block of its input) and
+        // writes (its buffer, or its output's block), and its divisor.
+        let args: Vec<Vec<Value>> = (0..self.blocks.len()).map(|k| self.block_args(k, v, start, n)).collect();
+        self.block_results = args.iter().map(|a| a[1]).collect();
+        // The last stage has nothing to do when a loop kernel's outputs are all written
+        // by block functions.
+        let idle_last = matches!(self.vp.as_ref().map(|p| &p.kind), Some(VecKind::Loop))
+            && (0..self.e.outputs.len()).all(|o| self.blocks.iter().any(|b| b.op.out == Some(o)));
         for stage in 0..=last {
             if stage == last {
                 self.reload_vector_accumulators(&parked);
             }
             let copies = self.blocks.iter().any(|b| b.op.level == stage + 1 && b.op.direct.is_none());
-            if stage < last && !copies {
-                self.call_blocks(stage, &sources, n);
+            if (stage < last && !copies) || (stage == last && idle_last) {
+                self.call_blocks(stage, &args);
                 continue;
             }
             // The loop counts the position in the block (which indexes the buffers);
@@ -966,7 +999,7 @@ impl<'a, 'f> Emit<'a, 'f> {
             if stage == last {
                 self.park_vector_accumulators(&parked);
             }
-            self.call_blocks(stage, &sources, n);
+            self.call_blocks(stage, &args);
         }
         self.b.ins().jump(header, &[end.into()]);
         self.b.switch_to_block(exit);
@@ -974,29 +1007,47 @@ impl<'a, 'f> Emit<'a, 'f> {
         vec_end
     }
 
-    /// The calls of the block functions whose arguments stage `stage` computes, on `n`
-    /// elements from `sources` into their buffers.
-    fn call_blocks(&mut self, stage: u32, sources: &[Value], n: Value) {
+    /// The calls of the block functions whose arguments stage `stage` computes, with
+    /// their arguments ([`Emit::block_args`]).
+    fn call_blocks(&mut self, stage: u32, args: &[Vec<Value>]) {
         for k in 0..self.blocks.len() {
             if self.blocks[k].op.level == stage + 1 {
-                let (f, addr) = (self.blocks[k].func, self.blocks[k].addr);
-                self.b.ins().call(f, &[sources[k], addr, n]);
+                self.b.ins().call(self.blocks[k].func, &args[k]);
             }
         }
     }
 
-    /// Where blocked op `k`'s function reads the block starting at `start` of vector
-    /// variable `v`: its own buffer, or the address of its input's element there.
-    fn block_source(&mut self, k: usize, v: u32, start: Value) -> Value {
-        let Some((input, linear)) = self.blocks[k].op.direct else { return self.blocks[k].addr };
+    /// Blocked op `k`'s call arguments for the block of `n` elements starting at `start`
+    /// of vector variable `v`: where it reads (its buffer, or its input's element
+    /// there), where it writes (its buffer, or its output's element there), `n`, and
+    /// for a division the divisor's address.
+    fn block_args(&mut self, k: usize, v: u32, start: Value, n: Value) -> Vec<Value> {
+        let op = self.blocks[k].op.clone();
+        let buffer = self.blocks[k].addr;
         let saved = self.vars[v as usize].replace(start);
         self.new_region();
-        let l = self.index(linear);
-        let base = self.bases[input as usize];
-        let src = self.address(base, l, ElementType::F32);
+        let at = |s: &mut Self, input: u32, linear: IdxId| {
+            let l = s.index(linear);
+            let base = s.bases[input as usize];
+            s.address(base, l, ElementType::F32)
+        };
+        let src = op.direct.map_or(buffer, |(input, linear)| at(self, input, linear));
+        let dst = match op.out {
+            Some(o) => {
+                let all: Vec<u32> = (0..self.e.space.len() as u32).collect();
+                let linear = self.output_linear(&all);
+                let base = self.bases[self.n_inputs + o];
+                self.address(base, linear, ElementType::F32)
+            }
+            None => buffer,
+        };
+        let mut args = vec![src, dst, n];
+        if let Some((input, linear)) = op.divisor {
+            args.push(at(self, input, linear));
+        }
         self.vars[v as usize] = saved;
         self.new_region();
-        src
+        args
     }
 
     /// A row reduction's vector accumulators would be live across the block calls, which
@@ -1046,7 +1097,8 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// A blocked op's result at the current position, in the stages after its call.
     fn block_result(&mut self, x: ExprId) -> Option<Value> {
         let (stage, pos) = self.stage?;
-        let addr = self.blocks.iter().find(|b| b.op.expr == x && b.op.level <= stage)?.addr;
+        let k = self.blocks.iter().position(|b| b.op.expr == x && b.op.level <= stage)?;
+        let addr = self.block_results[k];
         // The current vector's distance from the step's first, whose position is `pos`.
         let off = self.step_base.map_or(0, |(_, _, off)| off);
         Some(self.load_vec(ElementType::F32, addr, pos, off))
@@ -1063,24 +1115,32 @@ impl<'a, 'f> Emit<'a, 'f> {
     fn store_value(&mut self, o: usize, vars: &[u32], val: Value) {
         let out = &self.e.outputs[o];
         let elem = out.elem;
-        let dims: Vec<i64> = vars.iter().map(|&v| self.e.space[v as usize]).collect();
-        let strides = crate::ir::Shape::new(ElementType::F32, dims).strides();
+        // A block function wrote it already (`BlockedOp::out`).
+        if self.stage.is_some() && self.blocks.iter().any(|b| b.op.out == Some(o)) {
+            return;
+        }
         // Row-major with the vector variable last: stride 1 along it.
-        let (linear, off) = self.vector_index(&mut |s| {
-            let mut linear = s.b.ins().iconst(types::I64, 0);
-            for (&v, &st) in vars.iter().zip(&strides) {
-                let i = s.vars[v as usize].expect("variable in scope");
-                let t = s.b.ins().imul_imm_s(i, st as i64);
-                linear = s.b.ins().iadd(linear, t);
-            }
-            linear
-        });
+        let (linear, off) = self.vector_index(&mut |s| s.output_linear(vars));
         let base = self.bases[self.n_inputs + o];
         if self.lanes > 1 {
             self.store_vec(elem, val, base, linear, off);
         } else {
             self.store_elem(out.elem, val, base, linear);
         }
+    }
+
+    /// The row-major position of `vars` (the output's variables, outermost first) in an
+    /// output: the index of the current values.
+    fn output_linear(&mut self, vars: &[u32]) -> Value {
+        let dims: Vec<i64> = vars.iter().map(|&v| self.e.space[v as usize]).collect();
+        let strides = crate::ir::Shape::new(ElementType::F32, dims).strides();
+        let mut linear = self.b.ins().iconst(types::I64, 0);
+        for (&v, &st) in vars.iter().zip(&strides) {
+            let i = self.vars[v as usize].expect("variable in scope");
+            let t = self.b.ins().imul_imm_s(i, st as i64);
+            linear = self.b.ins().iadd(linear, t);
+        }
+        linear
     }
 
     fn address(&mut self, base: Value, linear: Value, elem: ElementType) -> Value {

@@ -192,9 +192,17 @@ fn build(module: &Module, comp_id: CompId, depth: usize) -> Result<(CpuExecutabl
     let mut emitted: HashMap<usize, (FuncId, KernelCode)> = HashMap::new();
     let mut failed: HashMap<crate::ir::InstId, String> = HashMap::new();
     let mut fallbacks = Vec::new();
+    // Results never share bytes with another buffer (`kernel::arena`), so a kernel's
+    // block functions may write them directly.
+    let results: std::collections::HashSet<_> = plan.result.leaves().into_iter().collect();
     for (i, k) in plan.kernels.iter().enumerate() {
         if let Some((e, n_inputs)) = compiled_function(k) {
-            match codegen::emit(&mut jit, &helper_ids, e, &format!("kernel{i}"), n_inputs, codegen::EmitOptions { block_math: block_math(), inline_half: inline_half_floats() }) {
+            let options = codegen::EmitOptions { block_math: block_math(), inline_half: inline_half_floats() };
+            let is_result: Vec<bool> = match &k.body {
+                KernelBody::Elemental(_) => k.outputs.iter().map(|b| results.contains(b)).collect(),
+                _ => Vec::new(),
+            };
+            match codegen::emit(&mut jit, &helper_ids, e, &format!("kernel{i}"), n_inputs, options, &is_result) {
                 Ok(em) => {
                     let code =
                         KernelCode { index: 0, name: k.name.clone(), fingerprint: 0, code: em.code, clif: em.clif, asm: em.asm };
@@ -304,7 +312,7 @@ fn load(module: Module, comp_id: CompId, depth: usize, art: CompArtifact, isa: &
                 Some(cranelift_module::FuncOrDataId::Func(f)) => Some(f),
                 Some(_) => None,
                 None if blocks.iter().any(|b| b.0 == s) => {
-                    jit.declare_function(s, Linkage::Import, &codegen::block_signature(&jit)).ok()
+                    jit.declare_function(s, Linkage::Import, &codegen::block_signature(&jit, s)).ok()
                 }
                 None if helper_symbols().iter().any(|h| h.0 == s) => {
                     jit.declare_function(s, Linkage::Import, &codegen::helper_signature(&jit, s)?).ok()

@@ -1010,9 +1010,9 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// The calls of the block functions whose arguments stage `stage` computes, with
     /// their arguments ([`Emit::block_args`]).
     fn call_blocks(&mut self, stage: u32, args: &[Vec<Value>]) {
-        for k in 0..self.blocks.len() {
-            if self.blocks[k].op.level == stage + 1 {
-                self.b.ins().call(self.blocks[k].func, &args[k]);
+        for (block, args) in self.blocks.iter().zip(args) {
+            if block.op.level == stage + 1 {
+                self.b.ins().call(block.func, args);
             }
         }
     }

@@ -6,8 +6,9 @@
 //! - [`algorithms`]: the approximations themselves, generic over [`Lanes`]. The CPU
 //!   target's JIT emitter (`hloscope-core`, `targets/cpu/math.rs`) instantiates them as
 //!   Cranelift instructions; the WGSL and CUDA emitters are to do the same.
-//! - [`block`]: native block functions (`hs_block_<op>_f32`) that apply one op to a
-//!   buffer, compiled by LLVM for AVX-512, AVX2 or the baseline and chosen at run time;
+//! - [`block`]: native block functions (`hs_block_<op>_f32(src, dst, n)`, and
+//!   `hs_block_div_f32` dividing by one value) that apply one op to a block of
+//!   elements, compiled by LLVM for AVX-512, AVX2 or the baseline and chosen at run time;
 //!   the JIT's strip-mined kernels call them. They give the JIT's own bits.
 //!
 //! Why a crate of its own: the block functions are only fast, and only tested as they

@@ -38,8 +38,9 @@ pub const FORMAT_VERSION: u32 = 3;
 /// Bumped whenever the code the emitter produces for a plan changes meaning (kernel
 /// signature, buffer conventions, the native functions it calls): old artifacts are
 /// then stale (3: block functions take `(src, dst, n)`; 4: tanh without its tiny case
-/// and a one-instruction ln2 reduction, so cached kernels give the bits of new ones).
-pub const CODEGEN_FORMAT: u32 = 4;
+/// and a one-instruction ln2 reduction, so cached kernels give the bits of new ones;
+/// 5: exp's polynomial one degree lower, division block functions).
+pub const CODEGEN_FORMAT: u32 = 5;
 
 const MAGIC: &[u8; 8] = b"HSCPUART";
 

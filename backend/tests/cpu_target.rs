@@ -254,12 +254,15 @@ fn emitted_clif_shows_row_chains_and_strip_mining() {
     let chain = clif.lines().find(|l| l.starts_with("; row chain:")).unwrap_or_else(|| panic!("no row chain:\n{clif}"));
     assert!(chain.starts_with("; row chain: kernels 0..3 ("), "{chain}");
     assert!(clif.find("; row chain").unwrap() < clif.find("; kernel 0:").unwrap());
+    // The exp-and-sum kernel and the division by the sums.
     let mined = clif.lines().filter(|l| l.starts_with("; strip-mined in blocks of 512 elements")).count();
     let wide = cpu::block_math::native_lanes() > 4;
-    assert_eq!(mined, wide as usize, "{}", clif.lines().filter(|l| l.starts_with(';')).collect::<Vec<_>>().join("\n"));
+    assert_eq!(mined, 2 * wide as usize, "{}", clif.lines().filter(|l| l.starts_with(';')).collect::<Vec<_>>().join("\n"));
     if wide {
         assert!(clif.contains("hs_block_exp_f32 (stage 1)"));
+        assert!(clif.contains("hs_block_div_f32 (stage 1, from input 1, into output 0)"));
     }
+    assert!(clif.contains("; max/min rows: one maxps/minps per vector"));
 }
 
 #[test]

@@ -594,12 +594,22 @@ impl<'a, 'f> Emit<'a, 'f> {
         for red in &e.reductions {
             let mut vs = Vec::new();
             for &init in &red.inits {
-                let val = self.value(init);
-                let var = self.b.declare_var(self.ty(e.expr(init).elem));
-                self.b.def_var(var, val);
-                vs.push(var);
+                let ty = self.ty(e.expr(init).elem);
+                vs.push(self.b.declare_var(ty));
             }
             self.accs.push(vs);
+        }
+        self.reset_accs();
+    }
+
+    /// Sets the accumulators to the inits again.
+    fn reset_accs(&mut self) {
+        let e = self.e;
+        for (k, red) in e.reductions.iter().enumerate() {
+            for (i, &init) in red.inits.iter().enumerate() {
+                let val = self.value(init);
+                self.b.def_var(self.accs[k][i], val);
+            }
         }
     }
 
@@ -661,16 +671,7 @@ impl<'a, 'f> Emit<'a, 'f> {
             self.b.ins().brif(suspect, exact, &[], join, &[]);
             self.b.switch_to_block(exact);
             self.new_region();
-            let inits: Vec<(usize, usize, Value)> = e
-                .reductions
-                .iter()
-                .enumerate()
-                .flat_map(|(k, red)| red.inits.iter().enumerate().map(move |(i, &x)| (k, i, x)))
-                .map(|(k, i, x)| (k, i, self.value(x)))
-                .collect();
-            for (k, i, v) in inits {
-                self.b.def_var(self.accs[k][i], v);
-            }
+            self.reset_accs();
             self.reset_vector_accumulators(ops);
             self.row_loop(inner, ops, false);
             self.combine_vector_accumulators(ops);

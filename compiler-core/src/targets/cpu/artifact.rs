@@ -39,8 +39,8 @@ pub const FORMAT_VERSION: u32 = 3;
 /// signature, buffer conventions, the native functions it calls): old artifacts are
 /// then stale (3: block functions take `(src, dst, n)`; 4: tanh without its tiny case
 /// and a one-instruction ln2 reduction, so cached kernels give the bits of new ones;
-/// 5: exp's polynomial one degree lower, division block functions).
-pub const CODEGEN_FORMAT: u32 = 5;
+/// 5: exp's polynomial one degree lower, division block functions; 6: tanh's too).
+pub const CODEGEN_FORMAT: u32 = 6;
 
 const MAGIC: &[u8; 8] = b"HSCPUART";
 

@@ -25,8 +25,8 @@
 //! blocks of [`BLOCK`] elements, each in stages: a stage computes the arguments of the
 //! next level of transcendentals into stack buffers, native block functions
 //! ([`block_math`]) apply them in place, and the last stage is the ordinary body with
-//! those values read from the buffers. The remainder runs the ordinary vector steps and
-//! scalar tail.
+//! those values read from the buffers. The blocks cover every whole vector step; the
+//! scalar tail runs the ordinary body.
 //!
 //! Registers: pred and integers in their own width (pred as i8 0/1; in vectors a lane
 //! mask of the kernel's lane width), f32/f64 as such, f16/bf16 widened to f32 and rounded
@@ -893,13 +893,18 @@ impl<'a, 'f> Emit<'a, 'f> {
     fn split(&mut self, v: u32, body: &mut dyn FnMut(&mut Self)) {
         let vp = self.vp.clone().expect("a vector plan");
         let (lo, hi) = self.bounds(v);
-        let lo = if self.blocks.is_empty() { lo } else { self.strip_mined(v, lo, hi, body) };
-        let rest = self.counted_loop(lo, hi, (vp.lanes * vp.unroll) as i64, &mut |s, i| {
-            for j in 0..vp.unroll {
-                s.enter_vector(v, i, j);
-                body(s);
-            }
-        });
+        // Strip-mined blocks cover every whole vector step: only the scalar tail is left
+        // (no vector loop is emitted that would never run, with its inline exp, tanh, ...).
+        let rest = if self.blocks.is_empty() {
+            self.counted_loop(lo, hi, (vp.lanes * vp.unroll) as i64, &mut |s, i| {
+                for j in 0..vp.unroll {
+                    s.enter_vector(v, i, j);
+                    body(s);
+                }
+            })
+        } else {
+            self.strip_mined(v, lo, hi, body)
+        };
         self.step_base = None;
         self.lanes = 1;
         self.step = 0;

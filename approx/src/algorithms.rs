@@ -121,15 +121,19 @@ pub fn pow2i<L: Lanes>(l: &mut L, ni: L::I, bias: i32) -> L::F {
 /// degree less than [`expm1_poly`], whose result must be accurate relative to itself.
 #[inline(always)]
 pub fn exp_poly<L: Lanes>(l: &mut L, r: L::F) -> L::F {
-    let q = l.poly(r, &EXP_P);
-    let r2 = l.mul(r, r);
-    l.mad(r2, q, r)
+    r_plus_r2_poly(l, r, &EXP_P)
 }
 
 /// `expm1(r)` on `|r| <= ln2/2`.
 #[inline(always)]
 pub fn expm1_poly<L: Lanes>(l: &mut L, r: L::F) -> L::F {
-    let q = l.poly(r, &EXPM1_P);
+    r_plus_r2_poly(l, r, &EXPM1_P)
+}
+
+/// `r + r²·P(r)` with `P`'s coefficients lowest degree first.
+#[inline(always)]
+fn r_plus_r2_poly<L: Lanes>(l: &mut L, r: L::F, p: &[f32]) -> L::F {
+    let q = l.poly(r, p);
     let r2 = l.mul(r, r);
     l.mad(r2, q, r)
 }
@@ -279,9 +283,7 @@ pub fn tanh<L: Lanes>(l: &mut L, x: L::F) -> L::F {
     let a2 = l.add(a, a);
     // 2 (s p + (s - 1/2)) with s = 2^(n-1), as expm1.
     let (r, s) = reduce_ln2_pow2(l, a2, 126);
-    let q = l.poly(r, &TANH_P);
-    let r2 = l.mul(r, r);
-    let p = l.mad(r2, q, r);
+    let p = r_plus_r2_poly(l, r, &TANH_P);
     // e/(e + 2) with e = 2h is h/(h + 1), bit for bit (scaling by 2 is exact).
     let sh = l.addc(s, -0.5);
     let h = l.mad(s, p, sh);

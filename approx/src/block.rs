@@ -103,22 +103,10 @@ pub type DivFn = unsafe extern "C" fn(src: *const f32, dst: *mut f32, n: i64, di
 /// As the other block functions, and `divisor` must be valid for one read.
 #[no_mangle]
 pub unsafe extern "C" fn hs_block_div_f32(src: *const f32, dst: *mut f32, n: i64, divisor: *const f32) {
-    if n <= 0 || src.is_null() || dst.is_null() || divisor.is_null() {
-        return;
-    }
     // SAFETY: the caller's contract.
-    let d = unsafe { *divisor };
-    let n = n as usize;
-    // SAFETY: as in `block`.
-    let bufs = unsafe {
-        if std::ptr::eq(src, dst) {
-            Buffers::InPlace(std::slice::from_raw_parts_mut(dst, n))
-        } else {
-            Buffers::From(std::slice::from_raw_parts(src, n), std::slice::from_raw_parts_mut(dst, n))
-        }
-    };
-    // SAFETY: `level()` only returns a level this CPU has.
-    unsafe { divide_level(level(), bufs, d) }
+    let (Some(bufs), false) = (unsafe { buffers(src, dst, n) }, divisor.is_null()) else { return };
+    // SAFETY: the caller's contract; `level()` only returns a level this CPU has.
+    unsafe { divide_level(level(), bufs, *divisor) }
 }
 
 /// `xs[i] / d` (in place or into another slice) at `level`; an error when this CPU lacks
@@ -229,22 +217,31 @@ enum Buffers<'a> {
 /// When `n > 0`, `src` must be valid for reads and `dst` for writes of `n` f32, and they
 /// must be equal or not overlap.
 unsafe fn block(op: BlockOp, src: *const f32, dst: *mut f32, n: i64) {
+    // SAFETY: the caller's contract.
+    let Some(bufs) = (unsafe { buffers(src, dst, n) }) else { return };
+    // SAFETY: `level()` only returns a level this CPU has.
+    unsafe { run_level(level(), op, bufs) }
+}
+
+/// The elements of an exported call: none when `n <= 0` or a pointer is null.
+///
+/// # Safety
+/// As [`block`]'s.
+unsafe fn buffers<'a>(src: *const f32, dst: *mut f32, n: i64) -> Option<Buffers<'a>> {
     if n <= 0 || src.is_null() || dst.is_null() {
-        return;
+        return None;
     }
     let n = n as usize;
     // SAFETY: the caller's contract. Two distinct pointers do not overlap, so the
     // slices alias nothing (and LLVM needs no overlap check that would send an in-place
     // call down its scalar path).
-    let bufs = unsafe {
+    Some(unsafe {
         if std::ptr::eq(src, dst) {
             Buffers::InPlace(std::slice::from_raw_parts_mut(dst, n))
         } else {
             Buffers::From(std::slice::from_raw_parts(src, n), std::slice::from_raw_parts_mut(dst, n))
         }
-    };
-    // SAFETY: `level()` only returns a level this CPU has.
-    unsafe { run_level(level(), op, bufs) }
+    })
 }
 
 macro_rules! block_fns {

@@ -35,18 +35,13 @@ use cranelift_module::{FuncId, Module, ModuleReloc, ModuleRelocTarget};
 /// carry their row chains).
 pub const FORMAT_VERSION: u32 = 3;
 
-/// Bumped whenever the code the emitter produces for a plan changes meaning (kernel
-/// signature, buffer conventions, the native functions it calls): old artifacts are
-/// then stale (3: block functions take `(src, dst, n)`; 4: tanh without its tiny case
-/// and a one-instruction ln2 reduction, so cached kernels give the bits of new ones;
-/// 5: exp's polynomial one degree lower, division block functions; 6: tanh's too).
-pub const CODEGEN_FORMAT: u32 = 6;
-
 const MAGIC: &[u8; 8] = b"HSCPUART";
 
 /// This compiler's identity: an artifact from any other is stale.
 pub fn compiler_version() -> String {
-    format!("hloscope-core {} codegen {CODEGEN_FORMAT}", env!("CARGO_PKG_VERSION"))
+    // The sources' fingerprint (`build.rs`): any change to the passes, the planner, the
+    // emitter or the approximations makes older artifacts stale.
+    format!("hloscope-core {} source {}", env!("CARGO_PKG_VERSION"), env!("HLOSCOPE_SOURCE_HASH"))
 }
 
 /// Where a relocation points.
@@ -487,6 +482,13 @@ mod tests {
         a.compiler = "hloscope-core 0.0.0 codegen 0".into();
         let err = Artifact::from_bytes(&a.to_bytes()).unwrap_err();
         assert!(err.contains("built by"), "{err}");
+        // The same version built from other sources is another compiler too.
+        let ours = compiler_version();
+        let (version, hash) = ours.split_once(" source ").expect("a source fingerprint");
+        assert_eq!(hash.len(), 16, "{ours}");
+        assert!(hash.chars().all(|c| c.is_ascii_hexdigit()), "{ours}");
+        a.compiler = format!("{version} source {}", "0".repeat(16));
+        assert!(Artifact::from_bytes(&a.to_bytes()).unwrap_err().contains("built by"));
     }
 
     #[test]

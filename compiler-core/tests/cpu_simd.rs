@@ -515,6 +515,7 @@ fn max_and_min_rows_take_the_fast_path_and_stay_exact() {
                     }
                     let clif = exe.clif(0).unwrap_or("");
                     assert!(clif.contains("; max/min rows: one maxps/minps per vector"), "{op} {t}[{r},{c}]: {}", clif.lines().take(3).collect::<Vec<_>>().join("\n"));
+                    assert!(exe.code_summary(0).ends_with(" + fast max/min"), "{}", exe.code_summary(0));
                 }
             }
         }

@@ -357,7 +357,8 @@ pub fn emit<M: Module>(
 
 /// A short description of how a kernel's code runs, read from the header [`emit`] puts
 /// on its CLIF listing: `simd 4x4` (lanes x unrolled vectors), `+ native exp, tanh`
-/// when strip-mined, or `scalar`. Empty for a listing without that header.
+/// when strip-mined, `+ fast max/min` for the fast row max/min, or `scalar`. Empty for a
+/// listing without that header.
 pub(super) fn code_summary(clif: &str) -> String {
     let mut lines = clif.lines();
     let Some(first) = lines.next() else { return String::new() };
@@ -369,8 +370,11 @@ pub(super) fn code_summary(clif: &str) -> String {
     let mut words = shape.split_whitespace();
     let (lanes, unroll) = (words.next().unwrap_or("?"), words.nth(2).unwrap_or("?").trim_end_matches(','));
     let mut out = format!("simd {lanes}x{unroll}");
-    let header = lines.take_while(|l| l.starts_with(';'));
-    if let Some(calls) = header.filter_map(|l| l.split_once("native block calls: ")).map(|(_, c)| c).next() {
+    let header: Vec<&str> = lines.take_while(|l| l.starts_with(';')).collect();
+    if header.iter().any(|l| l.starts_with("; max/min rows:")) {
+        out += " + fast max/min";
+    }
+    if let Some(calls) = header.iter().filter_map(|l| l.split_once("native block calls: ")).map(|(_, c)| c).next() {
         let mut ops: Vec<&str> = Vec::new();
         for call in calls.split(", ").filter(|c| c.starts_with("hs_block_")) {
             let op = call.trim_start_matches("hs_block_").split("_f32").next().unwrap_or(call);

@@ -242,10 +242,15 @@ mod placement {
         Some((0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect())
     }
 
-    /// Pins this thread to `cpu`; returns its previous mask (None if either call failed:
-    /// the thread then runs where the system puts it, as without pinning).
+    /// Pins this thread to `cpu`; returns its previous mask. None, and no change, when
+    /// `cpu` is not in the thread's mask (its owner kept it off that CPU) or a call
+    /// failed: the thread then runs where the system puts it, as without pinning.
     pub fn pin_to(cpu: usize) -> Option<Mask> {
         let old = mask()?;
+        // SAFETY: reading a bit of an initialized set (CPU_ISSET checks the range).
+        if cpu >= libc::CPU_SETSIZE as usize || !unsafe { libc::CPU_ISSET(cpu, &old) } {
+            return None;
+        }
         // SAFETY: as in `mask`; CPU_SET ignores CPUs beyond the set's size.
         let ok = unsafe {
             let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -347,6 +352,11 @@ mod tests {
         let mask = placement::pin_to(last).expect("pinned");
         assert_eq!(placement::allowed_cpus(), Some(vec![last]));
         assert_eq!(placement::current_cpu(), Some(last));
+        // A CPU outside the thread's mask is not taken.
+        if let Some(other) = before.as_ref().and_then(|c| c.iter().find(|&&c| c != last)) {
+            assert!(placement::pin_to(*other).is_none());
+            assert_eq!(placement::allowed_cpus(), Some(vec![last]));
+        }
         placement::restore(&mask);
         assert_eq!(placement::allowed_cpus(), before);
     }

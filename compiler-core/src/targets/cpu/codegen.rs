@@ -644,7 +644,7 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// they are combined into the scalar accumulators (which took the inits and the tail
     /// elements) after the reduced loops.
     ///
-    /// Float max/min rows take a fast path first ([`Emit::fast_extrema`]): the exact
+    /// Float max/min rows take a fast path first ([`fast_extrema`]): the exact
     /// IEEE max of Cranelift (`fmax`: NaN and signed zeros ordered) is eight x86
     /// instructions per vector, one `maxps` is not exact for a NaN operand or for
     /// `max(-0, +0)`. So the vector steps use `maxps` plus an add into a tracker that

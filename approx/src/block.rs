@@ -103,44 +103,25 @@ pub type DivFn = unsafe extern "C" fn(src: *const f32, dst: *mut f32, n: i64, di
 /// As the other block functions, and `divisor` must be valid for one read.
 #[no_mangle]
 pub unsafe extern "C" fn hs_block_div_f32(src: *const f32, dst: *mut f32, n: i64, divisor: *const f32) {
+    if divisor.is_null() {
+        return;
+    }
     // SAFETY: the caller's contract.
-    let (Some(bufs), false) = (unsafe { buffers(src, dst, n) }, divisor.is_null()) else { return };
-    // SAFETY: the caller's contract; `level()` only returns a level this CPU has.
-    unsafe { divide_level(level(), bufs, *divisor) }
+    unsafe { block(Work::Div(*divisor), src, dst, n) }
 }
 
 /// `xs[i] / d` (in place or into another slice) at `level`; an error when this CPU lacks
 /// it. For tests.
 pub fn apply_div(level: Level, src: &[f32], dst: &mut [f32], d: f32) -> Result<(), String> {
-    checked(level)?;
-    if src.len() != dst.len() {
-        return Err(format!("{} elements in, room for {} out", src.len(), dst.len()));
-    }
-    // SAFETY: checked just above.
-    unsafe { divide_level(level, Buffers::From(src, dst), d) };
-    Ok(())
+    apply_checked(Work::Div(d), level, src, dst)
 }
 
-/// # Safety
-/// The CPU must have `level`.
-unsafe fn divide_level(level: Level, bufs: Buffers, d: f32) {
-    match level {
-        // SAFETY: the caller's contract.
-        #[cfg(target_arch = "x86_64")]
-        Level::Avx512 => unsafe { x86::divide_avx512(bufs, d) },
-        // SAFETY: the caller's contract.
-        #[cfg(target_arch = "x86_64")]
-        Level::Avx2 => unsafe { x86::divide_avx2(bufs, d) },
-        _ => divide(bufs, d),
-    }
-}
-
-#[inline(always)]
-fn divide(bufs: Buffers, d: f32) {
-    match bufs {
-        Buffers::InPlace(xs) => each(xs, |x| x / d),
-        Buffers::From(src, dst) => each_to((src, dst), |x| x / d),
-    }
+/// What a block function does to each element.
+#[derive(Clone, Copy)]
+enum Work {
+    Op(BlockOp),
+    /// Divide by this.
+    Div(f32),
 }
 
 /// A code path of the block functions.
@@ -216,11 +197,11 @@ enum Buffers<'a> {
 /// # Safety
 /// When `n > 0`, `src` must be valid for reads and `dst` for writes of `n` f32, and they
 /// must be equal or not overlap.
-unsafe fn block(op: BlockOp, src: *const f32, dst: *mut f32, n: i64) {
+unsafe fn block(work: Work, src: *const f32, dst: *mut f32, n: i64) {
     // SAFETY: the caller's contract.
     let Some(bufs) = (unsafe { buffers(src, dst, n) }) else { return };
     // SAFETY: `level()` only returns a level this CPU has.
-    unsafe { run_level(level(), op, bufs) }
+    unsafe { run_level(level(), work, bufs) }
 }
 
 /// The elements of an exported call: none when `n <= 0` or a pointer is null.
@@ -255,7 +236,7 @@ macro_rules! block_fns {
         pub unsafe extern "C" fn $name(src: *const f32, dst: *mut f32, n: i64) {
             // SAFETY: the caller's contract (the JIT passes its own stack buffer, and
             // maybe the block of an input it only reads).
-            unsafe { block(BlockOp::$op, src, dst, n) }
+            unsafe { block(Work::Op(BlockOp::$op), src, dst, n) }
         }
     )*};
 }
@@ -275,19 +256,24 @@ block_fns!(
 pub fn apply(op: BlockOp, level: Level, xs: &mut [f32]) -> Result<(), String> {
     checked(level)?;
     // SAFETY: checked just above.
-    unsafe { run_level(level, op, Buffers::InPlace(xs)) };
+    unsafe { run_level(level, Work::Op(op), Buffers::InPlace(xs)) };
     Ok(())
 }
 
 /// `dst[i] = op(src[i])` at `level`, as the block functions called with two pointers;
 /// an error when this CPU lacks `level` or the lengths differ. For tests.
 pub fn apply_to(op: BlockOp, level: Level, src: &[f32], dst: &mut [f32]) -> Result<(), String> {
+    apply_checked(Work::Op(op), level, src, dst)
+}
+
+/// `work` from `src` into `dst` at `level`, once the level and the lengths are checked.
+fn apply_checked(work: Work, level: Level, src: &[f32], dst: &mut [f32]) -> Result<(), String> {
     checked(level)?;
     if src.len() != dst.len() {
         return Err(format!("{} elements in, room for {} out", src.len(), dst.len()));
     }
     // SAFETY: checked just above.
-    unsafe { run_level(level, op, Buffers::From(src, dst)) };
+    unsafe { run_level(level, work, Buffers::From(src, dst)) };
     Ok(())
 }
 
@@ -301,42 +287,32 @@ fn checked(level: Level) -> Result<(), String> {
 
 /// # Safety
 /// The CPU must have `level` ([`Level::available`]).
-unsafe fn run_level(level: Level, op: BlockOp, bufs: Buffers) {
+unsafe fn run_level(level: Level, work: Work, bufs: Buffers) {
     match level {
         // SAFETY: the caller's contract.
         #[cfg(target_arch = "x86_64")]
-        Level::Avx512 => unsafe { x86::avx512(op, bufs) },
+        Level::Avx512 => unsafe { x86::avx512(work, bufs) },
         // SAFETY: the caller's contract.
         #[cfg(target_arch = "x86_64")]
-        Level::Avx2 => unsafe { x86::avx2(op, bufs) },
+        Level::Avx2 => unsafe { x86::avx2(work, bufs) },
         #[cfg(not(target_arch = "x86_64"))]
-        Level::Avx512 | Level::Avx2 => run::<PORTABLE_FMA>(op, bufs),
-        Level::Portable => run::<PORTABLE_FMA>(op, bufs),
+        Level::Avx512 | Level::Avx2 => run::<PORTABLE_FMA>(work, bufs),
+        Level::Portable => run::<PORTABLE_FMA>(work, bufs),
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{run, BlockOp, Buffers};
+    use super::{run, Buffers, Work};
 
     #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
-    pub(super) fn avx512(op: BlockOp, bufs: Buffers) {
-        run::<true>(op, bufs)
+    pub(super) fn avx512(work: Work, bufs: Buffers) {
+        run::<true>(work, bufs)
     }
 
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn avx2(op: BlockOp, bufs: Buffers) {
-        run::<true>(op, bufs)
-    }
-
-    #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
-    pub(super) fn divide_avx512(bufs: Buffers, d: f32) {
-        super::divide(bufs, d)
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) fn divide_avx2(bufs: Buffers, d: f32) {
-        super::divide(bufs, d)
+    pub(super) fn avx2(work: Work, bufs: Buffers) {
+        run::<true>(work, bufs)
     }
 }
 
@@ -373,10 +349,12 @@ macro_rules! ops {
 }
 
 #[inline(always)]
-fn run<const FMA: bool>(op: BlockOp, bufs: Buffers) {
-    match bufs {
-        Buffers::InPlace(xs) => ops!(op, FMA, xs, each, chunks_in_place),
-        Buffers::From(src, dst) => ops!(op, FMA, (src, dst), each_to, chunks_to),
+fn run<const FMA: bool>(work: Work, bufs: Buffers) {
+    match (work, bufs) {
+        (Work::Op(op), Buffers::InPlace(xs)) => ops!(op, FMA, xs, each, chunks_in_place),
+        (Work::Op(op), Buffers::From(src, dst)) => ops!(op, FMA, (src, dst), each_to, chunks_to),
+        (Work::Div(d), Buffers::InPlace(xs)) => each(xs, |x| x / d),
+        (Work::Div(d), Buffers::From(src, dst)) => each_to((src, dst), |x| x / d),
     }
 }
 

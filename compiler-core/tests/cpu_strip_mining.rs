@@ -110,6 +110,18 @@ fn compile(module: &Module, on: bool) -> (cpu::CpuExecutable, bool) {
     (exe, mined)
 }
 
+/// Compiles `module` with strip-mining off and on, runs both on `args` and asserts that
+/// they give the same bits (`what` names the case). Returns the strip-mined executable,
+/// whether any of its kernels was strip-mined, and its result.
+fn on_and_off(module: &Module, args: &[Value], what: &str) -> (cpu::CpuExecutable, bool, Value) {
+    let (inline, mined_off) = compile(module, false);
+    assert!(!mined_off, "{what}: strip-mined with block math off");
+    let (blocked, mined) = compile(module, true);
+    let (a, b) = (inline.run(args).unwrap(), blocked.run(args).unwrap());
+    assert!(bits(&a) == bits(&b), "{what}: results differ with block math on and off\nplan:\n{}", blocked.plan().summary());
+    (blocked, mined, b)
+}
+
 fn bits(v: &Value) -> Vec<Vec<u8>> {
     v.clone().flatten().iter().map(|l| l.to_le_bytes()).collect()
 }
@@ -138,9 +150,7 @@ fn strip_mined_chains_give_the_inline_bits() {
     for n in [100i64, 128, 511, 512, 513, 1000, 4096 + 17, 70_001] {
         let module = hloscope_core::parse::parse_module(&chain(n)).unwrap();
         let args = vec![Value::Array(random(&[n], 11, -6.0, 6.0)), Value::Array(random(&[n], 12, -3.0, 3.0))];
-        let (inline, mined_off) = compile(&module, false);
-        let (blocked, mined_on) = compile(&module, true);
-        assert!(!mined_off, "n = {n}: strip-mined with block math off");
+        let (blocked, mined_on, b) = on_and_off(&module, &args, &format!("chain n = {n}"));
         assert_eq!(mined_on, wide() && n >= 128, "n = {n}: {}", blocked.clif(0).unwrap_or(""));
         if mined_on {
             // tanh(x) reads its block of x itself; exp(-x*x) is computed into its buffer.
@@ -148,8 +158,6 @@ fn strip_mined_chains_give_the_inline_bits() {
             assert!(clif.contains("hs_block_tanh_f32 (stage 1, from input 0)"), "{}", clif.lines().nth(2).unwrap());
             assert!(clif.contains("hs_block_exp_f32 (stage 1),"), "{}", clif.lines().nth(2).unwrap());
         }
-        let (a, b) = (inline.run(&args).unwrap(), blocked.run(&args).unwrap());
-        assert!(bits(&a) == bits(&b), "n = {n}: strip-mined results differ from the inline ones");
         let want = Interpreter::new(&module).run(&args).unwrap();
         // Each transcendental is within 2 ulp; the sums of terms of both signs cancel.
         assert_close(&format!("chain n = {n}"), &b, &want, 16, 1e-5);
@@ -164,11 +172,8 @@ fn strip_mined_softmax_rows_give_the_inline_bits() {
     for (rows, cols) in [(3i64, 100i64), (3, 300), (5, 512), (7, 1500), (300, 1027)] {
         let module = hloscope_core::parse::parse_module(&softmax(rows, cols)).unwrap();
         let args = vec![Value::Array(random(&[rows, cols], 5, -20.0, 20.0))];
-        let (inline, _) = compile(&module, false);
-        let (blocked, mined) = compile(&module, true);
+        let (blocked, mined, b) = on_and_off(&module, &args, &format!("softmax {rows}x{cols}"));
         assert_eq!(mined, wide() && cols >= 128, "{rows}x{cols}:\n{}", blocked.plan().summary());
-        let (a, b) = (inline.run(&args).unwrap(), blocked.run(&args).unwrap());
-        assert!(bits(&a) == bits(&b), "{rows}x{cols}: strip-mined results differ from the inline ones");
         let want = Interpreter::new(&module).run(&args).unwrap();
         assert_close(&format!("softmax {rows}x{cols}"), &b, &want, 64, 1e-7);
     }
@@ -191,15 +196,13 @@ fn at_most_sixteen_ops_per_kernel_are_blocked() {
     let hlo = format!("HloModule many\nENTRY e {{\n  x = f32[{n}] parameter(0)\n{body}  ROOT r = f32[{n}] negate({sum})\n}}");
     let module = hloscope_core::parse::parse_module(&hlo).unwrap();
     let args = vec![Value::Array(random(&[n], 9, -3.0, 3.0))];
-    let (inline, _) = compile(&module, false);
-    let (blocked, mined) = compile(&module, true);
+    let (blocked, mined, _) = on_and_off(&module, &args, "24 exponentials");
     assert_eq!(mined, wide());
     if wide() {
         let clif = blocked.clif(0).unwrap();
         let note = clif.lines().find(|l| l.starts_with("; strip-mined")).unwrap();
         assert_eq!(note.matches("hs_block_exp_f32").count(), 16, "{note}");
     }
-    assert!(bits(&inline.run(&args).unwrap()) == bits(&blocked.run(&args).unwrap()));
 }
 
 #[test]
@@ -282,8 +285,7 @@ ENTRY e {{
         let mut rng = Rng(7);
         let v: Vec<f64> = (0..rows).map(|i| [0.0, f64::INFINITY, f64::NAN].get(i as usize).copied().unwrap_or_else(|| rng.uniform(-3.0, 3.0) as f64)).collect();
         let args = vec![Value::Array(random(&[rows, cols], 8, -5.0, 5.0)), Value::Array(f32s(&[rows], &v))];
-        let (inline, _) = compile(&module, false);
-        let (blocked, mined) = compile(&module, true);
+        let (blocked, mined, b) = on_and_off(&module, &args, &format!("{rows}x{cols}"));
         let notes: String = (0..blocked.plan().kernels.len()).filter_map(|i| blocked.clif(i)).flat_map(|c| c.lines().take(4)).filter(|l| l.starts_with(';')).collect::<Vec<_>>().join("\n");
         assert_eq!(mined, wide() && cols >= 128, "{rows}x{cols}:\n{notes}");
         if mined {
@@ -292,8 +294,6 @@ ENTRY e {{
             // q2 = ex / v feeds t: through the division's buffer, not into an output.
             assert!(notes.contains("hs_block_div_f32 (stage 2)"), "{notes}");
         }
-        let (a, b) = (inline.run(&args).unwrap(), blocked.run(&args).unwrap());
-        assert!(bits(&a) == bits(&b), "{rows}x{cols}: results differ with block math on and off\n{notes}");
         let want = Interpreter::new(&module).run(&args).unwrap();
         let (got, want) = (b.flatten(), want.flatten());
         // The division is exact; exp within 2 ulp; the sums reassociated.

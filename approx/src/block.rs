@@ -83,7 +83,8 @@ impl BlockOp {
 
 /// Every block function: symbol and address (for the JIT's symbol table).
 pub fn symbols() -> Vec<(&'static str, *const u8)> {
-    let mut all: Vec<(&'static str, *const u8)> = BlockOp::ALL.iter().map(|op| (op.symbol(), op.function() as *const u8)).collect();
+    let mut all: Vec<(&'static str, *const u8)> =
+        BlockOp::ALL.iter().map(|op| (op.symbol(), op.function() as *const u8)).collect();
     all.push((DIV_SYMBOL, hs_block_div_f32 as *const u8));
     all
 }

@@ -153,12 +153,14 @@ fn symbols_and_levels() {
 /// and from one buffer into another, on ordinary and special values and divisors.
 #[test]
 fn division_is_ieee_division() {
-    let specials = [0.0f32, -0.0, 1.0, -1.0, 3.0, 1e-40, -1e-40, 1e38, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 0.1, 7.0e-39];
+    let specials =
+        [0.0f32, -0.0, 1.0, -1.0, 3.0, 1e-40, -1e-40, 1e38, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 0.1, 7.0e-39];
     let mut xs: Vec<f32> = (0..301).map(|i| ((i as f32) * 0.37).sin() * 1e3).collect();
     xs.extend_from_slice(&specials);
     for d in specials {
         let want: Vec<f32> = xs.iter().map(|x| x / d).collect();
-        let same = |got: &[f32]| got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()));
+        let same =
+            |got: &[f32]| got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()));
         for level in levels() {
             let mut out = vec![0.0; xs.len()];
             block::apply_div(level, &xs, &mut out, d).unwrap();

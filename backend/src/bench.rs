@@ -227,7 +227,8 @@ impl Runner {
                     if k.scope.is_empty() && k.chained.len() > 1 {
                         let total: f64 = k.chained.clone().map(moved).sum();
                         for j in k.chained.clone() {
-                            times.top[j] = if total > 0.0 { dt * moved(j) / total } else { dt / k.chained.len() as f64 };
+                            times.top[j] =
+                                if total > 0.0 { dt * moved(j) / total } else { dt / k.chained.len() as f64 };
                         }
                     } else if k.scope.is_empty() {
                         times.top[k.index] = dt;
@@ -323,9 +324,15 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
     };
     let compile_s = (parse_s + started.elapsed()).as_secs_f64();
     if let Runner::Cpu { exe, inputs, outputs, .. } = &mut runner {
-        *inputs = arguments.iter().cloned().flat_map(Value::flatten).map(|l| AlignedBytes::new(&l.to_le_bytes())).collect();
+        *inputs =
+            arguments.iter().cloned().flat_map(Value::flatten).map(|l| AlignedBytes::new(&l.to_le_bytes())).collect();
         let plan = exe.plan();
-        *outputs = plan.result.leaves().iter().map(|&b| AlignedBytes::new(&vec![0; plan.buffers[b].shape.byte_size()])).collect();
+        *outputs = plan
+            .result
+            .leaves()
+            .iter()
+            .map(|&b| AlignedBytes::new(&vec![0; plan.buffers[b].shape.byte_size()]))
+            .collect();
     }
 
     let fail = |e: String| RunError(format!("{source_name}: running on the {} failed: {e}", target_name(args.target)));
@@ -479,8 +486,8 @@ fn nested_rows(module: &Module, runs: &[Vec<NestedKernel>]) -> Vec<Row> {
         }
         for (i, calls) in calls_now {
             let (comp, source) = origin[i];
-            let (bytes, flops) =
-                cost::instruction_cost(module, module.comp(comp), source, &profile).map_or((0, 0), |c| (c.bytes(), c.flops));
+            let (bytes, flops) = cost::instruction_cost(module, module.comp(comp), source, &profile)
+                .map_or((0, 0), |c| (c.bytes(), c.flops));
             rows[i].calls = calls;
             rows[i].bytes = bytes * calls;
             rows[i].flops = flops * calls;
@@ -583,7 +590,13 @@ fn time_text(s: f64) -> String {
 fn table(r: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "target {}: compile {}", target_name(r.target), time_text(r.compile_s));
-    let _ = writeln!(out, "run: median {}, min {} over {} runs", time_text(r.run_median_s), time_text(r.run_min_s), r.iters);
+    let _ = writeln!(
+        out,
+        "run: median {}, min {} over {} runs",
+        time_text(r.run_median_s),
+        time_text(r.run_min_s),
+        r.iters
+    );
     if r.buffer_bytes > 0 {
         let _ = writeln!(
             out,
@@ -611,7 +624,8 @@ fn table(r: &Report) -> String {
             k.code.clone(),
         ]);
     }
-    let widths: Vec<usize> = (0..7).map(|c| cells.iter().map(|row| row[c].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> =
+        (0..7).map(|c| cells.iter().map(|row| row[c].chars().count()).max().unwrap_or(0)).collect();
     out.push('\n');
     for row in &cells {
         let mut line = format!("{:<w$}", row[0], w = widths[0]);

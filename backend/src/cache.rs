@@ -83,10 +83,8 @@ impl Cache {
             .filter(|d| !d.is_empty())
             .map(PathBuf::from)
             .or_else(|| dirs::cache_dir().map(|d| d.join("hloscope")));
-        let max = std::env::var("HLOSCOPE_CACHE_MAX_BYTES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(DEFAULT_MAX_BYTES);
+        let max =
+            std::env::var("HLOSCOPE_CACHE_MAX_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(DEFAULT_MAX_BYTES);
         Cache::new(dir, max)
     }
 
@@ -138,7 +136,11 @@ impl Cache {
         let dir = path.parent().expect("an entry path has a folder");
         std::fs::create_dir_all(dir)?;
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let tmp = dir.join(format!(".{}.{}.{nanos}.tmp", path.file_name().and_then(|n| n.to_str()).unwrap_or("entry"), std::process::id()));
+        let tmp = dir.join(format!(
+            ".{}.{}.{nanos}.tmp",
+            path.file_name().and_then(|n| n.to_str()).unwrap_or("entry"),
+            std::process::id()
+        ));
         std::fs::write(&tmp, bytes)?;
         if let Err(e) = std::fs::rename(&tmp, path) {
             let _ = std::fs::remove_file(&tmp);

@@ -46,8 +46,8 @@ impl PipelineArgs {
         } else {
             parse_pipeline_spec(&self.pipeline).map_err(|e| RunError(format!("--pipeline `{}`: {e}", self.pipeline)))?
         };
-        let fusion = FusionConfig::from_spec(&self.fusion)
-            .map_err(|e| RunError(format!("--fusion `{}`: {e}", self.fusion)))?;
+        let fusion =
+            FusionConfig::from_spec(&self.fusion).map_err(|e| RunError(format!("--fusion `{}`: {e}", self.fusion)))?;
         let profile = if self.profile == "measured" {
             crate::probe::measure_cpu().map_err(|e| RunError(format!("--profile measured: the probe failed: {e}")))?
         } else {
@@ -69,7 +69,11 @@ pub fn load_module(arg: &str) -> Result<(String, Module), RunError> {
 
 /// Loads `arg`, runs the pipeline `args` describe; returns the module after the last
 /// pass and one snapshot per stage (the input first).
-pub fn load_and_run(arg: &str, args: &PipelineArgs, snapshots: bool) -> Result<(Module, Vec<Snapshot>, PipelineConfig), RunError> {
+pub fn load_and_run(
+    arg: &str,
+    args: &PipelineArgs,
+    snapshots: bool,
+) -> Result<(Module, Vec<Snapshot>, PipelineConfig), RunError> {
     let config = args.config(snapshots)?;
     let (source_name, mut module) = load_module(arg)?;
     let snaps = run_pipeline(&mut module, &config).map_err(|e| RunError(format!("{source_name}: {e}")))?;
@@ -166,8 +170,10 @@ fn kernel_listings(args: &CompileArgs) -> Result<String, RunError> {
         return Err(RunError("--emit clif and --emit asm need --target cpu".into()));
     }
     let (source_name, module) = load_module(&args.module)?;
-    let optimized = cpu::optimize(&module).map_err(|e| RunError(format!("{source_name}: optimizing for the cpu failed: {e}")))?;
-    let exe = cpu::compile(&optimized).map_err(|e| RunError(format!("{source_name}: compiling for the cpu failed: {e}")))?;
+    let optimized =
+        cpu::optimize(&module).map_err(|e| RunError(format!("{source_name}: optimizing for the cpu failed: {e}")))?;
+    let exe =
+        cpu::compile(&optimized).map_err(|e| RunError(format!("{source_name}: compiling for the cpu failed: {e}")))?;
     let mut out = String::new();
     let plan = exe.plan();
     for (i, k) in plan.kernels.iter().enumerate() {
@@ -203,7 +209,8 @@ fn compile_object(args: &CompileArgs) -> Result<String, RunError> {
         .and_then(|s| s.to_str())
         .ok_or_else(|| RunError(format!("-o {}: the file needs a name", out.display())))?;
     let (source_name, module) = load_module(&args.module)?;
-    let optimized = cpu::aot::optimize(&module).map_err(|e| RunError(format!("{source_name}: optimizing for the cpu failed: {e}")))?;
+    let optimized = cpu::aot::optimize(&module)
+        .map_err(|e| RunError(format!("{source_name}: optimizing for the cpu failed: {e}")))?;
     let aot = cpu::aot::compile_object(&optimized, name)
         .map_err(|e| RunError(format!("{source_name}: cannot emit an object: {e}")))?;
     let header = out.with_extension("h");

@@ -11,11 +11,8 @@ pub fn write_stages(dir: &Path, snapshots: &[Snapshot]) -> Result<(), RunError> 
     std::fs::create_dir_all(dir).map_err(|e| RunError(format!("cannot create {}: {e}", dir.display())))?;
     for s in snapshots {
         let stem = format!("{:02}-{}", s.index, s.pass);
-        let files = [
-            ("hlo", s.text.clone()),
-            ("json", api::to_json(s) + "\n"),
-            ("dot", api::graph_to_dot(&s.graph, &stem)),
-        ];
+        let files =
+            [("hlo", s.text.clone()), ("json", api::to_json(s) + "\n"), ("dot", api::graph_to_dot(&s.graph, &stem))];
         for (ext, contents) in files {
             let path = dir.join(format!("{stem}.{ext}"));
             std::fs::write(&path, contents).map_err(|e| RunError(format!("cannot write {}: {e}", path.display())))?;

@@ -98,8 +98,14 @@ pub fn render(r: &ExplainReport) -> String {
         out += "fusion decisions: none\n";
     } else {
         let taken = r.decisions.iter().filter(|d| d.taken).count();
-        let _ = writeln!(out, "fusion decisions: {} ({taken} taken, {} refused)", r.decisions.len(), r.decisions.len() - taken);
-        let mut rows = vec![["producer", "consumer", "decision", "rule", "bytes saved", "reason"].map(String::from).to_vec()];
+        let _ = writeln!(
+            out,
+            "fusion decisions: {} ({taken} taken, {} refused)",
+            r.decisions.len(),
+            r.decisions.len() - taken
+        );
+        let mut rows =
+            vec![["producer", "consumer", "decision", "rule", "bytes saved", "reason"].map(String::from).to_vec()];
         for d in &r.decisions {
             rows.push(vec![
                 d.producer.clone(),
@@ -123,12 +129,19 @@ pub fn render(r: &ExplainReport) -> String {
             time_text(r.before.est_time_s),
         ],
     ];
-    rows.push(vec!["after".into(), r.kernels.to_string(), bytes_text(r.bytes_moved), r.flops.to_string(), time_text(r.est_time_s)]);
+    rows.push(vec![
+        "after".into(),
+        r.kernels.to_string(),
+        bytes_text(r.bytes_moved),
+        r.flops.to_string(),
+        time_text(r.est_time_s),
+    ]);
     out += &table(&rows, &[1, 2, 3, 4]);
     if !r.kernel_costs.is_empty() {
         out += "\nkernels:\n";
-        let mut rows =
-            vec![["kernel", "op", "bytes read", "bytes written", "FLOPs", "FLOP/B", "time", "bound"].map(String::from).to_vec()];
+        let mut rows = vec![["kernel", "op", "bytes read", "bytes written", "FLOPs", "FLOP/B", "time", "bound"]
+            .map(String::from)
+            .to_vec()];
         for k in &r.kernel_costs {
             let op = match k.cost.fusion_kind {
                 Some(kind) => format!("fusion({})", kind.hlo_name()),

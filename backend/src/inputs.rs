@@ -20,20 +20,14 @@ pub fn from_npy(module: &Module, files: &[(String, Vec<u8>)]) -> Result<Vec<Valu
     let entry = module.entry_comp();
     let types = entry.param_types();
     if files.len() != types.len() {
-        let list = (0..types.len())
-            .map(|i| format!("\n  {}", describe_param(module, i)))
-            .collect::<String>();
+        let list = (0..types.len()).map(|i| format!("\n  {}", describe_param(module, i))).collect::<String>();
         return Err(format!(
             "the module takes {} parameter{}, but {} --input file{} given{}",
             types.len(),
             plural(types.len()),
             files.len(),
             if files.len() == 1 { " was" } else { "s were" },
-            if list.is_empty() {
-                String::new()
-            } else {
-                format!(":{list}")
-            },
+            if list.is_empty() { String::new() } else { format!(":{list}") },
         ));
     }
     files
@@ -52,11 +46,8 @@ pub fn from_npy(module: &Module, files: &[(String, Vec<u8>)]) -> Result<Vec<Valu
                 }
             };
             let arr = npy::read(bytes).map_err(|e| format!("{name}: {e}"))?;
-            check_matches(&arr, shape)
-                .map_err(|why| format!("{name}: {} {why}", describe_param(module, i)))?;
-            let lit = arr
-                .to_literal(shape.elem)
-                .ok_or_else(|| format!("{name}: could not decode the data"))?;
+            check_matches(&arr, shape).map_err(|why| format!("{name}: {} {why}", describe_param(module, i)))?;
+            let lit = arr.to_literal(shape.elem).ok_or_else(|| format!("{name}: could not decode the data"))?;
             Ok(Value::Array(lit))
         })
         .collect()
@@ -64,21 +55,13 @@ pub fn from_npy(module: &Module, files: &[(String, Vec<u8>)]) -> Result<Vec<Valu
 
 /// Checks an array's dtype and dimensions against a parameter's shape.
 fn check_matches(arr: &NpyArray, shape: &Shape) -> Result<(), String> {
-    let dtype_ok =
-        arr.elem == shape.elem || (shape.elem == ElementType::BF16 && arr.elem == ElementType::F32);
+    let dtype_ok = arr.elem == shape.elem || (shape.elem == ElementType::BF16 && arr.elem == ElementType::F32);
     let expected = match shape.elem {
         ElementType::BF16 => "float32 (`<f4`, rounded to bfloat16)".to_string(),
-        e => format!(
-            "{} (`{}`)",
-            npy::numpy_name(e),
-            e.numpy_descr().unwrap_or("?")
-        ),
+        e => format!("{} (`{}`)", npy::numpy_name(e), e.numpy_descr().unwrap_or("?")),
     };
     if !dtype_ok {
-        return Err(format!(
-            "expects dtype {expected}, but the file holds {}",
-            npy::numpy_name(arr.elem)
-        ));
+        return Err(format!("expects dtype {expected}, but the file holds {}", npy::numpy_name(arr.elem)));
     }
     if arr.dims != shape.dims {
         return Err(format!(

@@ -27,11 +27,7 @@ const EXIT_ERROR: u8 = 2;
 const STACK_BYTES: usize = 256 << 20;
 
 #[derive(Parser, Debug)]
-#[command(
-    name = "hloscope",
-    version,
-    about = "An explorer for XLA-style compilation of StableHLO and HLO programs."
-)]
+#[command(name = "hloscope", version, about = "An explorer for XLA-style compilation of StableHLO and HLO programs.")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -59,29 +55,22 @@ fn main() -> ExitCode {
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown panic".into());
-        let at = info
-            .location()
-            .map(|l| format!(" at {}:{}", l.file(), l.line()))
-            .unwrap_or_default();
+        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
         eprintln!("error: internal error in hloscope (a bug, please report it): {msg}{at}");
         std::process::exit(EXIT_ERROR as i32);
     }));
 
     let cli = Cli::parse();
-    let worker = std::thread::Builder::new()
-        .stack_size(STACK_BYTES)
-        .spawn(move || match cli.command {
-            Command::Run(args) => run::run(&args),
-            Command::Compile(args) => compile::compile(&args),
-            Command::Explain(args) => explain::explain(&args),
-            Command::Bench(args) => bench::bench(&args),
-        });
+    let worker = std::thread::Builder::new().stack_size(STACK_BYTES).spawn(move || match cli.command {
+        Command::Run(args) => run::run(&args),
+        Command::Compile(args) => compile::compile(&args),
+        Command::Explain(args) => explain::explain(&args),
+        Command::Bench(args) => bench::bench(&args),
+    });
     let result = match worker.map(|h| h.join()) {
         Ok(Ok(r)) => r,
         // The hook has already exited the process on a panic; these are the remains.
-        _ => Err(run::RunError(
-            "internal error: the worker thread failed".into(),
-        )),
+        _ => Err(run::RunError("internal error: the worker thread failed".into())),
     };
     match result {
         Ok(text) => {

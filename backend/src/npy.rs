@@ -102,16 +102,9 @@ pub fn read(bytes: &[u8]) -> Result<NpyArray, NpyError> {
             if bytes.len() < 12 {
                 return err("truncated .npy header");
             }
-            (
-                u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
-                12,
-            )
+            (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12)
         }
-        v => {
-            return err(format!(
-                ".npy format version {v} is not supported (1, 2 or 3)"
-            ))
-        }
+        v => return err(format!(".npy format version {v} is not supported (1, 2 or 3)")),
     };
     let header_end = header_start
         .checked_add(header_len)
@@ -129,9 +122,7 @@ pub fn read(bytes: &[u8]) -> Result<NpyArray, NpyError> {
         .iter()
         .try_fold(1usize, |acc, &d| acc.checked_mul(d as usize))
         .ok_or_else(|| NpyError("the .npy shape is too large".into()))?;
-    let want = count
-        .checked_mul(elem.byte_size())
-        .ok_or_else(|| NpyError("the .npy shape is too large".into()))?;
+    let want = count.checked_mul(elem.byte_size()).ok_or_else(|| NpyError("the .npy shape is too large".into()))?;
     let data = &bytes[header_end..];
     if data.len() != want {
         return err(format!(
@@ -146,21 +137,13 @@ pub fn read(bytes: &[u8]) -> Result<NpyArray, NpyError> {
             return err(format!("a bool element holds byte {b}, not 0 or 1"));
         }
     }
-    Ok(NpyArray {
-        elem,
-        dims: h.dims,
-        data: data.to_vec(),
-    })
+    Ok(NpyArray { elem, dims: h.dims, data: data.to_vec() })
 }
 
 /// Serializes an array in the `.npy` format (version 1.0).
 pub fn write(a: &NpyArray) -> Vec<u8> {
-    let descr =
-        descr_of(a.elem).expect("bf16 has no .npy dtype; widen it first (a bug in the caller)");
-    let mut header = format!(
-        "{{'descr': '{descr}', 'fortran_order': False, 'shape': {}, }}",
-        dims_text(&a.dims)
-    );
+    let descr = descr_of(a.elem).expect("bf16 has no .npy dtype; widen it first (a bug in the caller)");
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {}, }}", dims_text(&a.dims));
     // Pad with spaces so that magic + version + length + header + '\n' is a multiple of 64.
     let unpadded = MAGIC.len() + 2 + 2 + header.len() + 1;
     header.extend(std::iter::repeat_n(' ', (64 - unpadded % 64) % 64));
@@ -179,10 +162,7 @@ pub fn dims_text(dims: &[i64]) -> String {
     match dims {
         [] => "()".into(),
         [d] => format!("({d},)"),
-        ds => format!(
-            "({})",
-            ds.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
-        ),
+        ds => format!("({})", ds.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")),
     }
 }
 
@@ -192,17 +172,9 @@ impl NpyArray {
     pub fn from_literal(l: &Literal) -> NpyArray {
         if l.elem() == ElementType::BF16 {
             let f32s = Literal::from_f64s(l.shape.with_elem(ElementType::F32), &l.to_f64_vec());
-            return NpyArray {
-                elem: ElementType::F32,
-                dims: l.shape.dims.clone(),
-                data: f32s.to_le_bytes(),
-            };
+            return NpyArray { elem: ElementType::F32, dims: l.shape.dims.clone(), data: f32s.to_le_bytes() };
         }
-        NpyArray {
-            elem: l.elem(),
-            dims: l.shape.dims.clone(),
-            data: l.to_le_bytes(),
-        }
+        NpyArray { elem: l.elem(), dims: l.shape.dims.clone(), data: l.to_le_bytes() }
     }
 
     /// The literal of shape `dims`/`elem` this array holds. The dtype must match, except
@@ -210,10 +182,7 @@ impl NpyArray {
     pub fn to_literal(&self, elem: ElementType) -> Option<Literal> {
         let shape = Shape::new(elem, self.dims.clone());
         if elem == ElementType::BF16 && self.elem == ElementType::F32 {
-            let f = Literal::from_le_bytes(
-                Shape::new(ElementType::F32, self.dims.clone()),
-                &self.data,
-            )?;
+            let f = Literal::from_le_bytes(Shape::new(ElementType::F32, self.dims.clone()), &self.data)?;
             return Some(Literal::from_f64s(shape, &f.to_f64_vec()));
         }
         if elem != self.elem {
@@ -232,10 +201,7 @@ struct Header {
 
 /// Parses the header: a Python dict literal with keys `descr`, `fortran_order`, `shape`.
 fn parse_header(text: &str) -> Result<Header, NpyError> {
-    let mut p = HeaderParser {
-        s: text.trim_end().as_bytes(),
-        i: 0,
-    };
+    let mut p = HeaderParser { s: text.trim_end().as_bytes(), i: 0 };
     let (mut descr, mut fortran, mut dims) = (None, None, None);
     p.expect(b'{')?;
     loop {
@@ -264,11 +230,7 @@ fn parse_header(text: &str) -> Result<Header, NpyError> {
         }
     }
     match (descr, fortran, dims) {
-        (Some(descr), Some(fortran_order), Some(dims)) => Ok(Header {
-            descr,
-            fortran_order,
-            dims,
-        }),
+        (Some(descr), Some(fortran_order), Some(dims)) => Ok(Header { descr, fortran_order, dims }),
         _ => err("the .npy header lacks one of descr, fortran_order, shape"),
     }
 }
@@ -300,22 +262,14 @@ impl HeaderParser<'_> {
         if self.eat(c) {
             Ok(())
         } else {
-            err(format!(
-                "malformed .npy header: expected `{}` at byte {}",
-                c as char, self.i
-            ))
+            err(format!("malformed .npy header: expected `{}` at byte {}", c as char, self.i))
         }
     }
     fn string(&mut self) -> Result<String, NpyError> {
         self.skip_ws();
         let quote = match self.peek() {
             Some(q @ (b'\'' | b'"')) => q,
-            _ => {
-                return err(format!(
-                    "malformed .npy header: expected a string at byte {}",
-                    self.i
-                ))
-            }
+            _ => return err(format!("malformed .npy header: expected a string at byte {}", self.i)),
         };
         self.i += 1;
         let start = self.i;
@@ -357,11 +311,7 @@ impl HeaderParser<'_> {
             let d: i64 = std::str::from_utf8(&self.s[start..self.i])
                 .ok()
                 .and_then(|t| t.parse().ok())
-                .ok_or_else(|| {
-                    NpyError(format!(
-                        "malformed .npy header: bad dimension at byte {start}"
-                    ))
-                })?;
+                .ok_or_else(|| NpyError(format!("malformed .npy header: bad dimension at byte {start}")))?;
             dims.push(d);
             if !self.eat(b',') {
                 self.expect(b')')?;
@@ -382,11 +332,7 @@ mod tests {
         let mut h = header.to_string();
         h.extend(std::iter::repeat_n(' ', 128 - 10 - header.len() - 1));
         h.push('\n');
-        assert_eq!(
-            h.len(),
-            0x76,
-            "numpy writes header length 0x76 for this array"
-        );
+        assert_eq!(h.len(), 0x76, "numpy writes header length 0x76 for this array");
         let mut out = b"\x93NUMPY\x01\x00".to_vec();
         out.extend_from_slice(&(h.len() as u16).to_le_bytes());
         out.extend_from_slice(h.as_bytes());
@@ -400,29 +346,19 @@ mod tests {
         let a = read(&bytes).unwrap();
         assert_eq!(a.elem, ElementType::S16);
         assert_eq!(a.dims, vec![1, 3]);
-        assert_eq!(
-            a.to_literal(ElementType::S16).unwrap().to_f64_vec(),
-            vec![1.0, 2.0, 3.0]
-        );
+        assert_eq!(a.to_literal(ElementType::S16).unwrap().to_f64_vec(), vec![1.0, 2.0, 3.0]);
         assert_eq!(write(&a), bytes);
     }
 
     #[test]
     fn scalar_and_half_round_trip() {
         // 1.5 in f16 is 0x3e00.
-        let a = NpyArray {
-            elem: ElementType::F16,
-            dims: vec![],
-            data: vec![0x00, 0x3e],
-        };
+        let a = NpyArray { elem: ElementType::F16, dims: vec![], data: vec![0x00, 0x3e] };
         let bytes = write(&a);
         assert_eq!(bytes.len() % 64, 2);
         let back = read(&bytes).unwrap();
         assert_eq!(back, a);
-        assert_eq!(
-            back.to_literal(ElementType::F16).unwrap().to_f64_vec(),
-            vec![1.5]
-        );
+        assert_eq!(back.to_literal(ElementType::F16).unwrap().to_f64_vec(), vec![1.5]);
     }
 
     #[test]
@@ -430,20 +366,10 @@ mod tests {
         let l = Literal::from_f64s(Shape::new(ElementType::BF16, vec![2]), &[1.0 / 3.0, -2.0]);
         let a = NpyArray::from_literal(&l);
         assert_eq!(a.elem, ElementType::F32);
-        assert_eq!(
-            a.to_literal(ElementType::F32).unwrap().to_f64_vec(),
-            vec![0.333984375, -2.0]
-        );
+        assert_eq!(a.to_literal(ElementType::F32).unwrap().to_f64_vec(), vec![0.333984375, -2.0]);
         // 1/3 as f32 rounds to the same bf16 value.
-        let third = NpyArray {
-            elem: ElementType::F32,
-            dims: vec![1],
-            data: (1.0f32 / 3.0).to_le_bytes().to_vec(),
-        };
-        assert_eq!(
-            third.to_literal(ElementType::BF16).unwrap().to_f64_vec(),
-            vec![0.333984375]
-        );
+        let third = NpyArray { elem: ElementType::F32, dims: vec![1], data: (1.0f32 / 3.0).to_le_bytes().to_vec() };
+        assert_eq!(third.to_literal(ElementType::BF16).unwrap().to_f64_vec(), vec![0.333984375]);
     }
 
     #[test]
@@ -456,10 +382,7 @@ mod tests {
         let mut bytes = numpy_int16_file();
         let pos = bytes.windows(3).position(|w| w == b"<i2").unwrap();
         bytes[pos..pos + 3].copy_from_slice(b"<c8");
-        assert!(read(&bytes)
-            .unwrap_err()
-            .0
-            .contains("`<c8` is not supported"));
+        assert!(read(&bytes).unwrap_err().0.contains("`<c8` is not supported"));
         bytes[pos..pos + 3].copy_from_slice(b">i2");
         assert!(read(&bytes).unwrap_err().0.contains("big-endian"));
 

@@ -48,11 +48,7 @@ pub struct RunArgs {
     pub module: String,
 
     /// An .npy file for the next entry parameter (repeat, in parameter order).
-    #[arg(
-        long = "input",
-        value_name = "FILE.npy",
-        conflicts_with = "random_inputs"
-    )]
+    #[arg(long = "input", value_name = "FILE.npy", conflicts_with = "random_inputs")]
     pub inputs: Vec<PathBuf>,
 
     /// Make deterministic inputs: floats uniform in [-1, 1), integers in [-8, 8)
@@ -99,16 +95,14 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
     let started = std::time::Instant::now();
     let mut input_files = Vec::with_capacity(args.inputs.len());
     for path in &args.inputs {
-        let bytes = std::fs::read(path)
-            .map_err(|e| RunError(format!("cannot read input {}: {e}", path.display())))?;
+        let bytes = std::fs::read(path).map_err(|e| RunError(format!("cannot read input {}: {e}", path.display())))?;
         input_files.push((path.display().to_string(), bytes));
     }
     let parse = || -> Result<Module, RunError> {
         let module = hloscope_core::parse::parse_module(&text)
             .map_err(|e| RunError(format!("{source_name}:{}:{}: {}", e.line, e.col, e.message)))?;
-        hloscope_core::verify::verify(&module).map_err(|e| {
-            RunError(format!("{source_name}:{}: invalid module: {}", e.loc, strip_loc(&e.to_string())))
-        })?;
+        hloscope_core::verify::verify(&module)
+            .map_err(|e| RunError(format!("{source_name}:{}: invalid module: {}", e.loc, strip_loc(&e.to_string()))))?;
         Ok(module)
     };
 
@@ -133,9 +127,9 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
         inputs::from_npy(module, &input_files).map_err(RunError)?
     };
     let result = match exe {
-        Some(exe) => exe
-            .run(&arguments)
-            .map_err(|e| RunError(format!("{source_name}: running on the cpu failed: {e}")))?,
+        Some(exe) => {
+            exe.run(&arguments).map_err(|e| RunError(format!("{source_name}: running on the cpu failed: {e}")))?
+        }
         None => interpret(module, &arguments, &source_name)?,
     };
     let outputs = result.flatten();
@@ -143,11 +137,7 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
     match &args.out_dir {
         Some(dir) => write_outputs(dir, &outputs),
         None if outputs.is_empty() => Ok("the module returned no arrays\n".into()),
-        None => Ok(outputs
-            .iter()
-            .enumerate()
-            .map(|(i, l)| summary::summarize(i, l) + "\n")
-            .collect()),
+        None => Ok(outputs.iter().enumerate().map(|(i, l)| summary::summarize(i, l) + "\n").collect()),
     }
 }
 
@@ -184,7 +174,8 @@ fn compile_cpu(
             Ok((exe, _)) => (exe, None, format!("cache hit ({at})")),
             Err(outcome) => {
                 let module = parse()?;
-                let (exe, bytes) = cpu::compile_to_artifact(&cpu::optimize(&module).map_err(failed)?).map_err(failed)?;
+                let (exe, bytes) =
+                    cpu::compile_to_artifact(&cpu::optimize(&module).map_err(failed)?).map_err(failed)?;
                 let exe = cache.insert(key, exe, &bytes);
                 for note in &cache.notes {
                     eprintln!("note: {note}");
@@ -215,8 +206,7 @@ pub(crate) fn read_module_text(arg: &str) -> Result<(String, String), RunError> 
             .map_err(|e| RunError(format!("cannot read the module from standard input: {e}")))?;
         return Ok(("<stdin>".into(), text));
     }
-    let bytes =
-        std::fs::read(arg).map_err(|e| RunError(format!("cannot read module {arg}: {e}")))?;
+    let bytes = std::fs::read(arg).map_err(|e| RunError(format!("cannot read module {arg}: {e}")))?;
     let text = String::from_utf8(bytes).map_err(|e| {
         RunError(format!(
             "{arg}: the module is not UTF-8 text (invalid byte at offset {})",
@@ -228,43 +218,28 @@ pub(crate) fn read_module_text(arg: &str) -> Result<(String, String), RunError> 
 
 /// `2,3` for dims [2, 3].
 fn npy_dims(dims: &[i64]) -> String {
-    dims.iter()
-        .map(i64::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
+    dims.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
 }
 
 /// VerifyError's text starts with its own `line:col: `; the CLI puts the file name first.
 pub(crate) fn strip_loc(s: &str) -> &str {
     let mut parts = s.splitn(3, ':');
     match (parts.next(), parts.next(), parts.next()) {
-        (Some(l), Some(c), Some(rest)) if l.parse::<u32>().is_ok() && c.parse::<u32>().is_ok() => {
-            rest.trim_start()
-        }
+        (Some(l), Some(c), Some(rest)) if l.parse::<u32>().is_ok() && c.parse::<u32>().is_ok() => rest.trim_start(),
         _ => s,
     }
 }
 
 pub(crate) fn write_outputs(dir: &Path, outputs: &[hloscope_core::ir::Literal]) -> Result<String, RunError> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| RunError(format!("cannot create {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(dir).map_err(|e| RunError(format!("cannot create {}: {e}", dir.display())))?;
     let mut report = String::new();
     for (i, l) in outputs.iter().enumerate() {
         let path = dir.join(format!("out{i}.npy"));
         let arr = NpyArray::from_literal(l);
         std::fs::write(&path, npy::write(&arr))
             .map_err(|e| RunError(format!("cannot write {}: {e}", path.display())))?;
-        let widened = if l.elem() == hloscope_core::ir::ElementType::BF16 {
-            " (bf16 widened to float32)"
-        } else {
-            ""
-        };
-        report += &format!(
-            "wrote {} ({}[{}]){widened}\n",
-            path.display(),
-            l.elem(),
-            npy_dims(&l.shape.dims)
-        );
+        let widened = if l.elem() == hloscope_core::ir::ElementType::BF16 { " (bf16 widened to float32)" } else { "" };
+        report += &format!("wrote {} ({}[{}]){widened}\n", path.display(), l.elem(), npy_dims(&l.shape.dims));
     }
     if outputs.is_empty() {
         report = "the module returned no arrays; nothing was written\n".into();

@@ -19,10 +19,7 @@ pub fn summarize(index: usize, l: &Literal) -> String {
     let nans = n - finite_or_inf.len();
     if !finite_or_inf.is_empty() {
         let min = finite_or_inf.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = finite_or_inf
-            .iter()
-            .copied()
-            .fold(f64::NEG_INFINITY, f64::max);
+        let max = finite_or_inf.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let mean = finite_or_inf.iter().sum::<f64>() / finite_or_inf.len() as f64;
         let elem = l.elem();
         let _ = write!(
@@ -36,9 +33,7 @@ pub fn summarize(index: usize, l: &Literal) -> String {
     if nans > 0 {
         let _ = write!(s, "  ({nans} NaN)");
     }
-    let shown: Vec<String> = (0..n.min(SHOWN))
-        .map(|i| show(l.elem(), l.get(i)))
-        .collect();
+    let shown: Vec<String> = (0..n.min(SHOWN)).map(|i| show(l.elem(), l.get(i))).collect();
     let _ = write!(s, "\n  [{}", shown.join(", "));
     if n > SHOWN {
         let _ = write!(s, ", ...] (first {SHOWN} of {n})");
@@ -83,27 +78,18 @@ mod tests {
     #[test]
     fn float_summary_uses_the_narrow_precision() {
         let l = Literal::from_f64s(Shape::new(ElementType::F32, vec![3]), &[0.1, -2.0, 0.5]);
-        assert_eq!(
-            summarize(0, &l),
-            "out0: f32[3]  min -2  max 0.5  mean -0.466667\n  [0.1, -2, 0.5]"
-        );
+        assert_eq!(summarize(0, &l), "out0: f32[3]  min -2  max 0.5  mean -0.466667\n  [0.1, -2, 0.5]");
     }
 
     #[test]
     fn long_int_and_pred_summaries() {
-        let l = Literal::from_i64s(
-            Shape::new(ElementType::S32, vec![10]),
-            &(0..10).collect::<Vec<_>>(),
-        );
+        let l = Literal::from_i64s(Shape::new(ElementType::S32, vec![10]), &(0..10).collect::<Vec<_>>());
         assert_eq!(
             summarize(1, &l),
             "out1: s32[10]  min 0  max 9  mean 4.5\n  [0, 1, 2, 3, 4, 5, 6, 7, ...] (first 8 of 10)"
         );
         let p = Literal::from_i64s(Shape::new(ElementType::Pred, vec![2]), &[1, 0]);
-        assert_eq!(
-            summarize(2, &p),
-            "out2: pred[2]  min false  max true  mean 0.5\n  [true, false]"
-        );
+        assert_eq!(summarize(2, &p), "out2: pred[2]  min false  max true  mean 0.5\n  [true, false]");
     }
 
     #[test]
@@ -116,9 +102,6 @@ mod tests {
     #[test]
     fn nans_are_counted_not_averaged() {
         let l = Literal::from_f64s(Shape::new(ElementType::BF16, vec![2]), &[f64::NAN, 3.0]);
-        assert_eq!(
-            summarize(0, &l),
-            "out0: bf16[2]  min 3  max 3  mean 3  (1 NaN)\n  [NaN, 3]"
-        );
+        assert_eq!(summarize(0, &l), "out0: bf16[2]  min 3  max 3  mean 3  (1 NaN)\n  [NaN, 3]");
     }
 }

@@ -88,7 +88,6 @@ fn f16s(bytes: &[u8]) -> Vec<f32> {
     bytes.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect()
 }
 
-
 /// Builds `case` as an object, links it with the driver, runs it on the corpus inputs
 /// and compares with the interpreter (relative tolerance `tol`).
 fn check(case: &str, tol: f32) {
@@ -106,7 +105,9 @@ fn check(case: &str, tol: f32) {
         .unwrap();
     assert!(o.status.success(), "{case}: {}", String::from_utf8_lossy(&o.stderr));
     let header = std::fs::read_to_string(dir.join(format!("{name}.h"))).unwrap();
-    assert!(header.contains(&format!("int {name}_run(const void *const *inputs, void *const *outputs, void *scratch);")));
+    assert!(
+        header.contains(&format!("int {name}_run(const void *const *inputs, void *const *outputs, void *scratch);"))
+    );
 
     let driver = DRIVER.replace("NAME_UPPER", &name.to_ascii_uppercase()).replace("NAME", &name);
     std::fs::write(dir.join("driver.c"), driver).unwrap();

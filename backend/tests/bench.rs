@@ -95,8 +95,12 @@ ENTRY %main (x: f32[256], a: f32[8,16], w: f32[16,4]) -> (f32[256], f32[8,4]) {
     .unwrap();
     let out = ok(hloscope(&["bench", &path.display().to_string(), "--json", "--iters", "3", "--random-inputs"]));
     let j: Value = serde_json::from_str(&out).unwrap();
-    let mut rows: Vec<(u64, u64)> =
-        j["kernels"].as_array().unwrap().iter().map(|k| (k["bytes"].as_u64().unwrap(), k["flops"].as_u64().unwrap())).collect();
+    let mut rows: Vec<(u64, u64)> = j["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| (k["bytes"].as_u64().unwrap(), k["flops"].as_u64().unwrap()))
+        .collect();
     rows.sort();
     assert_eq!(rows, vec![(896, 1024), (2048, 1280)]);
     // How each runs: the dot through gemm; exp+negate in 4-lane vectors, its exp
@@ -224,7 +228,8 @@ ENTRY %main (x: f32[64]) -> f32[64] {
     // 4), 5 times; its i + 1 reads and writes 4 B, 1 FLOP, 5 times; the condition's
     // compare reads 4 B and writes a 1-byte pred, 1 FLOP, 6 times.
     let cost = |ks: &[&Value]| {
-        let mut v: Vec<(u64, u64)> = ks.iter().map(|k| (k["bytes"].as_u64().unwrap(), k["flops"].as_u64().unwrap())).collect();
+        let mut v: Vec<(u64, u64)> =
+            ks.iter().map(|k| (k["bytes"].as_u64().unwrap(), k["flops"].as_u64().unwrap())).collect();
         v.sort();
         v
     };

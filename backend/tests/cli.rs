@@ -21,23 +21,16 @@ fn hloscope() -> Command {
 }
 
 fn corpus_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests")
-        .join("corpus")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("corpus")
 }
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
 /// A fresh, empty folder for one test.
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("cli-tests")
-        .join(name);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-tests").join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -55,27 +48,16 @@ fn stdout(o: &Output) -> String {
 /// contains every piece of `needles`, and no panic.
 fn assert_fails_with(o: &Output, needles: &[&str]) {
     let err = stderr(o);
-    assert_eq!(
-        o.status.code(),
-        Some(2),
-        "expected exit status 2; stderr:\n{err}"
-    );
-    assert!(
-        err.starts_with("error: "),
-        "stderr should start with `error: `:\n{err}"
-    );
-    assert!(
-        !err.contains("panicked") && !err.contains("internal error"),
-        "a panic:\n{err}"
-    );
+    assert_eq!(o.status.code(), Some(2), "expected exit status 2; stderr:\n{err}");
+    assert!(err.starts_with("error: "), "stderr should start with `error: `:\n{err}");
+    assert!(!err.contains("panicked") && !err.contains("internal error"), "a panic:\n{err}");
     for n in needles {
         assert!(err.contains(n), "stderr lacks `{n}`:\n{err}");
     }
 }
 
 fn read_npy(path: &Path) -> NpyArray {
-    let bytes =
-        std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     npy::read(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -108,26 +90,16 @@ fn compare(got: &NpyArray, want: &NpyArray, tol: &Tolerance) -> Result<(), Strin
         if got.data == want.data {
             return Ok(());
         }
-        let (g, w) = (
-            got.to_literal(got.elem).unwrap(),
-            want.to_literal(want.elem).unwrap(),
-        );
-        let i = (0..w.num_elements())
-            .find(|&i| g.bits(i) != w.bits(i))
-            .unwrap();
-        return Err(format!(
-            "element {i}: got {:?}, want {:?} (exact match required)",
-            g.get(i),
-            w.get(i)
-        ));
+        let (g, w) = (got.to_literal(got.elem).unwrap(), want.to_literal(want.elem).unwrap());
+        let i = (0..w.num_elements()).find(|&i| g.bits(i) != w.bits(i)).unwrap();
+        return Err(format!("element {i}: got {:?}, want {:?} (exact match required)", g.get(i), w.get(i)));
     }
     let g = got.to_literal(got.elem).unwrap().to_f64_vec();
     let w = want.to_literal(want.elem).unwrap().to_f64_vec();
     let mut worst: Option<(usize, f64)> = None;
     let mut bad = 0;
     for (i, (&a, &b)) in g.iter().zip(&w).enumerate() {
-        let ok =
-            (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= tol.atol + tol.rtol * b.abs();
+        let ok = (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= tol.atol + tol.rtol * b.abs();
         if !ok {
             bad += 1;
             let excess = (a - b).abs() / (tol.atol + tol.rtol * b.abs());
@@ -156,28 +128,16 @@ fn check_corpus(program: &str, text_file: &str) {
         serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
     let out = scratch(&format!("corpus-{program}-{text_file}"));
     let mut cmd = hloscope();
-    cmd.arg("run")
-        .arg(dir.join(text_file))
-        .arg("--out-dir")
-        .arg(&out);
+    cmd.arg("run").arg(dir.join(text_file)).arg("--out-dir").arg(&out);
     for input in meta["inputs"].as_array().unwrap() {
-        cmd.arg("--input")
-            .arg(dir.join(input["file"].as_str().unwrap()));
+        cmd.arg("--input").arg(dir.join(input["file"].as_str().unwrap()));
     }
     let o = cmd.output().unwrap();
-    assert!(
-        o.status.success(),
-        "{program}/{text_file}: hloscope run failed:\n{}",
-        stderr(&o)
-    );
+    assert!(o.status.success(), "{program}/{text_file}: hloscope run failed:\n{}", stderr(&o));
 
     let outputs = meta["outputs"].as_array().unwrap();
     let produced = std::fs::read_dir(&out).unwrap().count();
-    assert_eq!(
-        produced,
-        outputs.len(),
-        "{program}/{text_file}: number of outputs"
-    );
+    assert_eq!(produced, outputs.len(), "{program}/{text_file}: number of outputs");
     let mut failures = Vec::new();
     for entry in outputs {
         let file = entry["file"].as_str().unwrap();
@@ -187,17 +147,10 @@ fn check_corpus(program: &str, text_file: &str) {
             atol: entry["atol"].as_f64().unwrap_or(0.0),
         };
         if let Err(why) = compare(&read_npy(&out.join(file)), &read_npy(&dir.join(file)), &tol) {
-            failures.push(format!(
-                "  {file} ({}): {why}",
-                entry["dtype"].as_str().unwrap()
-            ));
+            failures.push(format!("  {file} ({}): {why}", entry["dtype"].as_str().unwrap()));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{program}/{text_file} differs from XLA:\n{}",
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "{program}/{text_file} differs from XLA:\n{}", failures.join("\n"));
 }
 
 /// One test per corpus program and text format, so a failure names both.
@@ -263,35 +216,15 @@ fn every_corpus_folder_has_a_test() {
 
 #[test]
 fn tolerance_check_catches_differences() {
-    let f = |v: &[f64]| {
-        NpyArray::from_literal(&Literal::from_f64s(
-            Shape::new(ElementType::F32, vec![2]),
-            v,
-        ))
-    };
-    let tol = Tolerance {
-        exact: false,
-        rtol: 1e-5,
-        atol: 1e-6,
-    };
+    let f = |v: &[f64]| NpyArray::from_literal(&Literal::from_f64s(Shape::new(ElementType::F32, vec![2]), v));
+    let tol = Tolerance { exact: false, rtol: 1e-5, atol: 1e-6 };
     assert!(compare(&f(&[1.0, f64::NAN]), &f(&[1.000001, f64::NAN]), &tol).is_ok());
     let e = compare(&f(&[1.0, 2.0]), &f(&[1.0, 2.001]), &tol).unwrap_err();
     assert!(e.starts_with("1 of 2 elements off; worst element 1"), "{e}");
-    let i = |v: &[i64]| {
-        NpyArray::from_literal(&Literal::from_i64s(
-            Shape::new(ElementType::S32, vec![2]),
-            v,
-        ))
-    };
-    let exact = Tolerance {
-        exact: true,
-        rtol: 0.0,
-        atol: 0.0,
-    };
+    let i = |v: &[i64]| NpyArray::from_literal(&Literal::from_i64s(Shape::new(ElementType::S32, vec![2]), v));
+    let exact = Tolerance { exact: true, rtol: 0.0, atol: 0.0 };
     assert!(compare(&i(&[3, -4]), &i(&[3, -4]), &exact).is_ok());
-    assert!(compare(&i(&[3, -4]), &i(&[3, -5]), &exact)
-        .unwrap_err()
-        .contains("element 1"));
+    assert!(compare(&i(&[3, -4]), &i(&[3, -5]), &exact).unwrap_err().contains("element 1"));
 }
 
 // ---------------------------------------------------------------------------------
@@ -327,19 +260,9 @@ fn mul_add_inputs(dir: &Path) -> (PathBuf, PathBuf) {
 
 fn run_with_stdin(args: &[&std::ffi::OsStr], input: &str) -> Output {
     use std::io::Write;
-    let mut child = hloscope()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
+    let mut child =
+        hloscope().args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
     child.wait_with_output().unwrap()
 }
 
@@ -348,21 +271,11 @@ fn runs_stablehlo_from_stdin_and_prints_a_summary() {
     let dir = scratch("stdin-mlir");
     let (a, b) = mul_add_inputs(&dir);
     let o = run_with_stdin(
-        &[
-            "run".as_ref(),
-            "-".as_ref(),
-            "--input".as_ref(),
-            a.as_os_str(),
-            "--input".as_ref(),
-            b.as_os_str(),
-        ],
+        &["run".as_ref(), "-".as_ref(), "--input".as_ref(), a.as_os_str(), "--input".as_ref(), b.as_os_str()],
         MUL_ADD_MLIR,
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(
-        stdout(&o),
-        "out0: f32[3]  min 5  max 21  mean 12.6667\n  [5, 12, 21]\n"
-    );
+    assert_eq!(stdout(&o), "out0: f32[3]  min 5  max 21  mean 12.6667\n  [5, 12, 21]\n");
 }
 
 #[test]
@@ -386,39 +299,21 @@ fn runs_hlo_from_stdin_into_an_out_dir() {
     assert!(o.status.success(), "{}", stderr(&o));
     let r = read_npy(&out.join("out0.npy"));
     assert_eq!(r.elem, ElementType::F32);
-    assert_eq!(
-        r.to_literal(ElementType::F32).unwrap().to_f64_vec(),
-        vec![5.0, 12.0, 21.0]
-    );
+    assert_eq!(r.to_literal(ElementType::F32).unwrap().to_f64_vec(), vec![5.0, 12.0, 21.0]);
 }
 
 #[test]
 fn bundled_example_runs_on_random_inputs() {
     let example = repo_root().join("examples").join("mlp.mlir");
-    let o = hloscope()
-        .arg("run")
-        .arg(&example)
-        .arg("--random-inputs")
-        .output()
-        .unwrap();
+    let o = hloscope().arg("run").arg(&example).arg("--random-inputs").output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stdout(&o).starts_with("out0: f32[4,3]  min "),
-        "{}",
-        stdout(&o)
-    );
+    assert!(stdout(&o).starts_with("out0: f32[4,3]  min "), "{}", stdout(&o));
 
     // The result is a softmax: each of the 4 rows is a probability distribution.
     let dir = scratch("example");
     let run = |seed: &str, out: &Path| {
         let o = hloscope()
-            .args([
-                "run".as_ref(),
-                example.as_os_str(),
-                "--random-inputs".as_ref(),
-                "--seed".as_ref(),
-                seed.as_ref(),
-            ])
+            .args(["run".as_ref(), example.as_os_str(), "--random-inputs".as_ref(), "--seed".as_ref(), seed.as_ref()])
             .arg("--out-dir")
             .arg(out)
             .output()
@@ -427,25 +322,13 @@ fn bundled_example_runs_on_random_inputs() {
         std::fs::read(out.join("out0.npy")).unwrap()
     };
     let first = run("7", &dir.join("a"));
-    let p = npy::read(&first)
-        .unwrap()
-        .to_literal(ElementType::F32)
-        .unwrap()
-        .to_f64_vec();
+    let p = npy::read(&first).unwrap().to_literal(ElementType::F32).unwrap().to_f64_vec();
     for row in p.chunks(3) {
         assert!(row.iter().all(|&v| (0.0..=1.0).contains(&v)), "{row:?}");
         assert!((row.iter().sum::<f64>() - 1.0).abs() < 1e-6, "{row:?}");
     }
-    assert_eq!(
-        run("7", &dir.join("b")),
-        first,
-        "the same seed gives the same inputs"
-    );
-    assert_ne!(
-        run("8", &dir.join("c")),
-        first,
-        "another seed gives other inputs"
-    );
+    assert_eq!(run("7", &dir.join("b")), first, "the same seed gives the same inputs");
+    assert_ne!(run("8", &dir.join("c")), first, "another seed gives other inputs");
 }
 
 #[test]
@@ -453,13 +336,8 @@ fn help_documents_the_bf16_widening() {
     let o = hloscope().args(["run", "--help"]).output().unwrap();
     assert!(o.status.success());
     let text = stdout(&o).replace('\n', " ");
-    assert!(
-        text.contains("bf16 results are widened exactly to float32"),
-        "{text}"
-    );
-    assert!(
-        text.contains("--random-inputs") && text.contains("--seed") && text.contains("--target")
-    );
+    assert!(text.contains("bf16 results are widened exactly to float32"), "{text}");
+    assert!(text.contains("--random-inputs") && text.contains("--seed") && text.contains("--target"));
 }
 
 // ---------------------------------------------------------------------------------
@@ -475,12 +353,7 @@ fn malformed_stablehlo_reports_line_and_column() {
         "func.func @main(%a: tensor<3xf32>) -> tensor<3xf32> {\n  %0 = stablehlo.add %a, %a : tensor<3xf32>\n  %1 = stablehlo.add %0, %nope : tensor<3xf32>\n  return %1 : tensor<3xf32>\n}\n",
     )
     .unwrap();
-    let o = hloscope()
-        .arg("run")
-        .arg(&path)
-        .arg("--random-inputs")
-        .output()
-        .unwrap();
+    let o = hloscope().arg("run").arg(&path).arg("--random-inputs").output().unwrap();
     assert_fails_with(&o, &[&format!("{}:3:", path.display())]);
 }
 
@@ -505,23 +378,10 @@ fn wrong_number_of_inputs() {
         .arg(dir.join("in0.npy"))
         .output()
         .unwrap();
-    assert_fails_with(
-        &o,
-        &[
-            "the module takes 1 parameter, but 2 --input files were given",
-            "parameter 0",
-        ],
-    );
+    assert_fails_with(&o, &["the module takes 1 parameter, but 2 --input files were given", "parameter 0"]);
 
-    let o = hloscope()
-        .arg("run")
-        .arg(dir.join("xla.hlo"))
-        .output()
-        .unwrap();
-    assert_fails_with(
-        &o,
-        &["the module takes 1 parameter, but 0 --input files were given"],
-    );
+    let o = hloscope().arg("run").arg(dir.join("xla.hlo")).output().unwrap();
+    assert_fails_with(&o, &["the module takes 1 parameter, but 0 --input files were given"]);
 }
 
 #[test]
@@ -536,105 +396,52 @@ fn wrong_input_shape_names_the_parameter() {
         .args(["--input".as_ref(), dir.join("in2.npy").as_os_str()])
         .output()
         .unwrap();
-    assert_fails_with(
-        &o,
-        &[
-            "in1.npy",
-            "parameter 0",
-            "expects shape (4, 16), but the file holds shape (16,)",
-        ],
-    );
+    assert_fails_with(&o, &["in1.npy", "parameter 0", "expects shape (4, 16), but the file holds shape (16,)"]);
 }
 
 #[test]
 fn wrong_input_dtype_names_the_parameter() {
     let dir = scratch("dtype");
     let f64s = dir.join("x.npy");
-    write_npy(
-        &f64s,
-        &Literal::zeros(Shape::new(ElementType::F64, vec![4, 10])),
-    );
+    write_npy(&f64s, &Literal::zeros(Shape::new(ElementType::F64, vec![4, 10])));
     let module = corpus_dir().join("softmax").join("xla.hlo");
-    let o = hloscope()
-        .arg("run")
-        .arg(&module)
-        .arg("--input")
-        .arg(&f64s)
-        .output()
-        .unwrap();
-    assert_fails_with(
-        &o,
-        &[
-            "x.npy",
-            "parameter 0",
-            "expects dtype float32 (`<f4`), but the file holds float64",
-        ],
-    );
+    let o = hloscope().arg("run").arg(&module).arg("--input").arg(&f64s).output().unwrap();
+    assert_fails_with(&o, &["x.npy", "parameter 0", "expects dtype float32 (`<f4`), but the file holds float64"]);
 
     // Fortran order is refused, not silently transposed.
     let mut bytes = std::fs::read(&f64s).unwrap();
     let pos = bytes.windows(5).position(|w| w == b"False").unwrap();
     bytes[pos..pos + 5].copy_from_slice(b"True ");
     std::fs::write(&f64s, bytes).unwrap();
-    let o = hloscope()
-        .arg("run")
-        .arg(&module)
-        .arg("--input")
-        .arg(&f64s)
-        .output()
-        .unwrap();
+    let o = hloscope().arg("run").arg(&module).arg("--input").arg(&f64s).output().unwrap();
     assert_fails_with(&o, &["x.npy", "Fortran-order arrays are not supported"]);
 }
 
 #[test]
 fn missing_files() {
     let dir = scratch("missing");
-    let o = hloscope()
-        .arg("run")
-        .arg(dir.join("nope.mlir"))
-        .arg("--random-inputs")
-        .output()
-        .unwrap();
+    let o = hloscope().arg("run").arg(dir.join("nope.mlir")).arg("--random-inputs").output().unwrap();
     assert_fails_with(&o, &["cannot read module", "nope.mlir"]);
 
     let module = corpus_dir().join("softmax").join("xla.hlo");
-    let o = hloscope()
-        .arg("run")
-        .arg(&module)
-        .arg("--input")
-        .arg(dir.join("gone.npy"))
-        .output()
-        .unwrap();
+    let o = hloscope().arg("run").arg(&module).arg("--input").arg(dir.join("gone.npy")).output().unwrap();
     assert_fails_with(&o, &["cannot read input", "gone.npy"]);
 }
 
 #[test]
 fn bad_command_lines_exit_with_status_2() {
     let module = corpus_dir().join("softmax").join("xla.hlo");
-    let o = hloscope()
-        .arg("run")
-        .arg(&module)
-        .args(["--random-inputs", "--target", "tpu"])
-        .output()
-        .unwrap();
+    let o = hloscope().arg("run").arg(&module).args(["--random-inputs", "--target", "tpu"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("invalid value 'tpu'"), "{}", stderr(&o));
-    let o = hloscope()
-        .arg("run")
-        .arg(&module)
-        .args(["--seed", "3"])
-        .output()
-        .unwrap();
+    let o = hloscope().arg("run").arg(&module).args(["--seed", "3"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "--seed needs --random-inputs");
 }
 
 #[test]
 fn a_module_without_results_is_not_an_error() {
     let hlo = "HloModule empty\n\nENTRY e {\n  x = f32[2] parameter(0)\n  ROOT t = () tuple()\n}\n";
-    let o = run_with_stdin(
-        &["run".as_ref(), "-".as_ref(), "--random-inputs".as_ref()],
-        hlo,
-    );
+    let o = run_with_stdin(&["run".as_ref(), "-".as_ref(), "--random-inputs".as_ref()], hlo);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "the module returned no arrays\n");
 }

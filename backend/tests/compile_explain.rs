@@ -58,7 +58,8 @@ fn explain_says_why_a_shared_exp_is_not_duplicated() {
     let text = ok(hloscope(&["explain", &example("shared_exp.mlir")]));
     let refused = rows_with(&text, &["exponential.1", "refused", "refuse-expensive-duplication"]);
     assert_eq!(refused.len(), 2, "{text}");
-    assert!(refused[0].contains("is expensive and its value is needed by 2 kernels; fusing it into each would compute it 2 times"));
+    assert!(refused[0]
+        .contains("is expensive and its value is needed by 2 kernels; fusing it into each would compute it 2 times"));
     // Instead both readers share one kernel with it (multi-output fusion): one kernel.
     assert_eq!(rows_with(&text, &["exponential.1", "fused", "multi-output-fusion"]).len(), 2, "{text}");
     // Without duplication or multi-output fusion the exp stays a kernel of its own.
@@ -83,18 +84,30 @@ fn explain_json_has_the_totals_decisions_and_kernels() {
     let decisions = v["decisions"].as_array().unwrap();
     assert_eq!(decisions.len(), 3);
     let epi = decisions.iter().find(|d| d["rule"] == "epilogue-fusion").unwrap();
-    assert_eq!((epi["producer"].as_str(), epi["consumer"].as_str(), epi["taken"].as_bool()), (Some("dot.3"), Some("add.5"), Some(true)));
+    assert_eq!(
+        (epi["producer"].as_str(), epi["consumer"].as_str(), epi["taken"].as_bool()),
+        (Some("dot.3"), Some("add.5"), Some(true))
+    );
     assert!(epi["reason"].as_str().unwrap().contains("never written to memory"));
     assert_eq!(epi["bytes_saved"], 512);
     let k = &v["kernel_costs"][0];
     assert_eq!((k["op"].as_str(), k["fusion_kind"].as_str()), (Some("fusion"), Some("kOutput")));
-    assert_eq!((k["bytes_read"].as_u64(), k["bytes_written"].as_u64(), k["flops"].as_u64()), (Some(960), Some(256), Some(1152)));
+    assert_eq!(
+        (k["bytes_read"].as_u64(), k["bytes_written"].as_u64(), k["flops"].as_u64()),
+        (Some(960), Some(256), Some(1152))
+    );
     assert_eq!(k["memory_bound"], true);
 
     // --no-passes prices the module as written: 4 kernels, each reading and writing.
-    let v: serde_json::Value =
-        serde_json::from_str(&ok(hloscope(&["explain", "--json", "--no-passes", "--profile", "a100", &example("dense_relu.mlir")])))
-            .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&ok(hloscope(&[
+        "explain",
+        "--json",
+        "--no-passes",
+        "--profile",
+        "a100",
+        &example("dense_relu.mlir"),
+    ])))
+    .unwrap();
     assert_eq!((v["kernels"].as_u64(), v["decisions"].as_array().unwrap().len()), (Some(4), 0));
     assert_eq!(v["profile"], "A100 SXM 80GB");
     // dot 128+512 -> 256, broadcast 64 -> 256, add 256+256 -> 256, maximum 256+256 -> 256.
@@ -105,7 +118,8 @@ fn explain_json_has_the_totals_decisions_and_kernels() {
 fn dump_dir_writes_every_stage_in_order() {
     let dir = scratch("dump");
     ok(hloscope(&["compile", &example("dense_relu.mlir"), "--dump-dir", dir.to_str().unwrap()]));
-    let mut names: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    let mut names: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     names.sort();
     let stages = [
         "00-input",
@@ -124,12 +138,14 @@ fn dump_dir_writes_every_stage_in_order() {
         let hlo = std::fs::read_to_string(dir.join(format!("{s}.hlo"))).unwrap();
         let m = hloscope_core::parse::parse_module(&hlo).unwrap_or_else(|e| panic!("{s}.hlo: {e:?}"));
         hloscope_core::verify::verify(&m).unwrap();
-        let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{s}.json"))).unwrap()).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{s}.json"))).unwrap()).unwrap();
         assert_eq!(json["pass"], s[3..]);
         assert!(json["graph"]["nodes"].as_array().unwrap().len() >= 4);
         assert!(json["changes"]["added"].is_array() && json["rewrites"].is_array() && json["decisions"].is_array());
     }
-    let last: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("06-fusion.json")).unwrap()).unwrap();
+    let last: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("06-fusion.json")).unwrap()).unwrap();
     assert_eq!(last["cost"]["kernels"], 1);
     assert_eq!(last["decisions"].as_array().unwrap().len(), 3);
     let dot = std::fs::read_to_string(dir.join("06-fusion.dot")).unwrap();
@@ -157,7 +173,10 @@ fn emitted_stablehlo_parses_and_runs_to_the_same_values() {
         let outs = if name == "dense_relu.mlir" { 1 } else { 2 };
         for i in 0..outs {
             let f = format!("out{i}.npy");
-            let (a, b) = (std::fs::read(dir.join("before").join(&f)).unwrap(), std::fs::read(dir.join("after").join(&f)).unwrap());
+            let (a, b) = (
+                std::fs::read(dir.join("before").join(&f)).unwrap(),
+                std::fs::read(dir.join("after").join(&f)).unwrap(),
+            );
             assert_eq!(a, b, "{name}: {f} differs");
         }
     }
@@ -173,31 +192,48 @@ fn compile_emits_hlo_and_json_and_honours_knobs() {
     assert!(no_epilogue.contains("kind=kLoop") && !no_epilogue.contains("kind=kOutput"), "{no_epilogue}");
     let never = ok(hloscope(&["explain", "--fusion", "never=dot.3:add.5", &example("dense_relu.mlir")]));
     assert_eq!(rows_with(&never, &["dot.3", "add.5", "refused"]).len(), 1, "{never}");
-    let json: serde_json::Value =
-        serde_json::from_str(&ok(hloscope(&["compile", "--emit", "json", "--pipeline", "inline,fusion", &example("dense_relu.mlir")])))
-            .unwrap();
+    let json: serde_json::Value = serde_json::from_str(&ok(hloscope(&[
+        "compile",
+        "--emit",
+        "json",
+        "--pipeline",
+        "inline,fusion",
+        &example("dense_relu.mlir"),
+    ])))
+    .unwrap();
     let passes: Vec<&str> = json.as_array().unwrap().iter().map(|s| s["pass"].as_str().unwrap()).collect();
     assert_eq!(passes, ["input", "inline", "fusion"]);
     let none: serde_json::Value =
-        serde_json::from_str(&ok(hloscope(&["compile", "--emit", "json", "--no-passes", &example("dense_relu.mlir")]))).unwrap();
+        serde_json::from_str(&ok(hloscope(&["compile", "--emit", "json", "--no-passes", &example("dense_relu.mlir")])))
+            .unwrap();
     assert_eq!(none.as_array().unwrap().len(), 1);
 }
 
 #[test]
 fn bad_pipeline_knob_or_profile_exits_2_with_a_clear_message() {
     let m = example("dense_relu.mlir");
-    fails_with(hloscope(&["compile", "--pipeline", "inline,fuse", &m]), &["--pipeline", "unknown pass `fuse`", "known: inline"]);
+    fails_with(
+        hloscope(&["compile", "--pipeline", "inline,fuse", &m]),
+        &["--pipeline", "unknown pass `fuse`", "known: inline"],
+    );
     fails_with(hloscope(&["compile", "--pipeline", "simplify{rounds=2}", &m]), &["simplify has no knob `rounds`"]);
-    fails_with(hloscope(&["explain", "--fusion", "max-size=big", &m]), &["--fusion", "max-size takes a whole number, not `big`"]);
+    fails_with(
+        hloscope(&["explain", "--fusion", "max-size=big", &m]),
+        &["--fusion", "max-size takes a whole number, not `big`"],
+    );
     fails_with(hloscope(&["explain", "--fusion", "turbo", &m]), &["unknown fusion knob `turbo`", "no-multi-output"]);
-    fails_with(hloscope(&["explain", "--profile", "tpu-v5", &m]), &["unknown profile `tpu-v5`", "a100, h100, h200, l4, rtx4090, cpu", "or `measured`"]);
+    fails_with(
+        hloscope(&["explain", "--profile", "tpu-v5", &m]),
+        &["unknown profile `tpu-v5`", "a100, h100, h200, l4, rtx4090, cpu", "or `measured`"],
+    );
     fails_with(hloscope(&["compile", "no/such/file.mlir"]), &["cannot read module no/such/file.mlir"]);
 }
 
 #[test]
 fn measured_profile_probes_this_cpu() {
     let json = |profile: &str| -> serde_json::Value {
-        serde_json::from_str(&ok(hloscope(&["explain", "--json", "--profile", profile, &example("dense_relu.mlir")]))).unwrap()
+        serde_json::from_str(&ok(hloscope(&["explain", "--json", "--profile", profile, &example("dense_relu.mlir")])))
+            .unwrap()
     };
     let measured = json("measured");
     let h100 = json("h100");

@@ -177,10 +177,8 @@ fn the_arena_reuses_dead_buffers_and_runs_again() {
     eprintln!("transformer_block: {}", arena.summary());
     assert!(arena.arena_bytes < arena.buffer_bytes, "{}", arena.summary());
     let first = exe.run(&args).unwrap();
-    let zeros: Vec<Value> = args
-        .iter()
-        .map(|a| Value::Array(Literal::zeros(a.as_array().unwrap().shape.clone())))
-        .collect();
+    let zeros: Vec<Value> =
+        args.iter().map(|a| Value::Array(Literal::zeros(a.as_array().unwrap().shape.clone()))).collect();
     let on_zeros = exe.run(&zeros).unwrap();
     assert_ne!(first, on_zeros);
     assert_eq!(exe.run(&args).unwrap(), first);
@@ -257,7 +255,12 @@ fn emitted_clif_shows_row_chains_and_strip_mining() {
     // The exp-and-sum kernel and the division by the sums.
     let mined = clif.lines().filter(|l| l.starts_with("; strip-mined in blocks of 512 elements")).count();
     let wide = cpu::block_math::native_lanes() > 4;
-    assert_eq!(mined, 2 * wide as usize, "{}", clif.lines().filter(|l| l.starts_with(';')).collect::<Vec<_>>().join("\n"));
+    assert_eq!(
+        mined,
+        2 * wide as usize,
+        "{}",
+        clif.lines().filter(|l| l.starts_with(';')).collect::<Vec<_>>().join("\n")
+    );
     if wide {
         assert!(clif.contains("hs_block_exp_f32 (stage 1)"));
         assert!(clif.contains("hs_block_div_f32 (stage 1, from input 1, into output 0)"));
@@ -275,7 +278,12 @@ fn no_corpus_kernel_loses_its_vector_code() {
         let exe = cpu::compile(&cpu::optimize(&module).unwrap()).unwrap();
         for i in 0..exe.plan().kernels.len() {
             let clif = exe.clif(i).unwrap_or("");
-            assert!(!clif.contains("vector code failed"), "{}: kernel {i}: {}", dir.display(), clif.lines().next().unwrap_or(""));
+            assert!(
+                !clif.contains("vector code failed"),
+                "{}: kernel {i}: {}",
+                dir.display(),
+                clif.lines().next().unwrap_or("")
+            );
         }
     }
 }

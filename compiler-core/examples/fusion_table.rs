@@ -17,7 +17,13 @@ fn cost(path: &std::path::Path, passes: bool, print: bool) -> (usize, u64) {
     }
     run_pipeline(&mut m, &config).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     if print {
-        println!("{}", hloscope_core::print::hlo::print_module_with(&m, &hloscope_core::print::hlo::PrintOptions { metadata: false }));
+        println!(
+            "{}",
+            hloscope_core::print::hlo::print_module_with(
+                &m,
+                &hloscope_core::print::hlo::PrintOptions { metadata: false }
+            )
+        );
     }
     let c = module_cost(&m, &profiles::by_name("h100").expect("a built-in profile"));
     (c.kernel_count(), c.bytes_moved)

@@ -37,5 +37,9 @@ fn main() {
     let compile = time(&mut || bytes = cpu::compile_to_artifact(&cpu::optimize(&module).unwrap()).unwrap().1);
     let load = time(&mut || drop(cpu::load_artifact(&bytes).unwrap()));
     let parse = time(&mut || drop(hloscope_core::parse::parse_module(&text).unwrap()));
-    println!("compile {compile:.2} ms, load {load:.2} ms ({:.1}x), parse of the source {parse:.2} ms, artifact {} bytes", compile / load, bytes.len());
+    println!(
+        "compile {compile:.2} ms, load {load:.2} ms ({:.1}x), parse of the source {parse:.2} ms, artifact {} bytes",
+        compile / load,
+        bytes.len()
+    );
 }

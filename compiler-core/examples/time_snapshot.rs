@@ -41,7 +41,8 @@ fn main() {
     let n: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(10_000);
     let mut m = hloscope_core::parse::mlir::parse(&common::synthetic_module(n)).unwrap();
     if std::env::args().nth(2).is_some_and(|a| a == "fused") {
-        let config = hloscope_core::passes::pipeline::PipelineConfig { snapshots: false, verify: false, ..Default::default() };
+        let config =
+            hloscope_core::passes::pipeline::PipelineConfig { snapshots: false, verify: false, ..Default::default() };
         hloscope_core::passes::pipeline::run_pipeline(&mut m, &config).unwrap();
     }
     let profile = hloscope_core::cost::profiles::by_name("h100").unwrap();

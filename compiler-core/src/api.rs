@@ -109,7 +109,8 @@ pub fn profile_by_name(name: &str) -> Result<Profile, String> {
 pub fn graph_to_dot(graph: &Graph, title: &str) -> String {
     let esc = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
     let quote = |s: &str| format!("\"{}\"", esc(s));
-    let is_fusion_node = |n: &Node| n.op == "fusion" && n.fusion_group.as_deref() == Some(n.name.as_str()) && !n.id.contains('/');
+    let is_fusion_node =
+        |n: &Node| n.op == "fusion" && n.fusion_group.as_deref() == Some(n.name.as_str()) && !n.id.contains('/');
     let fusion_nodes: std::collections::HashSet<&str> =
         graph.nodes.iter().filter(|n| is_fusion_node(n)).map(|n| n.id.as_str()).collect();
     let label = |n: &Node| {
@@ -122,7 +123,11 @@ pub fn graph_to_dot(graph: &Graph, title: &str) -> String {
         format!("\"{}\\n{} {}\"", esc(&n.name), esc(&n.op), esc(&shape))
     };
     let mut out = String::new();
-    let _ = writeln!(out, "digraph {} {{\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\", fontsize=10];", quote(title));
+    let _ = writeln!(
+        out,
+        "digraph {} {{\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\", fontsize=10];",
+        quote(title)
+    );
     let mut groups: BTreeMap<&str, Vec<&Node>> = BTreeMap::new();
     for n in &graph.nodes {
         match &n.fusion_group {
@@ -133,7 +138,8 @@ pub fn graph_to_dot(graph: &Graph, title: &str) -> String {
         }
     }
     for (i, (group, members)) in groups.iter().enumerate() {
-        let _ = writeln!(out, "  subgraph cluster_{i} {{\n    label={};\n    style=filled; color=lightgrey;", quote(group));
+        let _ =
+            writeln!(out, "  subgraph cluster_{i} {{\n    label={};\n    style=filled; color=lightgrey;", quote(group));
         for n in members {
             let style = if fusion_nodes.contains(n.id.as_str()) { ", style=bold" } else { "" };
             let _ = writeln!(out, "    {} [label={}{style}];", quote(&n.id), label(n));
@@ -196,7 +202,11 @@ ENTRY main {
         assert_eq!(json["kernels"], 1);
         assert_eq!(json["kernel_costs"][0]["fusion_kind"], "kOutput");
         assert_eq!(json["kernel_costs"][0]["class"], "f32");
-        assert!(json["decisions"].as_array().unwrap().iter().any(|d| d["rule"] == "epilogue-fusion" && d["taken"] == true));
+        assert!(json["decisions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["rule"] == "epilogue-fusion" && d["taken"] == true));
         let snap: serde_json::Value = serde_json::from_str(&to_json(&snaps[snaps.len() - 1])).unwrap();
         assert!(snap.get("signatures").is_none());
         assert_eq!(snap["cost"]["kernels"], 1);

@@ -20,8 +20,11 @@ use ElementType::*;
 fn build(name: &str, arg_types: &[Type], results: &[Type], attrs: &ChloAttrs) -> Result<Module, String> {
     let mut m = Module::new("chlo_test");
     let mut comp = Computation::new("main");
-    let params: Vec<InstId> =
-        arg_types.iter().enumerate().map(|(i, t)| comp.push_param(format!("p{i}"), t.clone(), Loc::default())).collect();
+    let params: Vec<InstId> = arg_types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| comp.push_param(format!("p{i}"), t.clone(), Loc::default()))
+        .collect();
     let c: CompId = m.add_computation(comp);
     m.entry = c;
     let outs = decompose(&mut m, c, name, &params, results, attrs, &Loc::at(3, 5))?;
@@ -46,7 +49,10 @@ fn run(name: &str, args: &[Literal], results: &[Type], attrs: &ChloAttrs) -> Vec
     let types: Vec<Type> = args.iter().map(|a| Type::Array(a.shape.clone())).collect();
     let m = build(name, &types, results, attrs).unwrap_or_else(|e| panic!("decompose chlo.{name}: {e}"));
     for inst in m.entry_comp().order.iter().map(|&i| m.entry_comp().inst(i)) {
-        assert_eq!(inst.loc, if matches!(inst.op, Op::Parameter(_) | Op::Tuple) { inst.loc.clone() } else { Loc::at(3, 5) });
+        assert_eq!(
+            inst.loc,
+            if matches!(inst.op, Op::Parameter(_) | Op::Tuple) { inst.loc.clone() } else { Loc::at(3, 5) }
+        );
     }
     let vals: Vec<Value> = args.iter().cloned().map(Value::Array).collect();
     let out = interp::run(&m, &vals).unwrap_or_else(|e| panic!("run chlo.{name}: {e}"));
@@ -106,7 +112,10 @@ fn check_vs_xla(op: &str, max_ulp: u64, rel: f64) {
         let (xs, ys): (Vec<f64>, Vec<f64>) = match elem {
             F32 => {
                 let (_, x, y) = xla_reference::F32.iter().find(|e| e.0 == op).expect("reference op");
-                (x.iter().map(|&b| f32::from_bits(b) as f64).collect(), y.iter().map(|&b| f32::from_bits(b) as f64).collect())
+                (
+                    x.iter().map(|&b| f32::from_bits(b) as f64).collect(),
+                    y.iter().map(|&b| f32::from_bits(b) as f64).collect(),
+                )
             }
             _ => {
                 let (_, x, y) = xla_reference::F64.iter().find(|e| e.0 == op).expect("reference op");
@@ -185,7 +194,12 @@ fn next_after_matches_xla_bitwise() {
     let got = run("next_after", &[floats(F64, &xs), floats(F64, &ys)], &[t], &ChloAttrs::default()).remove(0);
     for (i, (&g, &want)) in got.to_f64_vec().iter().zip(r.iter()).enumerate() {
         let want = f64::from_bits(want);
-        assert!(g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()), "next_after({}, {}) = {g:e}", xs[i], ys[i]);
+        assert!(
+            g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()),
+            "next_after({}, {}) = {g:e}",
+            xs[i],
+            ys[i]
+        );
     }
 }
 
@@ -194,7 +208,8 @@ fn next_after_half_types_step_one_ulp() {
     // 1.0 toward 2: f16 1 + 2^-10, bf16 1 + 2^-7; 0 toward -1: minus the smallest subnormal.
     for (elem, step, tiny) in [(F16, 2f64.powi(-10), 2f64.powi(-24)), (BF16, 2f64.powi(-7), 2f64.powi(-133))] {
         let t = arr(elem, &[2]);
-        let got = run("next_after", &[floats(elem, &[1.0, 0.0]), floats(elem, &[2.0, -1.0])], &[t], &ChloAttrs::default());
+        let got =
+            run("next_after", &[floats(elem, &[1.0, 0.0]), floats(elem, &[2.0, -1.0])], &[t], &ChloAttrs::default());
         assert_eq!(got[0].to_f64_vec(), vec![1.0 + step, -tiny], "{elem}");
     }
 }
@@ -228,9 +243,11 @@ fn polygamma_and_zeta() {
     let t = arr(F64, &[1]);
     let z = run("zeta", &[floats(F64, &[2.0]), floats(F64, &[1.0])], std::slice::from_ref(&t), &ChloAttrs::default());
     assert!((z[0].to_f64_vec()[0] - std::f64::consts::PI.powi(2) / 6.0).abs() < 1e-14);
-    let p = run("polygamma", &[floats(F64, &[1.0]), floats(F64, &[1.0])], std::slice::from_ref(&t), &ChloAttrs::default());
+    let p =
+        run("polygamma", &[floats(F64, &[1.0]), floats(F64, &[1.0])], std::slice::from_ref(&t), &ChloAttrs::default());
     assert!((p[0].to_f64_vec()[0] - std::f64::consts::PI.powi(2) / 6.0).abs() < 1e-13);
-    let p = run("polygamma", &[floats(F64, &[0.0]), floats(F64, &[1.0])], std::slice::from_ref(&t), &ChloAttrs::default());
+    let p =
+        run("polygamma", &[floats(F64, &[0.0]), floats(F64, &[1.0])], std::slice::from_ref(&t), &ChloAttrs::default());
     assert!((p[0].to_f64_vec()[0] + 0.5772156649015329).abs() < 1e-14);
     // polygamma(2, 3) = -2 zeta(3, 3) = -2 (zeta(3) - 1 - 1/8) = -0.1541138063191886.
     let p = run("polygamma", &[floats(F64, &[2.0]), floats(F64, &[3.0])], &[t], &ChloAttrs::default());
@@ -298,7 +315,12 @@ fn broadcast_binary_ops() {
     let attrs = ChloAttrs { comparison_direction: Some("GT".into()), ..Default::default() };
     let out = run("broadcast_compare", &[a, floats(F32, &[3.0]).reshaped(vec![])], &[arr(Pred, &[2, 3])], &attrs);
     assert_eq!(out[0].to_f64_vec(), vec![0.0, 0.0, 0.0, 1.0, 1.0, 1.0]);
-    let out = run("broadcast_xor", &[ints(S32, &[2], &[6, 5]), ints(S32, &[], &[3])], &[arr(S32, &[2])], &ChloAttrs::default());
+    let out = run(
+        "broadcast_xor",
+        &[ints(S32, &[2], &[6, 5]), ints(S32, &[], &[3])],
+        &[arr(S32, &[2])],
+        &ChloAttrs::default(),
+    );
     assert_eq!(out[0], ints(S32, &[2], &[5, 6]));
 }
 
@@ -341,7 +363,9 @@ fn bad_input_is_an_error_not_a_panic() {
     let f = arr(F32, &[2]);
     let f1 = std::slice::from_ref(&f);
     let d = ChloAttrs::default();
-    let err = |name: &str, args: &[Type], res: &[Type], attrs: &ChloAttrs| build(name, args, res, attrs).err().unwrap_or_default();
+    let err = |name: &str, args: &[Type], res: &[Type], attrs: &ChloAttrs| {
+        build(name, args, res, attrs).err().unwrap_or_default()
+    };
     assert!(err("scan", f1, f1, &d).contains("body region"));
     assert!(err("broadcast_complex", &[f.clone(), f.clone()], f1, &d).contains("unsupported CHLO op"));
     assert!(err("frobnicate", f1, f1, &d).contains("unsupported"));
@@ -367,7 +391,8 @@ fn bad_input_is_an_error_not_a_panic() {
 fn conformance_check(inst: &hloscope_core::ir::Instruction, args: &[Value]) -> Result<Value, String> {
     let Op::CustomCall(cc) = &inst.op else { return Err("not a custom call".into()) };
     let attr = |n: &str| cc.attrs.iter().find(|(k, _)| k == n).and_then(|(_, v)| v.parse::<f64>().ok());
-    let (Some(got), Some(want)) = (args.first().and_then(Value::as_array), args.get(1).and_then(Value::as_array)) else {
+    let (Some(got), Some(want)) = (args.first().and_then(Value::as_array), args.get(1).and_then(Value::as_array))
+    else {
         return Err(format!("{}: expected two arrays", cc.target));
     };
     if !got.shape.same_shape(&want.shape) {
@@ -427,7 +452,8 @@ fn conformance_files_with_chlo_ops() {
     let dir = dir.as_path();
     let mut cases = Vec::new();
     for sub in ["testdata", "interpret/chlo"] {
-        let mut files: Vec<_> = std::fs::read_dir(dir.join(sub)).expect("corpus dir").map(|e| e.expect("entry").path()).collect();
+        let mut files: Vec<_> =
+            std::fs::read_dir(dir.join(sub)).expect("corpus dir").map(|e| e.expect("entry").path()).collect();
         files.sort();
         for path in files {
             let text = std::fs::read_to_string(&path).expect("read");
@@ -452,7 +478,11 @@ fn conformance_files_with_chlo_ops() {
         }
     }
     eprintln!("CHLO conformance: {passed} of {} cases pass", cases.len());
-    assert!(passed >= MIN_CONFORMANCE_PASSES, "{passed} of {} CHLO cases pass, expected at least {MIN_CONFORMANCE_PASSES}", cases.len());
+    assert!(
+        passed >= MIN_CONFORMANCE_PASSES,
+        "{passed} of {} CHLO cases pass, expected at least {MIN_CONFORMANCE_PASSES}",
+        cases.len()
+    );
 }
 
 /// Cases of `conformance_files_with_chlo_ops` known to pass.
@@ -487,10 +517,23 @@ fn scan_cumulative_sum_forward_and_reverse() {
         let init = main.push_param("init", s.clone(), Loc::default());
         let c = m.add_computation(main);
         m.entry = c;
-        let attrs = ChloAttrs { body: Some(body), num_inits: Some(1), dimension: Some(0), is_reverse: Some(reverse), ..Default::default() };
-        let outs = decompose(&mut m, c, "scan", &[xs, init], &[arr(S32, &[4]), s.clone()], &attrs, &Loc::default()).expect("scan");
+        let attrs = ChloAttrs {
+            body: Some(body),
+            num_inits: Some(1),
+            dimension: Some(0),
+            is_reverse: Some(reverse),
+            ..Default::default()
+        };
+        let outs = decompose(&mut m, c, "scan", &[xs, init], &[arr(S32, &[4]), s.clone()], &attrs, &Loc::default())
+            .expect("scan");
         let ty = Type::Tuple(vec![arr(S32, &[4]), s.clone()]);
-        let root = m.comp_mut(c).push(hloscope_core::ir::Instruction { name: "t".into(), op: Op::Tuple, operands: outs, ty, loc: Loc::default() });
+        let root = m.comp_mut(c).push(hloscope_core::ir::Instruction {
+            name: "t".into(),
+            op: Op::Tuple,
+            operands: outs,
+            ty,
+            loc: Loc::default(),
+        });
         m.comp_mut(c).root = root;
         let args = [Value::Array(ints(S32, &[4], &[1, 2, 3, 4])), Value::Array(ints(S32, &[], &[0]))];
         let out = interp::run(&m, &args).expect("run").flatten();

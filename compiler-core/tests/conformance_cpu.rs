@@ -32,14 +32,68 @@ use std::sync::Mutex;
 
 /// Ops whose programs are selected.
 const COMPILED_OPS: &[&str] = &[
-    "constant", "return", "compare", "add", "broadcast_in_dim", "select", "multiply", "maximum", "minimum",
-    "convert", "slice", "and", "or", "reshape", "subtract", "iota", "divide", "negate", "pad", "concatenate",
-    "log", "abs", "exponential", "bitcast_convert", "xor", "shift_right_logical", "shift_left",
-    "shift_right_arithmetic", "transpose", "remainder", "sqrt", "reverse", "clamp", "sign", "power", "not",
-    "log_plus_one", "atan2", "popcnt", "tanh", "sine", "cosine", "rsqrt", "round_nearest_afz",
-    "round_nearest_even", "is_finite", "floor", "ceil", "exponential_minus_one", "cbrt", "reduce",
-    "dot_general", "count_leading_zeros", "logistic", "while", "dynamic_slice", "dynamic_update_slice", "gather",
-    "reduce_window", "sort", "scatter", "convolution",
+    "constant",
+    "return",
+    "compare",
+    "add",
+    "broadcast_in_dim",
+    "select",
+    "multiply",
+    "maximum",
+    "minimum",
+    "convert",
+    "slice",
+    "and",
+    "or",
+    "reshape",
+    "subtract",
+    "iota",
+    "divide",
+    "negate",
+    "pad",
+    "concatenate",
+    "log",
+    "abs",
+    "exponential",
+    "bitcast_convert",
+    "xor",
+    "shift_right_logical",
+    "shift_left",
+    "shift_right_arithmetic",
+    "transpose",
+    "remainder",
+    "sqrt",
+    "reverse",
+    "clamp",
+    "sign",
+    "power",
+    "not",
+    "log_plus_one",
+    "atan2",
+    "popcnt",
+    "tanh",
+    "sine",
+    "cosine",
+    "rsqrt",
+    "round_nearest_afz",
+    "round_nearest_even",
+    "is_finite",
+    "floor",
+    "ceil",
+    "exponential_minus_one",
+    "cbrt",
+    "reduce",
+    "dot_general",
+    "count_leading_zeros",
+    "logistic",
+    "while",
+    "dynamic_slice",
+    "dynamic_update_slice",
+    "gather",
+    "reduce_window",
+    "sort",
+    "scatter",
+    "convolution",
 ];
 
 /// The ops under test: a program must use at least one.
@@ -48,9 +102,34 @@ const TARGET_OPS: &[&str] =
 
 /// Other ops a selected program may use.
 const OTHER_OPS: &[&str] = &[
-    "constant", "return", "compare", "add", "broadcast_in_dim", "select", "multiply", "maximum", "minimum",
-    "convert", "slice", "and", "or", "reshape", "subtract", "iota", "divide", "negate", "pad", "concatenate",
-    "abs", "transpose", "reverse", "clamp", "reduce", "dot_general", "not", "xor",
+    "constant",
+    "return",
+    "compare",
+    "add",
+    "broadcast_in_dim",
+    "select",
+    "multiply",
+    "maximum",
+    "minimum",
+    "convert",
+    "slice",
+    "and",
+    "or",
+    "reshape",
+    "subtract",
+    "iota",
+    "divide",
+    "negate",
+    "pad",
+    "concatenate",
+    "abs",
+    "transpose",
+    "reverse",
+    "clamp",
+    "reduce",
+    "dot_general",
+    "not",
+    "xor",
 ];
 
 /// f32 convolutions whose expected values (XLA's step-by-step f32 sums) differ from the
@@ -61,13 +140,12 @@ const SUM_ORDER_DIFFERS: &[&str] = &["testdata/conv_general_dilated_float32_2_3_
 /// One testdata row of the corpus index that is expected to pass: (path, types, ops).
 fn runnable_rows(dir: &Path) -> Vec<(String, String, String)> {
     let index = std::fs::read_to_string(dir.join("index.tsv")).unwrap();
-    let skip: HashSet<String> = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/expected_failures.txt"),
-    )
-    .unwrap()
-    .lines()
-    .filter_map(|l| l.split('\t').next().map(str::to_string))
-    .collect();
+    let skip: HashSet<String> =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/expected_failures.txt"))
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.split('\t').next().map(str::to_string))
+            .collect();
     index
         .lines()
         .skip(1)

@@ -47,9 +47,24 @@ fn assert_same(what: &str, x: &[f32], got: &[f32], want: &[f32]) {
     let bad: Vec<String> = (0..x.len())
         .filter(|&i| !same(got[i], want[i]))
         .take(5)
-        .map(|i| format!("x={:e} ({:#010x}): block {:e} ({:#010x}), jit {:e} ({:#010x})", x[i], x[i].to_bits(), got[i], got[i].to_bits(), want[i], want[i].to_bits()))
+        .map(|i| {
+            format!(
+                "x={:e} ({:#010x}): block {:e} ({:#010x}), jit {:e} ({:#010x})",
+                x[i],
+                x[i].to_bits(),
+                got[i],
+                got[i].to_bits(),
+                want[i],
+                want[i].to_bits()
+            )
+        })
         .collect();
-    assert!(bad.is_empty(), "{what}: {} mismatches, first:\n  {}", (0..x.len()).filter(|&i| !same(got[i], want[i])).count(), bad.join("\n  "));
+    assert!(
+        bad.is_empty(),
+        "{what}: {} mismatches, first:\n  {}",
+        (0..x.len()).filter(|&i| !same(got[i], want[i])).count(),
+        bad.join("\n  ")
+    );
 }
 
 /// The levels this CPU runs.
@@ -60,8 +75,7 @@ fn levels() -> Vec<Level> {
 /// The math inputs ([`math_inputs`]) with 300,000 uniform samples, plus the edges of
 /// exp's fast range (69 without fma, 87 with), tanh's clamp and tiny case, and -NaN.
 fn inputs(lo: f32, hi: f32, seed: u64) -> Vec<f32> {
-    let extra =
-        [-f32::NAN, 69.0, -69.0, 69.000_01, 87.0, -87.0, 87.000_01, -87.000_01, 9.5, 4.0, -4.0, 2.441_406_3e-4];
+    let extra = [-f32::NAN, 69.0, -69.0, 69.000_01, 87.0, -87.0, 87.000_01, -87.000_01, 9.5, 4.0, -4.0, 2.441_406_3e-4];
     math_inputs(lo, hi, seed, 300_000, &extra)
 }
 
@@ -95,7 +109,10 @@ fn every_level_matches_the_jit_bit_for_bit() {
 
 /// The JIT's fma setting on this machine, which the exported symbols' level must share.
 fn host_fma() -> bool {
-    let isa = cranelift_native::builder().unwrap().finish(cranelift_codegen::settings::Flags::new(cranelift_codegen::settings::builder())).unwrap();
+    let isa = cranelift_native::builder()
+        .unwrap()
+        .finish(cranelift_codegen::settings::Flags::new(cranelift_codegen::settings::builder()))
+        .unwrap();
     math::has_fma(&*isa)
 }
 
@@ -116,7 +133,14 @@ fn symbols_lanes_and_levels() {
     let best = block_math::level();
     assert!(best.available());
     let lanes = block_math::native_lanes();
-    assert_eq!(lanes, match best { Level::Avx512 => 16, Level::Avx2 => 8, Level::Portable => 4 });
+    assert_eq!(
+        lanes,
+        match best {
+            Level::Avx512 => 16,
+            Level::Avx2 => 8,
+            Level::Portable => 4,
+        }
+    );
     // Wherever the emitter would call the blocks (more than 4 lanes), they fuse as the JIT.
     if lanes > 4 {
         assert_eq!(best.fused(), host_fma());
@@ -145,7 +169,8 @@ fn lengths_empty_one_and_odd() {
     let x: Vec<f32> = (0..1000).map(|i| if i % 7 == 0 { rng.f32_bits() } else { rng.uniform(-20.0, 20.0) }).collect();
     for op in OPS {
         // Log of the magnitudes too, so that most results are numbers.
-        let x: Vec<f32> = if matches!(op, UnaryOp::Log | UnaryOp::Log1p) { x.iter().map(|v| v.abs()).collect() } else { x.clone() };
+        let x: Vec<f32> =
+            if matches!(op, UnaryOp::Log | UnaryOp::Log1p) { x.iter().map(|v| v.abs()).collect() } else { x.clone() };
         let want = jit(op, fma, &x);
         let f = symbol(op);
         // n = 0 and negative n leave the buffer alone (and a null pointer is no error).
@@ -181,7 +206,12 @@ fn lengths_empty_one_and_odd() {
                 assert_same(&format!("{op:?} {level:?} n={n}"), &x[..n], &b, &want_l[..n]);
                 let mut b = x[1..n.min(999) + 1].to_vec();
                 block_math::apply(op, level, &mut b).unwrap();
-                assert_same(&format!("{op:?} {level:?} offset 1 n={n}"), &x[1..b.len() + 1], &b, &want_l[1..b.len() + 1]);
+                assert_same(
+                    &format!("{op:?} {level:?} offset 1 n={n}"),
+                    &x[1..b.len() + 1],
+                    &b,
+                    &want_l[1..b.len() + 1],
+                );
             }
         }
     }
@@ -243,7 +273,11 @@ fn blocks_mixing_rare_and_ordinary_values() {
     for level in levels() {
         let mut got = b.clone();
         block_math::apply(UnaryOp::Exp, level, &mut got).unwrap();
-        assert_eq!([got[3].to_bits(), got[4].to_bits(), got[5].to_bits()], [27, f32::INFINITY.to_bits(), 0], "{level:?}");
+        assert_eq!(
+            [got[3].to_bits(), got[4].to_bits(), got[5].to_bits()],
+            [27, f32::INFINITY.to_bits(), 0],
+            "{level:?}"
+        );
         assert_eq!(got[0], 1.648_721_2, "{level:?}");
     }
 }

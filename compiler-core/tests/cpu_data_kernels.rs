@@ -125,10 +125,7 @@ ENTRY %main (x: f32[2,5], i: s32[3,2]) -> f32[3,2,2] {
 }";
     let (out, kinds) = run(hlo, &[iota_f32(&[2, 5]), s32(&[3, 2], &[0, 1, 3, 4, -1, 2])]);
     // (r, b): start clamp(i[r,b], 0, 3) in batch row b (values 5b + start ..).
-    assert_eq!(
-        out[0],
-        f32s(&[3, 2, 2], &[0.0, 1.0, 6.0, 7.0, 3.0, 4.0, 8.0, 9.0, 0.0, 1.0, 7.0, 8.0])
-    );
+    assert_eq!(out[0], f32s(&[3, 2, 2], &[0.0, 1.0, 6.0, 7.0, 3.0, 4.0, 8.0, 9.0, 0.0, 1.0, 7.0, 8.0]));
     assert_eq!(kinds, vec![KernelKind::Loop]);
 }
 
@@ -162,19 +159,25 @@ ENTRY %main (x: f32[4,5,6], i: s32[2,3,2]) -> f32[2,3,2,6] {
   ROOT %g = f32[2,3,2,6] gather(%x, %i), offset_dims={2,3}, collapsed_slice_dims={0}, start_index_map={0,1}, index_vector_dim=2, slice_sizes={1,2,6}
 }";
     for _ in 0..20 {
-        let (_, kinds) = run(ds, &[
-            rng.f32s(&[5, 6, 7]),
-            rng.ints(ElementType::S64, &[], -3, 8),
-            rng.ints(ElementType::S64, &[], -3, 8),
-            rng.ints(ElementType::S64, &[], -3, 8),
-        ]);
+        let (_, kinds) = run(
+            ds,
+            &[
+                rng.f32s(&[5, 6, 7]),
+                rng.ints(ElementType::S64, &[], -3, 8),
+                rng.ints(ElementType::S64, &[], -3, 8),
+                rng.ints(ElementType::S64, &[], -3, 8),
+            ],
+        );
         assert!(kinds.iter().all(|k| !matches!(k, KernelKind::Opaque { .. })), "{kinds:?}");
-        run(dus, &[
-            rng.ints(ElementType::S32, &[5, 6], -50, 50),
-            rng.ints(ElementType::S32, &[2, 4], 100, 200),
-            rng.ints(ElementType::U32, &[], 0, 7),
-            rng.ints(ElementType::U32, &[], 0, 4294967295),
-        ]);
+        run(
+            dus,
+            &[
+                rng.ints(ElementType::S32, &[5, 6], -50, 50),
+                rng.ints(ElementType::S32, &[2, 4], 100, 200),
+                rng.ints(ElementType::U32, &[], 0, 7),
+                rng.ints(ElementType::U32, &[], 0, 4294967295),
+            ],
+        );
         let (_, kinds) = run(gather, &[rng.f32s(&[4, 5, 6]), rng.ints(ElementType::S32, &[2, 3, 2], -2, 6)]);
         assert_eq!(kinds, vec![KernelKind::Loop]);
     }
@@ -287,7 +290,8 @@ ENTRY %main (x: s32[5,6], i: s32[]) -> s32[5,3] {
 }";
     let mut rng = Rng(777);
     for _ in 0..10 {
-        let (_, kinds) = run(hlo, &[rng.ints(ElementType::S32, &[5, 6], -100, 100), rng.ints(ElementType::S32, &[], -5, 5)]);
+        let (_, kinds) =
+            run(hlo, &[rng.ints(ElementType::S32, &[5, 6], -100, 100), rng.ints(ElementType::S32, &[], -5, 5)]);
         assert!(matches!(kinds[..], [KernelKind::Reduction(_)]), "{kinds:?}");
     }
 }
@@ -408,19 +412,25 @@ ENTRY %main (x: s8[6,4], i: u32[3,2], u: s8[3,2,3]) -> s8[6,4] {
 }";
     let mut rng = Rng(99);
     for _ in 0..10 {
-        let (_, kinds) = run(variadic, &[
-            rng.ints(ElementType::S32, &[2, 5, 3], -50, 50),
-            rng.f32s(&[2, 5, 3]),
-            rng.ints(ElementType::S32, &[4, 2, 1], -1, 5),
-            rng.ints(ElementType::S32, &[4, 2, 3], -50, 50),
-            rng.f32s(&[4, 2, 3]),
-        ]);
+        let (_, kinds) = run(
+            variadic,
+            &[
+                rng.ints(ElementType::S32, &[2, 5, 3], -50, 50),
+                rng.f32s(&[2, 5, 3]),
+                rng.ints(ElementType::S32, &[4, 2, 1], -1, 5),
+                rng.ints(ElementType::S32, &[4, 2, 3], -50, 50),
+                rng.f32s(&[4, 2, 3]),
+            ],
+        );
         assert_eq!(kinds, vec![KernelKind::Scatter]);
-        run(replace, &[
-            rng.ints(ElementType::S8, &[6, 4], -100, 100),
-            rng.ints(ElementType::U32, &[3, 2], 0, 6),
-            rng.ints(ElementType::S8, &[3, 2, 3], -100, 100),
-        ]);
+        run(
+            replace,
+            &[
+                rng.ints(ElementType::S8, &[6, 4], -100, 100),
+                rng.ints(ElementType::U32, &[3, 2], 0, 6),
+                rng.ints(ElementType::S8, &[3, 2, 3], -100, 100),
+            ],
+        );
     }
 }
 

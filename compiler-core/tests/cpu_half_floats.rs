@@ -43,8 +43,10 @@ fn f32_patterns() -> Vec<u32> {
     let mut v: Vec<u32> = (0..=u32::MAX).step_by(1021).collect();
     for sign in [0u32, 0x8000_0000] {
         for exp in 0..=255u32 {
-            for man in [0u32, 1, 0x7F_FFFF, 0x40_0000, 0x1000, 0x0FFF, 0x1001, 0x3000, 0x2FFF, 0x3001, 0x8000, 0x7FFF, 0x8001, 0x1_8000, 0x1_7FFF, 0x1_8001]
-            {
+            for man in [
+                0u32, 1, 0x7F_FFFF, 0x40_0000, 0x1000, 0x0FFF, 0x1001, 0x3000, 0x2FFF, 0x3001, 0x8000, 0x7FFF, 0x8001,
+                0x1_8000, 0x1_7FFF, 0x1_8001,
+            ] {
                 v.push(sign | exp << 23 | man);
             }
         }
@@ -85,9 +87,17 @@ fn f32_to_f16_and_bf16_match_half() {
         for (i, &p) in pats.iter().enumerate() {
             let x = f32::from_bits(p);
             let want = f16::from_f32(x).to_bits();
-            assert_eq!(f16s[i], want, "inline = {inline}, f32 {p:#010x} ({x:e}) to f16: {:#06x}, half says {want:#06x}", f16s[i]);
+            assert_eq!(
+                f16s[i], want,
+                "inline = {inline}, f32 {p:#010x} ({x:e}) to f16: {:#06x}, half says {want:#06x}",
+                f16s[i]
+            );
             let want = bf16::from_f32(x).to_bits();
-            assert_eq!(bf16s[i], want, "inline = {inline}, f32 {p:#010x} ({x:e}) to bf16: {:#06x}, half says {want:#06x}", bf16s[i]);
+            assert_eq!(
+                bf16s[i], want,
+                "inline = {inline}, f32 {p:#010x} ({x:e}) to bf16: {:#06x}, half says {want:#06x}",
+                bf16s[i]
+            );
         }
     }
 }
@@ -109,7 +119,10 @@ fn f16_arithmetic_rounds_after_every_op() {
             let x = f16::from_bits(h);
             let want = (x * k) + x;
             let got = f16::from_bits(out[i]);
-            assert!(got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()), "inline = {inline}, x = {x} ({h:#06x}): {got}, half says {want}");
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "inline = {inline}, x = {x} ({h:#06x}): {got}, half says {want}"
+            );
         }
     }
 }

@@ -107,7 +107,10 @@ fn measure(c: &Check, x: &[f32], y: &[f32]) -> Vec<String> {
                 worst_at = i;
             }
             if u > c.max_ulp && failures.len() < 5 {
-                failures.push(format!("{} fma={fma}: x={:e} y={:e}: got {:e}, want {:e} ({u} ulp)", c.name, x[i], y[i], got[i], w));
+                failures.push(format!(
+                    "{} fma={fma}: x={:e} y={:e}: got {:e}, want {:e} ({u} ulp)",
+                    c.name, x[i], y[i], got[i], w
+                ));
             }
         }
         let line = format!(
@@ -138,13 +141,69 @@ fn near_zero_of_trig(_: f32, _: f32, want: f64) -> bool {
 fn unary_approximations_meet_their_stated_bounds() {
     use UnaryOp::*;
     let checks = [
-        Check { name: "exp", op: Op::U(Exp), reference: |x, _| x.exp(), domain: all, max_ulp: 1, max_abs: 0.0, abs_where: never },
-        Check { name: "expm1", op: Op::U(Expm1), reference: |x, _| x.exp_m1(), domain: all, max_ulp: 1, max_abs: 0.0, abs_where: never },
-        Check { name: "log", op: Op::U(Log), reference: |x, _| x.ln(), domain: all, max_ulp: 1, max_abs: 0.0, abs_where: never },
-        Check { name: "log1p", op: Op::U(Log1p), reference: |x, _| x.ln_1p(), domain: all, max_ulp: 1, max_abs: 0.0, abs_where: never },
-        Check { name: "tanh", op: Op::U(Tanh), reference: |x, _| x.tanh(), domain: all, max_ulp: 2, max_abs: 0.0, abs_where: never },
-        Check { name: "logistic", op: Op::U(Logistic), reference: |x, _| logistic(x), domain: all, max_ulp: 2, max_abs: 0.0, abs_where: never },
-        Check { name: "erf", op: Op::U(Erf), reference: |x, _| libm::erf(x), domain: all, max_ulp: 2, max_abs: 0.0, abs_where: never },
+        Check {
+            name: "exp",
+            op: Op::U(Exp),
+            reference: |x, _| x.exp(),
+            domain: all,
+            max_ulp: 1,
+            max_abs: 0.0,
+            abs_where: never,
+        },
+        Check {
+            name: "expm1",
+            op: Op::U(Expm1),
+            reference: |x, _| x.exp_m1(),
+            domain: all,
+            max_ulp: 1,
+            max_abs: 0.0,
+            abs_where: never,
+        },
+        Check {
+            name: "log",
+            op: Op::U(Log),
+            reference: |x, _| x.ln(),
+            domain: all,
+            max_ulp: 1,
+            max_abs: 0.0,
+            abs_where: never,
+        },
+        Check {
+            name: "log1p",
+            op: Op::U(Log1p),
+            reference: |x, _| x.ln_1p(),
+            domain: all,
+            max_ulp: 1,
+            max_abs: 0.0,
+            abs_where: never,
+        },
+        Check {
+            name: "tanh",
+            op: Op::U(Tanh),
+            reference: |x, _| x.tanh(),
+            domain: all,
+            max_ulp: 2,
+            max_abs: 0.0,
+            abs_where: never,
+        },
+        Check {
+            name: "logistic",
+            op: Op::U(Logistic),
+            reference: |x, _| logistic(x),
+            domain: all,
+            max_ulp: 2,
+            max_abs: 0.0,
+            abs_where: never,
+        },
+        Check {
+            name: "erf",
+            op: Op::U(Erf),
+            reference: |x, _| libm::erf(x),
+            domain: all,
+            max_ulp: 2,
+            max_abs: 0.0,
+            abs_where: never,
+        },
         Check {
             name: "sin",
             op: Op::U(Sin),
@@ -172,10 +231,42 @@ fn unary_approximations_meet_their_stated_bounds() {
             max_abs: 2e-7,
             abs_where: near_zero_of_trig,
         },
-        Check { name: "cbrt", op: Op::U(Cbrt), reference: |x, _| x.cbrt(), domain: all, max_ulp: 1, max_abs: 0.0, abs_where: never },
-        Check { name: "rsqrt", op: Op::U(Rsqrt), reference: |x, _| 1.0 / x.sqrt(), domain: all, max_ulp: 1, max_abs: 0.0, abs_where: never },
-        Check { name: "sign", op: Op::U(Sign), reference: |x, _| if x == 0.0 || x.is_nan() { x } else { x.signum() }, domain: all, max_ulp: 0, max_abs: 0.0, abs_where: never },
-        Check { name: "round", op: Op::U(RoundAfz), reference: |x, _| x.round(), domain: all, max_ulp: 0, max_abs: 0.0, abs_where: never },
+        Check {
+            name: "cbrt",
+            op: Op::U(Cbrt),
+            reference: |x, _| x.cbrt(),
+            domain: all,
+            max_ulp: 1,
+            max_abs: 0.0,
+            abs_where: never,
+        },
+        Check {
+            name: "rsqrt",
+            op: Op::U(Rsqrt),
+            reference: |x, _| 1.0 / x.sqrt(),
+            domain: all,
+            max_ulp: 1,
+            max_abs: 0.0,
+            abs_where: never,
+        },
+        Check {
+            name: "sign",
+            op: Op::U(Sign),
+            reference: |x, _| if x == 0.0 || x.is_nan() { x } else { x.signum() },
+            domain: all,
+            max_ulp: 0,
+            max_abs: 0.0,
+            abs_where: never,
+        },
+        Check {
+            name: "round",
+            op: Op::U(RoundAfz),
+            reference: |x, _| x.round(),
+            domain: all,
+            max_ulp: 0,
+            max_abs: 0.0,
+            abs_where: never,
+        },
     ];
     let mut failures = Vec::new();
     for (k, c) in checks.iter().enumerate() {
@@ -366,7 +457,22 @@ fn tanh_tiny_and_boundary_values() {
     // tanh is the expm1-based quotient everywhere: within 2 ulp of the f64 reference from
     // the subnormals (which, with -0, come out as themselves) to the clamp at 9.5.
     let x = [
-        0.0f32, -0.0, 1e-45, -1e-45, 1e-38, 2.4e-4, -2.4e-4, 2.45e-4, -2.45e-4, 1e-3, 0.5, -0.5, 9.4, 9.6, -20.0, f32::NAN,
+        0.0f32,
+        -0.0,
+        1e-45,
+        -1e-45,
+        1e-38,
+        2.4e-4,
+        -2.4e-4,
+        2.45e-4,
+        -2.45e-4,
+        1e-3,
+        0.5,
+        -0.5,
+        9.4,
+        9.6,
+        -20.0,
+        f32::NAN,
     ];
     let y = [0f32; 16];
     for (fma, got) in run(Op::U(UnaryOp::Tanh), &x, &y) {

@@ -8,11 +8,11 @@
 #[path = "common/random_graphs.rs"]
 mod random_graphs;
 
-use random_graphs::{arguments, case, program, same_bits, Ops};
 use hloscope_core::interp::Interpreter;
 use hloscope_core::kernel::KernelKind;
 use hloscope_core::targets::cpu;
 use proptest::prelude::*;
+use random_graphs::{arguments, case, program, same_bits, Ops};
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]

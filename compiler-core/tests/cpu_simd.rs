@@ -140,7 +140,12 @@ fn elementwise_every_type_and_size() {
         for &n in SIZES {
             let hlo = elementwise(t, &n.to_string());
             let clifs = check(&hlo, &[random(t, &[n], 1, false), random(t, &[n], 2, false)], None);
-            if n >= 8 && matches!(t, ElementType::F32 | ElementType::S32 | ElementType::U32 | ElementType::F64 | ElementType::S64) {
+            if n >= 8
+                && matches!(
+                    t,
+                    ElementType::F32 | ElementType::S32 | ElementType::U32 | ElementType::F64 | ElementType::S64
+                )
+            {
                 assert!(vectorized(&clifs), "{t}[{n}] not vectorized: {}", clifs[0].lines().next().unwrap_or(""));
             }
             if matches!(t, ElementType::F16 | ElementType::BF16) {
@@ -203,7 +208,18 @@ ENTRY %main (x: {t}[{r},{c}], row: {t}[{c}], col: {t}[{r}], s: {t}[], y: {t}[{c}
 fn converts_between_types_of_one_width() {
     // f32 <-> s32/u32 (saturating, NaN -> 0 in the interpreter's semantics), f64 <->
     // s64/u64, pred <-> numbers, and bitcasts.
-    let cases = [("f32", "s32"), ("f32", "u32"), ("s32", "f32"), ("u32", "f32"), ("f64", "s64"), ("f64", "u64"), ("s64", "f64"), ("u64", "f64"), ("s8", "u8"), ("u16", "s16")];
+    let cases = [
+        ("f32", "s32"),
+        ("f32", "u32"),
+        ("s32", "f32"),
+        ("u32", "f32"),
+        ("f64", "s64"),
+        ("f64", "u64"),
+        ("s64", "f64"),
+        ("u64", "f64"),
+        ("s8", "u8"),
+        ("u16", "s16"),
+    ];
     for (from, to) in cases {
         for &n in &[5, 17, 1000] {
             let hlo = format!(
@@ -231,7 +247,8 @@ ENTRY %main (a: {from}[{n}]) -> ({to}[{n}], {to}[{n}], pred[{n}]) {{
             // Floats far outside the integer ranges too, to exercise saturation.
             let mut a = random(from_t, &[n], 10, false);
             if from_t.is_float() {
-                let v: Vec<f64> = a.to_f64_vec().iter().enumerate().map(|(i, &x)| if i % 3 == 0 { x * 1e12 } else { x }).collect();
+                let v: Vec<f64> =
+                    a.to_f64_vec().iter().enumerate().map(|(i, &x)| if i % 3 == 0 { x * 1e12 } else { x }).collect();
                 a = Literal::from_f64s(Shape::new(from_t, vec![n]), &v);
             }
             check(&hlo, &[a], None);
@@ -259,14 +276,23 @@ ENTRY %main (x: {t}[{r},{c}]) -> {t}[{out}] {{
 
 #[test]
 fn row_and_column_reductions_every_type() {
-    let shapes: &[(i64, i64)] = &[(1, 1), (2, 3), (3, 4), (4, 5), (5, 17), (3, 1000), (70, 1001), (1001, 70), (2, 40_001)];
+    let shapes: &[(i64, i64)] =
+        &[(1, 1), (2, 3), (3, 4), (4, 5), (5, 17), (3, 1000), (70, 1001), (1001, 70), (2, 40_001)];
     for t in ElementType::ALL {
         let ops: &[(&str, &str)] = if t.is_pred() {
             &[("and", "true"), ("or", "false"), ("xor", "true")]
         } else if t.is_float() {
             &[("add", "3"), ("maximum", "3"), ("minimum", "-inf")]
         } else {
-            &[("add", "3"), ("multiply", "3"), ("maximum", "3"), ("minimum", "3"), ("and", "3"), ("or", "3"), ("xor", "3")]
+            &[
+                ("add", "3"),
+                ("multiply", "3"),
+                ("maximum", "3"),
+                ("minimum", "3"),
+                ("and", "3"),
+                ("or", "3"),
+                ("xor", "3"),
+            ]
         };
         for &(op, init) in ops {
             for &(r, c) in shapes {
@@ -275,7 +301,11 @@ fn row_and_column_reductions_every_type() {
                     // Whole floats: sums are exact in any order (bit-exact comparison).
                     let clifs = check(&hlo, &[random(t, &[r, c], 11, op == "add")], None);
                     if t == ElementType::F32 && c >= 17 && op != "minimum" {
-                        assert!(vectorized(&clifs), "{op} over {dims} of f32[{r},{c}]: {}", clifs[0].lines().next().unwrap_or(""));
+                        assert!(
+                            vectorized(&clifs),
+                            "{op} over {dims} of f32[{r},{c}]: {}",
+                            clifs[0].lines().next().unwrap_or("")
+                        );
                     }
                 }
             }
@@ -376,8 +406,10 @@ ENTRY %main (a: f32[9], b: f32[9]) -> (pred[9], f32[9], f32[9], pred[9]) {
   ROOT %t = (pred[9], f32[9], f32[9], pred[9]) tuple(%lt, %mx, %mn, %fin)
 }";
     let inf = f64::INFINITY;
-    let a = Literal::from_f64s(Shape::new(ElementType::F32, vec![9]), &[-0.0, 0.0, 1.0, -inf, inf, 2.5, -3.0, 0.0, 7.0]);
-    let b = Literal::from_f64s(Shape::new(ElementType::F32, vec![9]), &[0.0, -0.0, 1.0, 3.0, -inf, 2.5, -2.0, -0.0, -7.0]);
+    let a =
+        Literal::from_f64s(Shape::new(ElementType::F32, vec![9]), &[-0.0, 0.0, 1.0, -inf, inf, 2.5, -3.0, 0.0, 7.0]);
+    let b =
+        Literal::from_f64s(Shape::new(ElementType::F32, vec![9]), &[0.0, -0.0, 1.0, 3.0, -inf, 2.5, -2.0, -0.0, -7.0]);
     let clifs = check(hlo, &[a, b], None);
     assert!(vectorized(&clifs), "{}", clifs.join("\n"));
 }
@@ -429,7 +461,10 @@ ENTRY %main (a: f32[{n}]) -> (f32[{n}], f32[{n}]) {{
             let note = clifs[0].lines().next().unwrap_or("").to_string();
             if n >= 8 {
                 let unroll = if n >= 16 { 4 } else { 2 };
-                assert!(note.starts_with(&format!("; vectorized: 4 lanes x {unroll}, Row")), "{op} over rows of {t}[3,{n}]: {note}");
+                assert!(
+                    note.starts_with(&format!("; vectorized: 4 lanes x {unroll}, Row")),
+                    "{op} over rows of {t}[3,{n}]: {note}"
+                );
             }
         }
     }
@@ -447,7 +482,8 @@ fn max_and_min_with_constants_keep_nans_and_signed_zeros() {
             let mut lines = String::new();
             let mut outs = Vec::new();
             for (i, k) in ["0", "-0", "1.5", "-3", "inf", "-inf", "nan"].iter().enumerate() {
-                lines += &format!("  %k{i} = {t}[] constant({k})\n  %b{i} = {t}[{n}] broadcast(%k{i}), dimensions={{}}\n");
+                lines +=
+                    &format!("  %k{i} = {t}[] constant({k})\n  %b{i} = {t}[{n}] broadcast(%k{i}), dimensions={{}}\n");
                 lines += &format!("  %mx{i} = {t}[{n}] maximum(%a, %b{i})\n  %xm{i} = {t}[{n}] maximum(%b{i}, %a)\n");
                 lines += &format!("  %mn{i} = {t}[{n}] minimum(%a, %b{i})\n  %nm{i} = {t}[{n}] minimum(%b{i}, %a)\n");
                 outs.extend([format!("%mx{i}"), format!("%xm{i}"), format!("%mn{i}"), format!("%nm{i}")]);
@@ -463,7 +499,12 @@ fn max_and_min_with_constants_keep_nans_and_signed_zeros() {
                 for i in 0..w.num_elements() {
                     // Bit for bit; NaNs (the generic min/max may change their payload) as NaN.
                     let (a, b) = (g.get(i).as_f64(), w.get(i).as_f64());
-                    assert!(g.bits(i) == w.bits(i) || (a.is_nan() && b.is_nan()), "{t}[{n}] {}: element {i} = {} -> {a}, want {b}", outs[o], values[i]);
+                    assert!(
+                        g.bits(i) == w.bits(i) || (a.is_nan() && b.is_nan()),
+                        "{t}[{n}] {}: element {i} = {} -> {a}, want {b}",
+                        outs[o],
+                        values[i]
+                    );
                 }
             }
             if t != ElementType::BF16 && n == 1000 {
@@ -488,16 +529,66 @@ fn max_and_min_rows_take_the_fast_path_and_stay_exact() {
             let rows: Vec<Vec<f64>> = vec![
                 (0..c).map(|i| if i == 5 { f64::NAN } else { (i % 7) as f64 - 3.0 }).collect(),
                 (0..c).map(|i| if i == c - 1 { f64::NAN } else { i as f64 }).collect(),
-                (0..c).map(|i| if i % 3 == 0 { 0.0 } else if i % 3 == 1 { -0.0 } else { -(i as f64) }).collect(),
+                (0..c)
+                    .map(|i| {
+                        if i % 3 == 0 {
+                            0.0
+                        } else if i % 3 == 1 {
+                            -0.0
+                        } else {
+                            -(i as f64)
+                        }
+                    })
+                    .collect(),
                 (0..c).map(|i| if i % 2 == 0 { -0.0 } else { -1.0 - i as f64 }).collect(),
                 (0..c).map(|i| if i % 2 == 0 { -0.0 } else { 1.0 + i as f64 }).collect(),
-                (0..c).map(|i| if i == 3 { f64::INFINITY } else if i == 9 { f64::NEG_INFINITY } else { i as f64 * 0.5 }).collect(),
-                (0..c).map(|i| if i == c - 2 { 1e6 } else if i == c - 3 { -1e6 } else { (i as f64).sin() }).collect(),
+                (0..c)
+                    .map(|i| {
+                        if i == 3 {
+                            f64::INFINITY
+                        } else if i == 9 {
+                            f64::NEG_INFINITY
+                        } else {
+                            i as f64 * 0.5
+                        }
+                    })
+                    .collect(),
+                (0..c)
+                    .map(|i| {
+                        if i == c - 2 {
+                            1e6
+                        } else if i == c - 3 {
+                            -1e6
+                        } else {
+                            (i as f64).sin()
+                        }
+                    })
+                    .collect(),
                 (0..c).map(|_| 0.0).collect(),
                 // Every lane meets -0 first, +0 later (max must be +0), and the reverse
                 // with positives (min must be -0): the maxps/minps order keeps the first.
-                (0..c).map(|i| if i < 16 { -0.0 } else if i < 32 { 0.0 } else { -1.0 }).collect(),
-                (0..c).map(|i| if i < 16 { 0.0 } else if i < 32 { -0.0 } else { 1.0 }).collect(),
+                (0..c)
+                    .map(|i| {
+                        if i < 16 {
+                            -0.0
+                        } else if i < 32 {
+                            0.0
+                        } else {
+                            -1.0
+                        }
+                    })
+                    .collect(),
+                (0..c)
+                    .map(|i| {
+                        if i < 16 {
+                            0.0
+                        } else if i < 32 {
+                            -0.0
+                        } else {
+                            1.0
+                        }
+                    })
+                    .collect(),
             ];
             let r = rows.len() as i64;
             let values: Vec<f64> = rows.concat();
@@ -514,7 +605,11 @@ fn max_and_min_rows_take_the_fast_path_and_stay_exact() {
                         );
                     }
                     let clif = exe.clif(0).unwrap_or("");
-                    assert!(clif.contains("; max/min rows: one maxps/minps per vector"), "{op} {t}[{r},{c}]: {}", clif.lines().take(3).collect::<Vec<_>>().join("\n"));
+                    assert!(
+                        clif.contains("; max/min rows: one maxps/minps per vector"),
+                        "{op} {t}[{r},{c}]: {}",
+                        clif.lines().take(3).collect::<Vec<_>>().join("\n")
+                    );
                     assert!(exe.code_summary(0).ends_with(" + fast max/min"), "{}", exe.code_summary(0));
                 }
             }

@@ -118,7 +118,11 @@ fn on_and_off(module: &Module, args: &[Value], what: &str) -> (cpu::CpuExecutabl
     assert!(!mined_off, "{what}: strip-mined with block math off");
     let (blocked, mined) = compile(module, true);
     let (a, b) = (inline.run(args).unwrap(), blocked.run(args).unwrap());
-    assert!(bits(&a) == bits(&b), "{what}: results differ with block math on and off\nplan:\n{}", blocked.plan().summary());
+    assert!(
+        bits(&a) == bits(&b),
+        "{what}: results differ with block math on and off\nplan:\n{}",
+        blocked.plan().summary()
+    );
     (blocked, mined, b)
 }
 
@@ -188,12 +192,16 @@ fn at_most_sixteen_ops_per_kernel_are_blocked() {
     let mut body = String::new();
     let mut sum = "x".to_string();
     for i in 0..24 {
-        body += &format!("  k{i} = f32[] constant({})\n  b{i} = f32[{n}] broadcast(k{i}), dimensions={{}}\n", i as f32 / 8.0);
+        body += &format!(
+            "  k{i} = f32[] constant({})\n  b{i} = f32[{n}] broadcast(k{i}), dimensions={{}}\n",
+            i as f32 / 8.0
+        );
         body += &format!("  a{i} = f32[{n}] subtract(x, b{i})\n  e{i} = f32[{n}] exponential(a{i})\n");
         body += &format!("  s{i} = f32[{n}] add({sum}, e{i})\n");
         sum = format!("s{i}");
     }
-    let hlo = format!("HloModule many\nENTRY e {{\n  x = f32[{n}] parameter(0)\n{body}  ROOT r = f32[{n}] negate({sum})\n}}");
+    let hlo =
+        format!("HloModule many\nENTRY e {{\n  x = f32[{n}] parameter(0)\n{body}  ROOT r = f32[{n}] negate({sum})\n}}");
     let module = hloscope_core::parse::parse_module(&hlo).unwrap();
     let args = vec![Value::Array(random(&[n], 9, -3.0, 3.0))];
     let (blocked, mined, _) = on_and_off(&module, &args, "24 exponentials");
@@ -283,10 +291,19 @@ ENTRY e {{
         let module = hloscope_core::parse::parse_module(&hlo).unwrap();
         // A zero, an infinity and a NaN divisor among the rows.
         let mut rng = Rng(7);
-        let v: Vec<f64> = (0..rows).map(|i| [0.0, f64::INFINITY, f64::NAN].get(i as usize).copied().unwrap_or_else(|| rng.uniform(-3.0, 3.0) as f64)).collect();
+        let v: Vec<f64> = (0..rows)
+            .map(|i| {
+                [0.0, f64::INFINITY, f64::NAN].get(i as usize).copied().unwrap_or_else(|| rng.uniform(-3.0, 3.0) as f64)
+            })
+            .collect();
         let args = vec![Value::Array(random(&[rows, cols], 8, -5.0, 5.0)), Value::Array(f32s(&[rows], &v))];
         let (blocked, mined, b) = on_and_off(&module, &args, &format!("{rows}x{cols}"));
-        let notes: String = (0..blocked.plan().kernels.len()).filter_map(|i| blocked.clif(i)).flat_map(|c| c.lines().take(4)).filter(|l| l.starts_with(';')).collect::<Vec<_>>().join("\n");
+        let notes: String = (0..blocked.plan().kernels.len())
+            .filter_map(|i| blocked.clif(i))
+            .flat_map(|c| c.lines().take(4))
+            .filter(|l| l.starts_with(';'))
+            .collect::<Vec<_>>()
+            .join("\n");
         assert_eq!(mined, wide() && cols >= 128, "{rows}x{cols}:\n{notes}");
         if mined {
             assert!(notes.contains("hs_block_div_f32 (stage 1, from input 0, into output"), "{notes}");

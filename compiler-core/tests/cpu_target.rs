@@ -369,7 +369,9 @@ ENTRY %main (a: f32[3], b: f32[3]) -> (f32[3], f32[3], f32[3], f32[2]) {
             .map(|(w, n)| unsafe { std::slice::from_raw_parts_mut(w.as_mut_ptr() as *mut u8, n) })
             .collect();
         exe.run_bytes(&[&a, &odd[1..]], &mut views, &mut |_, exec| exec()).unwrap();
-        let lit = |i: usize, dims: &[i64]| Literal::from_le_bytes(Shape::new(ElementType::F32, dims.to_vec()), views[i]).unwrap();
+        let lit = |i: usize, dims: &[i64]| {
+            Literal::from_le_bytes(Shape::new(ElementType::F32, dims.to_vec()), views[i]).unwrap()
+        };
         assert_eq!(lit(0, &[3]), f32s(&[3], &[1.5, 2.25, -1.0]));
         assert_eq!(lit(1, &[3]), f32s(&[3], &[0.5, 0.25, -4.0]));
         assert_eq!(lit(2, &[3]), f32s(&[3], &[1.5, 2.25, -1.0]));
@@ -379,7 +381,8 @@ ENTRY %main (a: f32[3], b: f32[3]) -> (f32[3], f32[3], f32[3], f32[2]) {
     let mut one = [0u8; 12];
     assert!(exe.run_bytes(&[&a], &mut [&mut one[..]], &mut |_, exec| exec()).unwrap_err().contains("input buffers"));
     let short = [0u8; 8];
-    let mut views: Vec<&mut [u8]> = outs.iter_mut().map(|w| unsafe { std::slice::from_raw_parts_mut(w.as_mut_ptr() as *mut u8, 8) }).collect();
+    let mut views: Vec<&mut [u8]> =
+        outs.iter_mut().map(|w| unsafe { std::slice::from_raw_parts_mut(w.as_mut_ptr() as *mut u8, 8) }).collect();
     assert!(exe.run_bytes(&[&a, &short], &mut views, &mut |_, exec| exec()).unwrap_err().contains("holds 8 bytes"));
 }
 
@@ -482,7 +485,11 @@ fn corrupt_or_foreign_binary_sections_are_refused() {
         ("plans swapped", Box::new(|a| a.entry.children[0].plan = art.entry.plan.clone()), "stale artifact"),
         ("another module's plan", Box::new(|a| a.entry.plan = other.entry.plan.clone()), "stale artifact"),
         ("another module", Box::new(|a| a.module = other.module.clone()), "stale artifact"),
-        ("a computation missing", Box::new(|a| drop(a.entry.children.pop())), "stale artifact: a computation is missing"),
+        (
+            "a computation missing",
+            Box::new(|a| drop(a.entry.children.pop())),
+            "stale artifact: a computation is missing",
+        ),
     ];
     for (what, change, want) in cases {
         let err = forged(&*change);
@@ -572,7 +579,8 @@ ENTRY %main (x: f32[4,40000], y: f32[4,40000], u: f32[2,100], i: s32[], j: s32[]
 /// The JAX corpus's softmax (4x10) or layernorm (4x16, mean over 16 columns) with its
 /// shapes scaled to `rows` x `cols`.
 fn scaled_corpus(name: &str, rows: i64, cols: i64) -> hloscope_core::ir::Module {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../backend/tests/corpus/{name}/module.mlir"));
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../backend/tests/corpus/{name}/module.mlir"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let c = if name == "softmax" { 10 } else { 16 };
     let text = text
@@ -587,7 +595,10 @@ fn scaled_corpus(name: &str, rows: i64, cols: i64) -> hloscope_core::ir::Module 
 
 /// Runs `exe` on `args`, returning its results and the longest run of kernels one
 /// execution covered (a row chain's length, or 1).
-fn run_counting_chains(exe: &cpu::CpuExecutable, args: &[hloscope_core::ir::Value]) -> (hloscope_core::ir::Value, usize) {
+fn run_counting_chains(
+    exe: &cpu::CpuExecutable,
+    args: &[hloscope_core::ir::Value],
+) -> (hloscope_core::ir::Value, usize) {
     let mut longest = 0;
     let v = exe
         .run_with(args, &mut |k, exec| {
@@ -620,7 +631,12 @@ fn row_chains_give_the_same_bits_as_kernel_by_kernel() {
         assert_eq!(exe.plan().chains, fresh.plan().chains);
         let n = exe.plan().kernels.len();
         let expect_chain = rows * cols > 100;
-        assert_eq!(exe.plan().chains, if expect_chain { vec![0..n] } else { vec![] }, "{name} {rows}x{cols}:\n{}", exe.plan().summary());
+        assert_eq!(
+            exe.plan().chains,
+            if expect_chain { vec![0..n] } else { vec![] },
+            "{name} {rows}x{cols}:\n{}",
+            exe.plan().summary()
+        );
         cpu::set_row_chains(None);
         let (plain, one) = run_counting_chains(&exe, &args);
         cpu::set_row_chains(Some(cpu::DEFAULT_CHAIN_BYTES));
@@ -631,7 +647,8 @@ fn row_chains_give_the_same_bits_as_kernel_by_kernel() {
         cpu::set_row_chains(Some(cpu::DEFAULT_CHAIN_BYTES));
         assert_eq!(one, 1);
         assert_eq!(longest, if expect_chain { n } else { 1 }, "{name} {rows}x{cols}");
-        let bits = |v: &hloscope_core::ir::Value| v.clone().flatten().iter().map(|l| l.to_le_bytes()).collect::<Vec<_>>();
+        let bits =
+            |v: &hloscope_core::ir::Value| v.clone().flatten().iter().map(|l| l.to_le_bytes()).collect::<Vec<_>>();
         assert!(bits(&plain) == bits(&chained), "{name} {rows}x{cols}: chained run differs");
         assert!(bits(&plain) == bits(&small_chunks), "{name} {rows}x{cols}: small chunks differ");
         if check_interp {

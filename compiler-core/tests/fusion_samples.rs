@@ -94,4 +94,3 @@ fn every_jax_sample_computes_the_same_after_fusion() {
         assert!(after.0 <= before.0 && after.1 <= before.1, "{name}: {before:?} -> {after:?}");
     }
 }
-

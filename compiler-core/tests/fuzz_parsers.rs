@@ -31,9 +31,48 @@ impl Rng {
 }
 
 const TOKENS: &[&str] = &[
-    "(", ")", "{", "}", "<", ">", "[", "]", ",", ":", "=", "%", "#", "\"", "0x", "-1", "999999999999999999999",
-    "tensor<", "x", "f32", "i1", "dense<", "stablehlo.add", "^bb0", "loc(", "ROOT", "ENTRY", "f32[", "{1,0}",
-    "func.func", "return", "%0", "%arg0", "#0", "\n", "//", "nan", "inf", "e+99", ".", "0:2", "_",
+    "(",
+    ")",
+    "{",
+    "}",
+    "<",
+    ">",
+    "[",
+    "]",
+    ",",
+    ":",
+    "=",
+    "%",
+    "#",
+    "\"",
+    "0x",
+    "-1",
+    "999999999999999999999",
+    "tensor<",
+    "x",
+    "f32",
+    "i1",
+    "dense<",
+    "stablehlo.add",
+    "^bb0",
+    "loc(",
+    "ROOT",
+    "ENTRY",
+    "f32[",
+    "{1,0}",
+    "func.func",
+    "return",
+    "%0",
+    "%arg0",
+    "#0",
+    "\n",
+    "//",
+    "nan",
+    "inf",
+    "e+99",
+    ".",
+    "0:2",
+    "_",
 ];
 
 fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
@@ -103,7 +142,9 @@ fn seeds() -> Vec<Vec<u8>> {
     }
     // A minimal seed of each format so the test works even without the corpus.
     out.push(b"func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n  %0 = stablehlo.add %a, %a : tensor<2xf32>\n  return %0 : tensor<2xf32>\n}\n".to_vec());
-    out.push(b"HloModule m\n\nENTRY main {\n  p = f32[2]{0} parameter(0)\n  ROOT a = f32[2]{0} add(p, p)\n}\n".to_vec());
+    out.push(
+        b"HloModule m\n\nENTRY main {\n  p = f32[2]{0} parameter(0)\n  ROOT a = f32[2]{0} add(p, p)\n}\n".to_vec(),
+    );
     out
 }
 
@@ -114,7 +155,10 @@ fn parse_all(text: &str) -> Result<(), String> {
             hloscope_core::parse::parse_module(text),
             hloscope_core::parse::mlir::parse(text),
             hloscope_core::parse::hlo::parse(text),
-        ].into_iter().flatten() {
+        ]
+        .into_iter()
+        .flatten()
+        {
             let _ = hloscope_core::verify::verify(&m);
         }
     })

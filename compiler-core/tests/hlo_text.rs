@@ -765,7 +765,11 @@ fn stablehlo_reads_back_with_the_mlir_parser() {
                     Op::Rng { .. } => *want.entry("constant").or_default() += 1,
                     Op::Case { branches, .. }
                         if branches.len() != 2
-                            && comp.inst(inst.operands[0]).ty.as_array().is_some_and(|s| s.elem == ElementType::Pred) =>
+                            && comp
+                                .inst(inst.operands[0])
+                                .ty
+                                .as_array()
+                                .is_some_and(|s| s.elem == ElementType::Pred) =>
                     {
                         *want.entry("not").or_default() += 1;
                         *want.entry("convert").or_default() += 1;

@@ -5,7 +5,6 @@ use hloscope_core::ir::*;
 use hloscope_core::parse::mlir::{function_names, parse, parse_with_entry};
 use std::path::PathBuf;
 
-
 /// Parses, panicking with the error (tests only).
 fn ok(text: &str) -> Module {
     parse(text).unwrap_or_else(|e| panic!("parse failed: {e}"))
@@ -197,7 +196,10 @@ func.func @main(%lhs: tensor<1x4x4x1xf32>, %rhs: tensor<3x3x1x2xf32>, %p: tensor
     let insts = entry_insts(&m);
     let Op::Convolution(a) = &insts[0].op else { panic!("{:?}", insts[0].op) };
     assert_eq!((a.dims.input_batch, a.dims.input_feature, a.dims.input_spatial.clone()), (0, 3, vec![1, 2]));
-    assert_eq!((a.dims.kernel_input_feature, a.dims.kernel_output_feature, a.dims.kernel_spatial.clone()), (2, 3, vec![0, 1]));
+    assert_eq!(
+        (a.dims.kernel_input_feature, a.dims.kernel_output_feature, a.dims.kernel_spatial.clone()),
+        (2, 3, vec![0, 1])
+    );
     assert_eq!((a.dims.output_batch, a.dims.output_feature, a.dims.output_spatial.clone()), (0, 3, vec![1, 2]));
     assert_eq!(a.window_strides, vec![2, 2]);
     assert_eq!(a.padding, vec![(1, 1), (0, 1)]);
@@ -258,7 +260,6 @@ func.func @main(%x: tensor<4x5xf32>, %i: tensor<4x5xi32>) -> (tensor<4xf32>, ten
     assert_eq!(c.inst(root.operands[1]).op, Op::GetTupleElement { index: 1 });
     assert_eq!(c.inst(c.inst(root.operands[1]).operands[0]).ty, insts[3].ty);
 }
-
 
 #[test]
 fn while_with_implicit_capture() {
@@ -525,7 +526,10 @@ func.func @main(%x: tensor<8x9xf32>, %idx: tensor<2x1xi64>, %upd: tensor<2x9xf32
     assert_eq!(g.slice_sizes, vec![1, 9]);
     assert!(g.indices_are_sorted);
     let Op::SelectAndScatter(ss) = &insts[7].op else { panic!() };
-    assert_eq!((ss.window_dims.clone(), ss.strides.clone(), ss.padding.clone()), (vec![4, 1], vec![4, 1], vec![(0, 0), (0, 0)]));
+    assert_eq!(
+        (ss.window_dims.clone(), ss.strides.clone(), ss.padding.clone()),
+        (vec![4, 1], vec![4, 1], vec![(0, 0), (0, 0)])
+    );
     assert_eq!(m.comp(ss.scatter).root_inst().op, Op::Binary(BinaryOp::Add));
     let Op::Map { dims, body } = &insts[8].op else { panic!() };
     assert_eq!(dims, &vec![0, 1]);
@@ -550,7 +554,10 @@ func.func @main(%s: tensor<2xui64>, %a: tensor<3x3xf32>, %b: tensor<3x1xf32>) ->
     assert_eq!(insts[1].ty, Type::Tuple(vec![Type::array(ElementType::S64, vec![]), f32s(&[3, 3])]));
     assert_eq!(insts[2].op, Op::GetTupleElement { index: 0 });
     assert_eq!(insts[3].op, Op::RngBitGenerator { algorithm: RngAlgorithm::ThreeFry });
-    assert_eq!(insts[3].ty, Type::Tuple(vec![Type::array(ElementType::U64, vec![2]), Type::array(ElementType::U32, vec![4])]));
+    assert_eq!(
+        insts[3].ty,
+        Type::Tuple(vec![Type::array(ElementType::U64, vec![2]), Type::array(ElementType::U32, vec![4])])
+    );
     let Op::TriangularSolve(ts) = &insts[6].op else { panic!() };
     assert!(ts.left_side && ts.lower && !ts.unit_diagonal);
     assert_eq!(ts.transpose_a, hloscope_core::ir::Transpose::Adjoint);
@@ -639,9 +646,14 @@ fn errors_carry_line_and_column() {
 #[test]
 fn bad_input_never_panics() {
     // Deep nesting is refused, not a stack overflow.
-    let deep = format!("func.func @main() {{\n  %0 = stablehlo.constant dense<{}1{}> : tensor<i32>\n  func.return\n}}", "[".repeat(10000), "]".repeat(10000));
+    let deep = format!(
+        "func.func @main() {{\n  %0 = stablehlo.constant dense<{}1{}> : tensor<i32>\n  func.return\n}}",
+        "[".repeat(10000),
+        "]".repeat(10000)
+    );
     assert!(err(&deep).contains("nesting deeper"));
-    let deep_types = format!("func.func @main(%x: {}tensor<f32>{}) {{ func.return }}", "tuple<".repeat(5000), ">".repeat(5000));
+    let deep_types =
+        format!("func.func @main(%x: {}tensor<f32>{}) {{ func.return }}", "tuple<".repeat(5000), ">".repeat(5000));
     assert!(err(&deep_types).contains("nesting deeper"));
     let huge = "func.func @main() {\n  %0 = stablehlo.constant dense<1.0> : tensor<100000x100000x100000xf32>\n  func.return\n}";
     assert!(err(huge).contains("too large") || err(huge).contains("too many"));
@@ -676,7 +688,20 @@ fn bad_input_never_panics() {
             cut += 7;
         }
     }
-    for junk in ["", "module", "module {", "func.func", "#", "#loc = ", "\"", "func.func @main() { %0:99999999999 = ", "%", "@", "dense<", "\u{0}\u{ffff}"] {
+    for junk in [
+        "",
+        "module",
+        "module {",
+        "func.func",
+        "#",
+        "#loc = ",
+        "\"",
+        "func.func @main() { %0:99999999999 = ",
+        "%",
+        "@",
+        "dense<",
+        "\u{0}\u{ffff}",
+    ] {
         let _ = parse(junk);
     }
 }
@@ -709,7 +734,8 @@ fn jax_samples_parse() {
             // No calls survive inlining.
             assert_eq!(count(&m, |o| matches!(o, Op::Call { .. })), 0);
             if !suffix.is_empty() {
-                let with_source = m.entry_comp().order.iter().filter(|&&i| m.entry_comp().inst(i).loc.source.is_some()).count();
+                let with_source =
+                    m.entry_comp().order.iter().filter(|&&i| m.entry_comp().inst(i).loc.source.is_some()).count();
                 assert!(with_source > 0, "{name}{suffix}: no source locations");
             }
         }
@@ -717,7 +743,10 @@ fn jax_samples_parse() {
     // Structure of a few in detail.
     let text = std::fs::read_to_string(dir.join("mlp.mlir")).unwrap();
     let m = parse(&text).unwrap();
-    assert_eq!(m.entry_comp().param_types(), vec![f32s(&[8, 16]), f32s(&[16, 32]), f32s(&[32]), f32s(&[32, 4]), f32s(&[4])]);
+    assert_eq!(
+        m.entry_comp().param_types(),
+        vec![f32s(&[8, 16]), f32s(&[16, 32]), f32s(&[32]), f32s(&[32, 4]), f32s(&[4])]
+    );
     assert_eq!(m.entry_comp().root_inst().ty, f32s(&[8, 4]));
     let text = std::fs::read_to_string(dir.join("argmax.mlir")).unwrap();
     let m = parse(&text).unwrap();
@@ -725,7 +754,8 @@ fn jax_samples_parse() {
     assert_eq!(root.ty, Type::array(ElementType::S32, vec![4]));
     let text = std::fs::read_to_string(dir.join("sort.mlir")).unwrap();
     let m = parse(&text).unwrap();
-    let sort = m.entry_comp().order.iter().map(|&i| m.entry_comp().inst(i)).find(|i| matches!(i.op, Op::Sort { .. })).unwrap();
+    let sort =
+        m.entry_comp().order.iter().map(|&i| m.entry_comp().inst(i)).find(|i| matches!(i.op, Op::Sort { .. })).unwrap();
     assert_eq!(sort.operands.len(), 2);
     assert_eq!(sort.ty, Type::Tuple(vec![f32s(&[7]), Type::array(ElementType::S32, vec![7])]));
     let text = std::fs::read_to_string(dir.join("cond.mlir")).unwrap();
@@ -807,7 +837,11 @@ fn parses_conformance_corpus() {
                 Err(e) if e.message.contains("several functions") => {
                     let names = function_names(&part).unwrap();
                     assert!(names.len() > 1);
-                    names.iter().map(|n| parse_with_entry(&part, Some(n))).collect::<Result<Vec<_>, _>>().map(|ms| ms.len())
+                    names
+                        .iter()
+                        .map(|n| parse_with_entry(&part, Some(n)))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map(|ms| ms.len())
                 }
                 r => r.map(|m| {
                     assert!(m.entry_comp().has_root(), "{}", f.display());
@@ -825,7 +859,11 @@ fn parses_conformance_corpus() {
             }
         }
     }
-    eprintln!("conformance: {} files, {chunks} chunks, {ok} parsed, {allowed} unsupported, {} bad", files.len(), bad.len());
+    eprintln!(
+        "conformance: {} files, {chunks} chunks, {ok} parsed, {allowed} unsupported, {} bad",
+        files.len(),
+        bad.len()
+    );
     for (r, n) in &reasons {
         eprintln!("  {n:5} {r}");
     }

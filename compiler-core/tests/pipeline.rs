@@ -10,7 +10,9 @@ mod corpus;
 
 use hloscope_core::interp::Interpreter;
 use hloscope_core::ir::{Data, Literal, Module, Value};
-use hloscope_core::passes::pipeline::{parse_pipeline_spec, run_pipeline, run_pipeline_observed, PipelineConfig, PipelineError};
+use hloscope_core::passes::pipeline::{
+    parse_pipeline_spec, run_pipeline, run_pipeline_observed, PipelineConfig, PipelineError,
+};
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -37,7 +39,9 @@ fn observe(module: &Module, args: &[Value]) -> Result<Observed, String> {
 fn same_value(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Array(x), Value::Array(y)) => same_literal(x, y),
-        (Value::Tuple(xs), Value::Tuple(ys)) => xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| same_value(x, y)),
+        (Value::Tuple(xs), Value::Tuple(ys)) => {
+            xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| same_value(x, y))
+        }
         (Value::Token, Value::Token) => true,
         _ => false,
     }
@@ -48,7 +52,9 @@ fn same_literal(x: &Literal, y: &Literal) -> bool {
         return false;
     }
     match (&x.data, &y.data) {
-        (Data::F(a), Data::F(b)) => a.iter().zip(b).all(|(p, q)| (p.is_nan() && q.is_nan()) || p.to_bits() == q.to_bits()),
+        (Data::F(a), Data::F(b)) => {
+            a.iter().zip(b).all(|(p, q)| (p.is_nan() && q.is_nan()) || p.to_bits() == q.to_bits())
+        }
         _ => x.data == y.data,
     }
 }
@@ -75,20 +81,24 @@ fn check_pipeline(mut module: Module, args: &[Value]) -> Result<Option<usize>, S
     let Ok(before) = observe(&module, args) else { return Ok(None) };
     let mut failure: Option<String> = None;
     let mut passes = 0;
-    let result = run_pipeline_observed(&mut module, &PipelineConfig { snapshots: false, ..Default::default() }, &mut |pass, m| {
-        passes += 1;
-        if failure.is_some() {
-            return;
-        }
-        match observe(m, args) {
-            Ok(after) => {
-                if let Err(e) = same_observed(&before, &after) {
-                    failure = Some(format!("after {pass}: {e}"));
-                }
+    let result = run_pipeline_observed(
+        &mut module,
+        &PipelineConfig { snapshots: false, ..Default::default() },
+        &mut |pass, m| {
+            passes += 1;
+            if failure.is_some() {
+                return;
             }
-            Err(e) => failure = Some(format!("after {pass}: the interpreter failed: {e}")),
-        }
-    });
+            match observe(m, args) {
+                Ok(after) => {
+                    if let Err(e) = same_observed(&before, &after) {
+                        failure = Some(format!("after {pass}: {e}"));
+                    }
+                }
+                Err(e) => failure = Some(format!("after {pass}: the interpreter failed: {e}")),
+            }
+        },
+    );
     if let Err(e) = result {
         return Err(e.to_string());
     }
@@ -214,14 +224,23 @@ fn pipeline_specs() {
         ["inline", "simplify", "constant-fold", "dce", "fusion", "layout-assignment"]
     );
     assert_eq!(names("dce, simplify{max_rounds=2}").unwrap(), ["dce", "simplify"]);
-    assert_eq!(parse_pipeline_spec("simplify{max_rounds=2}").unwrap()[0].knobs, [("max_rounds".to_string(), "2".to_string())]);
+    assert_eq!(
+        parse_pipeline_spec("simplify{max_rounds=2}").unwrap()[0].knobs,
+        [("max_rounds".to_string(), "2".to_string())]
+    );
     let err = |spec: &str| match parse_pipeline_spec(spec) {
         Err(PipelineError::Spec(m)) => m,
         other => panic!("{spec}: expected a spec error, got {other:?}"),
     };
-    assert_eq!(err("cse,fuse"), "unknown pass `fuse` (known: inline, simplify, constant-fold, cse, dce, fusion, layout-assignment, schedule)");
+    assert_eq!(
+        err("cse,fuse"),
+        "unknown pass `fuse` (known: inline, simplify, constant-fold, cse, dce, fusion, layout-assignment, schedule)"
+    );
     assert_eq!(err("simplify{rounds=2}"), "simplify has no knob `rounds`");
-    assert_eq!(err("constant-fold{max_elements=many}"), "constant-fold: knob max_elements takes a whole number, not `many`");
+    assert_eq!(
+        err("constant-fold{max_elements=many}"),
+        "constant-fold: knob max_elements takes a whole number, not `many`"
+    );
     assert_eq!(err("dce,-cse"), "`-cse`: cse is not in the pipeline at that point");
     assert_eq!(err("simplify{max_rounds=2"), "`simplify{max_rounds=2`: knobs must end with `}`");
 }

@@ -6,10 +6,10 @@
 #[path = "common/random_graphs.rs"]
 mod random_graphs;
 
-use random_graphs::{arguments, case, program, same_bits, Ops};
 use hloscope_core::interp::Interpreter;
 use hloscope_core::passes::pipeline::{run_pipeline, PipelineConfig};
 use proptest::prelude::*;
+use random_graphs::{arguments, case, program, same_bits, Ops};
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]

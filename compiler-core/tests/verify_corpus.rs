@@ -92,9 +92,8 @@ fn verifier_accepts_every_parsable_conformance_module() {
 #[test]
 fn verifier_accepts_the_parser_samples() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mlir_samples");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(&dir).map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect()).unwrap_or_default();
     files.retain(|p| p.extension().is_some_and(|e| e == "mlir"));
     files.sort();
     let mut errors = Vec::new();

@@ -78,12 +78,13 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
     crate::run_in(root, "cargo", &["build", "--release", "--quiet", "-p", "hloscope"])?;
     let hloscope = root.join("target").join("release").join("hloscope");
 
-    let names: Vec<String> = serde_json::from_str(&read(&programs_dir.join("programs.json"))?)
-        .map_err(|e| format!("programs.json: {e}"))?;
+    let names: Vec<String> =
+        serde_json::from_str(&read(&programs_dir.join("programs.json"))?).map_err(|e| format!("programs.json: {e}"))?;
     let mut rows = Vec::new();
     for name in &names {
         let dir = programs_dir.join(name);
-        let xla: Value = serde_json::from_str(&read(&dir.join("xla.json"))?).map_err(|e| format!("{name}/xla.json: {e}"))?;
+        let xla: Value =
+            serde_json::from_str(&read(&dir.join("xla.json"))?).map_err(|e| format!("{name}/xla.json: {e}"))?;
         progress(&format!("{name}: hloscope bench"));
         let hs_out = dir.join("hloscope_out");
         let _ = std::fs::remove_dir_all(&hs_out);
@@ -163,7 +164,8 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
 
     let table = markdown(&rows, &stream, quick, rounds);
     std::fs::write(out.join("results.md"), &table).map_err(|e| format!("cannot write results.md: {e}"))?;
-    std::fs::write(out.join("results.json"), json(&rows, &stream, quick)).map_err(|e| format!("cannot write results.json: {e}"))?;
+    std::fs::write(out.join("results.json"), json(&rows, &stream, quick))
+        .map_err(|e| format!("cannot write results.json: {e}"))?;
     let png = crate::chart::bar_chart(
         "hloscope run time / XLA:CPU run time (log scale; below 1: hloscope faster)",
         &rows.iter().map(|r| (r.name.clone(), r.slowdown())).collect::<Vec<_>>(),
@@ -183,7 +185,8 @@ const ROUNDS: usize = 3;
 /// `hloscope bench --json` of one exported program on its saved inputs; with `out`, also
 /// writes the outputs there for the comparison with XLA's.
 fn hloscope_bench(hloscope: &Path, dir: &Path, out: Option<&Path>) -> Result<Value, String> {
-    let xla: Value = serde_json::from_str(&read(&dir.join("xla.json"))?).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let xla: Value =
+        serde_json::from_str(&read(&dir.join("xla.json"))?).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut cmd = Command::new(hloscope);
     cmd.arg("bench").arg(dir.join("module.mlir")).args(["--target", "cpu", "--json"]);
     if let Some(out) = out {
@@ -194,7 +197,11 @@ fn hloscope_bench(hloscope: &Path, dir: &Path, out: Option<&Path>) -> Result<Val
     }
     let output = cmd.output().map_err(|e| format!("cannot start {}: {e}", hloscope.display()))?;
     if !output.status.success() {
-        return Err(format!("{}: hloscope bench failed: {}", dir.display(), String::from_utf8_lossy(&output.stderr).trim()));
+        return Err(format!(
+            "{}: hloscope bench failed: {}",
+            dir.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
     }
     serde_json::from_slice(&output.stdout).map_err(|e| format!("{}: hloscope bench --json: {e}", dir.display()))
 }

@@ -64,7 +64,8 @@ impl Canvas {
                 pen += f.h_advance(id);
                 if let Some(outline) = font.outline_glyph(glyph) {
                     let b = outline.px_bounds();
-                    outline.draw(|gx, gy, a| self.blend(b.min.x as i64 + gx as i64, b.min.y as i64 + gy as i64, color, a));
+                    outline
+                        .draw(|gx, gy, a| self.blend(b.min.x as i64 + gx as i64, b.min.y as i64 + gy as i64, color, a));
                 }
             }
         }

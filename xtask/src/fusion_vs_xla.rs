@@ -28,7 +28,11 @@ fn explain(bin: &Path, file: &Path, no_passes: bool) -> Result<Cost, String> {
     }
     let out = cmd.arg(file).output().map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
     if !out.status.success() {
-        return Err(format!("hloscope explain {} failed: {}", file.display(), String::from_utf8_lossy(&out.stderr).trim()));
+        return Err(format!(
+            "hloscope explain {} failed: {}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
     }
     let v: Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("{}: bad JSON: {e}", file.display()))?;
     let field = |k: &str| v[k].as_u64().ok_or_else(|| format!("{}: no `{k}` in the report", file.display()));
@@ -95,7 +99,11 @@ our bytes over XLA's; below 1 we move less.\n\n";
     doc += "| program | our kernels | XLA kernels | our bytes | XLA bytes | ratio | worse than XLA |\n";
     doc += "|---|---:|---:|---:|---:|---:|---|\n";
     doc += &rows;
-    let _ = writeln!(doc, "| **total** | **{ours_k}** | **{xla_k}** | **{ours_b}** | **{xla_b}** | **{:.2}** | |", ratio(ours_b, xla_b));
+    let _ = writeln!(
+        doc,
+        "| **total** | **{ours_k}** | **{xla_k}** | **{ours_b}** | **{xla_b}** | **{:.2}** | |",
+        ratio(ours_b, xla_b)
+    );
     let _ = writeln!(doc, "\nPrograms where we launch more kernels than XLA: {}.\n", list(&more_kernels));
     let _ = writeln!(doc, "Programs where we move more bytes than XLA: {}.", list(&more_bytes));
     let path = root.join("docs").join("fusion-vs-xla.md");
@@ -113,7 +121,11 @@ our bytes over XLA's; below 1 we move less.\n\n";
 
 fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 {
-        if a == 0 { 1.0 } else { f64::INFINITY }
+        if a == 0 {
+            1.0
+        } else {
+            f64::INFINITY
+        }
     } else {
         a as f64 / b as f64
     }

@@ -61,8 +61,11 @@ fn run(program: &str, args: &[&str]) -> Result<(), String> {
 /// Runs a command in folder `dir`, echoing it first; fails with its name when it fails.
 fn run_in(dir: &Path, program: &str, args: &[&str]) -> Result<(), String> {
     eprintln!("$ {program} {}", args.join(" "));
-    let status =
-        Command::new(program).args(args).current_dir(dir).status().map_err(|e| format!("cannot start {program}: {e}"))?;
+    let status = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .map_err(|e| format!("cannot start {program}: {e}"))?;
     if status.success() {
         Ok(())
     } else {

@@ -35,4 +35,3 @@ pub fn synthetic_module(n: usize) -> String {
     writeln!(s, "  return {last} : {t}\n}}").unwrap();
     s
 }
-

@@ -196,7 +196,8 @@ pub fn inst_flops(module: &Module, comp: &Computation, id: InstId) -> u64 {
         Op::Clamp => 2 * out,
         Op::Dot(d) => {
             let lhs = operand_dims(0);
-            let k: u64 = d.lhs_contracting.iter().map(|&c| lhs.get(c as usize).copied().unwrap_or(1).max(0) as u64).product();
+            let k: u64 =
+                d.lhs_contracting.iter().map(|&c| lhs.get(c as usize).copied().unwrap_or(1).max(0) as u64).product();
             2 * out * k
         }
         Op::Convolution(c) => {
@@ -351,8 +352,7 @@ pub fn group_traffic(comp: &Computation, members: &BTreeSet<InstId>, users: &Has
                 bytes += bytes_of(comp, o);
             }
         }
-        let used_outside =
-            comp.root == m || users.get(&m).is_some_and(|us| us.iter().any(|u| !members.contains(u)));
+        let used_outside = comp.root == m || users.get(&m).is_some_and(|us| us.iter().any(|u| !members.contains(u)));
         if used_outside {
             bytes += bytes_of(comp, m);
         }

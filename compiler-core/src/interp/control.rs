@@ -182,8 +182,10 @@ mod tests {
         let mut m = TestModule::new();
         let t = arr(S32, &[]);
         // branch 0: a + b, branch 1: a * b, branch 2: b (gets only operand 1).
-        let b0 = m.comp("b0", &[t.clone(), t.clone()], |b, p| b.op(Op::Binary(BinaryOp::Add), &[p[0], p[1]], arr(S32, &[])));
-        let b1 = m.comp("b1", &[t.clone(), t.clone()], |b, p| b.op(Op::Binary(BinaryOp::Mul), &[p[0], p[1]], arr(S32, &[])));
+        let b0 =
+            m.comp("b0", &[t.clone(), t.clone()], |b, p| b.op(Op::Binary(BinaryOp::Add), &[p[0], p[1]], arr(S32, &[])));
+        let b1 =
+            m.comp("b1", &[t.clone(), t.clone()], |b, p| b.op(Op::Binary(BinaryOp::Mul), &[p[0], p[1]], arr(S32, &[])));
         let b2 = m.comp("b2", std::slice::from_ref(&t), |_, p| p[0]);
         let op = Op::Case { branches: vec![b0, b1, b2], branch_operands: vec![vec![0, 1], vec![0, 1], vec![1]] };
         m.run_op(op, t, &[selector, s32(6), s32(7)])
@@ -207,7 +209,9 @@ mod tests {
     fn call_fusion_tuples_and_ids() {
         let mut m = TestModule::new();
         let t = arr(F32, &[2]);
-        let callee = m.comp("callee", &[t.clone(), t.clone()], |b, p| b.op(Op::Binary(BinaryOp::Sub), &[p[0], p[1]], arr(F32, &[2])));
+        let callee = m.comp("callee", &[t.clone(), t.clone()], |b, p| {
+            b.op(Op::Binary(BinaryOp::Sub), &[p[0], p[1]], arr(F32, &[2]))
+        });
         let a: Value = f32s(&[2], &[5.0, 1.0]).into();
         let b: Value = f32s(&[2], &[2.0, 4.0]).into();
         let want: Value = f32s(&[2], &[3.0, -3.0]).into();

@@ -23,7 +23,12 @@ pub(super) fn convolution(_: &mut Interpreter, inst: &Instruction, args: &[Value
     let dn = &c.dims;
     let rank = lhs.shape.rank();
     if rhs.shape.rank() != rank || out.rank() != rank || rank < 2 {
-        return Err(format!("lhs, rhs and result must have one rank >= 2 ({}, {}, {})", rank, rhs.shape.rank(), out.rank()));
+        return Err(format!(
+            "lhs, rhs and result must have one rank >= 2 ({}, {}, {})",
+            rank,
+            rhs.shape.rank(),
+            out.rank()
+        ));
     }
     let ns = rank - 2;
     let lists: [(&str, usize); 8] = [
@@ -53,7 +58,9 @@ pub(super) fn convolution(_: &mut Interpreter, inst: &Instruction, args: &[Value
     perm_ok("input", [vec![dn.input_batch, dn.input_feature], dn.input_spatial.clone()].concat())?;
     perm_ok("kernel", [vec![dn.kernel_input_feature, dn.kernel_output_feature], dn.kernel_spatial.clone()].concat())?;
     perm_ok("output", [vec![dn.output_batch, dn.output_feature], dn.output_spatial.clone()].concat())?;
-    for (name, v) in [("window_strides", &c.window_strides), ("lhs_dilation", &c.lhs_dilation), ("rhs_dilation", &c.rhs_dilation)] {
+    for (name, v) in
+        [("window_strides", &c.window_strides), ("lhs_dilation", &c.lhs_dilation), ("rhs_dilation", &c.rhs_dilation)]
+    {
         if v.iter().any(|&x| x <= 0) {
             return Err(format!("{name} must be positive"));
         }
@@ -82,7 +89,14 @@ pub(super) fn convolution(_: &mut Interpreter, inst: &Instruction, args: &[Value
     for s in 0..ns {
         let n = ld[dn.input_spatial[s] as usize];
         let k = rd[dn.kernel_spatial[s] as usize];
-        let count = crate::verify::infer::num_windows(n, c.lhs_dilation[s], c.padding[s], k, c.rhs_dilation[s], c.window_strides[s])?;
+        let count = crate::verify::infer::num_windows(
+            n,
+            c.lhs_dilation[s],
+            c.padding[s],
+            k,
+            c.rhs_dilation[s],
+            c.window_strides[s],
+        )?;
         if od[dn.output_spatial[s] as usize] != count {
             return Err(format!("result spatial dim {s} is {}, expected {count}", od[dn.output_spatial[s] as usize]));
         }
@@ -139,7 +153,8 @@ pub(super) fn convolution(_: &mut Interpreter, inst: &Instruction, args: &[Value
             let mut inside = true;
             for s in 0..ns {
                 let w = if c.window_reversal[s] { kdims[s] - 1 - ki[s] } else { ki[s] };
-                let q = oi[dn.output_spatial[s] as usize] * c.window_strides[s] + w * c.rhs_dilation[s] - c.padding[s].0;
+                let q =
+                    oi[dn.output_spatial[s] as usize] * c.window_strides[s] + w * c.rhs_dilation[s] - c.padding[s].0;
                 let n = ld[dn.input_spatial[s] as usize];
                 if q < 0 || q % c.lhs_dilation[s] != 0 || q / c.lhs_dilation[s] >= n {
                     inside = false;
@@ -162,7 +177,11 @@ pub(super) fn convolution(_: &mut Interpreter, inst: &Instruction, args: &[Value
                     match &acc {
                         Acc::F(l, r) => {
                             // f32 sums step by step in f32, as XLA does (see dot.rs).
-                            fsum = if f32_steps { round_float(elem, fsum + round_float(elem, l[li] * r[ri])) } else { fsum + l[li] * r[ri] }
+                            fsum = if f32_steps {
+                                round_float(elem, fsum + round_float(elem, l[li] * r[ri]))
+                            } else {
+                                fsum + l[li] * r[ri]
+                            }
                         }
                         Acc::I(l, r) => isum = isum.wrapping_add(l[li].wrapping_mul(r[ri])),
                         Acc::P(l, r) => psum |= l[li] && r[ri],

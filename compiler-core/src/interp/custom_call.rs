@@ -87,10 +87,16 @@ mod tests {
 
     #[test]
     fn top_k_picks_largest_with_stable_ties_and_nan_first() {
-        let ty = Type::Tuple(vec![Type::array(ElementType::F32, vec![2, 2]), Type::array(ElementType::S32, vec![2, 2])]);
+        let ty =
+            Type::Tuple(vec![Type::array(ElementType::F32, vec![2, 2]), Type::array(ElementType::S32, vec![2, 2])]);
         let inst = Instruction {
             name: "topk".into(),
-            op: Op::CustomCall(CustomCallAttrs { target: "TopK".into(), has_side_effect: false, backend_config: String::new(), attrs: vec![] }),
+            op: Op::CustomCall(CustomCallAttrs {
+                target: "TopK".into(),
+                has_side_effect: false,
+                backend_config: String::new(),
+                attrs: vec![],
+            }),
             operands: vec![],
             ty,
             loc: Loc::default(),
@@ -111,12 +117,18 @@ mod tests {
         let ty = Type::Tuple(vec![Type::array(ElementType::F64, vec![3]), Type::array(ElementType::S32, vec![3])]);
         let inst = Instruction {
             name: "topk".into(),
-            op: Op::CustomCall(CustomCallAttrs { target: "TopK".into(), has_side_effect: false, backend_config: String::new(), attrs: vec![] }),
+            op: Op::CustomCall(CustomCallAttrs {
+                target: "TopK".into(),
+                has_side_effect: false,
+                backend_config: String::new(),
+                attrs: vec![],
+            }),
             operands: vec![],
             ty,
             loc: Loc::default(),
         };
-        let x = Literal::from_f64s(Shape::new(ElementType::F64, vec![4]), &[f64::NEG_INFINITY, -f64::MAX, f64::MAX, -0.0]);
+        let x =
+            Literal::from_f64s(Shape::new(ElementType::F64, vec![4]), &[f64::NEG_INFINITY, -f64::MAX, f64::MAX, -0.0]);
         let Value::Tuple(parts) = known(&inst, &[Value::Array(x)]).unwrap().unwrap() else { panic!("tuple expected") };
         assert_eq!(parts[0].as_array().unwrap().to_f64_vec(), vec![f64::MAX, -0.0, -f64::MAX]);
         assert_eq!(parts[1].as_array().unwrap().data, Data::S(vec![2, 3, 1]));

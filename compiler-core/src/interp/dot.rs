@@ -95,7 +95,9 @@ pub(super) fn dot(_: &mut Interpreter, inst: &Instruction, args: &[Value]) -> Re
                 .iter()
                 .map(|&(l, r)| {
                     if elem == ElementType::F32 {
-                        pairs.iter().fold(0f64, |s, &(i, j)| round_float(elem, s + round_float(elem, a[l + i] * b[r + j])))
+                        pairs
+                            .iter()
+                            .fold(0f64, |s, &(i, j)| round_float(elem, s + round_float(elem, a[l + i] * b[r + j])))
                     } else {
                         round_float(elem, pairs.iter().map(|&(i, j)| a[l + i] * b[r + j]).sum::<f64>())
                     }
@@ -155,7 +157,12 @@ mod tests {
         // lhs [b=2, k=2, m=1], rhs [n=2, b=2, k=2]: result [b, m, n].
         let lhs = ints(S32, &[2, 2, 1], &[1, 2, 3, 4]);
         let rhs = ints(S32, &[2, 2, 2], &[1, 1, 10, 20, 2, 0, 0, 3]);
-        let op = Op::Dot(DotDims { lhs_batch: vec![0], rhs_batch: vec![1], lhs_contracting: vec![1], rhs_contracting: vec![2] });
+        let op = Op::Dot(DotDims {
+            lhs_batch: vec![0],
+            rhs_batch: vec![1],
+            lhs_contracting: vec![1],
+            rhs_contracting: vec![2],
+        });
         let out = run_op_array(op, arr(S32, &[2, 1, 2]), &[lhs.into(), rhs.into()]);
         // b=0: lhs k = [1,2]; rhs[n,0,:] = [1,1], [2,0] -> 3, 2.
         // b=1: lhs k = [3,4]; rhs[n,1,:] = [10,20], [0,3] -> 110, 12.

@@ -12,7 +12,9 @@
 use super::{expect_arity, expect_array, result_shape, Interpreter};
 use crate::ir::literal::{float_bits, float_from_bits, float_to_signed, float_to_unsigned, width_mask};
 use crate::ir::literal::{round_float, wrap_signed, wrap_unsigned};
-use crate::ir::{BinaryOp, CmpDir, CmpKind, Data, ElementType, Instruction, Literal, Op, Scalar, Shape, UnaryOp, Value};
+use crate::ir::{
+    BinaryOp, CmpDir, CmpKind, Data, ElementType, Instruction, Literal, Op, Scalar, Shape, UnaryOp, Value,
+};
 
 /// The declared result shape without a layout.
 fn logical_result(inst: &Instruction) -> Result<Shape, String> {
@@ -484,7 +486,9 @@ pub(super) fn select(_: &mut Interpreter, inst: &Instruction, args: &[Value]) ->
     }
     let picks = (0..t.num_elements()).map(|i| pv[bcast(p, i)]);
     let data = match (&t.data, &f.data) {
-        (Data::Pred(x), Data::Pred(y)) => Data::Pred(picks.enumerate().map(|(i, c)| if c { x[i] } else { y[i] }).collect()),
+        (Data::Pred(x), Data::Pred(y)) => {
+            Data::Pred(picks.enumerate().map(|(i, c)| if c { x[i] } else { y[i] }).collect())
+        }
         (Data::S(x), Data::S(y)) => Data::S(picks.enumerate().map(|(i, c)| if c { x[i] } else { y[i] }).collect()),
         (Data::U(x), Data::U(y)) => Data::U(picks.enumerate().map(|(i, c)| if c { x[i] } else { y[i] }).collect()),
         (Data::F(x), Data::F(y)) => Data::F(picks.enumerate().map(|(i, c)| if c { x[i] } else { y[i] }).collect()),
@@ -515,8 +519,12 @@ pub(super) fn clamp(_: &mut Interpreter, inst: &Instruction, args: &[Value]) -> 
         (Data::Pred(l), Data::Pred(v), Data::Pred(h)) => {
             Data::Pred((0..n).map(|i| (v[i] | l[bcast(lo, i)]) & h[bcast(hi, i)]).collect())
         }
-        (Data::S(l), Data::S(v), Data::S(h)) => Data::S((0..n).map(|i| v[i].max(l[bcast(lo, i)]).min(h[bcast(hi, i)])).collect()),
-        (Data::U(l), Data::U(v), Data::U(h)) => Data::U((0..n).map(|i| v[i].max(l[bcast(lo, i)]).min(h[bcast(hi, i)])).collect()),
+        (Data::S(l), Data::S(v), Data::S(h)) => {
+            Data::S((0..n).map(|i| v[i].max(l[bcast(lo, i)]).min(h[bcast(hi, i)])).collect())
+        }
+        (Data::U(l), Data::U(v), Data::U(h)) => {
+            Data::U((0..n).map(|i| v[i].max(l[bcast(lo, i)]).min(h[bcast(hi, i)])).collect())
+        }
         (Data::F(l), Data::F(v), Data::F(h)) => Data::F(
             (0..n).map(|i| round_float(elem, float_min(float_max(v[i], l[bcast(lo, i)]), h[bcast(hi, i)]))).collect(),
         ),
@@ -788,7 +796,8 @@ mod tests {
         assert_eq!(un(UnaryOp::Rsqrt, f32s(&[1], &[4.0])).to_f64_vec(), vec![0.5]);
         assert_bits_eq(&un(UnaryOp::Log, f32s(&[3], &[0.0, -1.0, 1.0])).to_f64_vec(), &[-INF, NAN, 0.0]);
         assert_bits_eq(&un(UnaryOp::Tan, f32s(&[1], &[-0.0])).to_f64_vec(), &[-0.0]);
-        let finite = run_op_array(Op::Unary(UnaryOp::IsFinite), arr(Pred, &[4]), &[f32s(&[4], &[INF, -INF, NAN, 1.0]).into()]);
+        let finite =
+            run_op_array(Op::Unary(UnaryOp::IsFinite), arr(Pred, &[4]), &[f32s(&[4], &[INF, -INF, NAN, 1.0]).into()]);
         assert_eq!(finite, preds(&[4], &[false, false, false, true]));
         assert!(run_op(Op::Unary(UnaryOp::Exp), arr(S32, &[1]), &[ints(S32, &[1], &[1]).into()]).is_err());
         assert!(run_op(Op::Unary(UnaryOp::Not), arr(F32, &[1]), &[f32s(&[1], &[1.0]).into()]).is_err());
@@ -829,7 +838,10 @@ mod tests {
     fn integer_arithmetic_wraps() {
         assert_eq!(bin(BinaryOp::Add, ints(S8, &[1], &[100]), ints(S8, &[1], &[100])), ints(S8, &[1], &[-56]));
         assert_eq!(bin(BinaryOp::Mul, uints(U8, &[1], &[16]), uints(U8, &[1], &[16])), uints(U8, &[1], &[0]));
-        assert_eq!(bin(BinaryOp::Sub, uints(U32, &[1], &[0]), uints(U32, &[1], &[1])), uints(U32, &[1], &[0xFFFF_FFFF]));
+        assert_eq!(
+            bin(BinaryOp::Sub, uints(U32, &[1], &[0]), uints(U32, &[1], &[1])),
+            uints(U32, &[1], &[0xFFFF_FFFF])
+        );
         let max = bin(BinaryOp::Max, uints(U64, &[1], &[u64::MAX]), uints(U64, &[1], &[1]));
         assert_eq!(max, uints(U64, &[1], &[u64::MAX]));
         let min = bin(BinaryOp::Min, ints(S64, &[1], &[i64::MIN]), ints(S64, &[1], &[0]));
@@ -883,9 +895,14 @@ mod tests {
         assert_eq!(t.to_f64_vec(), vec![3.0 * std::f64::consts::FRAC_PI_4]);
         let d = bin(BinaryOp::Div, f32s(&[3], &[1.0, -1.0, 0.0]), f32s(&[3], &[0.0, 0.0, 0.0]));
         assert_bits_eq(&d.to_f64_vec(), &[INF, -INF, NAN]);
-        let bad = run_op(Op::Binary(BinaryOp::And), arr(F32, &[1]), &[f32s(&[1], &[1.0]).into(), f32s(&[1], &[1.0]).into()]);
+        let bad =
+            run_op(Op::Binary(BinaryOp::And), arr(F32, &[1]), &[f32s(&[1], &[1.0]).into(), f32s(&[1], &[1.0]).into()]);
         assert!(bad.is_err());
-        let mismatched = run_op(Op::Binary(BinaryOp::Add), arr(F32, &[1]), &[f32s(&[1], &[1.0]).into(), lit(F64, &[1], &[1.0]).into()]);
+        let mismatched = run_op(
+            Op::Binary(BinaryOp::Add),
+            arr(F32, &[1]),
+            &[f32s(&[1], &[1.0]).into(), lit(F64, &[1], &[1.0]).into()],
+        );
         assert!(mismatched.is_err());
     }
 
@@ -932,14 +949,23 @@ mod tests {
     fn select_and_clamp() {
         let t = ints(S32, &[3], &[1, 2, 3]);
         let f = ints(S32, &[3], &[-1, -2, -3]);
-        let out = run_op_array(Op::Select, arr(S32, &[3]), &[preds(&[3], &[true, false, true]).into(), t.clone().into(), f.clone().into()]);
+        let out = run_op_array(
+            Op::Select,
+            arr(S32, &[3]),
+            &[preds(&[3], &[true, false, true]).into(), t.clone().into(), f.clone().into()],
+        );
         assert_eq!(out, ints(S32, &[3], &[1, -2, 3]));
-        let out = run_op_array(Op::Select, arr(S32, &[3]), &[preds(&[], &[false]).into(), t.clone().into(), f.clone().into()]);
+        let out = run_op_array(
+            Op::Select,
+            arr(S32, &[3]),
+            &[preds(&[], &[false]).into(), t.clone().into(), f.clone().into()],
+        );
         assert_eq!(out, f);
         assert!(run_op(Op::Select, arr(S32, &[3]), &[preds(&[2], &[true, true]).into(), t.into(), f.into()]).is_err());
 
         let x = f32s(&[4], &[NAN, -1.0, 5.0, 0.5]);
-        let out = run_op_array(Op::Clamp, arr(F32, &[4]), &[f32s(&[], &[0.0]).into(), x.into(), f32s(&[], &[1.0]).into()]);
+        let out =
+            run_op_array(Op::Clamp, arr(F32, &[4]), &[f32s(&[], &[0.0]).into(), x.into(), f32s(&[], &[1.0]).into()]);
         assert_bits_eq(&out.to_f64_vec(), &[NAN, 0.0, 1.0, 0.5]);
         let lo = ints(S8, &[3], &[0, 5, -10]);
         let hi = ints(S8, &[3], &[1, 9, -5]);
@@ -1005,7 +1031,12 @@ mod tests {
         assert_eq!(rp(f32s(&[2], &[1.0 + 1.0 / 256.0, 1.0 + 3.0 / 256.0]), 8, 7), vec![1.0, 1.015625]);
         // Below f16's smallest normal (2^-14) flushes to a signed zero.
         assert_bits_eq(&rp(f32s(&[3], &[1e-5, -1e-5, 1e-4]), 5, 10), &[0.0, -0.0, 0.000_100_016_593_933_105_47]);
-        assert!(run_op(Op::ReducePrecision { exponent_bits: 5, mantissa_bits: 2 }, arr(S32, &[1]), &[ints(S32, &[1], &[1]).into()]).is_err());
+        assert!(run_op(
+            Op::ReducePrecision { exponent_bits: 5, mantissa_bits: 2 },
+            arr(S32, &[1]),
+            &[ints(S32, &[1], &[1]).into()]
+        )
+        .is_err());
     }
 
     #[test]

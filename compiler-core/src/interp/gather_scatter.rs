@@ -10,8 +10,10 @@
 //! (XLA's own backends drop a whole update window when any part of it is outside; the
 //! per-element rule here is the spec's and the StableHLO reference interpreter's.)
 
-use super::index::{array_arg, check_axes, in_bounds, index_value, next_index, offset, pack, result_shape,
-    result_shapes, set_scalar, Body};
+use super::index::{
+    array_arg, check_axes, in_bounds, index_value, next_index, offset, pack, result_shape, result_shapes, set_scalar,
+    Body,
+};
 use super::Interpreter;
 use crate::ir::{Instruction, Literal, Op, Value};
 
@@ -206,12 +208,15 @@ pub(super) fn scatter(interp: &mut Interpreter, inst: &Instruction, args: &[Valu
     check_axes("update_window_dims", &s.update_window_dims, upd_dims.len())?;
     let window_axes = remaining_axes(rank, &[&s.inserted_window_dims, &s.input_batching_dims]);
     if window_axes.len() != s.update_window_dims.len() {
-        return Err(format!("{} update window dims for {} operand window dims", s.update_window_dims.len(), window_axes.len()));
+        return Err(format!(
+            "{} update window dims for {} operand window dims",
+            s.update_window_dims.len(),
+            window_axes.len()
+        ));
     }
     let scatter_axes = remaining_axes(upd_dims.len(), &[&s.update_window_dims]);
     let index_batch = indices.batch_dims();
-    if scatter_axes.len() != index_batch.len()
-        || scatter_axes.iter().zip(&index_batch).any(|(&a, &d)| upd_dims[a] != d)
+    if scatter_axes.len() != index_batch.len() || scatter_axes.iter().zip(&index_batch).any(|(&a, &d)| upd_dims[a] != d)
     {
         return Err(format!("updates {:?} do not match the scatter indices batch dims {index_batch:?}", upd_dims));
     }
@@ -299,11 +304,7 @@ mod tests {
     fn gather_with_batching_dims() {
         // stablehlo interpret/gather.mlir @gather_op_with_batching_dim_test.
         let operand = ints(S64, &[2, 3, 4, 2], &iota(48));
-        let idx = ints(
-            S64,
-            &[2, 2, 3, 2],
-            &[0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 0, 9, 0, 0, 2, 1, 2, 2, 1, 2, 0, 1, 1, 0],
-        );
+        let idx = ints(S64, &[2, 2, 3, 2], &[0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 0, 9, 0, 0, 2, 1, 2, 2, 1, 2, 0, 1, 1, 0]);
         let g = GatherDims {
             offset_dims: vec![3, 4],
             collapsed_slice_dims: vec![1],
@@ -344,8 +345,15 @@ mod tests {
 
     #[test]
     fn gather_rejects_bad_slice_sizes() {
-        let g = GatherDims { offset_dims: vec![0], start_index_map: vec![0], index_vector_dim: 1, slice_sizes: vec![5], ..Default::default() };
-        let err = run_op(Op::Gather(g), arr(F32, &[5]), &[f32s(&[3], &[1.0, 2.0, 3.0]).into(), ints(S32, &[1], &[0]).into()]);
+        let g = GatherDims {
+            offset_dims: vec![0],
+            start_index_map: vec![0],
+            index_vector_dim: 1,
+            slice_sizes: vec![5],
+            ..Default::default()
+        };
+        let err =
+            run_op(Op::Gather(g), arr(F32, &[5]), &[f32s(&[3], &[1.0, 2.0, 3.0]).into(), ints(S32, &[1], &[0]).into()]);
         assert!(err.unwrap_err().message.contains("slice size 5"));
     }
 
@@ -383,7 +391,11 @@ mod tests {
             let idx = ints(S64, &[2, 3, 2], &[0, 2, 1, 0, 2, 1, 0, 1, 1, 0, 0, 9]);
             let updates = ints(S64, &[2, 3, 2, 2], &[1; 24]);
             let out = m
-                .run_op(Op::Scatter(scatter_dims(body)), arr(S64, &[3, 4, 2]), &[inputs.into(), idx.into(), updates.into()])
+                .run_op(
+                    Op::Scatter(scatter_dims(body)),
+                    arr(S64, &[3, 4, 2]),
+                    &[inputs.into(), idx.into(), updates.into()],
+                )
                 .unwrap();
             let want = [1, 2, 5, 6, 7, 8, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 21, 22, 23, 24];
             assert_eq!(as_i64s(&out), want, "called={called}");
@@ -396,11 +408,7 @@ mod tests {
         let mut m = TestModule::new();
         let body = m.binary_body(BinaryOp::Add, S64);
         let inputs = ints(S64, &[2, 3, 4, 2], &iota(48));
-        let idx = ints(
-            S64,
-            &[2, 2, 3, 2],
-            &[0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 0, 9, 0, 0, 2, 1, 2, 2, 1, 2, 0, 1, 1, 0],
-        );
+        let idx = ints(S64, &[2, 2, 3, 2], &[0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 0, 9, 0, 0, 2, 1, 2, 2, 1, 2, 0, 1, 1, 0]);
         let updates = ints(S64, &[2, 2, 3, 2, 2], &[1; 48]);
         let dims = ScatterDims {
             update_window_dims: vec![3, 4],
@@ -411,7 +419,8 @@ mod tests {
             index_vector_dim: 3,
             ..scatter_dims(body)
         };
-        let out = m.run_op(Op::Scatter(dims), arr(S64, &[2, 3, 4, 2]), &[inputs.into(), idx.into(), updates.into()]).unwrap();
+        let out =
+            m.run_op(Op::Scatter(dims), arr(S64, &[2, 3, 4, 2]), &[inputs.into(), idx.into(), updates.into()]).unwrap();
         let want = [
             3, 4, 6, 7, 6, 7, 7, 8, 9, 10, 11, 12, 15, 16, 17, 18, 17, 18, 19, 20, 22, 23, 24, 25, //
             25, 26, 28, 29, 30, 31, 31, 32, 35, 36, 38, 39, 38, 39, 39, 40, 41, 42, 44, 45, 46, 47, 47, 48,

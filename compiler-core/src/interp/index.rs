@@ -6,7 +6,9 @@
 //! modules the verifier has not seen.
 
 use super::Interpreter;
-use crate::ir::{BinaryOp, CmpDir, CmpKind, CompId, Data, ElementType, InstId, Instruction, Literal, Op, Scalar, Shape, Type, Value};
+use crate::ir::{
+    BinaryOp, CmpDir, CmpKind, CompId, Data, ElementType, InstId, Instruction, Literal, Op, Scalar, Shape, Type, Value,
+};
 
 /// Operand `i` as an array.
 pub(super) fn array_arg(args: &[Value], i: usize) -> Result<&Literal, String> {
@@ -138,9 +140,21 @@ pub(super) fn check_axes(what: &str, dims: &[i64], rank: usize) -> Result<(), St
 /// which dominate the run time of window and scatter ops), or a call of the computation.
 pub(super) enum Body {
     /// `op(p[lhs], p[1 - lhs])` on scalars of the element type.
-    Binary { op: BinaryOp, elem: ElementType, swapped: bool },
-    Compare { dir: CmpDir, kind: Option<CmpKind>, swapped: bool },
-    Call { comp: CompId, elems: Vec<ElementType>, results: usize },
+    Binary {
+        op: BinaryOp,
+        elem: ElementType,
+        swapped: bool,
+    },
+    Compare {
+        dir: CmpDir,
+        kind: Option<CmpKind>,
+        swapped: bool,
+    },
+    Call {
+        comp: CompId,
+        elems: Vec<ElementType>,
+        results: usize,
+    },
 }
 
 impl Body {
@@ -190,7 +204,8 @@ impl Body {
                 Ok(vec![Scalar::Pred(super::sort::compare(a, b, *dir, *kind))])
             }
             Body::Call { comp, elems, results } => {
-                let values = args.iter().zip(elems).map(|(&s, &e)| scalar_value(e, s)).collect::<Result<Vec<_>, _>>()?;
+                let values =
+                    args.iter().zip(elems).map(|(&s, &e)| scalar_value(e, s)).collect::<Result<Vec<_>, _>>()?;
                 call_scalars(interp, *comp, &values, *results)
             }
         }

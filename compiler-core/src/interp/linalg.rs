@@ -41,7 +41,11 @@ pub(super) fn triangular_solve(_: &mut Interpreter, inst: &Instruction, args: &[
         return Err(format!("a {:?} must be square with the batch dims of b {:?}", a.shape.dims, b.shape.dims));
     }
     if (t.left_side && rows != m) || (!t.left_side && cols != m) {
-        return Err(format!("b {:?} does not match a {m}x{m} on the {} side", b.shape.dims, if t.left_side { "left" } else { "right" }));
+        return Err(format!(
+            "b {:?} does not match a {m}x{m} on the {} side",
+            b.shape.dims,
+            if t.left_side { "left" } else { "right" }
+        ));
     }
     if !out.same_dims(&b.shape) || out.elem != b.elem() || a.elem() != b.elem() {
         return Err(format!("result {out} must have the type of b"));
@@ -179,7 +183,11 @@ mod tests {
     fn solve(left: bool, lower: bool, unit: bool, tr: Transpose, a: &[f64], b: &[f64], bdims: &[i64]) -> Vec<f64> {
         let n = (a.len() as f64).sqrt() as i64;
         let attrs = TriangularSolveAttrs { left_side: left, lower, unit_diagonal: unit, transpose_a: tr };
-        let out = run_op_array(Op::TriangularSolve(attrs), arr(F64, bdims), &[lit(F64, &[n, n], a).into(), lit(F64, bdims, b).into()]);
+        let out = run_op_array(
+            Op::TriangularSolve(attrs),
+            arr(F64, bdims),
+            &[lit(F64, &[n, n], a).into(), lit(F64, bdims, b).into()],
+        );
         out.to_f64_vec()
     }
 
@@ -224,7 +232,12 @@ mod tests {
     fn batched_solve_in_f32() {
         let a = lit(F32, &[2, 2, 2], &[2.0, 0.0, 1.0, 4.0, 1.0, 0.0, 0.0, 3.0]);
         let b = lit(F32, &[2, 2, 1], &[2.0, 9.0, 1.0, 1.0]);
-        let attrs = TriangularSolveAttrs { left_side: true, lower: true, unit_diagonal: false, transpose_a: Transpose::NoTranspose };
+        let attrs = TriangularSolveAttrs {
+            left_side: true,
+            lower: true,
+            unit_diagonal: false,
+            transpose_a: Transpose::NoTranspose,
+        };
         let out = run_op_array(Op::TriangularSolve(attrs), arr(F32, &[2, 2, 1]), &[a.into(), b.into()]);
         // Batch 0: x0 = 1, x1 = (9 - 1) / 4 = 2. Batch 1: x = [1, 1/3] rounded to f32.
         assert_eq!(out.to_f64_vec(), [1.0, 2.0, 1.0, (1.0f32 / 3.0) as f64]);

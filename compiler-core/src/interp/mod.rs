@@ -68,10 +68,19 @@ pub struct Interpreter<'m, 'h> {
 
 impl<'m, 'h> Interpreter<'m, 'h> {
     pub fn new(module: &'m Module) -> Self {
-        Interpreter { module, custom_call: None, max_loop_iterations: 10_000_000, loop_iterations: 0, comp_stack: Vec::new() }
+        Interpreter {
+            module,
+            custom_call: None,
+            max_loop_iterations: 10_000_000,
+            loop_iterations: 0,
+            comp_stack: Vec::new(),
+        }
     }
 
-    pub fn with_custom_call_hook(mut self, hook: impl FnMut(&Instruction, &[Value]) -> Result<Value, String> + 'h) -> Self {
+    pub fn with_custom_call_hook(
+        mut self,
+        hook: impl FnMut(&Instruction, &[Value]) -> Result<Value, String> + 'h,
+    ) -> Self {
         self.custom_call = Some(Box::new(hook));
         self
     }
@@ -171,10 +180,7 @@ impl<'m, 'h> Interpreter<'m, 'h> {
     pub(crate) fn count_loop_iteration(&mut self) -> Result<(), String> {
         self.loop_iterations += 1;
         if self.loop_iterations > self.max_loop_iterations {
-            return Err(format!(
-                "gave up after {} loop iterations (is the loop infinite?)",
-                self.max_loop_iterations
-            ));
+            return Err(format!("gave up after {} loop iterations (is the loop infinite?)", self.max_loop_iterations));
         }
         Ok(())
     }

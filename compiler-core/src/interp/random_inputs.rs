@@ -34,12 +34,7 @@ const INT_RANGE: i64 = 8;
 /// integers in a small range, preds fair coin flips. Tuples are filled element-wise.
 pub fn random_inputs(module: &Module, seed: u64) -> Vec<Value> {
     let mut rng = SplitMix64::new(seed);
-    module
-        .entry_comp()
-        .param_types()
-        .iter()
-        .map(|t| random_value(t, &mut rng))
-        .collect()
+    module.entry_comp().param_types().iter().map(|t| random_value(t, &mut rng)).collect()
 }
 
 fn random_value(ty: &Type, rng: &mut SplitMix64) -> Value {
@@ -57,17 +52,9 @@ fn random_literal(shape: &Shape, rng: &mut SplitMix64) -> Literal {
     let data = if elem.is_pred() {
         Data::Pred((0..n).map(|_| rng.next_u64() >> 63 == 1).collect())
     } else if elem.is_signed_int() {
-        Data::S(
-            (0..n)
-                .map(|_| (rng.next_u64() % (2 * INT_RANGE) as u64) as i64 - INT_RANGE)
-                .collect(),
-        )
+        Data::S((0..n).map(|_| (rng.next_u64() % (2 * INT_RANGE) as u64) as i64 - INT_RANGE).collect())
     } else if elem.is_unsigned_int() {
-        Data::U(
-            (0..n)
-                .map(|_| rng.next_u64() % (2 * INT_RANGE) as u64)
-                .collect(),
-        )
+        Data::U((0..n).map(|_| rng.next_u64() % (2 * INT_RANGE) as u64).collect())
     } else {
         Data::F(
             (0..n)

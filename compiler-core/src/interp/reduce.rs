@@ -91,7 +91,9 @@ pub(super) fn reduce(interp: &mut Interpreter, inst: &Instruction, args: &[Value
     // Offsets of the elements of one group, in row-major order of the reduced dims.
     let mut group: Vec<usize> = Vec::new();
     let rstrides: Vec<usize> = rdims.iter().map(|&d| strides[d]).collect();
-    for_each_index(&rdims.iter().map(|&d| shape.dims[d]).collect::<Vec<_>>(), |i| group.push(linear_offset(&rstrides, i)));
+    for_each_index(&rdims.iter().map(|&d| shape.dims[d]).collect::<Vec<_>>(), |i| {
+        group.push(linear_offset(&rstrides, i))
+    });
     let kstrides: Vec<usize> = kept.iter().map(|&d| strides[d]).collect();
     let mut bases: Vec<usize> = Vec::new();
     for_each_index(&out_dims, |i| bases.push(linear_offset(&kstrides, i)));
@@ -180,7 +182,13 @@ mod tests {
     use super::super::testutil::*;
     use crate::ir::{BinaryOp, CmpDir, ElementType::*, Op, Type, Value};
 
-    fn reduce_with(op: BinaryOp, x: crate::ir::Literal, init: crate::ir::Literal, dims: Vec<i64>, out: &[i64]) -> Value {
+    fn reduce_with(
+        op: BinaryOp,
+        x: crate::ir::Literal,
+        init: crate::ir::Literal,
+        dims: Vec<i64>,
+        out: &[i64],
+    ) -> Value {
         let mut m = TestModule::new();
         let body = m.binary_body(op, x.elem());
         let ty = arr(x.elem(), out);
@@ -191,14 +199,29 @@ mod tests {
     fn sums_along_each_dimension() {
         let x = ints(S32, &[2, 3], &[1, 2, 3, 4, 5, 6]);
         let zero = ints(S32, &[], &[0]);
-        assert_eq!(reduce_with(BinaryOp::Add, x.clone(), zero.clone(), vec![1], &[2]), ints(S32, &[2], &[6, 15]).into());
-        assert_eq!(reduce_with(BinaryOp::Add, x.clone(), zero.clone(), vec![0], &[3]), ints(S32, &[3], &[5, 7, 9]).into());
-        assert_eq!(reduce_with(BinaryOp::Add, x.clone(), ints(S32, &[], &[100]), vec![0, 1], &[]), ints(S32, &[], &[121]).into());
+        assert_eq!(
+            reduce_with(BinaryOp::Add, x.clone(), zero.clone(), vec![1], &[2]),
+            ints(S32, &[2], &[6, 15]).into()
+        );
+        assert_eq!(
+            reduce_with(BinaryOp::Add, x.clone(), zero.clone(), vec![0], &[3]),
+            ints(S32, &[3], &[5, 7, 9]).into()
+        );
+        assert_eq!(
+            reduce_with(BinaryOp::Add, x.clone(), ints(S32, &[], &[100]), vec![0, 1], &[]),
+            ints(S32, &[], &[121]).into()
+        );
         // No dimensions reduced: each element combined with the init once.
-        assert_eq!(reduce_with(BinaryOp::Mul, x.clone(), ints(S32, &[], &[2]), vec![], &[2, 3]), ints(S32, &[2, 3], &[2, 4, 6, 8, 10, 12]).into());
+        assert_eq!(
+            reduce_with(BinaryOp::Mul, x.clone(), ints(S32, &[], &[2]), vec![], &[2, 3]),
+            ints(S32, &[2, 3], &[2, 4, 6, 8, 10, 12]).into()
+        );
         // Empty reduced dimension: the init value.
         let e = ints(S32, &[2, 0], &[]);
-        assert_eq!(reduce_with(BinaryOp::Max, e, ints(S32, &[], &[-7]), vec![1], &[2]), ints(S32, &[2], &[-7, -7]).into());
+        assert_eq!(
+            reduce_with(BinaryOp::Max, e, ints(S32, &[], &[-7]), vec![1], &[2]),
+            ints(S32, &[2], &[-7, -7]).into()
+        );
     }
 
     #[test]
@@ -213,8 +236,14 @@ mod tests {
         let out = reduce_with(BinaryOp::Max, x, f32s(&[], &[f64::NEG_INFINITY]), vec![0], &[]);
         assert!(out.as_array().unwrap().to_f64_vec()[0].is_nan());
         let p = preds(&[2, 2], &[true, false, true, true]);
-        assert_eq!(reduce_with(BinaryOp::And, p.clone(), preds(&[], &[true]), vec![1], &[2]), preds(&[2], &[false, true]).into());
-        assert_eq!(reduce_with(BinaryOp::Or, p, preds(&[], &[false]), vec![0], &[2]), preds(&[2], &[true, true]).into());
+        assert_eq!(
+            reduce_with(BinaryOp::And, p.clone(), preds(&[], &[true]), vec![1], &[2]),
+            preds(&[2], &[false, true]).into()
+        );
+        assert_eq!(
+            reduce_with(BinaryOp::Or, p, preds(&[], &[false]), vec![0], &[2]),
+            preds(&[2], &[true, true]).into()
+        );
     }
 
     #[test]
@@ -262,7 +291,8 @@ mod tests {
         let mut m = TestModule::new();
         let body = m.binary_body(BinaryOp::Add, F32);
         let x = f32s(&[2], &[1.0, 2.0]);
-        let r = m.run_op(Op::Reduce { dims: vec![1], body }, arr(F32, &[]), &[x.clone().into(), f32s(&[], &[0.0]).into()]);
+        let r =
+            m.run_op(Op::Reduce { dims: vec![1], body }, arr(F32, &[]), &[x.clone().into(), f32s(&[], &[0.0]).into()]);
         assert!(r.is_err());
         let mut m = TestModule::new();
         let body = m.binary_body(BinaryOp::Add, F32);
@@ -281,11 +311,16 @@ mod tests {
         });
         let a = ints(S32, &[2, 2], &[1, 2, 3, 4]);
         let b = ints(S32, &[2, 2], &[10, 20, 30, 40]);
-        let out = m.run_op(Op::Map { dims: vec![0, 1], body }, arr(S32, &[2, 2]), &[a.clone().into(), b.clone().into()]);
+        let out =
+            m.run_op(Op::Map { dims: vec![0, 1], body }, arr(S32, &[2, 2]), &[a.clone().into(), b.clone().into()]);
         assert_eq!(out.unwrap(), ints(S32, &[2, 2], &[11, 24, 39, 56]).into());
         let mut m = TestModule::new();
         let body = m.binary_body(BinaryOp::Max, S32);
-        let out = m.run_op(Op::Map { dims: vec![0, 1], body }, arr(S32, &[2, 2]), &[a.clone().into(), ints(S32, &[2, 2], &[2, 2, 2, 2]).into()]);
+        let out = m.run_op(
+            Op::Map { dims: vec![0, 1], body },
+            arr(S32, &[2, 2]),
+            &[a.clone().into(), ints(S32, &[2, 2], &[2, 2, 2, 2]).into()],
+        );
         assert_eq!(out.unwrap(), ints(S32, &[2, 2], &[2, 2, 3, 4]).into());
         let mut m = TestModule::new();
         let body = m.binary_body(BinaryOp::Max, S32);

@@ -236,7 +236,11 @@ pub(super) fn rng(interp: &mut Interpreter, inst: &Instruction, args: &[Value]) 
                     .map(|&w| {
                         let v = round_float(elem, lo + (hi - lo) * unit(w));
                         // Rounding may reach b; keep the interval half-open.
-                        if v >= hi { lo } else { v }
+                        if v >= hi {
+                            lo
+                        } else {
+                            v
+                        }
                     })
                     .collect(),
             )
@@ -302,7 +306,10 @@ mod tests {
         assert_eq!(b, [43444564, 2150618427, 3979645651, 3745730563, 1672743891]);
         let (s, b) = bits(RngAlgorithm::ThreeFry, &[1, 2], U32, &[3, 3]);
         assert_eq!(s, [1, 8]);
-        assert_eq!(b, [43444564, 3979645651, 1672743891, 2150618427, 3745730563, 4240503393, 2109414752, 2534981805, 2868795927]);
+        assert_eq!(
+            b,
+            [43444564, 3979645651, 1672743891, 2150618427, 3745730563, 4240503393, 2109414752, 2534981805, 2868795927]
+        );
         let (s, b) = bits(RngAlgorithm::ThreeFry, &[1, 2], U32, &[2, 3]);
         assert_eq!(s, [1, 5]);
         assert_eq!(b, [43444564, 3979645651, 1672743891, 2150618427, 3745730563, 4240503393]);
@@ -391,9 +398,17 @@ mod tests {
 
     #[test]
     fn rng_rejects_empty_ranges_and_integer_normals() {
-        let err = run_op(Op::Rng { distribution: RngDistribution::Uniform }, arr(F32, &[2]), &[f32s(&[], &[1.0]).into(), f32s(&[], &[1.0]).into()]);
+        let err = run_op(
+            Op::Rng { distribution: RngDistribution::Uniform },
+            arr(F32, &[2]),
+            &[f32s(&[], &[1.0]).into(), f32s(&[], &[1.0]).into()],
+        );
         assert!(err.is_err());
-        let err = run_op(Op::Rng { distribution: RngDistribution::Normal }, arr(S32, &[2]), &[ints(S32, &[], &[0]).into(), ints(S32, &[], &[1]).into()]);
+        let err = run_op(
+            Op::Rng { distribution: RngDistribution::Normal },
+            arr(S32, &[2]),
+            &[ints(S32, &[], &[0]).into(), ints(S32, &[], &[1]).into()],
+        );
         assert!(err.unwrap_err().message.contains("float"));
     }
 }

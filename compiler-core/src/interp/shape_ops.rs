@@ -48,7 +48,9 @@ pub(super) fn broadcast_in_dim(_: &mut Interpreter, inst: &Instruction, args: &[
         return Err(format!("cannot broadcast {} to {shape} with dimensions {dims:?}", x.shape));
     }
     for (i, &d) in dims.iter().enumerate() {
-        let ok = d >= 0 && (d as usize) < shape.rank() && (x.shape.dims[i] == 1 || x.shape.dims[i] == shape.dims[d as usize]);
+        let ok = d >= 0
+            && (d as usize) < shape.rank()
+            && (x.shape.dims[i] == 1 || x.shape.dims[i] == shape.dims[d as usize]);
         if !ok {
             return Err(format!("cannot broadcast {} to {shape} with dimensions {dims:?}", x.shape));
         }
@@ -187,7 +189,13 @@ pub(super) fn slice(_: &mut Interpreter, inst: &Instruction, args: &[Value]) -> 
 
 /// Start indices of a dynamic slice or update, each clamped to `[0, dim - size]` as the
 /// spec says (so the window always lies inside the operand).
-fn clamped_starts(inst: &Instruction, args: &[Value], first: usize, operand: &Shape, sizes: &[i64]) -> Result<Vec<i64>, String> {
+fn clamped_starts(
+    inst: &Instruction,
+    args: &[Value],
+    first: usize,
+    operand: &Shape,
+    sizes: &[i64],
+) -> Result<Vec<i64>, String> {
     let rank = operand.rank();
     if args.len() != first + rank || sizes.len() != rank {
         return Err(format!("needs {rank} start indices for {}, got {}", operand, args.len().saturating_sub(first)));
@@ -251,7 +259,8 @@ pub(super) fn concatenate(_: &mut Interpreter, inst: &Instruction, args: &[Value
     let mut total = 0;
     for i in 0..args.len() {
         let a = expect_array(inst, args, i)?;
-        let same_other_dims = a.shape.rank() == rank && (0..rank).all(|k| k == d || a.shape.dims[k] == first.shape.dims[k]);
+        let same_other_dims =
+            a.shape.rank() == rank && (0..rank).all(|k| k == d || a.shape.dims[k] == first.shape.dims[k]);
         if a.elem() != first.elem() || !same_other_dims {
             return Err(format!("cannot concatenate {} with {} along {dim}", first.shape, a.shape));
         }
@@ -342,7 +351,11 @@ pub(super) fn reverse(_: &mut Interpreter, inst: &Instruction, args: &[Value]) -
     let strides = x.shape.strides();
     let mut src = Vec::with_capacity(x.num_elements());
     for_each_index(&x.shape.dims, |r| {
-        src.push((0..rank).map(|d| if flip[d] { (x.shape.dims[d] - 1 - r[d]) as usize } else { r[d] as usize } * strides[d]).sum());
+        src.push(
+            (0..rank)
+                .map(|d| if flip[d] { (x.shape.dims[d] - 1 - r[d]) as usize } else { r[d] as usize } * strides[d])
+                .sum(),
+        );
     });
     Ok(new_array(Shape::new(x.elem(), x.shape.dims.clone()), x.data.gather(src)))
 }

@@ -84,11 +84,8 @@ pub(super) fn sort(interp: &mut Interpreter, inst: &Instruction, args: &[Value])
         }
         next_index(&mut idx, &outer_dims);
     }
-    let results = inputs
-        .iter()
-        .zip(out_shapes)
-        .map(|(l, s)| Literal::new(s, l.data.gather(perm_all.iter().copied())))
-        .collect();
+    let results =
+        inputs.iter().zip(out_shapes).map(|(l, s)| Literal::new(s, l.data.gather(perm_all.iter().copied()))).collect();
     Ok(pack(results))
 }
 
@@ -188,7 +185,13 @@ mod tests {
 
     /// `compare(p[lhs], p[rhs])` over `n` operand types, optionally hidden behind an
     /// `and` with true so that the general (called) path runs.
-    fn comparator(m: &mut TestModule, elems: &[ElementType], dir: CmpDir, kind: Option<CmpKind>, called: bool) -> CompId {
+    fn comparator(
+        m: &mut TestModule,
+        elems: &[ElementType],
+        dir: CmpDir,
+        kind: Option<CmpKind>,
+        called: bool,
+    ) -> CompId {
         let params: Vec<Type> = elems.iter().flat_map(|&e| [arr(e, &[]), arr(e, &[])]).collect();
         m.comp("cmp", &params, |b, p| {
             let c = b.op(Op::Compare { dir, kind }, &[p[0], p[1]], arr(Pred, &[]));
@@ -216,7 +219,8 @@ mod tests {
         for called in [false, true] {
             let mut m = TestModule::new();
             let c = comparator(&mut m, &[S64, S64], CmpDir::Gt, None, called);
-            let out = sort(m, 0, c, vec![ints(S64, &[2, 3], &[1, 2, 3, 3, 2, 1]), ints(S64, &[2, 3], &[3, 2, 1, 1, 2, 3])]);
+            let out =
+                sort(m, 0, c, vec![ints(S64, &[2, 3], &[1, 2, 3, 3, 2, 1]), ints(S64, &[2, 3], &[3, 2, 1, 1, 2, 3])]);
             assert_eq!(i64s(&out[0]), [3, 2, 3, 1, 2, 1], "called={called}");
             assert_eq!(i64s(&out[1]), [1, 2, 1, 3, 2, 3], "called={called}");
         }
@@ -230,10 +234,16 @@ mod tests {
         let input = ints(
             S64,
             &[5, 7],
-            &[0, 1, 1, -3, -3, -2, 0, 4, -1, 3, 0, 4, 0, -3, 1, 0, 0, 0, 0, 2, 3, -3, -4, -4, -2, 0, 3, 3, 0, 5, 2, -2, 0, -2, 0],
+            &[
+                0, 1, 1, -3, -3, -2, 0, 4, -1, 3, 0, 4, 0, -3, 1, 0, 0, 0, 0, 2, 3, -3, -4, -4, -2, 0, 3, 3, 0, 5, 2,
+                -2, 0, -2, 0,
+            ],
         );
         let out = sort(m, 0, c, vec![input]);
-        let want = [-3, -4, -4, -3, -3, -2, -3, 0, -1, 0, -2, 0, -2, 0, 0, 0, 1, -2, 0, 0, 0, 1, 1, 2, 0, 0, 2, 3, 4, 5, 3, 0, 4, 3, 3];
+        let want = [
+            -3, -4, -4, -3, -3, -2, -3, 0, -1, 0, -2, 0, -2, 0, 0, 0, 1, -2, 0, 0, 0, 1, 1, 2, 0, 0, 2, 3, 4, 5, 3, 0,
+            4, 3, 3,
+        ];
         assert_eq!(i64s(&out[0]), want);
     }
 

@@ -10,7 +10,9 @@
 //! false), then folds the source value into that output element with `scatter`; the
 //! output starts filled with the init value.
 
-use super::index::{array_arg, check_attr_range, in_bounds, next_index, offset, pack, result_shape, result_shapes, set_scalar, Body};
+use super::index::{
+    array_arg, check_attr_range, in_bounds, next_index, offset, pack, result_shape, result_shapes, set_scalar, Body,
+};
 use super::Interpreter;
 use crate::ir::{Instruction, Literal, Op, Scalar, Value};
 
@@ -88,18 +90,24 @@ pub(super) fn reduce_window(interp: &mut Interpreter, inst: &Instruction, args: 
         return Err(format!("reduce_window of {n} inputs must have {n} results"));
     }
     let out_dims: Vec<i64> = (0..rank)
-        .map(|d| num_windows(dims[d], a.window_dims[d], a.strides[d], a.base_dilations[d], a.window_dilations[d], a.padding[d]))
+        .map(|d| {
+            num_windows(
+                dims[d],
+                a.window_dims[d],
+                a.strides[d],
+                a.base_dilations[d],
+                a.window_dilations[d],
+                a.padding[d],
+            )
+        })
         .collect();
     for s in &out_shapes {
         if s.dims != out_dims {
             return Err(format!("result dims {:?} differ from the window count {out_dims:?}", s.dims));
         }
     }
-    let mut results: Vec<Literal> = out_shapes
-        .iter()
-        .zip(&inits)
-        .map(|(s, init)| Literal::splat(s.clone(), init.get(0)))
-        .collect();
+    let mut results: Vec<Literal> =
+        out_shapes.iter().zip(&inits).map(|(s, init)| Literal::splat(s.clone(), init.get(0))).collect();
     for (r, init) in results.iter_mut().zip(&inits) {
         if r.elem() != init.elem() {
             return Err(format!("result type {} differs from the init type {}", r.elem(), init.elem()));
@@ -149,7 +157,11 @@ pub(super) fn reduce_window(interp: &mut Interpreter, inst: &Instruction, args: 
     Ok(pack(results))
 }
 
-pub(super) fn select_and_scatter(interp: &mut Interpreter, inst: &Instruction, args: &[Value]) -> Result<Value, String> {
+pub(super) fn select_and_scatter(
+    interp: &mut Interpreter,
+    inst: &Instruction,
+    args: &[Value],
+) -> Result<Value, String> {
     let Op::SelectAndScatter(a) = &inst.op else { return Err("not a select_and_scatter".into()) };
     let operand = array_arg(args, 0)?;
     let source = array_arg(args, 1)?;
@@ -168,7 +180,11 @@ pub(super) fn select_and_scatter(interp: &mut Interpreter, inst: &Instruction, a
         return Err(format!("source dims {:?} differ from the window count {expected:?}", source.shape.dims));
     }
     let out_shape = result_shape(inst)?;
-    if !out_shape.same_dims(&operand.shape) || out_shape.elem != source.elem() || init.elem() != source.elem() || init.shape.rank() != 0 {
+    if !out_shape.same_dims(&operand.shape)
+        || out_shape.elem != source.elem()
+        || init.elem() != source.elem()
+        || init.shape.rank() != 0
+    {
         return Err(format!("result {} must have the operand's dims and the source/init type", out_shape));
     }
     let mut result = Literal::splat(out_shape.clone(), init.get(0));
@@ -213,13 +229,22 @@ pub(super) fn select_and_scatter(interp: &mut Interpreter, inst: &Instruction, a
 #[cfg(test)]
 mod tests {
     use super::super::testutil::*;
-    use crate::ir::{BinaryOp, CmpDir, ElementType::*, Literal, Op, ReduceWindowAttrs, SelectAndScatterAttrs, Type, Value};
+    use crate::ir::{
+        BinaryOp, CmpDir, ElementType::*, Literal, Op, ReduceWindowAttrs, SelectAndScatterAttrs, Type, Value,
+    };
 
     fn i64s(l: &Literal) -> Vec<i64> {
         (0..l.num_elements()).map(|i| l.get(i).as_i64()).collect()
     }
 
-    fn attrs(body: crate::ir::CompId, window: &[i64], strides: &[i64], base: &[i64], wdil: &[i64], pad: &[(i64, i64)]) -> ReduceWindowAttrs {
+    fn attrs(
+        body: crate::ir::CompId,
+        window: &[i64],
+        strides: &[i64],
+        base: &[i64],
+        wdil: &[i64],
+        pad: &[(i64, i64)],
+    ) -> ReduceWindowAttrs {
         ReduceWindowAttrs {
             window_dims: window.to_vec(),
             strides: strides.to_vec(),
@@ -238,7 +263,9 @@ mod tests {
             let body = m.binary_body(BinaryOp::Add, S64);
             let a = attrs(body, &[window, 1], &[4, 1], &[2, 1], &[3, 1], &[(2, 1), (0, 0)]);
             let input = ints(S64, &[3, 2], &[1, 2, 3, 4, 5, 6]);
-            let out = m.run_op(Op::ReduceWindow(a), arr(S64, &out_dims), &[input.into(), ints(S64, &[], &[0]).into()]).unwrap();
+            let out = m
+                .run_op(Op::ReduceWindow(a), arr(S64, &out_dims), &[input.into(), ints(S64, &[], &[0]).into()])
+                .unwrap();
             assert_eq!(i64s(out.as_array().unwrap()), want);
         }
     }
@@ -259,7 +286,11 @@ mod tests {
         let body = called_add(&mut m, S32);
         let a = attrs(body, &[2], &[1], &[1], &[1], &[(1, 0)]);
         let out = m
-            .run_op(Op::ReduceWindow(a), arr(S32, &[3]), &[ints(S32, &[3], &[1, 2, 3]).into(), ints(S32, &[], &[10]).into()])
+            .run_op(
+                Op::ReduceWindow(a),
+                arr(S32, &[3]),
+                &[ints(S32, &[3], &[1, 2, 3]).into(), ints(S32, &[], &[10]).into()],
+            )
             .unwrap();
         assert_eq!(i64s(out.as_array().unwrap()), [21, 13, 15]);
     }
@@ -272,7 +303,11 @@ mod tests {
         let body = m.binary_body(BinaryOp::Add, S32);
         let a = attrs(body, &[2], &[1], &[1], &[1], &[(1, 0)]);
         let out = m
-            .run_op(Op::ReduceWindow(a), arr(S32, &[3]), &[ints(S32, &[3], &[1, 2, 3]).into(), ints(S32, &[], &[10]).into()])
+            .run_op(
+                Op::ReduceWindow(a),
+                arr(S32, &[3]),
+                &[ints(S32, &[3], &[1, 2, 3]).into(), ints(S32, &[], &[10]).into()],
+            )
             .unwrap();
         assert_eq!(i64s(out.as_array().unwrap()), [21, 13, 15]);
     }
@@ -320,7 +355,11 @@ mod tests {
         let body = m.binary_body(BinaryOp::Add, S32);
         let a = attrs(body, &[1 << 40, 1 << 40], &[1, 1], &[1, 1], &[1, 1], &[(0, 0), (i64::MAX, 0)]);
         let err = m
-            .run_op(Op::ReduceWindow(a), arr(S32, &[1, 1]), &[ints(S32, &[1, 1], &[1]).into(), ints(S32, &[], &[0]).into()])
+            .run_op(
+                Op::ReduceWindow(a),
+                arr(S32, &[1, 1]),
+                &[ints(S32, &[1, 1], &[1]).into(), ints(S32, &[], &[0]).into()],
+            )
             .unwrap_err();
         assert!(err.message.contains("out of the supported range"), "{err}");
     }
@@ -331,12 +370,23 @@ mod tests {
         let body = m.binary_body(BinaryOp::Add, S32);
         let a = attrs(body, &[2], &[1], &[1], &[1], &[(0, 0)]);
         let err = m
-            .run_op(Op::ReduceWindow(a), arr(S32, &[4]), &[ints(S32, &[3], &[1, 2, 3]).into(), ints(S32, &[], &[0]).into()])
+            .run_op(
+                Op::ReduceWindow(a),
+                arr(S32, &[4]),
+                &[ints(S32, &[3], &[1, 2, 3]).into(), ints(S32, &[], &[0]).into()],
+            )
             .unwrap_err();
         assert!(err.message.contains("window count"), "{err}");
     }
 
-    fn select_and_scatter(dir: CmpDir, operand: Literal, source: Literal, window: &[i64], strides: &[i64], pad: &[(i64, i64)]) -> Vec<i64> {
+    fn select_and_scatter(
+        dir: CmpDir,
+        operand: Literal,
+        source: Literal,
+        window: &[i64],
+        strides: &[i64],
+        pad: &[(i64, i64)],
+    ) -> Vec<i64> {
         let native = select_and_scatter_with(false, dir, operand.clone(), source.clone(), window, strides, pad);
         let called = select_and_scatter_with(true, dir, operand, source, window, strides, pad);
         assert_eq!(native, called, "native and called bodies disagree");
@@ -365,9 +415,16 @@ mod tests {
             }
         });
         let scatter = if called { called_add(&mut m, e) } else { m.binary_body(BinaryOp::Add, e) };
-        let a = SelectAndScatterAttrs { window_dims: window.to_vec(), strides: strides.to_vec(), padding: pad.to_vec(), select, scatter };
+        let a = SelectAndScatterAttrs {
+            window_dims: window.to_vec(),
+            strides: strides.to_vec(),
+            padding: pad.to_vec(),
+            select,
+            scatter,
+        };
         let ty = Type::Array(operand.shape.clone());
-        let out = m.run_op(Op::SelectAndScatter(a), ty, &[operand.into(), source.into(), ints(e, &[], &[0]).into()]).unwrap();
+        let out =
+            m.run_op(Op::SelectAndScatter(a), ty, &[operand.into(), source.into(), ints(e, &[], &[0]).into()]).unwrap();
         i64s(out.as_array().unwrap())
     }
 

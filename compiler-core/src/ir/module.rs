@@ -240,11 +240,16 @@ pub mod serde_primary_map {
     use cranelift_entity::{EntityRef, PrimaryMap};
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-    pub fn serialize<K: EntityRef, V: Serialize, S: Serializer>(map: &PrimaryMap<K, V>, s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<K: EntityRef, V: Serialize, S: Serializer>(
+        map: &PrimaryMap<K, V>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         s.collect_seq(map.values())
     }
 
-    pub fn deserialize<'de, K: EntityRef, V: Deserialize<'de>, D: Deserializer<'de>>(d: D) -> Result<PrimaryMap<K, V>, D::Error> {
+    pub fn deserialize<'de, K: EntityRef, V: Deserialize<'de>, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<PrimaryMap<K, V>, D::Error> {
         Ok(PrimaryMap::from(Vec::<V>::deserialize(d)?))
     }
 }

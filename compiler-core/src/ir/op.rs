@@ -9,8 +9,8 @@
 
 use super::literal::Literal;
 use super::module::CompId;
-use std::fmt;
 use serde::{Deserialize, Serialize};
+use std::fmt;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Op {
@@ -18,12 +18,17 @@ pub enum Op {
     Parameter(u32),
     Constant(Literal),
     /// Counts along `dim` of the result shape.
-    Iota { dim: i64 },
+    Iota {
+        dim: i64,
+    },
 
     Unary(UnaryOp),
     Binary(BinaryOp),
     /// Operands: lhs, rhs. Result: pred with the operands' dims.
-    Compare { dir: CmpDir, kind: Option<CmpKind> },
+    Compare {
+        dir: CmpDir,
+        kind: Option<CmpKind>,
+    },
     /// Operands: pred, on_true, on_false (pred may be a scalar).
     Select,
     /// Operands: min, x, max (min/max may be scalars).
@@ -33,33 +38,57 @@ pub enum Op {
     /// Bit reinterpretation between types of equal width (or width-changing, with a
     /// trailing dimension, as StableHLO allows).
     BitcastConvert,
-    ReducePrecision { exponent_bits: u32, mantissa_bits: u32 },
+    ReducePrecision {
+        exponent_bits: u32,
+        mantissa_bits: u32,
+    },
 
     /// Operand dimension i maps to result dimension `dims[i]`.
-    BroadcastInDim { dims: Vec<i64> },
+    BroadcastInDim {
+        dims: Vec<i64>,
+    },
     Reshape,
     /// XLA `bitcast`: a reshape/transpose that only reinterprets the physical layout.
     Bitcast,
     /// A copy of the operand (XLA uses it to change layouts).
     Copy,
     /// Result dimension i is operand dimension `perm[i]`.
-    Transpose { perm: Vec<i64> },
-    Slice { start: Vec<i64>, limit: Vec<i64>, stride: Vec<i64> },
+    Transpose {
+        perm: Vec<i64>,
+    },
+    Slice {
+        start: Vec<i64>,
+        limit: Vec<i64>,
+        stride: Vec<i64>,
+    },
     /// Operands: operand, then one scalar start index per dimension.
-    DynamicSlice { sizes: Vec<i64> },
+    DynamicSlice {
+        sizes: Vec<i64>,
+    },
     /// Operands: operand, update, then one scalar start index per dimension.
     DynamicUpdateSlice,
-    Concatenate { dim: i64 },
+    Concatenate {
+        dim: i64,
+    },
     /// Operands: operand, padding value (scalar).
-    Pad { low: Vec<i64>, high: Vec<i64>, interior: Vec<i64> },
-    Reverse { dims: Vec<i64> },
+    Pad {
+        low: Vec<i64>,
+        high: Vec<i64>,
+        interior: Vec<i64>,
+    },
+    Reverse {
+        dims: Vec<i64>,
+    },
 
     Dot(DotDims),
     /// Operands: lhs, rhs.
     Convolution(ConvAttrs),
 
     /// Operands: N inputs, then N scalar init values. Result: one array, or a tuple of N.
-    Reduce { dims: Vec<i64>, body: CompId },
+    Reduce {
+        dims: Vec<i64>,
+        body: CompId,
+    },
     /// Operands: N inputs, then N init values.
     ReduceWindow(ReduceWindowAttrs),
     /// Operands: operand, source, init value.
@@ -69,34 +98,60 @@ pub enum Op {
     /// Operands: N inputs, scatter indices, N updates.
     Scatter(ScatterDims),
     /// Operands: N arrays sorted together along `dim` by `comparator`.
-    Sort { dim: i64, stable: bool, comparator: CompId },
+    Sort {
+        dim: i64,
+        stable: bool,
+        comparator: CompId,
+    },
     /// Applies `body` elementwise over `dims` (which must be all dimensions).
-    Map { dims: Vec<i64>, body: CompId },
+    Map {
+        dims: Vec<i64>,
+        body: CompId,
+    },
 
     /// Operands: the N loop-carried values; `cond` and `body` take N parameters.
-    While { cond: CompId, body: CompId },
+    While {
+        cond: CompId,
+        body: CompId,
+    },
     /// Operand 0 is the branch index (s32; out of range selects the last branch) or a
     /// pred (true selects branch 0, as XLA's conditional). Branch i receives the operands
     /// listed in `branch_operands[i]` (indices into the operands after the selector).
-    Case { branches: Vec<CompId>, branch_operands: Vec<Vec<u32>> },
+    Case {
+        branches: Vec<CompId>,
+        branch_operands: Vec<Vec<u32>>,
+    },
     /// Calls `comp` with all operands (XLA `call`; StableHLO `func.call` is inlined instead).
-    Call { comp: CompId },
+    Call {
+        comp: CompId,
+    },
     /// A fused kernel: `body` computes the result from the operands. Built by the fusion
     /// pass or read from XLA's dumps.
-    Fusion { kind: FusionKind, body: CompId },
+    Fusion {
+        kind: FusionKind,
+        body: CompId,
+    },
 
     Tuple,
-    GetTupleElement { index: u32 },
+    GetTupleElement {
+        index: u32,
+    },
     /// Returns its operands unchanged (a tuple when there are several).
     OptimizationBarrier,
 
     /// Operand: initial state. Result: tuple (new state, random bits).
-    RngBitGenerator { algorithm: RngAlgorithm },
+    RngBitGenerator {
+        algorithm: RngAlgorithm,
+    },
     /// Operands: a, b (scalars): uniform in [a, b) or normal(mean=a, sigma=b).
-    Rng { distribution: RngDistribution },
+    Rng {
+        distribution: RngDistribution,
+    },
     /// Operands: a, b.
     TriangularSolve(TriangularSolveAttrs),
-    Cholesky { lower: bool },
+    Cholesky {
+        lower: bool,
+    },
     /// Scalars that a single-device run knows: both 0.
     ReplicaId,
     PartitionId,

@@ -4,8 +4,8 @@
 //! layout (`minor_to_major`, as XLA prints `{1,0}`). Logical equality of shapes ignores
 //! the layout; `Shape::same_shape` says so explicitly.
 
-use std::fmt;
 use serde::{Deserialize, Serialize};
+use std::fmt;
 
 /// The element types hloscope supports. Complex, quantized, sub-byte and 8/6/4-bit float
 /// types are rejected by the parsers with a clear error.
@@ -290,9 +290,7 @@ impl Type {
     pub fn same_type(&self, other: &Type) -> bool {
         match (self, other) {
             (Type::Array(a), Type::Array(b)) => a.same_shape(b),
-            (Type::Tuple(a), Type::Tuple(b)) => {
-                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_type(y))
-            }
+            (Type::Tuple(a), Type::Tuple(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_type(y)),
             (Type::Token, Type::Token) => true,
             _ => false,
         }

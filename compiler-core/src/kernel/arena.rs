@@ -47,8 +47,8 @@
 
 use super::elemental::{Elemental, Idx, IdxId, Node};
 use super::{BufferId, Kernel, KernelBody, KernelKind, KernelPlan};
-use crate::passes::buffers::{pack_aligned, BestFit};
 pub use crate::passes::buffers::ARENA_ALIGNMENT;
+use crate::passes::buffers::{pack_aligned, BestFit};
 use cranelift_entity::EntityRef;
 use serde::{Deserialize, Serialize};
 use std::hash::{Hash, Hasher};
@@ -198,9 +198,8 @@ pub fn assign_arena_with(plan: &KernelPlan, in_place: bool) -> ArenaAssignment {
         }
     }
     let (region_offsets, arena_bytes) = pack_aligned(region_sizes.iter().copied());
-    let live = (0..nb)
-        .map(|b| if pinned[b] { (0, n.saturating_sub(1)) } else { (first[b].unwrap_or(0), last[b]) })
-        .collect();
+    let live =
+        (0..nb).map(|b| if pinned[b] { (0, n.saturating_sub(1)) } else { (first[b].unwrap_or(0), last[b]) }).collect();
     ArenaAssignment {
         offsets: region_of.iter().map(|&r| region_offsets[r]).collect(),
         live,

@@ -63,7 +63,8 @@ pub fn find_chains_with(plan: &KernelPlan, min_bytes: usize) -> Vec<Range<usize>
             continue;
         };
         let mut written: HashSet<BufferId> = plan.kernels[i].outputs.iter().copied().collect();
-        let mut touched: HashSet<BufferId> = plan.kernels[i].inputs.iter().chain(&plan.kernels[i].outputs).copied().collect();
+        let mut touched: HashSet<BufferId> =
+            plan.kernels[i].inputs.iter().chain(&plan.kernels[i].outputs).copied().collect();
         let mut end = i + 1;
         while let Some(k) = plan.kernels.get(end) {
             if chain_rows(plan, k) != Some(rows) || !joins(plan, k, rows, &written, &touched) {
@@ -73,7 +74,10 @@ pub fn find_chains_with(plan: &KernelPlan, min_bytes: usize) -> Vec<Range<usize>
             touched.extend(k.inputs.iter().chain(&k.outputs).copied());
             end += 1;
         }
-        if end - i >= 2 && touched_bytes(plan, i..end) >= min_bytes && bytes_per_row(plan, i..end, rows) <= MAX_ROW_BYTES {
+        if end - i >= 2
+            && touched_bytes(plan, i..end) >= min_bytes
+            && bytes_per_row(plan, i..end, rows) <= MAX_ROW_BYTES
+        {
             chains.push(i..end);
         }
         i = end;
@@ -91,7 +95,8 @@ pub fn chain_rows(plan: &KernelPlan, k: &Kernel) -> Option<i64> {
     if n < 2 || e.reduced[0] || e.outputs.len() != k.outputs.len() {
         return None;
     }
-    let extent = |vars: &mut dyn Iterator<Item = usize>| vars.map(|v| e.space[v].max(0)).try_fold(1i64, |a, d| a.checked_mul(d));
+    let extent =
+        |vars: &mut dyn Iterator<Item = usize>| vars.map(|v| e.space[v].max(0)).try_fold(1i64, |a, d| a.checked_mul(d));
     let full = extent(&mut (0..e.space.len()))?;
     let kept = extent(&mut (0..e.space.len()).filter(|&v| !e.reduced[v]))?;
     // Each output holds exactly the elements it stores, row 0 first.

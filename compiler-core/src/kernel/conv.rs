@@ -89,7 +89,14 @@ fn geometry(c: &ConvAttrs, lhs: &Shape, rhs: &Shape, out: &Shape) -> Result<Geom
     for s in 0..ns {
         let n = ld[dn.input_spatial[s] as usize];
         let k = rd[dn.kernel_spatial[s] as usize];
-        let count = crate::verify::infer::num_windows(n, c.lhs_dilation[s], c.padding[s], k, c.rhs_dilation[s], c.window_strides[s])?;
+        let count = crate::verify::infer::num_windows(
+            n,
+            c.lhs_dilation[s],
+            c.padding[s],
+            k,
+            c.rhs_dilation[s],
+            c.window_strides[s],
+        )?;
         if od[dn.output_spatial[s] as usize] != count {
             return Err("convolution result spatial size does not match".into());
         }
@@ -144,8 +151,7 @@ impl<'m> Planner<'m> {
         let (vg, vb, vci) = (var(&mut b, 0), var(&mut b, 1), var(&mut b, space.len() - 1));
         let mut src = vec![IdxId(0); ls.rank()];
         // Batch groups split the input batch, feature groups the input features.
-        src[dn.input_batch as usize] =
-            if c.batch_group_count > 1 { b.idx(Idx::Mul(vg, g.batch)) } else { b.konst(0) };
+        src[dn.input_batch as usize] = if c.batch_group_count > 1 { b.idx(Idx::Mul(vg, g.batch)) } else { b.konst(0) };
         src[dn.input_batch as usize] = b.add(src[dn.input_batch as usize], vb);
         src[dn.input_feature as usize] =
             if c.feature_group_count > 1 { b.idx(Idx::Mul(vg, g.cin)) } else { b.konst(0) };

@@ -26,8 +26,8 @@
 use crate::ir::{
     BinaryOp, CmpDir, CmpKind, Computation, ElementType, InstId, Literal, Module, Op, Scalar, Shape, Type, UnaryOp,
 };
-use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// An index expression (an `i64`), by position in [`Elemental::idx`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -61,29 +61,58 @@ pub enum Idx {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Node {
     /// Element `linear` (row-major) of kernel input `input`.
-    Load { input: u32, linear: IdxId },
+    Load {
+        input: u32,
+        linear: IdxId,
+    },
     /// A scalar constant of the node's type.
     Const(Scalar),
     /// An index value as a number (iota): the node's type says which.
     Index(IdxId),
     /// pred: `lo <= idx < hi`.
-    InRange { idx: IdxId, lo: i64, hi: i64 },
+    InRange {
+        idx: IdxId,
+        lo: i64,
+        hi: i64,
+    },
     Unary(UnaryOp, ExprId),
     Binary(BinaryOp, ExprId, ExprId),
     /// pred result; `total` selects IEEE total order for floats.
-    Compare { dir: CmpDir, total: bool, a: ExprId, b: ExprId },
-    Select { pred: ExprId, on_true: ExprId, on_false: ExprId },
-    Clamp { lo: ExprId, x: ExprId, hi: ExprId },
+    Compare {
+        dir: CmpDir,
+        total: bool,
+        a: ExprId,
+        b: ExprId,
+    },
+    Select {
+        pred: ExprId,
+        on_true: ExprId,
+        on_false: ExprId,
+    },
+    Clamp {
+        lo: ExprId,
+        x: ExprId,
+        hi: ExprId,
+    },
     /// To the node's type, with `convert`'s semantics.
     Convert(ExprId),
     /// Bit reinterpretation between types of one width.
     BitcastConvert(ExprId),
     /// Accumulator `i` of reduction `red` (only inside its combiner).
-    Acc { red: u32, i: u32 },
+    Acc {
+        red: u32,
+        i: u32,
+    },
     /// Input element `i` of reduction `red` (only inside its combiner).
-    Arg { red: u32, i: u32 },
+    Arg {
+        red: u32,
+        i: u32,
+    },
     /// Result `i` of reduction `red`, after its loop.
-    Reduced { red: u32, i: u32 },
+    Reduced {
+        red: u32,
+        i: u32,
+    },
 }
 
 impl Node {
@@ -195,7 +224,11 @@ pub fn build(
             // as [n, 1]): the same elements in the same row-major order.
             (false, at)
         } else {
-            return Err(format!("output {} ({}) fits neither the reduce's input nor its result", comp.inst(o).name, shape));
+            return Err(format!(
+                "output {} ({}) fits neither the reduce's input nor its result",
+                comp.inst(o).name,
+                shape
+            ));
         };
         let expr = b.eval(o, &at, !inner)?;
         b.e.outputs.push(Output { expr, inner, elem: shape.elem });
@@ -671,7 +704,9 @@ impl<'c> Builder<'c> {
             Op::Reshape => self.reshape(ops[0], &shape, at, outer)?,
             Op::Bitcast => {
                 let from = self.shape_of(ops[0])?;
-                let row_major = |s: &Shape| s.layout.is_none() || s.minor_to_major() == (0..s.rank() as i64).rev().collect::<Vec<_>>();
+                let row_major = |s: &Shape| {
+                    s.layout.is_none() || s.minor_to_major() == (0..s.rank() as i64).rev().collect::<Vec<_>>()
+                };
                 if !row_major(&from) || !row_major(&shape) {
                     return Err("bitcast with a non-default layout".into());
                 }
@@ -729,7 +764,10 @@ impl<'c> Builder<'c> {
                     let shifted = self.add_const(at[d], -low[d]);
                     let nonneg = self.clamp_nonneg(shifted);
                     let q = self.idx(Idx::Div(nonneg, step));
-                    let hit = self.node(Node::InRange { idx: shifted, lo: 0, hi: (from.dims[d] - 1) * step + 1 }, ElementType::Pred);
+                    let hit = self.node(
+                        Node::InRange { idx: shifted, lo: 0, hi: (from.dims[d] - 1) * step + 1 },
+                        ElementType::Pred,
+                    );
                     let mut c = hit;
                     if step > 1 {
                         let r = self.idx(Idx::Rem(nonneg, step));
@@ -866,7 +904,9 @@ impl<'c> Builder<'c> {
             return bad();
         }
         let offset_axes: Vec<usize> = (0..rank)
-            .filter(|d| !g.collapsed_slice_dims.contains(&(*d as i64)) && !g.operand_batching_dims.contains(&(*d as i64)))
+            .filter(|d| {
+                !g.collapsed_slice_dims.contains(&(*d as i64)) && !g.operand_batching_dims.contains(&(*d as i64))
+            })
             .collect();
         let batch_axes: Vec<usize> = (0..out.rank()).filter(|a| !g.offset_dims.contains(&(*a as i64))).collect();
         if offset_axes.len() != g.offset_dims.len() || batch_axes.len() + usize::from(vdim < ind.rank()) != ind.rank() {
@@ -882,7 +922,8 @@ impl<'c> Builder<'c> {
             return bad();
         }
         for (d, (&s, &n)) in g.slice_sizes.iter().zip(&from.dims).enumerate() {
-            let collapsed = g.collapsed_slice_dims.contains(&(d as i64)) || g.operand_batching_dims.contains(&(d as i64));
+            let collapsed =
+                g.collapsed_slice_dims.contains(&(d as i64)) || g.operand_batching_dims.contains(&(d as i64));
             if s < 0 || s > n || (collapsed && s > 1) {
                 return bad();
             }
@@ -1080,7 +1121,11 @@ pub fn add_combiners(e: &mut Elemental, bodies: &[&Computation]) -> Result<(), S
         };
         for (p, &pid) in body.params.iter().enumerate() {
             let elem = array_shape(&body.inst(pid).ty)?.elem;
-            let node = if p < n { Node::Acc { red: k as u32, i: p as u32 } } else { Node::Arg { red: k as u32, i: (p - n) as u32 } };
+            let node = if p < n {
+                Node::Acc { red: k as u32, i: p as u32 }
+            } else {
+                Node::Arg { red: k as u32, i: (p - n) as u32 }
+            };
             vals.insert(pid, push(e, node, elem));
         }
         for &id in &body.order {
@@ -1088,7 +1133,9 @@ pub fn add_combiners(e: &mut Elemental, bodies: &[&Computation]) -> Result<(), S
             if vals.contains_key(&id) {
                 continue;
             }
-            let get = |k: usize| vals.get(&inst.operands[k]).copied().ok_or_else(|| "reduce body operand not scalar".to_string());
+            let get = |k: usize| {
+                vals.get(&inst.operands[k]).copied().ok_or_else(|| "reduce body operand not scalar".to_string())
+            };
             let ty = &inst.ty;
             let node = match &inst.op {
                 Op::Tuple | Op::Parameter(_) => continue,

@@ -34,10 +34,10 @@ mod conv;
 pub mod elemental;
 
 use crate::ir::{CompId, DotDims, ElementType, InstId, Literal, Module, Op, Shape, Type};
-use cranelift_entity::{entity_impl, PrimaryMap};
-use serde::{Deserialize, Serialize};
 pub use arena::{assign_arena, ArenaAssignment};
+use cranelift_entity::{entity_impl, PrimaryMap};
 pub use elemental::Elemental;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fmt;
 
@@ -101,7 +101,9 @@ pub enum KernelKind {
     /// A conditional: the target runs the plan of the selected branch.
     Case,
     /// Run by the reference interpreter; the reason says why it is not compiled.
-    Opaque { reason: String },
+    Opaque {
+        reason: String,
+    },
 }
 
 /// A dot as a batched GEMM: `out[b, m, n] = sum_k lhs[b, m, k] * rhs[b, k, n]`, where
@@ -174,13 +176,27 @@ pub enum KernelBody {
     Scatter(ScatterSpec),
     /// A while loop over computations `cond` and `body` (planned with
     /// [`plan_computation`]), from `operands` to `result`.
-    While { cond: CompId, body: CompId, operands: Vec<ValueBufs>, result: ValueBufs },
+    While {
+        cond: CompId,
+        body: CompId,
+        operands: Vec<ValueBufs>,
+        result: ValueBufs,
+    },
     /// A conditional: `operands[0]` selects the branch (an s32 index, out of range meaning
     /// the last branch, or a pred, true meaning branch 0); branch i gets the operands
     /// `branch_operands[i]` (indices into `operands[1..]`).
-    Case { branches: Vec<CompId>, branch_operands: Vec<Vec<u32>>, operands: Vec<ValueBufs>, result: ValueBufs },
+    Case {
+        branches: Vec<CompId>,
+        branch_operands: Vec<Vec<u32>>,
+        operands: Vec<ValueBufs>,
+        result: ValueBufs,
+    },
     /// Instruction `inst` of the planned computation, run by the interpreter on `operands`, writing `result`.
-    Opaque { inst: InstId, operands: Vec<ValueBufs>, result: ValueBufs },
+    Opaque {
+        inst: InstId,
+        operands: Vec<ValueBufs>,
+        result: ValueBufs,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -291,17 +307,23 @@ pub fn plan_computation_with(module: &Module, comp_id: CompId, options: PlanOpti
     if !comp.has_root() {
         return Err(format!("the computation {} has no root", comp.name));
     }
-    let mut p = Planner { module, comp: comp_id, plan: KernelPlan {
+    let mut p = Planner {
+        module,
         comp: comp_id,
-        buffers: PrimaryMap::new(),
-        params: Vec::new(),
-        constants: Vec::new(),
-        kernels: Vec::new(),
-        result: ValueBufs::Token,
+        plan: KernelPlan {
+            comp: comp_id,
+            buffers: PrimaryMap::new(),
+            params: Vec::new(),
+            constants: Vec::new(),
+            kernels: Vec::new(),
+            result: ValueBufs::Token,
+            values: HashMap::new(),
+            chains: Vec::new(),
+            arena: ArenaAssignment::default(),
+        },
         values: HashMap::new(),
-        chains: Vec::new(),
-        arena: ArenaAssignment::default(),
-    }, values: HashMap::new(), options };
+        options,
+    };
     for &param in &comp.params {
         let v = p.fresh_value(&comp.inst(param).ty, &comp.inst(param).name);
         p.values.insert(param, v.clone());
@@ -344,9 +366,10 @@ impl<'m> Planner<'m> {
     }
 
     fn value(&self, id: InstId) -> Result<ValueBufs, String> {
-        self.values.get(&id).cloned().ok_or_else(|| {
-            format!("%{} is used before it is defined", self.module.comp(self.comp).inst(id).name)
-        })
+        self.values
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| format!("%{} is used before it is defined", self.module.comp(self.comp).inst(id).name))
     }
 
     fn array_buf(&self, id: InstId) -> Option<BufferId> {
@@ -476,7 +499,8 @@ impl<'m> Planner<'m> {
                 self.elemental(inst.name.clone(), id, body_comp, &roots, slots, inputs, outputs)
             }
             Op::While { cond, body } => {
-                let operands: Vec<ValueBufs> = inst.operands.iter().map(|&o| self.value(o)).collect::<Result<_, _>>()?;
+                let operands: Vec<ValueBufs> =
+                    inst.operands.iter().map(|&o| self.value(o)).collect::<Result<_, _>>()?;
                 self.plan.kernels.push(Kernel {
                     name: inst.name.clone(),
                     source: id,
@@ -488,7 +512,8 @@ impl<'m> Planner<'m> {
                 Ok(())
             }
             Op::Case { branches, branch_operands } => {
-                let operands: Vec<ValueBufs> = inst.operands.iter().map(|&o| self.value(o)).collect::<Result<_, _>>()?;
+                let operands: Vec<ValueBufs> =
+                    inst.operands.iter().map(|&o| self.value(o)).collect::<Result<_, _>>()?;
                 if branches.is_empty() || branch_operands.len() != branches.len() {
                     return Err("a conditional without branches".into());
                 }
@@ -508,8 +533,12 @@ impl<'m> Planner<'m> {
                 Ok(())
             }
             Op::Dot(_) => {
-                let ins: Vec<BufferId> =
-                    inst.operands.iter().map(|&o| self.array_buf(o)).collect::<Option<_>>().ok_or("dot of non-arrays")?;
+                let ins: Vec<BufferId> = inst
+                    .operands
+                    .iter()
+                    .map(|&o| self.array_buf(o))
+                    .collect::<Option<_>>()
+                    .ok_or("dot of non-arrays")?;
                 if self.options.dots_as_reductions {
                     return self.dot_as_reduction(id, ins, outputs[0]);
                 }
@@ -524,8 +553,12 @@ impl<'m> Planner<'m> {
                 }
             }
             Op::Sort { dim, comparator, .. } => {
-                let ins: Vec<BufferId> =
-                    inst.operands.iter().map(|&o| self.array_buf(o)).collect::<Option<_>>().ok_or("sort of non-arrays")?;
+                let ins: Vec<BufferId> = inst
+                    .operands
+                    .iter()
+                    .map(|&o| self.array_buf(o))
+                    .collect::<Option<_>>()
+                    .ok_or("sort of non-arrays")?;
                 let spec = self.sort_spec(&ins, &outputs, *dim, *comparator)?;
                 self.plan.kernels.push(Kernel {
                     name: inst.name.clone(),
@@ -538,8 +571,12 @@ impl<'m> Planner<'m> {
                 Ok(())
             }
             Op::Scatter(dims) => {
-                let ins: Vec<BufferId> =
-                    inst.operands.iter().map(|&o| self.array_buf(o)).collect::<Option<_>>().ok_or("scatter of non-arrays")?;
+                let ins: Vec<BufferId> = inst
+                    .operands
+                    .iter()
+                    .map(|&o| self.array_buf(o))
+                    .collect::<Option<_>>()
+                    .ok_or("scatter of non-arrays")?;
                 let spec = self.scatter_spec(&ins, &outputs, dims)?;
                 self.plan.kernels.push(Kernel {
                     name: inst.name.clone(),
@@ -567,7 +604,11 @@ impl<'m> Planner<'m> {
                 || op.is_data_movement()
                 || matches!(
                     op,
-                    Op::Reduce { .. } | Op::ReduceWindow(_) | Op::DynamicSlice { .. } | Op::DynamicUpdateSlice | Op::Gather(_)
+                    Op::Reduce { .. }
+                        | Op::ReduceWindow(_)
+                        | Op::DynamicSlice { .. }
+                        | Op::DynamicUpdateSlice
+                        | Op::Gather(_)
                 ) =>
             {
                 let mut slots = HashMap::new();
@@ -601,7 +642,10 @@ impl<'m> Planner<'m> {
         let d = if dim < 0 { dim + rank } else { dim };
         let fits = outs.len() == ins.len()
             && shapes.iter().all(|s| s.dims == first.dims)
-            && outs.iter().zip(&shapes).all(|(&o, s)| self.plan.buffers[o].shape.dims == s.dims && self.plan.buffers[o].shape.elem == s.elem);
+            && outs
+                .iter()
+                .zip(&shapes)
+                .all(|(&o, s)| self.plan.buffers[o].shape.dims == s.dims && self.plan.buffers[o].shape.elem == s.elem);
         if !fits || rank == 0 || d < 0 || d >= rank {
             return Err("malformed sort".into());
         }
@@ -619,17 +663,27 @@ impl<'m> Planner<'m> {
             return Err("the comparator does not return a pred".into());
         }
         let slots: HashMap<InstId, u32> = cmp.params.iter().enumerate().map(|(i, &p)| (p, i as u32)).collect();
-        let (comparator, extra) = elemental::build(self.module, cmp, &[cmp.root], &slots)
-            .map_err(|e| format!("comparator: {e}"))?;
+        let (comparator, extra) =
+            elemental::build(self.module, cmp, &[cmp.root], &slots).map_err(|e| format!("comparator: {e}"))?;
         if !extra.is_empty() || comparator.is_reduction() {
             return Err("comparator: not a scalar function".into());
         }
-        Ok(SortSpec { dim: d as usize, dims: first.dims.clone(), elems: shapes.iter().map(|s| s.elem).collect(), comparator })
+        Ok(SortSpec {
+            dim: d as usize,
+            dims: first.dims.clone(),
+            elems: shapes.iter().map(|s| s.elem).collect(),
+            comparator,
+        })
     }
 
     /// A scatter's spec, after the checks the interpreter makes (a malformed scatter
     /// stays opaque, so the interpreter reports it).
-    fn scatter_spec(&self, ins: &[BufferId], outs: &[BufferId], s: &crate::ir::ScatterDims) -> Result<ScatterSpec, String> {
+    fn scatter_spec(
+        &self,
+        ins: &[BufferId],
+        outs: &[BufferId],
+        s: &crate::ir::ScatterDims,
+    ) -> Result<ScatterSpec, String> {
         let bad = || Err::<ScatterSpec, String>("malformed scatter".into());
         if ins.len() < 3 || ins.len().is_multiple_of(2) {
             return bad();
@@ -672,7 +726,11 @@ impl<'m> Planner<'m> {
         }
         let mut batching = Vec::new();
         for (&od, &id) in s.input_batching_dims.iter().zip(&s.scatter_indices_batching_dims) {
-            if id < 0 || id as usize >= index.rank() || id as usize == vdim || operand.dims[od as usize] != index.dims[id as usize] {
+            if id < 0
+                || id as usize >= index.rank()
+                || id as usize == vdim
+                || operand.dims[od as usize] != index.dims[id as usize]
+            {
                 return bad();
             }
             batching.push((od as usize, id as usize));
@@ -683,9 +741,12 @@ impl<'m> Planner<'m> {
         if window_axes.len() != s.update_window_dims.len() {
             return bad();
         }
-        let scatter_axes: Vec<usize> = (0..update.rank()).filter(|a| !s.update_window_dims.contains(&(*a as i64))).collect();
+        let scatter_axes: Vec<usize> =
+            (0..update.rank()).filter(|a| !s.update_window_dims.contains(&(*a as i64))).collect();
         let index_batch: Vec<i64> = (0..index.rank()).filter(|&d| d != vdim).map(|d| index.dims[d]).collect();
-        if scatter_axes.len() != index_batch.len() || scatter_axes.iter().zip(&index_batch).any(|(&a, &d)| update.dims[a] != d) {
+        if scatter_axes.len() != index_batch.len()
+            || scatter_axes.iter().zip(&index_batch).any(|(&a, &d)| update.dims[a] != d)
+        {
             return bad();
         }
         let window: Vec<(usize, usize)> =
@@ -837,7 +898,13 @@ impl<'m> Planner<'m> {
         let acc = body.push_param("acc", scalar.clone(), Loc::default());
         let x = body.push_param("x", scalar.clone(), Loc::default());
         let combine = if elem.is_pred() { BinaryOp::Or } else { BinaryOp::Add };
-        body.root = body.push(Instruction { name: "sum".into(), op: Op::Binary(combine), operands: vec![acc, x], ty: scalar.clone(), loc: Loc::default() });
+        body.root = body.push(Instruction {
+            name: "sum".into(),
+            op: Op::Binary(combine),
+            operands: vec![acc, x],
+            ty: scalar.clone(),
+            loc: Loc::default(),
+        });
         let body_id = module.add_computation(body);
         let mut scratch = comp.clone();
         let full_ty = Type::Array(Shape::new(elem, full.clone()));
@@ -910,7 +977,10 @@ impl<'m> Planner<'m> {
 
 /// A copy of `comp` with one get-tuple-element per result of each tuple-typed root,
 /// and the flattened list of roots.
-fn flatten_roots(comp: &crate::ir::Computation, roots: &[InstId]) -> Result<(crate::ir::Computation, Vec<InstId>), String> {
+fn flatten_roots(
+    comp: &crate::ir::Computation,
+    roots: &[InstId],
+) -> Result<(crate::ir::Computation, Vec<InstId>), String> {
     let mut scratch = comp.clone();
     let mut flat = Vec::new();
     for &r in roots {
@@ -964,7 +1034,8 @@ pub fn opaque_kernel(
 fn dot_spec(d: &DotDims, lhs: &[i64], rhs: &[i64], elem: ElementType) -> Result<DotSpec, String> {
     let size = |dims: &[i64], which: &[usize]| which.iter().map(|&i| dims[i] as usize).product::<usize>();
     let to_usize = |v: &[i64]| v.iter().map(|&x| x as usize).collect::<Vec<_>>();
-    let (lb, rb, lc, rc) = (to_usize(&d.lhs_batch), to_usize(&d.rhs_batch), to_usize(&d.lhs_contracting), to_usize(&d.rhs_contracting));
+    let (lb, rb, lc, rc) =
+        (to_usize(&d.lhs_batch), to_usize(&d.rhs_batch), to_usize(&d.lhs_contracting), to_usize(&d.rhs_contracting));
     let lf: Vec<usize> = (0..lhs.len()).filter(|i| !lb.contains(i) && !lc.contains(i)).collect();
     let rf: Vec<usize> = (0..rhs.len()).filter(|i| !rb.contains(i) && !rc.contains(i)).collect();
     let spec = DotSpec {
@@ -981,7 +1052,6 @@ fn dot_spec(d: &DotDims, lhs: &[i64], rhs: &[i64], elem: ElementType) -> Result<
     }
     Ok(spec)
 }
-
 
 #[cfg(test)]
 mod tests;

@@ -28,7 +28,6 @@ fn loads(e: &Elemental) -> Vec<Idx> {
         .collect()
 }
 
-
 /// HLO text of the scalar f32 `%add` region, for fixtures (`concat!`).
 macro_rules! add_region {
     () => {
@@ -194,7 +193,10 @@ fn assert_no_overlap(p: &KernelPlan) {
     for x in 0..n {
         for y in x + 1..n {
             let (lx, ly) = (a.live[x], a.live[y]);
-            let (sx, sy) = (p.buffers[BufferId::new(x)].shape.byte_size() as u64, p.buffers[BufferId::new(y)].shape.byte_size() as u64);
+            let (sx, sy) = (
+                p.buffers[BufferId::new(x)].shape.byte_size() as u64,
+                p.buffers[BufferId::new(y)].shape.byte_size() as u64,
+            );
             let (ox, oy) = (a.offsets[x], a.offsets[y]);
             let handed_over = (a.in_place_of[y] == Some(BufferId::new(x)) && lx.1 == ly.0)
                 || (a.in_place_of[x] == Some(BufferId::new(y)) && ly.1 == lx.0);
@@ -206,8 +208,8 @@ fn assert_no_overlap(p: &KernelPlan) {
     }
 }
 
-use cranelift_entity::EntityRef;
 use crate::kernel::arena::ARENA_ALIGNMENT;
+use cranelift_entity::EntityRef;
 
 #[test]
 fn arena_reuses_dead_buffers_on_a_chain() {
@@ -249,8 +251,10 @@ ENTRY %main (x: f32[16]) -> f32[16] {
 fn arena_never_shares_a_kernels_inputs_and_outputs() {
     // A diamond with a fused reduction, an odd size (f32[3] = 12 B: padded to 64) and a
     // tuple result holding the parameter itself.
-    let p = planned(
-        concat!("HloModule m\n", add_lt_regions!(), "ENTRY %main (x: f32[3,5], c: f32[3]) -> (f32[3,5], f32[3], f32[3]) {
+    let p = planned(concat!(
+        "HloModule m\n",
+        add_lt_regions!(),
+        "ENTRY %main (x: f32[3,5], c: f32[3]) -> (f32[3,5], f32[3], f32[3]) {
   %x = f32[3,5] parameter(0)
   %c = f32[3] parameter(1)
   %e = f32[3,5] exponential(%x)
@@ -259,8 +263,8 @@ fn arena_never_shares_a_kernels_inputs_and_outputs() {
   %s = f32[3] sort(%r), dimensions={0}, to_apply=%lt
   %m = f32[3] multiply(%s, %c)
   ROOT %t = (f32[3,5], f32[3], f32[3]) tuple(%e, %m, %c)
-}"),
-    );
+}"
+    ));
     assert_no_overlap(&p);
     // Every offset is aligned, and the arena holds at least the largest live set.
     assert!(p.arena.arena_bytes.is_multiple_of(ARENA_ALIGNMENT));
@@ -396,7 +400,10 @@ fn dynamic_update_slice_scatter_and_sort_update_their_operand_in_place() {
 }"),
     );
     let kinds: Vec<&KernelKind> = p.kernels.iter().map(|k| &k.kind).collect();
-    assert_eq!(kinds, [&KernelKind::Loop, &KernelKind::Loop, &KernelKind::Scatter, &KernelKind::Sort, &KernelKind::Loop]);
+    assert_eq!(
+        kinds,
+        [&KernelKind::Loop, &KernelKind::Loop, &KernelKind::Scatter, &KernelKind::Sort, &KernelKind::Loop]
+    );
     assert_eq!(p.arena.in_place_of[buffer(&p, "d").index()], Some(buffer(&p, "e")));
     assert_eq!(p.arena.in_place_of[buffer(&p, "sc").index()], Some(buffer(&p, "d")));
     assert_eq!(p.arena.in_place_of[buffer(&p, "so").index()], Some(buffer(&p, "sc")));

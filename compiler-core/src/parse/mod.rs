@@ -44,10 +44,7 @@ pub enum Format {
 
 /// Guesses the format: HLO text starts (after comments) with `HloModule`.
 pub fn detect_format(text: &str) -> Format {
-    let first = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with("//") && !l.starts_with('#'));
+    let first = text.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with("//") && !l.starts_with('#'));
     match first {
         Some(l) if l.starts_with("HloModule") => Format::Hlo,
         _ => Format::StableHlo,

@@ -210,7 +210,9 @@ impl<'c> Buffers<'c> {
                 Op::GetTupleElement { index } => {
                     let src = inst.operands.first().map(|&o| &comp.inst(o).ty);
                     match (src.and_then(Type::as_tuple), inst.operands.first().and_then(|&o| b.span(o))) {
-                        (Some(elems), Some(sp)) if (*index as usize) < elems.len() && sp.len as usize == leaf_count(src.unwrap()) => {
+                        (Some(elems), Some(sp))
+                            if (*index as usize) < elems.len() && sp.len as usize == leaf_count(src.unwrap()) =>
+                        {
                             let first: usize = elems[..*index as usize].iter().map(leaf_count).sum();
                             let from = sp.start as usize + first;
                             b.pool.extend_from_within(from..from + leaf_count(&elems[*index as usize]));

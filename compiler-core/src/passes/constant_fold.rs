@@ -56,7 +56,13 @@ fn foldable_op(op: &Op) -> bool {
 
 /// Copies computation `c` of `src` (and what it calls) into `dst`; `None` on a cycle
 /// (only a malformed module has one).
-fn copy_comp(src: &Module, c: CompId, dst: &mut Module, map: &mut HashMap<CompId, CompId>, depth: u32) -> Option<CompId> {
+fn copy_comp(
+    src: &Module,
+    c: CompId,
+    dst: &mut Module,
+    map: &mut HashMap<CompId, CompId>,
+    depth: u32,
+) -> Option<CompId> {
     if let Some(&d) = map.get(&c) {
         return Some(d);
     }
@@ -112,7 +118,8 @@ impl ConstantFold {
             return false;
         }
         if matches!(inst.op, Op::Iota { .. } | Op::BroadcastInDim { .. }) {
-            let largest = inst.operands.iter().filter_map(|&o| comp.inst(o).ty.as_array()).map(|s| s.num_elements()).max();
+            let largest =
+                inst.operands.iter().filter_map(|&o| comp.inst(o).ty.as_array()).map(|s| s.num_elements()).max();
             return shape.num_elements() <= largest.unwrap_or(1);
         }
         true
@@ -211,18 +218,21 @@ mod tests {
         assert_eq!(entry_text(&after), entry_text(&m));
         // Over the element cap.
         let pass = ConstantFold { max_elements: 3 };
-        let (_, _, _, changed) = fold_with(&pass, "", "%a = s32[4] constant({1, 2, 3, 4})\n ROOT %n = s32[4] negate(%a)");
+        let (_, _, _, changed) =
+            fold_with(&pass, "", "%a = s32[4] constant({1, 2, 3, 4})\n ROOT %n = s32[4] negate(%a)");
         assert!(!changed);
         let (_, _, _, changed) = fold_with(&pass, "", "%a = s32[3] constant({1, 2, 3})\n ROOT %n = s32[3] negate(%a)");
         assert!(changed);
         // A parameter operand.
-        let (_, _, _, changed) = fold("%x = f32[2] parameter(0)\n %a = f32[2] constant({1, 2})\n ROOT %s = f32[2] add(%x, %a)");
+        let (_, _, _, changed) =
+            fold("%x = f32[2] parameter(0)\n %a = f32[2] constant({1, 2})\n ROOT %s = f32[2] add(%x, %a)");
         assert!(!changed);
     }
 
     #[test]
     fn one_element_generators_fold() {
-        let (_, after, _, changed) = fold("%c = s32[] constant(7)\n %b = s32[1] broadcast(%c), dimensions={}\n ROOT %i = s32[1] add(%b, %b)");
+        let (_, after, _, changed) =
+            fold("%c = s32[] constant(7)\n %b = s32[1] broadcast(%c), dimensions={}\n ROOT %i = s32[1] add(%b, %b)");
         assert!(changed);
         assert_eq!(entry_text(&after), "ROOT %i = s32[1] constant({14})");
     }

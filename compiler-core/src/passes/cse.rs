@@ -106,7 +106,8 @@ mod tests {
         // Subtract is not commutative: b-a differs from a-b.
         let d2 = c.push(inst("d2", Op::Binary(BinaryOp::Sub), vec![b, a], &t));
         let d3 = c.push(inst("d3", Op::Binary(BinaryOp::Sub), vec![a, b], &t));
-        let root = c.push(inst("root", Op::Tuple, vec![d1, d2, d3], &Type::Tuple(vec![t.clone(), t.clone(), t.clone()])));
+        let root =
+            c.push(inst("root", Op::Tuple, vec![d1, d2, d3], &Type::Tuple(vec![t.clone(), t.clone(), t.clone()])));
         c.root = root;
         m.entry = m.add_computation(c);
         assert!(Cse.run(&mut m, &mut PassLog::default()));

@@ -33,15 +33,32 @@ mod tests {
         let mut c = Computation::new("main");
         let t = Type::array(ElementType::F32, vec![2]);
         let p = c.push_param("p", t.clone(), Loc::default());
-        let dead = c.push(Instruction { name: "dead".into(), op: Op::Unary(UnaryOp::Exp), operands: vec![p], ty: t.clone(), loc: Loc::default() });
+        let dead = c.push(Instruction {
+            name: "dead".into(),
+            op: Op::Unary(UnaryOp::Exp),
+            operands: vec![p],
+            ty: t.clone(),
+            loc: Loc::default(),
+        });
         let effect = c.push(Instruction {
             name: "check".into(),
-            op: Op::CustomCall(CustomCallAttrs { target: "x".into(), has_side_effect: true, backend_config: String::new(), attrs: vec![] }),
+            op: Op::CustomCall(CustomCallAttrs {
+                target: "x".into(),
+                has_side_effect: true,
+                backend_config: String::new(),
+                attrs: vec![],
+            }),
             operands: vec![p],
             ty: Type::Tuple(vec![]),
             loc: Loc::default(),
         });
-        let live = c.push(Instruction { name: "live".into(), op: Op::Unary(UnaryOp::Neg), operands: vec![p], ty: t, loc: Loc::default() });
+        let live = c.push(Instruction {
+            name: "live".into(),
+            op: Op::Unary(UnaryOp::Neg),
+            operands: vec![p],
+            ty: t,
+            loc: Loc::default(),
+        });
         c.root = live;
         m.entry = m.add_computation(c);
         assert!(Dce.run(&mut m, &mut PassLog::default()));

@@ -89,18 +89,42 @@ mod tests {
         // inner(x) = x * x
         let mut inner = Computation::new("inner");
         let x = inner.push_param("x", t.clone(), Loc::default());
-        inner.root = inner.push(Instruction { name: "sq".into(), op: Op::Binary(BinaryOp::Mul), operands: vec![x, x], ty: t.clone(), loc: Loc::default() });
+        inner.root = inner.push(Instruction {
+            name: "sq".into(),
+            op: Op::Binary(BinaryOp::Mul),
+            operands: vec![x, x],
+            ty: t.clone(),
+            loc: Loc::default(),
+        });
         let inner_id = m.add_computation(inner);
         // outer(y) = inner(y) + y
         let mut outer = Computation::new("outer");
         let y = outer.push_param("y", t.clone(), Loc::default());
-        let c = outer.push(Instruction { name: "c1".into(), op: Op::Call { comp: inner_id }, operands: vec![y], ty: t.clone(), loc: Loc::default() });
-        outer.root = outer.push(Instruction { name: "a".into(), op: Op::Binary(BinaryOp::Add), operands: vec![c, y], ty: t.clone(), loc: Loc::default() });
+        let c = outer.push(Instruction {
+            name: "c1".into(),
+            op: Op::Call { comp: inner_id },
+            operands: vec![y],
+            ty: t.clone(),
+            loc: Loc::default(),
+        });
+        outer.root = outer.push(Instruction {
+            name: "a".into(),
+            op: Op::Binary(BinaryOp::Add),
+            operands: vec![c, y],
+            ty: t.clone(),
+            loc: Loc::default(),
+        });
         let outer_id = m.add_computation(outer);
         // main(p) = outer(p)
         let mut main = Computation::new("main");
         let p = main.push_param("p", t.clone(), Loc::default());
-        main.root = main.push(Instruction { name: "c2".into(), op: Op::Call { comp: outer_id }, operands: vec![p], ty: t.clone(), loc: Loc::default() });
+        main.root = main.push(Instruction {
+            name: "c2".into(),
+            op: Op::Call { comp: outer_id },
+            operands: vec![p],
+            ty: t.clone(),
+            loc: Loc::default(),
+        });
         m.entry = m.add_computation(main);
         m.reserve_names();
 

@@ -114,7 +114,8 @@ fn is_effectively_row_major(shape: &Shape) -> bool {
 /// Whether `perm` is a permutation of `0..rank` and a layout is a permutation too.
 fn is_permutation(p: &[i64], rank: usize) -> bool {
     let mut seen = vec![false; rank];
-    p.len() == rank && p.iter().all(|&d| d >= 0 && (d as usize) < rank && !std::mem::replace(&mut seen[d as usize], true))
+    p.len() == rank
+        && p.iter().all(|&d| d >= 0 && (d as usize) < rank && !std::mem::replace(&mut seen[d as usize], true))
 }
 
 /// Whether a transpose from `x` to `y` by `perm` keeps every element at the same
@@ -151,7 +152,8 @@ fn assign_computation(
             }
         }
         let mut new_op = None;
-        let operand_shape = inst.operands.first().and_then(|&o| comp.insts.get(o)).and_then(|o| o.ty.as_array()).cloned();
+        let operand_shape =
+            inst.operands.first().and_then(|&o| comp.insts.get(o)).and_then(|o| o.ty.as_array()).cloned();
         match (&inst.op, &mut ty, operand_shape) {
             (Op::Transpose { perm }, Type::Array(y), Some(x))
                 if is_permutation(perm, x.rank()) && y.rank() == x.rank() && operand_layout_ok(&x) =>
@@ -203,7 +205,8 @@ fn assign_computation(
             Op::Fusion { body, .. } if fusion_callers.get(body) == Some(&1) => Some(*body),
             _ => None,
         };
-        let operand_types: Vec<Type> = inst.operands.iter().filter_map(|&o| comp.insts.get(o)).map(|o| o.ty.clone()).collect();
+        let operand_types: Vec<Type> =
+            inst.operands.iter().filter_map(|&o| comp.insts.get(o)).map(|o| o.ty.clone()).collect();
         let inst = module.comp_mut(c).inst_mut(id);
         inst.ty = ty;
         if let Some((op, rule)) = new_op {
@@ -227,8 +230,8 @@ fn operand_layout_ok(x: &Shape) -> bool {
 mod tests {
     use super::*;
     use crate::interp::testutil::*;
-    use crate::ir::{BinaryOp, ElementType::*, FusionKind, InstId, UnaryOp};
     use crate::ir::Value;
+    use crate::ir::{BinaryOp, ElementType::*, FusionKind, InstId, UnaryOp};
     use crate::passes::simplify::tests::{random_literal, XorShift};
 
     /// Runs both modules on `trials` random inputs (NaN, ±0, ±inf included) and asserts

@@ -85,7 +85,9 @@ impl fmt::Display for PipelineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             PipelineError::Spec(m) => write!(f, "pipeline: {m}"),
-            PipelineError::Broken { pass, error } => write!(f, "pass {pass} produced an invalid module (a bug in hloscope): {error}"),
+            PipelineError::Broken { pass, error } => {
+                write!(f, "pass {pass} produced an invalid module (a bug in hloscope): {error}")
+            }
         }
     }
 }
@@ -483,7 +485,14 @@ fn type_texts(comp: &Computation) -> SecondaryMap<InstId, String> {
 
 /// Adds `comp`'s instructions (ids prefixed with `prefix`) to `graph`; its parameters
 /// stand for `params_as` (node ids of the fusion's operands) when it is a fusion body.
-fn add_computation(module: &Module, comp: &Computation, prefix: &str, group: Option<&str>, params_as: &[String], graph: &mut Graph) {
+fn add_computation(
+    module: &Module,
+    comp: &Computation,
+    prefix: &str,
+    group: Option<&str>,
+    params_as: &[String],
+    graph: &mut Graph,
+) {
     /// Where an instruction's node id is: a node of `graph`, or one of `params_as`.
     #[derive(Copy, Clone)]
     enum At {
@@ -543,7 +552,8 @@ fn add_computation(module: &Module, comp: &Computation, prefix: &str, group: Opt
             source: inst.loc.source.as_deref().map(str::to_string),
         });
         if let (Op::Fusion { body, .. }, None) = (&inst.op, group) {
-            let operands: Vec<String> = inst.operands.iter().map(|&o| id_text(graph, at[o]).unwrap_or_default()).collect();
+            let operands: Vec<String> =
+                inst.operands.iter().map(|&o| id_text(graph, at[o]).unwrap_or_default()).collect();
             let inner_prefix = format!("{}/", graph.nodes[graph.nodes.len() - 1].id);
             add_computation(module, module.comp(*body), &inner_prefix, Some(&inst.name), &operands, graph);
         }

@@ -472,7 +472,10 @@ fn attributes<'a>(
                 a.push_fmt(format_args!("true_computation={}", c(&branches[0])));
                 a.push_fmt(format_args!("false_computation={}", c(&branches[1])));
             } else {
-                a.push_fmt(format_args!("branch_computations={{{}}}", branches.iter().map(|b| c(b).to_string()).collect::<Vec<_>>().join(", ")));
+                a.push_fmt(format_args!(
+                    "branch_computations={{{}}}",
+                    branches.iter().map(|b| c(b).to_string()).collect::<Vec<_>>().join(", ")
+                ));
                 if !canonical {
                     let lists: Vec<String> = branch_operands
                         .iter()

@@ -75,4 +75,3 @@ pub fn split_cases(text: &str) -> Vec<String> {
     chunks.push(current);
     chunks
 }
-

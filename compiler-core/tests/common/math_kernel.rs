@@ -58,9 +58,10 @@ pub fn compile(op: Op, lanes: bool, fma: Option<bool>) -> (JITModule, Kernel) {
         let oa = b.ins().iadd(p[2], off);
         let x = b.ins().load(ty, flags, xa, 0);
         let y = b.ins().load(ty, flags, ya, 0);
-        let mut call = |_: &mut FunctionBuilder, name: &'static str, _: &[cranelift_codegen::ir::Value]| -> cranelift_codegen::ir::Value {
-            panic!("f32 {op:?} called {name}")
-        };
+        let mut call = |_: &mut FunctionBuilder,
+                        name: &'static str,
+                        _: &[cranelift_codegen::ir::Value]|
+         -> cranelift_codegen::ir::Value { panic!("f32 {op:?} called {name}") };
         let r = match op {
             Op::U(u) => math::unary(&mut b, fma, u, x, &mut call),
             Op::B(o) => math::binary(&mut b, fma, o, x, y, &mut call),

@@ -147,7 +147,9 @@ pub fn program(n: usize, steps: &[Step]) -> String {
     }
     let last = values.last().cloned().unwrap_or_default();
     let middle = &values[values.len() / 2];
-    format!("func.func @main(%arg0: {t}, %arg1: {t}) -> ({t}, {t}) {{\n{body}  return {last}, {middle} : {t}, {t}\n}}\n")
+    format!(
+        "func.func @main(%arg0: {t}, %arg1: {t}) -> ({t}, {t}) {{\n{body}  return {last}, {middle} : {t}, {t}\n}}\n"
+    )
 }
 
 /// The two `f32[n,n]` arguments from `2 * n * n` values.
@@ -159,7 +161,10 @@ pub fn arguments(n: usize, values: &[f64]) -> [Value; 2] {
 
 /// Inputs: mostly in [-3, 3], with zeros of both signs and small integers mixed in.
 pub fn inputs(len: usize) -> impl Strategy<Value = Vec<f64>> {
-    prop::collection::vec(prop_oneof![6 => -3.0f64..3.0, 1 => Just(0.0), 1 => Just(-0.0), 2 => (-4i8..5).prop_map(f64::from)], len)
+    prop::collection::vec(
+        prop_oneof![6 => -3.0f64..3.0, 1 => Just(0.0), 1 => Just(-0.0), 2 => (-4i8..5).prop_map(f64::from)],
+        len,
+    )
 }
 
 /// Bit-identical values (any NaN equals any NaN).
@@ -168,7 +173,8 @@ pub fn same_bits(a: &Value, b: &Value) -> bool {
         (Value::Tuple(x), Value::Tuple(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_bits(p, q)),
         (Value::Array(x), Value::Array(y)) => match (&x.data, &y.data) {
             (Data::F(p), Data::F(q)) => {
-                p.len() == q.len() && p.iter().zip(q).all(|(u, v)| (u.is_nan() && v.is_nan()) || u.to_bits() == v.to_bits())
+                p.len() == q.len()
+                    && p.iter().zip(q).all(|(u, v)| (u.is_nan() && v.is_nan()) || u.to_bits() == v.to_bits())
             }
             _ => x == y,
         },

@@ -69,7 +69,11 @@ pub fn run_check(inst: &Instruction, args: &[Value], corpus: &str) -> Result<(),
     }
 }
 
-fn compare_each(actual: &Literal, expected: &Literal, ok: impl Fn(&Literal, &Literal, usize) -> bool) -> Result<(), String> {
+fn compare_each(
+    actual: &Literal,
+    expected: &Literal,
+    ok: impl Fn(&Literal, &Literal, usize) -> bool,
+) -> Result<(), String> {
     let bad: Vec<usize> = (0..actual.num_elements()).filter(|&i| !ok(actual, expected, i)).collect();
     match bad.first() {
         None => Ok(()),

@@ -162,8 +162,8 @@ fn conformance_corpus() {
                     break;
                 }
                 let case = &cases[i];
-                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(case)))
-                    .unwrap_or_else(|p| {
+                let outcome =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(case))).unwrap_or_else(|p| {
                         let msg = p
                             .downcast_ref::<String>()
                             .cloned()
@@ -195,7 +195,9 @@ fn conformance_corpus() {
     }
     for (corpus, (pass, fail, unsupported)) in &stats {
         let rate = 100.0 * *pass as f64 / (*pass + *fail).max(1) as f64;
-        println!("{corpus}: {pass} passed, {fail} failed, {unsupported} unsupported ({rate:.1}% of supported cases pass)");
+        println!(
+            "{corpus}: {pass} passed, {fail} failed, {unsupported} unsupported ({rate:.1}% of supported cases pass)"
+        );
     }
 
     if std::env::var("HLOSCOPE_BLESS").is_ok_and(|v| v == "1") {

@@ -7,8 +7,8 @@
 //! shape (as XLA prints them), never full-size literals.
 
 use crate::ir::{
-    BinaryOp, CmpDir, CmpKind, CompId, Computation, ElementType, InstId, Instruction, Literal, Loc, Module, Op,
-    Scalar, Shape, Type, UnaryOp,
+    BinaryOp, CmpDir, CmpKind, CompId, Computation, ElementType, InstId, Instruction, Literal, Loc, Module, Op, Scalar,
+    Shape, Type, UnaryOp,
 };
 
 pub(crate) struct ChloBuilder<'m> {

@@ -20,7 +20,7 @@ mod special;
 mod structured;
 mod trig;
 
-use crate::ir::{UnaryOp, BinaryOp, CmpDir, CmpKind, CompId, ElementType, InstId, Literal, Loc, Module, Shape, Type};
+use crate::ir::{BinaryOp, CmpDir, CmpKind, CompId, ElementType, InstId, Literal, Loc, Module, Shape, Type, UnaryOp};
 use builder::ChloBuilder;
 
 /// The attributes CHLO ops carry that the decompositions need.
@@ -79,10 +79,15 @@ pub fn decompose(
         return Err(format!("chlo.{name}: computation {comp} does not exist"));
     }
     let mut b = ChloBuilder::new(module, comp, loc.clone());
-    let shapes: Vec<Shape> = operands.iter().map(|&o| b.shape(o)).collect::<Result<_, _>>().map_err(|e| format!("chlo.{name}: {e}"))?;
+    let shapes: Vec<Shape> =
+        operands.iter().map(|&o| b.shape(o)).collect::<Result<_, _>>().map_err(|e| format!("chlo.{name}: {e}"))?;
     let results: Vec<Shape> = result_types
         .iter()
-        .map(|t| t.as_array().map(|s| Shape::new(s.elem, s.dims.clone())).ok_or_else(|| format!("chlo.{name}: result type {t} is not an array")))
+        .map(|t| {
+            t.as_array()
+                .map(|s| Shape::new(s.elem, s.dims.clone()))
+                .ok_or_else(|| format!("chlo.{name}: result type {t} is not an array"))
+        })
         .collect::<Result<_, _>>()?;
     let ctx = Ctx { name, shapes: &shapes, results: &results };
 
@@ -304,8 +309,10 @@ fn broadcast_binary(
             Ok(b.binary(op, lhs, rhs))
         }
         None if op == "compare" => {
-            let dir_name = attrs.comparison_direction.as_deref().ok_or_else(|| ctx.err("needs comparison_direction"))?;
-            let dir = CmpDir::from_name(dir_name).ok_or_else(|| ctx.err(&format!("unknown comparison direction {dir_name}")))?;
+            let dir_name =
+                attrs.comparison_direction.as_deref().ok_or_else(|| ctx.err("needs comparison_direction"))?;
+            let dir = CmpDir::from_name(dir_name)
+                .ok_or_else(|| ctx.err(&format!("unknown comparison direction {dir_name}")))?;
             let kind = match attrs.compare_type.as_deref() {
                 None | Some("NOTYPE") => None,
                 Some(k) => Some(CmpKind::from_name(k).ok_or_else(|| ctx.err(&format!("unknown compare type {k}")))?),
@@ -327,7 +334,11 @@ fn operand_dims(shape: &Shape, rank: usize, bdims: Option<&[i64]>, other_rank: u
     match bdims {
         Some(d) if shape.rank() < other_rank => {
             if d.len() != shape.rank() {
-                return Err(format!("broadcast_dimensions has {} entries for an operand of rank {}", d.len(), shape.rank()));
+                return Err(format!(
+                    "broadcast_dimensions has {} entries for an operand of rank {}",
+                    d.len(),
+                    shape.rank()
+                ));
             }
             if d.iter().any(|&x| x < 0 || x as usize >= rank) || d.windows(2).any(|w| w[0] >= w[1]) {
                 return Err(format!("broadcast_dimensions {d:?} are not increasing dimensions below {rank}"));

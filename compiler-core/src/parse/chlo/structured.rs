@@ -9,7 +9,12 @@ use crate::ir::{CmpDir, CmpKind, CustomCallAttrs, DotDims, ElementType, InstId, 
 /// `top_k(x, k)`: sort each last-dimension row (with an s32 iota of positions) in
 /// descending order (ascending when `largest = false`), stable, with a total order on
 /// floats; the first `min(k, n)` values and indices.
-pub(crate) fn top_k(b: &mut ChloBuilder, ctx: &Ctx, operands: &[InstId], attrs: &ChloAttrs) -> Result<Vec<InstId>, String> {
+pub(crate) fn top_k(
+    b: &mut ChloBuilder,
+    ctx: &Ctx,
+    operands: &[InstId],
+    attrs: &ChloAttrs,
+) -> Result<Vec<InstId>, String> {
     ctx.arity(operands, 1)?;
     let x = operands[0];
     let shape = ctx.shapes[0].clone();
@@ -72,7 +77,12 @@ fn check_dims(ctx: &Ctx, what: &str, dims: &[i64], rank: usize) -> Result<(), St
 /// Mode 2 (ragged contracting dimension): one `dot` per group with lhs masked to the
 /// group's columns, stacked on a new leading dimension. Mode 3 (ragged batch
 /// dimension): a plain batched `dot`.
-pub(crate) fn ragged_dot(b: &mut ChloBuilder, ctx: &Ctx, operands: &[InstId], attrs: &ChloAttrs) -> Result<Vec<InstId>, String> {
+pub(crate) fn ragged_dot(
+    b: &mut ChloBuilder,
+    ctx: &Ctx,
+    operands: &[InstId],
+    attrs: &ChloAttrs,
+) -> Result<Vec<InstId>, String> {
     ctx.arity(operands, 3)?;
     let dn = attrs.ragged_dot.as_ref().ok_or_else(|| ctx.err("needs ragged_dot_dimension_numbers"))?;
     let (lhs, rhs, gs) = (operands[0], operands[1], operands[2]);
@@ -81,8 +91,18 @@ pub(crate) fn ragged_dot(b: &mut ChloBuilder, ctx: &Ctx, operands: &[InstId], at
     if !gss.elem.is_int() || gss.rank() == 0 {
         return Err(ctx.err("group_sizes must be an integer array of rank >= 1"));
     }
-    check_dims(ctx, "lhs dimensions", &[&dn.lhs_batching_dimensions[..], &dn.lhs_contracting_dimensions, &dn.lhs_ragged_dimensions].concat(), ls.rank())?;
-    check_dims(ctx, "rhs dimensions", &[&dn.rhs_batching_dimensions[..], &dn.rhs_contracting_dimensions, &dn.rhs_group_dimensions].concat(), rs.rank())?;
+    check_dims(
+        ctx,
+        "lhs dimensions",
+        &[&dn.lhs_batching_dimensions[..], &dn.lhs_contracting_dimensions, &dn.lhs_ragged_dimensions].concat(),
+        ls.rank(),
+    )?;
+    check_dims(
+        ctx,
+        "rhs dimensions",
+        &[&dn.rhs_batching_dimensions[..], &dn.rhs_contracting_dimensions, &dn.rhs_group_dimensions].concat(),
+        rs.rank(),
+    )?;
     if dn.lhs_ragged_dimensions.len() != 1 {
         return Err(ctx.err("needs exactly one lhs ragged dimension"));
     }
@@ -187,7 +207,12 @@ pub(crate) fn ragged_dot(b: &mut ChloBuilder, ctx: &Ctx, operands: &[InstId], at
 /// (backwards when `is_reverse`), whose state is (position, inputs, carries, outputs).
 /// Each step slices every input at the position, calls the body on (slices, carries),
 /// writes the body's output slices into the outputs and keeps its new carries.
-pub(crate) fn scan(b: &mut ChloBuilder, ctx: &Ctx, operands: &[InstId], attrs: &ChloAttrs) -> Result<Vec<InstId>, String> {
+pub(crate) fn scan(
+    b: &mut ChloBuilder,
+    ctx: &Ctx,
+    operands: &[InstId],
+    attrs: &ChloAttrs,
+) -> Result<Vec<InstId>, String> {
     let body = attrs.body.ok_or_else(|| ctx.err("needs a body region"))?;
     let m = attrs.num_inits.ok_or_else(|| ctx.err("needs to know which operands are inits"))?;
     let dim = attrs.dimension.ok_or_else(|| ctx.err("needs the attribute dimension"))?;

@@ -92,7 +92,11 @@ pub enum LocAst {
     /// `#loc12`.
     Alias(String),
     /// `"f.py":3:7` (an optional `to ...` range is dropped).
-    File { file: String, line: u32, col: u32 },
+    File {
+        file: String,
+        line: u32,
+        col: u32,
+    },
     /// `"name"` or `"name"(child)`.
     Name(String, Option<Box<LocAst>>),
     /// `callsite(callee at caller)`.

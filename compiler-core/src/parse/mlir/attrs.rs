@@ -109,11 +109,8 @@ pub fn parse_dict(c: &mut Cursor) -> Result<Vec<AttrEntry>, ParseError> {
     let mut out = Vec::new();
     if !c.eat("}") {
         loop {
-            let name = if c.peek() == Some(b'"') {
-                c.string()?
-            } else {
-                c.expect_ident("an attribute name")?.to_string()
-            };
+            let name =
+                if c.peek() == Some(b'"') { c.string()? } else { c.expect_ident("an attribute name")?.to_string() };
             if c.eat("=") {
                 c.skip_ws();
                 let vs = c.pos;
@@ -342,13 +339,19 @@ pub fn parse_dense(c: &mut Cursor) -> Result<Dense, ParseError> {
     let body = if c.peek() == Some(b'"') {
         let sp = c.pos;
         let s = c.string()?;
-        let hex = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).ok_or_else(|| c.err_at(sp, "dense string literals other than hex blobs are not supported"))?;
+        let hex = s
+            .strip_prefix("0x")
+            .or_else(|| s.strip_prefix("0X"))
+            .ok_or_else(|| c.err_at(sp, "dense string literals other than hex blobs are not supported"))?;
         if hex.len() % 2 != 0 {
             return Err(c.err_at(sp, "hex blob has an odd number of digits"));
         }
         let mut bytes = Vec::with_capacity(hex.len() / 2);
         for k in (0..hex.len()).step_by(2) {
-            let b = hex.get(k..k + 2).and_then(|h| u8::from_str_radix(h, 16).ok()).ok_or_else(|| c.err_at(sp, "bad hex digit in blob"))?;
+            let b = hex
+                .get(k..k + 2)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| c.err_at(sp, "bad hex digit in blob"))?;
             bytes.push(b);
         }
         DenseBody::Blob(bytes)
@@ -464,7 +467,11 @@ fn loc_expr_inner(c: &mut Cursor) -> Result<LocAst, ParseError> {
                     c.expect(":")?;
                     c.int()?;
                 }
-                Ok(LocAst::File { file: s, line: line.clamp(0, u32::MAX as i64) as u32, col: col.clamp(0, u32::MAX as i64) as u32 })
+                Ok(LocAst::File {
+                    file: s,
+                    line: line.clamp(0, u32::MAX as i64) as u32,
+                    col: col.clamp(0, u32::MAX as i64) as u32,
+                })
             } else if c.peek() == Some(b'(') {
                 c.pos += 1;
                 let inner = loc_expr(c)?;

@@ -387,7 +387,8 @@ impl<'a> Cursor<'a> {
                 return Err(self.err_at(start, "bad hexadecimal literal"));
             }
             self.pos = e;
-            let v = u128::from_str_radix(&self.src[hs..e], 16).map_err(|_| self.err_at(start, "bad hexadecimal literal"))?;
+            let v = u128::from_str_radix(&self.src[hs..e], 16)
+                .map_err(|_| self.err_at(start, "bad hexadecimal literal"))?;
             if neg {
                 // `-0x..` is an integer value; keep it as a signed decimal.
                 return Ok(Number::Int(-(v.min(i128::MAX as u128) as i128)));
@@ -424,7 +425,9 @@ impl<'a> Cursor<'a> {
         if is_float {
             Ok(Number::Float(text.to_string()))
         } else {
-            text.parse::<i128>().map(Number::Int).map_err(|_| self.err_at(start, format!("integer `{text}` out of range")))
+            text.parse::<i128>()
+                .map(Number::Int)
+                .map_err(|_| self.err_at(start, format!("integer `{text}` out of range")))
         }
     }
 

@@ -12,9 +12,9 @@
 //! again in the caller's computation, in a scope that only sees the call's arguments.
 
 use super::ast::{FuncAst, LocAst, ModuleAst, OpAst, Region, ValRef};
+use super::lexer::{LineIndex, MAX_DEPTH};
 use crate::ir::{CompId, Computation, InstId, Instruction, Loc, Module, Op, Type};
 use crate::parse::ParseError;
-use super::lexer::{LineIndex, MAX_DEPTH};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -65,7 +65,16 @@ pub struct Lowerer<'a> {
 impl<'a> Lowerer<'a> {
     pub fn new(src: &'a str, lines: &'a LineIndex, ast: &'a ModuleAst, name: &str) -> Lowerer<'a> {
         let loc_aliases = ast.loc_aliases.iter().map(|(n, l)| (n.as_str(), l)).collect();
-        Lowerer { src, lines, ast, module: Module::new(name), scopes: Vec::new(), call_stack: Vec::new(), loc_aliases, insts: 0 }
+        Lowerer {
+            src,
+            lines,
+            ast,
+            module: Module::new(name),
+            scopes: Vec::new(),
+            call_stack: Vec::new(),
+            loc_aliases,
+            insts: 0,
+        }
     }
 
     pub fn err(&self, pos: usize, msg: impl Into<String>) -> ParseError {
@@ -145,10 +154,21 @@ impl<'a> Lowerer<'a> {
         self.module.comp(self.cur_comp()).inst(id).ty.clone()
     }
 
-    pub fn emit_in(&mut self, comp: CompId, op: Op, operands: Vec<InstId>, ty: Type, loc: &Loc) -> Result<InstId, ParseError> {
+    pub fn emit_in(
+        &mut self,
+        comp: CompId,
+        op: Op,
+        operands: Vec<InstId>,
+        ty: Type,
+        loc: &Loc,
+    ) -> Result<InstId, ParseError> {
         self.insts += 1;
         if self.insts > MAX_INSTRUCTIONS {
-            return Err(ParseError::new(loc.line, loc.col, "program expands to too many instructions (deep inlining?)"));
+            return Err(ParseError::new(
+                loc.line,
+                loc.col,
+                "program expands to too many instructions (deep inlining?)",
+            ));
         }
         let name = self.module.fresh_name(op.hlo_name());
         Ok(self.module.comp_mut(comp).push(Instruction { name, op, operands, ty, loc: loc.clone() }))
@@ -161,7 +181,13 @@ impl<'a> Lowerer<'a> {
 
     /// Emits an op with `types.len()` results: one value, or one tuple value plus a
     /// GetTupleElement per result (zero results: one empty-tuple value, no results).
-    pub fn emit_multi(&mut self, op: Op, operands: Vec<InstId>, types: Vec<Type>, loc: &Loc) -> Result<Vec<InstId>, ParseError> {
+    pub fn emit_multi(
+        &mut self,
+        op: Op,
+        operands: Vec<InstId>,
+        types: Vec<Type>,
+        loc: &Loc,
+    ) -> Result<Vec<InstId>, ParseError> {
         if types.len() == 1 {
             let ty = types.into_iter().next().unwrap_or(Type::Tuple(vec![]));
             return Ok(vec![self.emit(op, operands, ty, loc)?]);
@@ -208,7 +234,10 @@ impl<'a> Lowerer<'a> {
             return match (v.index, vals.len()) {
                 (None, 1) => Ok(vals[0]),
                 (None, n) => Err(self.err(v.pos, format!("%{} has {n} results; use %{}#N", v.name, v.name))),
-                (Some(i), n) => vals.get(i as usize).copied().ok_or_else(|| self.err(v.pos, format!("%{} has {n} results, no #{i}", v.name))),
+                (Some(i), n) => vals
+                    .get(i as usize)
+                    .copied()
+                    .ok_or_else(|| self.err(v.pos, format!("%{} has {n} results, no #{i}", v.name))),
             };
         }
         if self.scopes[k].boundary || k == 0 {
@@ -236,7 +265,10 @@ impl<'a> Lowerer<'a> {
             p
         } else {
             let owner = self.scopes[k].owner.clone();
-            return Err(self.err(v.pos, format!("%{} is defined outside this {owner} region; only constants can be used there", v.name)));
+            return Err(self.err(
+                v.pos,
+                format!("%{} is defined outside this {owner} region; only constants can be used there", v.name),
+            ));
         };
         self.scopes[k].imported.insert(outer, local);
         Ok(local)
@@ -312,7 +344,15 @@ impl<'a> Lowerer<'a> {
             let p = self.module.comp_mut(comp).push_param(pname, ty.clone(), loc);
             vars.insert(name.clone(), vec![p]);
         }
-        self.scopes.push(Scope { comp, vars, boundary: true, capture: Capture::ConstantsOnly, owner: f.name.clone(), captures: vec![], imported: HashMap::new() });
+        self.scopes.push(Scope {
+            comp,
+            vars,
+            boundary: true,
+            capture: Capture::ConstantsOnly,
+            owner: f.name.clone(),
+            captures: vec![],
+            imported: HashMap::new(),
+        });
         self.call_stack.push(f.name.clone());
         let rets = self.lower_block(&f.body.ops, f.pos)?;
         self.check_returns(f, &rets)?;
@@ -325,7 +365,10 @@ impl<'a> Lowerer<'a> {
 
     fn check_returns(&self, f: &FuncAst, rets: &[InstId]) -> Result<(), ParseError> {
         if rets.len() != f.result_types.len() {
-            return Err(self.err(f.pos, format!("@{} returns {} values but declares {} results", f.name, rets.len(), f.result_types.len())));
+            return Err(self.err(
+                f.pos,
+                format!("@{} returns {} values but declares {} results", f.name, rets.len(), f.result_types.len()),
+            ));
         }
         for (i, (&r, t)) in rets.iter().zip(&f.result_types).enumerate() {
             if !self.ty(r).same_type(t) {
@@ -355,7 +398,15 @@ impl<'a> Lowerer<'a> {
             vars.insert(an.clone(), vec![v]);
         }
         let comp = self.cur_comp();
-        self.scopes.push(Scope { comp, vars, boundary: true, capture: Capture::ConstantsOnly, owner: name.to_string(), captures: vec![], imported: HashMap::new() });
+        self.scopes.push(Scope {
+            comp,
+            vars,
+            boundary: true,
+            capture: Capture::ConstantsOnly,
+            owner: name.to_string(),
+            captures: vec![],
+            imported: HashMap::new(),
+        });
         self.call_stack.push(name.to_string());
         let rets = self.lower_block(&f.body.ops, f.pos)?;
         self.check_returns(f, &rets)?;

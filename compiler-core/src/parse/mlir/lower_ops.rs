@@ -16,7 +16,6 @@ use std::collections::HashMap;
 
 type R<T> = Result<T, ParseError>;
 
-
 impl<'a> Lowerer<'a> {
     // ---- attribute access ------------------------------------------------------
 
@@ -27,23 +26,29 @@ impl<'a> Lowerer<'a> {
     fn opt_i64(&self, op: &OpAst, names: &[&str]) -> R<Option<i64>> {
         match self.attr(op, names) {
             None => Ok(None),
-            Some(a) => attr_i64(a).map(Some).ok_or_else(|| self.err(op.pos, format!("{}: `{}` must be an integer", op.name, names[0]))),
+            Some(a) => attr_i64(a)
+                .map(Some)
+                .ok_or_else(|| self.err(op.pos, format!("{}: `{}` must be an integer", op.name, names[0]))),
         }
     }
 
     fn req_i64(&self, op: &OpAst, names: &[&str]) -> R<i64> {
-        self.opt_i64(op, names)?.ok_or_else(|| self.err(op.pos, format!("{}: missing attribute `{}`", op.name, names[0])))
+        self.opt_i64(op, names)?
+            .ok_or_else(|| self.err(op.pos, format!("{}: missing attribute `{}`", op.name, names[0])))
     }
 
     fn opt_list(&self, op: &OpAst, names: &[&str]) -> R<Option<Vec<i64>>> {
         match self.attr(op, names) {
             None => Ok(None),
-            Some(a) => attr_i64_list(a).map(Some).ok_or_else(|| self.err(op.pos, format!("{}: `{}` must be a list of integers", op.name, names[0]))),
+            Some(a) => attr_i64_list(a)
+                .map(Some)
+                .ok_or_else(|| self.err(op.pos, format!("{}: `{}` must be a list of integers", op.name, names[0]))),
         }
     }
 
     fn req_list(&self, op: &OpAst, names: &[&str]) -> R<Vec<i64>> {
-        self.opt_list(op, names)?.ok_or_else(|| self.err(op.pos, format!("{}: missing attribute `{}`", op.name, names[0])))
+        self.opt_list(op, names)?
+            .ok_or_else(|| self.err(op.pos, format!("{}: missing attribute `{}`", op.name, names[0])))
     }
 
     fn opt_bool(&self, op: &OpAst, names: &[&str]) -> R<Option<bool>> {
@@ -91,7 +96,8 @@ impl<'a> Lowerer<'a> {
     fn field_list(&self, op: &OpAst, f: &HashMap<&str, &Attr>, name: &str) -> R<Vec<i64>> {
         match f.get(name) {
             None => Ok(vec![]),
-            Some(a) => attr_i64_list(a).ok_or_else(|| self.err(op.pos, format!("{}: `{name}` must be a list of integers", op.name))),
+            Some(a) => attr_i64_list(a)
+                .ok_or_else(|| self.err(op.pos, format!("{}: `{name}` must be a list of integers", op.name))),
         }
     }
 
@@ -139,7 +145,13 @@ impl<'a> Lowerer<'a> {
         let inst = self.module.comp(self.cur_comp()).inst(id);
         match &inst.op {
             Op::Constant(l) if l.elem().is_int() => Ok((0..l.num_elements()).map(|i| l.get(i).as_i64()).collect()),
-            _ => Err(self.err(op.pos, format!("{}: the {what} operand must be an integer constant (dynamic shapes are not supported)", op.name))),
+            _ => Err(self.err(
+                op.pos,
+                format!(
+                    "{}: the {what} operand must be an integer constant (dynamic shapes are not supported)",
+                    op.name
+                ),
+            )),
         }
     }
 
@@ -195,10 +207,14 @@ impl<'a> Lowerer<'a> {
             "stablehlo.compare" => {
                 let x = self.operands_n(op, 2)?;
                 let d = self.opt_enum(op, &["comparison_direction"]).unwrap_or_default();
-                let dir = CmpDir::from_name(&d).ok_or_else(|| self.err(op.pos, format!("stablehlo.compare: bad direction `{d}`")))?;
+                let dir = CmpDir::from_name(&d)
+                    .ok_or_else(|| self.err(op.pos, format!("stablehlo.compare: bad direction `{d}`")))?;
                 let kind = match self.opt_enum(op, &["compare_type"]) {
                     None => None,
-                    Some(k) => Some(CmpKind::from_name(&k).ok_or_else(|| self.err(op.pos, format!("stablehlo.compare: bad compare type `{k}`")))?),
+                    Some(k) => Some(
+                        CmpKind::from_name(&k)
+                            .ok_or_else(|| self.err(op.pos, format!("stablehlo.compare: bad compare type `{k}`")))?,
+                    ),
                 };
                 single(self, Op::Compare { dir, kind }, x)
             }
@@ -222,13 +238,19 @@ impl<'a> Lowerer<'a> {
                 let x = self.operands_n(op, 1)?;
                 let (e, m) = match self.opt_enum(op, &["format"]) {
                     Some(f) => {
-                        let parsed = f.strip_prefix('e').and_then(|r| r.split_once('m')).and_then(|(e, m)| Some((e.parse::<u32>().ok()?, m.parse::<u32>().ok()?)));
-                        parsed.ok_or_else(|| self.err(op.pos, format!("stablehlo.reduce_precision: bad format `{f}`")))?
+                        let parsed = f
+                            .strip_prefix('e')
+                            .and_then(|r| r.split_once('m'))
+                            .and_then(|(e, m)| Some((e.parse::<u32>().ok()?, m.parse::<u32>().ok()?)));
+                        parsed
+                            .ok_or_else(|| self.err(op.pos, format!("stablehlo.reduce_precision: bad format `{f}`")))?
                     }
                     None => {
                         let e = self.req_i64(op, &["exponent_bits"])?;
                         let m = self.req_i64(op, &["mantissa_bits"])?;
-                        let c = |v: i64| u32::try_from(v).map_err(|_| self.err(op.pos, "stablehlo.reduce_precision: bad bit count"));
+                        let c = |v: i64| {
+                            u32::try_from(v).map_err(|_| self.err(op.pos, "stablehlo.reduce_precision: bad bit count"))
+                        };
                         (c(e)?, c(m)?)
                     }
                 };
@@ -285,7 +307,8 @@ impl<'a> Lowerer<'a> {
                 let x = self.operands_n(op, 2)?;
                 let low = self.req_list(op, &["edge_padding_low", "low"])?;
                 let high = self.req_list(op, &["edge_padding_high", "high"])?;
-                let interior = self.opt_list(op, &["interior_padding", "interior"])?.unwrap_or_else(|| vec![0; low.len()]);
+                let interior =
+                    self.opt_list(op, &["interior_padding", "interior"])?.unwrap_or_else(|| vec![0; low.len()]);
                 single(self, Op::Pad { low, high, interior }, x)
             }
             "stablehlo.dot_general" => {
@@ -296,7 +319,11 @@ impl<'a> Lowerer<'a> {
             "stablehlo.dot" => {
                 let x = self.operands_n(op, 2)?;
                 let rank = self.shape_of(op, x[0])?.rank() as i64;
-                let dims = DotDims { lhs_contracting: vec![(rank - 1).max(0)], rhs_contracting: vec![0], ..DotDims::default() };
+                let dims = DotDims {
+                    lhs_contracting: vec![(rank - 1).max(0)],
+                    rhs_contracting: vec![0],
+                    ..DotDims::default()
+                };
                 single(self, Op::Dot(dims), x)
             }
             "stablehlo.convolution" => {
@@ -307,7 +334,8 @@ impl<'a> Lowerer<'a> {
             "stablehlo.dynamic_conv" => {
                 let x = self.operands_n(op, 3)?;
                 let pad = self.const_ints(op, x[2], "padding")?;
-                let attrs = self.conv_attrs(op, Some(pad.chunks(2).map(|c| (c[0], *c.get(1).unwrap_or(&0))).collect()))?;
+                let attrs =
+                    self.conv_attrs(op, Some(pad.chunks(2).map(|c| (c[0], *c.get(1).unwrap_or(&0))).collect()))?;
                 single(self, Op::Convolution(attrs), x[..2].to_vec())
             }
             "stablehlo.reduce" => self.lower_reduce(op, &loc),
@@ -326,13 +354,21 @@ impl<'a> Lowerer<'a> {
                 }
                 let select = self.scalar_region(op, 0)?;
                 let scatter = self.scalar_region(op, 1)?;
-                single(self, Op::SelectAndScatter(SelectAndScatterAttrs { window_dims, strides, padding, select, scatter }), x)
+                single(
+                    self,
+                    Op::SelectAndScatter(SelectAndScatterAttrs { window_dims, strides, padding, select, scatter }),
+                    x,
+                )
             }
             "stablehlo.gather" | "stablehlo.dynamic_gather" => {
                 let dynamic = name == "stablehlo.dynamic_gather";
                 let x = self.operands_n(op, if dynamic { 3 } else { 2 })?;
                 let f = self.fields(op, &["dimension_numbers"])?;
-                let slice_sizes = if dynamic { self.const_ints(op, x[2], "slice_sizes")? } else { self.req_list(op, &["slice_sizes"])? };
+                let slice_sizes = if dynamic {
+                    self.const_ints(op, x[2], "slice_sizes")?
+                } else {
+                    self.req_list(op, &["slice_sizes"])?
+                };
                 let dims = GatherDims {
                     offset_dims: self.field_list(op, &f, "offset_dims")?,
                     collapsed_slice_dims: self.field_list(op, &f, "collapsed_slice_dims")?,
@@ -408,7 +444,9 @@ impl<'a> Lowerer<'a> {
                     Type::Tuple(ts) => usize::try_from(index).ok().and_then(|i| ts.get(i).cloned()),
                     _ => None,
                 };
-                let ty = ty.ok_or_else(|| self.err(op.pos, "stablehlo.get_tuple_element: index out of range or operand is not a tuple"))?;
+                let ty = ty.ok_or_else(|| {
+                    self.err(op.pos, "stablehlo.get_tuple_element: index out of range or operand is not a tuple")
+                })?;
                 Ok(vec![self.emit(Op::GetTupleElement { index: index as u32 }, x, ty, &loc)?])
             }
             "stablehlo.optimization_barrier" => {
@@ -512,13 +550,17 @@ impl<'a> Lowerer<'a> {
                 let d = self.req_i64(op, &["dimension", "dim"])?;
                 let shape = self.shape_of(op, x[0])?;
                 let size = usize::try_from(d).ok().and_then(|d| shape.dims.get(d).copied());
-                let size = size.ok_or_else(|| self.err(op.pos, format!("stablehlo.get_dimension_size: dimension {d} out of range")))?;
+                let size = size.ok_or_else(|| {
+                    self.err(op.pos, format!("stablehlo.get_dimension_size: dimension {d} out of range"))
+                })?;
                 let ty = self.result_type(op)?;
                 let elem = ty.as_array().map(|s| s.elem).unwrap_or(ElementType::S32);
                 let lit = Literal::scalar_i64(elem, size);
                 Ok(vec![self.emit(Op::Constant(lit), vec![], ty, &loc)?])
             }
-            "stablehlo.return" | "func.return" | "return" => Err(self.err(op.pos, format!("`{name}` must be the last op of its region"))),
+            "stablehlo.return" | "func.return" | "return" => {
+                Err(self.err(op.pos, format!("`{name}` must be the last op of its region")))
+            }
             // Collectives, infeed/outfeed, send/recv, `interpreter.*` and anything unknown.
             _ => Err(self.err(op.pos, format!("unsupported op {name}"))),
         }
@@ -530,7 +572,8 @@ impl<'a> Lowerer<'a> {
         let ty = self.result_type(op)?;
         match ty.as_array() {
             Some(s) if s.dims == want => Ok(()),
-            _ => Err(self.err(op.pos, format!("{}: shape operand {:?} does not match the result type {}", op.name, want, ty))),
+            _ => Err(self
+                .err(op.pos, format!("{}: shape operand {:?} does not match the result type {}", op.name, want, ty))),
         }
     }
 
@@ -551,7 +594,9 @@ impl<'a> Lowerer<'a> {
                     (Some(a), Some(b)) => Ok((a, b)),
                     _ => Err(self.err(op.pos, format!("stablehlo.dot_general: bad `{}`", names[0]))),
                 },
-                Some(_) => Err(self.err(op.pos, format!("stablehlo.dot_general: `{}` must be `[..] x [..]`", names[0]))),
+                Some(_) => {
+                    Err(self.err(op.pos, format!("stablehlo.dot_general: `{}` must be `[..] x [..]`", names[0])))
+                }
             }
         };
         let (lhs_batch, rhs_batch) = pair(&["batching_dims"])?;
@@ -573,7 +618,8 @@ impl<'a> Lowerer<'a> {
             let a = window.get(pretty).copied().or_else(|| self.attr(op, &[generic]));
             match a {
                 None => Ok(vec![default; n]),
-                Some(a) => attr_i64_list(a).ok_or_else(|| self.err(op.pos, format!("{}: `{generic}` must be a list of integers", op.name))),
+                Some(a) => attr_i64_list(a)
+                    .ok_or_else(|| self.err(op.pos, format!("{}: `{generic}` must be a list of integers", op.name))),
             }
         };
         let window_strides = list("window_strides", "stride", 1)?;
@@ -619,7 +665,10 @@ impl<'a> Lowerer<'a> {
         let body = match &op.applies {
             Some((body_op, p)) => {
                 let short = body_op.strip_prefix("stablehlo.").unwrap_or(body_op);
-                let b = BinaryOp::ALL.into_iter().find(|b| b.stablehlo_name() == short).ok_or_else(|| self.err(*p, format!("cannot reduce with `{body_op}`")))?;
+                let b = BinaryOp::ALL
+                    .into_iter()
+                    .find(|b| b.stablehlo_name() == short)
+                    .ok_or_else(|| self.err(*p, format!("cannot reduce with `{body_op}`")))?;
                 let name = self.module.fresh_name("reduce_region");
                 let comp = self.module.add_computation(Computation::new(name));
                 let init_types: Vec<Type> = x[n..].iter().map(|&v| self.ty(v)).collect();
@@ -683,7 +732,8 @@ impl<'a> Lowerer<'a> {
             }
             let out = self.lower_region(region, &op.name, Capture::Params)?;
             if out.rets.len() != nres {
-                return Err(self.err(region.pos, format!("branch returns {} values, {} expects {nres}", out.rets.len(), op.name)));
+                return Err(self
+                    .err(region.pos, format!("branch returns {} values, {} expects {nres}", out.rets.len(), op.name)));
             }
             let rloc = self.loc(region.pos, None);
             self.set_root(out.comp, &out.rets, &rloc)?;
@@ -717,7 +767,9 @@ impl<'a> Lowerer<'a> {
         let types = self.result_types(op, n)?;
         for r in &op.regions {
             if r.args.len() != n {
-                return Err(self.err(r.pos, format!("while region takes {} arguments for {n} loop values", r.args.len())));
+                return Err(
+                    self.err(r.pos, format!("while region takes {} arguments for {n} loop values", r.args.len()))
+                );
             }
         }
         let cond = self.lower_region(&op.regions[0], &op.name, Capture::Params)?;
@@ -726,7 +778,10 @@ impl<'a> Lowerer<'a> {
             return Err(self.err(op.regions[0].pos, "the while condition must return one value"));
         }
         if body.rets.len() != n {
-            return Err(self.err(op.regions[1].pos, format!("the while body returns {} values for {n} loop values", body.rets.len())));
+            return Err(self.err(
+                op.regions[1].pos,
+                format!("the while body returns {} values for {n} loop values", body.rets.len()),
+            ));
         }
         let mut extra: Vec<InstId> = Vec::new();
         for (outer, _) in cond.captures.iter().chain(&body.captures) {
@@ -754,7 +809,14 @@ impl<'a> Lowerer<'a> {
 
     /// Reorders a region's parameters to (block args, one per `extra` value), adding
     /// unused parameters for values only the other region captured.
-    fn align_params(&mut self, comp: CompId, n: usize, captures: &[(InstId, InstId)], extra: &[InstId], loc: &Loc) -> Vec<InstId> {
+    fn align_params(
+        &mut self,
+        comp: CompId,
+        n: usize,
+        captures: &[(InstId, InstId)],
+        extra: &[InstId],
+        loc: &Loc,
+    ) -> Vec<InstId> {
         let mut params: Vec<InstId> = self.module.comp(comp).params.iter().take(n).copied().collect();
         for outer in extra {
             let p = match captures.iter().find(|(o, _)| o == outer) {
@@ -762,7 +824,13 @@ impl<'a> Lowerer<'a> {
                 None => {
                     let ty = self.module.comp(self.cur_comp()).inst(*outer).ty.clone();
                     let name = self.module.fresh_name("param");
-                    self.module.comp_mut(comp).push(Instruction { name, op: Op::Parameter(0), operands: vec![], ty, loc: loc.clone() })
+                    self.module.comp_mut(comp).push(Instruction {
+                        name,
+                        op: Op::Parameter(0),
+                        operands: vec![],
+                        ty,
+                        loc: loc.clone(),
+                    })
                 }
             };
             params.push(p);
@@ -863,7 +931,9 @@ impl<'a> Lowerer<'a> {
             is_stable: self.opt_bool(op, &["is_stable"])?,
             ragged_dot: match self.attr(op, &["ragged_dot_dimension_numbers"]) {
                 Some(Attr::Struct(_, entries)) => {
-                    let dims = |n: &str| entries.iter().find(|e| e.name == n).and_then(|e| attr_i64_list(&e.value)).unwrap_or_default();
+                    let dims = |n: &str| {
+                        entries.iter().find(|e| e.name == n).and_then(|e| attr_i64_list(&e.value)).unwrap_or_default()
+                    };
                     Some(crate::parse::chlo::RaggedDotDims {
                         lhs_batching_dimensions: dims("lhs_batching_dimensions"),
                         rhs_batching_dimensions: dims("rhs_batching_dimensions"),
@@ -882,9 +952,12 @@ impl<'a> Lowerer<'a> {
             ..Default::default()
         };
         let comp = self.cur_comp();
-        let vals = decompose(&mut self.module, comp, short, &x, &types, &attrs, loc).map_err(|m| self.err(op.pos, m))?;
+        let vals =
+            decompose(&mut self.module, comp, short, &x, &types, &attrs, loc).map_err(|m| self.err(op.pos, m))?;
         if vals.len() != nres {
-            return Err(self.err(op.pos, format!("chlo.{short}: decomposition gave {} results, expected {nres}", vals.len())));
+            return Err(
+                self.err(op.pos, format!("chlo.{short}: decomposition gave {} results, expected {nres}", vals.len()))
+            );
         }
         Ok(vals)
     }

@@ -44,7 +44,12 @@ pub fn parse_with_entry(text: &str, entry: Option<&str>) -> Result<Module, Parse
     let mut c = lexer::Cursor::new(text);
     let ast = reader::read_module(&mut c)?;
     let chosen = match entry {
-        Some(name) => Some(ast.funcs.iter().find(|f| f.name == name).ok_or_else(|| ParseError::new(1, 1, format!("no function @{name}")))?),
+        Some(name) => Some(
+            ast.funcs
+                .iter()
+                .find(|f| f.name == name)
+                .ok_or_else(|| ParseError::new(1, 1, format!("no function @{name}")))?,
+        ),
         None => ast.funcs.iter().find(|f| f.name == "main"),
     };
     let entry = match chosen {
@@ -57,7 +62,11 @@ pub fn parse_with_entry(text: &str, entry: Option<&str>) -> Result<Module, Parse
                 (_, 1) => public[0],
                 _ => {
                     let (l, col) = c.line_col(ast.funcs[1].pos);
-                    return Err(ParseError::new(l, col, "several functions and no @main: cannot tell which one to run"));
+                    return Err(ParseError::new(
+                        l,
+                        col,
+                        "several functions and no @main: cannot tell which one to run",
+                    ));
                 }
             }
         }

@@ -668,7 +668,9 @@ fn pretty_while(c: &mut Cursor, op: &mut OpAst) -> Result<(), ParseError> {
         op.attrs.extend(parse_dict(c)?);
     }
     if types.len() != names.len() {
-        return Err(c.err_at(op.pos, format!("stablehlo.while has {} loop values but {} types", names.len(), types.len())));
+        return Err(
+            c.err_at(op.pos, format!("stablehlo.while has {} loop values but {} types", names.len(), types.len()))
+        );
     }
     let args: Vec<_> = names.iter().zip(&types).map(|((n, p), t)| (n.clone(), t.clone(), *p)).collect();
     c.expect_kw("cond")?;

@@ -37,7 +37,11 @@ pub(super) fn check(
     if heroes.len() > 1 {
         return Err(Refusal::hard(
             "refuse-two-heroes",
-            format!("{} and {} are both library calls; one kernel makes one call", g.name(heroes[0]), g.name(heroes[1])),
+            format!(
+                "{} and {} are both library calls; one kernel makes one call",
+                g.name(heroes[0]),
+                g.name(heroes[1])
+            ),
         ));
     }
     if let Some(&o) = g.inst(hero).operands.iter().find(|o| members.contains(o)) {

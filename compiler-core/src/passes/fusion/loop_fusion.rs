@@ -62,7 +62,8 @@ fn consider_producer(f: &mut Fuser, p: InstId) {
     }
     let (groups, outside) = consumer_groups(f, p);
     if r == Role::Opaque {
-        let reason = format!("{} ({}) is not fused as a producer: {}", f.name(p), f.inst(p).op, opaque_reason(&f.inst(p).op));
+        let reason =
+            format!("{} ({}) is not fused as a producer: {}", f.name(p), f.inst(p).op, opaque_reason(&f.inst(p).op));
         for (_, us) in &groups {
             f.log(f.name(p), f.name(us[0]), false, "refuse-opaque-producer", reason.clone(), Effect::default());
         }
@@ -155,7 +156,10 @@ fn fuse_into(f: &mut Fuser, p: InstId, c: usize, us: &[InstId]) {
 fn describe(f: &Fuser, p: InstId, us: &[InstId]) -> String {
     let inst = f.inst(p);
     let users = us.iter().map(|&u| f.name(u)).collect::<Vec<_>>().join(", ");
-    format!("{} ({}, {}) is computed inside the kernel of {users}; it is never written to memory", inst.name, inst.op, inst.ty)
+    format!(
+        "{} ({}, {}) is computed inside the kernel of {users}; it is never written to memory",
+        inst.name, inst.op, inst.ty
+    )
 }
 
 /// A copy of a producer that a group may take: the group, its users of the producer,
@@ -187,7 +191,11 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
     } else if !f.cfg.allow_duplication {
         Some(Refusal::soft(
             "duplication-disabled",
-            format!("{} has users in {} kernels and duplication is turned off", inst.name, groups.len() + outside as usize),
+            format!(
+                "{} has users in {} kernels and duplication is turned off",
+                inst.name,
+                groups.len() + outside as usize
+            ),
         ))
     } else {
         let read: usize = inst.operands.iter().map(|&o| f.inst(o).ty.byte_size()).sum();
@@ -212,7 +220,8 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
         let clone = clone_for(f, p, &us);
         // With the copy as the group's operand, the effect is the group's traffic saved.
         let with: BTreeSet<InstId> = f.clusters[c].iter().copied().chain([clone]).collect();
-        let bytes = group_traffic(f.comp(), &f.clusters[c], &f.users) as i64 - group_traffic(f.comp(), &with, &f.users) as i64;
+        let bytes =
+            group_traffic(f.comp(), &f.clusters[c], &f.users) as i64 - group_traffic(f.comp(), &with, &f.users) as i64;
         let effect = Effect { bytes, kernels: 0 };
         let (refusal, forced) = judge(f, p, clone, c, &us, profitability.clone());
         match refusal {
@@ -232,10 +241,8 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
     // out, which this local estimate does not see.
     let dies = !outside && f.users_of(p).is_empty();
     let copies_saved: i64 = accepted.iter().map(|a| a.effect.bytes).sum();
-    let total = Effect {
-        bytes: copies_saved + if dies { own_traffic } else { 0 },
-        kernels: if dies { own_kernel } else { 0 },
-    };
+    let total =
+        Effect { bytes: copies_saved + if dies { own_traffic } else { 0 }, kernels: if dies { own_kernel } else { 0 } };
     let forced_any = accepted.iter().any(|a| a.users.iter().any(|&u| f.forced(p, u)));
     if !scalar_constant && !forced_any && total.bytes <= 0 {
         let n = accepted.len();

@@ -83,7 +83,8 @@ pub(super) fn run(f: &mut Fuser) -> bool {
         let loc = f.inst(outputs[outputs.len() - 1]).loc.clone();
         let body_id = f.module.add_computation(body);
         let name = f.module.fresh_name("fusion");
-        let fusion_inst = Instruction { name, op: Op::Fusion { kind, body: body_id }, operands, ty: fusion_ty, loc: loc.clone() };
+        let fusion_inst =
+            Instruction { name, op: Op::Fusion { kind, body: body_id }, operands, ty: fusion_ty, loc: loc.clone() };
         let fusion = f.module.comp_mut(f.comp).insts.push(fusion_inst);
         let mut here = vec![fusion];
         if outputs.len() == 1 {

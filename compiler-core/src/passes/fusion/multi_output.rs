@@ -119,7 +119,10 @@ fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: Inst
     }
     let merged: BTreeSet<InstId> = f.clusters[a].union(&f.clusters[b]).copied().collect();
     let refusal = if let Some((x, y)) = f.never_fused(&f.clusters[a], &f.clusters[b]) {
-        Some(Refusal::hard("override-never-fuse", format!("the never-fuse override ({x}, {y}) keeps them in separate kernels")))
+        Some(Refusal::hard(
+            "override-never-fuse",
+            format!("the never-fuse override ({x}, {y}) keeps them in separate kernels"),
+        ))
     } else {
         let g = f.graph();
         // An expensive member whose value the other kernel broadcasts would be recomputed
@@ -133,7 +136,10 @@ fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: Inst
         };
         check_group(&g, &merged, f.cfg).err().or_else(|| {
             reuse().map(|(m, bc)| {
-                Refusal::soft("refuse-expensive-into-reuse", format!("{} is expensive and {} broadcasts it", g.name(m), g.name(bc)))
+                Refusal::soft(
+                    "refuse-expensive-into-reuse",
+                    format!("{} is expensive and {} broadcasts it", g.name(m), g.name(bc)),
+                )
             })
         })
     };
@@ -151,7 +157,10 @@ fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: Inst
         }
         None => {
             let reason = if rule == "sibling-multi-output-fusion" {
-                format!("the kernels of {} and {cn} both read {pn}; one kernel reads it once and writes both results", f.name(*f.clusters[a].iter().next().unwrap_or(&producer)))
+                format!(
+                    "the kernels of {} and {cn} both read {pn}; one kernel reads it once and writes both results",
+                    f.name(*f.clusters[a].iter().next().unwrap_or(&producer))
+                )
             } else {
                 format!("{cn} reads {pn} from registers in the same kernel; {pn} is written out only if something outside still needs it")
             };

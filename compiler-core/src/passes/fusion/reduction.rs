@@ -50,7 +50,12 @@ fn epilogue_op(op: &Op) -> bool {
     }
 }
 
-pub(super) fn check(g: &Graph, members: &BTreeSet<InstId>, reduces: &[InstId], outputs: &[InstId]) -> Result<(), Refusal> {
+pub(super) fn check(
+    g: &Graph,
+    members: &BTreeSet<InstId>,
+    reduces: &[InstId],
+    outputs: &[InstId],
+) -> Result<(), Refusal> {
     let first = reduces[0];
     for &r in &reduces[1..] {
         if loop_of(g, r) != loop_of(g, first) {

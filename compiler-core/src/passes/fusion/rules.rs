@@ -10,8 +10,8 @@
 
 use super::reach::Reach;
 use super::{epilogue, reduction, FusionConfig, Pos};
-use cranelift_entity::SecondaryMap;
 use crate::ir::{BinaryOp, Computation, FusionKind, InstId, Instruction, Op};
+use cranelift_entity::SecondaryMap;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 /// What part an instruction can play in a fused kernel.
@@ -54,7 +54,9 @@ pub(super) fn role(inst: &Instruction) -> Role {
 /// Why an opaque op is never fused (for the decision log).
 pub(super) fn opaque_reason(op: &Op) -> &'static str {
     match op {
-        Op::While { .. } | Op::Case { .. } | Op::Call { .. } => "it is control flow, whose bodies hold their own kernels",
+        Op::While { .. } | Op::Case { .. } | Op::Call { .. } => {
+            "it is control flow, whose bodies hold their own kernels"
+        }
         Op::Sort { .. } => "sort needs the whole array before it writes anything",
         Op::Scatter(_) | Op::SelectAndScatter(_) => "scatter updates its operand in place at data-dependent indices",
         Op::CustomCall(_) => "a custom call is code the compiler cannot see into",
@@ -230,9 +232,7 @@ impl Graph<'_> {
         self.downstream(members, p).into_iter().find(|&d| {
             let inst = self.inst(d);
             matches!(inst.op, Op::BroadcastInDim { .. })
-                && inst.operands.first().is_some_and(|&o| {
-                    self.inst(o).ty.byte_size() < inst.ty.byte_size()
-                })
+                && inst.operands.first().is_some_and(|&o| self.inst(o).ty.byte_size() < inst.ty.byte_size())
         })
     }
 }
@@ -280,7 +280,11 @@ pub(super) fn check_group(g: &Graph, members: &BTreeSet<InstId>, cfg: &FusionCon
         if !reduces.is_empty() {
             return Err(Refusal::hard(
                 "refuse-mixed-heroes",
-                format!("{} is a library call and {} a reduction: one kernel cannot be both", g.name(library[0]), g.name(reduces[0])),
+                format!(
+                    "{} is a library call and {} a reduction: one kernel cannot be both",
+                    g.name(library[0]),
+                    g.name(reduces[0])
+                ),
             ));
         }
         epilogue::check(g, members, &library, &outputs, cfg)?;
@@ -339,7 +343,11 @@ fn in_place_check(g: &Graph, members: &BTreeSet<InstId>, in_place: &[InstId]) ->
         if let Some(&other) = g.outputs(members).iter().find(|&&o| o != d) {
             return Err(Refusal::hard(
                 "refuse-in-place-conflict",
-                format!("{} must be the only output of its kernel, but {} is needed outside too", g.name(d), g.name(other)),
+                format!(
+                    "{} must be the only output of its kernel, but {} is needed outside too",
+                    g.name(d),
+                    g.name(other)
+                ),
             ));
         }
     }

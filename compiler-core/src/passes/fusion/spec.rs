@@ -71,8 +71,10 @@ mod tests {
     #[test]
     fn knobs_map_onto_the_config() {
         assert_eq!(FusionConfig::from_spec("").unwrap(), FusionConfig::default());
-        let cfg = FusionConfig::from_spec("no-multi-output, no-epilogue,max-size=8,no-duplication,never=exp.1:add.2,force=%a:%b")
-            .unwrap();
+        let cfg = FusionConfig::from_spec(
+            "no-multi-output, no-epilogue,max-size=8,no-duplication,never=exp.1:add.2,force=%a:%b",
+        )
+        .unwrap();
         assert!(cfg.enabled && !cfg.multi_output && !cfg.epilogue && !cfg.allow_duplication);
         assert_eq!(cfg.max_fusion_size, 8);
         assert_eq!(cfg.never_fuse, vec![("exp.1".to_string(), "add.2".to_string())]);

@@ -453,7 +453,6 @@ fn disabled_pass_changes_nothing() {
     assert!(!FusionPass::default().run(&mut fused, &mut PassLog::default()));
 }
 
-
 /// A while loop whose body runs v = exp(-v) * 0.5 three times: the body is fused too.
 #[test]
 fn while_bodies_are_fused() {
@@ -484,7 +483,8 @@ fn while_bodies_are_fused() {
     let (fused, d) = fuse(&m, FusionConfig::default());
     // cond: one fusion (reads i, writes the pred); body: i + 1 (8) and the vector (32).
     assert_eq!(cost(&fused), (3, 5 + 8 + 32));
-    let body_fusions = fused.comp(body).order.iter().filter(|&&x| matches!(fused.comp(body).inst(x).op, Op::Fusion { .. })).count();
+    let body_fusions =
+        fused.comp(body).order.iter().filter(|&&x| matches!(fused.comp(body).inst(x).op, Op::Fusion { .. })).count();
     assert_eq!(body_fusions, 2);
     assert!(fusions(&fused).is_empty(), "the entry has only the loop");
     assert!(d.iter().all(|d| d.taken));
@@ -565,15 +565,18 @@ fn convolution_epilogue_is_one_output_fusion() {
         feature_group_count: 1,
         batch_group_count: 1,
     });
-    let m = TestModule::new().finish_with_entry(&[arr(F32, &[1, 6, 6, 3]), arr(F32, &[3, 3, 3, 4]), arr(F32, &[4])], |b, p| {
-        let t = arr(F32, &[1, 4, 4, 4]);
-        let c = b.op(conv, &[p[0], p[1]], t.clone());
-        let bb = b.op(bcast(&[3]), &[p[2]], t.clone());
-        let a = b.op(bin(BinaryOp::Add), &[c, bb], t.clone());
-        let zero = b.constant(f32s(&[], &[0.0]));
-        let bz = b.op(bcast(&[]), &[zero], t.clone());
-        b.op(bin(BinaryOp::Max), &[a, bz], t)
-    });
+    let m = TestModule::new().finish_with_entry(
+        &[arr(F32, &[1, 6, 6, 3]), arr(F32, &[3, 3, 3, 4]), arr(F32, &[4])],
+        |b, p| {
+            let t = arr(F32, &[1, 4, 4, 4]);
+            let c = b.op(conv, &[p[0], p[1]], t.clone());
+            let bb = b.op(bcast(&[3]), &[p[2]], t.clone());
+            let a = b.op(bin(BinaryOp::Add), &[c, bb], t.clone());
+            let zero = b.constant(f32s(&[], &[0.0]));
+            let bz = b.op(bcast(&[]), &[zero], t.clone());
+            b.op(bin(BinaryOp::Max), &[a, bz], t)
+        },
+    );
     // conv: reads 432 + 432, writes 256; broadcast 16+256; add 768; broadcast 4+256;
     // max 768.
     assert_eq!(cost(&m), (5, 1120 + 272 + 768 + 260 + 768));

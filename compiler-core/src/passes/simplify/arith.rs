@@ -440,7 +440,13 @@ pub(super) fn elementwise_of_scalar_broadcasts(cx: &mut Ctx, id: InstId) -> Opti
     let op = cx.op(id).clone();
     let elementwise = matches!(
         op,
-        Op::Unary(_) | Op::Binary(_) | Op::Compare { .. } | Op::Select | Op::Clamp | Op::Convert | Op::ReducePrecision { .. }
+        Op::Unary(_)
+            | Op::Binary(_)
+            | Op::Compare { .. }
+            | Op::Select
+            | Op::Clamp
+            | Op::Convert
+            | Op::ReducePrecision { .. }
     );
     let shape = cx.shape(id)?;
     if !elementwise || shape.rank() == 0 {

@@ -30,7 +30,8 @@ pub(super) fn dot_transpose_operand(cx: &mut Ctx, id: InstId) -> Option<Action> 
     for side in 0..2 {
         let t = cx.arg(id, side);
         let Op::Transpose { perm } = cx.op(t) else { continue };
-        let (batch, contracting) = if side == 0 { (&dd.lhs_batch, &dd.lhs_contracting) } else { (&dd.rhs_batch, &dd.rhs_contracting) };
+        let (batch, contracting) =
+            if side == 0 { (&dd.lhs_batch, &dd.lhs_contracting) } else { (&dd.rhs_batch, &dd.rhs_contracting) };
         let Some((b, c)) = through_transpose(perm, batch, contracting) else { continue };
         let mut new = DotDims { ..dd.clone() };
         if side == 0 {

@@ -94,7 +94,8 @@ pub(super) fn reverse_reverse(cx: &mut Ctx, id: InstId) -> Option<Action> {
     let Op::Reverse { dims: d2 } = cx.op(id) else { return None };
     let inner = cx.arg(id, 0);
     let Op::Reverse { dims: d1 } = cx.op(inner) else { return None };
-    let mut dims: Vec<i64> = d1.iter().filter(|d| !d2.contains(d)).chain(d2.iter().filter(|d| !d1.contains(d))).copied().collect();
+    let mut dims: Vec<i64> =
+        d1.iter().filter(|d| !d2.contains(d)).chain(d2.iter().filter(|d| !d1.contains(d))).copied().collect();
     dims.sort_unstable();
     let x = cx.arg(inner, 0);
     Some(if dims.is_empty() { Action::Use(x) } else { Action::Rewrite { op: Op::Reverse { dims }, operands: vec![x] } })
@@ -110,7 +111,11 @@ pub(super) fn reverse_trivial_dims(cx: &mut Ctx, id: InstId) -> Option<Action> {
         return None;
     }
     let x = cx.arg(id, 0);
-    Some(if kept.is_empty() { Action::Use(x) } else { Action::Rewrite { op: Op::Reverse { dims: kept }, operands: vec![x] } })
+    Some(if kept.is_empty() {
+        Action::Use(x)
+    } else {
+        Action::Rewrite { op: Op::Reverse { dims: kept }, operands: vec![x] }
+    })
 }
 
 /// `pad(x, v, 0_0x0_0...) -> x` (no low, high or interior padding).

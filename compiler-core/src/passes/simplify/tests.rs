@@ -47,9 +47,19 @@ pub(crate) fn random_literal(rng: &mut XorShift, shape: &Shape) -> Literal {
                 .collect(),
         )
     } else if e.is_unsigned_int() {
-        Data::U((0..n).map(|_| wrap_unsigned(e, if special(rng) { [0, 1, 2, u64::MAX][(rng.next() % 4) as usize] } else { rng.next() })).collect())
+        Data::U(
+            (0..n)
+                .map(|_| {
+                    wrap_unsigned(
+                        e,
+                        if special(rng) { [0, 1, 2, u64::MAX][(rng.next() % 4) as usize] } else { rng.next() },
+                    )
+                })
+                .collect(),
+        )
     } else {
-        let specials = [f64::NAN, -f64::NAN, 0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, 1.0, -1.0, 65504.0, 3.0e38, 1e-40];
+        let specials =
+            [f64::NAN, -f64::NAN, 0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, 1.0, -1.0, 65504.0, 3.0e38, 1e-40];
         Data::F(
             (0..n)
                 .map(|_| {
@@ -58,7 +68,8 @@ pub(crate) fn random_literal(rng: &mut XorShift, shape: &Shape) -> Literal {
                     } else {
                         // Random bit patterns cover every exponent, subnormals and NaNs.
                         let v = float_from_bits(e, rng.next() & crate::ir::literal::width_mask(e));
-                        let v = if rng.next().is_multiple_of(4) { v } else { ((rng.next() % 2001) as f64 - 1000.0) / 8.0 };
+                        let v =
+                            if rng.next().is_multiple_of(4) { v } else { ((rng.next() % 2001) as f64 - 1000.0) / 8.0 };
                         // Values must be normalized to their type, as the IR requires.
                         crate::ir::literal::round_float(e, v)
                     }
@@ -174,7 +185,9 @@ fn constant_to_rhs() {
         "%x = f32[4] parameter(0)\n %c = f32[4] constant({1, 2, 3, 4})\n ROOT %m = f32[4] multiply(%x, %c)",
     );
     // Not commutative: stays.
-    check_unchanged("%x = f32[4] parameter(0)\n %c = f32[4] constant({1, 2, 3, 4})\n ROOT %m = f32[4] subtract(%c, %x)");
+    check_unchanged(
+        "%x = f32[4] parameter(0)\n %c = f32[4] constant({1, 2, 3, 4})\n ROOT %m = f32[4] subtract(%c, %x)",
+    );
 }
 
 #[test]
@@ -195,7 +208,11 @@ fn add_zero() {
         "%x = f32[4] parameter(0)\n %z = f32[] constant(-0)\n %b = f32[4] broadcast(%z), dimensions={}\n ROOT %a = f32[4] add(%b, %x)",
         "ROOT %x = f32[4] parameter(0)",
     );
-    check("add-zero", "%x = s32[4] parameter(0)\n %z = s32[4] constant({0, 0, 0, 0})\n ROOT %a = s32[4] add(%x, %z)", "ROOT %x = s32[4] parameter(0)");
+    check(
+        "add-zero",
+        "%x = s32[4] parameter(0)\n %z = s32[4] constant({0, 0, 0, 0})\n ROOT %a = s32[4] add(%x, %z)",
+        "ROOT %x = s32[4] parameter(0)",
+    );
     // x + 0.0 is not x for x = -0.0.
     check_unchanged("%x = f32[4] parameter(0)\n %z = f32[] constant(0)\n %b = f32[4] broadcast(%z), dimensions={}\n ROOT %a = f32[4] add(%x, %b)");
     // Not a splat.
@@ -211,14 +228,22 @@ fn use_keeps_types_exact() {
 
 #[test]
 fn sub_zero() {
-    check("sub-zero", "%x = f32[2] parameter(0)\n %z = f32[2] constant({0, 0})\n ROOT %s = f32[2] subtract(%x, %z)", "ROOT %x = f32[2] parameter(0)");
+    check(
+        "sub-zero",
+        "%x = f32[2] parameter(0)\n %z = f32[2] constant({0, 0})\n ROOT %s = f32[2] subtract(%x, %z)",
+        "ROOT %x = f32[2] parameter(0)",
+    );
     // x - (-0.0) is x + 0.0: not x for x = -0.0.
     check_unchanged("%x = f32[2] parameter(0)\n %z = f32[2] constant({-0, -0})\n ROOT %s = f32[2] subtract(%x, %z)");
 }
 
 #[test]
 fn mul_one() {
-    check("mul-one", "%x = bf16[3] parameter(0)\n %o = bf16[3] constant({1, 1, 1})\n ROOT %m = bf16[3] multiply(%x, %o)", "ROOT %x = bf16[3] parameter(0)");
+    check(
+        "mul-one",
+        "%x = bf16[3] parameter(0)\n %o = bf16[3] constant({1, 1, 1})\n ROOT %m = bf16[3] multiply(%x, %o)",
+        "ROOT %x = bf16[3] parameter(0)",
+    );
     // Multiplying floats by a power of two is left alone.
     check_unchanged("%x = f32[3] parameter(0)\n %o = f32[3] constant({2, 2, 2})\n ROOT %m = f32[3] multiply(%x, %o)");
 }
@@ -254,24 +279,44 @@ fn sub_self_int() {
 
 #[test]
 fn xor_self() {
-    check("xor-self", "%x = pred[] parameter(0)\n ROOT %s = pred[] xor(%x, %x)", "%x = pred[] parameter(0)\n ROOT %s = pred[] constant(false)");
+    check(
+        "xor-self",
+        "%x = pred[] parameter(0)\n ROOT %s = pred[] xor(%x, %x)",
+        "%x = pred[] parameter(0)\n ROOT %s = pred[] constant(false)",
+    );
 }
 
 #[test]
 fn and_all_ones() {
-    check("and-all-ones", "%x = u8[2] parameter(0)\n %c = u8[2] constant({255, 255})\n ROOT %a = u8[2] and(%x, %c)", "ROOT %x = u8[2] parameter(0)");
-    check("and-all-ones", "%x = pred[2] parameter(0)\n %c = pred[2] constant({true, true})\n ROOT %a = pred[2] and(%c, %x)", "ROOT %x = pred[2] parameter(0)");
+    check(
+        "and-all-ones",
+        "%x = u8[2] parameter(0)\n %c = u8[2] constant({255, 255})\n ROOT %a = u8[2] and(%x, %c)",
+        "ROOT %x = u8[2] parameter(0)",
+    );
+    check(
+        "and-all-ones",
+        "%x = pred[2] parameter(0)\n %c = pred[2] constant({true, true})\n ROOT %a = pred[2] and(%c, %x)",
+        "ROOT %x = pred[2] parameter(0)",
+    );
     check_unchanged("%x = u8[2] parameter(0)\n %c = u8[2] constant({127, 127})\n ROOT %a = u8[2] and(%x, %c)");
 }
 
 #[test]
 fn and_zero() {
-    check("and-zero", "%x = s64[2] parameter(0)\n %c = s64[2] constant({0, 0})\n ROOT %a = s64[2] and(%x, %c)", "%x = s64[2] parameter(0)\n ROOT %c = s64[2] constant({0, 0})");
+    check(
+        "and-zero",
+        "%x = s64[2] parameter(0)\n %c = s64[2] constant({0, 0})\n ROOT %a = s64[2] and(%x, %c)",
+        "%x = s64[2] parameter(0)\n ROOT %c = s64[2] constant({0, 0})",
+    );
 }
 
 #[test]
 fn or_zero() {
-    check("or-zero", "%x = pred[2] parameter(0)\n %c = pred[2] constant({false, false})\n ROOT %o = pred[2] or(%x, %c)", "ROOT %x = pred[2] parameter(0)");
+    check(
+        "or-zero",
+        "%x = pred[2] parameter(0)\n %c = pred[2] constant({false, false})\n ROOT %o = pred[2] or(%x, %c)",
+        "ROOT %x = pred[2] parameter(0)",
+    );
 }
 
 #[test]
@@ -285,36 +330,70 @@ fn or_all_ones() {
 
 #[test]
 fn xor_zero() {
-    check("xor-zero", "%x = u32[2] parameter(0)\n %c = u32[2] constant({0, 0})\n ROOT %o = u32[2] xor(%x, %c)", "ROOT %x = u32[2] parameter(0)");
+    check(
+        "xor-zero",
+        "%x = u32[2] parameter(0)\n %c = u32[2] constant({0, 0})\n ROOT %o = u32[2] xor(%x, %c)",
+        "ROOT %x = u32[2] parameter(0)",
+    );
 }
 
 #[test]
 fn shift_by_zero() {
-    check("shift-by-zero", "%x = s32[2] parameter(0)\n %c = s32[2] constant({0, 0})\n ROOT %o = s32[2] shift-right-arithmetic(%x, %c)", "ROOT %x = s32[2] parameter(0)");
+    check(
+        "shift-by-zero",
+        "%x = s32[2] parameter(0)\n %c = s32[2] constant({0, 0})\n ROOT %o = s32[2] shift-right-arithmetic(%x, %c)",
+        "ROOT %x = s32[2] parameter(0)",
+    );
     // 0 << x is not 0 << 0.
     check_unchanged("%x = s32[2] parameter(0)\n %c = s32[2] constant({0, 0})\n ROOT %o = s32[2] shift-left(%c, %x)");
 }
 
 #[test]
 fn max_identity() {
-    check("max-identity", "%x = f32[4] parameter(0)\n %c = f32[4] constant({-inf, -inf, -inf, -inf})\n ROOT %m = f32[4] maximum(%x, %c)", "ROOT %x = f32[4] parameter(0)");
-    check("max-identity", "%x = s8[2] parameter(0)\n %c = s8[2] constant({-128, -128})\n ROOT %m = s8[2] maximum(%c, %x)", "ROOT %x = s8[2] parameter(0)");
+    check(
+        "max-identity",
+        "%x = f32[4] parameter(0)\n %c = f32[4] constant({-inf, -inf, -inf, -inf})\n ROOT %m = f32[4] maximum(%x, %c)",
+        "ROOT %x = f32[4] parameter(0)",
+    );
+    check(
+        "max-identity",
+        "%x = s8[2] parameter(0)\n %c = s8[2] constant({-128, -128})\n ROOT %m = s8[2] maximum(%c, %x)",
+        "ROOT %x = s8[2] parameter(0)",
+    );
     // max(NaN, +inf) is NaN: max(x, +inf) -> +inf would be wrong.
-    check_unchanged("%x = f32[4] parameter(0)\n %c = f32[4] constant({inf, inf, inf, inf})\n ROOT %m = f32[4] maximum(%x, %c)");
+    check_unchanged(
+        "%x = f32[4] parameter(0)\n %c = f32[4] constant({inf, inf, inf, inf})\n ROOT %m = f32[4] maximum(%x, %c)",
+    );
     // The largest finite value is not the identity.
-    check_unchanged("%x = f16[2] parameter(0)\n %c = f16[2] constant({-65504, -65504})\n ROOT %m = f16[2] maximum(%x, %c)");
+    check_unchanged(
+        "%x = f16[2] parameter(0)\n %c = f16[2] constant({-65504, -65504})\n ROOT %m = f16[2] maximum(%x, %c)",
+    );
 }
 
 #[test]
 fn min_identity() {
-    check("min-identity", "%x = f64[2] parameter(0)\n %c = f64[2] constant({inf, inf})\n ROOT %m = f64[2] minimum(%x, %c)", "ROOT %x = f64[2] parameter(0)");
-    check("min-identity", "%x = u16[2] parameter(0)\n %c = u16[2] constant({65535, 65535})\n ROOT %m = u16[2] minimum(%x, %c)", "ROOT %x = u16[2] parameter(0)");
-    check_unchanged("%x = s32[2] parameter(0)\n %c = s32[2] constant({2147483646, 2147483646})\n ROOT %m = s32[2] minimum(%x, %c)");
+    check(
+        "min-identity",
+        "%x = f64[2] parameter(0)\n %c = f64[2] constant({inf, inf})\n ROOT %m = f64[2] minimum(%x, %c)",
+        "ROOT %x = f64[2] parameter(0)",
+    );
+    check(
+        "min-identity",
+        "%x = u16[2] parameter(0)\n %c = u16[2] constant({65535, 65535})\n ROOT %m = u16[2] minimum(%x, %c)",
+        "ROOT %x = u16[2] parameter(0)",
+    );
+    check_unchanged(
+        "%x = s32[2] parameter(0)\n %c = s32[2] constant({2147483646, 2147483646})\n ROOT %m = s32[2] minimum(%x, %c)",
+    );
 }
 
 #[test]
 fn idempotent_self() {
-    check("idempotent-self", "%x = f32[4] parameter(0)\n ROOT %m = f32[4] maximum(%x, %x)", "ROOT %x = f32[4] parameter(0)");
+    check(
+        "idempotent-self",
+        "%x = f32[4] parameter(0)\n ROOT %m = f32[4] maximum(%x, %x)",
+        "ROOT %x = f32[4] parameter(0)",
+    );
     check("idempotent-self", "%x = s32[4] parameter(0)\n ROOT %m = s32[4] or(%x, %x)", "ROOT %x = s32[4] parameter(0)");
     // x + x is not x.
     check_unchanged("%x = f32[4] parameter(0)\n ROOT %m = f32[4] add(%x, %x)");
@@ -352,7 +431,11 @@ fn select_const_pred() {
 
 #[test]
 fn select_same() {
-    check("select-same", "%p = pred[2] parameter(0)\n %a = f32[2] parameter(1)\n ROOT %s = f32[2] select(%p, %a, %a)", "%p = pred[2] parameter(0)\n ROOT %a = f32[2] parameter(1)");
+    check(
+        "select-same",
+        "%p = pred[2] parameter(0)\n %a = f32[2] parameter(1)\n ROOT %s = f32[2] select(%p, %a, %a)",
+        "%p = pred[2] parameter(0)\n ROOT %a = f32[2] parameter(1)",
+    );
 }
 
 #[test]
@@ -366,7 +449,11 @@ fn select_not_pred() {
 
 #[test]
 fn neg_neg() {
-    check("neg-neg", "%x = f32[3] parameter(0)\n %n = f32[3] negate(%x)\n ROOT %m = f32[3] negate(%n)", "ROOT %x = f32[3] parameter(0)");
+    check(
+        "neg-neg",
+        "%x = f32[3] parameter(0)\n %n = f32[3] negate(%x)\n ROOT %m = f32[3] negate(%n)",
+        "ROOT %x = f32[3] parameter(0)",
+    );
     // Four negations need two rewrites and end at x too.
     check(
         "neg-neg",
@@ -377,7 +464,11 @@ fn neg_neg() {
 
 #[test]
 fn not_not() {
-    check("not-not", "%x = u8[3] parameter(0)\n %n = u8[3] not(%x)\n ROOT %m = u8[3] not(%n)", "ROOT %x = u8[3] parameter(0)");
+    check(
+        "not-not",
+        "%x = u8[3] parameter(0)\n %n = u8[3] not(%x)\n ROOT %m = u8[3] not(%n)",
+        "ROOT %x = u8[3] parameter(0)",
+    );
 }
 
 #[test]
@@ -407,7 +498,11 @@ fn compare_self_int() {
         "%x = s32[3] parameter(0)\n ROOT %c = pred[3] compare(%x, %x), direction=GE",
         "%x = s32[3] parameter(0)\n %constant.0 = pred[] constant(true)\n ROOT %c = pred[3] broadcast(%constant.0), dimensions={}",
     );
-    check("compare-self-int", "%x = u8[] parameter(0)\n ROOT %c = pred[] compare(%x, %x), direction=NE", "%x = u8[] parameter(0)\n ROOT %c = pred[] constant(false)");
+    check(
+        "compare-self-int",
+        "%x = u8[] parameter(0)\n ROOT %c = pred[] compare(%x, %x), direction=NE",
+        "%x = u8[] parameter(0)\n ROOT %c = pred[] constant(false)",
+    );
     // NaN == NaN is false.
     check_unchanged("%x = f32[3] parameter(0)\n ROOT %c = pred[3] compare(%x, %x), direction=EQ");
 }
@@ -433,7 +528,11 @@ fn elementwise_of_scalar_broadcasts() {
 
 #[test]
 fn convert_same_type() {
-    check("convert-same-type", "%x = s32[3] parameter(0)\n ROOT %c = s32[3] convert(%x)", "ROOT %x = s32[3] parameter(0)");
+    check(
+        "convert-same-type",
+        "%x = s32[3] parameter(0)\n ROOT %c = s32[3] convert(%x)",
+        "ROOT %x = s32[3] parameter(0)",
+    );
 }
 
 #[test]
@@ -444,8 +543,16 @@ fn convert_chain_exact() {
         "%x = f16[4] parameter(0)\n ROOT %b = f64[4] convert(%x)",
     );
     // There and back again through a wider type: the identity.
-    check("convert-chain-exact", "%x = s8[4] parameter(0)\n %a = f32[4] convert(%x)\n ROOT %b = s8[4] convert(%a)", "ROOT %x = s8[4] parameter(0)");
-    check("convert-chain-exact", "%x = u16[4] parameter(0)\n %a = s32[4] convert(%x)\n ROOT %b = pred[4] convert(%a)", "%x = u16[4] parameter(0)\n ROOT %b = pred[4] convert(%x)");
+    check(
+        "convert-chain-exact",
+        "%x = s8[4] parameter(0)\n %a = f32[4] convert(%x)\n ROOT %b = s8[4] convert(%a)",
+        "ROOT %x = s8[4] parameter(0)",
+    );
+    check(
+        "convert-chain-exact",
+        "%x = u16[4] parameter(0)\n %a = s32[4] convert(%x)\n ROOT %b = pred[4] convert(%a)",
+        "%x = u16[4] parameter(0)\n ROOT %b = pred[4] convert(%x)",
+    );
     // Lossy first steps are refused: f32 -> f16 rounds, s32 -> f32 rounds, u32 -> s32 wraps.
     check_unchanged("%x = f32[4] parameter(0)\n %a = f16[4] convert(%x)\n ROOT %b = f32[4] convert(%a)");
     check_unchanged("%x = s32[4] parameter(0)\n %a = f32[4] convert(%x)\n ROOT %b = f64[4] convert(%a)");
@@ -459,9 +566,15 @@ fn exact_widening_table() {
     use crate::ir::ElementType::*;
     assert!(exact_widening(F16, F32) && exact_widening(BF16, F64) && exact_widening(F32, F64));
     assert!(!exact_widening(F16, BF16) && !exact_widening(BF16, F16) && !exact_widening(F64, F32));
-    assert!(exact_widening(U8, F16) && exact_widening(S8, BF16) && !exact_widening(U16, F16) && !exact_widening(S16, BF16));
-    assert!(exact_widening(S16, F32) && exact_widening(S32, F64) && !exact_widening(S32, F32) && !exact_widening(S64, F64));
-    assert!(exact_widening(U32, S64) && !exact_widening(U32, S32) && !exact_widening(S8, U64) && exact_widening(U8, U16));
+    assert!(
+        exact_widening(U8, F16) && exact_widening(S8, BF16) && !exact_widening(U16, F16) && !exact_widening(S16, BF16)
+    );
+    assert!(
+        exact_widening(S16, F32) && exact_widening(S32, F64) && !exact_widening(S32, F32) && !exact_widening(S64, F64)
+    );
+    assert!(
+        exact_widening(U32, S64) && !exact_widening(U32, S32) && !exact_widening(S8, U64) && exact_widening(U8, U16)
+    );
     assert!(exact_widening(Pred, BF16) && !exact_widening(S8, Pred) && !exact_widening(F16, S64));
 }
 
@@ -469,7 +582,11 @@ fn exact_widening_table() {
 
 #[test]
 fn reshape_same_shape() {
-    check("reshape-same-shape", "%x = f32[2,3] parameter(0)\n ROOT %r = f32[2,3] reshape(%x)", "ROOT %x = f32[2,3] parameter(0)");
+    check(
+        "reshape-same-shape",
+        "%x = f32[2,3] parameter(0)\n ROOT %r = f32[2,3] reshape(%x)",
+        "ROOT %x = f32[2,3] parameter(0)",
+    );
 }
 
 #[test]
@@ -480,12 +597,20 @@ fn reshape_reshape() {
         "%x = f32[2,3] parameter(0)\n ROOT %s = f32[6] reshape(%x)",
     );
     // Back to the original shape: the reshape goes away too.
-    check("reshape-same-shape", "%x = f32[2,3] parameter(0)\n %r = f32[6] reshape(%x)\n ROOT %s = f32[2,3] reshape(%r)", "ROOT %x = f32[2,3] parameter(0)");
+    check(
+        "reshape-same-shape",
+        "%x = f32[2,3] parameter(0)\n %r = f32[6] reshape(%x)\n ROOT %s = f32[2,3] reshape(%r)",
+        "ROOT %x = f32[2,3] parameter(0)",
+    );
 }
 
 #[test]
 fn broadcast_identity() {
-    check("broadcast-identity", "%x = s32[2,3] parameter(0)\n ROOT %b = s32[2,3] broadcast(%x), dimensions={0,1}", "ROOT %x = s32[2,3] parameter(0)");
+    check(
+        "broadcast-identity",
+        "%x = s32[2,3] parameter(0)\n ROOT %b = s32[2,3] broadcast(%x), dimensions={0,1}",
+        "ROOT %x = s32[2,3] parameter(0)",
+    );
     // A size-1 dim expanded, or dims swapped: not the identity.
     check_unchanged("%x = s32[1,3] parameter(0)\n ROOT %b = s32[2,3] broadcast(%x), dimensions={0,1}");
     check_unchanged("%x = s32[3,3] parameter(0)\n ROOT %b = s32[3,3] broadcast(%x), dimensions={1,0}");
@@ -502,7 +627,11 @@ fn broadcast_broadcast() {
 
 #[test]
 fn transpose_identity() {
-    check("transpose-identity", "%x = f32[2,3] parameter(0)\n ROOT %t = f32[2,3] transpose(%x), dimensions={0,1}", "ROOT %x = f32[2,3] parameter(0)");
+    check(
+        "transpose-identity",
+        "%x = f32[2,3] parameter(0)\n ROOT %t = f32[2,3] transpose(%x), dimensions={0,1}",
+        "ROOT %x = f32[2,3] parameter(0)",
+    );
 }
 
 #[test]
@@ -566,19 +695,33 @@ fn reverse_trivial_dims() {
         "%x = f32[1,3] parameter(0)\n ROOT %r = f32[1,3] reverse(%x), dimensions={0,1}",
         "%x = f32[1,3] parameter(0)\n ROOT %r = f32[1,3] reverse(%x), dimensions={1}",
     );
-    check("reverse-trivial-dims", "%x = f32[1,3] parameter(0)\n ROOT %r = f32[1,3] reverse(%x), dimensions={0}", "ROOT %x = f32[1,3] parameter(0)");
+    check(
+        "reverse-trivial-dims",
+        "%x = f32[1,3] parameter(0)\n ROOT %r = f32[1,3] reverse(%x), dimensions={0}",
+        "ROOT %x = f32[1,3] parameter(0)",
+    );
     check_unchanged("%x = f32[2,3] parameter(0)\n ROOT %r = f32[2,3] reverse(%x), dimensions={0}");
 }
 
 #[test]
 fn pad_zero() {
-    check("pad-zero", "%x = f32[2,3] parameter(0)\n %v = f32[] constant(5)\n ROOT %p = f32[2,3] pad(%x, %v), padding=0_0x0_0", "ROOT %x = f32[2,3] parameter(0)");
-    check_unchanged("%x = f32[2,3] parameter(0)\n %v = f32[] constant(5)\n ROOT %p = f32[2,4] pad(%x, %v), padding=0_0x0_1");
+    check(
+        "pad-zero",
+        "%x = f32[2,3] parameter(0)\n %v = f32[] constant(5)\n ROOT %p = f32[2,3] pad(%x, %v), padding=0_0x0_0",
+        "ROOT %x = f32[2,3] parameter(0)",
+    );
+    check_unchanged(
+        "%x = f32[2,3] parameter(0)\n %v = f32[] constant(5)\n ROOT %p = f32[2,4] pad(%x, %v), padding=0_0x0_1",
+    );
 }
 
 #[test]
 fn concat_single() {
-    check("concat-single", "%x = f32[2,3] parameter(0)\n ROOT %c = f32[2,3] concatenate(%x), dimensions={1}", "ROOT %x = f32[2,3] parameter(0)");
+    check(
+        "concat-single",
+        "%x = f32[2,3] parameter(0)\n ROOT %c = f32[2,3] concatenate(%x), dimensions={1}",
+        "ROOT %x = f32[2,3] parameter(0)",
+    );
 }
 
 #[test]
@@ -604,7 +747,11 @@ fn gte_of_tuple() {
 
 #[test]
 fn slice_full() {
-    check("slice-full", "%x = f32[2,3] parameter(0)\n ROOT %s = f32[2,3] slice(%x), slice={[0:2], [0:3]}", "ROOT %x = f32[2,3] parameter(0)");
+    check(
+        "slice-full",
+        "%x = f32[2,3] parameter(0)\n ROOT %s = f32[2,3] slice(%x), slice={[0:2], [0:3]}",
+        "ROOT %x = f32[2,3] parameter(0)",
+    );
     check_unchanged("%x = f32[2,3] parameter(0)\n ROOT %s = f32[2,2] slice(%x), slice={[0:2], [1:3]}");
 }
 
@@ -766,19 +913,23 @@ fn chains_reach_a_fixed_point_and_log_every_rule() {
     assert!(changed);
     assert_eq!(entry_text(&after), "ROOT %x = f32[2,3] parameter(0)");
     let rules: Vec<(&str, &str)> = log.rewrites.iter().map(|r| (r.rule, r.inst.as_str())).collect();
-    assert_eq!(rules, vec![
+    assert_eq!(
+        rules,
+        vec![
             ("transpose-transpose", "u"),
             ("constant-to-rhs", "a"),
             ("transpose-identity", "u"),
             ("add-zero", "a"),
             ("neg-neg", "m"),
-        ]);
+        ]
+    );
     assert_same_results(&m, &after, 50);
 }
 
 #[test]
 fn rewrites_keep_the_loc() {
-    let mut m = module("", "%x = f32[4] parameter(0)\n %c = f32[4] constant({1, 2, 3, 4})\n ROOT %m = f32[4] multiply(%c, %x)");
+    let mut m =
+        module("", "%x = f32[4] parameter(0)\n %c = f32[4] constant({1, 2, 3, 4})\n ROOT %m = f32[4] multiply(%c, %x)");
     let root = m.entry_comp().root;
     m.comp_mut(m.entry).inst_mut(root).loc = crate::ir::Loc::at(7, 3);
     let (after, _, _) = simplify(&m);
@@ -811,7 +962,10 @@ fn random_inputs_cover_special_values() {
 fn the_meaning_check_catches_a_wrong_rewrite() {
     // `x + 0.0 -> x` is wrong for x = -0.0; the random inputs include -0.0, so the check
     // must notice.
-    let before = module("", "%x = f32[8] parameter(0)\n %z = f32[8] constant({0, 0, 0, 0, 0, 0, 0, 0})\n ROOT %a = f32[8] add(%x, %z)");
+    let before = module(
+        "",
+        "%x = f32[8] parameter(0)\n %z = f32[8] constant({0, 0, 0, 0, 0, 0, 0, 0})\n ROOT %a = f32[8] add(%x, %z)",
+    );
     let after = module("", "ROOT %x = f32[8] parameter(0)");
     let caught = std::panic::catch_unwind(|| assert_same_results(&before, &after, 20));
     assert!(caught.is_err());
@@ -830,11 +984,29 @@ fn malformed_instructions_are_skipped_not_a_panic() {
         perm.push(2);
     }
     let ty = c.inst(t).ty.clone();
-    let bad = c.push(Instruction { name: "bad".into(), op: Op::Unary(UnaryOp::Neg), operands: vec![], ty: ty.clone(), loc: Loc::default() });
-    let n = c.push(Instruction { name: "n".into(), op: Op::Unary(UnaryOp::Neg), operands: vec![bad], ty: ty.clone(), loc: Loc::default() });
+    let bad = c.push(Instruction {
+        name: "bad".into(),
+        op: Op::Unary(UnaryOp::Neg),
+        operands: vec![],
+        ty: ty.clone(),
+        loc: Loc::default(),
+    });
+    let n = c.push(Instruction {
+        name: "n".into(),
+        op: Op::Unary(UnaryOp::Neg),
+        operands: vec![bad],
+        ty: ty.clone(),
+        loc: Loc::default(),
+    });
     let root = c.root;
     let tuple_ty = Type::Tuple(vec![c.inst(root).ty.clone(), ty]);
-    c.root = c.push(Instruction { name: "r".into(), op: Op::Tuple, operands: vec![root, n], ty: tuple_ty, loc: Loc::default() });
+    c.root = c.push(Instruction {
+        name: "r".into(),
+        op: Op::Tuple,
+        operands: vec![root, n],
+        ty: tuple_ty,
+        loc: Loc::default(),
+    });
     let (_, log, changed) = simplify(&m);
     assert!(!changed, "{:?}", log.rewrites);
 }
@@ -899,7 +1071,13 @@ fn random_module(rng: &mut XorShift, elem: crate::ir::ElementType, steps: usize)
                     b.op(Op::Select, &[c, x, y], t.clone())
                 }
                 4 => {
-                    let wide = if elem.is_float() { F64 } else if elem.is_pred() { S8 } else { S64 };
+                    let wide = if elem.is_float() {
+                        F64
+                    } else if elem.is_pred() {
+                        S8
+                    } else {
+                        S64
+                    };
                     let mid = [wide, F32, F16, elem][pick(&mut r, 4)];
                     let a = b.op(Op::Convert, &[x], Type::array(mid, dims));
                     b.op(Op::Convert, &[a], t.clone())
@@ -913,7 +1091,11 @@ fn random_module(rng: &mut XorShift, elem: crate::ir::ElementType, steps: usize)
                         let rev = b.op(Op::Reverse { dims: vec![1, 0] }, &[rev], Type::array(elem, [3, 2]));
                         b.op(Op::Reshape, &[rev], t.clone())
                     };
-                    let s = b.op(Op::Slice { start: vec![0, 0], limit: vec![2, 3], stride: vec![1, 1] }, &[back], t.clone());
+                    let s = b.op(
+                        Op::Slice { start: vec![0, 0], limit: vec![2, 3], stride: vec![1, 1] },
+                        &[back],
+                        t.clone(),
+                    );
                     b.op(Op::Reverse { dims: vec![0] }, &[s], t.clone())
                 }
             };
@@ -946,7 +1128,12 @@ fn random_modules_keep_their_meaning_through_simplify_and_fold() {
         if same.is_err() {
             let opts = PrintOptions { metadata: false };
             let text = |m: &Module| print_computation(m, m.entry, &opts);
-            panic!("module {round} changed meaning\nbefore:\n{}\nafter:\n{}\nrules: {:?}", text(&before), text(&after), log.rewrites);
+            panic!(
+                "module {round} changed meaning\nbefore:\n{}\nafter:\n{}\nrules: {:?}",
+                text(&before),
+                text(&after),
+                log.rewrites
+            );
         }
     }
     // The generator reaches a good part of the rule table (so the check is not vacuous).

@@ -64,7 +64,10 @@ pub fn optimize(module: &Module) -> Result<Module, String> {
 /// Compiles `module` (normally after [`optimize`]) into an object whose entry
 /// point is `NAME_run`.
 pub fn compile_object(module: &Module, name: &str) -> Result<AotOutput, String> {
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || name.starts_with(|c: char| c.is_ascii_digit()) {
+    if name.is_empty()
+        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        || name.starts_with(|c: char| c.is_ascii_digit())
+    {
         return Err(format!("`{name}` is not a C identifier (letters, digits, _; not starting with a digit)"));
     }
     let options = kernel::PlanOptions { dots_as_reductions: true };
@@ -109,7 +112,7 @@ pub fn compile_object(module: &Module, name: &str) -> Result<AotOutput, String> 
             codegen::EmitOptions { block_math: false, inline_half: true },
             &[],
         )
-            .map_err(|r| format!("kernel {} cannot be compiled: {r}", k.name))?;
+        .map_err(|r| format!("kernel {} cannot be compiled: {r}", k.name))?;
         funcs.push((em.id, em.par_extent));
     }
 
@@ -210,9 +213,15 @@ pub fn compile_object(module: &Module, name: &str) -> Result<AotOutput, String> 
     Ok(AotOutput { object, header, scratch_bytes: scratch })
 }
 
-
 /// The C header declaring `NAME_run`, with every input and output described.
-fn header(module: &Module, name: &str, plan: &kernel::KernelPlan, inputs: &[BufferId], outputs: &[BufferId], scratch: usize) -> String {
+fn header(
+    module: &Module,
+    name: &str,
+    plan: &kernel::KernelPlan,
+    inputs: &[BufferId],
+    outputs: &[BufferId],
+    scratch: usize,
+) -> String {
     let upper = name.to_ascii_uppercase();
     let describe = |bs: &[BufferId], what: &str| -> String {
         bs.iter()

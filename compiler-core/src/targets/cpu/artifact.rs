@@ -164,11 +164,7 @@ pub fn capture<M: Module>(m: &M, ctx: &cranelift_codegen::Context, id: FuncId) -
         };
         relocs.push(Relocation { offset: r.offset, kind: r.kind, target, addend: r.addend });
     }
-    Ok(FunctionCode {
-        alignment: compiled.buffer.alignment as u64,
-        bytes: compiled.code_buffer().to_vec(),
-        relocs,
-    })
+    Ok(FunctionCode { alignment: compiled.buffer.alignment as u64, bytes: compiled.code_buffer().to_vec(), relocs })
 }
 
 /// Relocation kinds the JIT patches (without PIC), by their code in the encoding.
@@ -184,9 +180,42 @@ const RELOC_KINDS: &[Reloc] = &[
 
 /// C math functions kernels may call by name (f64 and f32 forms).
 const LIBM: &[&str] = &[
-    "exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "sqrt", "cbrt", "pow", "sin", "cos", "tan",
-    "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc",
-    "fmod", "round", "floor", "ceil", "trunc", "rint", "nearbyint", "hypot", "fma", "lgamma", "tgamma",
+    "exp",
+    "expm1",
+    "exp2",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "sqrt",
+    "cbrt",
+    "pow",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "atan2",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "erf",
+    "erfc",
+    "fmod",
+    "round",
+    "floor",
+    "ceil",
+    "trunc",
+    "rint",
+    "nearbyint",
+    "hypot",
+    "fma",
+    "lgamma",
+    "tgamma",
 ];
 
 /// Whether a loaded artifact may name `symbol`: a helper, a C math function, or one of
@@ -205,7 +234,11 @@ fn libcall(name: &str) -> Option<LibCall> {
 impl FunctionCode {
     /// The relocations for `define_function_bytes`, with symbols resolved by `lookup`
     /// (None: unknown symbol); every offset is checked to lie inside the code.
-    pub fn module_relocs(&self, self_id: FuncId, lookup: &mut dyn FnMut(&str) -> Option<FuncId>) -> Result<Vec<ModuleReloc>, String> {
+    pub fn module_relocs(
+        &self,
+        self_id: FuncId,
+        lookup: &mut dyn FnMut(&str) -> Option<FuncId>,
+    ) -> Result<Vec<ModuleReloc>, String> {
         let mut out = Vec::with_capacity(self.relocs.len());
         for r in &self.relocs {
             let width = match r.kind {
@@ -213,15 +246,23 @@ impl FunctionCode {
                 _ => 4,
             };
             if r.offset as usize + width > self.bytes.len() {
-                return Err(format!("a relocation at offset {} lies outside the code ({} bytes)", r.offset, self.bytes.len()));
+                return Err(format!(
+                    "a relocation at offset {} lies outside the code ({} bytes)",
+                    r.offset,
+                    self.bytes.len()
+                ));
             }
             let name = match &r.target {
                 Target::Symbol(s) => {
                     let f = lookup(s).ok_or_else(|| format!("unknown symbol `{s}`"))?;
                     ModuleRelocTarget::user(0, f.as_u32())
                 }
-                Target::LibCall(s) => ModuleRelocTarget::LibCall(libcall(s).ok_or_else(|| format!("unknown library call `{s}`"))?),
-                Target::SelfOffset(o) if (*o as usize) < self.bytes.len() => ModuleRelocTarget::FunctionOffset(self_id, *o),
+                Target::LibCall(s) => {
+                    ModuleRelocTarget::LibCall(libcall(s).ok_or_else(|| format!("unknown library call `{s}`"))?)
+                }
+                Target::SelfOffset(o) if (*o as usize) < self.bytes.len() => {
+                    ModuleRelocTarget::FunctionOffset(self_id, *o)
+                }
                 Target::SelfOffset(o) => return Err(format!("a self relocation to offset {o} outside the code")),
             };
             out.push(ModuleReloc { offset: r.offset, kind: r.kind, name, addend: r.addend });
@@ -367,7 +408,14 @@ impl<'a> Reader<'a> {
             }
             let clif = self.str()?;
             let asm = self.str()?;
-            kernels.push(KernelCode { index, name, fingerprint, code: FunctionCode { alignment, bytes, relocs }, clif, asm });
+            kernels.push(KernelCode {
+                index,
+                name,
+                fingerprint,
+                code: FunctionCode { alignment, bytes, relocs },
+                clif,
+                asm,
+            });
         }
         let n = self.count(28)?;
         let mut children = Vec::with_capacity(n);
@@ -449,7 +497,12 @@ mod tests {
                     code: FunctionCode {
                         alignment: 16,
                         bytes: vec![0x90; 32],
-                        relocs: vec![Relocation { offset: 4, kind: Reloc::Abs8, target: Target::Symbol("hs_unary_f64".into()), addend: -3 }],
+                        relocs: vec![Relocation {
+                            offset: 4,
+                            kind: Reloc::Abs8,
+                            target: Target::Symbol("hs_unary_f64".into()),
+                            addend: -3,
+                        }],
                     },
                     clif: "function".into(),
                     asm: "nop".into(),

@@ -43,8 +43,8 @@ use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    types, AbiParam, Endianness, FuncRef, InstBuilder, MemFlagsData, Signature, StackSlot, StackSlotData, StackSlotKind, Type,
-    Value,
+    types, AbiParam, Endianness, FuncRef, InstBuilder, MemFlagsData, Signature, StackSlot, StackSlotData,
+    StackSlotKind, Type, Value,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_module::{FuncId, Linkage, Module};
@@ -239,7 +239,8 @@ fn blocked_ops(e: &Elemental, vp: &VecPlan, results: &[bool]) -> Vec<BlockedOp> 
     // An f32 load of `x` with linearity `lin` along the vector variable: (input, index).
     let mut f32_load = |x: ExprId, lin: Lin| match e.expr(x).node {
         Node::Load { input, linear }
-            if e.input_elems[input as usize] == ElementType::F32 && vector::linearity(e, vp.var, linear, &mut lin_memo) == lin =>
+            if e.input_elems[input as usize] == ElementType::F32
+                && vector::linearity(e, vp.var, linear, &mut lin_memo) == lin =>
         {
             Some((input, linear))
         }
@@ -251,13 +252,19 @@ fn blocked_ops(e: &Elemental, vp: &VecPlan, results: &[bool]) -> Vec<BlockedOp> 
         let f32s = |a: ExprId| x.elem == ElementType::F32 && e.expr(a).elem == ElementType::F32;
         let candidate = match x.node {
             Node::Unary(op, a) => block_math::block_symbol(op).filter(|_| f32s(a)).map(|symbol| (symbol, a, None)),
-            Node::Binary(BinaryOp::Div, a, d) if f32s(a) => f32_load(d, Lin::Invariant).map(|d| (block_math::DIV_SYMBOL, a, Some(d))),
+            Node::Binary(BinaryOp::Div, a, d) if f32s(a) => {
+                f32_load(d, Lin::Invariant).map(|d| (block_math::DIV_SYMBOL, a, Some(d)))
+            }
             _ => None,
         };
         if let (Some((symbol, a, divisor)), true) = (candidate, reached[i] && ops.len() < MAX_BLOCKED_OPS) {
             l = level[a.0 as usize] + 1;
             let direct = f32_load(a, Lin::Affine(1));
-            let out = e.outputs.iter().position(|o| o.expr.0 as usize == i && o.elem == ElementType::F32).filter(|&o| results.get(o) == Some(&true));
+            let out = e
+                .outputs
+                .iter()
+                .position(|o| o.expr.0 as usize == i && o.elem == ElementType::F32)
+                .filter(|&o| results.get(o) == Some(&true));
             ops.push(BlockedOp { expr: ExprId(i as u32), arg: a, symbol, level: l, direct, divisor, out });
         }
         level[i] = l;
@@ -301,9 +308,11 @@ pub(super) fn par_extent(e: &Elemental) -> i64 {
 pub(super) fn parallel_var(e: &Elemental) -> Option<u32> {
     let outer = e.outer_vars();
     let extent = |v: u32| e.space[v as usize];
-    outer.iter().copied().find(|&v| extent(v) >= 16).or_else(|| {
-        outer.iter().copied().max_by_key(|&v| (extent(v), std::cmp::Reverse(v)))
-    })
+    outer
+        .iter()
+        .copied()
+        .find(|&v| extent(v) >= 16)
+        .or_else(|| outer.iter().copied().max_by_key(|&v| (extent(v), std::cmp::Reverse(v))))
 }
 
 /// Emits the kernel as function `name`: vectorized when [`vector::plan`] allows and
@@ -323,7 +332,8 @@ pub fn emit<M: Module>(
     let why = match vector::plan(e) {
         Ok(vp) => {
             let blocks = if options.block_math { blocked_ops(e, &vp, results) } else { Vec::new() };
-            let mut note = format!("; vectorized: {} lanes x {}, {:?} along variable {}\n", vp.lanes, vp.unroll, vp.kind, vp.var);
+            let mut note =
+                format!("; vectorized: {} lanes x {}, {:?} along variable {}\n", vp.lanes, vp.unroll, vp.kind, vp.var);
             if let VecKind::Row(ops) = &vp.kind {
                 if fast_extrema(e, ops, !blocks.is_empty()) {
                     note += "; max/min rows: one maxps/minps per vector and a NaN tracker; rows with a NaN or a zero result run again exactly\n";
@@ -338,7 +348,8 @@ pub fn emit<M: Module>(
                         format!("{} (stage {}{from}{to})", b.symbol, b.level)
                     })
                     .collect();
-                note += &format!("; strip-mined in blocks of {BLOCK} elements, native block calls: {}\n", ops.join(", "));
+                note +=
+                    &format!("; strip-mined in blocks of {BLOCK} elements, native block calls: {}\n", ops.join(", "));
             }
             match emit_as(m, helpers, e, id, n_inputs, par, Some(vp), blocks, options.inline_half) {
                 Ok(mut em) => {
@@ -437,9 +448,12 @@ fn emit_as<M: Module>(
         // The native block functions the strip-mined loop calls: `(block, n)`, in place.
         let mut blocks = Vec::with_capacity(blocked.len());
         for op in blocked {
-            let f = m.declare_function(op.symbol, Linkage::Import, &block_signature(m, op.symbol)).map_err(|e| e.to_string())?;
+            let f = m
+                .declare_function(op.symbol, Linkage::Import, &block_signature(m, op.symbol))
+                .map_err(|e| e.to_string())?;
             let func = m.declare_func_in_func(f, b.func);
-            let slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, (BLOCK * 4) as u32, 6));
+            let slot =
+                b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, (BLOCK * 4) as u32, 6));
             let addr = b.ins().stack_addr(ptr, slot, 0);
             blocks.push(Block { op, func, addr });
         }
@@ -1215,7 +1229,8 @@ impl<'a, 'f> Emit<'a, 'f> {
             let bytes = self.b.ins().load(ty, flags(), addr, disp);
             return self.b.ins().ineg(bytes);
         }
-        let lanes: Vec<Value> = (0..self.lanes).map(|l| self.b.ins().load(types::I8, flags(), addr, disp + l as i32)).collect();
+        let lanes: Vec<Value> =
+            (0..self.lanes).map(|l| self.b.ins().load(types::I8, flags(), addr, disp + l as i32)).collect();
         self.from_lanes(elem, &lanes)
     }
 
@@ -1486,7 +1501,8 @@ impl<'a, 'f> Emit<'a, 'f> {
                     return self.b.ins().select(p, t, f);
                 }
                 let ty = self.b.func.dfg.value_type(t);
-                let mask = if self.b.func.dfg.value_type(p) == ty { p } else { self.b.ins().bitcast(ty, lane_order(), p) };
+                let mask =
+                    if self.b.func.dfg.value_type(p) == ty { p } else { self.b.ins().bitcast(ty, lane_order(), p) };
                 self.b.ins().bitselect(mask, t, f)
             }
             Node::Clamp { lo, x: xv, hi } => {
@@ -1517,7 +1533,11 @@ impl<'a, 'f> Emit<'a, 'f> {
                 let av = self.value(a);
                 if vector {
                     let ty = self.ty(elem);
-                    return if self.b.func.dfg.value_type(av) == ty { av } else { self.b.ins().bitcast(ty, lane_order(), av) };
+                    return if self.b.func.dfg.value_type(av) == ty {
+                        av
+                    } else {
+                        self.b.ins().bitcast(ty, lane_order(), av)
+                    };
                 }
                 self.bitcast_convert(e.expr(a).elem, elem, av)
             }
@@ -1782,7 +1802,10 @@ impl<'a, 'f> Emit<'a, 'f> {
                 let zero_div = self.b.ins().icmp_imm_s(IntCC::Equal, c, 0);
                 let mut bad = zero_div;
                 if signed {
-                    let min = self.b.ins().iconst(ty, (1u64 << (width - 1)) as i64 & crate::ir::literal::width_mask(elem) as i64);
+                    let min = self
+                        .b
+                        .ins()
+                        .iconst(ty, (1u64 << (width - 1)) as i64 & crate::ir::literal::width_mask(elem) as i64);
                     let is_min = self.b.ins().icmp(IntCC::Equal, a, min);
                     let is_m1 = self.b.ins().icmp_imm_s(IntCC::Equal, c, -1);
                     let ovf = self.b.ins().band(is_min, is_m1);
@@ -1795,7 +1818,8 @@ impl<'a, 'f> Emit<'a, 'f> {
                     (_, true) => self.b.ins().srem(a, safe),
                     (_, false) => self.b.ins().urem(a, safe),
                 };
-                let on_zero = if op == Div { self.b.ins().iconst(ty, crate::ir::literal::width_mask(elem) as i64) } else { a };
+                let on_zero =
+                    if op == Div { self.b.ins().iconst(ty, crate::ir::literal::width_mask(elem) as i64) } else { a };
                 self.b.ins().select(zero_div, on_zero, q)
             }
             ShiftLeft | ShiftRightLogical | ShiftRightArithmetic if !a_vec => {
@@ -1893,7 +1917,11 @@ impl<'a, 'f> Emit<'a, 'f> {
             } else {
                 v
             };
-            let f = if from.is_signed_int() { self.b.ins().fcvt_from_sint(tty, w) } else { self.b.ins().fcvt_from_uint(tty, w) };
+            let f = if from.is_signed_int() {
+                self.b.ins().fcvt_from_sint(tty, w)
+            } else {
+                self.b.ins().fcvt_from_uint(tty, w)
+            };
             return self.narrow(to, f);
         }
         if to.is_float() {
@@ -1909,7 +1937,11 @@ impl<'a, 'f> Emit<'a, 'f> {
         if tty.bits() >= 32 {
             return if signed { self.b.ins().fcvt_to_sint_sat(tty, v) } else { self.b.ins().fcvt_to_uint_sat(tty, v) };
         }
-        let wide = if signed { self.b.ins().fcvt_to_sint_sat(types::I32, v) } else { self.b.ins().fcvt_to_uint_sat(types::I32, v) };
+        let wide = if signed {
+            self.b.ins().fcvt_to_sint_sat(types::I32, v)
+        } else {
+            self.b.ins().fcvt_to_uint_sat(types::I32, v)
+        };
         let bits = tty.bits();
         let clamped = if signed {
             let lo = self.b.ins().iconst(types::I32, -(1i64 << (bits - 1)));

@@ -204,8 +204,14 @@ fn build(module: &Module, comp_id: CompId, depth: usize) -> Result<(CpuExecutabl
             };
             match codegen::emit(&mut jit, &helper_ids, e, &format!("kernel{i}"), n_inputs, options, &is_result) {
                 Ok(em) => {
-                    let code =
-                        KernelCode { index: 0, name: k.name.clone(), fingerprint: 0, code: em.code, clif: em.clif, asm: em.asm };
+                    let code = KernelCode {
+                        index: 0,
+                        name: k.name.clone(),
+                        fingerprint: 0,
+                        code: em.code,
+                        clif: em.clif,
+                        asm: em.asm,
+                    };
                     emitted.insert(i, (em.id, code));
                 }
                 Err(reason) => {
@@ -232,7 +238,13 @@ fn build(module: &Module, comp_id: CompId, depth: usize) -> Result<(CpuExecutabl
                 }
                 Some(reason) => {
                     if done.insert(k.source) {
-                        kernels.push(kernel::opaque_kernel(module, comp_id, &plan.values, k.source, format!("codegen: {reason}"))?);
+                        kernels.push(kernel::opaque_kernel(
+                            module,
+                            comp_id,
+                            &plan.values,
+                            k.source,
+                            format!("codegen: {reason}"),
+                        )?);
                     }
                 }
             }
@@ -286,9 +298,14 @@ fn load(module: Module, comp_id: CompId, depth: usize, art: CompArtifact, isa: &
     if art.buffers_fingerprint != artifact::hash_debug(&plan.buffers.values().collect::<Vec<_>>()) {
         return Err("stale artifact: the plan's buffers differ".into());
     }
-    let elemental: Vec<usize> = (0..plan.kernels.len()).filter(|&i| compiled_function(&plan.kernels[i]).is_some()).collect();
+    let elemental: Vec<usize> =
+        (0..plan.kernels.len()).filter(|&i| compiled_function(&plan.kernels[i]).is_some()).collect();
     if elemental.len() != art.kernels.len() {
-        return Err(format!("stale artifact: {} compiled kernels, the plan has {}", art.kernels.len(), elemental.len()));
+        return Err(format!(
+            "stale artifact: {} compiled kernels, the plan has {}",
+            art.kernels.len(),
+            elemental.len()
+        ));
     }
     let symbols: Vec<String> = elemental.iter().map(|i| format!("kernel{i}")).collect();
     let sig = codegen::signature(&jit);
@@ -325,7 +342,8 @@ fn load(module: Module, comp_id: CompId, depth: usize, art: CompArtifact, isa: &
             }
         };
         let relocs = kc.code.module_relocs(id, &mut lookup).map_err(|e| format!("kernel {i}: {e}"))?;
-        jit.define_function_bytes(id, kc.code.alignment, &kc.code.bytes, &relocs).map_err(|e| format!("kernel {i}: {e}"))?;
+        jit.define_function_bytes(id, kc.code.alignment, &kc.code.bytes, &relocs)
+            .map_err(|e| format!("kernel {i}: {e}"))?;
         funcs.insert(i, id);
     }
     jit.finalize_definitions().map_err(|e| format!("cannot finalize machine code: {e}"))?;
@@ -350,7 +368,8 @@ fn load(module: Module, comp_id: CompId, depth: usize, art: CompArtifact, isa: &
 
 /// Whether the plan has while or conditional kernels compiled on their own at `depth`.
 fn needs_children(plan: &KernelPlan, depth: usize) -> bool {
-    depth < MAX_DEPTH && plan.kernels.iter().any(|k| matches!(k.body, KernelBody::While { .. } | KernelBody::Case { .. }))
+    depth < MAX_DEPTH
+        && plan.kernels.iter().any(|k| matches!(k.body, KernelBody::While { .. } | KernelBody::Case { .. }))
 }
 
 /// Checks that a stored plan fits its module: the computation, every instruction and
@@ -383,7 +402,9 @@ fn check_plan(module: &Module, comp_id: CompId, plan: &KernelPlan) -> Result<(),
             && k.inputs.iter().all(buf_ok)
             && k.outputs.iter().all(buf_ok)
             && match &k.body {
-                KernelBody::Opaque { inst, operands, result } => inst_ok(inst) && operands.iter().all(vals_ok) && vals_ok(result),
+                KernelBody::Opaque { inst, operands, result } => {
+                    inst_ok(inst) && operands.iter().all(vals_ok) && vals_ok(result)
+                }
                 KernelBody::While { cond, body, operands, result } => {
                     comp_ok(cond) && comp_ok(body) && operands.iter().all(vals_ok) && vals_ok(result)
                 }
@@ -396,7 +417,11 @@ fn check_plan(module: &Module, comp_id: CompId, plan: &KernelPlan) -> Result<(),
     if plan.chains.iter().any(|c| c.start >= c.end || c.end > plan.kernels.len()) {
         return bad("has a row chain outside its kernels");
     }
-    if !kernels_ok || !plan.params.iter().all(vals_ok) || !vals_ok(&plan.result) || !plan.constants.iter().all(|(b, _)| buf_ok(b)) {
+    if !kernels_ok
+        || !plan.params.iter().all(vals_ok)
+        || !vals_ok(&plan.result)
+        || !plan.constants.iter().all(|(b, _)| buf_ok(b))
+    {
         return bad("names an instruction, computation or buffer that does not exist");
     }
     Ok(())
@@ -464,7 +489,16 @@ fn assemble(
             KernelBody::Opaque { .. } | KernelBody::While { .. } | KernelBody::Case { .. } => "interpreter".into(),
         })
         .collect();
-    Ok(CpuExecutable { plan, code, module: wrapped, listings, summaries, jit: Some(jit), arena: Default::default(), chains })
+    Ok(CpuExecutable {
+        plan,
+        code,
+        module: wrapped,
+        listings,
+        summaries,
+        jit: Some(jit),
+        arena: Default::default(),
+        chains,
+    })
 }
 
 /// Kernel `i`'s finalized function.
@@ -516,4 +550,3 @@ fn wrapper(module: &mut Module, comp_id: CompId, id: crate::ir::InstId) -> CompI
     comp.root = comp.push(copy);
     module.add_computation(comp)
 }
-

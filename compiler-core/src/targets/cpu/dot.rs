@@ -85,7 +85,11 @@ impl<T: Copy> Operand<T> {
 
     /// Elements `vals` of `shape`, copied into the order `perm`.
     fn owned(shape: &Shape, vals: Vec<T>, perm: &[usize], sizes: [usize; 3]) -> Operand<T> {
-        let ordered = if view(shape, perm, sizes).is_some_and(|s| s == contiguous(sizes)) { vals } else { permuted(shape, &vals, perm) };
+        let ordered = if view(shape, perm, sizes).is_some_and(|s| s == contiguous(sizes)) {
+            vals
+        } else {
+            permuted(shape, &vals, perm)
+        };
         Operand { base: ordered.as_ptr(), strides: contiguous(sizes), _copy: ordered }
     }
 }
@@ -168,7 +172,12 @@ impl<T> Shared<T> {
 }
 
 /// `out[b] = a[b] x b[b]` for every batch, `out` row-major `[batch, m, n]`.
-fn batched<T: Copy + Default + Send + Sync + 'static + num_like::One>(spec: &DotSpec, a: &Operand<T>, b: &Operand<T>, out: *mut T) {
+fn batched<T: Copy + Default + Send + Sync + 'static + num_like::One>(
+    spec: &DotSpec,
+    a: &Operand<T>,
+    b: &Operand<T>,
+    out: *mut T,
+) {
     let (m, n, k) = (spec.m, spec.n, spec.k);
     if m == 0 || n == 0 {
         return;

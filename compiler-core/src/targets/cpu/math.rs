@@ -295,7 +295,8 @@ impl Lanes for M<'_, '_> {
     }
     /// A float constant, splatted for a vector.
     fn c(&mut self, v: f32) -> Value {
-        let s = if self.ty.lane_type() == types::F64 { self.b.ins().f64const(v as f64) } else { self.b.ins().f32const(v) };
+        let s =
+            if self.ty.lane_type() == types::F64 { self.b.ins().f64const(v as f64) } else { self.b.ins().f32const(v) };
         if self.vector() {
             self.b.ins().splat(self.ty, s)
         } else {

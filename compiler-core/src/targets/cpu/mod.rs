@@ -69,8 +69,8 @@ mod vector;
 
 pub use artifact::compiler_version;
 pub use compile::{
-    block_math, compile, compile_to_artifact, inline_half_floats, load_artifact, optimize, set_block_math, set_inline_half_floats,
-    PIPELINE,
+    block_math, compile, compile_to_artifact, inline_half_floats, load_artifact, optimize, set_block_math,
+    set_inline_half_floats, PIPELINE,
 };
 pub use runtime::{row_chains, set_row_chains, DEFAULT_CHAIN_BYTES};
 
@@ -117,15 +117,39 @@ type KernelFn = extern "C" fn(*const *mut u8, i64, i64);
 enum Code {
     /// `par_extent`: the parallel variable's extent; `work`: iterations of the whole
     /// kernel (the runtime splits it across threads when large).
-    Native { f: KernelFn, par_extent: i64, work: usize },
+    Native {
+        f: KernelFn,
+        par_extent: i64,
+        work: usize,
+    },
     Dot(kernel::DotSpec),
     /// A sort, with its compiled comparator.
-    Sort { spec: kernel::SortSpec, cmp: KernelFn },
+    Sort {
+        spec: kernel::SortSpec,
+        cmp: KernelFn,
+    },
     /// A scatter, with its compiled combiner.
-    Scatter { spec: kernel::ScatterSpec, combine: KernelFn },
-    Interpret { comp: CompId, operands: Vec<ValueBufs>, result: ValueBufs },
-    While { cond: Box<CpuExecutable>, body: Box<CpuExecutable>, operands: Vec<ValueBufs>, result: ValueBufs },
-    Case { branches: Vec<CpuExecutable>, branch_operands: Vec<Vec<u32>>, operands: Vec<ValueBufs>, result: ValueBufs },
+    Scatter {
+        spec: kernel::ScatterSpec,
+        combine: KernelFn,
+    },
+    Interpret {
+        comp: CompId,
+        operands: Vec<ValueBufs>,
+        result: ValueBufs,
+    },
+    While {
+        cond: Box<CpuExecutable>,
+        body: Box<CpuExecutable>,
+        operands: Vec<ValueBufs>,
+        result: ValueBufs,
+    },
+    Case {
+        branches: Vec<CpuExecutable>,
+        branch_operands: Vec<Vec<u32>>,
+        operands: Vec<ValueBufs>,
+        result: ValueBufs,
+    },
 }
 
 /// A per-kernel wrapper: gets the kernel and its execution, must run it once.
@@ -162,4 +186,3 @@ pub struct KernelInfo<'a> {
     /// and so timed together ([`set_row_chains`]).
     pub chained: std::ops::Range<usize>,
 }
-

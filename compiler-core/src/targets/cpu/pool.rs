@@ -83,7 +83,8 @@ fn pool() -> &'static Pool {
         }));
         for i in 1..threads {
             let cpu = cpus.as_ref().map(|c| c[i]);
-            let spawned = std::thread::Builder::new().name(format!("hloscope-cpu-{i}")).spawn(move || worker(pool, cpu));
+            let spawned =
+                std::thread::Builder::new().name(format!("hloscope-cpu-{i}")).spawn(move || worker(pool, cpu));
             if spawned.is_err() {
                 // Fewer workers only means less parallelism: the caller runs the rest.
                 break;

@@ -107,7 +107,9 @@ pub(super) struct Chain {
 pub(super) fn runnable_chains(plan: &KernelPlan, code: &[Code]) -> Vec<Chain> {
     let fits = |j: usize, rows: i64| match (&plan.kernels[j].body, &code[j]) {
         (kernel::KernelBody::Elemental(e), Code::Native { par_extent, .. }) => {
-            super::codegen::parallel_var(e) == Some(0) && *par_extent == rows && kernel::chains::chain_rows(plan, &plan.kernels[j]) == Some(rows)
+            super::codegen::parallel_var(e) == Some(0)
+                && *par_extent == rows
+                && kernel::chains::chain_rows(plan, &plan.kernels[j]) == Some(rows)
         }
         _ => false,
     };
@@ -129,8 +131,17 @@ pub(super) fn runnable_chains(plan: &KernelPlan, code: &[Code]) -> Vec<Chain> {
                     .sum();
                 let bytes_per_row = kernel::chains::bytes_per_row(plan, start..j, rows);
                 let (local_uses, local_row_bytes) = chain_locals(plan, start..j, rows);
-                let table_lens = (start..j).map(|m| plan.kernels[m].inputs.len() + plan.kernels[m].outputs.len()).collect();
-                out.push(Chain { kernels: start..j, rows, bytes_per_row, work, local_uses, local_row_bytes, table_lens });
+                let table_lens =
+                    (start..j).map(|m| plan.kernels[m].inputs.len() + plan.kernels[m].outputs.len()).collect();
+                out.push(Chain {
+                    kernels: start..j,
+                    rows,
+                    bytes_per_row,
+                    work,
+                    local_uses,
+                    local_row_bytes,
+                    table_lens,
+                });
             }
             j = j.max(start + 1);
         }
@@ -139,18 +150,30 @@ pub(super) fn runnable_chains(plan: &KernelPlan, code: &[Code]) -> Vec<Chain> {
 }
 
 /// The chain-local buffers of chain `kernels` (see [`Chain::local_uses`]).
-fn chain_locals(plan: &KernelPlan, kernels: std::ops::Range<usize>, rows: i64) -> (Vec<(usize, usize, usize)>, Vec<usize>) {
+fn chain_locals(
+    plan: &KernelPlan,
+    kernels: std::ops::Range<usize>,
+    rows: i64,
+) -> (Vec<(usize, usize, usize)>, Vec<usize>) {
     let results: std::collections::HashSet<BufferId> = plan.result.leaves().into_iter().collect();
     let assignment = &plan.arena;
     let outside = |b: BufferId| {
-        plan.kernels.iter().enumerate().any(|(i, k)| !kernels.contains(&i) && k.inputs.iter().chain(&k.outputs).any(|&x| x == b))
+        plan.kernels
+            .iter()
+            .enumerate()
+            .any(|(i, k)| !kernels.contains(&i) && k.inputs.iter().chain(&k.outputs).any(|&x| x == b))
     };
     let mut locals: Vec<BufferId> = Vec::new();
     for k in &plan.kernels[kernels.clone()] {
         for &b in &k.outputs {
             let pinned = assignment.pinned.get(b.index()).copied().unwrap_or(true) || !assignment.is_current(plan);
             let size = plan.buffers[b].shape.byte_size();
-            if !pinned && !results.contains(&b) && !outside(b) && size.is_multiple_of(rows.max(1) as usize) && !locals.contains(&b) {
+            if !pinned
+                && !results.contains(&b)
+                && !outside(b)
+                && size.is_multiple_of(rows.max(1) as usize)
+                && !locals.contains(&b)
+            {
                 locals.push(b);
             }
         }
@@ -270,11 +293,8 @@ impl Arena {
         // A plan whose kernels were rewritten after planning gets a fresh assignment.
         let assignment = &*exe.arena_assignment();
         let lines = vec![Line([0; 64]); (assignment.arena_bytes as usize).div_ceil(64).max(1)];
-        let spans: Vec<(usize, usize)> = plan
-            .buffers
-            .iter()
-            .map(|(b, buf)| (assignment.offset(b) as usize, buf.shape.byte_size()))
-            .collect();
+        let spans: Vec<(usize, usize)> =
+            plan.buffers.iter().map(|(b, buf)| (assignment.offset(b) as usize, buf.shape.byte_size())).collect();
         let external = vec![None; spans.len()];
         let mut arena = Arena { lines, spans, external };
         for (b, l) in &plan.constants {
@@ -384,7 +404,12 @@ impl CpuExecutable {
     /// Like `run_bytes`, with `wrap` also called for every kernel of a while loop's
     /// condition and body (each iteration) and of a conditional's branch taken, nested
     /// at any depth; [`KernelInfo::scope`] says where each runs.
-    pub fn run_bytes_scoped(&self, inputs: &[&[u8]], outputs: &mut [&mut [u8]], wrap: &ScopedWrap) -> Result<(), String> {
+    pub fn run_bytes_scoped(
+        &self,
+        inputs: &[&[u8]],
+        outputs: &mut [&mut [u8]],
+        wrap: &ScopedWrap,
+    ) -> Result<(), String> {
         self.run_bytes_in(inputs, outputs, &mut |k, exec| wrap(k, exec), Some(wrap))
     }
 
@@ -465,7 +490,13 @@ impl CpuExecutable {
         }
     }
 
-    fn execute(&self, args: &[Value], wrap: &mut Wrap, scope: &Scope, hook: Option<&mut CustomCalls>) -> Result<Value, String> {
+    fn execute(
+        &self,
+        args: &[Value],
+        wrap: &mut Wrap,
+        scope: &Scope,
+        hook: Option<&mut CustomCalls>,
+    ) -> Result<Value, String> {
         if args.len() != self.plan.params.len() {
             return Err(format!("the module takes {} arguments, got {}", self.plan.params.len(), args.len()));
         }
@@ -497,7 +528,8 @@ impl CpuExecutable {
             tables.push(bufs.pointers(m.inputs.iter().chain(&m.outputs).copied()));
             members.push(*f);
         }
-        let members: Vec<(KernelFn, Table)> = members.into_iter().zip(&tables).map(|(f, t)| (f, Table(t.as_ptr()))).collect();
+        let members: Vec<(KernelFn, Table)> =
+            members.into_iter().zip(&tables).map(|(f, t)| (f, Table(t.as_ptr()))).collect();
         run_chain(&members, chain, budget);
         Ok(())
     }
@@ -574,14 +606,13 @@ impl CpuExecutable {
                         unsafe { scatter::run(spec, *combine, &indices, &updates, &outs) }
                     }
                     Code::Interpret { comp, operands, result } => {
-                        let vals: Vec<Value> = operands.iter().map(|o| read_value(&self.plan, bufs, o)).collect::<Result<_, _>>()?;
+                        let vals: Vec<Value> =
+                            operands.iter().map(|o| read_value(&self.plan, bufs, o)).collect::<Result<_, _>>()?;
                         let mut interp = Interpreter::new(&self.module);
                         if let Some(h) = hook.as_deref_mut() {
                             interp = interp.with_custom_call_hook(move |i, a| h(i, a));
                         }
-                        let v = interp
-                            .call(*comp, &vals)
-                            .map_err(|e| format!("%{}: {}", e.inst, e.message))?;
+                        let v = interp.call(*comp, &vals).map_err(|e| format!("%{}: {}", e.inst, e.message))?;
                         write_value(bufs, result, v);
                         Ok(())
                     }
@@ -591,7 +622,12 @@ impl CpuExecutable {
                         let mut iterations = 0u64;
                         let (in_cond, in_body) = (scope.inner(&k.name, "cond"), scope.inner(&k.name, "body"));
                         loop {
-                            let go = cond.execute(&state, &mut |k, exec| in_cond.wrap(k, exec), &in_cond, hook.as_deref_mut())?;
+                            let go = cond.execute(
+                                &state,
+                                &mut |k, exec| in_cond.wrap(k, exec),
+                                &in_cond,
+                                hook.as_deref_mut(),
+                            )?;
                             match go.as_array().map(|l| l.get(0)) {
                                 Some(crate::ir::Scalar::Pred(true)) => {}
                                 Some(crate::ir::Scalar::Pred(false)) => break,
@@ -599,9 +635,16 @@ impl CpuExecutable {
                             }
                             iterations += 1;
                             if iterations > MAX_ITERATIONS {
-                                return Err(format!("gave up after {MAX_ITERATIONS} loop iterations (is the loop infinite?)"));
+                                return Err(format!(
+                                    "gave up after {MAX_ITERATIONS} loop iterations (is the loop infinite?)"
+                                ));
                             }
-                            let next = body.execute(&state, &mut |k, exec| in_body.wrap(k, exec), &in_body, hook.as_deref_mut())?;
+                            let next = body.execute(
+                                &state,
+                                &mut |k, exec| in_body.wrap(k, exec),
+                                &in_body,
+                                hook.as_deref_mut(),
+                            )?;
                             state = if state.len() == 1 {
                                 vec![next]
                             } else {
@@ -632,7 +675,12 @@ impl CpuExecutable {
                             })
                             .collect::<Result<_, _>>()?;
                         let inside = scope.inner(&k.name, &format!("branch{chosen}"));
-                        let v = branches[chosen].execute(&args, &mut |k, exec| inside.wrap(k, exec), &inside, hook.as_deref_mut())?;
+                        let v = branches[chosen].execute(
+                            &args,
+                            &mut |k, exec| inside.wrap(k, exec),
+                            &inside,
+                            hook.as_deref_mut(),
+                        )?;
                         write_value(bufs, result, v);
                         Ok(())
                     }
@@ -704,4 +752,3 @@ fn read_buffer(plan: &KernelPlan, bufs: &Arena, b: BufferId) -> Result<Literal, 
     let shape = plan.buffers[b].shape.clone();
     Literal::from_le_bytes(shape, bufs.bytes(b)).ok_or_else(|| format!("buffer {b} has the wrong size"))
 }
-

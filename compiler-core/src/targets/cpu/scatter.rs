@@ -6,8 +6,8 @@
 //! targets combine in the interpreter's order; an element whose target lies outside the
 //! operand is skipped (see [`crate::kernel::ScatterSpec`]).
 
-use crate::ir::{Literal, Scalar, Shape};
 use super::KernelFn;
+use crate::ir::{Literal, Scalar, Shape};
 use crate::kernel::ScatterSpec;
 
 /// Scatters into `outs` (already holding copies of the operands).

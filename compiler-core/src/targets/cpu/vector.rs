@@ -67,8 +67,7 @@ pub fn plan(e: &Elemental) -> Result<VecPlan, String> {
     for (i, x) in e.nodes.iter().enumerate() {
         vector_form(e, ExprId(i as u32)).map_err(|why| format!("{why} ({} node {i})", x.elem))?;
     }
-    let widths: Vec<u32> =
-        e.nodes.iter().filter(|x| !x.elem.is_pred()).map(|x| x.elem.byte_size() as u32).collect();
+    let widths: Vec<u32> = e.nodes.iter().filter(|x| !x.elem.is_pred()).map(|x| x.elem.byte_size() as u32).collect();
     let width = widths.first().copied().unwrap_or(1);
     if widths.iter().any(|&w| w != width) {
         return Err("element types of different widths".into());
@@ -103,7 +102,9 @@ fn associative_op(e: &Elemental, k: usize) -> Result<BinaryOp, String> {
         return Err("a variadic row reduction".into());
     }
     let c = e.expr(red.combiner[0]);
-    let Node::Binary(op, a, b) = c.node else { return Err("a row reduction whose combiner is not one binary op".into()) };
+    let Node::Binary(op, a, b) = c.node else {
+        return Err("a row reduction whose combiner is not one binary op".into());
+    };
     let leaf = |x: ExprId| e.expr(x).node.clone();
     let k = k as u32;
     let acc_arg = matches!((leaf(a), leaf(b)), (Node::Acc { red: r1, i: 0 }, Node::Arg { red: r2, i: 0 }) | (Node::Arg { red: r2, i: 0 }, Node::Acc { red: r1, i: 0 }) if r1 == k && r2 == k);
@@ -173,7 +174,11 @@ fn vector_form(e: &Elemental, x: ExprId) -> Result<(), String> {
             if matches!(from, ElementType::F16 | ElementType::BF16) {
                 return Err("f16/bf16 conversions are scalar code".into());
             }
-            if !matches!(expr.node, Node::BitcastConvert(_)) && from.is_float() && elem.is_int() && elem.byte_size() == 8 {
+            if !matches!(expr.node, Node::BitcastConvert(_))
+                && from.is_float()
+                && elem.is_int()
+                && elem.byte_size() == 8
+            {
                 return Err("f64 -> 64-bit integer vectors are not lowered".into());
             }
             let bitcast = matches!(expr.node, Node::BitcastConvert(_));

@@ -10,8 +10,8 @@ Each program becomes a folder under backend/tests/corpus/<name>/ holding
 The hloscope CLI test (backend/tests/cli.rs) runs all three texts through
 `hloscope run` and compares with out*.npy.
 
-Run from anywhere with the project's Python (JAX on the CPU):
-    /work/main/.venv/bin/python tools/jax_corpus/export.py [--out DIR] [--only NAME...]
+Run with the project's Python (JAX on the CPU), here from the repo root:
+    .venv/bin/python tools/jax_corpus/export.py [--out DIR] [--only NAME...]
 Everything is regenerated deterministically: inputs come from a generator seeded with
 the program's name, and source paths in the debug locations are made relative.
 """

@@ -1,7 +1,7 @@
 """Generates xla_reference.rs: what XLA (through JAX on the CPU) computes for each CHLO
 op on a fixed set of inputs, as exact bit patterns, for tests/chlo.rs.
 
-Run: /work/main/.venv/bin/python compiler-core/tests/chlo_data/gen_reference.py > compiler-core/tests/chlo_data/xla_reference.rs
+Run from the repo root: .venv/bin/python compiler-core/tests/chlo_data/gen_reference.py > compiler-core/tests/chlo_data/xla_reference.rs
 """
 import jax
 jax.config.update("jax_enable_x64", True)

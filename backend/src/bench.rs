@@ -41,6 +41,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 /// Most timed runs chosen by default.
@@ -112,19 +113,19 @@ pub struct BenchArgs {
 
 /// One row of the report: an instruction's kernels, timed together.
 #[derive(Debug)]
-struct Row {
-    name: String,
+pub struct Row {
+    pub name: String,
     /// Median over the timed runs.
-    time_s: f64,
-    bytes: u64,
-    flops: u64,
+    pub time_s: f64,
+    pub bytes: u64,
+    pub flops: u64,
     /// Times it ran in one run (1 at top level).
-    calls: u64,
+    pub calls: u64,
     /// Whether it runs inside a while loop or a conditional.
-    nested: bool,
+    pub nested: bool,
     /// How its kernels' code runs (`simd 4x4 + native exp`, `gemm`, ...; see
     /// `KernelInfo::code`), distinct values joined by `, `.
-    code: String,
+    pub code: String,
 }
 
 /// One kernel inside control flow, as one run saw it.
@@ -171,13 +172,13 @@ struct Report {
 /// What runs: the interpreter on the module, or a compiled executable with its input
 /// and output bytes (prepared once, so that a timed run moves only what its kernels move,
 /// as XLA's timed calls do).
-enum Runner {
+pub enum Runner {
     Interp(Module),
-    Cpu { exe: CpuExecutable, optimized: Module, inputs: Vec<AlignedBytes>, outputs: Vec<AlignedBytes> },
+    Cpu { exe: Rc<CpuExecutable>, inputs: Vec<AlignedBytes>, outputs: Vec<AlignedBytes> },
 }
 
 /// Bytes at an 8-byte aligned address (the executable reads them in place).
-struct AlignedBytes {
+pub struct AlignedBytes {
     words: Vec<u64>,
     len: usize,
 }
@@ -199,6 +200,30 @@ impl AlignedBytes {
 }
 
 impl Runner {
+    /// A compiled executable, its input and output bytes made by [`Runner::prepare`].
+    pub fn cpu(exe: Rc<CpuExecutable>) -> Runner {
+        Runner::Cpu { exe, inputs: Vec::new(), outputs: Vec::new() }
+    }
+
+    /// Lays out the input bytes and the output buffers once, before any timed run.
+    fn prepare(&mut self, arguments: &[Value]) {
+        if let Runner::Cpu { exe, inputs, outputs } = self {
+            *inputs = arguments
+                .iter()
+                .cloned()
+                .flat_map(Value::flatten)
+                .map(|l| AlignedBytes::new(&l.to_le_bytes()))
+                .collect();
+            let plan = exe.plan();
+            *outputs = plan
+                .result
+                .leaves()
+                .iter()
+                .map(|&b| AlignedBytes::new(&vec![0; plan.buffers[b].shape.byte_size()]))
+                .collect();
+        }
+    }
+
     /// One run; `times` gets each kernel's time (cpu only). The interpreter returns its
     /// result; the cpu leaves it in its output bytes (see `results`).
     fn run(&mut self, args: &[Value], times: &mut RunTimes) -> Result<Option<Value>, String> {
@@ -312,50 +337,80 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
         inputs::from_npy(&module, &input_files).map_err(RunError)?
     };
     let started = Instant::now();
-    let mut runner = match args.target {
+    let runner = match args.target {
         Target::Interp => Runner::Interp(module),
         Target::Cpu => {
             let optimized = cpu::optimize(&module)
                 .map_err(|e| RunError(format!("{source_name}: optimizing for the cpu failed: {e}")))?;
             let exe = cpu::compile(&optimized)
                 .map_err(|e| RunError(format!("{source_name}: compiling for the cpu failed: {e}")))?;
-            Runner::Cpu { exe, optimized, inputs: Vec::new(), outputs: Vec::new() }
+            Runner::cpu(std::rc::Rc::new(exe))
         }
     };
     let compile_s = (parse_s + started.elapsed()).as_secs_f64();
-    if let Runner::Cpu { exe, inputs, outputs, .. } = &mut runner {
-        *inputs =
-            arguments.iter().cloned().flat_map(Value::flatten).map(|l| AlignedBytes::new(&l.to_le_bytes())).collect();
-        let plan = exe.plan();
-        *outputs = plan
-            .result
-            .leaves()
-            .iter()
-            .map(|&b| AlignedBytes::new(&vec![0; plan.buffers[b].shape.byte_size()]))
-            .collect();
-    }
-
     let fail = |e: String| RunError(format!("{source_name}: running on the {} failed: {e}", target_name(args.target)));
+    let iters = args.iters.map(|n| n as usize);
+    let m = measure(runner, &arguments, iters, args.warmup, true).map_err(fail)?;
+    if let Some(dir) = &args.out_dir {
+        run::write_outputs(dir, &m.outputs)?;
+    }
+    let report = Report {
+        target: args.target,
+        compile_s,
+        run_median_s: m.run_median_s,
+        run_min_s: m.run_min_s,
+        iters: m.iters,
+        arena_bytes: m.arena_bytes,
+        buffer_bytes: m.buffer_bytes,
+        rows: m.rows,
+    };
+    Ok(if args.json { json(&report) } else { table(&report) })
+}
+
+/// What [`measure`] timed and computed.
+pub struct Measurement {
+    pub iters: usize,
+    pub run_median_s: f64,
+    pub run_min_s: f64,
+    /// One per instruction's kernels (empty for the interpreter).
+    pub rows: Vec<Row>,
+    /// The last run's results, flattened.
+    pub outputs: Vec<Literal>,
+    pub arena_bytes: u64,
+    pub buffer_bytes: u64,
+}
+
+/// Runs `runner` on `arguments`: `warmup` untimed runs (at least one when `iters` is
+/// None, to estimate how many runs fit in [`TARGET_TOTAL_S`]), then the timed runs, each
+/// kernel timed on every run. `progress`: a counter on standard error (on a terminal).
+pub fn measure(
+    mut runner: Runner,
+    arguments: &[Value],
+    iters: Option<usize>,
+    warmup: u64,
+    progress: bool,
+) -> Result<Measurement, String> {
+    runner.prepare(arguments);
     let nk = runner.kernel_count();
     let mut scratch = RunTimes { top: vec![0.0; nk], ..RunTimes::default() };
     let mut estimate = f64::INFINITY;
-    for _ in 0..args.warmup.max(u64::from(args.iters.is_none())) {
+    for _ in 0..warmup.max(u64::from(iters.is_none())) {
         let t = Instant::now();
-        runner.run(&arguments, &mut scratch).map_err(fail)?;
+        runner.run(arguments, &mut scratch)?;
         estimate = estimate.min(t.elapsed().as_secs_f64());
     }
-    let iters = match args.iters {
-        Some(n) => n as usize,
+    let iters = match iters {
+        Some(n) => n.max(1),
         None => ((TARGET_TOTAL_S / estimate.max(1e-9)).round() as usize).clamp(1, MAX_ITERS),
     };
-    let progress = Progress::new(iters, estimate * iters as f64);
+    let progress = Progress::new(iters, if progress { estimate * iters as f64 } else { 0.0 });
     let mut totals = Vec::with_capacity(iters);
     let mut per_kernel: Vec<Vec<f64>> = vec![Vec::with_capacity(iters); nk];
     let mut nested_runs: Vec<Vec<NestedKernel>> = Vec::with_capacity(iters);
     let mut last = None;
     for i in 0..iters {
         let t = Instant::now();
-        let v = runner.run(&arguments, &mut scratch).map_err(fail)?;
+        let v = runner.run(arguments, &mut scratch)?;
         totals.push(t.elapsed().as_secs_f64());
         for (k, &s) in scratch.top.iter().enumerate() {
             per_kernel[k].push(s);
@@ -365,28 +420,23 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
         progress.tick(i + 1);
     }
     progress.done();
-
-    if let Some(dir) = &args.out_dir {
-        run::write_outputs(dir, &runner.results(last).map_err(fail)?)?;
-    }
+    let outputs = runner.results(last)?;
     let (rows, arena_bytes, buffer_bytes) = match &runner {
         Runner::Interp(_) => (Vec::new(), 0, 0),
-        Runner::Cpu { exe, optimized, .. } => {
+        Runner::Cpu { exe, .. } => {
             let arena = exe.arena_assignment();
-            (rows(optimized, exe, &per_kernel, &nested_runs), arena.arena_bytes, arena.buffer_bytes)
+            (rows(exe.module(), exe, &per_kernel, &nested_runs), arena.arena_bytes, arena.buffer_bytes)
         }
     };
-    let report = Report {
-        target: args.target,
-        compile_s,
+    Ok(Measurement {
+        iters,
         run_median_s: median(&mut totals.clone()),
         run_min_s: totals.iter().copied().fold(f64::INFINITY, f64::min),
-        iters,
+        rows,
+        outputs,
         arena_bytes,
         buffer_bytes,
-        rows,
-    };
-    Ok(if args.json { json(&report) } else { table(&report) })
+    })
 }
 
 fn target_name(t: Target) -> &'static str {

@@ -1,7 +1,8 @@
 //! The `hloscope` command-line tool.
 //!
 //! `main` only installs the panic hook, parses the command line and maps errors to the
-//! exit status; each subcommand lives in its own module (`run.rs`, `compile.rs`, `explain.rs`, `bench.rs`).
+//! exit status; each subcommand lives in its own module (`run.rs`, `compile.rs`,
+//! `explain.rs`, `bench.rs`, `serve/`).
 
 mod bench;
 mod cache;
@@ -12,6 +13,7 @@ mod inputs;
 mod npy;
 mod probe;
 mod run;
+mod serve;
 mod summary;
 
 use clap::{Parser, Subcommand};
@@ -24,7 +26,7 @@ const EXIT_ERROR: u8 = 2;
 
 /// Stack for the worker thread: the interpreter recurses into sub-computations, and
 /// deeply nested programs should not overflow the default 8 MiB main stack.
-const STACK_BYTES: usize = 256 << 20;
+pub(crate) const STACK_BYTES: usize = 256 << 20;
 
 #[derive(Parser, Debug)]
 #[command(name = "hloscope", version, about = "An explorer for XLA-style compilation of StableHLO and HLO programs.")]
@@ -43,6 +45,11 @@ enum Command {
     Explain(explain::ExplainArgs),
     /// Time compiling and running a module on a target, kernel by kernel.
     Bench(bench::BenchArgs),
+    /// Serve the web app and the JSON API (compile, run, share) over HTTP.
+    Serve(serve::ServeArgs),
+    /// One job of the server, read from standard input (started by `serve`, not by hand).
+    #[command(hide = true)]
+    Worker(serve::work::WorkerArgs),
 }
 
 fn main() -> ExitCode {
@@ -61,11 +68,16 @@ fn main() -> ExitCode {
     }));
 
     let cli = Cli::parse();
+    if let Command::Worker(args) = &cli.command {
+        return serve::work::worker_main(args);
+    }
     let worker = std::thread::Builder::new().stack_size(STACK_BYTES).spawn(move || match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Compile(args) => compile::compile(&args),
         Command::Explain(args) => explain::explain(&args),
         Command::Bench(args) => bench::bench(&args),
+        Command::Serve(args) => serve::serve(&args),
+        Command::Worker(_) => unreachable!("handled above"),
     });
     let result = match worker.map(|h| h.join()) {
         Ok(Ok(r)) => r,

@@ -265,6 +265,7 @@ pub struct RunRequest {
     pub inputs: RunInputs,
     /// Timed runs (default 1, at most 100).
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 100)]
     pub iters: Option<u32>,
     /// Fusion knobs, as for `/api/compile`.
     #[serde(default)]
@@ -375,10 +376,11 @@ pub struct TargetInfo {
 #[serde(deny_unknown_fields)]
 pub struct ShareRequest {
     pub source: String,
-    /// The app's settings (selected pass, fusion knobs, ...), stored as given.
+    /// The app's settings (selected pass, fusion knobs, ...): a JSON object, stored as
+    /// given (absent: `{}`).
     #[serde(default)]
     #[schema(value_type = Object)]
-    pub settings: serde_json::Value,
+    pub settings: serde_json::Map<String, serde_json::Value>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]

@@ -57,7 +57,7 @@ pub fn app(state: Shared, static_dir: Option<PathBuf>, max_body: usize) -> Route
         .route("/api/share/{id}", get(share_get))
         .route("/api/health", get(health))
         .route("/api/openapi.json", get(openapi))
-        .fallback(|| async { ApiError::not_found("no such API route") })
+        .route("/api/{*rest}", axum::routing::any(|| async { ApiError::not_found("no such API route") }))
         .with_state(state);
     let site = match static_dir {
         Some(dir) => Router::new().fallback_service(
@@ -67,11 +67,13 @@ pub fn app(state: Shared, static_dir: Option<PathBuf>, max_body: usize) -> Route
                 }),
             ),
         ),
-        None => Router::new().route("/", get(|| async { axum::response::Html(API_PAGE) })),
+        None => Router::new()
+            .route("/", get(|| async { axum::response::Html(API_PAGE) }))
+            .fallback(|| async { StatusCode::NOT_FOUND }),
     };
     api.merge(site)
+        // The JSON extractors stop reading at the limit and answer 413 in our format.
         .layer(DefaultBodyLimit::max(max_body))
-        .layer(tower_http::limit::RequestBodyLimitLayer::new(max_body))
         .layer(CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
             ApiError::internal("internal error in hloscope (a bug, please report it)").into_response()
         }))
@@ -248,7 +250,11 @@ pub async fn share_get(State(s): State<Shared>, Path(id): Path<String>) -> Resul
             ApiError::internal("the share store failed")
         })?;
     let shared = found.ok_or_else(|| ApiError::not_found(format!("no share `{id}`")))?;
-    let settings = serde_json::from_str(&shared.settings).unwrap_or(serde_json::Value::Null);
+    // Settings are an object (the schema says so); a row that holds anything else reads as `{}`.
+    let settings = serde_json::from_str::<serde_json::Value>(&shared.settings)
+        .ok()
+        .filter(serde_json::Value::is_object)
+        .unwrap_or_else(|| serde_json::Value::Object(Default::default()));
     Ok(Json(SharedState { id: shared.id, source: shared.source, settings, created_at: shared.created_at }))
 }
 

@@ -3,6 +3,9 @@
 mod bench;
 mod chart;
 mod fusion_vs_xla;
+mod schemathesis;
+mod serve;
+mod server_bench;
 
 use std::path::Path;
 use std::process::{Command, ExitCode};
@@ -11,6 +14,9 @@ const HELP: &str = "\
 cargo xtask <command>
 
 Commands:
+  serve [ARGS]
+           Build the server (release) and start it at http://127.0.0.1:8080;
+           ARGS go to `hloscope serve` (see `hloscope serve --help`).
   test     Run every test: the workspace's tests (debug build, incl. the conformance
            corpus, the JAX corpus and the bounded parser fuzzing), and check that
            hloscope-core builds for wasm32-unknown-unknown.
@@ -29,6 +35,8 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
+        Some("schemathesis-tmp") => schemathesis::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()),
+        Some("serve") => serve::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap(), &args[1..]),
         // xtask lives one folder below the workspace root.
         Some("fusion-vs-xla") => fusion_vs_xla::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()),
         Some("bench") => bench::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap(), &args[1..]),
@@ -88,7 +96,8 @@ fn test(extra: &[String]) -> Result<(), String> {
     run("cargo", &["build", "-p", "hloscope-core", "--target", "wasm32-unknown-unknown"])?;
     let mut args = vec!["test", "--workspace"];
     args.extend(extra.iter().map(String::as_str));
-    run("cargo", &args)
+    run("cargo", &args)?;
+    schemathesis::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap())
 }
 
 /// Installs the wasm32 standard library through rustup when it is missing.

@@ -11,6 +11,8 @@ use hloscope_core::ir::{
 };
 use hloscope_core::parse::chlo::{decompose, ChloAttrs, RaggedDotDims};
 
+#[path = "common/corpus.rs"]
+mod corpus;
 #[path = "chlo_data/xla_reference.rs"]
 mod xla_reference;
 
@@ -442,13 +444,7 @@ fn run_conformance_case(text: &str) -> Result<(), String> {
 /// cases). Prints the failures and the pass count; the count may only go up.
 #[test]
 fn conformance_files_with_chlo_ops() {
-    // The corpus lies in shared/ beside the checkout (or at $HLOSCOPE_CONFORMANCE_DIR);
-    // the conformance test fails loudly when it is missing, so this one need not.
-    let dir = std::env::var("HLOSCOPE_CONFORMANCE_DIR").map(std::path::PathBuf::from).unwrap_or_else(|_| {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance/stablehlo")
-    });
-    let dir = if dir.exists() { dir } else { std::path::PathBuf::from("/work/shared/conformance/stablehlo") };
-    assert!(dir.exists(), "conformance corpus not found at {}", dir.display());
+    let dir = corpus::corpus_dir();
     let dir = dir.as_path();
     let mut cases = Vec::new();
     for sub in ["testdata", "interpret/chlo"] {

@@ -7,6 +7,9 @@
 //! `target/fuzz-failures/` for reproduction. Runs for `$HLOSCOPE_FUZZ_SECONDS` (default
 //! 15) so CI time stays bounded; the seed is `$HLOSCOPE_FUZZ_SEED` or the clock.
 
+#[path = "common/corpus.rs"]
+mod corpus;
+
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -121,10 +124,7 @@ fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
 fn seeds() -> Vec<Vec<u8>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut dirs: Vec<PathBuf> = vec![root.join("tests/hlo_samples"), root.join("tests/mlir_samples")];
-    let conformance = std::env::var("HLOSCOPE_CONFORMANCE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| root.join("../../shared/conformance/stablehlo"));
-    dirs.push(conformance.join("interpret"));
+    dirs.push(corpus::corpus_dir().join("interpret"));
     let mut out = Vec::new();
     for dir in dirs {
         let Ok(entries) = std::fs::read_dir(&dir) else { continue };

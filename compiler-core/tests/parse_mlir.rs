@@ -5,6 +5,9 @@ use hloscope_core::ir::*;
 use hloscope_core::parse::mlir::{function_names, parse, parse_with_entry};
 use std::path::PathBuf;
 
+#[path = "common/corpus.rs"]
+mod corpus;
+
 /// Parses, panicking with the error (tests only).
 fn ok(text: &str) -> Module {
     parse(text).unwrap_or_else(|e| panic!("parse failed: {e}"))
@@ -766,16 +769,6 @@ fn jax_samples_parse() {
     assert_eq!(branch_operands, &vec![vec![0, 1], vec![0, 1]]);
 }
 
-fn conformance_dir() -> Option<PathBuf> {
-    let mut candidates = Vec::new();
-    if let Ok(d) = std::env::var("HLOSCOPE_CONFORMANCE_DIR") {
-        candidates.push(PathBuf::from(d));
-    }
-    candidates.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance"));
-    candidates.push(PathBuf::from("/work/shared/conformance"));
-    candidates.into_iter().find(|p| p.join("stablehlo").is_dir())
-}
-
 fn mlir_files(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
     let Ok(rd) = std::fs::read_dir(dir) else { return };
     let mut entries: Vec<_> = rd.flatten().map(|e| e.path()).collect();
@@ -801,11 +794,8 @@ fn allowed_failure(msg: &str) -> bool {
 
 #[test]
 fn parses_conformance_corpus() {
-    let Some(dir) = conformance_dir() else {
-        panic!("conformance corpus not found; set HLOSCOPE_CONFORMANCE_DIR");
-    };
     let mut files = Vec::new();
-    mlir_files(&dir.join("stablehlo"), &mut files);
+    mlir_files(&corpus::corpus_dir(), &mut files);
     assert!(files.len() > 1500, "found only {} files", files.len());
     let (mut chunks, mut ok, mut allowed) = (0, 0, 0);
     let mut bad = Vec::new();

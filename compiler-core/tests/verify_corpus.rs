@@ -1,9 +1,10 @@
 //! Verifies every parsable module of the StableHLO conformance corpus.
 //!
-//! The corpus (`shared/conformance/stablehlo/`) holds valid programs only, so any
-//! verifier error on a module the parser accepts is a false error: either the verifier
-//! is stricter than StableHLO or the parser built the IR against its conventions. The
-//! test lists every such error and fails if there is one. Files the parser rejects
+//! The corpus (`stablehlo/` in the conformance folder that `tests/common/corpus.rs`
+//! locates) holds valid programs only, so any verifier error on a module the parser
+//! accepts is a false error: either the verifier is stricter than StableHLO or the parser
+//! built the IR against its conventions. The test lists every such error and fails if
+//! there is one; it fails too when the corpus is missing. Files the parser rejects
 //! (unsupported types, CHLO ops not yet decomposed, ...) are counted, not failed: the
 //! parser's own tests own that.
 //!
@@ -14,29 +15,21 @@ use hloscope_core::parse::parse_module;
 use hloscope_core::verify::verify;
 use std::path::{Path, PathBuf};
 
-/// The corpus directory: `$HLOSCOPE_CONFORMANCE`, else `shared/` beside the workspace,
-/// else the project's shared folder.
-fn corpus_dir() -> Option<PathBuf> {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let candidates = [
-        std::env::var_os("HLOSCOPE_CONFORMANCE").map(PathBuf::from),
-        Some(manifest.join("../shared/conformance/stablehlo")),
-        Some(PathBuf::from("/work/shared/conformance/stablehlo")),
-    ];
-    candidates.into_iter().flatten().find(|p| p.join("index.tsv").is_file())
-}
+#[path = "common/corpus.rs"]
+mod corpus;
 
 /// `(name, text)` of each module in the corpus, in a stable order.
 fn modules(dir: &Path) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for sub in ["interpret", "testdata"] {
         let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join(sub))
-            .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
-            .unwrap_or_default();
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.join(sub).display()))
+            .map(|e| e.unwrap().path())
+            .collect();
         files.retain(|p| p.extension().is_some_and(|e| e == "mlir"));
         files.sort();
         for path in files {
-            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
             let name = format!("{sub}/{}", path.file_name().unwrap().to_string_lossy());
             let split = sub == "interpret" && !name.ends_with("/composite.mlir");
             if split {
@@ -62,10 +55,7 @@ fn modules(dir: &Path) -> Vec<(String, String)> {
 
 #[test]
 fn verifier_accepts_every_parsable_conformance_module() {
-    let Some(dir) = corpus_dir() else {
-        eprintln!("conformance corpus not found; set HLOSCOPE_CONFORMANCE to its directory");
-        return;
-    };
+    let dir = corpus::corpus_dir();
     let all = modules(&dir);
     assert!(all.len() > 1000, "expected the whole corpus, found {} modules in {}", all.len(), dir.display());
     let (mut parsed, mut rejected) = (0usize, 0usize);

@@ -1,19 +1,40 @@
-//! The StableHLO conformance corpus, shared by the tests that walk it: where it lives,
-//! and its cases (interpret/ files split on `// -----` lines).
-#![allow(dead_code)]
+//! The StableHLO conformance corpus, shared by every test that reads it: where it lives
+//! (the one locator, [`conformance_dir`]), and its cases (interpret/ files split on
+//! `// -----` lines).
+#![allow(dead_code)] // each test includes this file and uses a part of it
 
 use std::path::{Path, PathBuf};
 
-/// Where the corpus lives: `$HLOSCOPE_CONFORMANCE_DIR`, or `shared/` beside the repo.
+/// The variable that names the conformance folder (the one holding `stablehlo/`).
+pub const CONFORMANCE_ENV: &str = "HLOSCOPE_CONFORMANCE_DIR";
+
+/// The conformance folder: `$HLOSCOPE_CONFORMANCE_DIR` (a relative path is taken from
+/// the workspace root, as tests run in their package's folder), else
+/// `../shared/conformance/` beside the checkout. Panics, saying where it looked and how to
+/// point it elsewhere, when that folder has no `stablehlo/` corpus: a test that found no
+/// corpus must fail, not pass having checked nothing.
+pub fn conformance_dir() -> PathBuf {
+    // compiler-core lies one folder below the workspace root.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("compiler-core has a parent folder");
+    let (dir, from) = match std::env::var_os(CONFORMANCE_ENV) {
+        Some(dir) => (root.join(dir), format!("${CONFORMANCE_ENV}")),
+        None => (root.join("../shared/conformance"), "the default, beside the checkout".to_string()),
+    };
+    if !dir.join("stablehlo").is_dir() {
+        panic!(
+            "conformance corpus not found: {} ({from}) has no stablehlo/ folder; put the corpus in \
+             ../shared/conformance/ beside the checkout or set {CONFORMANCE_ENV} to the folder that holds \
+             stablehlo/",
+            dir.display()
+        );
+    }
+    dir
+}
+
+/// The StableHLO corpus itself: `stablehlo/` in [`conformance_dir`] (holds `index.tsv`,
+/// `interpret/` and `testdata/`).
 pub fn corpus_dir() -> PathBuf {
-    if let Ok(dir) = std::env::var("HLOSCOPE_CONFORMANCE_DIR") {
-        return PathBuf::from(dir);
-    }
-    let beside_repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance/stablehlo");
-    if beside_repo.exists() {
-        return beside_repo;
-    }
-    PathBuf::from("/work/shared/conformance/stablehlo")
+    conformance_dir().join("stablehlo")
 }
 
 pub struct Case {
@@ -61,8 +82,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 pub fn split_cases(text: &str) -> Vec<String> {
     let mut chunks = Vec::new();
     let mut current = String::new();
-    let mut line_no = 0usize;
-    for line in text.lines() {
+    for (line_no, line) in text.lines().enumerate() {
         if line.trim_end() == "// -----" {
             chunks.push(std::mem::take(&mut current));
             current = "\n".repeat(line_no + 1);
@@ -70,7 +90,6 @@ pub fn split_cases(text: &str) -> Vec<String> {
             current.push_str(line);
             current.push('\n');
         }
-        line_no += 1;
     }
     chunks.push(current);
     chunks

@@ -146,7 +146,6 @@ fn one_line(s: &str) -> String {
 #[test]
 fn conformance_corpus() {
     let dir = corpus_dir();
-    assert!(dir.exists(), "conformance corpus not found at {} (set HLOSCOPE_CONFORMANCE_DIR)", dir.display());
     let cases = collect_cases(&dir);
     assert!(cases.len() > 1900, "found only {} cases under {}", cases.len(), dir.display());
 

@@ -71,7 +71,13 @@ pub fn app(state: Shared, static_dir: Option<PathBuf>, max_body: usize) -> Route
             .route("/", get(|| async { axum::response::Html(API_PAGE) }))
             .fallback(|| async { StatusCode::NOT_FOUND }),
     };
-    api.merge(site)
+    with_layers(api.merge(site), max_body)
+}
+
+/// The layers every response goes through, outermost last: request ids, logging,
+/// security headers, panic catching, the body limit.
+fn with_layers(router: Router, max_body: usize) -> Router {
+    router
         // The JSON extractors stop reading at the limit and answer 413 in our format.
         .layer(DefaultBodyLimit::max(max_body))
         .layer(CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
@@ -276,4 +282,32 @@ pub async fn health(State(s): State<Shared>) -> Json<Health> {
 
 async fn openapi() -> Json<utoipa::openapi::OpenApi> {
     Json(ApiDoc::openapi())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tower::ServiceExt;
+
+    /// A handler that panics fails its own request with a JSON 500; the router answers
+    /// the next request as before.
+    #[tokio::test]
+    async fn a_panicking_handler_is_a_500_for_that_request_only() {
+        let router = with_layers(
+            Router::new()
+                .route("/boom", get(|| async { std::panic::panic_any::<&str>("a bug") as &'static str }))
+                .route("/fine", get(|| async { "fine" })),
+            1024,
+        );
+        let request = |path: &str| Request::builder().uri(path).body(Body::empty()).unwrap();
+        let res = router.clone().oneshot(request("/boom")).await.unwrap();
+        assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(res.headers()[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+        assert!(res.headers().contains_key("x-request-id"));
+        let body = axum::body::to_bytes(res.into_body(), 1 << 16).await.unwrap();
+        let body: ErrorBody = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body.kind, "internal");
+        let res = router.oneshot(request("/fine")).await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+    }
 }

@@ -6,6 +6,7 @@ mod fusion_vs_xla;
 mod schemathesis;
 mod serve;
 mod server_bench;
+mod web;
 
 use std::path::Path;
 use std::process::{Command, ExitCode};
@@ -15,8 +16,12 @@ cargo xtask <command>
 
 Commands:
   serve [ARGS]
-           Build the server (release) and start it at http://127.0.0.1:8080;
+           Build the web app and the server (release) and start it at
+           http://127.0.0.1:8080;
            ARGS go to `hloscope serve` (see `hloscope serve --help`).
+  web      Build the web app (frontend/) into static/pkg/: CodeMirror bundled by
+           esbuild, the page and the compiler's worker for wasm32 (release), bound
+           by wasm-bindgen (installed once, pinned to frontend/Cargo.lock).
   test     Run every test: the workspace's tests (debug build, incl. the conformance
            corpus, the JAX corpus and the bounded parser fuzzing), and check that
            hloscope-core builds for wasm32-unknown-unknown.
@@ -38,6 +43,7 @@ fn main() -> ExitCode {
         Some("schemathesis-tmp") => schemathesis::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()),
         Some("serve") => serve::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap(), &args[1..]),
         // xtask lives one folder below the workspace root.
+        Some("web") => web::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()),
         Some("fusion-vs-xla") => fusion_vs_xla::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()),
         Some("bench") => bench::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap(), &args[1..]),
         Some("help") | Some("--help") | Some("-h") | None => {

@@ -1,0 +1,27 @@
+//! CodeMirror and the page's JS helpers (`frontend/js/cm-entry.js`, bundled into
+//! `static/pkg/cm.js` next to this crate's wasm-bindgen output).
+
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(raw_module = "./cm.js")]
+extern "C" {
+    /// An `EditorView`.
+    pub type Editor;
+
+    #[wasm_bindgen(js_name = createEditor)]
+    pub fn create_editor(parent: &web_sys::HtmlElement, doc: &str, on_change: &js_sys::Function) -> Editor;
+    #[wasm_bindgen(js_name = setDoc)]
+    pub fn set_doc(view: &Editor, text: &str);
+    #[wasm_bindgen(js_name = getDoc)]
+    pub fn get_doc(view: &Editor) -> String;
+    #[wasm_bindgen(js_name = showError)]
+    pub fn show_error(view: &Editor, line: u32, col: u32, message: &str);
+    #[wasm_bindgen(js_name = clearErrors)]
+    pub fn clear_errors(view: &Editor);
+    #[wasm_bindgen(js_name = gotoLine)]
+    pub fn goto_line(view: &Editor, line: u32);
+    #[wasm_bindgen(js_name = markEdit)]
+    pub fn mark_edit();
+    #[wasm_bindgen(js_name = measureAfterPaint)]
+    pub fn measure_after_paint();
+}

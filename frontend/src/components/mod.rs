@@ -1,0 +1,7 @@
+//! The page's panes, one per file.
+
+pub mod decisions;
+pub mod diff;
+pub mod graph;
+pub mod node_details;
+pub mod pass_list;

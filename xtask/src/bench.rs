@@ -58,6 +58,9 @@ struct Stream {
 }
 
 pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
+    if args.iter().any(|a| a == "--server") {
+        return crate::server_bench::run(root, args);
+    }
     let quick = args.iter().any(|a| a == "--quick");
     if let Some(bad) = args.iter().find(|a| *a != "--quick") {
         return Err(format!("bench: unknown argument {bad:?} (only --quick)"));

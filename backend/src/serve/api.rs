@@ -38,9 +38,19 @@ pub enum SourceFormat {
     Hlo,
 }
 
+/// A small module for the examples in the OpenAPI document: Schemathesis sends them, so
+/// its run gets 200 answers whose bodies it checks against the schema.
+const EXAMPLE_SOURCE: &str = "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.add %x, %x : tensor<4xf32>
+  %1 = stablehlo.exponential %0 : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+";
+
 /// `POST /api/compile`.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(examples(json!({"source": EXAMPLE_SOURCE, "targets": ["cpu"]})))]
 pub struct CompileRequest {
     /// The module's text.
     pub source: String,
@@ -255,6 +265,7 @@ pub struct RandomInputs {
 /// `POST /api/run`.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(examples(json!({"source": EXAMPLE_SOURCE, "target": "cpu", "inputs": {"random": {"seed": 1}}, "iters": 3, "return_npy": true})))]
 pub struct RunRequest {
     pub source: String,
     #[serde(default)]
@@ -374,6 +385,7 @@ pub struct TargetInfo {
 /// `POST /api/share`: the state of the app to store.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(examples(json!({"source": EXAMPLE_SOURCE, "settings": {"pass": 2, "fusion": "max-size=8"}})))]
 pub struct ShareRequest {
     pub source: String,
     /// The app's settings (selected pass, fusion knobs, ...): a JSON object, stored as

@@ -33,6 +33,9 @@ Commands:
            build): run and compile times, outputs checked against XLA's, memory
            bandwidth; writes target/bench/results.{json,md,png} and the README's
            bench table. --quick: small sizes, a smoke test (README untouched).
+  bench --server [--clients N] [--seconds S]
+           Load test of `hloscope serve` (release build): 64 clients compile
+           and run the transformer block for 20 s; writes target/bench/server.json.
   help     Show this text.
 ";
 
@@ -40,7 +43,6 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
-        Some("schemathesis-tmp") => schemathesis::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()),
         Some("serve") => serve::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap(), &args[1..]),
         // xtask lives one folder below the workspace root.
         Some("web") => web::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()),

@@ -496,14 +496,15 @@ fn max_and_min_with_constants_keep_nans_and_signed_zeros() {
             let values: Vec<f64> = (0..n as usize).map(|i| specials[i % specials.len()]).collect();
             let (exe, got, want) = run_both(&hlo, &[Literal::from_f64s(Shape::new(t, vec![n]), &values)]);
             for (o, (g, w)) in got.iter().zip(&want).enumerate() {
-                for i in 0..w.num_elements() {
+                assert_eq!(w.num_elements(), values.len());
+                for (i, x) in values.iter().enumerate() {
                     // Bit for bit; NaNs (the generic min/max may change their payload) as NaN.
                     let (a, b) = (g.get(i).as_f64(), w.get(i).as_f64());
                     assert!(
                         g.bits(i) == w.bits(i) || (a.is_nan() && b.is_nan()),
                         "{t}[{n}] {}: element {i} = {} -> {a}, want {b}",
                         outs[o],
-                        values[i]
+                        x
                     );
                 }
             }

@@ -431,7 +431,7 @@ func.func @main() {
   stablehlo.custom_call @check.expect_almost_eq(%a, %a) {has_side_effect = true} : (tensor<2xf64>, tensor<2xf64>) -> ()
   func.return
 }"#);
-    let calls: Vec<(String, Vec<(String, String)>, usize)> = entry_insts(&m)
+    let calls: Vec<_> = entry_insts(&m)
         .into_iter()
         .filter_map(|i| match &i.op {
             Op::CustomCall(c) => {

@@ -23,7 +23,7 @@ pub fn synthetic_module(n: usize) -> String {
             4 => writeln!(s, "  {v} = stablehlo.multiply {last}, %arg0 : {t}"),
             5 => writeln!(s, "  {v} = stablehlo.reduce({last} init: %zero) applies stablehlo.add across dimensions = [1] : ({t}, tensor<f32>) -> tensor<64xf32>"),
             6 => writeln!(s, "  {v} = stablehlo.broadcast_in_dim %v{}, dims = [0] : (tensor<64xf32>) -> {t}", i - 1),
-            _ => writeln!(s, "  {v} = stablehlo.subtract %v{}, {v_prev} : {t}", i - 4, v_prev = format!("%v{}", i - 1)),
+            _ => writeln!(s, "  {v} = stablehlo.subtract %v{}, %v{} : {t}", i - 4, i - 1),
         }
         .unwrap();
         if i % 8 != 1 && i % 8 != 5 {

@@ -1815,9 +1815,9 @@ mod tests {
     fn tuples_and_control() {
         let pair = Type::Tuple(vec![f32(&[2]), s32(&[])]);
         assert_eq!(inf(Op::Tuple, &[f32(&[2]), s32(&[])]), Ok(pair.clone()));
-        assert_eq!(inf(Op::GetTupleElement { index: 1 }, &[pair.clone()]), Ok(s32(&[])));
+        assert_eq!(inf(Op::GetTupleElement { index: 1 }, std::slice::from_ref(&pair)), Ok(s32(&[])));
         assert_eq!(
-            inf(Op::GetTupleElement { index: 2 }, &[pair.clone()]),
+            inf(Op::GetTupleElement { index: 2 }, std::slice::from_ref(&pair)),
             Err("get-tuple-element: index 2 is out of range for a tuple of 2 elements".into())
         );
         assert_eq!(

@@ -93,6 +93,9 @@ impl Refusal {
     }
 }
 
+/// The group of each grouped instruction, and the groups (indexed by that number).
+pub(super) type Groups<'a> = (&'a HashMap<InstId, usize>, &'a [BTreeSet<InstId>]);
+
 /// A computation seen as a graph: instructions and their users.
 pub(super) struct Graph<'a> {
     pub comp: &'a Computation,
@@ -101,7 +104,7 @@ pub(super) struct Graph<'a> {
     pub pos: Option<&'a SecondaryMap<InstId, Pos>>,
     /// Group of each grouped instruction and the groups, once groups may have several
     /// outputs (multi-output fusion): then a cycle may pass through a group as a whole.
-    pub groups: Option<(&'a HashMap<InstId, usize>, &'a [BTreeSet<InstId>])>,
+    pub groups: Option<Groups<'a>>,
     /// Who reaches whom between groups, when computed (multi-output fusion).
     pub reach: Option<&'a Reach>,
 }

@@ -1231,7 +1231,7 @@ impl<'a, 'f> Emit<'a, 'f> {
         }
         let lanes: Vec<Value> =
             (0..self.lanes).map(|l| self.b.ins().load(types::I8, flags(), addr, disp + l as i32)).collect();
-        self.from_lanes(elem, &lanes)
+        self.vector_from_lanes(elem, &lanes)
     }
 
     /// Evaluates `index`, an index with stride 1 along the vector variable, at the
@@ -1251,7 +1251,7 @@ impl<'a, 'f> Emit<'a, 'f> {
     }
 
     /// A vector from one scalar register per lane (pred 0/1 become masks).
-    fn from_lanes(&mut self, elem: ElementType, lanes: &[Value]) -> Value {
+    fn vector_from_lanes(&mut self, elem: ElementType, lanes: &[Value]) -> Value {
         let ty = self.ty(elem);
         let mut parts = Vec::with_capacity(lanes.len());
         for &x in lanes {
@@ -1448,7 +1448,7 @@ impl<'a, 'f> Emit<'a, 'f> {
                     _ => {
                         let ls = self.lane_indices(linear);
                         let xs: Vec<Value> = ls.into_iter().map(|l| self.load_elem(in_elem, base, l)).collect();
-                        self.from_lanes(in_elem, &xs)
+                        self.vector_from_lanes(in_elem, &xs)
                     }
                 }
             }
@@ -1460,7 +1460,7 @@ impl<'a, 'f> Emit<'a, 'f> {
                 }
                 let ls = self.lane_indices(i);
                 let xs: Vec<Value> = ls.into_iter().map(|l| self.int_to_elem(l, elem)).collect();
-                self.from_lanes(elem, &xs)
+                self.vector_from_lanes(elem, &xs)
             }
             Node::InRange { idx, lo, hi } => {
                 let ls = if vector { self.lane_indices(idx) } else { vec![self.index(idx)] };
@@ -1473,7 +1473,7 @@ impl<'a, 'f> Emit<'a, 'f> {
                     })
                     .collect();
                 if vector {
-                    self.from_lanes(ElementType::Pred, &xs)
+                    self.vector_from_lanes(ElementType::Pred, &xs)
                 } else {
                     xs[0]
                 }

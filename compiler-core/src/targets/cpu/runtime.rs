@@ -31,6 +31,13 @@ struct Table(*const *mut u8);
 unsafe impl Send for Table {}
 unsafe impl Sync for Table {}
 
+impl Table {
+    /// The table (a method, so closures capture the shareable whole).
+    fn ptr(self) -> *const *mut u8 {
+        self.0
+    }
+}
+
 /// Runs kernel `f` over `0..par_extent` of its parallel variable, in chunks on the pool
 /// when `work` is large.
 fn run_native(f: KernelFn, table: *const *mut u8, par_extent: i64, work: usize) {
@@ -49,11 +56,10 @@ fn run_native(f: KernelFn, table: *const *mut u8, par_extent: i64, work: usize) 
     }
     let table = Table(table);
     pool::run(n, &|t| {
-        let table = table;
         let begin = (t * per) as i64;
         let end = ((t + 1) * per).min(par_extent as usize) as i64;
         if begin < end {
-            f(table.0, begin, end);
+            f(table.ptr(), begin, end);
         }
     });
 }

@@ -22,9 +22,11 @@ Commands:
   web      Build the web app (frontend/) into static/pkg/: CodeMirror bundled by
            esbuild, the page and the compiler's worker for wasm32 (release), bound
            by wasm-bindgen (installed once, pinned to frontend/Cargo.lock).
-  test     Run every test: the workspace's tests (debug build, incl. the conformance
-           corpus, the JAX corpus and the bounded parser fuzzing), and check that
-           hloscope-core builds for wasm32-unknown-unknown.
+  test     Check the formatting (cargo fmt --check) and clippy's lints (warnings
+           denied, on every target and on the wasm32 build), then run every test:
+           the workspace's tests (debug build, incl. the conformance corpus, the JAX
+           corpus and the bounded parser fuzzing), and check that hloscope-core
+           builds for wasm32-unknown-unknown.
   fusion-vs-xla
            Compare our fusion with XLA's on the JAX corpus (kernels, bytes moved)
            and write docs/fusion-vs-xla.md.
@@ -96,6 +98,7 @@ const TEST_SEEDS: [(&str, &str); 2] = [("PROPTEST_RNG_SEED", "20261130"), ("HLOS
 
 fn test(extra: &[String]) -> Result<(), String> {
     ensure_wasm_target()?;
+    lint()?;
     for (var, seed) in TEST_SEEDS {
         if std::env::var_os(var).is_none() {
             std::env::set_var(var, seed);
@@ -106,6 +109,36 @@ fn test(extra: &[String]) -> Result<(), String> {
     args.extend(extra.iter().map(String::as_str));
     run("cargo", &args)?;
     schemathesis::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap())
+}
+
+/// The checks before the tests: the formatting, then clippy with warnings denied on
+/// every target of the workspace and on hloscope-core's wasm32 build. Each failure
+/// fails the command, saying what to do.
+fn lint() -> Result<(), String> {
+    ensure_component("rustfmt")?;
+    ensure_component("clippy")?;
+    run("cargo", &["fmt", "--check"])
+        .map_err(|e| format!("{e}: the code is not formatted as rustfmt.toml says (run `cargo fmt`)"))?;
+    let deny = ["--", "-D", "warnings"];
+    let native = [&["clippy", "--workspace", "--all-targets"][..], &deny].concat();
+    run("cargo", &native).map_err(|e| format!("{e}: fix what clippy reports above (warnings are denied)"))?;
+    let wasm = [&["clippy", "-p", "hloscope-core", "--target", "wasm32-unknown-unknown"][..], &deny].concat();
+    run("cargo", &wasm)
+        .map_err(|e| format!("{e}: fix what clippy reports above for the wasm32 build (warnings are denied)"))
+}
+
+/// Installs a rustup component (rustfmt, clippy) when it is missing.
+fn ensure_component(name: &str) -> Result<(), String> {
+    let installed = Command::new("rustup")
+        .args(["component", "list", "--installed"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).lines().any(|l| l == name || l.starts_with(&format!("{name}-"))))
+        .unwrap_or(false);
+    if installed {
+        Ok(())
+    } else {
+        run("rustup", &["component", "add", name])
+    }
 }
 
 /// Installs the wasm32 standard library through rustup when it is missing.

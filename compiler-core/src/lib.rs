@@ -4,7 +4,8 @@
 //! checked by [`verify`], printed back by [`print`], and executed by the reference
 //! interpreter in [`interp`], the numerics oracle for every pass and target. [`kernel`]
 //! plans the kernels of a fused module for every target; [`targets`] compiles them
-//! (the CPU JIT behind the `cpu` feature).
+//! (the CPU JIT behind the `cpu` feature). [`limits`] bounds the sizes of a module
+//! before any of them allocates for it.
 //!
 //! Architecture invariant: this crate does no IO (no files, no network, no clocks), so
 //! that it builds and runs unchanged in the browser as WebAssembly.
@@ -14,6 +15,7 @@ pub mod cost;
 pub mod interp;
 pub mod ir;
 pub mod kernel;
+pub mod limits;
 pub mod parse;
 pub mod passes;
 pub mod print;

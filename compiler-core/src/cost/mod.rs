@@ -13,6 +13,10 @@
 //! [`TRANSCENDENTAL_FLOPS`]), `2*M*N*K` for a dot, the same for a convolution, one per
 //! input element for a reduce. Time is the roofline `max(bytes/bandwidth, flops/peak)`
 //! plus the launch overhead, for a [`Profile`] of the chosen chip.
+//!
+//! Sizes come from checked products and every sum and product saturates, so a shape past
+//! 64 bits costs `u64::MAX` bytes rather than wrapping to a small number;
+//! [`try_module_cost`] refuses such a module outright ([`crate::limits`]).
 
 pub mod profiles;
 
@@ -118,7 +122,7 @@ pub struct KernelCost {
 
 impl KernelCost {
     pub fn bytes(&self) -> u64 {
-        self.bytes_read + self.bytes_written
+        self.bytes_read.saturating_add(self.bytes_written)
     }
     /// FLOPs per byte moved (0 for a kernel that moves nothing).
     pub fn intensity(&self) -> f64 {
@@ -168,13 +172,18 @@ pub fn is_trivial(op: &Op) -> bool {
     )
 }
 
-/// The bytes of an instruction's value.
+/// The bytes of an instruction's value (saturating).
 fn bytes_of(comp: &Computation, id: InstId) -> u64 {
-    comp.inst(id).ty.byte_size() as u64
+    comp.inst(id).ty.checked_byte_size().unwrap_or(u64::MAX)
 }
 
 fn elems(ty: &Type) -> u64 {
-    ty.leaf_shapes().iter().map(|s| s.num_elements() as u64).sum()
+    ty.leaf_shapes().iter().fold(0u64, |n, s| n.saturating_add(s.checked_num_elements().unwrap_or(u64::MAX)))
+}
+
+/// The product of dimensions, saturating.
+fn product(dims: impl IntoIterator<Item = i64>) -> u64 {
+    dims.into_iter().fold(1u64, |n, d| n.saturating_mul(d.max(0) as u64))
 }
 
 /// FLOPs of one instruction of `comp` (fusions: the sum over their bodies).
@@ -187,43 +196,42 @@ pub fn inst_flops(module: &Module, comp: &Computation, id: InstId) -> u64 {
         inst.operands.get(i).and_then(|&o| comp.inst(o).ty.as_array()).map(|s| s.dims.clone()).unwrap_or_default()
     };
     match &inst.op {
-        Op::Unary(u) if u.is_transcendental() => out * TRANSCENDENTAL_FLOPS,
-        Op::Binary(crate::ir::BinaryOp::Pow | crate::ir::BinaryOp::Atan2) => out * TRANSCENDENTAL_FLOPS,
+        Op::Unary(u) if u.is_transcendental() => out.saturating_mul(TRANSCENDENTAL_FLOPS),
+        Op::Binary(crate::ir::BinaryOp::Pow | crate::ir::BinaryOp::Atan2) => out.saturating_mul(TRANSCENDENTAL_FLOPS),
         Op::Unary(_) | Op::Binary(_) | Op::Compare { .. } | Op::Select | Op::Convert | Op::ReducePrecision { .. } => {
             out
         }
         // min(max(x, lo), hi): two comparisons per element.
-        Op::Clamp => 2 * out,
+        Op::Clamp => out.saturating_mul(2),
         Op::Dot(d) => {
             let lhs = operand_dims(0);
-            let k: u64 =
-                d.lhs_contracting.iter().map(|&c| lhs.get(c as usize).copied().unwrap_or(1).max(0) as u64).product();
-            2 * out * k
+            let k = product(d.lhs_contracting.iter().map(|&c| lhs.get(c as usize).copied().unwrap_or(1)));
+            out.saturating_mul(k).saturating_mul(2)
         }
         Op::Convolution(c) => {
             // Each output element is a dot over (input features / groups) x window.
             let rhs = operand_dims(1);
-            let rhs_elems: u64 = rhs.iter().map(|&d| d.max(0) as u64).product();
+            let rhs_elems = product(rhs.iter().copied());
             let out_features = rhs.get(c.dims.kernel_output_feature as usize).copied().unwrap_or(1).max(1) as u64;
-            2 * out * (rhs_elems / out_features)
+            out.saturating_mul(rhs_elems / out_features).saturating_mul(2)
         }
         Op::Reduce { body, .. } => {
             let n_inputs = inst.operands.len() / 2;
-            let input: u64 = (0..n_inputs).map(operand_elems).sum::<u64>() / n_inputs.max(1) as u64;
-            input * body_ops(module, *body)
+            let input = (0..n_inputs).map(operand_elems).fold(0u64, u64::saturating_add) / n_inputs.max(1) as u64;
+            input.saturating_mul(body_ops(module, *body))
         }
         Op::ReduceWindow(a) => {
-            let window: u64 = a.window_dims.iter().map(|&d| d.max(0) as u64).product();
-            out * window * body_ops(module, a.body)
+            let window = product(a.window_dims.iter().copied());
+            out.saturating_mul(window).saturating_mul(body_ops(module, a.body))
         }
-        Op::Map { body, .. } => out * body_ops(module, *body),
+        Op::Map { body, .. } => out.saturating_mul(body_ops(module, *body)),
         Op::Sort { .. } => {
             let n = operand_elems(0).max(2);
-            n * (64 - (n - 1).leading_zeros() as u64)
+            n.saturating_mul(64 - (n - 1).leading_zeros() as u64)
         }
         Op::Fusion { body, .. } => {
             let b = module.comp(*body);
-            b.order.iter().map(|&i| inst_flops(module, b, i)).sum()
+            b.order.iter().map(|&i| inst_flops(module, b, i)).fold(0u64, u64::saturating_add)
         }
         _ => 0,
     }
@@ -275,8 +283,9 @@ pub fn instruction_cost(module: &Module, comp: &Computation, id: InstId, profile
         return None;
     }
     let mut seen = HashSet::new();
-    let bytes_read: u64 = inst.operands.iter().filter(|o| seen.insert(**o)).map(|&o| bytes_of(comp, o)).sum();
-    let bytes_written = inst.ty.byte_size() as u64;
+    let bytes_read =
+        inst.operands.iter().filter(|o| seen.insert(**o)).map(|&o| bytes_of(comp, o)).fold(0u64, u64::saturating_add);
+    let bytes_written = bytes_of(comp, id);
     let flops = inst_flops(module, comp, id);
     let class = dtype_class(module, comp, id);
     Some(KernelCost {
@@ -290,7 +299,7 @@ pub fn instruction_cost(module: &Module, comp: &Computation, id: InstId, profile
         bytes_written,
         flops,
         class,
-        time_s: profile.roofline_s(bytes_read + bytes_written, flops, class),
+        time_s: profile.roofline_s(bytes_read.saturating_add(bytes_written), flops, class),
     })
 }
 
@@ -300,8 +309,8 @@ pub fn computation_cost(module: &Module, comp: CompId, profile: &Profile) -> Mod
     let mut kernels = Vec::new();
     let mut visiting = HashSet::new();
     collect_kernels(module, comp, profile, &mut kernels, &mut visiting);
-    let bytes_moved = kernels.iter().map(KernelCost::bytes).sum();
-    let flops = kernels.iter().map(|k| k.flops).sum();
+    let bytes_moved = kernels.iter().map(KernelCost::bytes).fold(0u64, u64::saturating_add);
+    let flops = kernels.iter().map(|k| k.flops).fold(0u64, u64::saturating_add);
     let time_s = kernels.iter().map(|k| k.time_s).sum();
     ModuleCost { kernels, bytes_moved, flops, time_s }
 }
@@ -332,8 +341,16 @@ fn collect_kernels(
 }
 
 /// The cost of the whole module (its entry computation and the control flow under it).
+/// For a module within the limits; over them, sizes saturate ([`try_module_cost`]).
 pub fn module_cost(module: &Module, profile: &Profile) -> ModuleCost {
     computation_cost(module, module.entry, profile)
+}
+
+/// [`module_cost`] of a module within the default limits ([`crate::limits`]), or the
+/// limit it is over: for modules nobody has verified.
+pub fn try_module_cost(module: &Module, profile: &Profile) -> Result<ModuleCost, crate::limits::LimitError> {
+    crate::limits::check_module(module, &crate::limits::Limits::default())?;
+    Ok(module_cost(module, profile))
 }
 
 /// Memory traffic of a would-be kernel made of `members` (instructions of `comp`): the
@@ -349,12 +366,12 @@ pub fn group_traffic(comp: &Computation, members: &BTreeSet<InstId>, users: &Has
     for &m in members {
         for &o in &comp.inst(m).operands {
             if !members.contains(&o) && read.insert(o) {
-                bytes += bytes_of(comp, o);
+                bytes = bytes.saturating_add(bytes_of(comp, o));
             }
         }
         let used_outside = comp.root == m || users.get(&m).is_some_and(|us| us.iter().any(|u| !members.contains(u)));
         if used_outside {
-            bytes += bytes_of(comp, m);
+            bytes = bytes.saturating_add(bytes_of(comp, m));
         }
     }
     bytes

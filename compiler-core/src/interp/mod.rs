@@ -27,7 +27,7 @@ pub(crate) mod sort;
 pub(crate) mod testutil;
 mod window;
 
-pub use random_inputs::{random_inputs, SplitMix64};
+pub use random_inputs::{random_inputs, try_random_inputs, SplitMix64};
 
 use crate::ir::{CompId, Data, InstId, Instruction, Literal, Loc, Module, Op, Shape, Type, Value};
 use cranelift_entity::SecondaryMap;
@@ -62,6 +62,9 @@ pub struct Interpreter<'m, 'h> {
     /// Total `while` iterations allowed in one run before giving up (never hang).
     pub max_loop_iterations: u64,
     loop_iterations: u64,
+    /// What [`Interpreter::run`] checks the module against before evaluating anything:
+    /// every value it allocates has one of the module's types.
+    pub limits: crate::limits::Limits,
     /// Computations being run, innermost last (so an op can look at its operands' types).
     comp_stack: Vec<CompId>,
 }
@@ -73,6 +76,7 @@ impl<'m, 'h> Interpreter<'m, 'h> {
             custom_call: None,
             max_loop_iterations: 10_000_000,
             loop_iterations: 0,
+            limits: crate::limits::Limits::default(),
             comp_stack: Vec::new(),
         }
     }
@@ -85,8 +89,15 @@ impl<'m, 'h> Interpreter<'m, 'h> {
         self
     }
 
-    /// Runs the entry computation.
+    /// Runs the entry computation, once the module is within [`Interpreter::limits`] (a
+    /// module built directly, never verified, gets an error rather than an allocation
+    /// the machine cannot grant).
     pub fn run(&mut self, args: &[Value]) -> Result<Value, InterpError> {
+        crate::limits::check_module(self.module, &self.limits).map_err(|e| InterpError {
+            inst: e.inst,
+            loc: e.loc,
+            message: e.message,
+        })?;
         self.call(self.module.entry, args)
     }
 

@@ -4,6 +4,7 @@
 
 use crate::ir::literal::round_float;
 use crate::ir::{Data, Literal, Module, Shape, Type, Value};
+use crate::limits::{check_module, LimitError, Limits};
 
 /// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and the same on every platform,
 /// so `--seed N` gives the same inputs everywhere.
@@ -32,9 +33,21 @@ const INT_RANGE: i64 = 8;
 
 /// Deterministic arguments for every entry parameter: floats uniform in [-1, 1),
 /// integers in a small range, preds fair coin flips. Tuples are filled element-wise.
+///
+/// For a module over the default limits there are none: running it fails on the limit
+/// anyway, and [`try_random_inputs`] says why.
 pub fn random_inputs(module: &Module, seed: u64) -> Vec<Value> {
+    try_random_inputs(module, seed).unwrap_or_default()
+}
+
+/// [`random_inputs`], or why not: the module is over the default limits
+/// ([`crate::limits::check_module`]), checked before any argument is allocated.
+pub fn try_random_inputs(module: &Module, seed: u64) -> Result<Vec<Value>, LimitError> {
+    check_module(module, &Limits::default())?;
+    // No entry, no parameters: running the module says what is wrong with it.
+    let Some(entry) = module.comps.get(module.entry) else { return Ok(Vec::new()) };
     let mut rng = SplitMix64::new(seed);
-    module.entry_comp().param_types().iter().map(|t| random_value(t, &mut rng)).collect()
+    Ok(entry.param_types().iter().map(|t| random_value(t, &mut rng)).collect())
 }
 
 fn random_value(ty: &Type, rng: &mut SplitMix64) -> Value {

@@ -173,12 +173,26 @@ impl Shape {
     pub fn rank(&self) -> usize {
         self.dims.len()
     }
-    /// Number of elements (1 for a scalar).
-    pub fn num_elements(&self) -> usize {
-        self.dims.iter().map(|&d| d.max(0) as usize).product()
+    /// Number of elements (1 for a scalar; negative dimensions count as 0), or `None`
+    /// when it does not fit 64 bits. Sizes of untrusted shapes go through this (or
+    /// [`crate::limits`], which uses it), never through a plain product of the dims.
+    pub fn checked_num_elements(&self) -> Option<u64> {
+        self.dims.iter().try_fold(1u64, |n, &d| n.checked_mul(d.max(0) as u64))
     }
+    /// Bytes of the array in the interpreter's encoding, or `None` past 64 bits.
+    pub fn checked_byte_size(&self) -> Option<u64> {
+        self.checked_num_elements()?.checked_mul(self.elem.byte_size() as u64)
+    }
+    /// Number of elements (1 for a scalar), for shapes already within
+    /// [`crate::limits`]: past `usize` it saturates to `usize::MAX` instead of
+    /// wrapping, so a size that escaped the checks fails loudly rather than as a small
+    /// wrong number.
+    pub fn num_elements(&self) -> usize {
+        self.checked_num_elements().and_then(|n| usize::try_from(n).ok()).unwrap_or(usize::MAX)
+    }
+    /// Bytes of the array, saturating like [`Shape::num_elements`].
     pub fn byte_size(&self) -> usize {
-        self.num_elements() * self.elem.byte_size()
+        self.checked_byte_size().and_then(|n| usize::try_from(n).ok()).unwrap_or(usize::MAX)
     }
     /// Same element type and dimensions; layouts are ignored.
     pub fn same_shape(&self, other: &Shape) -> bool {
@@ -198,11 +212,12 @@ impl Shape {
             None => (0..self.rank() as i64).rev().collect(),
         }
     }
-    /// Row-major strides in elements (the logical layout every interpreter value uses).
+    /// Row-major strides in elements (the logical layout every interpreter value uses);
+    /// saturating, like [`Shape::num_elements`].
     pub fn strides(&self) -> Vec<usize> {
         let mut strides = vec![1usize; self.rank()];
         for i in (0..self.rank().saturating_sub(1)).rev() {
-            strides[i] = strides[i + 1] * self.dims[i + 1].max(0) as usize;
+            strides[i] = strides[i + 1].saturating_mul(self.dims[i + 1].max(0) as usize);
         }
         strides
     }
@@ -265,13 +280,17 @@ impl Type {
             _ => None,
         }
     }
-    /// Total bytes of all arrays in this type.
-    pub fn byte_size(&self) -> usize {
+    /// Total bytes of all arrays in this type, or `None` past 64 bits.
+    pub fn checked_byte_size(&self) -> Option<u64> {
         match self {
-            Type::Array(s) => s.byte_size(),
-            Type::Tuple(ts) => ts.iter().map(Type::byte_size).sum(),
-            Type::Token => 0,
+            Type::Array(s) => s.checked_byte_size(),
+            Type::Tuple(ts) => ts.iter().try_fold(0u64, |n, t| n.checked_add(t.checked_byte_size()?)),
+            Type::Token => Some(0),
         }
+    }
+    /// Total bytes of all arrays in this type, saturating like [`Shape::num_elements`].
+    pub fn byte_size(&self) -> usize {
+        self.checked_byte_size().and_then(|n| usize::try_from(n).ok()).unwrap_or(usize::MAX)
     }
     /// The arrays of this type, tuples flattened depth-first.
     pub fn leaf_shapes(&self) -> Vec<&Shape> {
@@ -335,6 +354,25 @@ mod tests {
         s.layout = Some(vec![0, 1, 2]);
         assert_eq!(s.to_string(), "f32[2,3,4]{0,1,2}");
         assert!(s.same_shape(&Shape::new(ElementType::F32, vec![2, 3, 4])));
+    }
+
+    #[test]
+    fn sizes_past_64_bits_are_none_or_saturate() {
+        let huge = Shape::new(ElementType::F32, vec![65536; 4]);
+        assert_eq!(huge.checked_num_elements(), None);
+        assert_eq!(huge.num_elements(), usize::MAX);
+        assert_eq!(huge.byte_size(), usize::MAX);
+        // 2^62 elements fit, their f32 bytes (2^64) do not.
+        let big = Shape::new(ElementType::F32, vec![1 << 31, 1 << 31]);
+        assert_eq!(big.checked_num_elements(), Some(1 << 62));
+        assert_eq!(big.checked_byte_size(), None);
+        let t = Type::Tuple(vec![
+            Type::array(ElementType::F64, vec![1 << 60]),
+            Type::array(ElementType::F64, vec![1 << 60]),
+        ]);
+        assert_eq!(t.checked_byte_size(), None);
+        assert_eq!(Type::array(ElementType::S8, vec![3, 0, 5]).checked_byte_size(), Some(0));
+        assert_eq!(Shape::new(ElementType::F32, vec![2, 1 << 40, 1 << 40]).strides(), vec![usize::MAX, 1 << 40, 1]);
     }
 
     #[test]

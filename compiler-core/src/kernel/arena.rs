@@ -122,7 +122,9 @@ pub fn assign_arena(plan: &KernelPlan) -> ArenaAssignment {
 pub fn assign_arena_with(plan: &KernelPlan, in_place: bool) -> ArenaAssignment {
     let nb = plan.buffers.len();
     let n = plan.kernels.len();
-    let size = |b: usize| plan.buffers[BufferId::new(b)].shape.byte_size() as u64;
+    // Saturating sizes (and `pack_aligned` saturates): a plan the resource check did not
+    // see gets an arena too large to allocate, never one wrapped to a small size.
+    let size = |b: usize| plan.buffers[BufferId::new(b)].shape.checked_byte_size().unwrap_or(u64::MAX);
     let mut first: Vec<Option<usize>> = vec![None; nb];
     let mut last = vec![0usize; nb];
     let mut written = vec![false; nb];
@@ -207,7 +209,7 @@ pub fn assign_arena_with(plan: &KernelPlan, in_place: bool) -> ArenaAssignment {
         in_place_of,
         region_sizes,
         arena_bytes,
-        buffer_bytes: (0..nb).map(size).sum(),
+        buffer_bytes: (0..nb).map(size).fold(0u64, u64::saturating_add),
         signature: signature(plan),
     }
 }

@@ -138,6 +138,11 @@ impl<'m> Planner<'m> {
         let (ns, elem) = (g.ns, g.elem);
         let m = g.batch * g.out_sp.iter().product::<i64>();
         let kc = g.k_sp.iter().product::<i64>() * g.cin;
+        // The patches repeat every input element once per window position it is in: an
+        // array of its own, which may be over the limits where the operands are not
+        // (the interpreter then runs the convolution, without it).
+        let patches_shape = Shape::new(elem, vec![g.groups, m, kc]);
+        crate::limits::Limits::default().check_shape(&patches_shape).map_err(|m| format!("im2col patches: {m}"))?;
 
         // im2col: space [g, b, o..., k..., ci].
         let mut space = vec![g.groups, g.batch];
@@ -187,7 +192,7 @@ impl<'m> Planner<'m> {
         };
         b.e.outputs.push(Output { expr: value, inner: false, elem });
         b.e.input_elems = vec![elem];
-        let patches = self.buffer(Shape::new(elem, vec![g.groups, m, kc]), format!("{}.patches", inst.name));
+        let patches = self.buffer(patches_shape, format!("{}.patches", inst.name));
         self.push_loop(name.to_string(), source, b.e, vec![lhs], patches);
 
         // The kernel as [g, (k..., ci), co]: the dot permutes it itself when G == 1.

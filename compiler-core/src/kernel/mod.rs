@@ -303,6 +303,9 @@ pub fn plan_computation(module: &Module, comp_id: CompId) -> Result<KernelPlan, 
 
 /// [`plan_computation`] with options.
 pub fn plan_computation_with(module: &Module, comp_id: CompId, options: PlanOptions) -> Result<KernelPlan, String> {
+    // Before anything is sized: a module built directly, never verified, gets this error
+    // rather than buffers and an arena no machine can hold.
+    crate::limits::check_module(module, &crate::limits::Limits::default()).map_err(|e| e.to_string())?;
     let comp = module.comps.get(comp_id).ok_or_else(|| format!("computation {comp_id} does not exist"))?;
     if !comp.has_root() {
         return Err(format!("the computation {} has no root", comp.name));
@@ -337,9 +340,36 @@ pub fn plan_computation_with(module: &Module, comp_id: CompId, options: PlanOpti
     }
     p.plan.result = p.value(comp.root)?;
     p.plan.values = p.values;
+    check_buffers(module, &p.plan)?;
     p.plan.chains = chains::find_chains(&p.plan);
     p.plan.assign_arena();
     Ok(p.plan)
+}
+
+/// The plan's buffers against the default limits, before the arena is sized from them:
+/// its temporaries (a dot's result before its epilogue, ...) are arrays the module's
+/// types do not show. The error names the instruction whose kernel writes the buffer.
+fn check_buffers(module: &Module, plan: &KernelPlan) -> Result<(), String> {
+    let limits = crate::limits::Limits::default();
+    let mut total = 0u64;
+    for (b, buf) in plan.buffers.iter() {
+        let size = limits.check_shape(&buf.shape);
+        total = total.saturating_add(*size.as_ref().unwrap_or(&u64::MAX));
+        let problem = match size {
+            Err(m) => m,
+            Ok(_) if total > limits.max_total_bytes => format!(
+                "the kernel plan's buffers up to this one total {}, more than the limit of {}",
+                crate::limits::format_bytes(total),
+                crate::limits::format_bytes(limits.max_total_bytes)
+            ),
+            Ok(_) => continue,
+        };
+        let writer =
+            plan.kernels.iter().find(|k| k.outputs.contains(&b)).map(|k| module.comp(plan.comp).inst(k.source));
+        let at = writer.map(|i| format!("{}: %{}: ", i.loc, i.name)).unwrap_or_default();
+        return Err(format!("{at}buffer {}: {problem}", buf.name));
+    }
+    Ok(())
 }
 
 struct Planner<'m> {

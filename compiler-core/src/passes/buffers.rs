@@ -234,7 +234,10 @@ impl<'c> Buffers<'c> {
                 _ => AllocationKind::Temp,
             };
             let push = |b: &mut Buffers<'c>, leaf: Option<usize>, shape: &'c Shape| {
-                b.bufs.push(Buffer { inst: id, leaf, size: shape.byte_size() as u64, kind: kind.clone(), shape });
+                // Saturating: a shape past 64 bits (a module nobody checked against
+                // `crate::limits`) sizes at u64::MAX, never at a wrapped small number.
+                let size = shape.checked_byte_size().unwrap_or(u64::MAX);
+                b.bufs.push(Buffer { inst: id, leaf, size, kind: kind.clone(), shape });
                 b.pool.push(b.bufs.len() - 1);
             };
             match &inst.ty {
@@ -341,9 +344,9 @@ fn in_place_candidates(module: &Module, comp: &Computation, b: &Buffers, id: Ins
     }
 }
 
-/// `x` rounded up to [`ARENA_ALIGNMENT`].
+/// `x` rounded up to [`ARENA_ALIGNMENT`] (saturating, like every size here).
 pub fn align(x: u64) -> u64 {
-    x.div_ceil(ARENA_ALIGNMENT) * ARENA_ALIGNMENT
+    x.div_ceil(ARENA_ALIGNMENT).saturating_mul(ARENA_ALIGNMENT)
 }
 
 /// The best-fit free list shared by every buffer assignment (this pass's and the kernel
@@ -378,7 +381,7 @@ pub fn pack_aligned(sizes: impl IntoIterator<Item = u64>) -> (Vec<u64>, u64) {
         .into_iter()
         .map(|size| {
             let at = end;
-            end = align(at + size);
+            end = align(at.saturating_add(size));
             at
         })
         .collect();
@@ -485,8 +488,10 @@ impl Plan {
                     alloc_of[d] = allocations.len() - 1;
                     continue;
                 }
-                delta[p] += buf.size as i64;
-                delta[last_use[d] + 1] -= buf.size as i64;
+                // Sizes in i64 for the running sum, saturating (see `Buffers::of`).
+                let size = i64::try_from(buf.size).unwrap_or(i64::MAX);
+                delta[p] = delta[p].saturating_add(size);
+                delta[last_use[d] + 1] = delta[last_use[d] + 1].saturating_sub(size);
                 let candidate = if buf.leaf.is_none() {
                     in_place_candidates(module, comp, b, id, buf)
                         .into_iter()
@@ -503,8 +508,9 @@ impl Plan {
                         allocations[a].values.push(d);
                     }
                     // The operand's bytes are the result's from here on.
-                    delta[p] -= b.bufs[o].size as i64;
-                    delta[p + 1] += b.bufs[o].size as i64;
+                    let size = i64::try_from(b.bufs[o].size).unwrap_or(i64::MAX);
+                    delta[p] = delta[p].saturating_sub(size);
+                    delta[p + 1] = delta[p + 1].saturating_add(size);
                     continue;
                 }
                 let a = match free.take(buf.size) {
@@ -537,7 +543,7 @@ impl Plan {
         }
         let (mut live, mut peak) = (0i64, 0i64);
         for d in &delta[..=n] {
-            live += d;
+            live = live.saturating_add(*d);
             peak = peak.max(live);
         }
         Plan { allocations, alloc_of, in_place_of, defined_at, last_use, live_out, peak: peak.max(0) as u64 }
@@ -558,7 +564,7 @@ pub fn assign_computation(module: &Module, comp: &Computation) -> BufferAssignme
     let mut total = 0u64;
     for (a, at) in allocations.iter_mut().filter(|a| a.kind == AllocationKind::Temp).zip(offsets) {
         a.arena_offset = at;
-        total += a.size;
+        total = total.saturating_add(a.size);
     }
     let values: Vec<ValueSlot> = b
         .bufs
@@ -581,7 +587,7 @@ pub fn assign_computation(module: &Module, comp: &Computation) -> BufferAssignme
         .filter_map(|&id| b.refs(id).filter(|r| !r.is_empty()).map(|r| (comp.inst(id).name.clone(), r.to_vec())))
         .collect();
     let bytes_of = |pred: &dyn Fn(&AllocationKind) -> bool| -> u64 {
-        allocations.iter().filter(|a| pred(&a.kind)).map(|a| a.size).sum()
+        allocations.iter().filter(|a| pred(&a.kind)).map(|a| a.size).fold(0u64, u64::saturating_add)
     };
     BufferAssignment {
         computation: comp.name.clone(),

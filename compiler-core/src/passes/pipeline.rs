@@ -79,6 +79,9 @@ pub enum PipelineError {
     Spec(String),
     /// A bug: the module failed verification after `pass`.
     Broken { pass: String, error: String },
+    /// Bad input: the module is over the default resource limits ([`crate::limits`]), so
+    /// no pass ran.
+    Limit(crate::limits::LimitError),
 }
 
 impl fmt::Display for PipelineError {
@@ -88,6 +91,7 @@ impl fmt::Display for PipelineError {
             PipelineError::Broken { pass, error } => {
                 write!(f, "pass {pass} produced an invalid module (a bug in hloscope): {error}")
             }
+            PipelineError::Limit(e) => write!(f, "{e}"),
         }
     }
 }
@@ -327,12 +331,16 @@ pub fn run_pipeline_observed(
 ) -> Result<Vec<Snapshot>, PipelineError> {
     let passes: Vec<Box<dyn Pass>> =
         config.passes.iter().map(|p| make_pass(p, &config.fusion)).collect::<Result<_, _>>()?;
+    // Before any pass sizes anything (the input snapshot's cost, constant folding).
+    crate::limits::check_module(module, &crate::limits::Limits::default()).map_err(PipelineError::Limit)?;
     let mut snapshots = vec![snapshot(module, config, 0, "input", true, PassLog::default(), None)];
     for (i, pass) in passes.iter().enumerate() {
         let mut log = PassLog::default();
         let changed = pass.run(module, &mut log);
         if config.verify {
-            crate::verify::verify(module)
+            // The input was within the limits; a pass may legitimately grow the total
+            // (fusion bodies repeat their operands), which is no bug.
+            crate::verify::verify_structure(module)
                 .map_err(|e| PipelineError::Broken { pass: pass.name().to_string(), error: e.to_string() })?;
         }
         after_pass(pass.name(), module);

@@ -25,6 +25,10 @@
 //! - Instruction names are unique among the live instructions of reachable computations.
 //! - Array dimension sizes are non-negative, and layouts, where set, are permutations of
 //!   `0..rank` (declared types and constants).
+//! - The module is within the default resource limits ([`crate::limits`]): no array over
+//!   [`crate::limits::MAX_ELEMENTS`] elements, and so on. [`verify_structure`] is the
+//!   rest without this one (for a module already checked, whose sizes a pass may grow
+//!   past the total, such as fusion's bodies repeating their operands).
 
 pub mod infer;
 
@@ -59,8 +63,22 @@ impl fmt::Display for VerifyError {
 
 impl std::error::Error for VerifyError {}
 
+impl From<crate::limits::LimitError> for VerifyError {
+    fn from(e: crate::limits::LimitError) -> VerifyError {
+        VerifyError { computation: e.computation, inst: e.inst, loc: e.loc, message: e.message }
+    }
+}
+
 /// Checks every invariant listed in the module doc; returns the first violation.
 pub fn verify(module: &Module) -> Result<(), VerifyError> {
+    // Sizes first: type inference multiplies dimensions, and the error should name the
+    // oversized shape rather than whatever overflowed first.
+    crate::limits::check_module(module, &crate::limits::Limits::default())?;
+    verify_structure(module)
+}
+
+/// Every invariant but the resource limits.
+pub fn verify_structure(module: &Module) -> Result<(), VerifyError> {
     let comps = reachable(module)?;
     let mut names: HashMap<&str, &str> = HashMap::new();
     for &c in &comps {

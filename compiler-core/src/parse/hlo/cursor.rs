@@ -390,6 +390,9 @@ impl<'a> Cur<'a> {
             }
         }
         let mut shape = Shape::new(elem, dims);
+        // Refused here, at the shape, before anything (a constant's literal) is sized
+        // from it; the same limit as the StableHLO reader's and the verifier's.
+        crate::limits::Limits::default().check_shape(&shape).map_err(|m| self.err_at(at, m))?;
         // A layout follows directly (no space): `{1,0}` or `{1,0:T(8,128)}`.
         if self.peek() == Some(b'{') {
             shape.layout = Some(self.layout(shape.rank())?);

@@ -390,6 +390,20 @@ fn build_computation(
         let op = ops::build_op(text, ri, comp_ids)?;
         if let Op::Parameter(n) = op {
             let n = n as usize;
+            // Parameters are numbered 0..k without gaps, so a number past the
+            // instruction count is an error now, before `params` is sized by it.
+            if n >= rc.insts.len() {
+                return Err(error_at(
+                    text,
+                    ri.opcode_pos,
+                    format!(
+                        "parameter number {n} is out of range: computation `{}` has {} instructions, so its \
+                         parameters are numbered below that",
+                        rc.name,
+                        rc.insts.len()
+                    ),
+                ));
+            }
             if params.len() <= n {
                 params.resize(n + 1, None);
             }

@@ -18,9 +18,6 @@ use crate::parse::ParseError;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// The most instructions one text may expand to (inlining can multiply code).
-const MAX_INSTRUCTIONS: usize = 5_000_000;
-
 #[derive(Copy, Clone, PartialEq, Eq)]
 pub enum Capture {
     /// Non-constant outer values become extra parameters.
@@ -163,7 +160,9 @@ impl<'a> Lowerer<'a> {
         loc: &Loc,
     ) -> Result<InstId, ParseError> {
         self.insts += 1;
-        if self.insts > MAX_INSTRUCTIONS {
+        // The most instructions one text may expand to (inlining can multiply code): the
+        // verifier's limit, applied while expanding so that inlining stops early.
+        if self.insts as u64 > crate::limits::MAX_INSTRUCTIONS {
             return Err(ParseError::new(
                 loc.line,
                 loc.col,

@@ -8,10 +8,6 @@ use super::lexer::Cursor;
 use crate::ir::{ElementType, Type};
 use crate::parse::ParseError;
 
-/// Tensors larger than this many elements are refused (their sizes would overflow the
-/// arithmetic of later stages long before any machine could hold them).
-const MAX_ELEMENTS: u128 = 1 << 48;
-
 fn elem_from_name(name: &str) -> Option<ElementType> {
     ElementType::from_mlir_name(name).or(match name {
         "si8" => Some(ElementType::S8),
@@ -99,7 +95,6 @@ pub fn parse_type(c: &mut Cursor) -> Result<Type, ParseError> {
 
 fn tensor_body(c: &mut Cursor, start: usize) -> Result<Type, ParseError> {
     let mut dims = Vec::new();
-    let mut count: u128 = 1;
     loop {
         c.skip_ws();
         match c.peek_raw(0) {
@@ -109,10 +104,6 @@ fn tensor_body(c: &mut Cursor, start: usize) -> Result<Type, ParseError> {
                     c.pos += 1;
                 }
                 let d: i64 = c.src[ds..c.pos].parse().map_err(|_| c.err_at(ds, "dimension out of range"))?;
-                count = count.saturating_mul(d as u128);
-                if count > MAX_ELEMENTS {
-                    return Err(c.err_at(start, "tensor type has too many elements"));
-                }
                 dims.push(d);
                 if c.peek_raw(0) != Some(b'x') {
                     return Err(c.err_at(c.pos, "expected `x` after a tensor dimension"));
@@ -128,7 +119,11 @@ fn tensor_body(c: &mut Cursor, start: usize) -> Result<Type, ParseError> {
         return Err(c.err_at(c.pos, "tensor encodings (bounds, sparsity) are not supported"));
     }
     c.expect(">")?;
-    Ok(Type::array(elem, dims))
+    // Refused at the type, before anything is sized from it; the same limit as the HLO
+    // reader's and the verifier's.
+    let shape = crate::ir::Shape::new(elem, dims);
+    crate::limits::Limits::default().check_shape(&shape).map_err(|m| c.err_at(start, m))?;
+    Ok(Type::Array(shape))
 }
 
 /// The types after an op's `:`: either a function type `(A, B) -> C` / `A -> (B, C)`

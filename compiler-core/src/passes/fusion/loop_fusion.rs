@@ -198,9 +198,9 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
             ),
         ))
     } else {
-        let read: usize = inst.operands.iter().map(|&o| f.inst(o).ty.byte_size()).sum();
+        let read = inst.operands.iter().map(|&o| f.inst(o).ty.byte_size()).fold(0usize, usize::saturating_add);
         let written = inst.ty.byte_size();
-        (read > MAX_DUPLICATION_READ_RATIO * written.max(1)).then(|| {
+        (read > MAX_DUPLICATION_READ_RATIO.saturating_mul(written.max(1))).then(|| {
             Refusal::soft(
                 "refuse-operand-much-larger",
                 format!(

@@ -84,6 +84,8 @@ pub fn load_artifact(bytes: &[u8]) -> Result<CpuExecutable, String> {
     if module.comps.get(module.entry).is_none() {
         return Err("the artifact's module has no entry computation".into());
     }
+    // The stored plans are sized from the module: the same check as a compile's.
+    crate::limits::check_module(&module, &crate::limits::Limits::default()).map_err(|e| e.to_string())?;
     let isa = art.isa;
     let entry = module.entry;
     load(module, entry, 0, art.entry, &isa)
@@ -391,8 +393,12 @@ fn check_plan(module: &Module, comp_id: CompId, plan: &KernelPlan) -> Result<(),
     if !arena.is_current(plan) || arena.live.len() != n || arena.pinned.len() != n {
         return bad("has an arena assignment for other kernels");
     }
+    // The runtime allocates this many bytes: never more than a compile would plan.
+    if arena.arena_bytes > crate::limits::Limits::default().max_total_bytes {
+        return bad("has an arena over the limit on a module's bytes");
+    }
     for b in plan.buffers.keys() {
-        let end = arena.offset(b).checked_add(plan.buffers[b].shape.byte_size() as u64);
+        let end = plan.buffers[b].shape.checked_byte_size().and_then(|size| arena.offset(b).checked_add(size));
         if end.is_none_or(|e| e > arena.arena_bytes) {
             return bad("places a buffer outside the arena");
         }

@@ -29,6 +29,7 @@ pub fn PassList(
                                 .enumerate()
                                 .map(|(i, p)| {
                                     let changed = p.changed;
+                                    let title = if changed { "changed the module" } else { "changed nothing" };
                                     view! {
                                         <tr
                                             data-testid="pass"
@@ -40,7 +41,7 @@ pub fn PassList(
                                             <td>{p.name.clone()}</td>
                                             <td class="num">{p.insts}</td>
                                             <td class="num">{p.kernels}</td>
-                                            <td class="mark">{if changed { "changed" } else { "·" }}</td>
+                                            <td class="mark" title=title>{if changed { "●" } else { "·" }}</td>
                                         </tr>
                                     }
                                 })

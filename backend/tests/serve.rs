@@ -314,11 +314,18 @@ fn hostile_input_gets_clear_errors() {
 #[test]
 fn a_worker_out_of_memory_fails_one_request() {
     let data = temp_dir("oom");
-    let server = Server::start(&data, &["--worker-memory-mib", "768", "--max-elements", "1000000000"]);
-    // 400 M f32s: the interpreter needs far more than 768 MiB.
-    let huge = "HloModule m\nENTRY e {\n  ROOT i = f32[400000000] iota(), iota_dimension=0\n}";
+    let server = Server::start(&data, &["--worker-memory-mib", "1024", "--max-elements", "1000000000"]);
+    // 200 M f32s pass the size check (800 MB of arrays, under the worker's 1 GiB), but the
+    // interpreter holds them as f64: the worker's allocation fails and it aborts.
+    let huge = "HloModule m\nENTRY e {\n  ROOT i = f32[200000000] iota(), iota_dimension=0\n}";
     let (status, _, v) = server.post("/api/run", &json!({"source": huge, "target": "interp"}));
-    assert_error(&(status, v), 422, "resource_limit");
+    assert_error(&(status, v.clone()), 422, "resource_limit");
+    assert!(v["error"].as_str().unwrap().contains("more memory than its limit of 1024 MiB"), "{v}");
+    // 300 M f32s are refused before the worker allocates anything.
+    let huger = "HloModule m\nENTRY e {\n  ROOT i = f32[300000000] iota(), iota_dimension=0\n}";
+    let (status, _, v) = server.post("/api/run", &json!({"source": huger, "target": "interp"}));
+    assert_error(&(status, v.clone()), 422, "resource_limit");
+    assert_eq!(v["line"], 3, "{v}");
     server.assert_healthy();
     let ok = "HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  ROOT y = f32[4] add(x, x)\n}";
     let (status, _, v) = server.post("/api/run", &json!({"source": ok, "target": "cpu"}));

@@ -197,44 +197,25 @@ fn load(source: &str, format: SourceFormat, args: &WorkerArgs) -> Result<(Module
             e.loc.col,
         )
     })?;
-    check_sizes(&module, args.max_elements)?;
+    check_sizes(&module, args)?;
     Ok((module, format))
 }
 
-/// Refuses a module with an array over `max_elements` before anything is allocated.
-fn check_sizes(module: &Module, max_elements: u64) -> Result<(), Failure> {
-    use hloscope_core::ir::Type;
-    fn largest(ty: &Type) -> Option<u64> {
-        match ty {
-            Type::Array(s) => s.dims.iter().try_fold(1u64, |n, &d| n.checked_mul(u64::try_from(d).ok()?)),
-            Type::Tuple(ts) => ts.iter().try_fold(0u64, |m, t| Some(m.max(largest(t)?))),
-            Type::Token => Some(0),
-        }
-    }
-    for (_, comp) in module.comps.iter() {
-        for &id in &comp.order {
-            let inst = comp.inst(id);
-            let n = largest(&inst.ty);
-            if n.is_none_or(|n| n > max_elements) {
-                let f = Failure::invalid(
-                    format!(
-                        "{}: %{} has type {}, {} elements, more than this server's limit of {max_elements}",
-                        inst.loc,
-                        inst.name,
-                        inst.ty,
-                        n.map_or("over 2^64".to_string(), |n| n.to_string())
-                    ),
-                    inst.loc.line,
-                    inst.loc.col,
-                );
-                return Err(Failure(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    ErrorBody { kind: "resource_limit".into(), ..f.1 },
-                ));
-            }
-        }
-    }
-    Ok(())
+/// Refuses a module over this server's limits (an array over `max_elements`, more
+/// bytes than the worker may hold) before anything is allocated for it.
+fn check_sizes(module: &Module, args: &WorkerArgs) -> Result<(), Failure> {
+    use hloscope_core::limits::{check_module, Limits};
+    let limits = Limits {
+        max_elements: args.max_elements,
+        // The worker's address space bounds what its arrays can need.
+        max_total_bytes: args.max_memory.min(Limits::DEFAULT.max_total_bytes),
+        ..Limits::DEFAULT
+    };
+    check_module(module, &limits).map_err(|e| {
+        let mut f = Failure::invalid(e.to_string(), e.loc.line, e.loc.col);
+        f.1.kind = "resource_limit".into();
+        f
+    })
 }
 
 fn fusion_config(spec: &Option<String>) -> Result<FusionConfig, Failure> {

@@ -28,6 +28,11 @@ pub const MAX_TOTAL_BYTES: u64 = 1 << 36;
 /// a program that grows past it).
 pub const MAX_INSTRUCTIONS: u64 = 5_000_000;
 
+/// Dimensions of one array, by default. Real programs stay in single digits; past this,
+/// code generation (one loop per dimension) and recursion over dimensions (literal
+/// lists) grow without bound while the element count stays 1.
+pub const MAX_RANK: usize = 64;
+
 /// How large a module may be. [`Limits::default`] is what the verifier applies.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -41,17 +46,34 @@ pub struct Limits {
     pub max_total_bytes: u64,
     /// Most live instructions over all computations.
     pub max_instructions: u64,
+    /// Most dimensions of one array.
+    pub max_rank: usize,
 }
 
 impl Limits {
-    /// The defaults: [`MAX_ELEMENTS`], [`MAX_TOTAL_BYTES`], [`MAX_INSTRUCTIONS`].
-    pub const DEFAULT: Limits =
-        Limits { max_elements: MAX_ELEMENTS, max_total_bytes: MAX_TOTAL_BYTES, max_instructions: MAX_INSTRUCTIONS };
+    /// The defaults: [`MAX_ELEMENTS`], [`MAX_TOTAL_BYTES`], [`MAX_INSTRUCTIONS`],
+    /// [`MAX_RANK`].
+    pub const DEFAULT: Limits = Limits {
+        max_elements: MAX_ELEMENTS,
+        max_total_bytes: MAX_TOTAL_BYTES,
+        max_instructions: MAX_INSTRUCTIONS,
+        max_rank: MAX_RANK,
+    };
 
-    /// Checks one array shape against [`Limits::max_elements`]; returns its bytes. The
-    /// message names the shape and its size: `f32[65536,65536,65536,65536] has 1.8e19
-    /// elements, more than the limit of 536870912`.
+    /// Checks one array shape against [`Limits::max_elements`] and
+    /// [`Limits::max_rank`]; returns its bytes. The message names the shape and its
+    /// size: `f32[65536,65536,65536,65536] has 1.8e19 elements, more than the limit of
+    /// 536870912`.
     pub fn check_shape(&self, s: &Shape) -> Result<u64, String> {
+        if s.rank() > self.max_rank {
+            // Not the shape itself: thousands of dimensions make no readable message.
+            return Err(format!(
+                "{} array of rank {} has more dimensions than the limit of {}",
+                s.elem,
+                s.rank(),
+                self.max_rank
+            ));
+        }
         // The index space: zeros count as one, so that an empty array with a huge
         // dimension (whose loops would still run) is refused too.
         let span = s.dims.iter().try_fold(1u64, |n, &d| n.checked_mul(d.max(1) as u64));

@@ -397,3 +397,24 @@ fn modules_within_the_limits_still_run() {
     let c = hloscope_core::cost::try_module_cost(&m, &hloscope_core::cost::profiles::H100_SXM).unwrap();
     assert_eq!(c.bytes_moved, 24);
 }
+
+#[test]
+fn ranks_and_tuple_nesting_past_the_limits() {
+    // Rank 20000 of ones: one element, but a loop per dimension in generated code
+    // (the CPU target ran for minutes) and a recursion per dimension in literal lists.
+    let ones = vec!["1"; 20000].join(",");
+    let text = hlo(&format!("  p = f32[{ones}] parameter(0)\n  ROOT n = f32[{ones}] negate(p)\n"));
+    assert_parse_error(&text, 4, 7, "f32 array of rank 20000 has more dimensions than the limit of 64");
+    let ty = format!("tensor<{}f32>", "1x".repeat(20000));
+    let text = mlir(&format!("%a: {ty}"), &ty, &format!("  return %a : {ty}\n"));
+    assert_parse_error(&text, 1, 21, "f32 array of rank 20000 has more dimensions than the limit of 64");
+    // Rank 64 is still fine.
+    let ones = vec!["1"; 64].join(",");
+    let text = hlo(&format!("  p = f32[{ones}] parameter(0)\n  ROOT n = f32[{ones}] negate(p)\n"));
+    hloscope_core::verify::verify(&parse::parse_module(&text).unwrap()).unwrap();
+    // Tuples nested two million deep overflowed the reader's stack.
+    let deep = hlo(&format!("  ROOT p = {}f32[]{} parameter(0)\n", "(".repeat(2_000_000), ")".repeat(2_000_000)));
+    assert_parse_error(&deep, 4, 212, "tuple types nested deeper than 200 levels");
+    let nested = hlo(&format!("  ROOT p = {}f32[]{} parameter(0)\n", "(".repeat(200), ")".repeat(200)));
+    parse::parse_module(&nested).unwrap();
+}

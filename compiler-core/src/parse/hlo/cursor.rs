@@ -10,6 +10,10 @@ use crate::ir::literal::{float_from_bits, round_float, wrap_signed, wrap_unsigne
 use crate::ir::{ElementType, Shape, Type};
 use crate::parse::ParseError;
 
+/// Tuple types nested deeper than this are refused (as the StableHLO reader refuses
+/// nesting past its `MAX_DEPTH`): every walk over a type recurses.
+const MAX_TUPLE_DEPTH: usize = 200;
+
 /// A position in the text plus an end limit. Cheap to copy.
 #[derive(Clone, Copy)]
 pub(super) struct Cur<'a> {
@@ -340,14 +344,25 @@ impl<'a> Cur<'a> {
 
     /// A type: `f32[2,3]{1,0}`, `pred[]`, `(f32[], s32[2])`, `token[]`.
     pub fn ty(&mut self) -> Result<Type, ParseError> {
+        self.ty_nested(0)
+    }
+
+    /// A type inside `depth` tuples: deeper than [`MAX_TUPLE_DEPTH`] is an error, not a
+    /// stack overflow.
+    fn ty_nested(&mut self, depth: usize) -> Result<Type, ParseError> {
         self.ws();
         if self.eat(b'(') {
+            if depth >= MAX_TUPLE_DEPTH {
+                return Err(
+                    self.err_at(self.pos - 1, format!("tuple types nested deeper than {MAX_TUPLE_DEPTH} levels"))
+                );
+            }
             let mut elems = Vec::new();
             if self.eat(b')') {
                 return Ok(Type::Tuple(elems));
             }
             loop {
-                elems.push(self.ty()?);
+                elems.push(self.ty_nested(depth + 1)?);
                 if self.eat(b')') {
                     return Ok(Type::Tuple(elems));
                 }

@@ -26,7 +26,10 @@ Commands:
            denied, on every target and on the wasm32 build), then run every test:
            the workspace's tests (debug build, incl. the conformance corpus, the JAX
            corpus and the bounded parser fuzzing), and check that hloscope-core
-           builds for wasm32-unknown-unknown.
+           builds for wasm32-unknown-unknown; then the web app's: its worker's unit
+           tests, and the app built (`web`) and driven in headless Chromium by
+           Playwright (e2e-tests/; chromium from apt-get when missing).
+  test-web Only the web app's tests (the last part of `test`).
   fusion-vs-xla
            Compare our fusion with XLA's on the JAX corpus (kernels, bytes moved)
            and write docs/fusion-vs-xla.md.
@@ -48,6 +51,7 @@ fn main() -> ExitCode {
         Some("serve") => serve::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap(), &args[1..]),
         // xtask lives one folder below the workspace root.
         Some("web") => web::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()),
+        Some("test-web") => web::test(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap(), true),
         Some("fusion-vs-xla") => fusion_vs_xla::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()),
         Some("bench") => bench::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap(), &args[1..]),
         Some("help") | Some("--help") | Some("-h") | None => {
@@ -108,6 +112,8 @@ fn test(extra: &[String]) -> Result<(), String> {
     let mut args = vec!["test", "--workspace"];
     args.extend(extra.iter().map(String::as_str));
     run("cargo", &args)?;
+    // After the workspace's tests, which built the server's debug binary.
+    web::test(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap(), false)?;
     schemathesis::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap())
 }
 

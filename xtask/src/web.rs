@@ -12,6 +12,50 @@
 use std::path::Path;
 use std::process::Command;
 
+/// The browser the end-to-end tests drive (Debian's package; Playwright downloads none).
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// The web app's tests, after the workspace's: the worker crate's unit tests (native), then
+/// the app built and driven in headless Chromium by Playwright (`e2e-tests/`) against the
+/// real `hloscope serve` (its debug build, built first when `build_server`; `cargo xtask
+/// test` has just built it). Installs chromium (and Node.js with npm) with apt-get when
+/// missing.
+pub fn test(root: &Path, build_server: bool) -> Result<(), String> {
+    crate::run_in(
+        root,
+        "cargo",
+        &[
+            "test",
+            "--locked",
+            "--manifest-path",
+            "frontend/Cargo.toml",
+            "-p",
+            "hloscope-worker",
+            "--target-dir",
+            "target/frontend",
+        ],
+    )?;
+    let has_npm = Command::new("npm").arg("--version").output().is_ok_and(|o| o.status.success());
+    let mut missing: Vec<&str> = Vec::new();
+    if !Path::new(CHROMIUM).exists() {
+        missing.push("chromium");
+    }
+    if !has_npm {
+        missing.extend(["nodejs", "npm"]);
+    }
+    if !missing.is_empty() {
+        crate::run("apt-get", &["update"])?;
+        crate::run("apt-get", &[&["install", "-y"][..], &missing].concat())?;
+    }
+    run(root)?;
+    if build_server {
+        crate::run_in(root, "cargo", &["build", "-p", "hloscope"])?;
+    }
+    let e2e = root.join("e2e-tests");
+    npm_ci_if_stale(&e2e)?;
+    crate::run_in(&e2e, &e2e.join("node_modules/.bin/playwright").to_string_lossy(), &["test"])
+}
+
 /// The crates of `frontend/`, as their wasm files are named.
 const CRATES: [&str; 2] = ["hloscope_web", "hloscope_worker"];
 

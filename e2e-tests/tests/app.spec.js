@@ -109,6 +109,7 @@ test("a syntax error shows a diagnostic at line:col and fixing it recovers", asy
 });
 
 test("every built-in example compiles without errors", async ({ page }) => {
+  test.setTimeout(240_000); // 13 examples, then 10 more compiles; a slow CI machine is slow
   await open(page);
   const ids = await page.locator("[data-testid=examples] option:not([disabled])").evaluateAll(
     (os) => os.map((o) => o.value));

@@ -314,8 +314,6 @@ impl Runner {
 }
 
 pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
-    cpu::set_row_chains((!args.no_row_chains).then_some(args.row_chain_bytes));
-    cpu::set_block_math(!args.no_block_math);
     let (source_name, text) = run::read_module_text(&args.module)?;
     let mut input_files = Vec::with_capacity(args.inputs.len());
     for path in &args.inputs {
@@ -342,8 +340,10 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
         Target::Cpu => {
             let optimized = cpu::optimize(&module)
                 .map_err(|e| RunError(format!("{source_name}: optimizing for the cpu failed: {e}")))?;
-            let exe = cpu::compile(&optimized)
+            let options = cpu::CompileOptions { block_math: !args.no_block_math, ..Default::default() };
+            let exe = cpu::compile_with(&optimized, options)
                 .map_err(|e| RunError(format!("{source_name}: compiling for the cpu failed: {e}")))?;
+            exe.set_row_chains((!args.no_row_chains).then_some(args.row_chain_bytes));
             Runner::cpu(std::rc::Rc::new(exe))
         }
     };

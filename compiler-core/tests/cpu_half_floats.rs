@@ -9,22 +9,13 @@
 
 use half::{bf16, f16};
 use hloscope_core::targets::cpu;
-use std::sync::Mutex;
-
-/// Serializes compiles: the tests switch the conversion mode.
-static MODE: Mutex<()> = Mutex::new(());
 
 /// Compiles `hlo` with inline conversions or helper calls, runs it on one input buffer
 /// and returns its one output's bytes.
 fn run(hlo: &str, input: &[u8], out_bytes: usize, inline: bool) -> Vec<u8> {
     let module = hloscope_core::parse::parse_module(hlo).unwrap_or_else(|e| panic!("{e:?}"));
-    let exe = {
-        let _guard = MODE.lock().unwrap_or_else(|e| e.into_inner());
-        cpu::set_inline_half_floats(inline);
-        let exe = cpu::compile(&cpu::optimize(&module).unwrap());
-        cpu::set_inline_half_floats(false);
-        exe.unwrap()
-    };
+    let options = cpu::CompileOptions { inline_half_floats: inline, ..Default::default() };
+    let exe = cpu::compile_with(&cpu::optimize(&module).unwrap(), options).unwrap();
     let calls = (0..exe.plan().kernels.len()).filter_map(|i| exe.clif(i)).any(|c| c.contains("call fn"));
     assert_eq!(calls, !inline, "inline = {inline}: helper calls in the code: {calls}");
     let mut out = vec![0u8; out_bytes];

@@ -21,10 +21,6 @@ use hloscope_core::ir::{Literal, Module, Value};
 use hloscope_core::targets::cpu;
 use proptest::prelude::*;
 use random_graphs::{program, same_bits, step, Ops};
-use std::sync::Mutex;
-
-/// Serializes the tests of this file: they switch strip-mining on and off.
-static SWITCH: Mutex<()> = Mutex::new(());
 
 /// Whether this machine's native block functions are wider than Cranelift's vectors
 /// (otherwise no loop is strip-mined, and the tests only check that).
@@ -102,10 +98,8 @@ fn random(dims: &[i64], seed: u64, lo: f32, hi: f32) -> Literal {
 /// Compiles `module` with strip-mining on or off; returns the executable and whether
 /// any kernel's listing says it was strip-mined.
 fn compile(module: &Module, on: bool) -> (cpu::CpuExecutable, bool) {
-    cpu::set_block_math(on);
-    let exe = cpu::compile(&cpu::optimize(module).unwrap());
-    cpu::set_block_math(true);
-    let exe = exe.unwrap();
+    let options = cpu::CompileOptions { block_math: on, ..Default::default() };
+    let exe = cpu::compile_with(&cpu::optimize(module).unwrap(), options).unwrap();
     let mined = (0..exe.plan().kernels.len()).filter_map(|i| exe.clif(i)).any(|c| c.contains("; strip-mined"));
     (exe, mined)
 }
@@ -147,7 +141,6 @@ fn assert_close(what: &str, got: &Value, want: &Value, max_ulp: u64, atol: f64) 
 
 #[test]
 fn strip_mined_chains_give_the_inline_bits() {
-    let _guard = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
     // 100: too short to strip-mine; 128: one short block; 512: exactly one block; 513:
     // one block and a scalar tail; 1000 and 4113: full blocks, a shorter last one and a
     // tail; 70001: split across threads, each range with its own blocks and tail.
@@ -170,7 +163,6 @@ fn strip_mined_chains_give_the_inline_bits() {
 
 #[test]
 fn strip_mined_softmax_rows_give_the_inline_bits() {
-    let _guard = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
     // Rows too short to strip-mine, of one short block, of exactly one block, of blocks
     // plus a shorter one and a tail; enough rows to split across threads.
     for (rows, cols) in [(3i64, 100i64), (3, 300), (5, 512), (7, 1500), (300, 1027)] {
@@ -185,7 +177,6 @@ fn strip_mined_softmax_rows_give_the_inline_bits() {
 
 #[test]
 fn at_most_sixteen_ops_per_kernel_are_blocked() {
-    let _guard = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
     // 24 exponentials of different arguments summed in one loop kernel: 16 take block
     // buffers (2 KiB of stack each), the other 8 stay inline; same bits either way.
     let n = 1000;
@@ -215,7 +206,6 @@ fn at_most_sixteen_ops_per_kernel_are_blocked() {
 
 #[test]
 fn strip_mined_kernels_survive_an_artifact_and_stay_out_of_objects() {
-    let _guard = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
     let n = 3000;
     let module = cpu::optimize(&hloscope_core::parse::parse_module(&chain(n)).unwrap()).unwrap();
     let args = vec![Value::Array(random(&[n], 3, -4.0, 4.0)), Value::Array(random(&[n], 4, -2.0, 2.0))];
@@ -224,12 +214,12 @@ fn strip_mined_kernels_survive_an_artifact_and_stay_out_of_objects() {
     let loaded = cpu::load_artifact(&artifact).unwrap();
     assert_eq!(loaded.clif(0).unwrap().contains("; strip-mined"), wide());
     assert!(bits(&fresh.run(&args).unwrap()) == bits(&loaded.run(&args).unwrap()));
-    // An artifact compiled with strip-mining off is stale for a process that has it on.
-    cpu::set_block_math(false);
-    let (_, plain) = cpu::compile_to_artifact(&module).unwrap();
-    cpu::set_block_math(true);
-    let refused = cpu::load_artifact(&plain).err().unwrap_or_default();
-    assert!(refused.contains("block_math=false"), "{refused}");
+    // An artifact keeps the options it was compiled with: strip-mining off loads as such.
+    let off = cpu::CompileOptions { block_math: false, ..Default::default() };
+    let (_, plain) = cpu::compile_to_artifact_with(&module, off).unwrap();
+    let plain = cpu::load_artifact(&plain).unwrap();
+    assert!(!plain.clif(0).unwrap().contains("; strip-mined"));
+    assert!(bits(&fresh.run(&args).unwrap()) == bits(&plain.run(&args).unwrap()));
     // A C object must not depend on Rust functions: its loops keep the inline math.
     let object = cpu::aot::compile_object(&module, "chain").unwrap().object;
     assert!(!object.windows(8).any(|w| w == b"hs_block"), "the object calls a native block function");
@@ -244,7 +234,6 @@ proptest! {
         steps in prop::collection::vec(step(Ops::All), 1..16),
         seed in any::<u64>(),
     ) {
-        let _guard = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
         let text = program(n, &steps);
         let module = hloscope_core::parse::mlir::parse(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
         let args = hloscope_core::interp::random_inputs(&module, seed);
@@ -264,7 +253,6 @@ proptest! {
 /// block math off, and the interpreter's bits (exp within its ulp bound).
 #[test]
 fn block_functions_write_results_and_divide() {
-    let _guard = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
     for (rows, cols) in [(3i64, 100i64), (5, 513), (3, 4113), (70, 1001)] {
         let hlo = format!(
             "HloModule direct

@@ -638,14 +638,13 @@ fn row_chains_give_the_same_bits_as_kernel_by_kernel() {
             "{name} {rows}x{cols}:\n{}",
             exe.plan().summary()
         );
-        cpu::set_row_chains(None);
+        exe.set_row_chains(None);
         let (plain, one) = run_counting_chains(&exe, &args);
-        cpu::set_row_chains(Some(cpu::DEFAULT_CHAIN_BYTES));
+        exe.set_row_chains(Some(cpu::DEFAULT_CHAIN_BYTES));
         let (chained, longest) = run_counting_chains(&exe, &args);
         // A small working set per chunk: many more chunks than threads.
-        cpu::set_row_chains(Some(4096));
+        exe.set_row_chains(Some(4096));
         let (small_chunks, _) = run_counting_chains(&exe, &args);
-        cpu::set_row_chains(Some(cpu::DEFAULT_CHAIN_BYTES));
         assert_eq!(one, 1);
         assert_eq!(longest, if expect_chain { n } else { 1 }, "{name} {rows}x{cols}");
         let bits =

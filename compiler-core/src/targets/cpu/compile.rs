@@ -16,7 +16,6 @@ use crate::kernel::{self, KernelBody, KernelPlan};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module as _};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 // The C library's math functions (the kernels call them by these names, so that object
 // files link with `-lm`). The process links libm already (std uses it).
@@ -59,9 +58,35 @@ pub(crate) fn libm_symbols() -> Vec<(&'static str, *const u8)> {
     table.to_vec()
 }
 
-/// Compiles `module` (normally after simplification and fusion).
+/// Choices that change the machine code a compile makes; they travel with each compile
+/// (no process-wide switch), and an artifact records them.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct CompileOptions {
+    /// Strip-mine vector loops and row reductions over f32 that need exp, tanh, ...: in
+    /// blocks through native functions with wider vectors than Cranelift's
+    /// ([`super::block_math`]); the same bits either way. On by default; off for
+    /// comparisons (`hloscope bench --no-block-math`) and tests.
+    pub block_math: bool,
+    /// Convert f16/bf16 with inline code (as AOT objects always do) instead of calling
+    /// the Rust helpers (the default: `half` uses the CPU's F16C instructions, which
+    /// Cranelift does not emit, and is faster). The same bits either way; for tests.
+    pub inline_half_floats: bool,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        CompileOptions { block_math: true, inline_half_floats: false }
+    }
+}
+
+/// Compiles `module` (normally after simplification and fusion) with the default options.
 pub fn compile(module: &Module) -> Result<CpuExecutable, String> {
-    Ok(build(module, module.entry, 0)?.0)
+    compile_with(module, CompileOptions::default())
+}
+
+/// Compiles `module` with `options`.
+pub fn compile_with(module: &Module, options: CompileOptions) -> Result<CpuExecutable, String> {
+    Ok(build(module, module.entry, 0, options)?.0)
 }
 
 /// Compiles `module` (normally after simplification and fusion) and returns, with the
@@ -69,8 +94,13 @@ pub fn compile(module: &Module) -> Result<CpuExecutable, String> {
 /// executable). The artifact holds the module and every computation's final plan in
 /// binary form, so a load runs neither the parser nor the planner.
 pub fn compile_to_artifact(module: &Module) -> Result<(CpuExecutable, Vec<u8>), String> {
-    let (exe, entry) = build(module, module.entry, 0)?;
-    let isa = isa_description(exe.jit.as_ref().ok_or("no machine code")?);
+    compile_to_artifact_with(module, CompileOptions::default())
+}
+
+/// [`compile_to_artifact`] with `options` (which the artifact records).
+pub fn compile_to_artifact_with(module: &Module, options: CompileOptions) -> Result<(CpuExecutable, Vec<u8>), String> {
+    let (exe, entry) = build(module, module.entry, 0, options)?;
+    let isa = format!("{} | {}", isa_description(exe.jit.as_ref().ok_or("no machine code")?), options_text(options));
     let art = Artifact { compiler: artifact::compiler_version(), isa, module: artifact::encode(module)?, entry };
     Ok((exe, art.to_bytes()))
 }
@@ -91,50 +121,16 @@ pub fn load_artifact(bytes: &[u8]) -> Result<CpuExecutable, String> {
     load(module, entry, 0, art.entry, &isa)
 }
 
-/// The CPU the JIT compiles for (triple and every Cranelift flag) and the code options
-/// that change the machine code ([`block_math`]).
+/// The CPU the JIT compiles for: the triple and every Cranelift flag.
 fn isa_description(jit: &JITModule) -> String {
     let isa = jit.isa();
     let flags: Vec<String> = isa.isa_flags().iter().map(|v| v.to_string()).collect();
-    format!(
-        "{} | {} | {} | block_math={} inline_half={}",
-        isa.triple(),
-        isa.flags(),
-        flags.join(","),
-        block_math(),
-        inline_half_floats()
-    )
+    format!("{} | {} | {}", isa.triple(), isa.flags(), flags.join(","))
 }
 
-static INLINE_HALF: AtomicBool = AtomicBool::new(false);
-
-/// Makes later JIT compiles convert f16/bf16 with inline code (as AOT objects always
-/// do) instead of calling the Rust helpers (the default: `half` uses the CPU's F16C
-/// instructions, which Cranelift does not emit, and is faster). Both give the same bits;
-/// for tests.
-pub fn set_inline_half_floats(on: bool) {
-    INLINE_HALF.store(on, Ordering::Relaxed);
-}
-
-/// Whether JIT compiles convert f16/bf16 inline ([`set_inline_half_floats`]).
-pub fn inline_half_floats() -> bool {
-    INLINE_HALF.load(Ordering::Relaxed)
-}
-
-static BLOCK_MATH: AtomicBool = AtomicBool::new(true);
-
-/// Turns strip-mining of transcendental loops on or off for later compiles (on by
-/// default): with it, vector loops and row reductions over f32 evaluate exp, tanh, ...
-/// in blocks by native functions with wider vectors than Cranelift's
-/// ([`super::block_math`]); results are the same bits either way. For comparisons
-/// (`hloscope bench --no-block-math`) and tests.
-pub fn set_block_math(on: bool) {
-    BLOCK_MATH.store(on, Ordering::Relaxed);
-}
-
-/// Whether compiles strip-mine transcendental loops ([`set_block_math`]).
-pub fn block_math() -> bool {
-    BLOCK_MATH.load(Ordering::Relaxed)
+/// The code options as an artifact records them, after the CPU's description.
+fn options_text(o: CompileOptions) -> String {
+    format!("block_math={} inline_half={}", o.block_math, o.inline_half_floats)
 }
 
 /// The Rust helpers a JIT kernel may import (f16/bf16 conversions), with their addresses.
@@ -185,7 +181,12 @@ fn kernel_fingerprint(k: &kernel::Kernel) -> u64 {
 /// Compiles computation `comp_id`: plans it, emits every kernel Cranelift can take (a
 /// source whose kernel fails becomes opaque as a whole), and compiles while and
 /// conditional computations on their own. Returns the executable and its artifact.
-fn build(module: &Module, comp_id: CompId, depth: usize) -> Result<(CpuExecutable, CompArtifact), String> {
+fn build(
+    module: &Module,
+    comp_id: CompId,
+    depth: usize,
+    options: CompileOptions,
+) -> Result<(CpuExecutable, CompArtifact), String> {
     let mut plan = kernel::plan_computation(module, comp_id)?;
     let mut jit = new_jit()?;
     let helper_ids = codegen::Helpers::declare(&mut jit)?;
@@ -199,7 +200,8 @@ fn build(module: &Module, comp_id: CompId, depth: usize) -> Result<(CpuExecutabl
     let results: std::collections::HashSet<_> = plan.result.leaves().into_iter().collect();
     for (i, k) in plan.kernels.iter().enumerate() {
         if let Some((e, n_inputs)) = compiled_function(k) {
-            let options = codegen::EmitOptions { block_math: block_math(), inline_half: inline_half_floats() };
+            let options =
+                codegen::EmitOptions { block_math: options.block_math, inline_half: options.inline_half_floats };
             let is_result: Vec<bool> = match &k.body {
                 KernelBody::Elemental(_) => k.outputs.iter().map(|b| results.contains(b)).collect(),
                 _ => Vec::new(),
@@ -277,7 +279,7 @@ fn build(module: &Module, comp_id: CompId, depth: usize) -> Result<(CpuExecutabl
     let plan_bytes = artifact::encode(&plan)?;
     let mut children = Vec::new();
     let exe = assemble(module.clone(), comp_id, depth, plan, jit, &funcs, listings, &mut |c| {
-        let (exe, a) = build(module, c, depth + 1)?;
+        let (exe, a) = build(module, c, depth + 1, options)?;
         children.push(a);
         Ok(exe)
     })?;
@@ -291,9 +293,11 @@ fn load(module: Module, comp_id: CompId, depth: usize, art: CompArtifact, isa: &
     let plan: KernelPlan = artifact::decode("plan", &art.plan)?;
     check_plan(&module, comp_id, &plan)?;
     let mut jit = new_jit()?;
+    // The machine code embodies the options it was compiled with; only the CPU must match.
     let here = isa_description(&jit);
-    if here != isa {
-        return Err(format!("compiled for another CPU or with other code options ({isa}), this one is {here}"));
+    let same_cpu = isa.strip_prefix(here.as_str()).is_some_and(|rest| rest.starts_with(" | block_math="));
+    if !same_cpu {
+        return Err(format!("compiled for another CPU ({isa}), this one is {here}"));
     }
     codegen::Helpers::declare(&mut jit)?;
 
@@ -504,6 +508,7 @@ fn assemble(
         jit: Some(jit),
         arena: Default::default(),
         chains,
+        chain_bytes: std::sync::atomic::AtomicUsize::new(super::DEFAULT_CHAIN_BYTES),
     })
 }
 

@@ -23,7 +23,7 @@
 //! GEMMs (`dot.rs`). Where the CPU's own vectors are wider than Cranelift's (AVX2,
 //! AVX-512), vector loops and row reductions with f32 transcendentals are strip-mined:
 //! blocks of their arguments go through native functions ([`block_math`], chosen at run
-//! time) that give the inline code's bits ([`set_block_math`] turns this off).
+//! time) that give the inline code's bits ([`CompileOptions::block_math`] turns this off).
 //!
 //! Feature `cpu` (native only): the default build of this crate stays wasm32-clean and
 //! does not compile Cranelift at all. CLIF text and machine-code listings of each kernel
@@ -48,7 +48,7 @@
 //! Row chains ([`crate::kernel::chains`]): consecutive row-wise kernels (softmax's max,
 //! exp-and-sum and divide) run chunk by chunk of rows, every member on one chunk before
 //! the next, chunks spread over the pool, so a chunk's rows stay in cache between
-//! members; [`set_row_chains`] turns this off or sets the per-chunk working set.
+//! members; [`CpuExecutable::set_row_chains`] turns this off or sets the per-chunk working set.
 //!
 //! Not yet: f16/bf16 vectors.
 
@@ -69,10 +69,10 @@ mod vector;
 
 pub use artifact::compiler_version;
 pub use compile::{
-    block_math, compile, compile_to_artifact, inline_half_floats, load_artifact, optimize, set_block_math,
-    set_inline_half_floats, PIPELINE,
+    compile, compile_to_artifact, compile_to_artifact_with, compile_with, load_artifact, optimize, CompileOptions,
+    PIPELINE,
 };
-pub use runtime::{row_chains, set_row_chains, DEFAULT_CHAIN_BYTES};
+pub use runtime::DEFAULT_CHAIN_BYTES;
 
 use crate::ir::{CompId, Instruction, Module, Value};
 use crate::kernel::{self, KernelKind, KernelPlan, ValueBufs};
@@ -97,6 +97,8 @@ pub struct CpuExecutable {
     arena: std::sync::Mutex<Option<runtime::Arena>>,
     /// The plan's row chains this code can run interleaved (see [`runtime::Chain`]).
     chains: Vec<runtime::Chain>,
+    /// Bytes of one chunk of a row chain; 0: chains off ([`CpuExecutable::set_row_chains`]).
+    chain_bytes: std::sync::atomic::AtomicUsize,
 }
 
 impl Drop for CpuExecutable {
@@ -183,6 +185,6 @@ pub struct KernelInfo<'a> {
     pub code: &'a str,
     /// The kernels (plan positions) this execution runs: `index..index + 1`, or a whole
     /// row chain headed by this kernel, its members interleaved chunk by chunk of rows
-    /// and so timed together ([`set_row_chains`]).
+    /// and so timed together ([`CpuExecutable::set_row_chains`]).
     pub chained: std::ops::Range<usize>,
 }

@@ -9,7 +9,7 @@ use super::{dot, pool, scatter, sort, Code, CpuExecutable, CustomCalls, KernelFn
 use crate::interp::Interpreter;
 use crate::ir::{Literal, Value};
 use crate::kernel::{self, BufferId, KernelPlan, ValueBufs};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::TryLockError;
 
 /// Most iterations of one while loop before the run fails (never hang), as the
@@ -66,24 +66,6 @@ fn run_native(f: KernelFn, table: *const *mut u8, par_extent: i64, work: usize) 
 
 /// Default working set of one chunk of a row chain: a typical L2 share per core.
 pub const DEFAULT_CHAIN_BYTES: usize = 256 << 10;
-
-/// The per-chunk working set of row chains, in bytes; 0: chains off (members run one
-/// by one). A process-wide switch (the `bench` and `run` commands' option) rather than
-/// a compile option, so the same executable can be measured both ways; either way
-/// gives the same results bit for bit.
-static CHAIN_BYTES: AtomicUsize = AtomicUsize::new(DEFAULT_CHAIN_BYTES);
-
-/// Runs row chains interleaved, each chunk's members together, with chunks of about
-/// `bytes` of working set (`Some(DEFAULT_CHAIN_BYTES)`, the default), or not at all
-/// (`None`).
-pub fn set_row_chains(bytes: Option<usize>) {
-    CHAIN_BYTES.store(bytes.map_or(0, |b| b.max(1)), Ordering::Relaxed);
-}
-
-/// The current setting of [`set_row_chains`].
-pub fn row_chains() -> Option<usize> {
-    Some(CHAIN_BYTES.load(Ordering::Relaxed)).filter(|&b| b > 0)
-}
 
 /// A row chain of the plan ([`crate::kernel::chains`]) that this executable runs
 /// interleaved: every member is native code split along its first loop variable (the
@@ -346,6 +328,24 @@ impl Arena {
 }
 
 impl CpuExecutable {
+    /// Runs row chains interleaved, each chunk's members together, with chunks of about
+    /// `bytes` of working set (`Some(DEFAULT_CHAIN_BYTES)`, the default), or kernel by
+    /// kernel (`None`). A setting of the executable rather than a compile option, so the
+    /// same code can be measured both ways; either way gives the same results bit for bit.
+    pub fn set_row_chains(&self, bytes: Option<usize>) {
+        self.chain_bytes.store(bytes.map_or(0, |b| b.max(1)), Ordering::Relaxed);
+    }
+
+    /// The current setting of [`CpuExecutable::set_row_chains`].
+    pub fn row_chains(&self) -> Option<usize> {
+        Some(self.chain_bytes.load(Ordering::Relaxed)).filter(|&b| b > 0)
+    }
+
+    /// The scope of a run of this executable as the top level.
+    fn top_scope<'w>(&self, nested: Option<&'w ScopedWrap<'w>>) -> Scope<'w> {
+        Scope { path: String::new(), nested, chain_bytes: self.row_chains() }
+    }
+
     pub fn plan(&self) -> &KernelPlan {
         &self.plan
     }
@@ -389,13 +389,13 @@ impl CpuExecutable {
     /// Like `run`, calling `wrap(kernel, exec)` for each kernel; `wrap` must call `exec`
     /// once (to time it, for instance) and return its result.
     pub fn run_with(&self, args: &[Value], wrap: &mut Wrap) -> Result<Value, String> {
-        self.execute(args, wrap, &Scope::TOP, None)
+        self.execute(args, wrap, &self.top_scope(None), None)
     }
 
     /// Like `run`, with a hook for the custom calls the interpreter does not know (the
     /// conformance corpus's `check.*` ops), as `Interpreter::with_custom_call_hook`.
     pub fn run_with_custom_calls(&self, args: &[Value], hook: &mut CustomCalls) -> Result<Value, String> {
-        self.execute(args, &mut |_, exec| exec(), &Scope::TOP, Some(hook))
+        self.execute(args, &mut |_, exec| exec(), &self.top_scope(None), Some(hook))
     }
 
     /// Runs on caller memory, in the buffers' byte encoding (`Literal::to_le_bytes`):
@@ -470,7 +470,7 @@ impl CpuExecutable {
                     direct[j] = true;
                 }
             }
-            let ran = pool::as_caller(|| self.run_kernels(bufs, wrap, &Scope { path: String::new(), nested }, None));
+            let ran = pool::as_caller(|| self.run_kernels(bufs, wrap, &self.top_scope(nested), None));
             for (j, (&b, y)) in results.iter().zip(outputs.iter_mut()).enumerate() {
                 if ran.is_ok() && !direct[j] {
                     y.copy_from_slice(bufs.bytes(b));
@@ -548,7 +548,7 @@ impl CpuExecutable {
         scope: &Scope,
         mut hook: Option<&mut CustomCalls>,
     ) -> Result<(), String> {
-        let budget = row_chains();
+        let budget = scope.chain_bytes;
         let mut chains = self.chains.iter().filter(|_| budget.is_some()).peekable();
         let mut skip_to = 0;
         for (i, (k, code)) in self.plan.kernels.iter().zip(&self.code).enumerate() {
@@ -705,15 +705,17 @@ use cranelift_entity::EntityRef;
 struct Scope<'w> {
     path: String,
     nested: Option<&'w ScopedWrap<'w>>,
+    /// The per-chunk working set of row chains, or None to run them kernel by kernel:
+    /// the top executable's setting ([`CpuExecutable::set_row_chains`]), for everything
+    /// run inside it.
+    chain_bytes: Option<usize>,
 }
 
 impl<'w> Scope<'w> {
-    const TOP: Scope<'static> = Scope { path: String::new(), nested: None };
-
     /// The scope of `part` (`body`, `cond`, `branch1`) of control-flow kernel `name`.
     fn inner(&self, name: &str, part: &str) -> Scope<'w> {
         let path = if self.path.is_empty() { format!("{name}/{part}") } else { format!("{}/{name}/{part}", self.path) };
-        Scope { path, nested: self.nested }
+        Scope { path, nested: self.nested, chain_bytes: self.chain_bytes }
     }
 
     /// Runs `exec` through the nested wrapper, if any.

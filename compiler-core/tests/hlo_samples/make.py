@@ -4,10 +4,9 @@ the same programs before optimization (`.lower(*args).as_text(dialect="hlo")`, i
 `NAME.unopt.hlo`: no `%` sigils, no computation signatures, no fusions).
 
 The HLO parser's tests (`compiler-core/tests/hlo_text.rs`) read every `*.hlo` here and
-check that it parses and round-trips through the HLO printer. Rerun after a JAX upgrade,
-from the repo root:
+check that it parses and round-trips through the HLO printer. Rerun after a JAX upgrade:
 
-    .venv/bin/python compiler-core/tests/hlo_samples/make.py
+    .venv/bin/python compiler-core/tests/hlo_samples/make.py   # from the repo root
 """
 
 import os

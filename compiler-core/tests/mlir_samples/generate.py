@@ -1,5 +1,4 @@
-# Regenerates the JAX samples in this folder; from the repo root:
-#   .venv/bin/python compiler-core/tests/mlir_samples/generate.py compiler-core/tests/mlir_samples
+# Regenerates the JAX samples in this folder, from the repo root: .venv/bin/python compiler-core/tests/mlir_samples/generate.py compiler-core/tests/mlir_samples
 import jax, jax.numpy as jnp
 from jax import lax
 import sys, os

@@ -1,17 +1,26 @@
-//! Bounded mutation fuzzing of both parsers (and the verifier behind them).
+//! Bounded mutation fuzzing of both parsers, the verifier, and every stage after them.
 //!
 //! Seeds are real modules (conformance files and the HLO/MLIR samples); each round
 //! mutates one (byte flips, deletions, duplicated or swapped slices, truncation, token
-//! splices) and feeds it to `parse_module`, the StableHLO and the HLO parser. Any panic
-//! or any parse slower than the watchdog fails the test and writes the input to
-//! `target/fuzz-failures/` for reproduction. Runs for `$HLOSCOPE_FUZZ_SECONDS` (default
-//! 15) so CI time stays bounded; the seed is `$HLOSCOPE_FUZZ_SEED` or the clock.
+//! splices) and feeds it to `parse_module`, the StableHLO and the HLO parser. A mutant
+//! that parses, verifies and is small ([`SMALL`], checked with `hloscope_core::limits`)
+//! then goes through the default pipeline, the kernel plan, the interpreter (before and
+//! after the pipeline, on random inputs, with a loop budget) and, with the `cpu`
+//! feature, the CPU target's pipeline, compiler and runtime (modules without `while`:
+//! compiled loops have no budget). Every stage may return an error; none may panic.
+//! Any panic, or any stage slower than its watchdog, fails the test and writes the
+//! input to `target/fuzz-failures/` for reproduction. Runs for
+//! `$HLOSCOPE_FUZZ_SECONDS` (default 15; no round starts after it) so CI time stays
+//! bounded; the seed is `$HLOSCOPE_FUZZ_SEED` or the clock.
 
 #[path = "common/corpus.rs"]
 mod corpus;
 
+use hloscope_core::ir::Module;
+use hloscope_core::limits::{check_module, Limits};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 struct Rng(u64);
@@ -148,26 +157,109 @@ fn seeds() -> Vec<Vec<u8>> {
     out
 }
 
-/// Parses with every entry point; returns whether any of them panicked.
-fn parse_all(text: &str) -> Result<(), String> {
-    std::panic::catch_unwind(|| {
-        for m in [
-            hloscope_core::parse::parse_module(text),
-            hloscope_core::parse::mlir::parse(text),
-            hloscope_core::parse::hlo::parse(text),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            let _ = hloscope_core::verify::verify(&m);
+/// Parses with every entry point and verifies what parsed; returns the module
+/// `parse_module` made when it verified.
+fn parse_all(text: &str) -> Option<Module> {
+    let mut verified = None;
+    for (i, m) in [
+        hloscope_core::parse::parse_module(text),
+        hloscope_core::parse::mlir::parse(text),
+        hloscope_core::parse::hlo::parse(text),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        if let Ok(m) = m {
+            if hloscope_core::verify::verify(&m).is_ok() && i == 0 {
+                verified = Some(m);
+            }
         }
-    })
-    .map_err(|p| {
-        p.downcast_ref::<String>()
-            .cloned()
-            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "panic".into())
-    })
+    }
+    verified
+}
+
+/// The modules the stages after the verifier see: 4096 elements in all (bytes of f64s),
+/// so that interpreting and compiling one stays a matter of milliseconds.
+const SMALL: Limits = Limits { max_elements: 4096, max_total_bytes: 4096 * 8, max_instructions: 2000, max_rank: 8 };
+
+/// Interpreted `while` iterations per run (the interpreter's budget; it errs past it).
+const LOOP_BUDGET: u64 = 1000;
+
+/// The stages after the verifier, in order; `deep_stages` sets the one running (so that
+/// a hang names it) and returns the stages that succeeded.
+const STAGES: [&str; 6] =
+    ["default pipeline", "kernel plan", "interpreter", "interpreter after the pipeline", "cpu compile", "cpu run"];
+
+/// Runs every stage on `m` (verified and within [`SMALL`]); each may fail, and a later
+/// one runs even so where it can. Returns which stages returned `Ok`.
+fn deep_stages(m: &Module, seed: u64, stage: &AtomicUsize) -> [bool; 6] {
+    use hloscope_core::interp::Interpreter;
+    use hloscope_core::passes::pipeline::{run_pipeline, PipelineConfig};
+    let mut ok = [false; 6];
+    let at = |i: usize| stage.store(i, Ordering::SeqCst);
+    at(0);
+    let mut optimized = m.clone();
+    ok[0] = run_pipeline(&mut optimized, &PipelineConfig::default()).is_ok();
+    at(1);
+    ok[1] = hloscope_core::kernel::plan(if ok[0] { &optimized } else { m }).is_ok();
+    // Within the default limits (it is within SMALL), so there are arguments.
+    let args = hloscope_core::interp::try_random_inputs(m, seed).expect("a small module has random inputs");
+    let interpret = |module: &Module| {
+        let mut interp = Interpreter::new(module);
+        interp.max_loop_iterations = LOOP_BUDGET;
+        interp.run(&args).is_ok()
+    };
+    at(2);
+    ok[2] = interpret(m);
+    at(3);
+    ok[3] = ok[0] && interpret(&optimized);
+    #[cfg(feature = "cpu")]
+    {
+        use hloscope_core::ir::Op;
+        use hloscope_core::targets::cpu;
+        let has_while = m.comps.values().any(|c| c.order.iter().any(|&i| matches!(c.inst(i).op, Op::While { .. })));
+        if !has_while {
+            at(4);
+            let exe = cpu::optimize(m).and_then(|o| cpu::compile(&o));
+            ok[4] = exe.is_ok();
+            if let Ok(exe) = exe {
+                at(5);
+                ok[5] = exe.run(&args).is_ok();
+            }
+        }
+    }
+    ok
+}
+
+fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "panic".into())
+}
+
+/// Runs `f` on a thread of its own (with the CLI's stack, since the interpreter recurses
+/// into sub-computations): its result, or why not (the panic's message, or a hang past
+/// `limit`).
+fn watchdog<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(move || {
+            let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(panic_message));
+        })
+        .expect("a thread starts");
+    match rx.recv_timeout(limit) {
+        Ok(r) => r,
+        Err(_) => Err(format!("hang: ran for more than {} s", limit.as_secs())),
+    }
+}
+
+/// Fails the test for `input`, saving it with why.
+fn fail(input: &[u8], what: &str, why: &str) -> ! {
+    let _ = std::panic::take_hook();
+    let path = save_failure(input, &format!("{what}: {why}"));
+    panic!("{what} failed ({why}); input saved to {}", path.display());
 }
 
 fn save_failure(input: &[u8], why: &str) -> PathBuf {
@@ -179,8 +271,22 @@ fn save_failure(input: &[u8], why: &str) -> PathBuf {
     path
 }
 
+/// The built-in seeds go through every stage without an error: the stages really run
+/// (a fuzzer whose later stages all failed on every input would find nothing).
 #[test]
-fn parsers_never_panic_or_hang() {
+fn every_stage_runs_on_the_plain_seeds() {
+    let seeds = seeds();
+    for seed in &seeds[seeds.len() - 2..] {
+        let m = parse_all(std::str::from_utf8(seed).unwrap()).expect("the seed parses and verifies");
+        check_module(&m, &SMALL).unwrap();
+        let ok = deep_stages(&m, 1, &AtomicUsize::new(0));
+        let want = if cfg!(feature = "cpu") { [true; 6] } else { [true, true, true, true, false, false] };
+        assert_eq!(ok, want, "stages {STAGES:?}");
+    }
+}
+
+#[test]
+fn parsers_and_later_stages_never_panic_or_hang() {
     let seconds: u64 = std::env::var("HLOSCOPE_FUZZ_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(15);
     let seed: u64 = std::env::var("HLOSCOPE_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
@@ -192,32 +298,39 @@ fn parsers_never_panic_or_hang() {
     // Silence the default panic message per caught panic; the test reports its own.
     std::panic::set_hook(Box::new(|_| {}));
     let mut rounds = 0u64;
+    // Mutants that went past the verifier, and per stage how many of them it accepted.
+    let (mut deep, mut accepted) = (0u64, [0u64; 6]);
     while Instant::now() < deadline {
         let base = &seeds[rng.below(seeds.len())];
         let input = mutate(&mut rng, base);
         let text = String::from_utf8_lossy(&input).into_owned();
-        // Watchdog: a parse that takes more than 10 s counts as a hang.
-        let (tx, rx) = mpsc::channel();
-        let worker_text = text.clone();
-        std::thread::spawn(move || {
-            let _ = tx.send(parse_all(&worker_text));
-        });
-        match rx.recv_timeout(Duration::from_secs(10)) {
-            Ok(Ok(())) => {}
-            Ok(Err(msg)) => {
-                let _ = std::panic::take_hook();
-                let path = save_failure(&input, &msg);
-                panic!("a parser panicked ({msg}); input saved to {}", path.display());
-            }
-            Err(_) => {
-                let _ = std::panic::take_hook();
-                let path = save_failure(&input, "hang");
-                panic!("a parser ran for more than 10 s; input saved to {}", path.display());
-            }
-        }
+        // A parse that takes more than 10 s counts as a hang.
+        let parsed = watchdog(Duration::from_secs(10), move || parse_all(&text))
+            .unwrap_or_else(|why| fail(&input, "parsing or verifying", &why));
         rounds += 1;
+        let Some(m) = parsed.filter(|m| check_module(m, &SMALL).is_ok()) else { continue };
+        if Instant::now() >= deadline {
+            break;
+        }
+        // Compiling and interpreting small modules takes milliseconds; a minute (on a
+        // loaded machine) is a hang.
+        let stage = Arc::new(AtomicUsize::new(0));
+        let running = Arc::clone(&stage);
+        match watchdog(Duration::from_secs(60), move || deep_stages(&m, rounds, &running)) {
+            Ok(ok) => {
+                deep += 1;
+                for (n, ok) in accepted.iter_mut().zip(ok) {
+                    *n += ok as u64;
+                }
+            }
+            Err(why) => fail(&input, STAGES[stage.load(Ordering::SeqCst)], &why),
+        }
     }
     let _ = std::panic::take_hook();
-    println!("{rounds} fuzz rounds, no panic, no hang");
+    let per_stage: Vec<String> = STAGES.iter().zip(accepted).map(|(s, n)| format!("{s} {n}")).collect();
+    println!(
+        "{rounds} fuzz rounds, {deep} past the verifier (accepted by: {}), no panic, no hang",
+        per_stage.join(", ")
+    );
     assert!(rounds > 0);
 }

@@ -5,7 +5,9 @@
 //!
 //! Each case is one that crashed the CLI when found (a `parameter(N)` number past the
 //! instruction count, an `iota` of 1e11 elements, `f32[65536,65536,65536,65536]`, a `pad`
-//! to 2^63 elements, a `broadcast` to 9e18 elements), in XLA HLO text and in StableHLO.
+//! to 2^63 elements, a `broadcast` to 9e18 elements), in XLA HLO text and in StableHLO;
+//! and two the verifier refuses: a reduce-window over 1e18 window positions, and arrays
+//! that together exceed the 64 GiB of a module.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -104,6 +106,20 @@ fn cases() -> Vec<Case> {
             ),
             at: "2:68",
             reason: format!("f32[3000000000,3000000000] has 9000000000000000000 elements, {LIMIT}"),
+        },
+        Case {
+            // A one-element result summed over a window of 1e18 positions (padded to
+            // fit a 4x4 input): both targets looped for good.
+            file: "window.hlo",
+            text: "HloModule m\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, \
+                   b)\n}\n\nENTRY main {\n  x = f32[4,4]{1,0} parameter(0)\n  z = f32[] constant(0)\n  ROOT r = \
+                   f32[1,1]{1,0} reduce-window(x, z), window={size=1000000000x1000000000 \
+                   pad=0_999999996x0_999999996}, to_apply=add\n}\n"
+                .into(),
+            at: "12:8",
+            reason: "invalid module: in main, %r: the window [1000000000, 1000000000] has 1000000000000000000 \
+                     positions, more than the limit of 536870912"
+                .into(),
         },
         Case {
             // Every array within the limit, all of them together over the 64 GiB of a

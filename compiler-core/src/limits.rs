@@ -37,7 +37,9 @@ pub const MAX_RANK: usize = 64;
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Most elements of one array. Also bounds the index space of an empty array (the
-    /// product of its dimensions with zeros counted as one), since loops run over it.
+    /// product of its dimensions with zeros counted as one), since loops run over it,
+    /// and the positions of a reduce-window's or select-and-scatter's window (attributes,
+    /// not an array, but loops over them nest inside the loops over the result).
     pub max_elements: u64,
     /// Most bytes of all arrays together: every live instruction's result in every
     /// computation (parameters, results and intermediates; fusion bodies included, since
@@ -148,6 +150,27 @@ pub fn check_module(module: &Module, limits: &Limits) -> Result<(), LimitError> 
                 ));
             }
             let bytes = limits.check_type(&inst.ty).map_err(|m| LimitError::at(comp, id, m))?;
+            if let Op::ReduceWindow(crate::ir::ReduceWindowAttrs { window_dims, .. })
+            | Op::SelectAndScatter(crate::ir::SelectAndScatterAttrs { window_dims, .. }) = &inst.op
+            {
+                // Within the limit, window times result stays below 2^58: no product of
+                // loop extents overflows, whatever the padding made room for.
+                let positions = window_dims.iter().try_fold(1u64, |n, &d| n.checked_mul(d.max(1) as u64));
+                if positions.is_none_or(|n| n > limits.max_elements) {
+                    let n = match positions {
+                        Some(n) => n.to_string(),
+                        None => format!("{:.1e}", window_dims.iter().map(|&d| d.max(1) as f64).product::<f64>()),
+                    };
+                    return Err(LimitError::at(
+                        comp,
+                        id,
+                        format!(
+                            "the window {window_dims:?} has {n} positions, more than the limit of {}",
+                            limits.max_elements
+                        ),
+                    ));
+                }
+            }
             if !matches!(inst.op, Op::Tuple | Op::GetTupleElement { .. }) {
                 total_bytes = total_bytes.saturating_add(bytes);
             }

@@ -418,3 +418,30 @@ fn ranks_and_tuple_nesting_past_the_limits() {
     let nested = hlo(&format!("  ROOT p = {}f32[]{} parameter(0)\n", "(".repeat(200), ")".repeat(200)));
     parse::parse_module(&nested).unwrap();
 }
+
+/// A 4x4 input, a 1e9 x 1e9 window padded to fit: a result of one element, whose one
+/// sum ran over 1e18 positions (both targets looped for good; the cost model said
+/// 1e18 FLOPs). The window's positions are capped like an array's elements.
+#[test]
+fn reduce_window_with_a_window_of_1e18_positions() {
+    let message =
+        "the window [1000000000, 1000000000] has 1000000000000000000 positions, more than the limit of 536870912";
+    let text = "HloModule m\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\n\
+                ENTRY main {\n  x = f32[4,4]{1,0} parameter(0)\n  z = f32[] constant(0)\n  ROOT r = f32[1,1]{1,0} \
+                reduce-window(x, z), window={size=1000000000x1000000000 pad=0_999999996x0_999999996}, to_apply=add\n}\n";
+    let e = hloscope_core::verify::verify(&parse::parse_module(text).unwrap()).unwrap_err();
+    assert_eq!(e.to_string(), format!("12:8: in main, %r: {message}"));
+    let text = "func.func @main(%x: tensor<4x4xf32>) -> tensor<1x1xf32> {\n  %z = stablehlo.constant dense<0.0> : \
+                tensor<f32>\n  %r = \"stablehlo.reduce_window\"(%x, %z) ({\n    ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n      \
+                %s = stablehlo.add %a, %b : tensor<f32>\n      stablehlo.return %s : tensor<f32>\n  }) {\n    \
+                padding = dense<[[0, 999999996], [0, 999999996]]> : tensor<2x2xi64>,\n    window_dimensions = \
+                array<i64: 1000000000, 1000000000>\n  } : (tensor<4x4xf32>, tensor<f32>) -> tensor<1x1xf32>\n  \
+                return %r : tensor<1x1xf32>\n}\n";
+    let m = parse::parse_module(text).unwrap();
+    let e = hloscope_core::verify::verify(&m).unwrap_err();
+    assert_eq!((e.loc.line, e.loc.col, e.message.as_str()), (3, 8, message));
+    // And on the targets, for a module nobody verified.
+    let e = hloscope_core::interp::Interpreter::new(&m).run(&[]).unwrap_err();
+    assert_eq!(e.message, message);
+    assert!(hloscope_core::kernel::plan(&m).unwrap_err().ends_with(message));
+}

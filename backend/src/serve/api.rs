@@ -352,7 +352,8 @@ pub struct OutputCheck {
     pub max_abs_error: f64,
     /// Elements outside the tolerance.
     pub mismatches: u64,
-    /// The tolerance: |t - r| <= atol + rtol * |r| (0 and 0 for integers and preds).
+    /// The tolerance: |t - r| <= atol + rtol * |r| (0 and 0 for integers and preds); atol
+    /// is the type's per unit of the output's largest magnitude (at least 1).
     pub atol: f64,
     pub rtol: f64,
 }

@@ -6,8 +6,9 @@
 //! Each case is one that crashed the CLI when found (a `parameter(N)` number past the
 //! instruction count, an `iota` of 1e11 elements, `f32[65536,65536,65536,65536]`, a `pad`
 //! to 2^63 elements, a `broadcast` to 9e18 elements), in XLA HLO text and in StableHLO;
-//! and two the verifier refuses: a reduce-window over 1e18 window positions, and arrays
-//! that together exceed the 64 GiB of a module.
+//! and some the verifier refuses: a reduce-window over 1e18 window positions, pad and
+//! slice attributes far past any dimension, and arrays that together exceed the 64 GiB
+//! of a module.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -119,6 +120,26 @@ fn cases() -> Vec<Case> {
             at: "12:8",
             reason: "invalid module: in main, %r: the window [1000000000, 1000000000] has 1000000000000000000 \
                      positions, more than the limit of 536870912"
+                .into(),
+        },
+        Case {
+            // Attributes past any dimension, the result small: `low + i * (interior + 1)`
+            // overflowed in the interpreter and the kernel plan.
+            file: "pad_interior.hlo",
+            text: hlo("  x = f32[2]{0} parameter(0)\n  z = f32[] constant(0)\n  ROOT p = f32[2]{0} pad(x, z), \
+                       padding=-9223372036854775807_0_9223372036854775807\n"),
+            at: "6:8",
+            reason: "invalid module: in main, %p: pad padding -9223372036854775807 is beyond the limit of ±536870912"
+                .into(),
+        },
+        Case {
+            file: "slice_stride.mlir",
+            text: "func.func @main(%a: tensor<4xf32>) -> tensor<1xf32> {\n  %0 = stablehlo.slice %a \
+                   [0:4:9223372036854775807] : (tensor<4xf32>) -> tensor<1xf32>\n  return %0 : tensor<1xf32>\n}\n"
+                .into(),
+            at: "2:8",
+            reason: "invalid module: in main, %slice.1: slice stride 9223372036854775807 is beyond the limit of \
+                     ±536870912"
                 .into(),
         },
         Case {

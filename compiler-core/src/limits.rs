@@ -37,9 +37,13 @@ pub const MAX_RANK: usize = 64;
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Most elements of one array. Also bounds the index space of an empty array (the
-    /// product of its dimensions with zeros counted as one), since loops run over it,
-    /// and the positions of a reduce-window's or select-and-scatter's window (attributes,
-    /// not an array, but loops over them nest inside the loops over the result).
+    /// product of its dimensions with zeros counted as one), since loops run over it;
+    /// the positions of a reduce-window's or select-and-scatter's window (attributes,
+    /// not an array, but loops over them nest inside the loops over the result); and
+    /// the magnitude of every attribute that enters index arithmetic (pad amounts,
+    /// strides, dilations, window padding): past the largest dimension they mean
+    /// nothing more, and within it `low + i * (interior + 1)` and the like stay far
+    /// from 64-bit overflow.
     pub max_elements: u64,
     /// Most bytes of all arrays together: every live instruction's result in every
     /// computation (parameters, results and intermediates; fusion bodies included, since
@@ -150,27 +154,7 @@ pub fn check_module(module: &Module, limits: &Limits) -> Result<(), LimitError> 
                 ));
             }
             let bytes = limits.check_type(&inst.ty).map_err(|m| LimitError::at(comp, id, m))?;
-            if let Op::ReduceWindow(crate::ir::ReduceWindowAttrs { window_dims, .. })
-            | Op::SelectAndScatter(crate::ir::SelectAndScatterAttrs { window_dims, .. }) = &inst.op
-            {
-                // Within the limit, window times result stays below 2^58: no product of
-                // loop extents overflows, whatever the padding made room for.
-                let positions = window_dims.iter().try_fold(1u64, |n, &d| n.checked_mul(d.max(1) as u64));
-                if positions.is_none_or(|n| n > limits.max_elements) {
-                    let n = match positions {
-                        Some(n) => n.to_string(),
-                        None => format!("{:.1e}", window_dims.iter().map(|&d| d.max(1) as f64).product::<f64>()),
-                    };
-                    return Err(LimitError::at(
-                        comp,
-                        id,
-                        format!(
-                            "the window {window_dims:?} has {n} positions, more than the limit of {}",
-                            limits.max_elements
-                        ),
-                    ));
-                }
-            }
+            check_attributes(&inst.op, limits).map_err(|m| LimitError::at(comp, id, m))?;
             if !matches!(inst.op, Op::Tuple | Op::GetTupleElement { .. }) {
                 total_bytes = total_bytes.saturating_add(bytes);
             }
@@ -188,6 +172,52 @@ pub fn check_module(module: &Module, limits: &Limits) -> Result<(), LimitError> 
         }
     }
     Ok(())
+}
+
+/// The attributes of `op` that loops and index arithmetic use, against
+/// [`Limits::max_elements`] (see there).
+fn check_attributes(op: &Op, limits: &Limits) -> Result<(), String> {
+    let max = limits.max_elements;
+    let each = |what: &str, values: &mut dyn Iterator<Item = i64>| -> Result<(), String> {
+        for v in values {
+            if v.unsigned_abs() > max {
+                return Err(format!("{} {what} {v} is beyond the limit of ±{max}", op.hlo_name()));
+            }
+        }
+        Ok(())
+    };
+    match op {
+        Op::Pad { low, high, interior } => {
+            each("padding", &mut low.iter().chain(high).copied())?;
+            each("interior padding", &mut interior.iter().copied())
+        }
+        Op::Slice { stride, .. } => each("stride", &mut stride.iter().copied()),
+        Op::Convolution(c) => {
+            each("stride", &mut c.window_strides.iter().copied())?;
+            each("padding", &mut c.padding.iter().flat_map(|&(lo, hi)| [lo, hi]))?;
+            each("dilation", &mut c.lhs_dilation.iter().chain(&c.rhs_dilation).copied())
+        }
+        Op::ReduceWindow(crate::ir::ReduceWindowAttrs { window_dims, strides, padding, .. })
+        | Op::SelectAndScatter(crate::ir::SelectAndScatterAttrs { window_dims, strides, padding, .. }) => {
+            // Within the limit, window times result stays below 2^58: no product of
+            // loop extents overflows, whatever the padding made room for.
+            let positions = window_dims.iter().try_fold(1u64, |n, &d| n.checked_mul(d.max(1) as u64));
+            if positions.is_none_or(|n| n > max) {
+                let n = match positions {
+                    Some(n) => n.to_string(),
+                    None => format!("{:.1e}", window_dims.iter().map(|&d| d.max(1) as f64).product::<f64>()),
+                };
+                return Err(format!("the window {window_dims:?} has {n} positions, more than the limit of {max}"));
+            }
+            each("stride", &mut strides.iter().copied())?;
+            each("padding", &mut padding.iter().flat_map(|&(lo, hi)| [lo, hi]))?;
+            if let Op::ReduceWindow(a) = op {
+                each("dilation", &mut a.base_dilations.iter().chain(&a.window_dilations).copied())?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 /// A count for a message: exact when it fits 64 bits, else `1.8e19` from the dims.

@@ -445,3 +445,49 @@ fn reduce_window_with_a_window_of_1e18_positions() {
     assert_eq!(e.message, message);
     assert!(hloscope_core::kernel::plan(&m).unwrap_err().ends_with(message));
 }
+
+/// Attributes far past any dimension while the result stays small: a pad whose
+/// negative low padding cancels an interior padding of 2^63 - 1 (`low + i * (interior
+/// + 1)` overflowed in the interpreter and the kernel plan), a slice with a stride of
+/// 2^63 - 1 (`limit - start + stride - 1` overflowed in the interpreter).
+#[test]
+fn attributes_beyond_any_dimension() {
+    let pad = "pad padding -9223372036854775807 is beyond the limit of ±536870912";
+    let text = hlo("  x = f32[2]{0} parameter(0)\n  z = f32[] constant(0)\n  ROOT p = f32[2]{0} pad(x, z), \
+                    padding=-9223372036854775807_0_9223372036854775807\n");
+    let e = hloscope_core::verify::verify(&parse::parse_module(&text).unwrap()).unwrap_err();
+    assert_eq!(e.to_string(), format!("6:8: in main, %p: {pad}"));
+    let text = mlir(
+        "%a: tensor<2xf32>",
+        "tensor<2xf32>",
+        "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n  %0 = stablehlo.pad %a, %z, low = \
+         [-9223372036854775807], high = [0], interior = [9223372036854775807] : (tensor<2xf32>, tensor<f32>) -> \
+         tensor<2xf32>\n  return %0 : tensor<2xf32>\n",
+    );
+    let m = parse::parse_module(&text).unwrap();
+    let e = hloscope_core::verify::verify(&m).unwrap_err();
+    assert_eq!((e.loc.line, e.loc.col, e.message.as_str()), (3, 8, pad));
+    // Unverified, on each target.
+    assert_eq!(hloscope_core::interp::Interpreter::new(&m).run(&[]).unwrap_err().message, pad);
+    assert!(hloscope_core::kernel::plan(&m).unwrap_err().ends_with(pad));
+
+    let slice = "slice stride 9223372036854775807 is beyond the limit of ±536870912";
+    let text = hlo("  x = f32[4]{0} parameter(0)\n  ROOT s = f32[1]{0} slice(x), slice={[0:4:9223372036854775807]}\n");
+    let e = hloscope_core::verify::verify(&parse::parse_module(&text).unwrap()).unwrap_err();
+    assert_eq!(e.to_string(), format!("5:8: in main, %s: {slice}"));
+    let text = mlir(
+        "%a: tensor<4xf32>",
+        "tensor<1xf32>",
+        "  %0 = stablehlo.slice %a [0:4:9223372036854775807] : (tensor<4xf32>) -> tensor<1xf32>\n  return %0 : \
+         tensor<1xf32>\n",
+    );
+    let e = hloscope_core::verify::verify(&parse::parse_module(&text).unwrap()).unwrap_err();
+    assert_eq!((e.loc.line, e.loc.col, e.message.as_str()), (2, 8, slice));
+    // A stride past the dimension but within the limit means "one element": still fine.
+    let text = hlo("  x = f32[4]{0} parameter(0)\n  ROOT s = f32[1]{0} slice(x), slice={[1:4:1000]}\n");
+    let m = parse::parse_module(&text).unwrap();
+    hloscope_core::verify::verify(&m).unwrap();
+    let args = hloscope_core::interp::try_random_inputs(&m, 3).unwrap();
+    let y = hloscope_core::interp::run(&m, &args).unwrap();
+    assert_eq!(y.as_array().unwrap().get(0), args[0].as_array().unwrap().get(1));
+}

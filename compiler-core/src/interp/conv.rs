@@ -330,7 +330,12 @@ mod tests {
     fn extreme_strides_are_errors() {
         let (mut a, x, k) = one_d();
         a.window_strides = vec![i64::MAX];
-        let err = run_op(Op::Convolution(a), arr(F32, &[1, 1, 1]), &[x.into(), k.into()]).unwrap_err();
+        let args = [x.into(), k.into()];
+        // Refused by the limits (`crate::limits`) before it runs ...
+        let err = run_op(Op::Convolution(a.clone()), arr(F32, &[1, 1, 1]), &args).unwrap_err();
+        assert_eq!(err.message, "convolution stride 9223372036854775807 is beyond the limit of ±536870912");
+        // ... and behind them by the interpreter's own range check.
+        let err = run_op_unlimited(Op::Convolution(a), arr(F32, &[1, 1, 1]), &args).unwrap_err();
         assert!(err.message.contains("out of the supported range"), "{err}");
     }
 

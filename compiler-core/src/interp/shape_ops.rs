@@ -175,7 +175,8 @@ pub(super) fn slice(_: &mut Interpreter, inst: &Instruction, args: &[Value]) -> 
         if s < 0 || l < s || l > x.shape.dims[d] || k <= 0 {
             return Err(format!("slice [{s}:{l}:{k}] is out of bounds for dimension {d} of {}", x.shape));
         }
-        dims.push((l - s + k - 1) / k);
+        // ceil((l - s) / k) without `l - s + k - 1`, which overflows for a huge stride.
+        dims.push(if l == s { 0 } else { (l - s - 1) / k + 1 });
     }
     let shape = Shape::new(x.elem(), dims);
     check_result(inst, &shape)?;

@@ -119,11 +119,31 @@ impl TestModule {
         let module = self.finish_with_entry(&params, |b, p| b.op(op, p, ty));
         super::run(&module, args)
     }
+
+    /// [`TestModule::run_op`] with the resource limits lifted ([`crate::limits`]), to
+    /// reach the interpreter's own range checks: the defence behind the limits.
+    pub fn run_op_unlimited(self, op: Op, ty: Type, args: &[Value]) -> Result<Value, InterpError> {
+        let params: Vec<Type> = args.iter().map(Value::ty).collect();
+        let module = self.finish_with_entry(&params, |b, p| b.op(op, p, ty));
+        let mut interp = super::Interpreter::new(&module);
+        interp.limits = crate::limits::Limits {
+            max_elements: u64::MAX,
+            max_total_bytes: u64::MAX,
+            max_instructions: u64::MAX,
+            max_rank: usize::MAX,
+        };
+        interp.run(args)
+    }
 }
 
 /// Runs one instruction `op` (result type `ty`) over parameters bound to `args`.
 pub(crate) fn run_op(op: Op, ty: Type, args: &[Value]) -> Result<Value, InterpError> {
     TestModule::new().run_op(op, ty, args)
+}
+
+/// [`run_op`] with the resource limits lifted ([`TestModule::run_op_unlimited`]).
+pub(crate) fn run_op_unlimited(op: Op, ty: Type, args: &[Value]) -> Result<Value, InterpError> {
+    TestModule::new().run_op_unlimited(op, ty, args)
 }
 
 /// Like `run_op`, but unwraps a single array result (panics with the error otherwise:

@@ -84,7 +84,8 @@ impl Limits {
         // dimension (whose loops would still run) is refused too.
         let span = s.dims.iter().try_fold(1u64, |n, &d| n.checked_mul(d.max(1) as u64));
         match (span, s.checked_num_elements()) {
-            (Some(span), Some(n)) if span <= self.max_elements => Ok(n * s.elem.byte_size() as u64),
+            // Saturating: a caller's limits may be far above the defaults.
+            (Some(span), Some(n)) if span <= self.max_elements => Ok(n.saturating_mul(s.elem.byte_size() as u64)),
             (_, Some(0)) => Err(format!(
                 "{s} is empty but spans {} index positions, more than the limit of {} elements",
                 count(span, s),
@@ -136,7 +137,8 @@ impl LimitError {
 }
 
 /// Checks every live instruction of every computation (reachable or not: cheaper than
-/// finding out, and stricter) against `limits`: each array's elements, the total bytes
+/// finding out, and stricter) against `limits`: each array's elements and rank, the
+/// attributes loops run over (windows, paddings, strides, dilations), the total bytes
 /// and the instruction count. Allocates nothing unless it fails. Instructions missing
 /// from their arena are skipped (the verifier reports those).
 pub fn check_module(module: &Module, limits: &Limits) -> Result<(), LimitError> {

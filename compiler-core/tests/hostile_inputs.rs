@@ -491,3 +491,16 @@ fn attributes_beyond_any_dimension() {
     let y = hloscope_core::interp::run(&m, &args).unwrap();
     assert_eq!(y.as_array().unwrap().get(0), args[0].as_array().unwrap().get(1));
 }
+
+#[test]
+fn lifted_limits_never_overflow_either() {
+    // A caller may lift every limit; sizes then saturate instead of wrapping.
+    let unlimited =
+        Limits { max_elements: u64::MAX, max_total_bytes: u64::MAX, max_instructions: u64::MAX, max_rank: usize::MAX };
+    let big = Shape::new(ElementType::F64, vec![1 << 31, 1 << 31]);
+    assert_eq!(unlimited.check_shape(&big), Ok(u64::MAX));
+    let m = built(&[Type::Array(big.clone())], vec![(Op::Unary(UnaryOp::Neg), vec![0], Type::Array(big))]);
+    check_module(&m, &unlimited).unwrap();
+    // Past 64 bits is refused whatever the limits.
+    assert!(unlimited.check_shape(&Shape::new(ElementType::F32, vec![65536; 4])).is_err());
+}

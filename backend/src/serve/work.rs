@@ -251,6 +251,11 @@ fn compile(req: &CompileRequest, args: &WorkerArgs) -> Result<CompileResponse, F
     let mut optimized = module.clone();
     let snaps = run_pipeline(&mut optimized, &config).map_err(|e| match e {
         hloscope_core::passes::pipeline::PipelineError::Spec(m) => Failure::bad_request(m),
+        hloscope_core::passes::pipeline::PipelineError::Limit(e) => {
+            let mut f = Failure::invalid(e.to_string(), e.loc.line, e.loc.col);
+            f.1.kind = "resource_limit".into();
+            f
+        }
         e => Failure::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
     })?;
     let report = ExplainReport::new(&optimized, &snaps, &config.profile);

@@ -53,7 +53,7 @@ impl PipelineArgs {
         } else {
             api::profile_by_name(&self.profile).map_err(|e| RunError(format!("--profile: {e} (or `measured`)")))?
         };
-        Ok(PipelineConfig { passes, fusion, verify: true, snapshots, profile })
+        Ok(PipelineConfig { passes, fusion, verify: true, snapshots, profile, clock: None })
     }
 }
 

@@ -44,8 +44,10 @@ const hloLanguage = StreamLanguage.define({
 
 const external = Annotation.define();
 
-/** An editor in `parent` holding `doc`; `onChange(text)` after each edit by a person. */
-export function createEditor(parent, doc, onChange) {
+/** An editor in `parent` holding `doc`; `onChange(text)` after each edit by a person,
+ * `onCursor(line)` when the cursor moves to another line (1-based). */
+export function createEditor(parent, doc, onChange, onCursor) {
+  let lastLine = 0;
   return new EditorView({
     parent,
     state: EditorState.create({
@@ -58,6 +60,10 @@ export function createEditor(parent, doc, onChange) {
         EditorView.updateListener.of((u) => {
           if (u.docChanged && !u.transactions.some((t) => t.annotation(external))) {
             onChange(u.state.doc.toString());
+          }
+          if (u.selectionSet || u.docChanged) {
+            const line = u.state.doc.lineAt(u.state.selection.main.head).number;
+            if (line !== lastLine) { lastLine = line; onCursor(line); }
           }
         }),
       ],
@@ -115,4 +121,42 @@ export function measureAfterPaint() {
       performance.measure("hloscope:edit-to-graph", "hloscope:edit");
     }
   }, 0));
+}
+
+/** Calls `onText(text, name)` with the contents of `file` (a File from an input or a drop). */
+export function readFile(file, onText) {
+  file.text().then((text) => onText(text, file.name), (e) => onText(null, String(e)));
+}
+
+/** Downloads `svg` (the graph's element) as a standalone SVG file named `name`: the
+ * page's graph styles go along with the colours of the current theme resolved, and the
+ * pan and zoom are left behind. */
+export function exportSvg(svg, name) {
+  const clone = svg.cloneNode(true);
+  clone.removeAttribute("style");
+  clone.setAttribute("xmlns", "http://www.w3.org/2000/svg");
+  const root = getComputedStyle(document.documentElement);
+  const resolve = (text) => text.replace(/var\((--[\w-]+)\)/g, (_, v) => root.getPropertyValue(v).trim());
+  const rules = [];
+  for (const sheet of document.styleSheets) {
+    let list;
+    try { list = sheet.cssRules; } catch { continue; }
+    for (const rule of list) {
+      if (rule.selectorText && rule.selectorText.includes(".graph ")) {
+        rules.push(resolve(rule.cssText.replaceAll(".graph ", "svg ")));
+      }
+    }
+  }
+  const style = document.createElementNS("http://www.w3.org/2000/svg", "style");
+  style.textContent = `svg { background: ${root.getPropertyValue("--bg").trim()}; font-family: sans-serif; }\n` + rules.join("\n");
+  clone.insertBefore(style, clone.firstChild);
+  const text = new XMLSerializer().serializeToString(clone);
+  const url = URL.createObjectURL(new Blob([text], { type: "image/svg+xml" }));
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = name;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
 }

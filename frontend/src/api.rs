@@ -1,58 +1,182 @@
 //! The compiler's Web Worker (`static/worker.js` running the `hloscope-worker` crate):
-//! requests out, answers in, answers to superseded requests dropped.
+//! requests out, answers in.
+//!
+//! At most one compile is in flight: an edit made while the worker is busy waits, and
+//! only the newest such edit is sent when the worker is free, so typing fast never
+//! queues stale work and a lone edit is compiled at once. Answers the page has
+//! superseded are dropped here. A worker that dies (a trap in the compiler) is replaced
+//! by a fresh one, and the page is told.
 
-use crate::protocol::{Request, Response};
-use std::cell::Cell;
+use crate::protocol::{Crash, Outcome, PassSummary, PassView, Request, Response, ViewSpec};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-pub struct Compiler {
-    worker: web_sys::Worker,
-    next_id: Cell<u32>,
+/// An answer the page wants, its view whole.
+pub enum Answer {
+    Compiled { passes: Vec<PassSummary>, view: PassView, compile_ms: f64, layout_ms: f64 },
+    Viewed(PassView),
+    Error { line: u32, col: u32, message: String },
 }
 
+type OnAnswer = Rc<dyn Fn(Answer)>;
+type OnCrash = Rc<dyn Fn(String)>;
+
+struct Inner {
+    worker: RefCell<Option<web_sys::Worker>>,
+    next_id: Cell<u32>,
+    /// The last compile sent, and whether its answer is still to come.
+    last_compile: Cell<u32>,
+    compiling: Cell<bool>,
+    /// Text edited while a compile was in flight, and the view to ask for with it.
+    waiting: RefCell<Option<(String, ViewSpec)>>,
+    /// The last view received, wanted or not: the next one is sent as what differs.
+    received: RefCell<Option<PassView>>,
+    on_answer: OnAnswer,
+    on_crash: OnCrash,
+}
+
+#[derive(Clone)]
+pub struct Compiler(Rc<Inner>);
+
 impl Compiler {
-    /// Starts the worker; `on_answer` gets the latest request's answer, `on_crash` a
-    /// message when the worker fails.
+    /// Starts the worker; `on_answer` gets each answer the page still wants, `on_crash`
+    /// a message when the worker failed (it has been restarted by then).
     pub fn start(
-        on_answer: impl Fn(Response) + 'static,
+        on_answer: impl Fn(Answer) + 'static,
         on_crash: impl Fn(String) + 'static,
     ) -> Result<Compiler, JsValue> {
-        let opts = web_sys::WorkerOptions::new();
-        opts.set_type(web_sys::WorkerType::Module);
-        let worker = web_sys::Worker::new_with_options("./worker.js", &opts)?;
-        let compiler = Compiler { worker, next_id: Cell::new(0) };
-        let on_message = Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |e: web_sys::MessageEvent| {
-            let Some(text) = e.data().as_string() else { return };
-            match serde_json::from_str::<Response>(&text) {
-                Ok(r) => on_answer(r),
-                Err(err) => web_sys::console::error_1(&format!("bad answer from the worker: {err}").into()),
-            }
-        });
-        compiler.worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-        on_message.forget();
-        let on_error = Closure::<dyn Fn(web_sys::ErrorEvent)>::new(move |e: web_sys::ErrorEvent| {
-            on_crash(format!("the compiler's worker failed: {}", e.message()));
-        });
-        compiler.worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-        on_error.forget();
+        let compiler = Compiler(Rc::new(Inner {
+            worker: RefCell::new(None),
+            next_id: Cell::new(0),
+            last_compile: Cell::new(0),
+            compiling: Cell::new(false),
+            waiting: RefCell::new(None),
+            received: RefCell::new(None),
+            on_answer: Rc::new(on_answer),
+            on_crash: Rc::new(on_crash),
+        }));
+        compiler.spawn()?;
         Ok(compiler)
     }
 
-    /// Sends `source` to compile; returns the request's id.
-    pub fn compile(&self, source: &str) -> u32 {
-        let id = self.next_id.get() + 1;
-        self.next_id.set(id);
-        let req = Request { id, source: source.to_string() };
-        let json = serde_json::to_string(&req).unwrap_or_default();
-        if let Err(e) = self.worker.post_message(&JsValue::from_str(&json)) {
+    fn spawn(&self) -> Result<(), JsValue> {
+        let opts = web_sys::WorkerOptions::new();
+        opts.set_type(web_sys::WorkerType::Module);
+        let worker = web_sys::Worker::new_with_options("./worker.js", &opts)?;
+        let me = self.clone();
+        let on_message = Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |e: web_sys::MessageEvent| {
+            let Some(text) = e.data().as_string() else { return };
+            match serde_json::from_str::<Response>(&text) {
+                Ok(r) => me.answered(r),
+                Err(_) => match serde_json::from_str::<Crash>(&text) {
+                    Ok(c) => me.crashed(format!("the compiler crashed: {}", c.crash)),
+                    Err(err) => web_sys::console::error_1(&format!("bad answer from the worker: {err}").into()),
+                },
+            }
+        });
+        worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        on_message.forget();
+        let me = self.clone();
+        let on_error = Closure::<dyn Fn(web_sys::ErrorEvent)>::new(move |e: web_sys::ErrorEvent| {
+            me.crashed(format!("the compiler's worker failed: {}", e.message()));
+        });
+        worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+        on_error.forget();
+        if let Some(old) = self.0.worker.replace(Some(worker)) {
+            old.terminate();
+        }
+        // A fresh worker has sent nothing yet.
+        self.0.received.replace(None);
+        Ok(())
+    }
+
+    fn crashed(&self, message: String) {
+        self.0.compiling.set(false);
+        if let Err(e) = self.spawn() {
             web_sys::console::error_1(&e);
         }
+        (self.0.on_crash)(message);
+        self.send_waiting();
+    }
+
+    fn answered(&self, r: Response) {
+        let is_compile = matches!(r.result, Outcome::Compiled { .. } | Outcome::Error { .. });
+        if is_compile && r.id == self.0.last_compile.get() {
+            self.0.compiling.set(false);
+        }
+        let wanted = match r.result {
+            // A compile's answer is wanted while no later compile was sent (a view sent
+            // after it is answered from its session, next).
+            Outcome::Compiled { .. } | Outcome::Error { .. } => r.id == self.0.last_compile.get(),
+            Outcome::Viewed { .. } => r.id == self.0.next_id.get() && r.id > self.0.last_compile.get(),
+        };
+        let complete = |parts: Box<crate::protocol::ViewParts>| {
+            let view = parts.complete(self.0.received.borrow().as_ref());
+            if view.is_none() {
+                web_sys::console::error_1(&"the worker sent part of a view the page never had".into());
+            }
+            self.0.received.replace(view.clone());
+            view
+        };
+        let answer = match r.result {
+            Outcome::Compiled { passes, view } => complete(view).map(|view| Answer::Compiled {
+                passes,
+                view,
+                compile_ms: r.compile_ms,
+                layout_ms: r.layout_ms,
+            }),
+            Outcome::Viewed { view } => complete(view).map(Answer::Viewed),
+            Outcome::Error { line, col, message } => Some(Answer::Error { line, col, message }),
+        };
+        if let (true, Some(answer)) = (wanted, answer) {
+            (self.0.on_answer)(answer);
+        }
+        self.send_waiting();
+    }
+
+    fn send_waiting(&self) {
+        if self.0.compiling.get() {
+            return;
+        }
+        let next = self.0.waiting.borrow_mut().take();
+        if let Some((source, view)) = next {
+            self.compile(&source, view);
+        }
+    }
+
+    fn post(&self, req: &Request) {
+        let json = serde_json::to_string(req).unwrap_or_default();
+        if let Some(w) = self.0.worker.borrow().as_ref() {
+            if let Err(e) = w.post_message(&JsValue::from_str(&json)) {
+                web_sys::console::error_1(&e);
+            }
+        }
+    }
+
+    fn next_id(&self) -> u32 {
+        let id = self.0.next_id.get() + 1;
+        self.0.next_id.set(id);
         id
     }
 
-    /// The id of the last request sent.
-    pub fn latest(&self) -> u32 {
-        self.next_id.get()
+    /// Compiles `source` and asks for `view` of it: now when the worker is free, else
+    /// when it is (replacing any edit still waiting).
+    pub fn compile(&self, source: &str, view: ViewSpec) {
+        if self.0.compiling.get() {
+            *self.0.waiting.borrow_mut() = Some((source.to_string(), view));
+            return;
+        }
+        let id = self.next_id();
+        self.0.last_compile.set(id);
+        self.0.compiling.set(true);
+        self.post(&Request::Compile { id, source: source.to_string(), view });
+    }
+
+    /// Asks for another view of the last compile.
+    pub fn view(&self, view: ViewSpec) {
+        let id = self.next_id();
+        self.post(&Request::View { id, view });
     }
 }

@@ -9,7 +9,12 @@ extern "C" {
     pub type Editor;
 
     #[wasm_bindgen(js_name = createEditor)]
-    pub fn create_editor(parent: &web_sys::HtmlElement, doc: &str, on_change: &js_sys::Function) -> Editor;
+    pub fn create_editor(
+        parent: &web_sys::HtmlElement,
+        doc: &str,
+        on_change: &js_sys::Function,
+        on_cursor: &js_sys::Function,
+    ) -> Editor;
     #[wasm_bindgen(js_name = setDoc)]
     pub fn set_doc(view: &Editor, text: &str);
     #[wasm_bindgen(js_name = getDoc)]
@@ -24,4 +29,10 @@ extern "C" {
     pub fn mark_edit();
     #[wasm_bindgen(js_name = measureAfterPaint)]
     pub fn measure_after_paint();
+    /// Calls `on_text(text, name)` with a file's contents (`text` null when unreadable).
+    #[wasm_bindgen(js_name = readFile)]
+    pub fn read_file(file: &web_sys::File, on_text: &js_sys::Function);
+    /// Downloads the graph's `<svg>` as a file.
+    #[wasm_bindgen(js_name = exportSvg)]
+    pub fn export_svg(svg: &web_sys::Element, name: &str);
 }

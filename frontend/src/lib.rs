@@ -1,8 +1,10 @@
 //! hloscope's web app: edit StableHLO or HLO, step through the pipeline's passes, see each
-//! pass's graph with its fusion clusters, its text diff and its fusion decisions.
+//! pass's graph with its fusion clusters, diff any two passes as text and as graphs, and
+//! follow the fusion decisions.
 //!
-//! The compiler runs in a Web Worker (`frontend/worker`, messages in `protocol.rs`), so
-//! typing never waits for it; the page ([`App`]) only keeps state and draws. The editor is
+//! The compiler runs in a Web Worker (`frontend/worker`, messages in `protocol.rs`,
+//! client in `api.rs`), so typing never waits for it; the page ([`App`]) keeps the state
+//! (`state.rs`) and draws it, one pane per file in `components/`. The editor is
 //! CodeMirror 6 (`cm.rs`); the state lives in the URL's hash (`url.rs`).
 
 pub mod api;
@@ -10,23 +12,22 @@ pub mod cm;
 pub mod components;
 pub mod examples;
 pub mod protocol;
+pub mod state;
 pub mod url;
 
-use components::{decisions::Decisions, diff::Diff, graph::Graph, node_details::NodeDetails, pass_list::PassList};
+use components::{
+    decisions::Decisions, diff::Diff, graph::Graph, node_details::NodeDetails, pass_list::PassList, splitter::Splitter,
+};
 use leptos::prelude::*;
-use protocol::{NodeView, Outcome, PassView, Response};
+use state::State;
 use std::cell::RefCell;
 use std::time::Duration;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-/// Milliseconds between the last keystroke and the compile it starts.
-const DEBOUNCE: Duration = Duration::from_millis(150);
-
 thread_local! {
     static EDITOR: RefCell<Option<cm::Editor>> = const { RefCell::new(None) };
     static COMPILER: RefCell<Option<api::Compiler>> = const { RefCell::new(None) };
-    static PENDING: RefCell<Option<TimeoutHandle>> = const { RefCell::new(None) };
 }
 
 #[wasm_bindgen(start)]
@@ -35,7 +36,7 @@ pub fn start() {
     leptos::mount::mount_to_body(App);
 }
 
-fn with_editor(f: impl FnOnce(&cm::Editor)) {
+pub fn with_editor(f: impl FnOnce(&cm::Editor)) {
     EDITOR.with(|e| {
         if let Some(e) = e.borrow().as_ref() {
             f(e)
@@ -43,16 +44,11 @@ fn with_editor(f: impl FnOnce(&cm::Editor)) {
     });
 }
 
-fn compile(source: &str) {
-    COMPILER.with(|c| {
-        if let Some(c) = c.borrow().as_ref() {
-            c.compile(source);
-        }
-    });
-}
-
-fn latest_request() -> u32 {
-    COMPILER.with(|c| c.borrow().as_ref().map_or(0, api::Compiler::latest))
+fn with_compiler(f: impl FnOnce(&api::Compiler)) {
+    let c = COMPILER.with(|c| c.borrow().clone());
+    if let Some(c) = c {
+        f(&c);
+    }
 }
 
 /// An error to show: `line:col: message` (no position when line is 0).
@@ -73,9 +69,63 @@ impl Problem {
     }
 }
 
+/// Keys that belong to a text field, not to the page's shortcuts.
+fn typing_in_field(e: &web_sys::KeyboardEvent) -> bool {
+    e.target()
+        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+        .and_then(|el| el.closest(".cm-editor, select, input, textarea").ok().flatten())
+        .is_some()
+}
+
+/// Pane sizes in pixels, kept in local storage (a layout preference, not page state).
+#[derive(Clone, Copy)]
+struct Sizes {
+    source: RwSignal<f64>,
+    passes: RwSignal<f64>,
+    graph: RwSignal<f64>,
+    diff: RwSignal<f64>,
+}
+
+impl Sizes {
+    const KEY: &'static str = "hloscope.panes";
+
+    fn load() -> Sizes {
+        let stored: Vec<f64> = window()
+            .local_storage()
+            .ok()
+            .flatten()
+            .and_then(|s| s.get_item(Self::KEY).ok().flatten())
+            .map(|v| v.split(',').filter_map(|x| x.parse().ok()).collect())
+            .unwrap_or_default();
+        let at = |i: usize, default: f64| stored.get(i).copied().unwrap_or(default);
+        Sizes {
+            source: RwSignal::new(at(0, 380.0)),
+            passes: RwSignal::new(at(1, 250.0)),
+            graph: RwSignal::new(at(2, 430.0)),
+            diff: RwSignal::new(at(3, 420.0)),
+        }
+    }
+
+    fn save(&self) {
+        let v =
+            [self.source, self.passes, self.graph, self.diff].map(|s| format!("{:.0}", s.get_untracked())).join(",");
+        if let Some(s) = window().local_storage().ok().flatten() {
+            let _ = s.set_item(Self::KEY, &v);
+        }
+    }
+}
+
 #[component]
 pub fn App() -> impl IntoView {
+    let st = State::new();
+    provide_context(st);
     let initial = url::read();
+    st.pass.set(initial.pass.clone());
+    st.against.set(initial.against.clone());
+    st.graph_diff.set(initial.graph_diff);
+    st.hide_unchanged.set(initial.hide_unchanged);
+    st.side_by_side.set(initial.side_by_side);
+    st.node.set(initial.node.clone());
     let example = RwSignal::new(match (&initial.source, &initial.example) {
         (Some(_), _) => String::new(),
         (None, Some(id)) if examples::by_id(id).is_some() => id.clone(),
@@ -87,55 +137,48 @@ pub fn App() -> impl IntoView {
         .unwrap_or_else(|| examples::by_id(&example.get_untracked()).map(|e| e.source.to_string()).unwrap_or_default());
     // Edited text, kept in the URL (None while an example is shown as it is).
     let custom = RwSignal::new(initial.source.clone());
-    let passes: RwSignal<Vec<PassView>> = RwSignal::new(Vec::new());
-    let selected = RwSignal::new(0usize);
-    let wanted_pass = StoredValue::new(initial.pass.clone());
     let problem: RwSignal<Option<Problem>> = RwSignal::new(None);
     let status = RwSignal::new("compiling…".to_string());
-    let node: RwSignal<Option<NodeView>> = RwSignal::new(None);
-    let current = Memo::new(move |_| passes.with(|p| p.get(selected.get()).cloned()));
-    let graph = Signal::derive(move || current.with(|p| p.as_ref().map(|p| p.graph.clone())));
+    let sizes = Sizes::load();
 
-    let on_answer = move |r: Response| {
-        if r.id != latest_request() {
-            return; // superseded by a later edit
+    let on_answer = move |answer: api::Answer| match answer {
+        api::Answer::Compiled { passes, view, compile_ms, layout_ms } => {
+            with_editor(cm::clear_errors);
+            problem.set(None);
+            let total: f64 = passes.iter().map(|p| p.time_ms).sum();
+            status.set(format!(
+                "{} passes · {:.1} ms in passes, {:.1} ms compiling in all · view in {:.1} ms",
+                passes.len().saturating_sub(1),
+                total,
+                compile_ms,
+                layout_ms
+            ));
+            let first = st.passes.with_untracked(Vec::is_empty);
+            if st.passes.with_untracked(|p| *p != passes) {
+                st.passes.set(passes);
+            }
+            st.view.set(Some(view));
+            if first {
+                st.fit.update(|f| *f += 1);
+            }
+            cm::measure_after_paint();
         }
-        match r.result {
-            Outcome::Ok { passes: new } => {
-                let keep = wanted_pass
-                    .get_value()
-                    .or_else(|| passes.with_untracked(|old| old.get(selected.get_untracked()).map(|p| p.name.clone())));
-                wanted_pass.set_value(None);
-                let index = keep
-                    .and_then(|name| new.iter().position(|p| p.name == name))
-                    .or_else(|| new.iter().position(|p| p.name == "fusion"))
-                    .unwrap_or(new.len().saturating_sub(1));
-                with_editor(cm::clear_errors);
-                problem.set(None);
-                status.set(format!(
-                    "{} passes · compiled in {:.1} ms · laid out in {:.1} ms",
-                    new.len().saturating_sub(1),
-                    r.compile_ms,
-                    r.layout_ms
-                ));
-                passes.set(new);
-                selected.set(index);
-                cm::measure_after_paint();
-            }
-            Outcome::Error { line, col, message } => {
-                with_editor(|e| cm::show_error(e, line, col, &message));
-                status.set("error: the last good result stays below".into());
-                problem.set(Some(Problem { line, col, message }));
-            }
+        api::Answer::Viewed(view) => st.view.set(Some(view)),
+        api::Answer::Error { line, col, message } => {
+            with_editor(|e| cm::show_error(e, line, col, &message));
+            status.set("error: the last good result stays below".into());
+            problem.set(Some(Problem { line, col, message }));
         }
     };
     let on_crash = move |message: String| {
+        status.set("the compiler's worker was restarted".into());
         problem.set(Some(Problem { line: 0, col: 0, message }));
     };
     match api::Compiler::start(on_answer, on_crash) {
         Ok(c) => COMPILER.with(|slot| *slot.borrow_mut() = Some(c)),
         Err(e) => problem.set(Some(Problem { line: 0, col: 0, message: format!("cannot start the worker: {e:?}") })),
     }
+    let compile = move |text: &str| with_compiler(|c| c.compile(text, st.spec()));
 
     // The editor, once its element exists; compiles what it shows.
     let editor_ref = NodeRef::<leptos::html::Div>::new();
@@ -146,73 +189,175 @@ pub fn App() -> impl IntoView {
         }
         let on_change = Closure::<dyn Fn(String)>::new(move |text: String| {
             cm::mark_edit();
-            PENDING.with(|p| {
-                if let Some(h) = p.borrow_mut().take() {
-                    h.clear();
-                }
-            });
-            let handle = set_timeout_with_handle(
-                move || {
-                    compile(&text);
-                    example.set(String::new());
-                    custom.set(Some(text));
-                },
-                DEBOUNCE,
-            );
-            PENDING.with(|p| *p.borrow_mut() = handle.ok());
+            compile(&text);
+            example.set(String::new());
+            custom.set(Some(text));
         });
-        let view = cm::create_editor(&el, &initial_source, on_change.as_ref().unchecked_ref());
+        let on_cursor = Closure::<dyn Fn(u32)>::new(move |line: u32| st.cursor_line.set(line));
+        let view = cm::create_editor(
+            &el,
+            &initial_source,
+            on_change.as_ref().unchecked_ref(),
+            on_cursor.as_ref().unchecked_ref(),
+        );
         on_change.forget();
+        on_cursor.forget();
         EDITOR.with(|e| *e.borrow_mut() = Some(view));
         cm::mark_edit();
         compile(&initial_source);
     });
 
-    // The URL follows the state.
-    Effect::new(move |_| {
-        let pass = passes.with(|p| p.get(selected.get()).map(|p| p.name.clone()));
-        let (ex, src) = (example.get(), custom.get());
-        if pass.is_some() {
-            url::write(&ex, src.as_deref(), pass.as_deref());
+    // Another pass, another pass to diff against, the graph diff or a cluster opened:
+    // a view of the same compile.
+    Effect::new(move |first: Option<()>| {
+        let _ = (st.pass.get(), st.against.get(), st.graph_diff.get(), st.toggled.get());
+        if first.is_some() && !st.passes.with_untracked(Vec::is_empty) {
+            with_compiler(|c| c.view(st.spec()));
         }
+    });
+    // A decision belongs to its pass's list.
+    Effect::new(move |_| {
+        st.decisions.track();
+        st.decision.set(None);
+    });
+
+    // The URL follows the state, a moment after it settles (the source can be long, and
+    // rewriting the URL on every keystroke costs more than the compile).
+    let url_timer: StoredValue<Option<TimeoutHandle>> = StoredValue::new(None);
+    Effect::new(move |_| {
+        let Some(pass) = st.shown_pass() else { return };
+        let state = url::UrlState {
+            example: Some(example.get()),
+            source: custom.get(),
+            pass: Some(pass),
+            against: st.against.get(),
+            graph_diff: st.graph_diff.get(),
+            hide_unchanged: st.hide_unchanged.get(),
+            side_by_side: st.side_by_side.get(),
+            node: st.node.get(),
+        };
+        if let Some(h) = url_timer.get_value() {
+            h.clear();
+        }
+        url_timer.set_value(set_timeout_with_handle(move || url::write(&state), Duration::from_millis(250)).ok());
     });
 
     // A clicked node: the editor goes to its line.
     Effect::new(move |_| {
-        if let Some(line) = node.with(|n| n.as_ref().map(|n| n.line)) {
+        if st.node.get().is_none() {
+            return;
+        }
+        if let Some(line) = untrack(|| st.selected_node_line()) {
             with_editor(|e| cm::goto_line(e, line));
         }
     });
 
-    // Arrow keys step through the passes (outside the editor).
-    // The page lives as long as the tab: the listener is never removed.
+    // Keys outside text fields: ↑/↓ step through the passes, j/k through the fusion
+    // decisions, / finds a node, f fits the graph. The page lives as long as the tab:
+    // the listener is never removed.
     let _keys = window_event_listener(leptos::ev::keydown, move |e: web_sys::KeyboardEvent| {
-        let in_editor = e
-            .target()
-            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-            .and_then(|el| el.closest(".cm-editor, select, input").ok().flatten())
-            .is_some();
-        if in_editor {
+        if typing_in_field(&e) || e.ctrl_key() || e.meta_key() || e.alt_key() {
             return;
         }
-        let n = passes.with_untracked(Vec::len);
-        let i = selected.get_untracked();
         match e.key().as_str() {
-            "ArrowDown" if i + 1 < n => selected.set(i + 1),
-            "ArrowUp" if i > 0 => selected.set(i - 1),
+            "ArrowDown" | "ArrowUp" => {
+                let visible = st.visible_passes();
+                let names: Vec<String> =
+                    st.passes.with_untracked(|ps| visible.iter().map(|&i| ps[i].name.clone()).collect());
+                let shown = st.shown_pass();
+                let at = names.iter().position(|n| Some(n) == shown.as_ref()).unwrap_or(0);
+                let next = if e.key() == "ArrowDown" {
+                    (at + 1).min(names.len().saturating_sub(1))
+                } else {
+                    at.saturating_sub(1)
+                };
+                if let Some(name) = names.get(next) {
+                    st.pass.set(Some(name.clone()));
+                }
+            }
+            "j" | "k" => {
+                let n = st.decisions.with_untracked(Vec::len);
+                if n == 0 {
+                    return;
+                }
+                let next = match (st.decision.get_untracked(), e.key().as_str()) {
+                    (None, "j") => 0,
+                    (None, _) => n - 1,
+                    (Some(i), "j") => (i + 1).min(n - 1),
+                    (Some(i), _) => i.saturating_sub(1),
+                };
+                st.decision.set(Some(next));
+            }
+            "/" => {
+                if let Some(el) = document().query_selector("[data-testid=graph-search]").ok().flatten() {
+                    if let Ok(input) = el.dyn_into::<web_sys::HtmlElement>() {
+                        let _ = input.focus();
+                    }
+                }
+            }
+            "f" => st.fit.update(|f| *f += 1),
             _ => return,
         }
         e.prevent_default();
     });
 
+    let load_text = move |text: &str| {
+        st.node.set(None);
+        with_editor(|e| cm::set_doc(e, text));
+        cm::mark_edit();
+        compile(text);
+        st.fit.update(|f| *f += 1);
+    };
     let choose_example = move |id: String| {
         let Some(ex) = examples::by_id(&id) else { return };
         example.set(id);
         custom.set(None);
-        node.set(None);
-        with_editor(|e| cm::set_doc(e, ex.source));
-        cm::mark_edit();
-        compile(ex.source);
+        load_text(ex.source);
+    };
+    // A file opened or dropped: its text replaces the editor's.
+    let open_file = move |file: web_sys::File| {
+        let on_text = Closure::once_into_js(move |text: Option<String>, name: String| match text {
+            Some(text) => {
+                example.set(String::new());
+                custom.set(Some(text.clone()));
+                load_text(&text);
+            }
+            None => problem.set(Some(Problem { line: 0, col: 0, message: format!("cannot read the file: {name}") })),
+        });
+        cm::read_file(&file, on_text.unchecked_ref());
+    };
+    let on_pick = move |ev: leptos::ev::Event| {
+        let input: web_sys::HtmlInputElement = event_target(&ev);
+        if let Some(file) = input.files().and_then(|f| f.get(0)) {
+            open_file(file);
+        }
+        input.set_value("");
+    };
+    let dragging = RwSignal::new(false);
+    let on_drop = move |ev: leptos::ev::DragEvent| {
+        ev.prevent_default();
+        dragging.set(false);
+        if let Some(file) = ev.data_transfer().and_then(|d| d.files()).and_then(|f| f.get(0)) {
+            open_file(file);
+        }
+    };
+
+    let grid = move || {
+        format!(
+            "grid-template-columns: {:.0}px 5px {:.0}px 5px minmax(0, 1fr); \
+             --graph-h: {:.0}px; --diff-w: {:.0}px",
+            sizes.source.get(),
+            sizes.passes.get(),
+            sizes.graph.get(),
+            sizes.diff.get()
+        )
+    };
+    let clamp = |v: f64, lo: f64, hi: f64| v.max(lo).min(hi.max(lo));
+    let viewport = || {
+        (
+            window().inner_width().ok().and_then(|v| v.as_f64()).unwrap_or(1280.0),
+            window().inner_height().ok().and_then(|v| v.as_f64()).unwrap_or(800.0),
+        )
     };
 
     view! {
@@ -234,13 +379,27 @@ pub fn App() -> impl IntoView {
                         .collect_view()}
                 </select>
             </label>
+            <label class="button" title="open a StableHLO (.mlir) or HLO (.hlo, .txt) file; or drop one on the editor">
+                "open file…"
+                <input type="file" data-testid="open-file" accept=".mlir,.hlo,.txt,text/plain" on:change=on_pick />
+            </label>
+            <span class="keys">"↑/↓ passes · j/k decisions · / find · f fit"</span>
             <span class="status" data-testid="status">
                 {move || status.get()}
             </span>
         </header>
-        <main>
-            <section class="pane source">
-                <h2>"source"</h2>
+        <main style=grid>
+            <section
+                class="pane source"
+                class:dragging=move || dragging.get()
+                on:dragover=move |ev: leptos::ev::DragEvent| {
+                    ev.prevent_default();
+                    dragging.set(true);
+                }
+                on:dragleave=move |_| dragging.set(false)
+                on:drop=on_drop
+            >
+                <h2>"source " <small>"StableHLO or HLO · drop a file here"</small></h2>
                 <div class="editor" data-testid="editor" node_ref=editor_ref></div>
                 {move || {
                     problem
@@ -254,29 +413,86 @@ pub fn App() -> impl IntoView {
                         })
                 }}
             </section>
+            <Splitter
+                testid="split-source"
+                vertical=true
+                on_drag=move |d| sizes.source.update(|w| *w = clamp(*w + d, 220.0, viewport().0 - 600.0))
+                on_end=move || sizes.save()
+            />
             <section class="pane passes">
-                <h2>"passes " <small>"(↑/↓)"</small></h2>
-                <PassList passes=passes selected=selected />
-            </section>
-            <section class="pane graph-pane">
                 <h2>
-                    "graph "
-                    <small>{move || current.with(|p| p.as_ref().map(|p| format!("after {}", p.name)))}</small>
+                    "passes "
+                    <label class="toggle" title="hide the passes that changed nothing">
+                        <input
+                            type="checkbox"
+                            data-testid="hide-unchanged"
+                            prop:checked=move || st.hide_unchanged.get()
+                            on:change=move |ev| st.hide_unchanged.set(event_target_checked(&ev))
+                        />
+                        "changed only"
+                    </label>
                 </h2>
-                <Graph graph=graph node=node />
+                <PassList />
             </section>
-            <section class="pane details">
-                <h2>"node"</h2>
-                <NodeDetails node=node />
-            </section>
-            <section class="pane diff-pane">
-                <h2>"diff " <small>"against the previous pass"</small></h2>
-                <Diff pass=current />
-            </section>
-            <section class="pane decisions-pane">
-                <h2>"fusion decisions"</h2>
-                <Decisions pass=current />
-            </section>
+            <Splitter
+                testid="split-passes"
+                vertical=true
+                on_drag=move |d| sizes.passes.update(|w| *w = clamp(*w + d, 160.0, 480.0))
+                on_end=move || sizes.save()
+            />
+            <div class="right">
+                <section class="pane graph-pane">
+                    <h2>
+                        "graph "
+                        <small>
+                            {move || {
+                                let shown = st.shown_pass().unwrap_or_default();
+                                if st.graph_diff.get() {
+                                    let against = st.view.with(|v| {
+                                        v.as_ref().and_then(|v| st.passes.with(|p| p.get(v.against).map(|p| p.name.clone())))
+                                    });
+                                    format!("after {shown}, diffed against {}", against.unwrap_or_default())
+                                } else {
+                                    format!("after {shown}")
+                                }
+                            }}
+                        </small>
+                    </h2>
+                    <Graph />
+                </section>
+                <Splitter
+                    testid="split-graph"
+                    vertical=false
+                    on_drag=move |d| sizes.graph.update(|h| *h = clamp(*h + d, 160.0, viewport().1 - 220.0))
+                    on_end=move || sizes.save()
+                />
+                <div class="bottom">
+                    <section class="pane details">
+                        <h2>"node"</h2>
+                        <NodeDetails />
+                    </section>
+                    <section class="pane diff-pane">
+                        <Diff />
+                    </section>
+                    <Splitter
+                        testid="split-diff"
+                        vertical=true
+                        on_drag=move |d| sizes.diff.update(|w| *w = clamp(*w + d, 240.0, viewport().0 - 700.0))
+                        on_end=move || sizes.save()
+                    />
+                    <section class="pane decisions-pane">
+                        <h2>"fusion decisions " <small>"(j/k)"</small></h2>
+                        <Decisions />
+                    </section>
+                </div>
+            </div>
         </main>
+    }
+}
+
+impl State {
+    /// The selected node's source line, when it has one.
+    fn selected_node_line(&self) -> Option<u32> {
+        self.selected_node().map(|n| n.line).filter(|&l| l > 0)
     }
 }

@@ -1,47 +1,84 @@
 //! The messages between the page and the compiler's Web Worker, as JSON.
 //!
 //! One file, compiled into both crates (the worker includes it with `#[path]`), so the
-//! two sides cannot drift. The page sends a [`Request`]; the worker answers with a
-//! [`Response`]: either every pass of the pipeline, laid out and diffed, or the error with
-//! its line and column.
+//! two sides cannot drift. The worker is a session: a [`Request::Compile`] runs the
+//! pipeline and keeps every snapshot, laid out; a [`Request::View`] asks for one pass of
+//! the last compile (its graph, its diff against any other pass, its decisions) without
+//! compiling again. Only the pass on screen crosses the channel, so a large module's
+//! fifteen graphs are never serialized at once.
 
 use serde::{Deserialize, Serialize};
 
-/// Compile `source` (StableHLO or HLO text); `id` comes back in the answer so the page
-/// can drop answers to edits it has already superseded.
+/// `id` comes back in the answer so the page can drop answers it has superseded.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Request {
-    pub id: u32,
-    pub source: String,
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Request {
+    /// Compile `source` (StableHLO or HLO text) and show `view` of it.
+    Compile { id: u32, source: String, view: ViewSpec },
+    /// Show another view of the last compile.
+    View { id: u32, view: ViewSpec },
 }
+
+impl Request {
+    pub fn id(&self) -> u32 {
+        match self {
+            Request::Compile { id, .. } | Request::View { id, .. } => *id,
+        }
+    }
+}
+
+/// Which pass to show, and how.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ViewSpec {
+    /// The pass by name (`input` for the input); the fusion pass, else the last, when
+    /// absent or unknown.
+    pub pass: Option<String>,
+    /// The pass to diff against by name; the previous pass when absent or unknown.
+    pub against: Option<String>,
+    /// Draw the graph diff: nodes coloured added / removed / changed / fused against
+    /// `against`, removed nodes drawn too.
+    pub graph_diff: bool,
+    /// Fusion clusters whose collapsed state is the opposite of the default (collapsed
+    /// when the graph is large, [`COLLAPSE_ABOVE`] nodes, else expanded).
+    pub toggled: Vec<String>,
+}
+
+/// A graph with more nodes than this starts with its fusion clusters collapsed.
+pub const COLLAPSE_ABOVE: usize = 400;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Response {
     pub id: u32,
-    /// Milliseconds the worker spent: parse and pipeline, then layout and diffs.
+    /// Milliseconds the worker spent: parse and pipeline (0 for a view), then layouts
+    /// and diffs.
     pub compile_ms: f64,
     pub layout_ms: f64,
     pub result: Outcome,
 }
 
+/// What `static/worker.js` posts instead of a [`Response`] when the compiler trapped (the
+/// worker then closes itself and the page starts a new one).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Crash {
+    pub id: u32,
+    pub crash: String,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Outcome {
-    Ok {
-        passes: Vec<PassView>,
-    },
+    /// A fresh compile: every pass's summary, and the view asked for.
+    Compiled { passes: Vec<PassSummary>, view: Box<ViewParts> },
+    /// Another view of the same compile.
+    Viewed { view: Box<ViewParts> },
     /// Bad input (parse or verify error) or a failing pass; `line`/`col` are 1-based and
     /// 0 when the error has no position.
-    Error {
-        line: u32,
-        col: u32,
-        message: String,
-    },
+    Error { line: u32, col: u32, message: String },
 }
 
-/// One pipeline snapshot, ready to draw.
+/// One pipeline snapshot's row in the pass list.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PassView {
+pub struct PassSummary {
     /// `input` for the first snapshot, else the pass's name.
     pub name: String,
     pub changed: bool,
@@ -50,9 +87,66 @@ pub struct PassView {
     pub kernels: usize,
     pub bytes_moved: u64,
     pub est_time_s: f64,
-    /// Unified diff of this snapshot's text against the previous one (empty for the input).
+    /// Milliseconds the pass took in the worker (0 for the input).
+    pub time_ms: f64,
+    pub rewrites: usize,
+    pub decisions: usize,
+}
+
+/// A [`PassView`] as sent: each part absent when it equals the part of the view sent
+/// before it (messages arrive in order, so the page knows which that was). An edit that
+/// changes nothing on screen costs a message of a few bytes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ViewParts {
+    pub pass: usize,
+    pub against: usize,
+    pub diff: Option<Vec<DiffLine>>,
+    pub decisions: Option<Vec<DecisionView>>,
+    pub rewrites: Option<Vec<(String, String)>>,
+    pub graph: Option<GraphView>,
+}
+
+impl ViewParts {
+    /// `view` as sent after `last`.
+    pub fn between(last: Option<&PassView>, view: &PassView) -> ViewParts {
+        fn part<T: Clone + PartialEq>(last: Option<&T>, now: &T) -> Option<T> {
+            (last != Some(now)).then(|| now.clone())
+        }
+        ViewParts {
+            pass: view.pass,
+            against: view.against,
+            diff: part(last.map(|l| &l.diff), &view.diff),
+            decisions: part(last.map(|l| &l.decisions), &view.decisions),
+            rewrites: part(last.map(|l| &l.rewrites), &view.rewrites),
+            graph: part(last.map(|l| &l.graph), &view.graph),
+        }
+    }
+
+    /// The whole view, its absent parts taken from `last`, the view received before it
+    /// (None when a part is absent but there is no `last`: a protocol error).
+    pub fn complete(self, last: Option<&PassView>) -> Option<PassView> {
+        Some(PassView {
+            pass: self.pass,
+            against: self.against,
+            diff: self.diff.or_else(|| last.map(|l| l.diff.clone()))?,
+            decisions: self.decisions.or_else(|| last.map(|l| l.decisions.clone()))?,
+            rewrites: self.rewrites.or_else(|| last.map(|l| l.rewrites.clone()))?,
+            graph: self.graph.or_else(|| last.map(|l| l.graph.clone()))?,
+        })
+    }
+}
+
+/// One pass, ready to draw.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PassView {
+    /// Indexes into the pass list: the pass shown, and the one its diffs are against.
+    pub pass: usize,
+    pub against: usize,
+    /// Every line of both texts, in diff order (the page collapses unchanged runs).
     pub diff: Vec<DiffLine>,
     pub decisions: Vec<DecisionView>,
+    /// Rewrites the pass applied: rule and instruction.
+    pub rewrites: Vec<(String, String)>,
     pub graph: GraphView,
 }
 
@@ -62,13 +156,14 @@ pub enum DiffKind {
     Same,
     Added,
     Removed,
-    /// A `@@ ... @@` hunk header.
-    Hunk,
 }
 
+/// A line of the text diff with its 1-based line numbers on each side (0: not there).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DiffLine {
     pub kind: DiffKind,
+    pub old: u32,
+    pub new: u32,
     pub text: String,
 }
 
@@ -92,8 +187,24 @@ pub struct GraphView {
     pub clusters: Vec<ClusterView>,
 }
 
+/// How a node compares with the same id in the pass diffed against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeDiff {
+    Same,
+    Added,
+    /// Only in the pass diffed against (drawn where that pass had it).
+    Removed,
+    /// Same id, other op, type or operands.
+    Changed,
+    /// Moved into a fusion (or into another one).
+    Fused,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NodeView {
+    /// Stable across passes: the instruction's name, prefixed with its fusion's for a
+    /// fused member (`fusion.3/add.1`).
     pub id: String,
     pub name: String,
     pub op: String,
@@ -104,6 +215,11 @@ pub struct NodeView {
     pub loc: String,
     pub source: Option<String>,
     pub fusion_group: Option<String>,
+    /// Only in a graph diff.
+    pub diff: Option<NodeDiff>,
+    /// Where the node came from, as the compiler recorded it (`fused into fusion.3 by
+    /// loop-fusion`), when the pass diffed against is the previous one.
+    pub provenance: Vec<String>,
     pub x: f64,
     pub y: f64,
     pub w: f64,
@@ -123,11 +239,17 @@ pub struct EdgeView {
     pub y2: f64,
 }
 
-/// A fusion group drawn as a box around its members.
+/// A fusion group drawn as a box around its members, or as one box when collapsed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClusterView {
+    /// The fusion instruction's name, which is its kernel's name.
     pub name: String,
     pub members: usize,
+    /// `loop`, `input` (a reduction), `output` (a library call's epilogue), ...
+    pub kind: String,
+    pub bytes_moved: u64,
+    pub est_time_s: f64,
+    pub collapsed: bool,
     pub x: f64,
     pub y: f64,
     pub w: f64,

@@ -1,14 +1,21 @@
-//! The page's state in the URL's hash (`#example=mlp&pass=fusion`, or `#src=...` once
-//! the text was edited), so a reload or a copied link shows the same thing.
+//! The page's state in the URL's hash (`#example=mlp&pass=fusion&against=dce&gdiff=1`,
+//! or `#src=...` once the text was edited), so a reload or a copied link shows the same
+//! thing: the source, the pass, the pass diffed against, the selected node and the
+//! view settings.
 
 use leptos::prelude::window;
 use wasm_bindgen::JsValue;
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct UrlState {
     pub example: Option<String>,
     pub source: Option<String>,
     pub pass: Option<String>,
+    pub against: Option<String>,
+    pub graph_diff: bool,
+    pub hide_unchanged: bool,
+    pub side_by_side: bool,
+    pub node: Option<String>,
 }
 
 fn decode(v: &str) -> Option<String> {
@@ -24,11 +31,17 @@ pub fn read() -> UrlState {
     let mut state = UrlState::default();
     for part in hash.trim_start_matches('#').split('&') {
         let Some((key, value)) = part.split_once('=') else { continue };
+        let flag = value == "1";
         let value = decode(value);
         match key {
             "example" => state.example = value,
             "src" => state.source = value,
             "pass" => state.pass = value,
+            "against" => state.against = value,
+            "node" => state.node = value,
+            "gdiff" => state.graph_diff = flag,
+            "changed" => state.hide_unchanged = flag,
+            "sbs" => state.side_by_side = flag,
             _ => {}
         }
     }
@@ -36,14 +49,22 @@ pub fn read() -> UrlState {
 }
 
 /// Replaces the URL's hash (no new history entry).
-pub fn write(example: &str, source: Option<&str>, pass: Option<&str>) {
+pub fn write(state: &UrlState) {
     let mut parts = Vec::new();
-    match source {
-        Some(s) => parts.push(format!("src={}", encode(s))),
-        None => parts.push(format!("example={}", encode(example))),
+    match (&state.source, &state.example) {
+        (Some(s), _) => parts.push(format!("src={}", encode(s))),
+        (None, Some(e)) => parts.push(format!("example={}", encode(e))),
+        (None, None) => {}
     }
-    if let Some(p) = pass {
-        parts.push(format!("pass={}", encode(p)));
+    for (key, value) in [("pass", &state.pass), ("against", &state.against), ("node", &state.node)] {
+        if let Some(v) = value {
+            parts.push(format!("{key}={}", encode(v)));
+        }
+    }
+    for (key, on) in [("gdiff", state.graph_diff), ("changed", state.hide_unchanged), ("sbs", state.side_by_side)] {
+        if on {
+            parts.push(format!("{key}=1"));
+        }
     }
     let url = format!("#{}", parts.join("&"));
     if let Ok(history) = window().history() {

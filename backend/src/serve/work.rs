@@ -247,7 +247,7 @@ fn compile(req: &CompileRequest, args: &WorkerArgs) -> Result<CompileResponse, F
     let fusion = fusion_config(&req.fusion)?;
     let profile_name = req.profile.as_deref().unwrap_or("h100");
     let profile = hloscope_core::api::profile_by_name(profile_name).map_err(Failure::bad_request)?;
-    let config = PipelineConfig { passes, fusion: fusion.clone(), verify: true, snapshots: true, profile };
+    let config = PipelineConfig { passes, fusion: fusion.clone(), verify: true, snapshots: true, profile, clock: None };
     let mut optimized = module.clone();
     let snaps = run_pipeline(&mut optimized, &config).map_err(|e| match e {
         hloscope_core::passes::pipeline::PipelineError::Spec(m) => Failure::bad_request(m),

@@ -57,6 +57,10 @@ pub struct PipelineConfig {
     pub snapshots: bool,
     /// The hardware the cost in each snapshot is estimated for.
     pub profile: Profile,
+    /// Milliseconds from some fixed start, for each snapshot's `time_ms` (the core has no
+    /// clock of its own: `std::time` panics on wasm32-unknown-unknown, so the browser's
+    /// worker passes `Date.now`).
+    pub clock: Option<fn() -> f64>,
 }
 
 impl Default for PipelineConfig {
@@ -67,6 +71,7 @@ impl Default for PipelineConfig {
             verify: cfg!(debug_assertions),
             snapshots: true,
             profile: cost::profiles::by_name("h100").expect("a built-in profile"),
+            clock: None,
         }
     }
 }
@@ -105,6 +110,8 @@ pub struct Snapshot {
     /// `input` for the first snapshot.
     pub pass: String,
     pub changed: bool,
+    /// Milliseconds the pass took by the config's clock (0 without one, and for the input).
+    pub time_ms: f64,
     /// HLO text (empty when snapshots are off).
     pub text: String,
     /// Shared with the previous snapshot when the pass changed nothing (a graph of a
@@ -336,7 +343,12 @@ pub fn run_pipeline_observed(
     let mut snapshots = vec![snapshot(module, config, 0, "input", true, PassLog::default(), None)];
     for (i, pass) in passes.iter().enumerate() {
         let mut log = PassLog::default();
+        let started = config.clock.map(|now| now());
         let changed = pass.run(module, &mut log);
+        let time_ms = match (config.clock, started) {
+            (Some(now), Some(t0)) => now() - t0,
+            _ => 0.0,
+        };
         if config.verify {
             // The input was within the limits; a pass may legitimately grow the total
             // (fusion bodies repeat their operands), which is no bug.
@@ -345,7 +357,7 @@ pub fn run_pipeline_observed(
         }
         after_pass(pass.name(), module);
         let previous = snapshots.last().expect("the input snapshot comes first");
-        let snap = if changed {
+        let mut snap = if changed {
             snapshot(module, config, i + 1, pass.name(), changed, log, Some(previous))
         } else {
             // Nothing changed: the module's text, graph and cost are the previous
@@ -358,6 +370,7 @@ pub fn run_pipeline_observed(
                 index: i + 1,
                 pass: pass.name().to_string(),
                 changed,
+                time_ms: 0.0,
                 text: previous.text.clone(),
                 graph: Arc::clone(&previous.graph),
                 changes: Changes::default(),
@@ -367,6 +380,7 @@ pub fn run_pipeline_observed(
                 signatures: Arc::clone(&previous.signatures),
             }
         };
+        snap.time_ms = time_ms;
         snapshots.push(snap);
     }
     Ok(snapshots)
@@ -411,6 +425,7 @@ fn snapshot(
         index,
         pass: pass.to_string(),
         changed,
+        time_ms: 0.0,
         text,
         graph: Arc::new(graph),
         changes,

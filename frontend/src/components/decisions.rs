@@ -1,56 +1,87 @@
 //! The selected pass's fusion decisions: producer, consumer, taken or refused, the rule
-//! and its reason, the bytes of memory traffic saved.
+//! and its reason, the bytes of memory traffic saved. Linked both ways with the graph:
+//! clicking a row (or j/k) lights up its producer, consumer and cluster there, and the
+//! rows about the node selected in the graph are marked.
 
-use crate::protocol::PassView;
+use crate::state::state;
 use leptos::prelude::*;
+use wasm_bindgen::JsCast;
 
 #[component]
-pub fn Decisions(
-    /// The selected pass.
-    #[prop(into)]
-    pass: Signal<Option<PassView>>,
-) -> impl IntoView {
+pub fn Decisions() -> impl IntoView {
+    let st = state();
+    let body = NodeRef::<leptos::html::Tbody>::new();
+    // The selected row stays in sight while j/k step through.
+    Effect::new(move |_| {
+        let Some(i) = st.decision.get() else { return };
+        let Some(tbody) = body.get() else { return };
+        if let Some(row) = tbody.children().item(i as u32) {
+            if let Ok(row) = row.dyn_into::<web_sys::HtmlElement>() {
+                let opts = web_sys::ScrollIntoViewOptions::new();
+                opts.set_block(web_sys::ScrollLogicalPosition::Nearest);
+                row.scroll_into_view_with_scroll_into_view_options(&opts);
+            }
+        }
+    });
+    let node_name = Memo::new(move |_| st.selected_node().map(|n| n.name));
     view! {
         <div class="decisions">
             {move || {
-                pass.with(|p| match p {
-                    Some(p) if !p.decisions.is_empty() => {
-                        let rows = p
-                            .decisions
-                            .iter()
-                            .map(|d| {
-                                view! {
-                                    <tr data-testid="decision" class:taken=d.taken class:refused=!d.taken>
-                                        <td>{d.producer.clone()}</td>
-                                        <td>{d.consumer.clone()}</td>
-                                        <td>{if d.taken { "taken" } else { "refused" }}</td>
-                                        <td>{d.rule.clone()}</td>
-                                        <td class="num">{d.bytes_saved}</td>
-                                        <td class="reason">{d.reason.clone()}</td>
-                                    </tr>
-                                }
-                            })
-                            .collect_view();
-                        view! {
-                            <table>
-                                <thead>
-                                    <tr>
-                                        <th>"producer"</th>
-                                        <th>"consumer"</th>
-                                        <th></th>
-                                        <th>"rule"</th>
-                                        <th class="num">"bytes saved"</th>
-                                        <th>"reason"</th>
-                                    </tr>
-                                </thead>
-                                <tbody>{rows}</tbody>
-                            </table>
+                let has_view = st.view.with(Option::is_some);
+                st.decisions
+                    .with(|decisions| match decisions {
+                        d if !d.is_empty() => {
+                            let rows = d
+                                .iter()
+                                .enumerate()
+                                .map(|(i, d)| {
+                                    let (p, c) = (d.producer.clone(), d.consumer.clone());
+                                    view! {
+                                        <tr
+                                            data-testid="decision"
+                                            class:taken=d.taken
+                                            class:refused=!d.taken
+                                            class:selected=move || st.decision.get() == Some(i)
+                                            class:involves=move || {
+                                                node_name.with(|n| n.as_ref().is_some_and(|n| *n == p || *n == c))
+                                            }
+                                            on:click=move |_| st.decision.set(Some(i))
+                                        >
+                                            <td class="num">{i + 1}</td>
+                                            <td>{d.producer.clone()}</td>
+                                            <td>{d.consumer.clone()}</td>
+                                            <td>{if d.taken { "taken" } else { "refused" }}</td>
+                                            <td>{d.rule.clone()}</td>
+                                            <td class="num">{d.bytes_saved}</td>
+                                            <td class="reason">{d.reason.clone()}</td>
+                                        </tr>
+                                    }
+                                })
+                                .collect_view();
+                            view! {
+                                <table>
+                                    <thead>
+                                        <tr>
+                                            <th class="num">"#"</th>
+                                            <th>"producer"</th>
+                                            <th>"consumer"</th>
+                                            <th></th>
+                                            <th>"rule"</th>
+                                            <th class="num">"bytes saved"</th>
+                                            <th>"reason"</th>
+                                        </tr>
+                                    </thead>
+                                    <tbody node_ref=body>{rows}</tbody>
+                                </table>
+                            }
+                                .into_any()
                         }
-                            .into_any()
-                    }
-                    Some(_) => view! { <p class="empty">"no fusion decisions in this pass"</p> }.into_any(),
-                    None => ().into_any(),
-                })
+                        _ if has_view => {
+                            view! { <p class="empty">"no fusion decisions in this pass: select the fusion pass"</p> }
+                                .into_any()
+                        }
+                        _ => ().into_any(),
+                    })
             }}
         </div>
     }

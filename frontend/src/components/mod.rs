@@ -1,7 +1,8 @@
-//! The page's panes, one per file.
+//! The page's panes, one per file, and the splitters between them.
 
 pub mod decisions;
 pub mod diff;
 pub mod graph;
 pub mod node_details;
 pub mod pass_list;
+pub mod splitter;

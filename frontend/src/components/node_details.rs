@@ -1,38 +1,47 @@
-//! What the graph's selected node is: op, type, fusion group, source location.
+//! What the graph's selected node is: op, type, fusion group, source location, how it
+//! compares with the pass diffed against and where the compiler says it came from.
 
-use crate::protocol::NodeView;
+use crate::state::state;
 use leptos::prelude::*;
 
 #[component]
-pub fn NodeDetails(
-    /// The node clicked last.
-    node: RwSignal<Option<NodeView>>,
-) -> impl IntoView {
+pub fn NodeDetails() -> impl IntoView {
+    let st = state();
     view! {
         <div class="node-details" data-testid="node-details">
-            {move || {
-                node.with(|n| match n {
-                    Some(n) => {
-                        view! {
-                            <dl>
-                                <dt>"name"</dt>
-                                <dd>{n.name.clone()}</dd>
-                                <dt>"op"</dt>
-                                <dd>{n.op.clone()}</dd>
-                                <dt>"type"</dt>
-                                <dd>{n.ty.clone()}</dd>
-                                <dt>"fusion"</dt>
-                                <dd>{n.fusion_group.clone().unwrap_or_else(|| "—".into())}</dd>
-                                <dt>"line:col"</dt>
-                                <dd>{n.loc.clone()}</dd>
-                                <dt>"source"</dt>
-                                <dd>{n.source.clone().unwrap_or_else(|| "—".into())}</dd>
-                            </dl>
-                        }
-                            .into_any()
+            {move || match st.selected_node() {
+                Some(n) => {
+                    let diff = n.diff.map(|d| format!("{d:?}").to_lowercase());
+                    let provenance = n.provenance.clone();
+                    view! {
+                        <dl>
+                            <dt>"name"</dt>
+                            <dd>{n.name.clone()}</dd>
+                            <dt>"op"</dt>
+                            <dd>{n.op.clone()}</dd>
+                            <dt>"type"</dt>
+                            <dd>{n.ty.clone()}</dd>
+                            <dt>"fusion"</dt>
+                            <dd>{n.fusion_group.clone().unwrap_or_else(|| "—".into())}</dd>
+                            <dt>"line:col"</dt>
+                            <dd>{n.loc.clone()}</dd>
+                            <dt>"source"</dt>
+                            <dd>{n.source.clone().unwrap_or_else(|| "—".into())}</dd>
+                            {diff.map(|d| view! { <dt>"diff"</dt><dd data-testid="node-diff">{d}</dd> })}
+                            {(!provenance.is_empty())
+                                .then(|| {
+                                    view! {
+                                        <dt>"history"</dt>
+                                        <dd data-testid="node-provenance">
+                                            {provenance.into_iter().map(|p| view! { <div>{p}</div> }).collect_view()}
+                                        </dd>
+                                    }
+                                })}
+                        </dl>
                     }
-                    None => view! { <p class="empty">"click a node in the graph"</p> }.into_any(),
-                })
+                        .into_any()
+                }
+                None => view! { <p class="empty">"click a node in the graph"</p> }.into_any(),
             }}
         </div>
     }

@@ -1,6 +1,7 @@
 //! The compiler in a Web Worker: parse, verify, run the default pipeline with a snapshot
-//! after every pass, then lay out each snapshot's graph ([`layout`]) and diff its text
-//! against the previous one, so the page only draws.
+//! after every pass and keep them ([`Session`]); then answer views of one pass at a time:
+//! its graph laid out ([`layout`]), stable against the passes before it, its text diff
+//! and graph diff against any other pass ([`diff`]), its fusion decisions.
 //!
 //! `static/worker.js` loads this module and calls [`handle`] with each request's JSON; the
 //! answer is JSON too (both shapes in `frontend/src/protocol.rs`).
@@ -8,6 +9,7 @@
 #[path = "../../src/protocol.rs"]
 pub mod protocol;
 
+pub mod diff;
 pub mod layout;
 
 // The page's examples, for the test that compiles every one; the page's lookups are unused here.
@@ -17,15 +19,31 @@ pub mod layout;
 mod examples;
 
 use hloscope_core::api::Snapshot;
-use hloscope_core::passes::pipeline::{run_pipeline, PipelineConfig, PipelineError};
-use protocol::{DecisionView, DiffKind, DiffLine, Outcome, PassView, Request, Response};
+use hloscope_core::ir::{Module, Op};
+use hloscope_core::passes::pipeline::{run_pipeline_observed, PipelineConfig, PipelineError};
+use layout::KernelInfo;
+use protocol::{DecisionView, GraphView, Outcome, PassSummary, PassView, Request, Response, ViewSpec};
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use wasm_bindgen::prelude::*;
+
+thread_local! {
+    static WORKER: RefCell<Worker> = const { RefCell::new(Worker { session: None, sent: None }) };
+}
+
+/// What the worker keeps between requests: the last compile, and the last view it sent
+/// (the next view is sent as the parts that differ from it).
+pub struct Worker {
+    session: Option<Session>,
+    sent: Option<PassView>,
+}
 
 /// Answers one request (JSON of [`Request`]) with JSON of [`Response`].
 #[wasm_bindgen]
 pub fn handle(request: &str) -> String {
     let response = match serde_json::from_str::<Request>(request) {
-        Ok(req) => compile(&req, now_ms),
+        Ok(req) => WORKER.with(|w| answer(&mut w.borrow_mut(), &req, now_ms)),
         Err(e) => Response {
             id: 0,
             compile_ms: 0.0,
@@ -40,10 +58,10 @@ pub fn handle(request: &str) -> String {
 fn now_ms() -> f64 {
     #[wasm_bindgen]
     extern "C" {
-        #[wasm_bindgen(js_namespace = Date, js_name = now)]
-        fn date_now() -> f64;
+        #[wasm_bindgen(js_namespace = performance, js_name = now)]
+        fn performance_now() -> f64;
     }
-    date_now()
+    performance_now()
 }
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -52,96 +70,180 @@ fn now_ms() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64() * 1e3).unwrap_or(0.0)
 }
 
-/// Compiles one request; `clock` gives milliseconds.
-pub fn compile(req: &Request, clock: fn() -> f64) -> Response {
+/// One compile's snapshots, and the layouts made of them so far.
+pub struct Session {
+    snaps: Vec<Snapshot>,
+    summaries: Vec<PassSummary>,
+    /// Each fusion's kernel cost per pass, by fusion name (empty before fusion).
+    kernels: Vec<Arc<HashMap<String, KernelInfo>>>,
+    /// Layouts of passes `0..layouts.len()` for the clusters in `toggled`; each one
+    /// seeded with the one before, so they are made in order.
+    layouts: Vec<Arc<GraphView>>,
+    toggled: Vec<String>,
+}
+
+/// Answers `req`: a compile replaces the session, a view reads it; `clock` gives
+/// milliseconds.
+pub fn answer(worker: &mut Worker, req: &Request, clock: fn() -> f64) -> Response {
+    let session = &mut worker.session;
     let t0 = clock();
-    let snapshots = snapshots(&req.source);
-    let t1 = clock();
-    let result = match snapshots {
-        Ok(snaps) => Outcome::Ok { passes: views(&snaps) },
-        Err(e) => e,
+    let (fresh, view) = match req {
+        Request::Compile { source, view, .. } => match compile(source, clock) {
+            Ok(s) => {
+                *session = Some(s);
+                (true, view)
+            }
+            Err(e) => return Response { id: req.id(), compile_ms: clock() - t0, layout_ms: 0.0, result: e },
+        },
+        Request::View { view, .. } => (false, view),
     };
-    let t2 = clock();
-    Response { id: req.id, compile_ms: t1 - t0, layout_ms: t2 - t1, result }
+    let t1 = clock();
+    let Some(s) = session.as_mut() else {
+        let result = Outcome::Error { line: 0, col: 0, message: "nothing compiled yet".into() };
+        return Response { id: req.id(), compile_ms: 0.0, layout_ms: 0.0, result };
+    };
+    let full = s.view(view);
+    let pass_view = Box::new(protocol::ViewParts::between(worker.sent.as_ref(), &full));
+    worker.sent = Some(full);
+    let result = if fresh {
+        Outcome::Compiled { passes: s.summaries.clone(), view: pass_view }
+    } else {
+        Outcome::Viewed { view: pass_view }
+    };
+    Response { id: req.id(), compile_ms: t1 - t0, layout_ms: clock() - t1, result }
 }
 
 fn error(line: u32, col: u32, message: String) -> Outcome {
     Outcome::Error { line, col, message }
 }
 
+/// Each fusion's kernel in `module` as the cost model sees it.
+fn fusion_kernels(module: &Module, config: &PipelineConfig) -> HashMap<String, KernelInfo> {
+    let entry = module.entry_comp();
+    if !entry.order.iter().any(|&i| matches!(entry.inst(i).op, Op::Fusion { .. })) {
+        return HashMap::new();
+    }
+    hloscope_core::cost::module_cost(module, &config.profile)
+        .kernels
+        .into_iter()
+        .filter_map(|k| {
+            let kind = format!("{:?}", k.fusion_kind?).to_lowercase();
+            Some((k.name.clone(), KernelInfo { kind, bytes_moved: k.bytes(), est_time_s: k.time_s }))
+        })
+        .collect()
+}
+
 /// Parse, verify and run the default pipeline; an error carries its position.
-fn snapshots(source: &str) -> Result<Vec<Snapshot>, Outcome> {
+fn compile(source: &str, clock: fn() -> f64) -> Result<Session, Outcome> {
     let mut module = hloscope_core::parse::parse_module(source).map_err(|e| error(e.line, e.col, e.message))?;
     hloscope_core::verify::verify(&module)
         .map_err(|e| error(e.loc.line, e.loc.col, format!("invalid module: {}", e.message)))?;
-    let config = PipelineConfig { snapshots: true, ..PipelineConfig::default() };
-    run_pipeline(&mut module, &config).map_err(|e| match e {
+    let config = PipelineConfig { snapshots: true, clock: Some(clock), ..PipelineConfig::default() };
+    let mut kernels = vec![Arc::new(HashMap::new())];
+    let snaps = run_pipeline_observed(&mut module, &config, &mut |_, m| {
+        kernels.push(Arc::new(fusion_kernels(m, &config)));
+    })
+    .map_err(|e| match e {
         PipelineError::Limit(l) => error(l.loc.line, l.loc.col, l.message),
         other => error(0, 0, other.to_string()),
-    })
-}
-
-fn views(snaps: &[Snapshot]) -> Vec<PassView> {
-    let mut out: Vec<PassView> = Vec::with_capacity(snaps.len());
-    for (i, s) in snaps.iter().enumerate() {
-        let diff = if i == 0 { Vec::new() } else { unified_diff(&snaps[i - 1].text, &s.text) };
-        // A pass that changed nothing shares its predecessor's graph: keep its layout.
-        let graph = match out.last() {
-            Some(prev) if !s.changed => prev.graph.clone(),
-            _ => layout::layout(&s.graph),
-        };
-        out.push(PassView {
+    })?;
+    let summaries = snaps
+        .iter()
+        .map(|s| PassSummary {
             name: s.pass.clone(),
             changed: s.changed,
             insts: s.graph.nodes.len(),
             kernels: s.cost.kernels,
             bytes_moved: s.cost.bytes_moved,
             est_time_s: s.cost.est_time_s,
-            diff,
-            decisions: s
-                .decisions
-                .iter()
-                .map(|d| DecisionView {
-                    producer: d.producer.clone(),
-                    consumer: d.consumer.clone(),
-                    taken: d.taken,
-                    rule: d.rule.to_string(),
-                    reason: d.reason.clone(),
-                    bytes_saved: d.bytes_saved,
-                })
-                .collect(),
-            graph,
-        });
-    }
-    out
+            time_ms: s.time_ms,
+            rewrites: s.rewrites.len(),
+            decisions: s.decisions.len(),
+        })
+        .collect();
+    Ok(Session { snaps, summaries, kernels, layouts: Vec::new(), toggled: Vec::new() })
 }
 
-/// A unified diff (3 lines of context) of `old` → `new`, one entry per line.
-pub fn unified_diff(old: &str, new: &str) -> Vec<DiffLine> {
-    let diff = similar::TextDiff::from_lines(old, new);
-    let mut out = Vec::new();
-    for group in diff.grouped_ops(3) {
-        let (first, last) = (&group[0], &group[group.len() - 1]);
-        let (o, n) = (first.old_range().start, first.new_range().start);
-        let (oe, ne) = (last.old_range().end, last.new_range().end);
-        out.push(DiffLine { kind: DiffKind::Hunk, text: format!("@@ -{},{} +{},{} @@", o + 1, oe - o, n + 1, ne - n) });
-        for op in &group {
-            for change in diff.iter_changes(op) {
-                let kind = match change.tag() {
-                    similar::ChangeTag::Equal => DiffKind::Same,
-                    similar::ChangeTag::Delete => DiffKind::Removed,
-                    similar::ChangeTag::Insert => DiffKind::Added,
-                };
-                out.push(DiffLine { kind, text: change.value().trim_end_matches('\n').to_string() });
-            }
-        }
+impl Session {
+    /// The index of the pass `name`, or the fusion pass, or the last.
+    fn find(&self, name: Option<&str>) -> usize {
+        let by = |n: &str| self.snaps.iter().position(|s| s.pass == n);
+        name.and_then(by).or_else(|| by("fusion")).unwrap_or(self.snaps.len() - 1)
     }
-    out
+
+    /// The clusters drawn collapsed in pass `i`.
+    fn collapsed(&self, i: usize) -> HashSet<String> {
+        let graph = &self.snaps[i].graph;
+        let by_default = graph.nodes.len() > protocol::COLLAPSE_ABOVE;
+        let groups: HashSet<&str> = graph.nodes.iter().filter_map(|n| n.fusion_group.as_deref()).collect();
+        groups.into_iter().filter(|g| by_default != self.toggled.iter().any(|t| t == g)).map(str::to_string).collect()
+    }
+
+    /// Pass `i`'s layout, making the ones before it first (each is seeded with the last).
+    fn layout(&mut self, i: usize, toggled: &[String]) -> Arc<GraphView> {
+        if self.toggled != toggled {
+            self.toggled = toggled.to_vec();
+            self.layouts.clear();
+        }
+        while self.layouts.len() <= i {
+            let k = self.layouts.len();
+            let next = match self.layouts.last() {
+                // A pass that changed nothing has its predecessor's graph.
+                Some(prev) if !self.snaps[k].changed => Arc::clone(prev),
+                prev => {
+                    let collapsed = self.collapsed(k);
+                    let opts = layout::Options {
+                        collapsed: Some(&collapsed),
+                        previous: prev.map(|p| &**p),
+                        kernels: Some(&self.kernels[k]),
+                    };
+                    Arc::new(layout::layout(&self.snaps[k].graph, opts))
+                }
+            };
+            self.layouts.push(next);
+        }
+        Arc::clone(&self.layouts[i])
+    }
+
+    /// What the page draws for `spec`.
+    pub fn view(&mut self, spec: &ViewSpec) -> PassView {
+        let pass = self.find(spec.pass.as_deref());
+        let against = match spec.against.as_deref() {
+            Some(name) => self.snaps.iter().position(|s| s.pass == name).unwrap_or(pass.saturating_sub(1)),
+            None => pass.saturating_sub(1),
+        };
+        let (a, b) = (&self.snaps[against], &self.snaps[pass]);
+        let text_diff = diff::text_diff(&a.text, &b.text);
+        let decisions = b
+            .decisions
+            .iter()
+            .map(|d| DecisionView {
+                producer: d.producer.clone(),
+                consumer: d.consumer.clone(),
+                taken: d.taken,
+                rule: d.rule.to_string(),
+                reason: d.reason.clone(),
+                bytes_saved: d.bytes_saved,
+            })
+            .collect();
+        let rewrites = b.rewrites.iter().map(|r| (r.rule.to_string(), r.inst.clone())).collect();
+        let graph = if spec.graph_diff && against != pass {
+            let (old, new) = (Arc::clone(&a.graph), Arc::clone(&b.graph));
+            let old_layout = self.layout(against, &spec.toggled);
+            let new_layout = self.layout(pass, &spec.toggled);
+            let collapsed = self.collapsed(pass);
+            diff::graph_diff(&old, &new, &old_layout, &new_layout, &collapsed, &self.kernels[pass])
+        } else {
+            (*self.layout(pass, &spec.toggled)).clone()
+        };
+        PassView { pass, against, diff: text_diff, decisions, rewrites, graph }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use protocol::{DiffKind, NodeDiff};
 
     const MLP: &str = include_str!("../../../examples/mlp.mlir");
 
@@ -149,26 +251,83 @@ mod tests {
         0.0
     }
 
+    fn compile_view(source: &str, view: ViewSpec) -> (Worker, Response) {
+        let mut worker = Worker { session: None, sent: None };
+        let r = answer(&mut worker, &Request::Compile { id: 7, source: source.into(), view }, clock);
+        (worker, r)
+    }
+
+    /// The whole view in an answer that had no view before it.
+    fn whole(parts: Box<protocol::ViewParts>) -> PassView {
+        parts.complete(None).expect("a first view has every part")
+    }
+
     #[test]
     fn the_mlp_compiles_into_passes_with_clusters() {
-        let r = compile(&Request { id: 7, source: MLP.into() }, clock);
+        let (_, r) = compile_view(MLP, ViewSpec::default());
         assert_eq!(r.id, 7);
-        let Outcome::Ok { passes } = r.result else { panic!("{:?}", r.result) };
+        let Outcome::Compiled { passes, view } = r.result else { panic!("{:?}", r.result) };
+        let view = whole(view);
         assert_eq!(passes[0].name, "input");
-        let fusion = passes.iter().find(|p| p.name == "fusion").unwrap();
-        assert!(fusion.changed && !fusion.graph.clusters.is_empty() && !fusion.decisions.is_empty());
-        assert!(fusion.diff.iter().any(|l| l.kind == DiffKind::Added));
-        assert!(fusion.diff.iter().any(|l| l.kind == DiffKind::Removed));
-        for n in &fusion.graph.nodes {
-            assert!(n.x >= 0.0 && n.x + n.w <= fusion.graph.width && n.y + n.h <= fusion.graph.height, "{n:?}");
+        // No pass named: the fusion pass, against the one before it.
+        assert_eq!(passes[view.pass].name, "fusion");
+        assert_eq!(view.against, view.pass - 1);
+        assert!(passes[view.pass].changed && !view.graph.clusters.is_empty() && !view.decisions.is_empty());
+        assert!(view.diff.iter().any(|l| l.kind == DiffKind::Added));
+        assert!(view.diff.iter().any(|l| l.kind == DiffKind::Removed));
+        for n in &view.graph.nodes {
+            assert!(n.x >= 0.0 && n.x + n.w <= view.graph.width && n.y + n.h <= view.graph.height, "{n:?}");
+        }
+        // Each cluster carries its kernel's cost.
+        for c in &view.graph.clusters {
+            assert!(["loop", "input", "output"].contains(&c.kind.as_str()) && c.bytes_moved > 0, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn a_view_reads_the_session_without_compiling() {
+        let (mut worker, first) = compile_view(MLP, ViewSpec::default());
+        let Outcome::Compiled { view: first, .. } = first.result else { panic!() };
+        let first = whole(first);
+        let spec = ViewSpec { pass: Some("dce".into()), against: Some("input".into()), ..ViewSpec::default() };
+        let r = answer(&mut worker, &Request::View { id: 8, view: spec.clone() }, clock);
+        let Outcome::Viewed { view } = r.result else { panic!("{:?}", r.result) };
+        let view = view.complete(Some(&first)).unwrap();
+        assert_eq!((view.against, view.pass), (0, 5));
+        // The same view again is sent as its indexes alone.
+        let r = answer(&mut worker, &Request::View { id: 9, view: spec }, clock);
+        let Outcome::Viewed { view: again } = r.result else { panic!() };
+        assert!(again.graph.is_none() && again.diff.is_none() && again.decisions.is_none(), "{again:?}");
+        assert_eq!(again.complete(Some(&view)).as_ref(), Some(&view));
+        // The diff against the input holds every line of both texts once.
+        let s = worker.session.as_ref().unwrap();
+        let lines = |t: &str| t.lines().count();
+        let old = view.diff.iter().filter(|l| l.kind != DiffKind::Added).count();
+        let new = view.diff.iter().filter(|l| l.kind != DiffKind::Removed).count();
+        assert_eq!((old, new), (lines(&s.snaps[0].text), lines(&s.snaps[5].text)));
+    }
+
+    #[test]
+    fn the_graph_diff_of_fusion_colours_fused_and_added_nodes() {
+        let spec = ViewSpec { pass: Some("fusion".into()), graph_diff: true, ..ViewSpec::default() };
+        let (_, r) = compile_view(MLP, spec);
+        let Outcome::Compiled { view, .. } = r.result else { panic!("{:?}", r.result) };
+        let view = whole(view);
+        let count = |d: NodeDiff| view.graph.nodes.iter().filter(|n| n.diff == Some(d)).count();
+        // Every fused member was an instruction of the entry before; the fusions are new.
+        assert!(count(NodeDiff::Fused) > 5, "{}", count(NodeDiff::Fused));
+        assert!(count(NodeDiff::Added) >= view.graph.clusters.len());
+        assert!(view.graph.nodes.iter().all(|n| n.diff.is_some()));
+        for n in view.graph.nodes.iter().filter(|n| n.diff == Some(NodeDiff::Fused)) {
+            assert!(n.fusion_group.is_some(), "{n:?}");
         }
     }
 
     #[test]
     fn every_example_compiles() {
         for ex in crate::examples::EXAMPLES {
-            let r = compile(&Request { id: 0, source: ex.source.into() }, clock);
-            let Outcome::Ok { passes } = r.result else { panic!("{}: {:?}", ex.id, r.result) };
+            let (_, r) = compile_view(ex.source, ViewSpec::default());
+            let Outcome::Compiled { passes, .. } = r.result else { panic!("{}: {:?}", ex.id, r.result) };
             assert!(passes.len() > 1, "{}", ex.id);
         }
     }
@@ -176,8 +335,41 @@ mod tests {
     #[test]
     fn a_syntax_error_has_its_position() {
         let bad = MLP.replacen("stablehlo.dot_general", "stablehlo.dot_generall", 1);
-        let r = compile(&Request { id: 1, source: bad }, clock);
+        let (worker, r) = compile_view(&bad, ViewSpec::default());
         let Outcome::Error { line, col, .. } = r.result else { panic!() };
         assert!(line > 0 && col > 0);
+        assert!(worker.session.is_none());
+    }
+
+    #[test]
+    fn a_large_graph_starts_collapsed_and_a_toggle_opens_one_cluster() {
+        // 64 independent chains of elementwise ops and a reduction each: > 400 nodes.
+        let mut src = String::from("func.func @main(%x: tensor<64x64xf32>) -> tensor<64xf32> {\n");
+        src += "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n  %acc0 = stablehlo.constant dense<0.0> : tensor<64xf32>\n";
+        for i in 0..64 {
+            src += &format!("  %k{i} = stablehlo.constant dense<{i}.5> : tensor<64x64xf32>\n");
+            src += &format!("  %a{i} = stablehlo.add %x, %k{i} : tensor<64x64xf32>\n");
+            src += &format!("  %b{i} = stablehlo.multiply %a{i}, %x : tensor<64x64xf32>\n");
+            src += &format!("  %c{i} = stablehlo.tanh %b{i} : tensor<64x64xf32>\n");
+            src += &format!("  %r{i} = stablehlo.reduce(%c{i} init: %z) applies stablehlo.add across dimensions = [1] : (tensor<64x64xf32>, tensor<f32>) -> tensor<64xf32>\n");
+            src += &format!("  %d{i} = stablehlo.sine %r{i} : tensor<64xf32>\n");
+            src += &format!("  %acc{} = stablehlo.add %acc{i}, %d{i} : tensor<64xf32>\n", i + 1);
+        }
+        src += "  return %acc64 : tensor<64xf32>\n}\n";
+        let (mut worker, r) = compile_view(&src, ViewSpec::default());
+        let Outcome::Compiled { passes, view } = r.result else { panic!("{:?}", r.result) };
+        let view = whole(view);
+        assert!(passes[view.pass].insts > protocol::COLLAPSE_ABOVE, "{}", passes[view.pass].insts);
+        assert!(!view.graph.clusters.is_empty() && view.graph.clusters.iter().all(|c| c.collapsed));
+        let one = view.graph.clusters[0].name.clone();
+        let spec = ViewSpec { toggled: vec![one.clone()], ..ViewSpec::default() };
+        let r = answer(&mut worker, &Request::View { id: 9, view: spec }, clock);
+        let Outcome::Viewed { view: open } = r.result else { panic!() };
+        let open = open.complete(Some(&view)).unwrap();
+        for c in &open.graph.clusters {
+            assert_eq!(c.collapsed, c.name != one, "{}", c.name);
+        }
+        let members = open.graph.clusters.iter().find(|c| c.name == one).unwrap().members;
+        assert_eq!(open.graph.nodes.len(), view.graph.nodes.len() + members);
     }
 }

@@ -1,0 +1,100 @@
+//! The page's state: what the worker answered, and what the person chose. One `Copy`
+//! bundle of signals in the Leptos context, so each pane reads what it draws.
+
+use crate::protocol::{DecisionView, DiffLine, GraphView, NodeView, PassSummary, PassView, ViewSpec};
+use leptos::prelude::*;
+
+#[derive(Clone, Copy)]
+pub struct State {
+    /// The last good compile's passes, and the view of one of them on screen.
+    pub passes: RwSignal<Vec<PassSummary>>,
+    pub view: RwSignal<Option<PassView>>,
+    /// The view's parts, each a memo so that a pane redraws only when its own part
+    /// changed (an edit that changes nothing redraws nothing).
+    pub graph: Memo<Option<GraphView>>,
+    /// (pass, against, lines).
+    pub diff: Memo<Option<(usize, usize, Vec<DiffLine>)>>,
+    pub decisions: Memo<Vec<DecisionView>>,
+    /// The pass chosen by name (None: the worker's default, the fusion pass).
+    pub pass: RwSignal<Option<String>>,
+    /// The pass the diffs are against (None: the previous one).
+    pub against: RwSignal<Option<String>>,
+    pub graph_diff: RwSignal<bool>,
+    /// Clusters opened or closed by hand (see `ViewSpec::toggled`).
+    pub toggled: RwSignal<Vec<String>>,
+    pub hide_unchanged: RwSignal<bool>,
+    pub side_by_side: RwSignal<bool>,
+    /// The selected node's id.
+    pub node: RwSignal<Option<String>>,
+    /// The editor's cursor line (1-based; 0 before the first move).
+    pub cursor_line: RwSignal<u32>,
+    /// The selected fusion decision, an index into the view's decisions.
+    pub decision: RwSignal<Option<usize>>,
+    /// Bumped to ask the graph to fit itself to its pane.
+    pub fit: RwSignal<u32>,
+}
+
+impl State {
+    pub fn new() -> State {
+        let view: RwSignal<Option<PassView>> = RwSignal::new(None);
+        State {
+            passes: RwSignal::new(Vec::new()),
+            view,
+            graph: Memo::new(move |_| view.with(|v| v.as_ref().map(|v| v.graph.clone()))),
+            diff: Memo::new(move |_| view.with(|v| v.as_ref().map(|v| (v.pass, v.against, v.diff.clone())))),
+            decisions: Memo::new(move |_| view.with(|v| v.as_ref().map(|v| v.decisions.clone()).unwrap_or_default())),
+            pass: RwSignal::new(None),
+            against: RwSignal::new(None),
+            graph_diff: RwSignal::new(false),
+            toggled: RwSignal::new(Vec::new()),
+            hide_unchanged: RwSignal::new(false),
+            side_by_side: RwSignal::new(false),
+            node: RwSignal::new(None),
+            cursor_line: RwSignal::new(0),
+            decision: RwSignal::new(None),
+            fit: RwSignal::new(0),
+        }
+    }
+
+    /// What to ask the worker for (read without tracking).
+    pub fn spec(&self) -> ViewSpec {
+        ViewSpec {
+            pass: self.pass.get_untracked(),
+            against: self.against.get_untracked(),
+            graph_diff: self.graph_diff.get_untracked(),
+            toggled: self.toggled.get_untracked(),
+        }
+    }
+
+    /// The name of the pass on screen, else the one chosen.
+    pub fn shown_pass(&self) -> Option<String> {
+        let shown = self.view.with(|v| v.as_ref().map(|v| v.pass));
+        match shown {
+            Some(i) => self.passes.with(|p| p.get(i).map(|p| p.name.clone())),
+            None => self.pass.get(),
+        }
+    }
+
+    /// The selected node as the view on screen has it.
+    pub fn selected_node(&self) -> Option<NodeView> {
+        let id = self.node.get()?;
+        self.graph.with(|g| g.as_ref()?.nodes.iter().find(|n| n.id == id).cloned())
+    }
+
+    /// The passes the list shows (all, or those that changed something), as indexes.
+    pub fn visible_passes(&self) -> Vec<usize> {
+        let hide = self.hide_unchanged.get();
+        self.passes
+            .with(|ps| ps.iter().enumerate().filter(|(i, p)| !hide || p.changed || *i == 0).map(|(i, _)| i).collect())
+    }
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State::new()
+    }
+}
+
+pub fn state() -> State {
+    expect_context::<State>()
+}

@@ -1,15 +1,16 @@
 //! The wire format: what the CLI's `--json`, the pass dumps and the web UI exchange.
 //!
 //! The JSON is the serde serialization of the pipeline's own types ([`Snapshot`],
-//! [`Graph`], [`Decision`], [`CostSummary`], [`KernelCost`]), re-exported here, so there
-//! is one definition of each shape and nothing to keep in sync by hand. This module adds
-//! the report `hloscope explain` prints ([`ExplainReport`]), the Graphviz rendering of a
-//! snapshot's graph ([`graph_to_dot`]) and profile lookup by name with a helpful error.
+//! [`Graph`], [`Decision`], [`Provenance`], [`CostSummary`], [`KernelCost`]),
+//! re-exported here, so there is one definition of each shape and nothing to keep in
+//! sync by hand. This module adds the report `hloscope explain` prints
+//! ([`ExplainReport`]), the Graphviz rendering of a snapshot's graph ([`graph_to_dot`])
+//! and profile lookup by name with a helpful error.
 
 pub use crate::cost::{DtypeClass, KernelCost};
 pub use crate::passes::fusion::{FusionConfig, FUSION_KNOBS};
 pub use crate::passes::pipeline::{Changes, CostSummary, Edge, Graph, Node, Snapshot};
-pub use crate::passes::{Decision, Rewrite};
+pub use crate::passes::{Decision, Provenance, Rewrite};
 
 use crate::cost::{self, Profile};
 use crate::ir::{FusionKind, Module};

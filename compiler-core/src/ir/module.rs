@@ -139,6 +139,12 @@ impl Computation {
     /// Drops from `order` every instruction not reachable from the root, keeping
     /// parameters and side-effecting instructions. Returns how many were removed.
     pub fn remove_dead(&mut self) -> usize {
+        self.remove_dead_ids().len()
+    }
+
+    /// [`Computation::remove_dead`], returning the instructions removed, in `order`
+    /// (their arena slots stay, so a caller can still read their names).
+    pub fn remove_dead_ids(&mut self) -> Vec<InstId> {
         let mut live: HashSet<InstId> = HashSet::new();
         let mut stack: Vec<InstId> = vec![self.root];
         stack.extend(self.params.iter().copied());
@@ -148,9 +154,15 @@ impl Computation {
                 stack.extend(self.insts[id].operands.iter().copied());
             }
         }
-        let before = self.order.len();
-        self.order.retain(|id| live.contains(id));
-        before - self.order.len()
+        let mut removed = Vec::new();
+        self.order.retain(|id| {
+            let keep = live.contains(id);
+            if !keep {
+                removed.push(*id);
+            }
+            keep
+        });
+        removed
     }
 }
 

@@ -4,7 +4,9 @@
 //! Each candidate is copied into a tiny module (its constant operands, itself, and any
 //! reduction-like bodies it calls) and run by [`crate::interp`], so folding computes
 //! exactly what execution would. The instruction keeps its name, type (layout included)
-//! and `loc`; one [`Rewrite`] named `constant-fold` is logged per fold.
+//! and `loc`; one [`Rewrite`] named `constant-fold` is logged per fold. Since the folded
+//! instruction keeps its name, the only provenance is for the operands the fold leaves
+//! unused, which are `removed` by `dce`.
 //!
 //! Refused:
 //! - side effects (`rng`, side-effecting custom calls), control flow and calls (`while`,
@@ -16,6 +18,7 @@
 //!   would only make the module bigger (a broadcast of a scalar constant stays);
 //! - anything the interpreter fails on (the instruction is then left as it is).
 
+use super::provenance::Scope;
 use super::{Changed, Pass, PassLog, Rewrite};
 use crate::ir::{CompId, Computation, InstId, Instruction, Literal, Module, Op, Shape, Type};
 use std::collections::HashMap;
@@ -133,6 +136,7 @@ impl Pass for ConstantFold {
 
     fn run(&self, module: &mut Module, log: &mut PassLog) -> Changed {
         let mut changed = false;
+        let mut scope = Scope::new(module);
         for comp in module.post_order() {
             let mut comp_changed = false;
             // In order: a folded instruction is a constant for the users after it.
@@ -148,7 +152,12 @@ impl Pass for ConstantFold {
                 comp_changed = true;
             }
             if comp_changed {
-                module.comp_mut(comp).remove_dead();
+                let dead = module.comp_mut(comp).remove_dead_ids();
+                if !dead.is_empty() && scope.in_graph(module, comp) {
+                    for id in dead {
+                        scope.removed(module, comp, id, "dce", log);
+                    }
+                }
                 changed = true;
             }
         }

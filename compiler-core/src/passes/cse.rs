@@ -4,7 +4,11 @@
 //! Refuses side-effecting instructions and parameters. Constants are merged when their
 //! literals have the same bits: `-0.0` and `0.0` compare equal as floats but are
 //! different constants (`max(x, -0)` and `max(x, 0)` differ at `x = -0`).
+//!
+//! Provenance: each duplicate is `replaced_by` the instruction it equals and `removed`,
+//! both under the rule `cse` (this pass drops duplicates itself; DCE has nothing left).
 
+use super::provenance::Scope;
 use super::{Changed, Pass, PassLog};
 use crate::ir::{InstId, Instruction, Module, Op};
 use std::collections::HashMap;
@@ -38,12 +42,16 @@ impl Pass for Cse {
     fn name(&self) -> &'static str {
         "cse"
     }
-    fn run(&self, module: &mut Module, _log: &mut PassLog) -> Changed {
+    fn run(&self, module: &mut Module, log: &mut PassLog) -> Changed {
         let mut changed = false;
+        let mut scope = Scope::new(module);
         for comp_id in module.post_order() {
+            let in_graph = scope.in_graph(module, comp_id);
             let comp = module.comp_mut(comp_id);
             let mut seen: HashMap<(&'static str, Vec<InstId>), Vec<InstId>> = HashMap::new();
             let mut replaced: HashMap<InstId, InstId> = HashMap::new();
+            // The same pairs in order, for the provenance.
+            let mut merged: Vec<(InstId, InstId)> = Vec::new();
             for idx in 0..comp.order.len() {
                 let id = comp.order[idx];
                 // Earlier replacements may have rewritten this instruction's operands.
@@ -65,6 +73,9 @@ impl Pass for Cse {
                 match same {
                     Some(earlier) => {
                         replaced.insert(id, earlier);
+                        if in_graph {
+                            merged.push((id, earlier));
+                        }
                     }
                     None => candidates.push(id),
                 }
@@ -75,6 +86,10 @@ impl Pass for Cse {
                     comp.root = new;
                 }
                 comp.order.retain(|id| !replaced.contains_key(id));
+            }
+            for (id, earlier) in merged {
+                scope.replaced(module, comp_id, id, earlier, "cse", log);
+                scope.removed(module, comp_id, id, "cse", log);
             }
         }
         changed

@@ -2,7 +2,9 @@
 //!
 //! Keeps parameters (they define a computation's signature), roots, and instructions with
 //! side effects (custom calls marked so, `rng`). Runs on every reachable computation.
+//! Each instruction it drops from the graph is recorded as `removed` by `dce`.
 
+use super::provenance::Scope;
 use super::{Changed, Pass, PassLog};
 use crate::ir::Module;
 
@@ -12,10 +14,17 @@ impl Pass for Dce {
     fn name(&self) -> &'static str {
         "dce"
     }
-    fn run(&self, module: &mut Module, _log: &mut PassLog) -> Changed {
+    fn run(&self, module: &mut Module, log: &mut PassLog) -> Changed {
         let mut removed = 0;
+        let mut scope = Scope::new(module);
         for comp in module.post_order() {
-            removed += module.comp_mut(comp).remove_dead();
+            let dead = module.comp_mut(comp).remove_dead_ids();
+            removed += dead.len();
+            if !dead.is_empty() && scope.in_graph(module, comp) {
+                for id in dead {
+                    scope.removed(module, comp, id, "dce", log);
+                }
+            }
         }
         removed > 0
     }

@@ -5,7 +5,12 @@
 //! only see through inlined code, so this pass runs first. Callees are inlined bottom-up
 //! (a callee's own calls first), so one run leaves no `call` reachable from the entry.
 //! Refuses nothing: the parsers reject recursion, so every call graph is a DAG.
+//!
+//! The copies get fresh names (a callee may be inlined in several places), so in the
+//! graph each is `created_by` `inline-call`; the call is `replaced_by` the copy of the
+//! callee's root (or the operand it returns) and `removed`.
 
+use super::provenance::Scope;
 use super::{Changed, Pass, PassLog, Rewrite};
 use crate::ir::{CompId, InstId, Instruction, Module, Op};
 use std::collections::HashMap;
@@ -19,10 +24,13 @@ impl Pass for Inline {
 
     fn run(&self, module: &mut Module, log: &mut PassLog) -> Changed {
         let mut changed = false;
+        let mut scope = Scope::new(module);
         // Post order: callees before callers, so every body copied is already call-free.
         for comp_id in module.post_order() {
+            let mut in_graph = None;
             while let Some(pos) = first_call(module, comp_id) {
-                inline_at(module, comp_id, pos, log);
+                let in_graph = *in_graph.get_or_insert_with(|| scope.in_graph(module, comp_id));
+                inline_at(module, comp_id, pos, log, in_graph.then_some(&mut scope));
                 changed = true;
             }
         }
@@ -37,7 +45,8 @@ fn first_call(module: &Module, comp: CompId) -> Option<usize> {
 }
 
 /// Replaces the call at `order[pos]` with a copy of its callee's live instructions.
-fn inline_at(module: &mut Module, caller: CompId, pos: usize, log: &mut PassLog) {
+/// Records provenance when `scope` is given (the caller is in the graph).
+fn inline_at(module: &mut Module, caller: CompId, pos: usize, log: &mut PassLog, scope: Option<&mut Scope>) {
     let call_id = module.comp(caller).order[pos];
     let call = module.comp(caller).inst(call_id).clone();
     let Op::Call { comp: callee } = call.op else { return };
@@ -69,11 +78,21 @@ fn inline_at(module: &mut Module, caller: CompId, pos: usize, log: &mut PassLog)
     }
     let result = map.get(&body.root).copied();
     let comp = module.comp_mut(caller);
-    comp.order.splice(pos..pos + 1, new_ids);
+    comp.order.splice(pos..pos + 1, new_ids.iter().copied());
     if let Some(result) = result {
         comp.replace_all_uses(call_id, result);
     }
-    log.rewrites.push(Rewrite { rule: "inline-call", inst: call.name });
+    const RULE: &str = "inline-call";
+    if let Some(scope) = scope {
+        for id in new_ids {
+            scope.created(module, caller, id, RULE, log);
+        }
+        if let Some(result) = result {
+            scope.replaced(module, caller, call_id, result, RULE, log);
+        }
+        scope.removed(module, caller, call_id, RULE, log);
+    }
+    log.rewrites.push(Rewrite { rule: RULE, inst: call.name });
 }
 
 #[cfg(test)]

@@ -32,6 +32,10 @@
 //! operands. Malformed instructions (a permutation of the wrong rank, a non-array
 //! operand) are left alone.
 //!
+//! Provenance: none to record. A bitcast is the reshape or transpose rewritten in place
+//! (logged as a `Rewrite`): it keeps the instruction's name, so its graph id, and no
+//! instruction is added or removed.
+//!
 //! The interpreter evaluates reshapes and transposes logically and bitcasts physically
 //! (through both layouts), so a wrong layout here shows up as wrong values; the tests
 //! run modules before and after on random inputs and compare bit for bit.

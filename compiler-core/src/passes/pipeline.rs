@@ -9,7 +9,8 @@
 //! Each snapshot holds what a person needs to see what the pass did: the module as HLO
 //! text, a graph (nodes with fusion groups, edges with bytes), the instructions added,
 //! removed and rewritten, the rewrites and fusion decisions from the pass's `PassLog`,
-//! and the cost under the chosen hardware profile.
+//! the provenance of the graph's node ids (what each new id came from, where each
+//! vanished one went), and the cost under the chosen hardware profile.
 
 use super::constant_fold::ConstantFold;
 use super::cse::Cse;
@@ -19,7 +20,7 @@ use super::inline::Inline;
 use super::layout::LayoutAssignment;
 use super::schedule::Scheduler;
 use super::simplify::AlgebraicSimplifier;
-use super::{Decision, Pass, PassLog, Rewrite};
+use super::{Decision, Pass, PassLog, Provenance, Rewrite};
 use crate::cost::{self, Profile};
 use crate::ir::{Computation, InstId, Module, Op, Type};
 use cranelift_entity::SecondaryMap;
@@ -120,6 +121,10 @@ pub struct Snapshot {
     pub changes: Changes,
     pub rewrites: Vec<Rewrite>,
     pub decisions: Vec<Decision>,
+    /// Where the graph's node ids that are new since the previous snapshot come from and
+    /// where the ones that are gone went (see [`Provenance`] for which field names an id
+    /// of which snapshot). Empty for the input and for a pass that changed nothing.
+    pub provenance: Vec<Provenance>,
     pub cost: CostSummary,
     /// The entry's instruction signatures, for the next snapshot's `changes` (shared
     /// with the next snapshot when a pass changes nothing).
@@ -376,6 +381,7 @@ pub fn run_pipeline_observed(
                 changes: Changes::default(),
                 rewrites: log.rewrites,
                 decisions: log.decisions,
+                provenance: Vec::new(),
                 cost: previous.cost.clone(),
                 signatures: Arc::clone(&previous.signatures),
             }
@@ -431,6 +437,7 @@ fn snapshot(
         changes,
         rewrites: log.rewrites,
         decisions: log.decisions,
+        provenance: super::provenance::normalize(log.provenance),
         cost,
         signatures,
     }

@@ -31,6 +31,8 @@
 //! relative order (each depends on the previous one). A computation whose `order` is
 //! not a valid topological order (an operand used before it is defined, which the
 //! verifier rejects) is left untouched rather than guessed at.
+//!
+//! Provenance: none to record; reordering keeps every instruction and its name.
 
 use super::buffers::{AllocationKind, Buffers};
 use super::{Changed, Pass, PassLog};

@@ -147,7 +147,7 @@ fn fuse_into(f: &mut Fuser, p: InstId, c: usize, us: &[InstId]) {
                 Some(r) => format!("forced by an override, lifting {}: {}", r.rule, r.reason),
                 None => describe(f, p, us),
             };
-            f.merge(c, pc);
+            f.merge(c, pc, rule);
             f.log(producer, consumer, true, rule, reason, effect);
         }
     }
@@ -257,10 +257,12 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
         return;
     }
     let last = accepted.len() - 1;
+    let mut last_rule = "duplicate-into-consumer";
     for (i, Candidate { group: c, users: us, clone, lifted, mut effect }) in accepted.into_iter().enumerate() {
-        let c2 = f.new_cluster(clone);
-        f.merge(c, c2);
         let rule = if lifted.is_some() { "force-fuse" } else { "duplicate-into-consumer" };
+        let c2 = f.new_cluster(clone);
+        f.merge(c, c2, rule);
+        last_rule = rule;
         let reason = match lifted {
             Some(r) => format!("forced by an override, lifting {}: {}", r.rule, r.reason),
             None => format!(
@@ -283,6 +285,7 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
             f.remove_user(o, p);
         }
         f.removed.insert(p);
+        f.dropped.push((p, last_rule));
     }
 }
 
@@ -304,6 +307,7 @@ fn clone_for(f: &mut Fuser, p: InstId, users: &[InstId]) -> InstId {
     f.copies += 1;
     f.pos[clone] = (f.pos[p].0, u32::MAX - f.copies);
     f.added.push(clone);
+    f.clone_of.insert(clone, p);
     let mut seen = Vec::new();
     for o in operands {
         if !seen.contains(&o) {
@@ -329,6 +333,7 @@ fn unclone(f: &mut Fuser, p: InstId, clone: InstId, users: &[InstId]) {
         }
     }
     f.removed.insert(clone);
+    f.clone_of.remove(&clone);
     for o in f.inst(clone).operands.clone() {
         f.remove_user(o, clone);
     }

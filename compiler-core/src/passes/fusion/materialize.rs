@@ -6,10 +6,14 @@
 //! its kernel). A group with several outputs returns a tuple, read by get-tuple-element.
 //! The fusion sits where the group's last member was; the computation's order is then
 //! re-sorted so that every operand comes before its users again.
+//!
+//! In the entry (the computation the snapshot graph shows) it also records the
+//! provenance of what fusion changed: see [`record_group`] and [`record_copies`].
 
 use super::rules::check_group;
 use super::Fuser;
 use crate::ir::{Computation, InstId, Instruction, Op, Type};
+use crate::passes::Provenance;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// Returns whether any fusion was made.
@@ -25,7 +29,11 @@ pub(super) fn run(f: &mut Fuser) -> bool {
     }
     // The instructions change from here on.
     f.reach = None;
+    let record = f.comp == f.module.entry;
     if groups.is_empty() {
+        if record {
+            record_copies(f, &HashSet::new());
+        }
         return false;
     }
     let mut replace: HashMap<InstId, InstId> = HashMap::new();
@@ -78,6 +86,7 @@ pub(super) fn run(f: &mut Fuser) -> bool {
             let name = f.module.fresh_name("tuple");
             body.push(Instruction { name, op: Op::Tuple, operands: items, ty, loc: Default::default() })
         };
+        let tuple = (outputs.len() > 1).then(|| body.root_inst().name.clone());
         let fusion_ty = body.root_inst().ty.clone();
         let last = *sorted.last().unwrap_or(&outputs[0]);
         let loc = f.inst(outputs[outputs.len() - 1]).loc.clone();
@@ -105,8 +114,14 @@ pub(super) fn run(f: &mut Fuser) -> bool {
                 here.push(gte);
             }
         }
+        if record {
+            record_group(f, &sorted, &outputs, &here, tuple);
+        }
         placed.insert(last, here);
         fused.extend(members);
+    }
+    if record {
+        record_copies(f, &fused);
     }
     let comp = f.module.comp_mut(f.comp);
     let mut order = Vec::with_capacity(comp.order.len());
@@ -130,6 +145,62 @@ pub(super) fn run(f: &mut Fuser) -> bool {
     comp.order = topo_sort(comp, &order);
     f.refresh_users();
     true
+}
+
+/// Records the provenance of one fusion built from `sorted` (its members in program
+/// order): `here` is the fusion instruction, then its get-tuple-elements (one per output,
+/// when there are several), and `tuple` names its body's root tuple then.
+///
+/// The fusion is `created_by` the rule by which its last member (the consumer whose
+/// place it takes) joined the group; each member is `fused_into` it (a copy: `cloned_from`
+/// its original, under its new id) by the rule by which it joined; each output is
+/// `replaced_by` what its users now read; the tuple and get-tuple-elements are
+/// `created_by` the group's first multi-output rule.
+fn record_group(f: &mut Fuser, sorted: &[InstId], outputs: &[InstId], here: &[InstId], tuple: Option<String>) {
+    let fusion = f.name(here[0]);
+    let rule = sorted.last().and_then(|m| f.joined.get(m)).copied().unwrap_or("fusion");
+    let multi =
+        sorted.iter().filter_map(|m| f.joined.get(m)).copied().find(|r| r.contains("multi-output")).unwrap_or(rule);
+    let mut out = std::mem::take(&mut f.provenance);
+    out.push(Provenance::CreatedBy { id: fusion.clone(), rule });
+    for &m in sorted {
+        let r = f.joined.get(&m).copied().unwrap_or(rule);
+        out.push(match f.clone_of.get(&m) {
+            Some(&original) => {
+                Provenance::ClonedFrom { id: format!("{fusion}/{}", f.name(m)), original: f.name(original), rule: r }
+            }
+            None => Provenance::FusedInto { id: f.name(m), fusion: fusion.clone(), rule: r },
+        });
+    }
+    if let Some(t) = tuple {
+        out.push(Provenance::CreatedBy { id: format!("{fusion}/{t}"), rule: multi });
+    }
+    let reads = if here.len() == 1 { here } else { &here[1..] };
+    for (&o, &by) in outputs.iter().zip(reads) {
+        if !f.clone_of.contains_key(&o) {
+            out.push(Provenance::ReplacedBy { id: f.name(o), by: f.name(by), rule });
+        }
+    }
+    for &g in &here[1..] {
+        out.push(Provenance::CreatedBy { id: f.name(g), rule: multi });
+    }
+    f.provenance = out;
+}
+
+/// Records the copies left outside any fusion (`cloned_from`, under their own names) and
+/// the producers removed because every user got a copy (`removed`).
+fn record_copies(f: &mut Fuser, fused: &HashSet<InstId>) {
+    let mut out = std::mem::take(&mut f.provenance);
+    for (&copy, &original) in &f.clone_of {
+        if !fused.contains(&copy) {
+            let rule = f.joined.get(&copy).copied().unwrap_or("duplicate-into-consumer");
+            out.push(Provenance::ClonedFrom { id: f.name(copy), original: f.name(original), rule });
+        }
+    }
+    for &(p, rule) in &f.dropped {
+        out.push(Provenance::Removed { id: f.name(p), rule });
+    }
+    f.provenance = out;
 }
 
 /// `order` re-sorted so every operand precedes its users, otherwise keeping its order.

@@ -19,7 +19,9 @@
 //!    the same input merge so that the input is read once.
 //! 3. Materialization (`materialize`): each group becomes a fusion instruction whose
 //!    body computation holds the members, with one parameter per operand; multi-output
-//!    fusions return a tuple that users read with get-tuple-element.
+//!    fusions return a tuple that users read with get-tuple-element. In the entry it
+//!    records the provenance (`fused_into`, `cloned_from`, `created_by`, ...), each with
+//!    the rule of the decision by which the instruction joined its group.
 //!
 //! Every merge goes through `rules::check_group` (cycles, shapes, heroes, in-place
 //! updates, size); profitability refusals (duplicating an expensive op, an op whose
@@ -48,12 +50,12 @@ mod tests;
 
 pub use spec::FUSION_KNOBS;
 
-use super::{Changed, Decision, Pass, PassLog};
+use super::{Changed, Decision, Pass, PassLog, Provenance};
 use crate::cost::{group_traffic, is_trivial};
 use crate::ir::{CompId, Computation, InstId, Instruction, Module, Op};
 use cranelift_entity::SecondaryMap;
 use rules::Graph;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// Where an instruction sits in program order: (index in the original order, copy
 /// number). A copy of `p` sits right after `p` and before older copies of `p`, so copies
@@ -124,6 +126,7 @@ impl Pass for FusionPass {
             }
             changed |= materialize::run(&mut f);
             log.decisions.append(&mut f.decisions);
+            log.provenance.append(&mut f.provenance);
         }
         changed
     }
@@ -187,6 +190,16 @@ pub(super) struct Fuser<'a> {
     refusals_logged: HashSet<(String, String, &'static str)>,
     /// The same, by instruction (cheap to look up before building names).
     refused_edges: HashSet<(InstId, InstId, &'static str)>,
+    /// For provenance: the rule of the merge by which each instruction joined a group of
+    /// two or more (both sides of a group's first merge get it).
+    joined: HashMap<InstId, &'static str>,
+    /// Copies made of a producer (by [`loop_fusion`]), to the original, while they live.
+    clone_of: BTreeMap<InstId, InstId>,
+    /// Producers removed because every user got a copy, with the rule that copied them.
+    dropped: Vec<(InstId, &'static str)>,
+    /// Provenance of the entry's changes (`materialize` records it; other computations
+    /// are not in the graph).
+    provenance: Vec<Provenance>,
 }
 
 /// The estimated effect of a merge: bytes of traffic saved and kernels saved.
@@ -217,6 +230,10 @@ impl<'a> Fuser<'a> {
             decisions: Vec::new(),
             refusals_logged: HashSet::new(),
             refused_edges: HashSet::new(),
+            joined: HashMap::new(),
+            clone_of: BTreeMap::new(),
+            dropped: Vec::new(),
+            provenance: Vec::new(),
         };
         f.refresh_users();
         let order = f.comp().order.clone();
@@ -316,14 +333,19 @@ impl<'a> Fuser<'a> {
         self.cluster_of.get(&id).copied()
     }
 
-    /// Moves every member of group `b` into group `a`.
-    fn merge(&mut self, a: usize, b: usize) {
+    /// Moves every member of group `b` into group `a`, a merge that `rule` decided.
+    fn merge(&mut self, a: usize, b: usize, rule: &'static str) {
         if a == b {
             return;
+        }
+        if self.clusters[a].len() == 1 {
+            let first = *self.clusters[a].first().expect("one member");
+            self.joined.entry(first).or_insert(rule);
         }
         let moved = std::mem::take(&mut self.clusters[b]);
         for &m in &moved {
             self.cluster_of.insert(m, a);
+            self.joined.entry(m).or_insert(rule);
         }
         self.clusters[a].extend(moved);
         if let Some(reach) = &mut self.reach {

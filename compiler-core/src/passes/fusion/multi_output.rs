@@ -165,7 +165,7 @@ fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: Inst
                 format!("{cn} reads {pn} from registers in the same kernel; {pn} is written out only if something outside still needs it")
             };
             let effect: Effect = f.effect(&f.clusters[a], &f.clusters[b]);
-            f.merge(a, b);
+            f.merge(a, b, rule);
             f.log(pn, cn, true, rule, reason, effect);
             true
         }

@@ -21,6 +21,11 @@
 //! (parameters and side effects stay), so computations the pass does not change are
 //! left exactly as they were.
 //!
+//! Provenance (in the graph's computations: the entry and its fusion bodies), recorded
+//! here in the driver, not in the rules: a helper a rule inserts is `created_by` the
+//! rule, a `Use(y)` is `replaced_by` y under the rule's name, and what the clean-up
+//! removes is `removed` by `dce`. A `Rewrite` keeps the instruction's name, so its id.
+//!
 //! What it deliberately refuses (each has a test that it does not fire):
 //! - float rewrites that are wrong for NaN, infinities or signed zeros: `x * 0 -> 0`,
 //!   `x - x -> 0`, `x + 0.0 -> x` (wrong for `x = -0.0`; `x + (-0.0) -> x` is exact),
@@ -43,8 +48,10 @@ mod slices;
 #[cfg(test)]
 pub(crate) mod tests;
 
+use super::provenance::Scope;
 use super::{Changed, Pass, PassLog, Rewrite};
 use crate::ir::{CompId, Computation, InstId, Instruction, Literal, Loc, Module, Op, Scalar, Shape, Type};
+use cranelift_entity::EntityRef;
 use std::collections::HashSet;
 
 /// The algebraic simplifier; see the module documentation.
@@ -250,7 +257,8 @@ fn well_formed(comp: &Computation, id: InstId) -> bool {
 
 impl AlgebraicSimplifier {
     /// One round over one computation: tries the rules on every live instruction.
-    fn round(&self, module: &mut Module, comp: CompId, log: &mut PassLog) -> bool {
+    /// Records provenance when `scope` is given (the computation is in the graph).
+    fn round(&self, module: &mut Module, comp: CompId, log: &mut PassLog, mut scope: Option<&mut Scope>) -> bool {
         let order = module.comp(comp).order.clone();
         let mut changed = false;
         let mut replaced: HashSet<InstId> = HashSet::new();
@@ -268,7 +276,16 @@ impl AlgebraicSimplifier {
                 continue;
             }
             for rule in RULES {
-                let Some(action) = (rule.apply)(&mut cx, id) else { continue };
+                let made_from = cx.module.comp(comp).insts.len();
+                let action = (rule.apply)(&mut cx, id);
+                // Helpers the rule inserted (whether or not its action is taken: one left
+                // unused is removed with the round's dead code).
+                if let Some(scope) = scope.as_deref_mut() {
+                    for k in made_from..cx.module.comp(comp).insts.len() {
+                        scope.created(cx.module, comp, InstId::new(k), rule.name, log);
+                    }
+                }
+                let Some(action) = action else { continue };
                 let c = cx.module.comp_mut(comp);
                 let name = c.inst(id).name.clone();
                 match action {
@@ -278,6 +295,9 @@ impl AlgebraicSimplifier {
                         }
                         c.replace_all_uses(id, y);
                         replaced.insert(id);
+                        if let Some(scope) = scope.as_deref_mut() {
+                            scope.replaced(cx.module, comp, id, y, rule.name, log);
+                        }
                     }
                     Action::Rewrite { op, operands } => {
                         let inst = c.inst_mut(id);
@@ -301,15 +321,22 @@ impl Pass for AlgebraicSimplifier {
 
     fn run(&self, module: &mut Module, log: &mut PassLog) -> Changed {
         let mut changed = false;
+        let mut scope = Scope::new(module);
         for comp in module.post_order() {
             let mut comp_changed = false;
+            let in_graph = scope.in_graph(module, comp);
             for _ in 0..self.max_rounds {
-                if !self.round(module, comp, log) {
+                if !self.round(module, comp, log, in_graph.then_some(&mut scope)) {
                     break;
                 }
                 // Drop what the round left unused, so that the next round neither
                 // revisits it nor counts it as a user.
-                module.comp_mut(comp).remove_dead();
+                let dead = module.comp_mut(comp).remove_dead_ids();
+                if in_graph {
+                    for id in dead {
+                        scope.removed(module, comp, id, "dce", log);
+                    }
+                }
                 comp_changed = true;
             }
             changed |= comp_changed;

@@ -99,10 +99,10 @@ impl Sizes {
             .unwrap_or_default();
         let at = |i: usize, default: f64| stored.get(i).copied().unwrap_or(default);
         Sizes {
-            source: RwSignal::new(at(0, 380.0)),
-            passes: RwSignal::new(at(1, 250.0)),
-            graph: RwSignal::new(at(2, 430.0)),
-            diff: RwSignal::new(at(3, 420.0)),
+            source: RwSignal::new(at(0, 340.0)),
+            passes: RwSignal::new(at(1, 262.0)),
+            graph: RwSignal::new(at(2, 420.0)),
+            diff: RwSignal::new(at(3, 330.0)),
         }
     }
 
@@ -147,7 +147,7 @@ pub fn App() -> impl IntoView {
             problem.set(None);
             let total: f64 = passes.iter().map(|p| p.time_ms).sum();
             status.set(format!(
-                "{} passes · {:.1} ms in passes, {:.1} ms compiling in all · view in {:.1} ms",
+                "{} passes: {:.1} ms · compile {:.1} ms · view {:.1} ms",
                 passes.len().saturating_sub(1),
                 total,
                 compile_ms,
@@ -383,7 +383,7 @@ pub fn App() -> impl IntoView {
                 "open file…"
                 <input type="file" data-testid="open-file" accept=".mlir,.hlo,.txt,text/plain" on:change=on_pick />
             </label>
-            <span class="keys">"↑/↓ passes · j/k decisions · / find · f fit"</span>
+            <span class="keys" title="keyboard: ↑/↓ step through the passes, j/k through the fusion decisions, / finds a node, f fits the graph">"keys: ↑↓ j k / f"</span>
             <span class="status" data-testid="status">
                 {move || status.get()}
             </span>
@@ -419,6 +419,7 @@ pub fn App() -> impl IntoView {
                 on_drag=move |d| sizes.source.update(|w| *w = clamp(*w + d, 220.0, viewport().0 - 600.0))
                 on_end=move || sizes.save()
             />
+            <div class="middle">
             <section class="pane passes">
                 <h2>
                     "passes "
@@ -434,6 +435,11 @@ pub fn App() -> impl IntoView {
                 </h2>
                 <PassList />
             </section>
+            <section class="pane details">
+                <h2>"node"</h2>
+                <NodeDetails />
+            </section>
+            </div>
             <Splitter
                 testid="split-passes"
                 vertical=true
@@ -467,17 +473,13 @@ pub fn App() -> impl IntoView {
                     on_end=move || sizes.save()
                 />
                 <div class="bottom">
-                    <section class="pane details">
-                        <h2>"node"</h2>
-                        <NodeDetails />
-                    </section>
                     <section class="pane diff-pane">
                         <Diff />
                     </section>
                     <Splitter
                         testid="split-diff"
                         vertical=true
-                        on_drag=move |d| sizes.diff.update(|w| *w = clamp(*w + d, 240.0, viewport().0 - 700.0))
+                        on_drag=move |d| sizes.diff.update(|w| *w = clamp(*w + d, 200.0, viewport().0 - 900.0))
                         on_end=move || sizes.save()
                     />
                     <section class="pane decisions-pane">

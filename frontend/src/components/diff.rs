@@ -186,7 +186,13 @@ pub fn Diff() -> impl IntoView {
                     st.passes
                         .with(|ps| {
                             ps.iter()
-                                .map(|p| view! { <option value=p.name.clone()>{format!("against {}", p.name)}</option> })
+                                .map(|p| {
+                                    let name = p.name.clone();
+                                    // Selected by the option itself: the list arrives after the choice
+                                    // (from the URL), and a select's value cannot name an option to come.
+                                    let chosen = move || st.against.with(|a| a.as_deref() == Some(name.as_str()));
+                                    view! { <option value=p.name.clone() prop:selected=chosen>{format!("against {}", p.name)}</option> }
+                                })
                                 .collect_view()
                         })
                 }}

@@ -204,7 +204,9 @@ pub fn Graph() -> impl IntoView {
             return;
         };
         let (vw, vh) = size();
-        let s = (vw / gw).min(vh / gh).clamp(0.25, 1.0);
+        // The whole graph when it fits at half size or more; else its width, and a tall
+        // graph is panned down.
+        let s = (vw / gw).min((vh / gh).max(0.5)).clamp(0.1, 1.0);
         scale.set(s);
         pan.set((((vw - gw * s) / 2.0).max(0.0), 0.0));
     };
@@ -295,7 +297,9 @@ pub fn Graph() -> impl IntoView {
             let later: Vec<String> = g
                 .nodes
                 .iter()
-                .filter(|n| n.fusion_group.is_some() && n.op != "fusion" && !joined(&n.name, &fused))
+                // The fusion and its output tuple are the kernel itself, made by fusion.
+                .filter(|n| n.fusion_group.is_some() && !["fusion", "tuple"].contains(&n.op.as_str()))
+                .filter(|n| !joined(&n.name, &fused))
                 .map(|n| format!("[data-id={}]", quoted(&n.id)))
                 .collect();
             let groups: HashSet<&str> = g
@@ -380,16 +384,16 @@ pub fn Graph() -> impl IntoView {
             return;
         }
         if !moving {
-            // Captured only once it is a pan, so that a click still reaches its node.
-            if let Some(vp) = viewport.get_untracked() {
-                let _ = vp.set_pointer_capture(e.pointer_id());
-            }
             press.set_value(Some((x0, y0, (tx, ty), true)));
             panned.set_value(true);
         }
         pan.set((tx + dx, ty + dy));
     };
-    let on_up = move |_| press.set_value(None);
+    // Moves and releases anywhere in the window: a pan goes on when the pointer leaves
+    // the pane (no pointer capture, which would take the click from the node under it).
+    // The graph lives as long as the page: the listeners are never removed.
+    let _moves = window_event_listener(leptos::ev::pointermove, on_move);
+    let _ups = window_event_listener(leptos::ev::pointerup, move |_| press.set_value(None));
     let on_wheel = move |e: web_sys::WheelEvent| {
         e.prevent_default();
         let Some(vp) = viewport.get_untracked() else { return };
@@ -514,9 +518,6 @@ pub fn Graph() -> impl IntoView {
             on:mouseover=on_over
             on:mouseleave=move |_| tip.set(None)
             on:pointerdown=on_down
-            on:pointermove=on_move
-            on:pointerup=on_up
-            on:pointercancel=on_up
             on:wheel=on_wheel
         >
             {svg}

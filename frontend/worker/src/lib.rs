@@ -18,7 +18,7 @@ pub mod layout;
 #[path = "../../src/examples.rs"]
 mod examples;
 
-use hloscope_core::api::Snapshot;
+use hloscope_core::api::{Provenance, Snapshot};
 use hloscope_core::ir::{Module, Op};
 use hloscope_core::passes::pipeline::{run_pipeline_observed, PipelineConfig, PipelineError};
 use layout::KernelInfo;
@@ -236,8 +236,39 @@ impl Session {
         } else {
             (*self.layout(pass, &spec.toggled)).clone()
         };
+        let mut graph = graph;
+        if against + 1 == pass {
+            let notes = provenance_notes(&self.snaps[pass].provenance);
+            for n in &mut graph.nodes {
+                if let Some(p) = notes.get(n.id.as_str()) {
+                    n.provenance = p.clone();
+                }
+            }
+        }
         PassView { pass, against, diff: text_diff, decisions, rewrites, graph }
     }
+}
+
+/// What the compiler recorded about each node id a pass made or unmade, as sentences by
+/// id (ids of either snapshot: a removed node is drawn in a graph diff).
+fn provenance_notes(records: &[Provenance]) -> HashMap<String, Vec<String>> {
+    let mut notes: HashMap<String, Vec<String>> = HashMap::new();
+    let mut note = |id: String, text: String| notes.entry(id).or_default().push(text);
+    for r in records {
+        match r {
+            Provenance::FusedInto { id, fusion, rule } => {
+                note(format!("{fusion}/{id}"), format!("fused into {fusion} ({rule})"))
+            }
+            Provenance::ClonedFrom { id, original, rule } => note(id.clone(), format!("a copy of {original} ({rule})")),
+            Provenance::ReplacedBy { id, by, rule } => {
+                note(by.clone(), format!("read instead of {id} ({rule})"));
+                note(id.clone(), format!("replaced by {by} ({rule})"));
+            }
+            Provenance::CreatedBy { id, rule } => note(id.clone(), format!("created by {rule}")),
+            Provenance::Removed { id, rule } => note(id.clone(), format!("removed ({rule})")),
+        }
+    }
+    notes
 }
 
 #[cfg(test)]
@@ -318,8 +349,15 @@ mod tests {
         assert!(count(NodeDiff::Fused) > 5, "{}", count(NodeDiff::Fused));
         assert!(count(NodeDiff::Added) >= view.graph.clusters.len());
         assert!(view.graph.nodes.iter().all(|n| n.diff.is_some()));
+        // What the compiler recorded comes along: every fused node says where it went.
         for n in view.graph.nodes.iter().filter(|n| n.diff == Some(NodeDiff::Fused)) {
-            assert!(n.fusion_group.is_some(), "{n:?}");
+            let group = n.fusion_group.as_deref().unwrap();
+            let fused = format!("fused into {group} (");
+            let copied = "a copy of ";
+            assert!(n.provenance.iter().any(|p| p.starts_with(&fused) || p.starts_with(copied)), "{n:?}");
+        }
+        for n in view.graph.nodes.iter().filter(|n| n.op == "fusion" && !n.id.contains('/')) {
+            assert!(n.provenance.iter().any(|p| p.starts_with("created by ")), "{n:?}");
         }
     }
 

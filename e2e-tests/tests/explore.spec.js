@@ -1,0 +1,308 @@
+// The explorer's tools, each checked as a person would with their eyes: the pass list's
+// times and its "changed only" toggle, graph zoom, pan, search, edge hover, SVG export and
+// cluster toggles, the graph diff and the text diff against any pass (side by side, folds),
+// decisions linked with the graph and stepped with j/k, the editor's cursor marking its
+// nodes, resizable panes, opening and dropping files (a debug_info export, an XLA dump).
+const { test, expect } = require("@playwright/test");
+const fs = require("node:fs");
+const path = require("node:path");
+
+const OUT = path.resolve(__dirname, "../../target/e2e");
+const CORPUS = path.resolve(__dirname, "../../backend/tests/corpus");
+
+async function open(page, hash = "") {
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  await page.goto(`${process.env.HLOSCOPE_URL}/${hash}`);
+  await expect(page.getByTestId("pass").first()).toBeVisible();
+  await expect(page.getByTestId("graph-node").first()).toBeAttached();
+  return errors;
+}
+
+function measures(page) {
+  return page.evaluate(() => performance.getEntriesByName("hloscope:edit-to-graph").length);
+}
+
+/** The graph's pan and zoom, from the transform on its <svg>. */
+async function transform(page) {
+  const t = await page.locator("[data-testid=graph] svg").evaluate((s) => s.style.transform);
+  const m = t.match(/translate\(([-\d.]+)px, ([-\d.]+)px\) scale\(([-\d.]+)\)/);
+  return { x: Number(m[1]), y: Number(m[2]), scale: Number(m[3]) };
+}
+
+/** Replaces the editor's text by a paste, as Ctrl+V does (a paste event carrying the text:
+ * typing 100 KB into the page would time the browser's typing, not the app). */
+async function pasteSource(page, text) {
+  await page.locator("[data-testid=editor] .cm-content").click();
+  await page.keyboard.press("Control+A");
+  await page.locator("[data-testid=editor] .cm-content").evaluate((el, text) => {
+    const data = new DataTransfer();
+    data.setData("text/plain", text);
+    el.dispatchEvent(new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }));
+  }, text);
+}
+
+test("the pass list shows each pass's time and can hide the passes that changed nothing", async ({ page }) => {
+  await open(page, "#example=mlp");
+  const rows = page.getByTestId("pass");
+  const all = await rows.count();
+  // Every pass after the input has a time in milliseconds, and some took a measurable one.
+  const times = await page.getByTestId("pass-time").allTextContents();
+  expect(times[0]).toBe("");
+  for (const t of times.slice(1)) expect(t).toMatch(/^\d+\.\d$/);
+  expect(times.slice(1).some((t) => Number(t) > 0)).toBe(true);
+  const unchanged = await page.locator("[data-testid=pass].unchanged").count();
+  expect(unchanged).toBeGreaterThan(0);
+  await page.getByTestId("hide-unchanged").check();
+  await expect(rows).toHaveCount(all - unchanged);
+  await expect(page.locator("[data-testid=pass].unchanged")).toHaveCount(0);
+  await expect(page).toHaveURL(/changed=1/);
+  // Arrow keys step over the hidden passes.
+  await page.locator("[data-testid=pass][data-pass=cse]").click();
+  await page.keyboard.press("ArrowDown");
+  await expect(page.locator("[data-testid=pass][data-pass=fusion]")).toHaveClass(/selected/);
+});
+
+test("the graph zooms with the wheel, pans by dragging and fits on f", async ({ page }) => {
+  await open(page, "#example=transformer_block");
+  const graph = page.getByTestId("graph");
+  const box = await graph.boundingBox();
+  const before = await transform(page);
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await page.mouse.wheel(0, -300);
+  await expect.poll(async () => (await transform(page)).scale).toBeGreaterThan(before.scale * 1.2);
+  const zoomed = await transform(page);
+  // Drag the background by (-120, -80): the graph follows the pointer.
+  const x0 = box.x + 10, y0 = box.y + box.height - 10;
+  await page.mouse.move(x0, y0);
+  await page.mouse.down();
+  for (let i = 1; i <= 8; i++) await page.mouse.move(x0 - 15 * i, y0 - 10 * i);
+  await page.mouse.up();
+  const panned = await transform(page);
+  expect(panned.x - zoomed.x).toBeCloseTo(-120, 0);
+  expect(panned.y - zoomed.y).toBeCloseTo(-80, 0);
+  await page.keyboard.press("f");
+  await expect.poll(async () => (await transform(page)).scale).toBeCloseTo(before.scale, 3);
+});
+
+test("search finds nodes by op and Enter goes from one to the next", async ({ page }) => {
+  await open(page, "#example=transformer_block&pass=input");
+  await page.keyboard.press("/");
+  await expect(page.getByTestId("graph-search")).toBeFocused();
+  await page.keyboard.type("dot_general");
+  // The input's dots are `dot` ops in HLO terms: name or op.
+  await page.getByTestId("graph-search").fill("dot");
+  const count = Number((await page.getByTestId("search-count").textContent()).split(" ")[0]);
+  expect(count).toBeGreaterThan(1);
+  await expect(page.locator("[data-testid=graph-node].match")).toHaveCount(count);
+  await page.getByTestId("graph-search").press("Enter");
+  const first = await page.locator("[data-testid=node-details] dt:text-is('name') + dd").textContent();
+  await page.getByTestId("graph-search").press("Enter");
+  const second = await page.locator("[data-testid=node-details] dt:text-is('name') + dd").textContent();
+  expect(second).not.toBe(first);
+  expect(`${first} ${second}`).toMatch(/dot/);
+  await expect(page.locator("[data-testid=graph-node].selected")).toHaveCount(1);
+});
+
+test("hovering an edge shows its shape and bytes", async ({ page }) => {
+  await open(page, "#example=mlp&pass=input");
+  // An edge from a parameter: its shape is the parameter's type.
+  const edge = page.locator(".edge-g:not(.internal) .edge-hit").first();
+  await edge.hover({ force: true });
+  const tip = page.getByTestId("edge-tooltip");
+  await expect(tip).toBeVisible();
+  await expect(tip).toHaveText(/→ .*: (f32|bf16|f16|s32|pred)\[[\d,]*\] · \d+(\.\d)? (B|KB|MB)$/);
+  await page.mouse.move(0, 0);
+  await expect(tip).toHaveCount(0);
+});
+
+test("a cluster collapses to one box, opens again, and the SVG export holds the drawing", async ({ page }) => {
+  await open(page, "#example=mlp&pass=fusion");
+  const cluster = page.getByTestId("fusion-cluster").first();
+  const name = await cluster.getAttribute("data-name");
+  // The label carries the kernel: kind, bytes, estimated time.
+  await expect(cluster.locator(".cluster-cost")).toHaveText(/^(loop|input|output) · [\d.]+ (B|KB|MB) · [\d.]+ (µs|ms)$/);
+  const members = page.locator(`[data-testid=graph-node][data-id^="${name}/"]`);
+  expect(await members.count()).toBeGreaterThan(0);
+  await cluster.getByTestId("cluster-toggle").click();
+  await expect(page.locator(`[data-testid=fusion-cluster][data-name="${name}"]`)).toHaveClass(/collapsed/);
+  await expect(members).toHaveCount(0);
+  await page.getByTestId("expand-all").click();
+  await expect(page.locator("[data-testid=fusion-cluster].collapsed")).toHaveCount(0);
+  expect(await members.count()).toBeGreaterThan(0);
+  const [download] = await Promise.all([page.waitForEvent("download"), page.getByTestId("export-svg").click()]);
+  expect(download.suggestedFilename()).toBe("hloscope-fusion.svg");
+  const svg = fs.readFileSync(await download.path(), "utf8");
+  expect(svg).toMatch(/^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+  expect(svg).toContain(`data-name="${name}"`);
+  expect(svg).toMatch(/<style>[^<]*svg \.node rect \{[^}]*fill: (#|rgb)/);
+  expect(svg).not.toContain("var(--");
+});
+
+test("the graph diff colours fused, added, changed and removed nodes", async ({ page }) => {
+  await open(page, "#example=mlp&pass=fusion");
+  await page.getByTestId("graph-diff").check();
+  await expect(page.locator("[data-testid=graph-node][data-diff=fused]").first()).toBeAttached();
+  expect(await page.locator("[data-testid=graph-node][data-diff=fused]").count()).toBeGreaterThan(5);
+  // The fusion instructions are new: one per cluster at least.
+  const clusters = await page.getByTestId("fusion-cluster").count();
+  expect(await page.locator("[data-testid=graph-node][data-diff=added]").count()).toBeGreaterThanOrEqual(clusters);
+  await page.locator(".pane.graph-pane").screenshot({ path: `${OUT}/graph-diff.png` });
+  // Against the input, simplification's removed nodes are drawn too, and the fused node's
+  // details say how it compares.
+  await page.getByTestId("diff-against").selectOption("input");
+  await expect(page.locator("[data-testid=graph-node][data-diff=removed]").first()).toBeAttached();
+  await page.locator("[data-testid=graph-node][data-diff=fused]").first().click();
+  await expect(page.getByTestId("node-diff")).toHaveText("fused");
+  await expect(page).toHaveURL(/gdiff=1/);
+  await expect(page).toHaveURL(/against=input/);
+  await page.reload();
+  await expect(page.getByTestId("graph-diff")).toBeChecked();
+  await expect(page.getByTestId("diff-against")).toHaveValue("input");
+  await expect(page.locator("[data-testid=graph-node][data-diff=removed]").first()).toBeAttached();
+});
+
+test("the text diff goes against any pass, side by side, with unchanged runs folded", async ({ page }) => {
+  await open(page, "#example=transformer_block&pass=cse");
+  const diff = page.getByTestId("diff");
+  await expect(page.getByTestId("diff-counts")).toHaveText(/^\+\d+ −\d+$/);
+  const against = async (name) => {
+    await page.getByTestId("diff-against").selectOption(name);
+    await expect(page.getByTestId("diff-against")).toHaveValue(name);
+  };
+  await against("input");
+  await expect(diff.getByTestId("diff-removed").first()).toBeVisible();
+  await expect(diff.getByTestId("diff-added").first()).toBeVisible();
+  // A fold hides a run of unchanged lines until clicked.
+  const folds = diff.getByTestId("diff-expand");
+  const foldCount = await folds.count();
+  expect(foldCount).toBeGreaterThan(0);
+  const hidden = Number((await folds.first().textContent()).match(/(\d+) unchanged/)[1]);
+  const lines = await diff.locator(".diff-line").count();
+  await folds.first().click();
+  await expect(diff.locator(".diff-line")).toHaveCount(lines + hidden);
+  await expect(folds).toHaveCount(foldCount - 1);
+  await page.getByTestId("side-by-side").check();
+  const table = diff.locator("table.side-by-side");
+  await expect(table).toBeVisible();
+  // Removed lines on the left, added on the right, in the same rows.
+  await expect(table.locator("td.text.removed").first()).toBeVisible();
+  const row = table.locator("tr", { has: page.locator("td.removed") }).first();
+  await expect(row.locator("td").nth(1)).toHaveClass(/removed/);
+  await page.locator(".pane.diff-pane").screenshot({ path: `${OUT}/diff-side-by-side.png` });
+  await expect(page).toHaveURL(/sbs=1/);
+});
+
+test("a decision lights up its nodes and cluster; j/k step and the clusters grow", async ({ page }) => {
+  await open(page, "#example=mlp&pass=fusion");
+  const rows = page.getByTestId("decision");
+  const n = await rows.count();
+  expect(n).toBeGreaterThan(5);
+  // The last decision a cluster took: click it; its producer and consumer light up.
+  const taken = page.locator("[data-testid=decision].taken").first();
+  const producer = await taken.locator("td").nth(1).textContent();
+  const consumer = await taken.locator("td").nth(2).textContent();
+  await taken.click();
+  await expect(taken).toHaveClass(/selected/);
+  const ends = page.locator("[data-testid=graph-node].decision-end");
+  await expect(ends.first()).toBeAttached();
+  const names = await ends.evaluateAll((els) => els.map((e) => e.getAttribute("data-name")));
+  expect(names).toEqual(expect.arrayContaining([producer]));
+  expect(names.every((x) => x === producer || x === consumer)).toBe(true);
+  await expect(page.locator("[data-testid=fusion-cluster].decision-cluster")).toHaveCount(1);
+  // Stepping: k goes back to the first decision, where most members are yet to join; j
+  // all the way to the last, where every member has.
+  await page.locator(".pane.graph-pane h2").click();
+  for (let i = 0; i < n; i++) await page.keyboard.press("k");
+  await expect(rows.first()).toHaveClass(/selected/);
+  const early = await page.locator("[data-testid=graph-node].later").count();
+  expect(early).toBeGreaterThan(0);
+  for (let i = 0; i < n; i++) await page.keyboard.press("j");
+  await expect(rows.last()).toHaveClass(/selected/);
+  await expect(page.locator("[data-testid=graph-node].later")).toHaveCount(0);
+  // And back: a node clicked in the graph marks the decisions about it.
+  await page.locator("[data-testid=graph-node].decision-end").first().click();
+  expect(await page.locator("[data-testid=decision].involves").count()).toBeGreaterThan(0);
+  await page.locator(".pane.decisions-pane").screenshot({ path: `${OUT}/decisions.png` });
+});
+
+test("the editor's cursor line marks the nodes it wrote", async ({ page }) => {
+  await open(page, "#example=mlp&pass=input");
+  const line = page.locator(".cm-line", { hasText: "stablehlo.exponential" }).first();
+  await line.click();
+  const marked = page.locator("[data-testid=graph-node].at-cursor");
+  await expect(marked.first()).toBeAttached();
+  const ops = await marked.evaluateAll((els) => els.map((e) => e.getAttribute("data-op")));
+  expect(ops).toContain("exponential");
+  // Another line, other nodes.
+  await page.locator(".cm-line", { hasText: "stablehlo.divide" }).first().click();
+  await expect.poll(() => marked.evaluateAll((els) => els.map((e) => e.getAttribute("data-op")))).toContain("divide");
+  expect(await marked.evaluateAll((els) => els.map((e) => e.getAttribute("data-op")))).not.toContain("exponential");
+});
+
+test("the panes resize by dragging their splitters, and keep their sizes across a reload", async ({ page }) => {
+  await open(page);
+  const source = page.locator(".pane.source");
+  const w0 = (await source.boundingBox()).width;
+  const bar = await page.getByTestId("split-source").boundingBox();
+  await page.mouse.move(bar.x + 2, bar.y + 200);
+  await page.mouse.down();
+  await page.mouse.move(bar.x + 60, bar.y + 200, { steps: 4 });
+  await page.mouse.move(bar.x + 122, bar.y + 200, { steps: 4 });
+  await page.mouse.up();
+  const w1 = (await source.boundingBox()).width;
+  expect(w1 - w0).toBeCloseTo(120, -1);
+  const graph = page.locator(".pane.graph-pane");
+  const h0 = (await graph.boundingBox()).height;
+  const hbar = await page.getByTestId("split-graph").boundingBox();
+  await page.mouse.move(hbar.x + 100, hbar.y + 2);
+  await page.mouse.down();
+  await page.mouse.move(hbar.x + 100, hbar.y - 78, { steps: 5 });
+  await page.mouse.up();
+  expect((await graph.boundingBox()).height - h0).toBeCloseTo(-80, -1);
+  await page.reload();
+  await expect(page.getByTestId("pass").first()).toBeVisible();
+  expect((await source.boundingBox()).width).toBeCloseTo(w1, 0);
+});
+
+test("an XLA HLO dump opened as a file and a debug_info export dropped on the editor compile", async ({ page }) => {
+  await open(page);
+  const dump = fs.readFileSync(`${CORPUS}/softmax/xla.hlo`, "utf8");
+  expect(dump).toMatch(/^HloModule /m);
+  let before = await measures(page);
+  await page.getByTestId("open-file").setInputFiles({ name: "softmax.hlo", mimeType: "text/plain", buffer: Buffer.from(dump) });
+  await expect.poll(() => measures(page)).toBeGreaterThan(before);
+  await expect(page.locator("[data-testid=editor] .cm-content")).toContainText("HloModule");
+  await expect(page.getByTestId("diagnostic")).toHaveCount(0);
+  expect(await page.getByTestId("pass").count()).toBeGreaterThan(1);
+  await expect(page.getByTestId("examples")).toHaveValue("");
+
+  const debug = fs.readFileSync(`${CORPUS}/transformer_block/module_debug.mlir`, "utf8");
+  expect(debug).toMatch(/#loc\d* = loc\(/);
+  before = await measures(page);
+  const transfer = await page.evaluateHandle((text) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([text], "transformer_debug.mlir", { type: "text/plain" }));
+    return dt;
+  }, debug);
+  await page.locator(".pane.source").dispatchEvent("drop", { dataTransfer: transfer });
+  await expect.poll(() => measures(page)).toBeGreaterThan(before);
+  await expect(page.getByTestId("diagnostic")).toHaveCount(0);
+  await expect(page.locator("[data-testid=editor] .cm-content")).toContainText("loc(");
+  // The program's own locations reach the node details.
+  await page.locator("[data-testid=pass][data-pass=input]").click();
+  await page.locator("[data-testid=graph-node][data-op=dot]").first().click();
+  await expect(page.locator("[data-testid=node-details] dt:text-is('source') + dd")).not.toHaveText("—");
+});
+
+test("a pasted debug_info export and an XLA dump compile from the clipboard's text", async ({ page }) => {
+  await open(page);
+  for (const file of ["layernorm/module_debug.mlir", "transformer_block/xla.hlo"]) {
+    const text = fs.readFileSync(`${CORPUS}/${file}`, "utf8");
+    const before = await measures(page);
+    await pasteSource(page, text);
+    await expect.poll(() => measures(page), { message: file }).toBeGreaterThan(before);
+    await expect(page.getByTestId("diagnostic"), file).toHaveCount(0);
+    expect(await page.getByTestId("graph-node").count(), file).toBeGreaterThan(3);
+  }
+});

@@ -7,6 +7,10 @@ use crate::state::state;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
+/// Rows drawn beyond the selected one (a large module's fusion pass decides thousands of
+/// times; more rows come into the table as j steps or "show more" asks).
+const PAGE: usize = 300;
+
 #[component]
 pub fn Decisions() -> impl IntoView {
     let st = state();
@@ -24,6 +28,13 @@ pub fn Decisions() -> impl IntoView {
         }
     });
     let node_name = Memo::new(move |_| st.selected_node().map(|n| n.name));
+    let limit = RwSignal::new(PAGE);
+    Effect::new(move |_| {
+        st.decisions.track();
+        limit.set(PAGE);
+    });
+    // Enough rows to show the selected one.
+    let shown = Memo::new(move |_| limit.get().max(st.decision.get().map_or(0, |i| i + PAGE / 2)));
     view! {
         <div class="decisions">
             {move || {
@@ -31,8 +42,10 @@ pub fn Decisions() -> impl IntoView {
                 st.decisions
                     .with(|decisions| match decisions {
                         d if !d.is_empty() => {
+                            let more = d.len().saturating_sub(shown.get());
                             let rows = d
                                 .iter()
+                                .take(shown.get())
                                 .enumerate()
                                 .map(|(i, d)| {
                                     let (p, c) = (d.producer.clone(), d.consumer.clone());
@@ -73,6 +86,14 @@ pub fn Decisions() -> impl IntoView {
                                     </thead>
                                     <tbody node_ref=body>{rows}</tbody>
                                 </table>
+                                {(more > 0)
+                                    .then(|| {
+                                        view! {
+                                            <button class="more" data-testid="decisions-more" on:click=move |_| limit.update(|l| *l += PAGE)>
+                                                {format!("{more} more decisions: show {}", more.min(PAGE))}
+                                            </button>
+                                        }
+                                    })}
                             }
                                 .into_any()
                         }

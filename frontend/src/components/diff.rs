@@ -9,6 +9,9 @@ use std::collections::HashSet;
 
 /// Unchanged lines kept on each side of a change.
 const CONTEXT: usize = 3;
+/// Items drawn at first, and added by each "show more": a large module's fusion pass
+/// changes thousands of lines, and drawing them all would stall the page for seconds.
+const PAGE: usize = 600;
 
 /// A line to draw, or a fold of `len` unchanged lines starting at `start`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -90,9 +93,11 @@ fn side_row(left: Option<&DiffLine>, right: Option<&DiffLine>) -> impl IntoView 
 pub fn Diff() -> impl IntoView {
     let st = state();
     let open: RwSignal<HashSet<usize>> = RwSignal::new(HashSet::new());
+    let limit = RwSignal::new(PAGE);
     Effect::new(move |_| {
         st.diff.with(|d| d.as_ref().map(|d| (d.0, d.1)));
         open.set(HashSet::new());
+        limit.set(PAGE);
     });
     let counts = move || {
         st.diff.with(|d| {
@@ -118,7 +123,16 @@ pub fn Diff() -> impl IntoView {
             if lines.iter().all(|l| l.kind == DiffKind::Same) {
                 return view! { <p class="empty">"no difference"</p> }.into_any();
             }
-            let items = fold(&lines, &open);
+            let mut items = fold(lines, &open);
+            let more = items.len().saturating_sub(limit.get());
+            items.truncate(limit.get());
+            let more = (more > 0).then(|| {
+                view! {
+                    <button class="fold more" data-testid="diff-more" on:click=move |_| limit.update(|l| *l += PAGE)>
+                        {format!("{more} more lines of the diff: show {}", more.min(PAGE))}
+                    </button>
+                }
+            });
             let fold_row = move |start: usize, len: usize| {
                 view! {
                     <button class="fold" data-testid="diff-expand" on:click=move |_| unfold(start)>
@@ -127,14 +141,14 @@ pub fn Diff() -> impl IntoView {
                 }
             };
             if !sbs {
-                return items
+                let drawn = items
                     .iter()
                     .map(|&it| match it {
                         Item::Line(i) => line_view(&lines[i]).into_any(),
                         Item::Fold { start, len } => fold_row(start, len).into_any(),
                     })
-                    .collect_view()
-                    .into_any();
+                    .collect_view();
+                return view! { {drawn} {more} }.into_any();
             }
             // Side by side: a change block's removed lines pair with its added ones.
             let mut rows = Vec::new();
@@ -166,7 +180,7 @@ pub fn Diff() -> impl IntoView {
                     }
                 }
             }
-            view! { <table class="side-by-side"><tbody>{rows}</tbody></table> }.into_any()
+            view! { <table class="side-by-side"><tbody>{rows}</tbody></table> {more} }.into_any()
         })
     };
     view! {

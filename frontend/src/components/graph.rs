@@ -83,89 +83,102 @@ fn mark(root: &web_sys::Element, class: &str, selector: &str) {
     }
 }
 
-/// The SVG of one laid-out graph.
-fn draw(g: &GraphView) -> impl IntoView {
-    let clusters = g
-        .clusters
-        .iter()
-        .map(|c| {
-            let label = format!("{} · {} ops", c.name, c.members);
-            let cost = if c.kind.is_empty() {
-                String::new()
-            } else {
-                format!("{} · {} · {}", c.kind, bytes_text(c.bytes_moved), time_text(c.est_time_s))
-            };
-            let toggle_title =
-                if c.collapsed { "show the kernel's instructions" } else { "collapse the kernel to one box" };
-            view! {
-                <g
-                    data-testid="fusion-cluster"
-                    data-name=c.name.clone()
-                    class="cluster-g"
-                    class:collapsed=c.collapsed
-                >
-                    <rect class="cluster" x=f(c.x) y=f(c.y) width=f(c.w) height=f(c.h) rx="6" />
-                    <text class="cluster-label" x=f(c.x + 8.0) y=f(c.y + 13.0)>
-                        {label}
-                    </text>
-                    <text class="cluster-cost" x=f(c.x + 8.0) y=f(c.y + 25.0)>
-                        {cost}
-                    </text>
-                    <g class="cluster-toggle" data-testid="cluster-toggle">
-                        <title>{toggle_title}</title>
-                        <rect x=f(c.x + c.w - 20.0) y=f(c.y + 3.0) width="16" height="16" rx="3" />
-                        <text x=f(c.x + c.w - 12.0) y=f(c.y + 15.0)>
-                            {if c.collapsed { "+" } else { "−" }}
-                        </text>
-                    </g>
-                </g>
-            }
-        })
-        .collect_view();
-    let edges = g
-        .edges
-        .iter()
-        .enumerate()
-        .map(|(i, e)| {
-            view! {
-                <g class="edge-g" class:internal=e.bytes == 0 data-edge=i>
-                    <line class="edge" x1=f(e.x1) y1=f(e.y1) x2=f(e.x2) y2=f(e.y2) />
-                    <line class="edge-hit" x1=f(e.x1) y1=f(e.y1) x2=f(e.x2) y2=f(e.y2) />
-                </g>
-            }
-        })
-        .collect_view();
-    let nodes = g
-        .nodes
-        .iter()
-        .map(|n| {
-            let class = format!("node{}{}", if n.fusion_group.is_some() { " fused" } else { "" }, diff_class(n.diff));
-            view! {
-                <g
-                    data-testid="graph-node"
-                    data-op=n.op.clone()
-                    data-id=n.id.clone()
-                    data-name=n.name.clone()
-                    data-line=n.line
-                    data-diff=diff_name(n.diff)
-                    class=class
-                >
-                    <rect x=f(n.x) y=f(n.y) width=f(n.w) height=f(n.h) rx="4" />
-                    <text class="node-name" x=f(n.x + 8.0) y=f(n.y + 14.0)>
-                        {n.name.clone()}
-                    </text>
-                    <text class="node-type" x=f(n.x + 8.0) y=f(n.y + 27.0)>
-                        {format!("{} {}", n.op, n.ty)}
-                    </text>
-                </g>
-            }
-        })
-        .collect_view();
-    view! {
-        <g class="clusters">{clusters}</g>
-        <g class="edges">{edges}</g>
-        <g class="nodes">{nodes}</g>
+/// Text for SVG markup.
+fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
     }
+    out
+}
+
+/// The inside of the `<svg>` of one laid-out graph, as markup: a graph of thousands of
+/// nodes is parsed by the browser in one go far faster than built element by element
+/// across the wasm boundary (nothing in it is reactive: see [`mark`]).
+fn draw(g: &GraphView) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(256 * (g.nodes.len() + g.clusters.len()) + 160 * g.edges.len());
+    s.push_str("<g class=\"clusters\">");
+    for c in &g.clusters {
+        let cost = if c.kind.is_empty() {
+            String::new()
+        } else {
+            format!("{} · {} · {}", c.kind, bytes_text(c.bytes_moved), time_text(c.est_time_s))
+        };
+        let title = if c.collapsed { "show the kernel's instructions" } else { "collapse the kernel to one box" };
+        let _ = write!(
+            s,
+            "<g data-testid=\"fusion-cluster\" data-name=\"{name}\" class=\"cluster-g{collapsed}\">\
+             <rect class=\"cluster\" x=\"{x}\" y=\"{y}\" width=\"{w}\" height=\"{h}\" rx=\"6\"/>\
+             <text class=\"cluster-label\" x=\"{lx}\" y=\"{ly}\">{name} · {members} ops</text>\
+             <text class=\"cluster-cost\" x=\"{lx}\" y=\"{cy}\">{cost}</text>\
+             <g class=\"cluster-toggle\" data-testid=\"cluster-toggle\"><title>{title}</title>\
+             <rect x=\"{tx}\" y=\"{ty}\" width=\"16\" height=\"16\" rx=\"3\"/>\
+             <text x=\"{tcx}\" y=\"{tcy}\">{sign}</text></g></g>",
+            name = esc(&c.name),
+            collapsed = if c.collapsed { " collapsed" } else { "" },
+            x = f(c.x),
+            y = f(c.y),
+            w = f(c.w),
+            h = f(c.h),
+            lx = f(c.x + 8.0),
+            ly = f(c.y + 13.0),
+            cy = f(c.y + 25.0),
+            members = c.members,
+            cost = esc(&cost),
+            tx = f(c.x + c.w - 20.0),
+            ty = f(c.y + 3.0),
+            tcx = f(c.x + c.w - 12.0),
+            tcy = f(c.y + 15.0),
+            sign = if c.collapsed { "+" } else { "−" },
+        );
+    }
+    s.push_str("</g><g class=\"edges\">");
+    for (i, e) in g.edges.iter().enumerate() {
+        let (x1, y1, x2, y2) = (f(e.x1), f(e.y1), f(e.x2), f(e.y2));
+        let _ = write!(
+            s,
+            "<g class=\"edge-g{internal}\" data-edge=\"{i}\">\
+             <line class=\"edge\" x1=\"{x1}\" y1=\"{y1}\" x2=\"{x2}\" y2=\"{y2}\"/>\
+             <line class=\"edge-hit\" x1=\"{x1}\" y1=\"{y1}\" x2=\"{x2}\" y2=\"{y2}\"/></g>",
+            internal = if e.bytes == 0 { " internal" } else { "" },
+        );
+    }
+    s.push_str("</g><g class=\"nodes\">");
+    for n in &g.nodes {
+        let diff = diff_name(n.diff).map(|d| format!(" data-diff=\"{d}\"")).unwrap_or_default();
+        let _ = write!(
+            s,
+            "<g data-testid=\"graph-node\" data-op=\"{op}\" data-id=\"{id}\" data-name=\"{name}\" data-line=\"{line}\"{diff} \
+             class=\"node{fused}{diff_class}\">\
+             <rect x=\"{x}\" y=\"{y}\" width=\"{w}\" height=\"{h}\" rx=\"4\"/>\
+             <text class=\"node-name\" x=\"{tx}\" y=\"{ny}\">{name}</text>\
+             <text class=\"node-type\" x=\"{tx}\" y=\"{ty}\">{op} {ty_text}</text></g>",
+            op = esc(&n.op),
+            id = esc(&n.id),
+            name = esc(&n.name),
+            line = n.line,
+            fused = if n.fusion_group.is_some() { " fused" } else { "" },
+            diff_class = diff_class(n.diff),
+            x = f(n.x),
+            y = f(n.y),
+            w = f(n.w),
+            h = f(n.h),
+            tx = f(n.x + 8.0),
+            ny = f(n.y + 14.0),
+            ty = f(n.y + 27.0),
+            ty_text = esc(&n.ty),
+        );
+    }
+    s.push_str("</g>");
+    s
 }
 
 /// The names a fusion decision's step `k` has fused so far: the producers and consumers
@@ -436,9 +449,8 @@ pub fn Graph() -> impl IntoView {
                             let (x, y) = pan.get();
                             format!("transform: translate({x:.1}px, {y:.1}px) scale({:.4})", scale.get())
                         }
-                    >
-                        {draw(g)}
-                    </svg>
+                        inner_html=draw(g)
+                    ></svg>
                 }
             })
         })

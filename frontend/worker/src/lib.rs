@@ -34,6 +34,7 @@ thread_local! {
 
 /// What the worker keeps between requests: the last compile, and the last view it sent
 /// (the next view is sent as the parts that differ from it).
+#[derive(Default)]
 pub struct Worker {
     session: Option<Session>,
     sent: Option<PassView>,

@@ -84,6 +84,8 @@ test("clicking a node shows its details and moves the editor to its line", async
   await node.click();
   const details = page.getByTestId("node-details");
   await expect(details).toContainText(op);
+  // Its instruction as the pass prints it, attributes and all.
+  await expect(page.getByTestId("node-hlo")).toContainText(`${op}(`);
   const loc = await details.locator("dt:text-is('line:col') + dd").textContent();
   const line = loc.split(":")[0];
   expect(Number(line)).toBeGreaterThan(0);

@@ -264,8 +264,9 @@ pub fn App() -> impl IntoView {
                 let visible = st.visible_passes();
                 let names: Vec<String> =
                     st.passes.with_untracked(|ps| visible.iter().map(|&i| ps[i].name.clone()).collect());
-                let shown = st.shown_pass();
-                let at = names.iter().position(|n| Some(n) == shown.as_ref()).unwrap_or(0);
+                // From the pass chosen last (its view may still be on its way).
+                let from = st.pass.get_untracked().filter(|p| names.contains(p)).or_else(|| st.shown_pass());
+                let at = names.iter().position(|n| Some(n) == from.as_ref()).unwrap_or(0);
                 let next = if e.key() == "ArrowDown" {
                     (at + 1).min(names.len().saturating_sub(1))
                 } else {

@@ -215,6 +215,8 @@ pub struct NodeView {
     pub loc: String,
     pub source: Option<String>,
     pub fusion_group: Option<String>,
+    /// The instruction as the pass's HLO text prints it, attributes and all.
+    pub hlo: String,
     /// Only in a graph diff.
     pub diff: Option<NodeDiff>,
     /// Where the node came from, as the compiler recorded it (`fused into fusion.3 by

@@ -23,6 +23,8 @@ pub fn NodeDetails() -> impl IntoView {
                             <dd>{n.ty.clone()}</dd>
                             <dt>"fusion"</dt>
                             <dd>{n.fusion_group.clone().unwrap_or_else(|| "—".into())}</dd>
+                            <dt>"hlo"</dt>
+                            <dd class="hlo" data-testid="node-hlo">{n.hlo.clone()}</dd>
                             <dt>"line:col"</dt>
                             <dd>{n.loc.clone()}</dd>
                             <dt>"source"</dt>

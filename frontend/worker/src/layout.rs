@@ -303,6 +303,7 @@ pub fn layout(graph: &Graph, opts: Options) -> GraphView {
                 loc: nd.loc.clone(),
                 source: nd.source.clone(),
                 fusion_group: nd.fusion_group.clone(),
+                hlo: String::new(),
                 diff: None,
                 provenance: Vec::new(),
                 x,

@@ -238,6 +238,14 @@ impl Session {
             (*self.layout(pass, &spec.toggled)).clone()
         };
         let mut graph = graph;
+        // Each node's line of HLO text (a removed node's from the pass it was removed from).
+        let (new_lines, old_lines) =
+            (instruction_lines(&self.snaps[pass].text), instruction_lines(&self.snaps[against].text));
+        for n in &mut graph.nodes {
+            if let Some(line) = new_lines.get(n.name.as_str()).or_else(|| old_lines.get(n.name.as_str())) {
+                n.hlo = line.to_string();
+            }
+        }
         if against + 1 == pass {
             let notes = provenance_notes(&self.snaps[pass].provenance);
             for n in &mut graph.nodes {
@@ -248,6 +256,18 @@ impl Session {
         }
         PassView { pass, against, diff: text_diff, decisions, rewrites, graph }
     }
+}
+
+/// Each instruction's line in HLO text (`%add.3 = f32[4]{0} add(...)`), by name.
+fn instruction_lines(text: &str) -> HashMap<&str, &str> {
+    text.lines()
+        .filter_map(|line| {
+            let t = line.trim_start();
+            let t = t.strip_prefix("ROOT ").unwrap_or(t);
+            let name = t.strip_prefix('%')?.split(' ').next()?;
+            Some((name, t))
+        })
+        .collect()
 }
 
 /// What the compiler recorded about each node id a pass made or unmade, as sentences by
@@ -310,6 +330,12 @@ mod tests {
         for n in &view.graph.nodes {
             assert!(n.x >= 0.0 && n.x + n.w <= view.graph.width && n.y + n.h <= view.graph.height, "{n:?}");
         }
+        // Each node carries its instruction's text.
+        for n in &view.graph.nodes {
+            assert!(n.hlo.starts_with(&format!("%{} = ", n.name)), "{n:?}");
+        }
+        let dot = view.graph.nodes.iter().find(|n| n.op == "dot").unwrap();
+        assert!(dot.hlo.contains("lhs_contracting_dims="), "{}", dot.hlo);
         // Each cluster carries its kernel's cost.
         for c in &view.graph.clusters {
             assert!(["loop", "input", "output"].contains(&c.kind.as_str()) && c.bytes_moved > 0, "{c:?}");

@@ -15,12 +15,35 @@ use std::process::Command;
 /// The browser the end-to-end tests drive (Debian's package; Playwright downloads none).
 const CHROMIUM: &str = "/usr/bin/chromium";
 
-/// The web app's tests, after the workspace's: the worker crate's unit tests (native), then
-/// the app built and driven in headless Chromium by Playwright (`e2e-tests/`) against the
-/// real `hloscope serve` (its debug build, built first when `build_server`; `cargo xtask
-/// test` has just built it). Installs chromium (and Node.js with npm) with apt-get when
-/// missing.
+/// The web app's tests, after the workspace's: the frontend's formatting, clippy and unit
+/// tests (native), then the app built and driven in headless Chromium by Playwright
+/// (`e2e-tests/`) against the real `hloscope serve` (its debug build, built first when
+/// `build_server`; `cargo xtask test` has just built it). Installs chromium (and Node.js
+/// with npm) with apt-get when missing.
 pub fn test(root: &Path, build_server: bool) -> Result<(), String> {
+    // The frontend workspace's own checks: formatting, clippy for its only target, and the
+    // unit tests of both crates (natively: they touch no browser API).
+    crate::run_in(root, "cargo", &["fmt", "--manifest-path", "frontend/Cargo.toml", "--all", "--check"])?;
+    crate::ensure_wasm_target()?;
+    crate::run_in(
+        root,
+        "cargo",
+        &[
+            "clippy",
+            "--locked",
+            "--manifest-path",
+            "frontend/Cargo.toml",
+            "--workspace",
+            "--all-targets",
+            "--target",
+            "wasm32-unknown-unknown",
+            "--target-dir",
+            "target/clippy-web",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    )?;
     crate::run_in(
         root,
         "cargo",
@@ -31,6 +54,8 @@ pub fn test(root: &Path, build_server: bool) -> Result<(), String> {
             "frontend/Cargo.toml",
             "-p",
             "hloscope-worker",
+            "-p",
+            "hloscope-web",
             "--target-dir",
             "target/frontend",
         ],

@@ -195,6 +195,16 @@ fn joined(name: &str, fused: &HashSet<String>) -> bool {
     fused.contains(name) || name.split_once(".clone.").is_some_and(|(base, _)| fused.contains(base))
 }
 
+/// A press on the graph: where it started, the pan then, and whether it has moved (a pan,
+/// not a click).
+#[derive(Clone, Copy)]
+struct Press {
+    x0: f64,
+    y0: f64,
+    pan: (f64, f64),
+    moving: bool,
+}
+
 #[component]
 pub fn Graph() -> impl IntoView {
     let st = state();
@@ -204,9 +214,7 @@ pub fn Graph() -> impl IntoView {
     let query = RwSignal::new(String::new());
     let match_at = RwSignal::new(0usize);
     let tip: RwSignal<Option<(f64, f64, String)>> = RwSignal::new(None);
-    // A press on the graph: where it started, the pan then, and whether it moved (a pan,
-    // not a click).
-    let press: StoredValue<Option<(f64, f64, (f64, f64), bool)>> = StoredValue::new(None);
+    let press: StoredValue<Option<Press>> = StoredValue::new(None);
     let panned = StoredValue::new(false);
 
     let size = move || {
@@ -386,18 +394,23 @@ pub fn Graph() -> impl IntoView {
     };
     let on_down = move |e: web_sys::PointerEvent| {
         if e.button() == 0 {
-            press.set_value(Some((e.client_x() as f64, e.client_y() as f64, pan.get_untracked(), false)));
+            press.set_value(Some(Press {
+                x0: e.client_x() as f64,
+                y0: e.client_y() as f64,
+                pan: pan.get_untracked(),
+                moving: false,
+            }));
             panned.set_value(false);
         }
     };
     let on_move = move |e: web_sys::PointerEvent| {
-        let Some((x0, y0, (tx, ty), moving)) = press.get_value() else { return };
+        let Some(Press { x0, y0, pan: (tx, ty), moving }) = press.get_value() else { return };
         let (dx, dy) = (e.client_x() as f64 - x0, e.client_y() as f64 - y0);
         if !moving && dx.abs() + dy.abs() < 4.0 {
             return;
         }
         if !moving {
-            press.set_value(Some((x0, y0, (tx, ty), true)));
+            press.set_value(Some(Press { x0, y0, pan: (tx, ty), moving: true }));
             panned.set_value(true);
         }
         pan.set((tx + dx, ty + dy));

@@ -310,8 +310,9 @@ mod tests {
     }
 
     /// The whole view in an answer that had no view before it.
+    #[allow(clippy::boxed_local)] // as the answers hold it
     fn whole(parts: Box<protocol::ViewParts>) -> PassView {
-        parts.complete(None).expect("a first view has every part")
+        (*parts).complete(None).expect("a first view has every part")
     }
 
     #[test]

@@ -350,3 +350,93 @@ test("a crash in the compiler shows a message, keeps the last result and restart
   await expect(page.getByTestId("diagnostic")).toHaveCount(0);
   await expect(page.locator("[data-testid=graph-node][data-op=multiply]").first()).toBeAttached();
 });
+
+/** The lab's comparison: { this, default } for a row (`kernels`, `bytes moved`, ...). */
+async function compared(page, row) {
+  const tr = page.locator(`[data-testid=lab-compare] tr[data-row="${row}"]`);
+  return { this: await tr.getByTestId("lab-this").textContent(), default: await tr.getByTestId("lab-default").textContent() };
+}
+
+test("the fusion lab: fusion off raises kernels and bytes against the default, and back on restores them", async ({ page }) => {
+  await open(page, "#example=mlp&pass=fusion");
+  await page.getByTestId("tab-lab").click();
+  const start = await compared(page, "kernels");
+  expect(start.this).toBe(start.default);
+  const before = await measures(page);
+  await page.locator("[data-testid=fusion-knob][data-knob=off]").check();
+  await expect.poll(() => measures(page)).toBeGreaterThan(before);
+  await expect.poll(async () => Number((await compared(page, "kernels")).this)).toBeGreaterThan(Number(start.default));
+  const bytes = await compared(page, "bytes moved");
+  const kb = (t) => Number(t.split(" ")[0]) * (t.endsWith("KB") ? 1024 : t.endsWith("MB") ? 1 << 20 : 1);
+  expect(kb(bytes.this)).toBeGreaterThan(kb(bytes.default));
+  // The graph agrees: no clusters once fusion is off.
+  await expect(page.getByTestId("fusion-cluster")).toHaveCount(0);
+  await expect(page).toHaveURL(/fusion=off/);
+  await page.locator(".pane.decisions-pane").screenshot({ path: `${OUT}/lab.png` });
+  await page.locator("[data-testid=fusion-knob][data-knob=off]").uncheck();
+  await expect.poll(async () => (await compared(page, "kernels")).this).toBe(start.default);
+  expect(await page.getByTestId("fusion-cluster").count()).toBeGreaterThan(0);
+  // A bad pipeline spec is the lab's error, not the text's; the last result stays.
+  await page.getByTestId("pipeline-spec").fill("default,frobnicate");
+  await page.getByTestId("pipeline-spec").press("Enter");
+  await page.getByTestId("pipeline-spec").blur();
+  await expect(page.getByTestId("config-error")).toContainText("frobnicate");
+  await expect(page.getByTestId("diagnostic")).toHaveCount(0);
+  expect(await page.getByTestId("fusion-cluster").count()).toBeGreaterThan(0);
+  await page.getByTestId("lab-reset").click();
+  await expect(page.getByTestId("config-error")).toHaveCount(0);
+});
+
+test("a decision's never-fuse override splits its cluster", async ({ page }) => {
+  await open(page, "#example=mlp&pass=fusion");
+  // The epilogue that put dot.5 in a kernel with its bias add.
+  const row = page.locator("[data-testid=decision].taken", { hasText: "epilogue-fusion" }).first();
+  const producer = await row.locator("td").nth(1).textContent();
+  const consumer = await row.locator("td").nth(2).textContent();
+  const groupOf = (name) => page.locator(`[data-testid=graph-node][data-name="${name}"]`).first().getAttribute("data-id");
+  const together = async () => {
+    const [p, c] = [await groupOf(producer), await groupOf(consumer)];
+    return p.includes("/") && p.split("/")[0] === c.split("/")[0];
+  };
+  expect(await together()).toBe(true);
+  const clusters = await page.getByTestId("fusion-cluster").count();
+  await row.getByTestId("decision-override").click();
+  await expect(page).toHaveURL(new RegExp(`fusion=never%3D${producer}%3A${consumer}`));
+  await expect.poll(together).toBe(false);
+  await page.getByTestId("tab-lab").click();
+  await expect(page.getByTestId("fusion-override")).toHaveText(new RegExp(`never ${producer} → ${consumer}`));
+  const kernels = await compared(page, "kernels");
+  expect(Number(kernels.this)).toBeGreaterThan(Number(kernels.default));
+  // The decisions of the new compile show the override's refusal.
+  await page.getByTestId("tab-decisions").click();
+  await expect(page.locator("[data-testid=decision].refused", { hasText: producer }).first()).toBeVisible();
+  expect(await page.getByTestId("fusion-cluster").count()).toBeGreaterThanOrEqual(clusters);
+});
+
+test("the cost pane: a row per kernel, a roofline point per computing kernel, another chip another estimate", async ({ page }) => {
+  await open(page, "#example=transformer_block&pass=fusion");
+  await page.getByTestId("tab-cost").click();
+  const rows = page.getByTestId("cost-row");
+  const kernels = Number(await page.locator("[data-testid=pass][data-pass=schedule] td").nth(2).textContent());
+  await expect(rows).toHaveCount(kernels);
+  const points = page.getByTestId("roofline-point");
+  expect(await points.count()).toBeGreaterThan(0);
+  expect(await points.count()).toBeLessThanOrEqual(kernels);
+  // Every point lies inside the chart.
+  const inside = await page.getByTestId("roofline").evaluate((svg) => {
+    const w = svg.width.baseVal.value, h = svg.height.baseVal.value;
+    return [...svg.querySelectorAll("circle")].every((c) => c.cx.baseVal.value >= 0 && c.cx.baseVal.value <= w && c.cy.baseVal.value >= 0 && c.cy.baseVal.value <= h);
+  });
+  expect(inside).toBe(true);
+  const total = async () => page.locator("[data-testid=cost-table] tfoot td").nth(5).textContent();
+  const h100 = await total();
+  await page.getByTestId("cost-profile").selectOption({ label: "generic CPU" });
+  await expect(page).toHaveURL(/profile=generic/);
+  await expect.poll(total).not.toBe(h100);
+  // A kernel clicked in the table is the graph's selected node.
+  const first = rows.first();
+  const name = await first.getAttribute("data-kernel");
+  await first.click();
+  await expect(page.locator(`[data-testid=graph-node][data-id="${name}"]`)).toHaveClass(/selected/);
+  await page.locator(".pane.decisions-pane").screenshot({ path: `${OUT}/cost.png` });
+});

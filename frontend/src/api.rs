@@ -7,7 +7,7 @@
 //! superseded are dropped here. A worker that dies (a trap in the compiler) is replaced
 //! by a fresh one, and the page is told.
 
-use crate::protocol::{Crash, Outcome, PassSummary, PassView, Request, Response, ViewSpec};
+use crate::protocol::{CompileConfig, CostView, Crash, Outcome, PassSummary, PassView, Request, Response, ViewSpec};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
@@ -15,9 +15,9 @@ use wasm_bindgen::JsCast;
 
 /// An answer the page wants, its view whole.
 pub enum Answer {
-    Compiled { passes: Vec<PassSummary>, view: PassView, compile_ms: f64, layout_ms: f64 },
+    Compiled { passes: Vec<PassSummary>, cost: Box<CostView>, view: PassView, compile_ms: f64, layout_ms: f64 },
     Viewed(PassView),
-    Error { line: u32, col: u32, message: String },
+    Error { line: u32, col: u32, message: String, in_config: bool },
 }
 
 type OnAnswer = Rc<dyn Fn(Answer)>;
@@ -30,7 +30,7 @@ struct Inner {
     last_compile: Cell<u32>,
     compiling: Cell<bool>,
     /// Text edited while a compile was in flight, and the view to ask for with it.
-    waiting: RefCell<Option<(String, ViewSpec)>>,
+    waiting: RefCell<Option<(String, ViewSpec, CompileConfig)>>,
     /// The last view received, wanted or not: the next one is sent as what differs.
     received: RefCell<Option<PassView>>,
     on_answer: OnAnswer,
@@ -121,14 +121,15 @@ impl Compiler {
             view
         };
         let answer = match r.result {
-            Outcome::Compiled { passes, view } => complete(view).map(|view| Answer::Compiled {
+            Outcome::Compiled { passes, cost, view } => complete(view).map(|view| Answer::Compiled {
                 passes,
+                cost,
                 view,
                 compile_ms: r.compile_ms,
                 layout_ms: r.layout_ms,
             }),
             Outcome::Viewed { view } => complete(view).map(Answer::Viewed),
-            Outcome::Error { line, col, message } => Some(Answer::Error { line, col, message }),
+            Outcome::Error { line, col, message, in_config } => Some(Answer::Error { line, col, message, in_config }),
         };
         if let (true, Some(answer)) = (wanted, answer) {
             (self.0.on_answer)(answer);
@@ -141,8 +142,8 @@ impl Compiler {
             return;
         }
         let next = self.0.waiting.borrow_mut().take();
-        if let Some((source, view)) = next {
-            self.compile(&source, view);
+        if let Some((source, view, config)) = next {
+            self.compile(&source, view, config);
         }
     }
 
@@ -163,15 +164,15 @@ impl Compiler {
 
     /// Compiles `source` and asks for `view` of it: now when the worker is free, else
     /// when it is (replacing any edit still waiting).
-    pub fn compile(&self, source: &str, view: ViewSpec) {
+    pub fn compile(&self, source: &str, view: ViewSpec, config: CompileConfig) {
         if self.0.compiling.get() {
-            *self.0.waiting.borrow_mut() = Some((source.to_string(), view));
+            *self.0.waiting.borrow_mut() = Some((source.to_string(), view, config));
             return;
         }
         let id = self.next_id();
         self.0.last_compile.set(id);
         self.0.compiling.set(true);
-        self.post(&Request::Compile { id, source: source.to_string(), view });
+        self.post(&Request::Compile { id, source: source.to_string(), view, config });
     }
 
     /// Asks for another view of the last compile.

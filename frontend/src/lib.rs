@@ -11,12 +11,14 @@ pub mod api;
 pub mod cm;
 pub mod components;
 pub mod examples;
+pub mod knobs;
 pub mod protocol;
 pub mod state;
 pub mod url;
 
 use components::{
-    decisions::Decisions, diff::Diff, graph::Graph, node_details::NodeDetails, pass_list::PassList, splitter::Splitter,
+    cost::Cost, decisions::Decisions, diff::Diff, graph::Graph, lab::Lab, node_details::NodeDetails,
+    pass_list::PassList, splitter::Splitter,
 };
 use leptos::prelude::*;
 use state::State;
@@ -126,6 +128,13 @@ pub fn App() -> impl IntoView {
     st.hide_unchanged.set(initial.hide_unchanged);
     st.side_by_side.set(initial.side_by_side);
     st.node.set(initial.node.clone());
+    let defaults = protocol::CompileConfig::default();
+    st.pipeline.set(initial.pipeline.clone().unwrap_or(defaults.pipeline.clone()));
+    st.fusion.set(initial.fusion.clone().unwrap_or_default());
+    st.profile.set(initial.profile.clone().unwrap_or(defaults.profile.clone()));
+    if let Some(tab) = &initial.tab {
+        st.tab.set(tab.clone());
+    }
     let example = RwSignal::new(match (&initial.source, &initial.example) {
         (Some(_), _) => String::new(),
         (None, Some(id)) if examples::by_id(id).is_some() => id.clone(),
@@ -142,9 +151,11 @@ pub fn App() -> impl IntoView {
     let sizes = Sizes::load();
 
     let on_answer = move |answer: api::Answer| match answer {
-        api::Answer::Compiled { passes, view, compile_ms, layout_ms } => {
+        api::Answer::Compiled { passes, cost, view, compile_ms, layout_ms } => {
             with_editor(cm::clear_errors);
             problem.set(None);
+            st.config_problem.set(None);
+            st.cost.set(Some(*cost));
             let total: f64 = passes.iter().map(|p| p.time_ms).sum();
             status.set(format!(
                 "{} passes: {:.1} ms · compile {:.1} ms · view {:.1} ms",
@@ -164,7 +175,11 @@ pub fn App() -> impl IntoView {
             cm::measure_after_paint();
         }
         api::Answer::Viewed(view) => st.view.set(Some(view)),
-        api::Answer::Error { line, col, message } => {
+        api::Answer::Error { message, in_config: true, .. } => {
+            status.set("the fusion lab's settings are wrong: the last good result stays below".into());
+            st.config_problem.set(Some(message));
+        }
+        api::Answer::Error { line, col, message, .. } => {
             with_editor(|e| cm::show_error(e, line, col, &message));
             status.set("error: the last good result stays below".into());
             problem.set(Some(Problem { line, col, message }));
@@ -178,7 +193,7 @@ pub fn App() -> impl IntoView {
         Ok(c) => COMPILER.with(|slot| *slot.borrow_mut() = Some(c)),
         Err(e) => problem.set(Some(Problem { line: 0, col: 0, message: format!("cannot start the worker: {e:?}") })),
     }
-    let compile = move |text: &str| with_compiler(|c| c.compile(text, st.spec()));
+    let compile = move |text: &str| with_compiler(|c| c.compile(text, st.spec(), st.config()));
 
     // The editor, once its element exists; compiles what it shows.
     let editor_ref = NodeRef::<leptos::html::Div>::new();
@@ -215,6 +230,15 @@ pub fn App() -> impl IntoView {
             with_compiler(|c| c.view(st.spec()));
         }
     });
+    // The fusion lab's settings changed: the same text again.
+    Effect::new(move |first: Option<()>| {
+        let _ = (st.pipeline.get(), st.fusion.get(), st.profile.get());
+        if first.is_some() {
+            let mut text = String::new();
+            with_editor(|e| text = cm::get_doc(e));
+            compile(&text);
+        }
+    });
     // A decision belongs to its pass's list.
     Effect::new(move |_| {
         st.decisions.track();
@@ -235,6 +259,10 @@ pub fn App() -> impl IntoView {
             hide_unchanged: st.hide_unchanged.get(),
             side_by_side: st.side_by_side.get(),
             node: st.node.get(),
+            pipeline: Some(st.pipeline.get()).filter(|p| *p != protocol::CompileConfig::default().pipeline),
+            fusion: Some(st.fusion.get()).filter(|f| !f.trim().is_empty()),
+            profile: Some(st.profile.get()).filter(|p| *p != protocol::CompileConfig::default().profile),
+            tab: Some(st.tab.get()).filter(|t| t != "decisions"),
         };
         if let Some(h) = url_timer.get_value() {
             h.clear();
@@ -484,8 +512,29 @@ pub fn App() -> impl IntoView {
                         on_end=move || sizes.save()
                     />
                     <section class="pane decisions-pane">
-                        <h2>"fusion decisions " <small>"(j/k)"</small></h2>
-                        <Decisions />
+                        <h2 class="tabs">
+                            {[("decisions", "fusion decisions"), ("lab", "fusion lab"), ("cost", "cost")]
+                                .into_iter()
+                                .map(|(id, label)| {
+                                    view! {
+                                        <button
+                                            class="tab"
+                                            data-testid=format!("tab-{id}")
+                                            class:active=move || st.tab.get() == id
+                                            on:click=move |_| st.tab.set(id.to_string())
+                                        >
+                                            {label}
+                                        </button>
+                                    }
+                                })
+                                .collect_view()}
+                            <small>{move || (st.tab.get() == "decisions").then_some("(j/k)")}</small>
+                        </h2>
+                        {move || match st.tab.get().as_str() {
+                            "lab" => view! { <Lab /> }.into_any(),
+                            "cost" => view! { <Cost /> }.into_any(),
+                            _ => view! { <Decisions /> }.into_any(),
+                        }}
                     </section>
                 </div>
             </div>

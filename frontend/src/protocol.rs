@@ -13,8 +13,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Request {
-    /// Compile `source` (StableHLO or HLO text) and show `view` of it.
-    Compile { id: u32, source: String, view: ViewSpec },
+    /// Compile `source` (StableHLO or HLO text) as `config` says and show `view` of it.
+    Compile {
+        id: u32,
+        source: String,
+        view: ViewSpec,
+        #[serde(default)]
+        config: CompileConfig,
+    },
     /// Show another view of the last compile.
     View { id: u32, view: ViewSpec },
 }
@@ -24,6 +30,33 @@ impl Request {
         match self {
             Request::Compile { id, .. } | Request::View { id, .. } => *id,
         }
+    }
+}
+
+/// How to compile: the fusion lab's settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompileConfig {
+    /// A pipeline spec, as `hloscope compile --pipeline` takes it (`default`,
+    /// `default,-cse`, `inline,simplify{max_rounds=4},dce,fusion`).
+    pub pipeline: String,
+    /// Fusion knobs, as `--fusion` takes them (`off`, `no-multi-output`, `max-size=8`,
+    /// `never=PRODUCER:CONSUMER`, ...).
+    pub fusion: String,
+    /// The hardware profile the cost is estimated for (a built-in one's name).
+    pub profile: String,
+}
+
+impl Default for CompileConfig {
+    fn default() -> Self {
+        CompileConfig { pipeline: "default".into(), fusion: String::new(), profile: "h100".into() }
+    }
+}
+
+impl CompileConfig {
+    /// Whether this is the default pipeline with the default fusion (cost profile aside).
+    pub fn is_default_pipeline(&self) -> bool {
+        let d = CompileConfig::default();
+        self.pipeline.trim() == d.pipeline && self.fusion.trim().is_empty()
     }
 }
 
@@ -67,13 +100,21 @@ pub struct Crash {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Outcome {
-    /// A fresh compile: every pass's summary, and the view asked for.
-    Compiled { passes: Vec<PassSummary>, view: Box<ViewParts> },
+    /// A fresh compile: every pass's summary, the compiled module's cost, and the view
+    /// asked for.
+    Compiled { passes: Vec<PassSummary>, cost: Box<CostView>, view: Box<ViewParts> },
     /// Another view of the same compile.
     Viewed { view: Box<ViewParts> },
     /// Bad input (parse or verify error) or a failing pass; `line`/`col` are 1-based and
-    /// 0 when the error has no position.
-    Error { line: u32, col: u32, message: String },
+    /// 0 when the error has no position. `in_config`: the fusion lab's pipeline spec or
+    /// knobs are wrong, not the text.
+    Error {
+        line: u32,
+        col: u32,
+        message: String,
+        #[serde(default)]
+        in_config: bool,
+    },
 }
 
 /// One pipeline snapshot's row in the pass list.
@@ -256,4 +297,58 @@ pub struct ClusterView {
     pub y: f64,
     pub w: f64,
     pub h: f64,
+}
+
+/// The compiled module's cost on the chosen hardware: kernel by kernel, in total, and the
+/// same totals for the default pipeline (the fusion lab's comparison).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CostView {
+    pub profile: ProfileView,
+    /// Every built-in profile's name, in the order the menu lists them.
+    pub profiles: Vec<String>,
+    pub kernels: Vec<KernelView>,
+    pub totals: CostTotals,
+    /// The default pipeline's totals (the same as `totals` when this is the default).
+    pub default: CostTotals,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CostTotals {
+    pub kernels: usize,
+    pub bytes_moved: u64,
+    pub flops: u64,
+    pub est_time_s: f64,
+}
+
+/// A hardware profile's roofs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProfileView {
+    pub name: String,
+    /// FLOP/s: f32 (and integers), f16/bf16 on tensor cores, f64.
+    pub peak_f32: f64,
+    pub peak_f16_tensor: f64,
+    pub peak_f64: f64,
+    /// Bytes per second.
+    pub mem_bandwidth: f64,
+    pub launch_overhead_s: f64,
+}
+
+/// One kernel as the cost model sees it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelView {
+    pub name: String,
+    /// `fusion`, `dot`, `reduce`, ...
+    pub op: String,
+    /// For a fusion, its kind (`loop`, `input`, `output`).
+    pub kind: String,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub flops: u64,
+    /// FLOPs per byte moved.
+    pub intensity: f64,
+    /// `f32`, `f16_tensor` or `f64`: which peak its arithmetic runs at.
+    pub class: String,
+    /// The roofline estimate, launch overhead included.
+    pub est_time_s: f64,
+    pub memory_bound: bool,
 }

@@ -1,7 +1,9 @@
 //! The page's state: what the worker answered, and what the person chose. One `Copy`
 //! bundle of signals in the Leptos context, so each pane reads what it draws.
 
-use crate::protocol::{DecisionView, DiffLine, GraphView, NodeView, PassSummary, PassView, ViewSpec};
+use crate::protocol::{
+    CompileConfig, CostView, DecisionView, DiffLine, GraphView, NodeView, PassSummary, PassView, ViewSpec,
+};
 use leptos::prelude::*;
 
 #[derive(Clone, Copy)]
@@ -32,6 +34,15 @@ pub struct State {
     pub decision: RwSignal<Option<usize>>,
     /// Bumped to ask the graph to fit itself to its pane.
     pub fit: RwSignal<u32>,
+    /// The fusion lab's settings: pipeline spec, fusion knobs (`knobs.rs`), cost profile.
+    pub pipeline: RwSignal<String>,
+    pub fusion: RwSignal<String>,
+    pub profile: RwSignal<String>,
+    /// The last good compile's cost, and what is wrong with the lab's settings.
+    pub cost: RwSignal<Option<CostView>>,
+    pub config_problem: RwSignal<Option<String>>,
+    /// The tab of the bottom-right pane: `decisions`, `lab` or `cost`.
+    pub tab: RwSignal<String>,
 }
 
 impl State {
@@ -53,6 +64,12 @@ impl State {
             cursor_line: RwSignal::new(0),
             decision: RwSignal::new(None),
             fit: RwSignal::new(0),
+            pipeline: RwSignal::new(CompileConfig::default().pipeline),
+            fusion: RwSignal::new(String::new()),
+            profile: RwSignal::new(CompileConfig::default().profile),
+            cost: RwSignal::new(None),
+            config_problem: RwSignal::new(None),
+            tab: RwSignal::new("decisions".into()),
         }
     }
 
@@ -63,6 +80,15 @@ impl State {
             against: self.against.get_untracked(),
             graph_diff: self.graph_diff.get_untracked(),
             toggled: self.toggled.get_untracked(),
+        }
+    }
+
+    /// How to compile (read without tracking).
+    pub fn config(&self) -> CompileConfig {
+        CompileConfig {
+            pipeline: self.pipeline.get_untracked(),
+            fusion: self.fusion.get_untracked(),
+            profile: self.profile.get_untracked(),
         }
     }
 

@@ -1,7 +1,7 @@
 //! The page's state in the URL's hash (`#example=mlp&pass=fusion&against=dce&gdiff=1`,
 //! or `#src=...` once the text was edited), so a reload or a copied link shows the same
-//! thing: the source, the pass, the pass diffed against, the selected node and the
-//! view settings.
+//! thing: the source, the pass, the pass diffed against, the selected node, the fusion
+//! lab's settings and the view settings. Settings at their defaults are left out.
 
 use leptos::prelude::window;
 use wasm_bindgen::JsValue;
@@ -16,6 +16,10 @@ pub struct UrlState {
     pub hide_unchanged: bool,
     pub side_by_side: bool,
     pub node: Option<String>,
+    pub pipeline: Option<String>,
+    pub fusion: Option<String>,
+    pub profile: Option<String>,
+    pub tab: Option<String>,
 }
 
 fn decode(v: &str) -> Option<String> {
@@ -39,6 +43,10 @@ pub fn read() -> UrlState {
             "pass" => state.pass = value,
             "against" => state.against = value,
             "node" => state.node = value,
+            "pipeline" => state.pipeline = value,
+            "fusion" => state.fusion = value,
+            "profile" => state.profile = value,
+            "tab" => state.tab = value,
             "gdiff" => state.graph_diff = flag,
             "changed" => state.hide_unchanged = flag,
             "sbs" => state.side_by_side = flag,
@@ -56,7 +64,16 @@ pub fn write(state: &UrlState) {
         (None, Some(e)) => parts.push(format!("example={}", encode(e))),
         (None, None) => {}
     }
-    for (key, value) in [("pass", &state.pass), ("against", &state.against), ("node", &state.node)] {
+    let fields = [
+        ("pass", &state.pass),
+        ("against", &state.against),
+        ("node", &state.node),
+        ("pipeline", &state.pipeline),
+        ("fusion", &state.fusion),
+        ("profile", &state.profile),
+        ("tab", &state.tab),
+    ];
+    for (key, value) in fields {
         if let Some(v) = value {
             parts.push(format!("{key}={}", encode(v)));
         }

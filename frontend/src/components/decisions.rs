@@ -3,6 +3,7 @@
 //! clicking a row (or j/k) lights up its producer, consumer and cluster there, and the
 //! rows about the node selected in the graph are marked.
 
+use crate::knobs::{self, Override};
 use crate::state::state;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
@@ -49,6 +50,13 @@ pub fn Decisions() -> impl IntoView {
                                 .enumerate()
                                 .map(|(i, d)| {
                                     let (p, c) = (d.producer.clone(), d.consumer.clone());
+                                    // The fusion lab's per-edge override: undo what was decided.
+                                    let flip = Override { force: !d.taken, producer: p.clone(), consumer: c.clone() };
+                                    let flip_title = if d.taken {
+                                        format!("never fuse {} into {} (the fusion lab's override)", d.producer, d.consumer)
+                                    } else {
+                                        format!("force {} into {} (the fusion lab's override)", d.producer, d.consumer)
+                                    };
                                     view! {
                                         <tr
                                             data-testid="decision"
@@ -66,6 +74,20 @@ pub fn Decisions() -> impl IntoView {
                                             <td>{if d.taken { "taken" } else { "refused" }}</td>
                                             <td>{d.rule.clone()}</td>
                                             <td class="num">{d.bytes_saved}</td>
+                                            <td>
+                                                <button
+                                                    class="flip"
+                                                    data-testid="decision-override"
+                                                    data-action=if d.taken { "never" } else { "force" }
+                                                    title=flip_title
+                                                    on:click=move |e| {
+                                                        e.stop_propagation();
+                                                        st.fusion.update(|f| *f = knobs::add_override(f, &flip));
+                                                    }
+                                                >
+                                                    {if d.taken { "never" } else { "force" }}
+                                                </button>
+                                            </td>
                                             <td class="reason">{d.reason.clone()}</td>
                                         </tr>
                                     }
@@ -81,6 +103,7 @@ pub fn Decisions() -> impl IntoView {
                                             <th></th>
                                             <th>"rule"</th>
                                             <th class="num">"bytes saved"</th>
+                                            <th title="override this decision in the fusion lab"></th>
                                             <th>"reason"</th>
                                         </tr>
                                     </thead>

@@ -19,7 +19,9 @@ fn main() {
     for id in 0..n as u32 {
         let mut worker = Worker::default();
         let t0 = clock();
-        let r = answer(&mut worker, &Request::Compile { id, source: source.clone(), view: ViewSpec::default() }, clock);
+        let req =
+            Request::Compile { id, source: source.clone(), view: ViewSpec::default(), config: Default::default() };
+        let r = answer(&mut worker, &req, clock);
         let json = serde_json::to_string(&r).unwrap();
         let total = clock() - t0;
         if let Outcome::Error { message, .. } = &r.result {

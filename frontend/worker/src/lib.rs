@@ -18,11 +18,17 @@ pub mod layout;
 #[path = "../../src/examples.rs"]
 mod examples;
 
+use hloscope_core::api::FusionConfig;
 use hloscope_core::api::{Provenance, Snapshot};
+use hloscope_core::cost::{self, DtypeClass, Profile};
 use hloscope_core::ir::{Module, Op};
+use hloscope_core::passes::pipeline::{parse_pipeline_spec, run_pipeline};
 use hloscope_core::passes::pipeline::{run_pipeline_observed, PipelineConfig, PipelineError};
 use layout::KernelInfo;
-use protocol::{DecisionView, GraphView, Outcome, PassSummary, PassView, Request, Response, ViewSpec};
+use protocol::{
+    CompileConfig, CostTotals, CostView, DecisionView, GraphView, KernelView, Outcome, PassSummary, PassView,
+    ProfileView, Request, Response, ViewSpec,
+};
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -49,7 +55,7 @@ pub fn handle(request: &str) -> String {
             id: 0,
             compile_ms: 0.0,
             layout_ms: 0.0,
-            result: Outcome::Error { line: 0, col: 0, message: format!("bad request: {e}") },
+            result: Outcome::Error { line: 0, col: 0, message: format!("bad request: {e}"), in_config: false },
         },
     };
     serde_json::to_string(&response).unwrap_or_default()
@@ -75,6 +81,7 @@ fn now_ms() -> f64 {
 pub struct Session {
     snaps: Vec<Snapshot>,
     summaries: Vec<PassSummary>,
+    cost: CostView,
     /// Each fusion's kernel cost per pass, by fusion name (empty before fusion).
     kernels: Vec<Arc<HashMap<String, KernelInfo>>>,
     /// Layouts of passes `0..layouts.len()` for the clusters in `toggled`; each one
@@ -89,33 +96,86 @@ pub fn answer(worker: &mut Worker, req: &Request, clock: fn() -> f64) -> Respons
     let session = &mut worker.session;
     let t0 = clock();
     let (fresh, view) = match req {
-        Request::Compile { source, view, .. } => match compile(source, clock) {
+        Request::Compile { source, view, config, .. } => match compile(source, config, clock) {
             Ok(s) => {
                 *session = Some(s);
                 (true, view)
             }
-            Err(e) => return Response { id: req.id(), compile_ms: clock() - t0, layout_ms: 0.0, result: e },
+            Err(e) => return Response { id: req.id(), compile_ms: clock() - t0, layout_ms: 0.0, result: *e },
         },
         Request::View { view, .. } => (false, view),
     };
     let t1 = clock();
     let Some(s) = session.as_mut() else {
-        let result = Outcome::Error { line: 0, col: 0, message: "nothing compiled yet".into() };
+        let result = Outcome::Error { line: 0, col: 0, message: "nothing compiled yet".into(), in_config: false };
         return Response { id: req.id(), compile_ms: 0.0, layout_ms: 0.0, result };
     };
     let full = s.view(view);
     let pass_view = Box::new(protocol::ViewParts::between(worker.sent.as_ref(), &full));
     worker.sent = Some(full);
     let result = if fresh {
-        Outcome::Compiled { passes: s.summaries.clone(), view: pass_view }
+        Outcome::Compiled { passes: s.summaries.clone(), cost: Box::new(s.cost.clone()), view: pass_view }
     } else {
         Outcome::Viewed { view: pass_view }
     };
     Response { id: req.id(), compile_ms: t1 - t0, layout_ms: clock() - t1, result }
 }
 
-fn error(line: u32, col: u32, message: String) -> Outcome {
-    Outcome::Error { line, col, message }
+fn error(line: u32, col: u32, message: String) -> Box<Outcome> {
+    Box::new(Outcome::Error { line, col, message, in_config: false })
+}
+
+/// The fusion lab's settings are wrong (not the text).
+fn config_error(message: String) -> Box<Outcome> {
+    Box::new(Outcome::Error { line: 0, col: 0, message, in_config: true })
+}
+
+fn class_name(c: DtypeClass) -> &'static str {
+    match c {
+        DtypeClass::F32 => "f32",
+        DtypeClass::F16Tensor => "f16_tensor",
+        DtypeClass::F64 => "f64",
+    }
+}
+
+fn totals(c: &cost::ModuleCost) -> CostTotals {
+    CostTotals { kernels: c.kernel_count(), bytes_moved: c.bytes_moved, flops: c.flops, est_time_s: c.time_s }
+}
+
+/// `module`'s cost on `profile`, kernel by kernel; `default` the default pipeline's totals.
+fn cost_view(module: &Module, profile: &Profile, default: Option<CostTotals>) -> CostView {
+    let c = cost::module_cost(module, profile);
+    let kernels = c
+        .kernels
+        .iter()
+        .map(|k| KernelView {
+            name: k.name.clone(),
+            op: k.op.to_string(),
+            kind: k.fusion_kind.map(|f| format!("{f:?}").to_lowercase()).unwrap_or_default(),
+            bytes_read: k.bytes_read,
+            bytes_written: k.bytes_written,
+            flops: k.flops,
+            intensity: k.intensity(),
+            class: class_name(k.class).to_string(),
+            est_time_s: k.time_s,
+            memory_bound: k.memory_bound(profile),
+        })
+        .collect();
+    let totals = totals(&c);
+    CostView {
+        profile: ProfileView {
+            name: profile.name.to_string(),
+            peak_f32: profile.peak_f32,
+            peak_f16_tensor: profile.peak_f16_tensor,
+            peak_f64: profile.peak_f64,
+            mem_bandwidth: profile.mem_bandwidth,
+            launch_overhead_s: profile.launch_overhead_s,
+        },
+        profiles: cost::profiles::all().iter().map(|p| p.name.to_string()).collect(),
+        kernels,
+        default: default.unwrap_or_else(|| totals.clone()),
+        totals,
+    }
 }
 
 /// Each fusion's kernel in `module` as the cost model sees it.
@@ -134,20 +194,38 @@ fn fusion_kernels(module: &Module, config: &PipelineConfig) -> HashMap<String, K
         .collect()
 }
 
-/// Parse, verify and run the default pipeline; an error carries its position.
-fn compile(source: &str, clock: fn() -> f64) -> Result<Session, Outcome> {
+/// Parse, verify and run the pipeline `config` asks for; an error carries its position
+/// (or says the config is wrong).
+fn compile(source: &str, config: &CompileConfig, clock: fn() -> f64) -> Result<Session, Box<Outcome>> {
+    let passes = parse_pipeline_spec(&config.pipeline).map_err(|e| config_error(e.to_string()))?;
+    let fusion = FusionConfig::from_spec(&config.fusion).map_err(config_error)?;
+    let profile = cost::profiles::by_name(&config.profile).ok_or_else(|| {
+        let known: Vec<String> = cost::profiles::all().iter().map(|p| p.name.to_string()).collect();
+        config_error(format!("unknown hardware profile `{}` (known: {})", config.profile, known.join(", ")))
+    })?;
     let mut module = hloscope_core::parse::parse_module(source).map_err(|e| error(e.line, e.col, e.message))?;
     hloscope_core::verify::verify(&module)
         .map_err(|e| error(e.loc.line, e.loc.col, format!("invalid module: {}", e.message)))?;
-    let config = PipelineConfig { snapshots: true, clock: Some(clock), ..PipelineConfig::default() };
-    let mut kernels = vec![Arc::new(HashMap::new())];
-    let snaps = run_pipeline_observed(&mut module, &config, &mut |_, m| {
-        kernels.push(Arc::new(fusion_kernels(m, &config)));
-    })
-    .map_err(|e| match e {
+    let pipeline_error = |e: PipelineError| match e {
         PipelineError::Limit(l) => error(l.loc.line, l.loc.col, l.message),
         other => error(0, 0, other.to_string()),
-    })?;
+    };
+    // The fusion lab compares with the default pipeline: its totals, without snapshots.
+    let default = if config.is_default_pipeline() {
+        None
+    } else {
+        let mut m = module.clone();
+        let plain = PipelineConfig { snapshots: false, profile: profile.clone(), ..PipelineConfig::default() };
+        run_pipeline(&mut m, &plain).map_err(pipeline_error)?;
+        Some(totals(&cost::module_cost(&m, &profile)))
+    };
+    let pipeline =
+        PipelineConfig { passes, fusion, profile, snapshots: true, clock: Some(clock), ..PipelineConfig::default() };
+    let mut kernels = vec![Arc::new(HashMap::new())];
+    let snaps = run_pipeline_observed(&mut module, &pipeline, &mut |_, m| {
+        kernels.push(Arc::new(fusion_kernels(m, &pipeline)));
+    })
+    .map_err(pipeline_error)?;
     let summaries = snaps
         .iter()
         .map(|s| PassSummary {
@@ -162,7 +240,8 @@ fn compile(source: &str, clock: fn() -> f64) -> Result<Session, Outcome> {
             decisions: s.decisions.len(),
         })
         .collect();
-    Ok(Session { snaps, summaries, kernels, layouts: Vec::new(), toggled: Vec::new() })
+    let cost = cost_view(&module, &pipeline.profile, default);
+    Ok(Session { snaps, summaries, cost, kernels, layouts: Vec::new(), toggled: Vec::new() })
 }
 
 impl Session {
@@ -304,8 +383,12 @@ mod tests {
     }
 
     fn compile_view(source: &str, view: ViewSpec) -> (Worker, Response) {
+        compile_with(source, view, CompileConfig::default())
+    }
+
+    fn compile_with(source: &str, view: ViewSpec, config: CompileConfig) -> (Worker, Response) {
         let mut worker = Worker { session: None, sent: None };
-        let r = answer(&mut worker, &Request::Compile { id: 7, source: source.into(), view }, clock);
+        let r = answer(&mut worker, &Request::Compile { id: 7, source: source.into(), view, config }, clock);
         (worker, r)
     }
 
@@ -319,9 +402,14 @@ mod tests {
     fn the_mlp_compiles_into_passes_with_clusters() {
         let (_, r) = compile_view(MLP, ViewSpec::default());
         assert_eq!(r.id, 7);
-        let Outcome::Compiled { passes, view } = r.result else { panic!("{:?}", r.result) };
+        let Outcome::Compiled { passes, view, cost } = r.result else { panic!("{:?}", r.result) };
         let view = whole(view);
         assert_eq!(passes[0].name, "input");
+        // The cost: the last pass's kernels, one row each, their sum the total.
+        assert_eq!(cost.kernels.len(), passes.last().unwrap().kernels);
+        assert_eq!(cost.totals, cost.default);
+        assert_eq!(cost.kernels.iter().map(|k| k.bytes_read + k.bytes_written).sum::<u64>(), cost.totals.bytes_moved);
+        assert_eq!(cost.profile.name, "H100 SXM");
         // No pass named: the fusion pass, against the one before it.
         assert_eq!(passes[view.pass].name, "fusion");
         assert_eq!(view.against, view.pass - 1);
@@ -390,6 +478,45 @@ mod tests {
     }
 
     #[test]
+    fn the_lab_compares_fusion_off_with_the_default() {
+        let config = CompileConfig { fusion: "off".into(), profile: "a100".into(), ..CompileConfig::default() };
+        let (_, r) = compile_with(MLP, ViewSpec::default(), config);
+        let Outcome::Compiled { cost, .. } = r.result else { panic!("{:?}", r.result) };
+        assert!(cost.profile.name.starts_with("A100"), "{}", cost.profile.name);
+        // Unfused: more kernels and more bytes than the default pipeline's.
+        assert!(cost.totals.kernels > cost.default.kernels, "{:?} vs {:?}", cost.totals, cost.default);
+        assert!(cost.totals.bytes_moved > cost.default.bytes_moved);
+        assert!(cost.kernels.iter().all(|k| k.op != "fusion"));
+        // A never-fuse override splits what the default fused.
+        let (_, r) = compile_view(MLP, ViewSpec::default());
+        let Outcome::Compiled { cost: default, .. } = r.result else { panic!() };
+        let config = CompileConfig { fusion: "never=dot.5:add.8".into(), ..CompileConfig::default() };
+        let (_, r) = compile_with(MLP, ViewSpec::default(), config);
+        let Outcome::Compiled { cost: split, .. } = r.result else { panic!() };
+        assert_eq!(split.default, default.totals);
+        assert!(split.totals.kernels > default.totals.kernels, "{:?}", split.totals);
+    }
+
+    #[test]
+    fn a_bad_pipeline_spec_or_knob_is_a_config_error() {
+        for config in [
+            CompileConfig { pipeline: "default,frobnicate".into(), ..CompileConfig::default() },
+            CompileConfig { fusion: "max-size=many".into(), ..CompileConfig::default() },
+            CompileConfig { profile: "abacus".into(), ..CompileConfig::default() },
+        ] {
+            let (worker, r) = compile_with(MLP, ViewSpec::default(), config.clone());
+            let Outcome::Error { in_config: true, message, .. } = r.result else {
+                panic!("{config:?}: {:?}", r.result)
+            };
+            assert!(
+                message.contains("frobnicate") || message.contains("many") || message.contains("abacus"),
+                "{message}"
+            );
+            assert!(worker.session.is_none());
+        }
+    }
+
+    #[test]
     fn every_example_compiles() {
         for ex in crate::examples::EXAMPLES {
             let (_, r) = compile_view(ex.source, ViewSpec::default());
@@ -423,7 +550,7 @@ mod tests {
         }
         src += "  return %acc64 : tensor<64xf32>\n}\n";
         let (mut worker, r) = compile_view(&src, ViewSpec::default());
-        let Outcome::Compiled { passes, view } = r.result else { panic!("{:?}", r.result) };
+        let Outcome::Compiled { passes, view, .. } = r.result else { panic!("{:?}", r.result) };
         let view = whole(view);
         assert!(passes[view.pass].insts > protocol::COLLAPSE_ABOVE, "{}", passes[view.pass].insts);
         assert!(!view.graph.clusters.is_empty() && view.graph.clusters.iter().all(|c| c.collapsed));

@@ -440,3 +440,52 @@ test("the cost pane: a row per kernel, a roofline point per computing kernel, an
   await expect(page.locator(`[data-testid=graph-node][data-id="${name}"]`)).toHaveClass(/selected/);
   await page.locator(".pane.decisions-pane").screenshot({ path: `${OUT}/cost.png` });
 });
+
+test("a share link opened in a new page restores the source, pass, node, knobs and tab", async ({ page, context }) => {
+  await open(page, "#example=mlp&pass=fusion");
+  const source = fs.readFileSync(path.resolve(__dirname, "../../examples/mlp.mlir"), "utf8") + "// shared by the e2e test\n";
+  let before = await measures(page);
+  await pasteSource(page, source);
+  await expect.poll(() => measures(page)).toBeGreaterThan(before);
+  await page.getByTestId("tab-lab").click();
+  before = await measures(page);
+  await page.locator("[data-testid=fusion-knob][data-knob=no-epilogue]").check();
+  await expect.poll(() => measures(page)).toBeGreaterThan(before);
+  await page.locator("[data-testid=pass][data-pass=dce]").click();
+  await expect(page.locator("[data-testid=pass][data-pass=dce]")).toHaveClass(/selected/);
+  const node = page.locator("[data-testid=graph-node][data-op=exponential]").first();
+  const id = await node.getAttribute("data-id");
+  await node.click();
+  await page.getByTestId("share").click();
+  const link = page.getByTestId("share-link");
+  await expect(link).toHaveValue(/\/\?share=[\w-]{12,}$/);
+  const url = await link.inputValue();
+  await expect(page).toHaveURL(/\?share=/);
+
+  const other = await context.newPage();
+  await other.goto(url);
+  await expect(other.locator("[data-testid=pass][data-pass=dce]")).toHaveClass(/selected/);
+  await expect(other.locator("[data-testid=editor] .cm-content")).toContainText("shared by the e2e test");
+  await expect(other.getByTestId("tab-lab")).toHaveClass(/active/);
+  await expect(other.locator("[data-testid=fusion-knob][data-knob=no-epilogue]")).toBeChecked();
+  await expect(other.locator(`[data-testid=graph-node][data-id="${id}"]`)).toHaveClass(/selected/);
+  await expect(other.getByTestId("diagnostic")).toHaveCount(0);
+  // Edited, the page's link no longer names the share.
+  await other.locator("[data-testid=editor] .cm-content").click();
+  await other.keyboard.press("Control+End");
+  await other.keyboard.insertText("// edited after\n");
+  await expect(other).not.toHaveURL(/\?share=/);
+  await expect(other).toHaveURL(/src=/);
+});
+
+test("without the server's share store, sharing says what it needs", async ({ page }) => {
+  await page.route("**/api/share", (route) => route.fulfill({ status: 404, contentType: "text/plain", body: "not here" }));
+  await open(page);
+  await page.getByTestId("share").click();
+  await expect(page.getByTestId("share-error")).toContainText("sharing needs the hloscope server");
+  // A share id nobody stored: the page says so and shows the default example.
+  await page.goto(`${process.env.HLOSCOPE_URL}/?share=AAAAAAAAAAAAAAAA`);
+  await expect(page.getByTestId("graph-node").first()).toBeAttached();
+  await expect(page.getByTestId("share-error")).toContainText("cannot open the share AAAAAAAAAAAAAAAA: no share");
+  await expect(page.getByTestId("diagnostic")).toHaveCount(0);
+});

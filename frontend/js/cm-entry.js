@@ -160,3 +160,29 @@ export function exportSvg(svg, name) {
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
+
+/** The server's error text from a failed answer: its JSON `error`, else the status. */
+async function failure(r) {
+  const text = await r.text();
+  try { return JSON.parse(text).error || `${r.status} ${r.statusText}`; } catch { return `${r.status} ${r.statusText}`; }
+}
+
+/** POSTs `body` (JSON text) to the server's `/api/share`; `onDone(ok, text)` gets the
+ * answer's JSON, or why it failed (a page served without the hloscope server cannot share). */
+export function postShare(body, onDone) {
+  fetch("./api/share", { method: "POST", headers: { "content-type": "application/json" }, body }).then(
+    async (r) => (r.ok ? onDone(true, await r.text()) : onDone(false, `sharing needs the hloscope server: ${await failure(r)}`)),
+    (e) => onDone(false, `sharing needs the hloscope server, and none answered (${e})`));
+}
+
+/** GETs the shared state `id`; `onDone(ok, text)` as for postShare. */
+export function getShare(id, onDone) {
+  fetch(`./api/share/${encodeURIComponent(id)}`).then(
+    async (r) => (r.ok ? onDone(true, await r.text()) : onDone(false, await failure(r))),
+    (e) => onDone(false, `no hloscope server answered (${e})`));
+}
+
+/** Copies `text` to the clipboard where the page may (nothing happens where it may not). */
+export function copyText(text) {
+  if (navigator.clipboard) navigator.clipboard.writeText(text).catch(() => {});
+}

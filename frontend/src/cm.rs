@@ -32,6 +32,14 @@ extern "C" {
     /// Calls `on_text(text, name)` with a file's contents (`text` null when unreadable).
     #[wasm_bindgen(js_name = readFile)]
     pub fn read_file(file: &web_sys::File, on_text: &js_sys::Function);
+    /// POSTs JSON to `/api/share`; `on_done(ok, text)`.
+    #[wasm_bindgen(js_name = postShare)]
+    pub fn post_share(body: &str, on_done: &js_sys::Function);
+    /// GETs `/api/share/{id}`; `on_done(ok, text)`.
+    #[wasm_bindgen(js_name = getShare)]
+    pub fn get_share(id: &str, on_done: &js_sys::Function);
+    #[wasm_bindgen(js_name = copyText)]
+    pub fn copy_text(text: &str);
     /// Downloads the graph's `<svg>` as a file.
     #[wasm_bindgen(js_name = exportSvg)]
     pub fn export_svg(svg: &web_sys::Element, name: &str);

@@ -140,10 +140,17 @@ pub fn App() -> impl IntoView {
         (None, Some(id)) if examples::by_id(id).is_some() => id.clone(),
         _ => examples::DEFAULT_EXAMPLE.to_string(),
     });
-    let initial_source = initial
-        .source
-        .clone()
-        .unwrap_or_else(|| examples::by_id(&example.get_untracked()).map(|e| e.source.to_string()).unwrap_or_default());
+    // Opened from a share link: its text comes from the server (the hash, when it has
+    // anything, says what was on screen since: it wins over the share's settings).
+    let share = url::share_id();
+    let from_share = share.is_some();
+    let shared: RwSignal<Option<(String, String)>> = RwSignal::new(None);
+    let share_note: RwSignal<Option<(bool, String)>> = RwSignal::new(None);
+    let initial_source = match (&share, &initial.source) {
+        (Some(_), _) => String::new(),
+        (None, Some(src)) => src.clone(),
+        (None, None) => examples::by_id(&example.get_untracked()).map(|e| e.source.to_string()).unwrap_or_default(),
+    };
     // Edited text, kept in the URL (None while an example is shown as it is).
     let custom = RwSignal::new(initial.source.clone());
     let problem: RwSignal<Option<Problem>> = RwSignal::new(None);
@@ -218,8 +225,10 @@ pub fn App() -> impl IntoView {
         on_change.forget();
         on_cursor.forget();
         EDITOR.with(|e| *e.borrow_mut() = Some(view));
-        cm::mark_edit();
-        compile(&initial_source);
+        if !from_share {
+            cm::mark_edit();
+            compile(&initial_source);
+        }
     });
 
     // Another pass, another pass to diff against, the graph diff or a cluster opened:
@@ -248,26 +257,37 @@ pub fn App() -> impl IntoView {
     // The URL follows the state, a moment after it settles (the source can be long, and
     // rewriting the URL on every keystroke costs more than the compile).
     let url_timer: StoredValue<Option<TimeoutHandle>> = StoredValue::new(None);
+    let url_state = move || url::UrlState {
+        example: Some(example.get()).filter(|e| !e.is_empty()),
+        source: custom.get(),
+        pass: st.shown_pass(),
+        against: st.against.get(),
+        graph_diff: st.graph_diff.get(),
+        hide_unchanged: st.hide_unchanged.get(),
+        side_by_side: st.side_by_side.get(),
+        node: st.node.get(),
+        pipeline: Some(st.pipeline.get()).filter(|p| *p != protocol::CompileConfig::default().pipeline),
+        fusion: Some(st.fusion.get()).filter(|f| !f.trim().is_empty()),
+        profile: Some(st.profile.get()).filter(|p| *p != protocol::CompileConfig::default().profile),
+        tab: Some(st.tab.get()).filter(|t| t != "decisions"),
+    };
     Effect::new(move |_| {
-        let Some(pass) = st.shown_pass() else { return };
-        let state = url::UrlState {
-            example: Some(example.get()),
-            source: custom.get(),
-            pass: Some(pass),
-            against: st.against.get(),
-            graph_diff: st.graph_diff.get(),
-            hide_unchanged: st.hide_unchanged.get(),
-            side_by_side: st.side_by_side.get(),
-            node: st.node.get(),
-            pipeline: Some(st.pipeline.get()).filter(|p| *p != protocol::CompileConfig::default().pipeline),
-            fusion: Some(st.fusion.get()).filter(|f| !f.trim().is_empty()),
-            profile: Some(st.profile.get()).filter(|p| *p != protocol::CompileConfig::default().profile),
-            tab: Some(st.tab.get()).filter(|t| t != "decisions"),
-        };
+        if st.shown_pass().is_none() {
+            return;
+        }
+        let mut state = url_state();
+        // While the page shows a share's text unedited, the link names the share.
+        let share =
+            shared.with(|s| s.as_ref().filter(|(_, text)| state.source.as_ref() == Some(text)).map(|s| s.0.clone()));
+        if share.is_some() {
+            state.source = None;
+            state.example = None;
+        }
         if let Some(h) = url_timer.get_value() {
             h.clear();
         }
-        url_timer.set_value(set_timeout_with_handle(move || url::write(&state), Duration::from_millis(250)).ok());
+        let write = move || url::write(&state, share.as_deref());
+        url_timer.set_value(set_timeout_with_handle(write, Duration::from_millis(250)).ok());
     });
 
     // A clicked node: the editor goes to its line.
@@ -337,12 +357,7 @@ pub fn App() -> impl IntoView {
         compile(text);
         st.fit.update(|f| *f += 1);
     };
-    let choose_example = move |id: String| {
-        let Some(ex) = examples::by_id(&id) else { return };
-        example.set(id);
-        custom.set(None);
-        load_text(ex.source);
-    };
+    let choose_example = move |id: String| choose_example_source(&id, example, custom, load_text);
     // A file opened or dropped: its text replaces the editor's.
     let open_file = move |file: web_sys::File| {
         let on_text = Closure::once_into_js(move |text: Option<String>, name: String| match text {
@@ -369,6 +384,72 @@ pub fn App() -> impl IntoView {
         if let Some(file) = ev.data_transfer().and_then(|d| d.files()).and_then(|f| f.get(0)) {
             open_file(file);
         }
+    };
+
+    // A share link: the stored text and settings, then a compile.
+    if let Some(id) = share {
+        let wanted = id.clone();
+        status.set("loading the shared state…".into());
+        let hash_has_state = !window().location().hash().unwrap_or_default().trim_start_matches('#').is_empty();
+        let on_done = Closure::once_into_js(move |ok: bool, text: String| {
+            let loaded = ok.then(|| serde_json::from_str::<serde_json::Value>(&text).ok()).flatten().and_then(|v| {
+                let source = v.get("source")?.as_str()?.to_string();
+                Some((source, v.get("settings").cloned().unwrap_or_default()))
+            });
+            let Some((source, settings)) = loaded else {
+                let why = if ok { "the server's answer is not a share".to_string() } else { text };
+                // Beside the share button, where a compile's answer does not clear it.
+                share_note.set(Some((false, format!("cannot open the share {id}: {why}"))));
+                choose_example_source(examples::DEFAULT_EXAMPLE, example, custom, load_text);
+                return;
+            };
+            if !hash_has_state {
+                let s = url::from_settings(&settings);
+                st.pass.set(s.pass);
+                st.against.set(s.against);
+                st.graph_diff.set(s.graph_diff);
+                st.hide_unchanged.set(s.hide_unchanged);
+                st.side_by_side.set(s.side_by_side);
+                st.node.set(s.node);
+                st.pipeline.set(s.pipeline.unwrap_or_else(|| protocol::CompileConfig::default().pipeline));
+                st.fusion.set(s.fusion.unwrap_or_default());
+                st.profile.set(s.profile.unwrap_or_else(|| protocol::CompileConfig::default().profile));
+                st.tab.set(s.tab.unwrap_or_else(|| "decisions".into()));
+            }
+            example.set(String::new());
+            custom.set(Some(source.clone()));
+            shared.set(Some((id, source.clone())));
+            let node = st.node.get_untracked();
+            load_text(&source);
+            st.node.set(node);
+        });
+        cm::get_share(&wanted, on_done.unchecked_ref());
+    }
+    let share_now = move |_| {
+        let mut source = String::new();
+        with_editor(|e| source = cm::get_doc(e));
+        let settings = url::settings_json(&url_state());
+        let body = serde_json::json!({ "source": source, "settings": settings }).to_string();
+        share_note.set(Some((true, "storing…".into())));
+        let on_done = Closure::once_into_js(move |ok: bool, text: String| {
+            let created = ok
+                .then(|| serde_json::from_str::<serde_json::Value>(&text).ok())
+                .flatten()
+                .and_then(|v| Some((v.get("id")?.as_str()?.to_string(), v.get("url")?.as_str()?.to_string())));
+            match created {
+                Some((id, path)) => {
+                    let origin = window().location().origin().unwrap_or_default();
+                    let link = format!("{origin}{path}");
+                    cm::copy_text(&link);
+                    shared.set(Some((id, source)));
+                    share_note.set(Some((true, link)));
+                }
+                None => {
+                    share_note.set(Some((false, if ok { "the server's answer is not a share".into() } else { text })))
+                }
+            }
+        });
+        cm::post_share(&body, on_done.unchecked_ref());
     };
 
     let grid = move || {
@@ -412,6 +493,36 @@ pub fn App() -> impl IntoView {
                 "open file…"
                 <input type="file" data-testid="open-file" accept=".mlir,.hlo,.txt,text/plain" on:change=on_pick />
             </label>
+            <button class="button" data-testid="share" title="store this page's state on the server and copy a link to it" on:click=share_now>
+                "share"
+            </button>
+            {move || {
+                share_note
+                    .get()
+                    .map(|(ok, text)| {
+                        if ok && text.starts_with("http") {
+                            view! {
+                                <span class="share-note">
+                                    <input readonly data-testid="share-link" prop:value=text.clone() on:focus=|ev| {
+                                        let input: web_sys::HtmlInputElement = event_target(&ev);
+                                        input.select();
+                                    } />
+                                    <small>"copied"</small>
+                                    <button class="close" title="close" on:click=move |_| share_note.set(None)>"×"</button>
+                                </span>
+                            }
+                                .into_any()
+                        } else {
+                            view! {
+                                <span class="share-note" class:error=!ok data-testid=(!ok).then_some("share-error")>
+                                    {text}
+                                    <button class="close" title="close" on:click=move |_| share_note.set(None)>"×"</button>
+                                </span>
+                            }
+                                .into_any()
+                        }
+                    })
+            }}
             <span class="keys" title="keyboard: ↑/↓ step through the passes, j/k through the fusion decisions, / finds a node, f fits the graph">"keys: ↑↓ j k / f"</span>
             <span class="status" data-testid="status">
                 {move || status.get()}
@@ -540,6 +651,19 @@ pub fn App() -> impl IntoView {
             </div>
         </main>
     }
+}
+
+/// Shows the built-in example `id`.
+fn choose_example_source(
+    id: &str,
+    example: RwSignal<String>,
+    custom: RwSignal<Option<String>>,
+    load_text: impl Fn(&str),
+) {
+    let Some(ex) = examples::by_id(id) else { return };
+    example.set(id.to_string());
+    custom.set(None);
+    load_text(ex.source);
 }
 
 impl State {

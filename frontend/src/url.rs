@@ -30,6 +30,54 @@ fn encode(v: &str) -> String {
     String::from(js_sys::encode_uri_component(v))
 }
 
+/// The share id in the query (`/?share=ID`), when the page was opened from a share link.
+pub fn share_id() -> Option<String> {
+    let search = window().location().search().ok()?;
+    search.trim_start_matches('?').split('&').find_map(|p| p.strip_prefix("share=").and_then(decode))
+}
+
+/// The state as a share stores it: a JSON object of the settings (the source apart).
+pub fn settings_json(state: &UrlState) -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    let mut put = |k: &str, v: Option<&String>| {
+        if let Some(v) = v {
+            m.insert(k.into(), v.clone().into());
+        }
+    };
+    put("example", state.example.as_ref());
+    put("pass", state.pass.as_ref());
+    put("against", state.against.as_ref());
+    put("node", state.node.as_ref());
+    put("pipeline", state.pipeline.as_ref());
+    put("fusion", state.fusion.as_ref());
+    put("profile", state.profile.as_ref());
+    put("tab", state.tab.as_ref());
+    for (k, on) in [("gdiff", state.graph_diff), ("changed", state.hide_unchanged), ("sbs", state.side_by_side)] {
+        m.insert(k.into(), on.into());
+    }
+    m
+}
+
+/// The settings a share stored (unknown or mistyped keys ignored: a share outlives versions).
+pub fn from_settings(v: &serde_json::Value) -> UrlState {
+    let text = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_string);
+    let flag = |k: &str| v.get(k).and_then(|x| x.as_bool()).unwrap_or(false);
+    UrlState {
+        example: text("example"),
+        source: None,
+        pass: text("pass"),
+        against: text("against"),
+        graph_diff: flag("gdiff"),
+        hide_unchanged: flag("changed"),
+        side_by_side: flag("sbs"),
+        node: text("node"),
+        pipeline: text("pipeline"),
+        fusion: text("fusion"),
+        profile: text("profile"),
+        tab: text("tab"),
+    }
+}
+
 pub fn read() -> UrlState {
     let hash = window().location().hash().unwrap_or_default();
     let mut state = UrlState::default();
@@ -56,8 +104,9 @@ pub fn read() -> UrlState {
     state
 }
 
-/// Replaces the URL's hash (no new history entry).
-pub fn write(state: &UrlState) {
+/// Replaces the URL's hash (no new history entry); the query keeps `share=ID` while the
+/// page shows that share's text unedited, and drops it after.
+pub fn write(state: &UrlState, share: Option<&str>) {
     let mut parts = Vec::new();
     match (&state.source, &state.example) {
         (Some(s), _) => parts.push(format!("src={}", encode(s))),
@@ -83,7 +132,9 @@ pub fn write(state: &UrlState) {
             parts.push(format!("{key}=1"));
         }
     }
-    let url = format!("#{}", parts.join("&"));
+    let path = window().location().pathname().unwrap_or_else(|_| "/".into());
+    let query = share.map(|id| format!("?share={}", encode(id))).unwrap_or_default();
+    let url = format!("{path}{query}#{}", parts.join("&"));
     if let Ok(history) = window().history() {
         let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&url));
     }

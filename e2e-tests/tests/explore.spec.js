@@ -489,3 +489,60 @@ test("without the server's share store, sharing says what it needs", async ({ pa
   await expect(page.getByTestId("share-error")).toContainText("cannot open the share AAAAAAAAAAAAAAAA: no share");
   await expect(page.getByTestId("diagnostic")).toHaveCount(0);
 });
+
+test("a browser-cpu run checks the compiled module against the interpreter", async ({ page }) => {
+  await open(page, "#example=layernorm");
+  await page.getByTestId("tab-run").click();
+  await expect(page.getByTestId("run-target")).toHaveValue("browser-cpu");
+  await page.getByTestId("run-seed").fill("7");
+  await page.getByTestId("run-seed").blur();
+  await page.getByTestId("run").click();
+  const result = page.getByTestId("run-result");
+  await expect(result).toHaveAttribute("data-check", "pass");
+  await expect(page.getByTestId("run-check")).toContainText("matches the reference interpreter");
+  const first = await page.getByTestId("run-output").first().locator("td.first").textContent();
+  expect(first).toMatch(/^-?\d+\.\d{5}/);
+  // Another seed, other values; the same seed again, the same values.
+  await page.getByTestId("run-seed").fill("8");
+  await page.getByTestId("run-seed").blur();
+  await page.getByTestId("run").click();
+  await expect(page.getByTestId("run-output").first().locator("td.first")).not.toHaveText(first);
+  await page.getByTestId("run-seed").fill("7");
+  await page.getByTestId("run-seed").blur();
+  await page.getByTestId("run").click();
+  await expect(page.getByTestId("run-output").first().locator("td.first")).toHaveText(first);
+});
+
+test("a server-cpu run, fused beside unfused, passes the check and exports a trace", async ({ page }) => {
+  test.setTimeout(120_000);
+  await open(page, "#example=mlp_gelu_tanh");
+  await page.getByTestId("tab-run").click();
+  await page.getByTestId("run-target").selectOption("server-cpu");
+  await page.getByTestId("run-unfused").check();
+  await page.getByTestId("run").click();
+  const result = page.getByTestId("run-result");
+  await expect(result).toHaveAttribute("data-check", "pass", { timeout: 60_000 });
+  await expect(page.getByTestId("run-speedup")).toHaveText(/^fused .* against unfused .*: [\d.]+× \(\d+ kernels against \d+\)$/);
+  const fusedKernels = await page.locator("[data-testid=run-fused] [data-testid=kernel-time]").count();
+  const unfusedKernels = await page.locator("[data-testid=run-unfused] [data-testid=kernel-time]").count();
+  expect(fusedKernels).toBeGreaterThan(0);
+  expect(unfusedKernels).toBeGreaterThan(fusedKernels);
+  // The same outputs as in the browser, for the same seed.
+  const server = await page.locator("[data-testid=run-fused] [data-testid=run-output] td.first").first().textContent();
+  await page.getByTestId("run-target").selectOption("browser-cpu");
+  await page.getByTestId("run").click();
+  await expect(page.locator("[data-testid=run-fused] h3")).toContainText("browser-cpu");
+  const browser = await page.locator("[data-testid=run-fused] [data-testid=run-output] td.first").first().textContent();
+  const close = (a, b) => a.split(", ").every((x, i) => Math.abs(Number(x) - Number(b.split(", ")[i])) < 1e-4);
+  expect(close(server, browser)).toBe(true);
+  await page.locator(".pane.decisions-pane").screenshot({ path: `${OUT}/run.png` });
+  // The trace of the server run: one complete event per kernel, on a fused and an unfused track.
+  await page.getByTestId("run-target").selectOption("server-cpu");
+  await page.getByTestId("run").click();
+  await expect(page.locator("[data-testid=run-fused] h3")).toContainText("server-cpu", { timeout: 60_000 });
+  const [download] = await Promise.all([page.waitForEvent("download"), page.getByTestId("export-trace").click()]);
+  const trace = JSON.parse(fs.readFileSync(await download.path(), "utf8"));
+  const spans = trace.traceEvents.filter((e) => e.ph === "X");
+  expect(spans.length).toBe(fusedKernels + unfusedKernels);
+  expect(spans.every((e) => e.dur > 0 && typeof e.name === "string")).toBe(true);
+});

@@ -175,6 +175,26 @@ export function postShare(body, onDone) {
     (e) => onDone(false, `sharing needs the hloscope server, and none answered (${e})`));
 }
 
+/** POSTs `body` (JSON text) to the server's `path` (`api/run`); `onDone(ok, text)` gets the
+ * answer's JSON, or the server's error. */
+export function postJson(path, body, onDone) {
+  fetch(`./${path}`, { method: "POST", headers: { "content-type": "application/json" }, body }).then(
+    async (r) => (r.ok ? onDone(true, await r.text()) : onDone(false, await failure(r))),
+    (e) => onDone(false, `no hloscope server answered (${e})`));
+}
+
+/** Downloads `text` as a file `name` of type `mime`. */
+export function download(text, name, mime) {
+  const url = URL.createObjectURL(new Blob([text], { type: mime }));
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = name;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
 /** GETs the shared state `id`; `onDone(ok, text)` as for postShare. */
 export function getShare(id, onDone) {
   fetch(`./api/share/${encodeURIComponent(id)}`).then(

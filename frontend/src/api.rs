@@ -7,7 +7,9 @@
 //! superseded are dropped here. A worker that dies (a trap in the compiler) is replaced
 //! by a fresh one, and the page is told.
 
-use crate::protocol::{CompileConfig, CostView, Crash, Outcome, PassSummary, PassView, Request, Response, ViewSpec};
+use crate::protocol::{
+    CompileConfig, CostView, Crash, Outcome, PassSummary, PassView, Request, Response, RunView, ViewSpec,
+};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
@@ -15,9 +17,23 @@ use wasm_bindgen::JsCast;
 
 /// An answer the page wants, its view whole.
 pub enum Answer {
-    Compiled { passes: Vec<PassSummary>, cost: Box<CostView>, view: PassView, compile_ms: f64, layout_ms: f64 },
+    Compiled {
+        passes: Vec<PassSummary>,
+        cost: Box<CostView>,
+        view: PassView,
+        compile_ms: f64,
+        layout_ms: f64,
+    },
     Viewed(PassView),
-    Error { line: u32, col: u32, message: String, in_config: bool },
+    Ran(Box<RunView>),
+    /// A run that failed (its error is the run's, not the text's).
+    RunFailed(String),
+    Error {
+        line: u32,
+        col: u32,
+        message: String,
+        in_config: bool,
+    },
 }
 
 type OnAnswer = Rc<dyn Fn(Answer)>;
@@ -29,6 +45,9 @@ struct Inner {
     /// The last compile sent, and whether its answer is still to come.
     last_compile: Cell<u32>,
     compiling: Cell<bool>,
+    /// The last run and the last view asked for.
+    last_run: Cell<u32>,
+    last_view: Cell<u32>,
     /// Text edited while a compile was in flight, and the view to ask for with it.
     waiting: RefCell<Option<(String, ViewSpec, CompileConfig)>>,
     /// The last view received, wanted or not: the next one is sent as what differs.
@@ -52,6 +71,8 @@ impl Compiler {
             next_id: Cell::new(0),
             last_compile: Cell::new(0),
             compiling: Cell::new(false),
+            last_run: Cell::new(0),
+            last_view: Cell::new(0),
             waiting: RefCell::new(None),
             received: RefCell::new(None),
             on_answer: Rc::new(on_answer),
@@ -102,6 +123,15 @@ impl Compiler {
     }
 
     fn answered(&self, r: Response) {
+        if r.id == self.0.last_run.get() {
+            let answer = match r.result {
+                Outcome::Ran { run } => Answer::Ran(run),
+                Outcome::Error { message, .. } => Answer::RunFailed(message),
+                other => Answer::RunFailed(format!("the worker answered a run with {other:?}")),
+            };
+            (self.0.on_answer)(answer);
+            return;
+        }
         let is_compile = matches!(r.result, Outcome::Compiled { .. } | Outcome::Error { .. });
         if is_compile && r.id == self.0.last_compile.get() {
             self.0.compiling.set(false);
@@ -110,7 +140,8 @@ impl Compiler {
             // A compile's answer is wanted while no later compile was sent (a view sent
             // after it is answered from its session, next).
             Outcome::Compiled { .. } | Outcome::Error { .. } => r.id == self.0.last_compile.get(),
-            Outcome::Viewed { .. } => r.id == self.0.next_id.get() && r.id > self.0.last_compile.get(),
+            Outcome::Viewed { .. } => r.id == self.0.last_view.get() && r.id > self.0.last_compile.get(),
+            Outcome::Ran { .. } => false,
         };
         let complete = |parts: Box<crate::protocol::ViewParts>| {
             let view = parts.complete(self.0.received.borrow().as_ref());
@@ -130,6 +161,7 @@ impl Compiler {
             }),
             Outcome::Viewed { view } => complete(view).map(Answer::Viewed),
             Outcome::Error { line, col, message, in_config } => Some(Answer::Error { line, col, message, in_config }),
+            Outcome::Ran { .. } => None,
         };
         if let (true, Some(answer)) = (wanted, answer) {
             (self.0.on_answer)(answer);
@@ -175,9 +207,17 @@ impl Compiler {
         self.post(&Request::Compile { id, source: source.to_string(), view, config });
     }
 
+    /// Runs the last compile's module on random inputs from `seed` in the worker.
+    pub fn run(&self, seed: u64) {
+        let id = self.next_id();
+        self.0.last_run.set(id);
+        self.post(&Request::Run { id, seed });
+    }
+
     /// Asks for another view of the last compile.
     pub fn view(&self, view: ViewSpec) {
         let id = self.next_id();
+        self.0.last_view.set(id);
         self.post(&Request::View { id, view });
     }
 }

@@ -38,6 +38,12 @@ extern "C" {
     /// GETs `/api/share/{id}`; `on_done(ok, text)`.
     #[wasm_bindgen(js_name = getShare)]
     pub fn get_share(id: &str, on_done: &js_sys::Function);
+    /// POSTs JSON to the server's `path`; `on_done(ok, text)`.
+    #[wasm_bindgen(js_name = postJson)]
+    pub fn post_json(path: &str, body: &str, on_done: &js_sys::Function);
+    /// Downloads `text` as a file.
+    #[wasm_bindgen(js_name = download)]
+    pub fn download(text: &str, name: &str, mime: &str);
     #[wasm_bindgen(js_name = copyText)]
     pub fn copy_text(text: &str);
     /// Downloads the graph's `<svg>` as a file.

@@ -18,7 +18,7 @@ pub mod url;
 
 use components::{
     cost::Cost, decisions::Decisions, diff::Diff, graph::Graph, lab::Lab, node_details::NodeDetails,
-    pass_list::PassList, splitter::Splitter,
+    pass_list::PassList, run::Run, splitter::Splitter,
 };
 use leptos::prelude::*;
 use state::State;
@@ -46,7 +46,7 @@ pub fn with_editor(f: impl FnOnce(&cm::Editor)) {
     });
 }
 
-fn with_compiler(f: impl FnOnce(&api::Compiler)) {
+pub fn with_compiler(f: impl FnOnce(&api::Compiler)) {
     let c = COMPILER.with(|c| c.borrow().clone());
     if let Some(c) = c {
         f(&c);
@@ -182,6 +182,15 @@ pub fn App() -> impl IntoView {
             cm::measure_after_paint();
         }
         api::Answer::Viewed(view) => st.view.set(Some(view)),
+        api::Answer::Ran(run) => {
+            st.run_busy.set(false);
+            st.run_error.set(None);
+            st.run.set(Some(state::RunOutcome { fused: *run, unfused: None }));
+        }
+        api::Answer::RunFailed(message) => {
+            st.run_busy.set(false);
+            st.run_error.set(Some(message));
+        }
         api::Answer::Error { message, in_config: true, .. } => {
             status.set("the fusion lab's settings are wrong: the last good result stays below".into());
             st.config_problem.set(Some(message));
@@ -624,7 +633,7 @@ pub fn App() -> impl IntoView {
                     />
                     <section class="pane decisions-pane">
                         <h2 class="tabs">
-                            {[("decisions", "fusion decisions"), ("lab", "fusion lab"), ("cost", "cost")]
+                            {[("decisions", "decisions"), ("lab", "fusion lab"), ("cost", "cost"), ("run", "run")]
                                 .into_iter()
                                 .map(|(id, label)| {
                                     view! {
@@ -644,6 +653,7 @@ pub fn App() -> impl IntoView {
                         {move || match st.tab.get().as_str() {
                             "lab" => view! { <Lab /> }.into_any(),
                             "cost" => view! { <Cost /> }.into_any(),
+                            "run" => view! { <Run /> }.into_any(),
                             _ => view! { <Decisions /> }.into_any(),
                         }}
                     </section>

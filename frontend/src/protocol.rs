@@ -23,12 +23,14 @@ pub enum Request {
     },
     /// Show another view of the last compile.
     View { id: u32, view: ViewSpec },
+    /// Run the last compile's module on random inputs from `seed` (`browser-cpu`).
+    Run { id: u32, seed: u64 },
 }
 
 impl Request {
     pub fn id(&self) -> u32 {
         match self {
-            Request::Compile { id, .. } | Request::View { id, .. } => *id,
+            Request::Compile { id, .. } | Request::View { id, .. } | Request::Run { id, .. } => *id,
         }
     }
 }
@@ -105,6 +107,8 @@ pub enum Outcome {
     Compiled { passes: Vec<PassSummary>, cost: Box<CostView>, view: Box<ViewParts> },
     /// Another view of the same compile.
     Viewed { view: Box<ViewParts> },
+    /// A run's results.
+    Ran { run: Box<RunView> },
     /// Bad input (parse or verify error) or a failing pass; `line`/`col` are 1-based and
     /// 0 when the error has no position. `in_config`: the fusion lab's pipeline spec or
     /// knobs are wrong, not the text.
@@ -351,4 +355,61 @@ pub struct KernelView {
     /// The roofline estimate, launch overhead included.
     pub est_time_s: f64,
     pub memory_bound: bool,
+}
+
+/// A run's results, from the worker (`browser-cpu`) or the server (`POST /api/run`'s
+/// answer has these fields, so the page reads both alike).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunView {
+    pub target: String,
+    pub outputs: Vec<OutputView>,
+    #[serde(default)]
+    pub compile_s: f64,
+    pub iters: u32,
+    pub run_median_s: f64,
+    pub run_min_s: f64,
+    /// Per kernel, median over the timed runs (none where the run is interpreted).
+    #[serde(default)]
+    pub kernels: Vec<KernelTimingView>,
+    /// The outputs against the reference interpreter's.
+    pub check: Option<CheckView>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OutputView {
+    pub index: u32,
+    pub dtype: String,
+    pub shape: Vec<i64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub mean: Option<f64>,
+    /// The first values in row-major order; NaN and infinities as null.
+    pub first: Vec<Option<f64>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelTimingView {
+    pub name: String,
+    pub time_s: f64,
+    pub bytes: u64,
+    pub flops: u64,
+    pub calls: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckView {
+    /// What the outputs were compared with (`interp`).
+    pub reference: String,
+    pub passed: bool,
+    pub outputs: Vec<OutputCheckView>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OutputCheckView {
+    pub index: u32,
+    pub passed: bool,
+    pub max_abs_error: f64,
+    pub mismatches: u64,
+    pub atol: f64,
+    pub rtol: f64,
 }

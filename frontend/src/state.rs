@@ -1,6 +1,7 @@
 //! The page's state: what the worker answered, and what the person chose. One `Copy`
 //! bundle of signals in the Leptos context, so each pane reads what it draws.
 
+use crate::protocol::RunView;
 use crate::protocol::{
     CompileConfig, CostView, DecisionView, DiffLine, GraphView, NodeView, PassSummary, PassView, ViewSpec,
 };
@@ -41,8 +42,22 @@ pub struct State {
     /// The last good compile's cost, and what is wrong with the lab's settings.
     pub cost: RwSignal<Option<CostView>>,
     pub config_problem: RwSignal<Option<String>>,
-    /// The tab of the bottom-right pane: `decisions`, `lab` or `cost`.
+    /// The tab of the bottom-right pane: `decisions`, `lab`, `cost` or `run`.
     pub tab: RwSignal<String>,
+    /// The run pane's choices and its last result (kept while other tabs show).
+    pub run_target: RwSignal<String>,
+    pub run_seed: RwSignal<u64>,
+    pub run_unfused: RwSignal<bool>,
+    pub run_busy: RwSignal<bool>,
+    pub run: RwSignal<Option<RunOutcome>>,
+    pub run_error: RwSignal<Option<String>>,
+}
+
+/// A run's results, and the same run unfused when asked for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunOutcome {
+    pub fused: RunView,
+    pub unfused: Option<RunView>,
 }
 
 impl State {
@@ -70,6 +85,12 @@ impl State {
             cost: RwSignal::new(None),
             config_problem: RwSignal::new(None),
             tab: RwSignal::new("decisions".into()),
+            run_target: RwSignal::new("browser-cpu".into()),
+            run_seed: RwSignal::new(0),
+            run_unfused: RwSignal::new(false),
+            run_busy: RwSignal::new(false),
+            run: RwSignal::new(None),
+            run_error: RwSignal::new(None),
         }
     }
 

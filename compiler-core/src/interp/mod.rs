@@ -10,6 +10,7 @@
 //! Tests build modules with `testutil` (no parser needed). An operand's last use moves
 //! its value into the op instead of copying it.
 
+pub mod check;
 mod control;
 mod conv;
 mod custom_call;

@@ -7,4 +7,5 @@ pub mod graph;
 pub mod lab;
 pub mod node_details;
 pub mod pass_list;
+pub mod run;
 pub mod splitter;

@@ -79,6 +79,9 @@ fn now_ms() -> f64 {
 
 /// One compile's snapshots, and the layouts made of them so far.
 pub struct Session {
+    /// The module as written, and as the pipeline left it (what a run runs).
+    input: Module,
+    compiled: Module,
     snaps: Vec<Snapshot>,
     summaries: Vec<PassSummary>,
     cost: CostView,
@@ -95,6 +98,13 @@ pub struct Session {
 pub fn answer(worker: &mut Worker, req: &Request, clock: fn() -> f64) -> Response {
     let session = &mut worker.session;
     let t0 = clock();
+    if let Request::Run { seed, .. } = req {
+        let result = match worker.session.as_ref() {
+            Some(s) => run(s, *seed, clock),
+            None => Outcome::Error { line: 0, col: 0, message: "nothing compiled yet".into(), in_config: false },
+        };
+        return Response { id: req.id(), compile_ms: 0.0, layout_ms: clock() - t0, result };
+    }
     let (fresh, view) = match req {
         Request::Compile { source, view, config, .. } => match compile(source, config, clock) {
             Ok(s) => {
@@ -104,6 +114,7 @@ pub fn answer(worker: &mut Worker, req: &Request, clock: fn() -> f64) -> Respons
             Err(e) => return Response { id: req.id(), compile_ms: clock() - t0, layout_ms: 0.0, result: *e },
         },
         Request::View { view, .. } => (false, view),
+        Request::Run { .. } => unreachable!("answered above"),
     };
     let t1 = clock();
     let Some(s) = session.as_mut() else {
@@ -206,6 +217,7 @@ fn compile(source: &str, config: &CompileConfig, clock: fn() -> f64) -> Result<S
     let mut module = hloscope_core::parse::parse_module(source).map_err(|e| error(e.line, e.col, e.message))?;
     hloscope_core::verify::verify(&module)
         .map_err(|e| error(e.loc.line, e.loc.col, format!("invalid module: {}", e.message)))?;
+    let input = module.clone();
     let pipeline_error = |e: PipelineError| match e {
         PipelineError::Limit(l) => error(l.loc.line, l.loc.col, l.message),
         other => error(0, 0, other.to_string()),
@@ -241,7 +253,7 @@ fn compile(source: &str, config: &CompileConfig, clock: fn() -> f64) -> Result<S
         })
         .collect();
     let cost = cost_view(&module, &pipeline.profile, default);
-    Ok(Session { snaps, summaries, cost, kernels, layouts: Vec::new(), toggled: Vec::new() })
+    Ok(Session { input, compiled: module, snaps, summaries, cost, kernels, layouts: Vec::new(), toggled: Vec::new() })
 }
 
 impl Session {
@@ -334,6 +346,92 @@ impl Session {
             }
         }
         PassView { pass, against, diff: text_diff, decisions, rewrites, graph }
+    }
+}
+
+/// Loop iterations a run in the browser may take before it gives up (the worker is busy
+/// until it does: a runaway `while` must not keep it for minutes).
+const MAX_LOOP_ITERATIONS: u64 = 1_000_000;
+
+/// Runs the compiled module on random inputs from `seed` with the reference interpreter
+/// (`browser-cpu` until the WebAssembly kernels exist), and checks its outputs against
+/// the interpreter's on the module as written: the passes must not change what it computes.
+fn run(s: &Session, seed: u64, clock: fn() -> f64) -> Outcome {
+    use hloscope_core::interp::{check, random_inputs, Interpreter};
+    let inputs = random_inputs(&s.input, seed);
+    let interpret = |m: &Module, what: &str| {
+        let mut i = Interpreter::new(m);
+        i.max_loop_iterations = MAX_LOOP_ITERATIONS;
+        i.run(&inputs).map(|v| v.flatten()).map_err(|e| {
+            let message = format!("running the {what} module failed at %{} ({}): {}", e.inst, e.loc, e.message);
+            Outcome::Error { line: e.loc.line, col: e.loc.col, message, in_config: false }
+        })
+    };
+    let t0 = clock();
+    let got = match interpret(&s.compiled, "compiled") {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    let run_s = (clock() - t0) / 1e3;
+    let want = match interpret(&s.input, "input") {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    let c = check::check_outputs(&got, &want);
+    let outputs = got
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let values = l.to_f64_vec();
+            let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+            let (min, max, mean) = if finite.is_empty() {
+                (None, None, None)
+            } else {
+                let sum: f64 = finite.iter().sum();
+                (
+                    Some(finite.iter().copied().fold(f64::INFINITY, f64::min)),
+                    Some(finite.iter().copied().fold(f64::NEG_INFINITY, f64::max)),
+                    Some(sum / finite.len() as f64).filter(|m| m.is_finite()),
+                )
+            };
+            protocol::OutputView {
+                index: i as u32,
+                dtype: l.elem().hlo_name().to_string(),
+                shape: l.shape.dims.clone(),
+                min,
+                max,
+                mean,
+                first: values.iter().take(16).map(|&v| Some(v).filter(|v| v.is_finite())).collect(),
+            }
+        })
+        .collect();
+    let check = protocol::CheckView {
+        reference: "interp".into(),
+        passed: c.passed,
+        outputs: c
+            .outputs
+            .iter()
+            .map(|o| protocol::OutputCheckView {
+                index: o.index as u32,
+                passed: o.passed,
+                max_abs_error: o.max_abs_error,
+                mismatches: o.mismatches,
+                atol: o.atol,
+                rtol: o.rtol,
+            })
+            .collect(),
+    };
+    Outcome::Ran {
+        run: Box::new(protocol::RunView {
+            target: "browser-cpu".into(),
+            outputs,
+            compile_s: 0.0,
+            iters: 1,
+            run_median_s: run_s,
+            run_min_s: run_s,
+            kernels: Vec::new(),
+            check: Some(check),
+        }),
     }
 }
 
@@ -514,6 +612,26 @@ mod tests {
             );
             assert!(worker.session.is_none());
         }
+    }
+
+    #[test]
+    fn a_browser_run_checks_the_compiled_module_against_the_input() {
+        let (mut worker, _) = compile_view(MLP, ViewSpec::default());
+        let r = answer(&mut worker, &Request::Run { id: 9, seed: 3 }, clock);
+        let Outcome::Ran { run } = r.result else { panic!("{:?}", r.result) };
+        let check = run.check.unwrap();
+        assert!(check.passed, "{check:?}");
+        assert_eq!(run.outputs.len(), 1);
+        // softmax rows: every value in (0, 1), each row summing to 1.
+        let o = &run.outputs[0];
+        assert_eq!((o.dtype.as_str(), o.shape.as_slice()), ("f32", &[4i64, 3][..]));
+        assert!(o.min.unwrap() > 0.0 && o.max.unwrap() < 1.0);
+        let first: f64 = o.first[..3].iter().map(|v| v.unwrap()).sum();
+        assert!((first - 1.0).abs() < 1e-5, "{first}");
+        // Another seed, other inputs, other outputs.
+        let r = answer(&mut worker, &Request::Run { id: 10, seed: 4 }, clock);
+        let Outcome::Ran { run: other } = r.result else { panic!() };
+        assert_ne!(other.outputs[0].first, o.first);
     }
 
     #[test]

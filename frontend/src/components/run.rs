@@ -1,0 +1,285 @@
+//! Run the compiled module and check it: in the page (`browser-cpu`: the reference
+//! interpreter in the worker, on the compiled module, until the WebAssembly kernels exist)
+//! or on the server's native CPU code (`server-cpu`, `POST /api/run`), on random inputs
+//! from a seed. Every run's outputs are checked against the reference interpreter's;
+//! server runs have per-kernel times (bars, and a Chrome trace for Perfetto), and can run
+//! unfused beside fused.
+
+use crate::protocol::RunView;
+use crate::state::{state, RunOutcome, State};
+use leptos::prelude::*;
+use wasm_bindgen::prelude::*;
+
+/// The targets, with what each runs (`browser-webgpu` needs the WGSL kernels first).
+const TARGETS: [(&str, &str, bool); 3] = [
+    ("browser-cpu", "browser-cpu: the interpreter in this page's worker (no WebAssembly kernels yet)", true),
+    ("server-cpu", "server-cpu: native code on the server's CPU", true),
+    ("browser-webgpu", "browser-webgpu: not available, the WGSL kernels are not built yet", false),
+];
+
+fn secs(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.3} s")
+    } else if s >= 1e-3 {
+        format!("{:.3} ms", s * 1e3)
+    } else {
+        format!("{:.2} µs", s * 1e6)
+    }
+}
+
+fn num(v: Option<f64>) -> String {
+    v.map_or_else(|| "—".into(), |v| format!("{v:.5}"))
+}
+
+/// A server run with `fusion` knobs; `then(result)`.
+fn server_run(st: State, source: &str, fusion: String, then: impl FnOnce(Result<RunView, String>) + 'static) {
+    let body = serde_json::json!({
+        "source": source,
+        "target": "cpu",
+        "inputs": { "random": { "seed": st.run_seed.get_untracked() } },
+        "iters": 5,
+        "fusion": fusion,
+    })
+    .to_string();
+    let done = Closure::once_into_js(move |ok: bool, text: String| {
+        let result = if ok {
+            serde_json::from_str::<RunView>(&text)
+                .map(|mut r| {
+                    r.target = "server-cpu".into();
+                    r
+                })
+                .map_err(|e| format!("the server's answer is not a run: {e}"))
+        } else {
+            Err(text)
+        };
+        then(result);
+    });
+    crate::cm::post_json("api/run", &body, done.unchecked_ref());
+}
+
+/// Chrome's trace-event JSON of a run's kernels, one after another as one run calls them
+/// (each for its median time times its calls), so Perfetto draws the timeline.
+fn trace(run: &RunView, unfused: Option<&RunView>) -> String {
+    let mut events = Vec::new();
+    for (tid, r) in std::iter::once((1, run)).chain(unfused.map(|u| (2, u))) {
+        let mut t = 0.0;
+        for k in &r.kernels {
+            let dur = k.time_s * k.calls.max(1) as f64 * 1e6;
+            events.push(serde_json::json!({
+                "name": k.name, "ph": "X", "ts": t, "dur": dur, "pid": 1, "tid": tid,
+                "args": { "bytes": k.bytes, "flops": k.flops, "calls": k.calls },
+            }));
+            t += dur;
+        }
+        events.push(serde_json::json!({
+            "name": "thread_name", "ph": "M", "pid": 1, "tid": tid,
+            "args": { "name": if tid == 1 { "fused" } else { "unfused" } },
+        }));
+    }
+    serde_json::json!({ "traceEvents": events, "displayTimeUnit": "ms" }).to_string()
+}
+
+fn result_view(r: &RunView, label: &'static str) -> impl IntoView {
+    let check = r.check.clone();
+    let max_kernel = r.kernels.iter().map(|k| k.time_s * k.calls.max(1) as f64).fold(0.0, f64::max);
+    view! {
+        <div class="run-one" data-testid=format!("run-{label}")>
+            <h3>
+                {format!("{label} on {}: ", r.target)}
+                <span data-testid="run-time">{secs(r.run_median_s)}</span>
+                <small>{format!(" median of {}", r.iters)}</small>
+            </h3>
+            {check
+                .map(|c| {
+                    view! {
+                        <p class="check" class:pass=c.passed class:fail=!c.passed data-testid="run-check">
+                            {if c.passed { "✓ matches the reference interpreter" } else { "✗ differs from the reference interpreter" }}
+                            {c.outputs
+                                .iter()
+                                .map(|o| {
+                                    format!(
+                                        " · output {}: max |error| {:.2e}, {} outside |t−r| ≤ {:.1e} + {:.0e}·|r|",
+                                        o.index, o.max_abs_error, o.mismatches, o.atol, o.rtol
+                                    )
+                                })
+                                .collect::<String>()}
+                        </p>
+                    }
+                })}
+            <table class="outputs">
+                <thead>
+                    <tr>
+                        <th>"output"</th>
+                        <th>"type"</th>
+                        <th class="num">"min"</th>
+                        <th class="num">"max"</th>
+                        <th class="num">"mean"</th>
+                        <th>"first values"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {r.outputs
+                        .iter()
+                        .map(|o| {
+                            let first = o.first.iter().take(6).map(|v| num(*v)).collect::<Vec<_>>().join(", ");
+                            let shape = o.shape.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+                            view! {
+                                <tr data-testid="run-output">
+                                    <td>{o.index}</td>
+                                    <td>{format!("{}[{shape}]", o.dtype)}</td>
+                                    <td class="num">{num(o.min)}</td>
+                                    <td class="num">{num(o.max)}</td>
+                                    <td class="num">{num(o.mean)}</td>
+                                    <td class="first">{first}</td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+            {(!r.kernels.is_empty())
+                .then(|| {
+                    view! {
+                        <div class="bars">
+                            {r.kernels
+                                .iter()
+                                .map(|k| {
+                                    let t = k.time_s * k.calls.max(1) as f64;
+                                    let w = if max_kernel > 0.0 { t / max_kernel * 100.0 } else { 0.0 };
+                                    view! {
+                                        <div class="bar-row" data-testid="kernel-time" data-kernel=k.name.clone()>
+                                            <span class="bar-name">{k.name.clone()}</span>
+                                            <span class="bar" style=format!("width: {w:.1}%")></span>
+                                            <span class="bar-time">{secs(t)}</span>
+                                        </div>
+                                    }
+                                })
+                                .collect_view()}
+                        </div>
+                    }
+                })}
+        </div>
+    }
+}
+
+#[component]
+pub fn Run() -> impl IntoView {
+    let st = state();
+    let start = move |_| {
+        st.run_busy.set(true);
+        st.run_error.set(None);
+        let target = st.run_target.get_untracked();
+        if target == "browser-cpu" {
+            crate::with_compiler(|c| c.run(st.run_seed.get_untracked()));
+            return;
+        }
+        let mut source = String::new();
+        crate::with_editor(|e| source = crate::cm::get_doc(e));
+        let unfused = st.run_unfused.get_untracked();
+        let fusion = st.fusion.get_untracked();
+        let second = source.clone();
+        server_run(st, &source, fusion, move |fused| match fused {
+            Err(e) => {
+                st.run_busy.set(false);
+                st.run_error.set(Some(e));
+            }
+            Ok(fused) if !unfused => {
+                st.run_busy.set(false);
+                st.run.set(Some(RunOutcome { fused, unfused: None }));
+            }
+            Ok(fused) => server_run(st, &second, "off".into(), move |plain| {
+                st.run_busy.set(false);
+                match plain {
+                    Ok(plain) => st.run.set(Some(RunOutcome { fused, unfused: Some(plain) })),
+                    Err(e) => st.run_error.set(Some(format!("the unfused run failed: {e}"))),
+                }
+            }),
+        });
+    };
+    let export = move |_| {
+        if let Some(r) = st.run.get_untracked() {
+            crate::cm::download(&trace(&r.fused, r.unfused.as_ref()), "hloscope-trace.json", "application/json");
+        }
+    };
+    view! {
+        <div class="run">
+            <div class="run-controls">
+                <select data-testid="run-target" on:change=move |ev| st.run_target.set(event_target_value(&ev))>
+                    {TARGETS
+                        .into_iter()
+                        .map(|(id, label, on)| {
+                            view! {
+                                <option value=id disabled=!on prop:selected=move || st.run_target.get() == id>
+                                    {label}
+                                </option>
+                            }
+                        })
+                        .collect_view()}
+                </select>
+                <label>
+                    "seed "
+                    <input
+                        type="number"
+                        min="0"
+                        data-testid="run-seed"
+                        prop:value=move || st.run_seed.get().to_string()
+                        on:change=move |ev| st.run_seed.set(event_target_value(&ev).trim().parse().unwrap_or(0))
+                    />
+                </label>
+                <label class="toggle" title="the server runs the same module with fusion off too, side by side">
+                    <input
+                        type="checkbox"
+                        data-testid="run-unfused"
+                        prop:disabled=move || st.run_target.get() != "server-cpu"
+                        prop:checked=move || st.run_unfused.get()
+                        on:change=move |ev| st.run_unfused.set(event_target_checked(&ev))
+                    />
+                    "also unfused"
+                </label>
+                <button data-testid="run" prop:disabled=move || st.run_busy.get() on:click=start>
+                    {move || if st.run_busy.get() { "running…" } else { "run" }}
+                </button>
+                <button
+                    data-testid="export-trace"
+                    title="the kernels' timeline as Chrome trace JSON (Perfetto opens it)"
+                    prop:disabled=move || st.run.with(|r| r.as_ref().is_none_or(|r| r.fused.kernels.is_empty()))
+                    on:click=export
+                >
+                    "export trace"
+                </button>
+            </div>
+            {move || st.run_error.get().map(|e| view! { <div class="diagnostic" data-testid="run-error">{e}</div> })}
+            {move || {
+                st.run
+                    .get()
+                    .map(|r| {
+                        let passed = r.fused.check.as_ref().is_some_and(|c| c.passed)
+                            && r.unfused.as_ref().is_none_or(|u| u.check.as_ref().is_some_and(|c| c.passed));
+                        let speedup = r.unfused.as_ref().map(|u| {
+                            view! {
+                                <p class="speedup" data-testid="run-speedup">
+                                    {format!(
+                                        "fused {} against unfused {}: {:.2}× ({} kernels against {})",
+                                        secs(r.fused.run_median_s),
+                                        secs(u.run_median_s),
+                                        u.run_median_s / r.fused.run_median_s.max(1e-12),
+                                        r.fused.kernels.len(),
+                                        u.kernels.len()
+                                    )}
+                                </p>
+                            }
+                        });
+                        view! {
+                            <div class="run-result" data-testid="run-result" data-check=if passed { "pass" } else { "fail" }>
+                                {speedup}
+                                <div class="run-sides">
+                                    {result_view(&r.fused, "fused")}
+                                    {r.unfused.as_ref().map(|u| result_view(u, "unfused"))}
+                                </div>
+                            </div>
+                        }
+                    })
+            }}
+        </div>
+    }
+}

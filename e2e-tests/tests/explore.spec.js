@@ -545,4 +545,10 @@ test("a server-cpu run, fused beside unfused, passes the check and exports a tra
   const spans = trace.traceEvents.filter((e) => e.ph === "X");
   expect(spans.length).toBe(fusedKernels + unfusedKernels);
   expect(spans.every((e) => e.dur > 0 && typeof e.name === "string")).toBe(true);
+  // The cost pane puts the measured times beside the estimates, and on the roofline.
+  await page.getByTestId("tab-cost").click();
+  const measured = await page.getByTestId("cost-measured").allTextContents();
+  expect(measured.length).toBeGreaterThan(0);
+  expect(measured.filter((t) => /^[\d.]+ (µs|ms)$/.test(t)).length).toBeGreaterThan(0);
+  expect(await page.getByTestId("roofline-measured").count()).toBeGreaterThan(0);
 });

@@ -1,6 +1,8 @@
 //! What the compiled module costs on a chosen chip: a row per kernel (bytes read and
 //! written, FLOPs, intensity, estimated time, what bounds it) and the roofline chart, log
-//! against log, each kernel a point under its roof. Clicking a kernel selects its node.
+//! against log, each kernel a point under its roof. After a run that timed its kernels (a
+//! server run), each kernel's measured time stands beside the estimate and lands on the
+//! chart too, so the cost model's error shows. Clicking a kernel selects its node.
 
 use crate::components::lab::time;
 use crate::protocol::{CostView, KernelView};
@@ -38,7 +40,12 @@ fn peak(c: &CostView, class: &str) -> f64 {
 
 /// The roofline chart of `c`'s kernels (those that compute: a kernel of no FLOPs has no
 /// place on a log axis of intensity, and is counted under the chart).
-fn roofline(c: &CostView, selected: Option<String>, on_pick: impl Fn(String) + Copy + 'static) -> impl IntoView {
+fn roofline(
+    c: &CostView,
+    selected: Option<String>,
+    measured: Option<&std::collections::HashMap<String, f64>>,
+    on_pick: impl Fn(String) + Copy + 'static,
+) -> impl IntoView {
     let points: Vec<&KernelView> = c.kernels.iter().filter(|k| k.flops > 0 && k.intensity > 0.0).collect();
     let bw = c.profile.mem_bandwidth;
     let top = c.profile.peak_f32.max(c.profile.peak_f16_tensor) * 2.0;
@@ -50,7 +57,14 @@ fn roofline(c: &CostView, selected: Option<String>, on_pick: impl Fn(String) + C
         hi = hi.max(k.intensity * 2.0);
     }
     let (x0, x1) = (lo.log10().floor(), hi.log10().ceil());
-    let y_lo = points.iter().map(|k| k.flops as f64 / k.est_time_s).fold(bw * lo, f64::min) / 2.0;
+    // Measured points: the same kernel at the FLOP/s it ran at.
+    let ran: Vec<(&KernelView, f64)> = points
+        .iter()
+        .filter_map(|k| Some((*k, k.flops as f64 / measured?.get(&k.name).copied().filter(|&t| t > 0.0)?)))
+        .collect();
+    let y_lo =
+        points.iter().map(|k| k.flops as f64 / k.est_time_s).chain(ran.iter().map(|r| r.1)).fold(bw * lo, f64::min)
+            / 2.0;
     let (y0, y1) = (y_lo.log10().floor(), top.log10().ceil());
     let x = move |i: f64| LEFT + (i.log10() - x0) / (x1 - x0) * (W - LEFT - RIGHT);
     let y = move |p: f64| TOP + (y1 - p.log10()) / (y1 - y0) * (H - TOP - BOTTOM);
@@ -110,6 +124,17 @@ fn roofline(c: &CostView, selected: Option<String>, on_pick: impl Fn(String) + C
             }
         })
         .collect_view();
+    let ran_dots = ran
+        .iter()
+        .map(|(k, achieved)| {
+            view! {
+                <circle data-testid="roofline-measured" data-kernel=k.name.clone() class="point measured" cx=x(k.intensity) cy=y(*achieved) r="3.5">
+                    <title>{format!("{}: measured {}FLOP/s", k.name, si(*achieved))}</title>
+                </circle>
+                <line class="error-line" x1=x(k.intensity) x2=x(k.intensity) y1=y(k.flops as f64 / k.est_time_s) y2=y(*achieved) />
+            }
+        })
+        .collect_view();
     let tensor = (c.profile.peak_f16_tensor > c.profile.peak_f32).then(|| {
         view! { <path class="roof tensor" d=roof(c.profile.peak_f16_tensor) /> }
     });
@@ -120,6 +145,7 @@ fn roofline(c: &CostView, selected: Option<String>, on_pick: impl Fn(String) + C
             {y_ticks}
             {tensor}
             <path class="roof" d=roof(c.profile.peak_f32) />
+            {ran_dots}
             {dots}
             <text class="axis" x=(LEFT + W - RIGHT) / 2.0 y=H - 2.0 text-anchor="middle">
                 "FLOPs per byte"
@@ -144,6 +170,17 @@ fn roofline(c: &CostView, selected: Option<String>, on_pick: impl Fn(String) + C
             )}
         </p>
     }
+}
+
+/// Each kernel's measured time in the last run that timed kernels (a server run), by name.
+fn measured(st: crate::state::State) -> Option<(String, std::collections::HashMap<String, f64>)> {
+    st.run.with(|r| {
+        let r = r.as_ref()?;
+        (!r.fused.kernels.is_empty()).then(|| {
+            let times = r.fused.kernels.iter().map(|k| (k.name.clone(), k.time_s * k.calls.max(1) as f64)).collect();
+            (r.fused.target.clone(), times)
+        })
+    })
 }
 
 #[component]
@@ -177,12 +214,23 @@ pub fn Cost() -> impl IntoView {
                     }}
                 </select>
             </label>
-            {move || st.cost.with(|c| c.as_ref().map(|c| roofline(c, selected.get(), pick)))}
+            {move || {
+                let m = measured(st);
+                st.cost.with(|c| c.as_ref().map(|c| roofline(c, selected.get(), m.as_ref().map(|m| &m.1), pick)))
+            }}
             {move || {
                 st.cost
                     .with(|c| {
+                        let m = measured(st);
                         c.as_ref()
                             .map(|c| {
+                                let times = m.as_ref().map(|m| &m.1);
+                                let measured_head = m.as_ref().map(|(target, _)| {
+                                    view! {
+                                        <th class="num" title=format!("median over the last run on {target}")>"measured"</th>
+                                        <th class="num" title="measured ÷ estimated">"× est."</th>
+                                    }
+                                });
                                 let rows = c
                                     .kernels
                                     .iter()
@@ -191,6 +239,13 @@ pub fn Cost() -> impl IntoView {
                                         let bound = if k.memory_bound { "memory" } else { "compute" };
                                         let what = if k.kind.is_empty() { k.op.clone() } else { format!("{} ({})", k.op, k.kind) };
                                         let ceiling = peak(c, &k.class);
+                                        let ran = times.map(|t| {
+                                            let got = t.get(&k.name).copied();
+                                            view! {
+                                                <td class="num" data-testid="cost-measured">{got.map(time).unwrap_or_else(|| "—".into())}</td>
+                                                <td class="num">{got.map(|g| format!("{:.1}", g / k.est_time_s)).unwrap_or_default()}</td>
+                                            }
+                                        });
                                         view! {
                                             <tr
                                                 data-testid="cost-row"
@@ -208,6 +263,7 @@ pub fn Cost() -> impl IntoView {
                                                 <td class="num">{k.flops}</td>
                                                 <td class="num">{format!("{:.2}", k.intensity)}</td>
                                                 <td class="num">{time(k.est_time_s)}</td>
+                                                {ran}
                                                 <td title=format!("of {}FLOP/s peak", si(ceiling))>{bound}</td>
                                             </tr>
                                         }
@@ -224,6 +280,7 @@ pub fn Cost() -> impl IntoView {
                                                 <th class="num">"FLOPs"</th>
                                                 <th class="num">"FLOP/B"</th>
                                                 <th class="num">"est. time"</th>
+                                                {measured_head}
                                                 <th>"bound"</th>
                                             </tr>
                                         </thead>
@@ -236,6 +293,7 @@ pub fn Cost() -> impl IntoView {
                                                 <td class="num">{c.totals.flops}</td>
                                                 <td></td>
                                                 <td class="num">{time(c.totals.est_time_s)}</td>
+                                                {times.map(|_| view! { <td></td><td></td> })}
                                                 <td></td>
                                             </tr>
                                         </tfoot>

@@ -552,3 +552,42 @@ test("a server-cpu run, fused beside unfused, passes the check and exports a tra
   expect(measured.filter((t) => /^[\d.]+ (µs|ms)$/.test(t)).length).toBeGreaterThan(0);
   expect(await page.getByTestId("roofline-measured").count()).toBeGreaterThan(0);
 });
+
+test("every guided tour runs to its end, each step showing its pass and selection", async ({ page }) => {
+  test.setTimeout(120_000);
+  const dir = path.resolve(__dirname, "../../frontend/tours");
+  const tours = fs.readdirSync(dir).map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")));
+  expect(tours.length).toBeGreaterThanOrEqual(3);
+  for (const tour of tours) {
+    await page.goto("about:blank"); // a hash alone would not reload the app
+    await open(page, `#example=${tour.example}`);
+    await page.getByTestId("tour-start").click();
+    for (let i = 0; i < tour.steps.length; i++) {
+      const step = tour.steps[i];
+      const at = `${tour.example} step ${i + 1}`;
+      await expect(page.getByTestId("tour-step"), at).toHaveText(`step ${i + 1} of ${tour.steps.length}`);
+      await expect(page.locator(`[data-testid=pass][data-pass="${step.pass}"]`), at).toHaveClass(/selected/);
+      // The numbers are filled in from the compile on screen.
+      const text = await page.getByTestId("tour-text").textContent();
+      expect(text, at).not.toContain("{");
+      if (step.text.includes(`{kernels@${step.pass}}`)) {
+        const kernels = await page.locator(`[data-testid=pass][data-pass="${step.pass}"] td`).nth(2).textContent();
+        expect(text, at).toContain(`${kernels} kernels`);
+      }
+      if (step.node) {
+        await expect(page.locator(`[data-testid=graph-node][data-id="${step.node}"]`), at).toHaveClass(/selected/);
+      }
+      if (step.decision) {
+        const row = page.locator("[data-testid=decision].selected");
+        await expect(row, at).toHaveCount(1);
+        await expect(row.locator("td").nth(1), at).toHaveText(step.decision[0]);
+        await expect(row.locator("td").nth(2), at).toHaveText(step.decision[1]);
+      }
+      if (i === 2 && tour.example === "mlp") await page.screenshot({ path: `${OUT}/tour.png` });
+      if (i + 1 < tour.steps.length) await page.getByTestId("tour-next").click();
+    }
+    await expect(page.getByTestId("tour-next")).toBeDisabled();
+    await page.getByTestId("tour-close").click();
+    await expect(page.getByTestId("tour")).toHaveCount(0);
+  }
+});

@@ -14,6 +14,7 @@ pub mod examples;
 pub mod knobs;
 pub mod protocol;
 pub mod state;
+pub mod tours;
 pub mod url;
 
 use components::{
@@ -257,10 +258,16 @@ pub fn App() -> impl IntoView {
             compile(&text);
         }
     });
-    // A decision belongs to its pass's list.
+    // A decision belongs to its pass's list (a tour's step picks one once its list is here).
     Effect::new(move |_| {
-        st.decisions.track();
-        st.decision.set(None);
+        let found = st.decisions.with(|ds| {
+            let (p, c) = st.pending_decision.get_untracked()?;
+            ds.iter().position(|d| d.producer == p && d.consumer == c)
+        });
+        if found.is_some() {
+            st.pending_decision.set(None);
+        }
+        st.decision.set(found);
     });
 
     // The URL follows the state, a moment after it settles (the source can be long, and
@@ -532,6 +539,25 @@ pub fn App() -> impl IntoView {
                         }
                     })
             }}
+            {move || {
+                tours::for_example(&example.get())
+                    .map(|t| {
+                        let title = t.title.clone();
+                        view! {
+                            <button
+                                class="button"
+                                data-testid="tour-start"
+                                title=format!("a guided tour: {title}")
+                                on:click=move |_| {
+                                    st.tour.set(Some((t.clone(), 0)));
+                                    st.tour_step(0);
+                                }
+                            >
+                                "tour"
+                            </button>
+                        }
+                    })
+            }}
             <span class="keys" title="keyboard: ↑/↓ step through the passes, j/k through the fusion decisions, / finds a node, f fits the graph">"keys: ↑↓ j k / f"</span>
             <span class="status" data-testid="status">
                 {move || status.get()}
@@ -614,6 +640,7 @@ pub fn App() -> impl IntoView {
                         </small>
                     </h2>
                     <Graph />
+                    <TourPanel />
                 </section>
                 <Splitter
                     testid="split-graph"
@@ -660,6 +687,41 @@ pub fn App() -> impl IntoView {
                 </div>
             </div>
         </main>
+    }
+}
+
+/// The guided tour's current step, over the graph: its text with the numbers of the
+/// compile on screen, and the way to the next step.
+#[component]
+fn TourPanel() -> impl IntoView {
+    let st = state::state();
+    move || {
+        st.tour.get().map(|(tour, i)| {
+            let n = tour.steps.len();
+            let step = tour.steps[i].clone();
+            let profile = st.cost.with(|c| c.as_ref().map(|c| c.profile.name.clone()).unwrap_or_default());
+            let text = st.passes.with(|p| tours::fill(&step.text, p, &profile).unwrap_or_else(|e| e));
+            view! {
+                <div class="tour" data-testid="tour">
+                    <div class="tour-head">
+                        <b>{tour.title.clone()}</b>
+                        <small data-testid="tour-step">{format!("step {} of {n}", i + 1)}</small>
+                        <button class="close" data-testid="tour-close" title="end the tour" on:click=move |_| st.tour.set(None)>
+                            "×"
+                        </button>
+                    </div>
+                    <p data-testid="tour-text">{text}</p>
+                    <div class="tour-buttons">
+                        <button data-testid="tour-prev" prop:disabled={i == 0} on:click=move |_| st.tour_step(i.saturating_sub(1))>
+                            "← back"
+                        </button>
+                        <button data-testid="tour-next" prop:disabled={i + 1 >= n} on:click=move |_| st.tour_step(i + 1)>
+                            "next →"
+                        </button>
+                    </div>
+                </div>
+            }
+        })
     }
 }
 

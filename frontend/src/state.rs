@@ -51,6 +51,10 @@ pub struct State {
     pub run_busy: RwSignal<bool>,
     pub run: RwSignal<Option<RunOutcome>>,
     pub run_error: RwSignal<Option<String>>,
+    /// The guided tour being walked, and its step.
+    pub tour: RwSignal<Option<(crate::tours::Tour, usize)>>,
+    /// A decision a tour step asked for, selected once its pass's decisions are on screen.
+    pub pending_decision: RwSignal<Option<(String, String)>>,
 }
 
 /// A run's results, and the same run unfused when asked for.
@@ -91,6 +95,8 @@ impl State {
             run_busy: RwSignal::new(false),
             run: RwSignal::new(None),
             run_error: RwSignal::new(None),
+            tour: RwSignal::new(None),
+            pending_decision: RwSignal::new(None),
         }
     }
 
@@ -101,6 +107,33 @@ impl State {
             against: self.against.get_untracked(),
             graph_diff: self.graph_diff.get_untracked(),
             toggled: self.toggled.get_untracked(),
+        }
+    }
+
+    /// Shows step `i` of the tour: its pass, and its node or decision.
+    pub fn tour_step(&self, i: usize) {
+        let Some(step) = self.tour.with_untracked(|t| t.as_ref().and_then(|(t, _)| t.steps.get(i).cloned())) else {
+            return;
+        };
+        self.tour.update(|t| {
+            if let Some(t) = t {
+                t.1 = i;
+            }
+        });
+        let same_pass = self.shown_pass().as_deref() == Some(step.pass.as_str());
+        self.pass.set(Some(step.pass));
+        self.node.set(step.node);
+        match step.decision {
+            Some(d) => {
+                self.tab.set("decisions".into());
+                let at =
+                    self.decisions.with_untracked(|ds| ds.iter().position(|x| x.producer == d.0 && x.consumer == d.1));
+                match (same_pass, at) {
+                    (true, Some(i)) => self.decision.set(Some(i)),
+                    _ => self.pending_decision.set(Some(d)),
+                }
+            }
+            None => self.decision.set(None),
         }
     }
 

@@ -18,6 +18,12 @@ pub mod layout;
 #[path = "../../src/examples.rs"]
 mod examples;
 
+// The page's tours, for the test that every step's selection exists.
+#[cfg(test)]
+#[allow(dead_code)]
+#[path = "../../src/tours.rs"]
+mod tours;
+
 use hloscope_core::api::FusionConfig;
 use hloscope_core::api::{Provenance, Snapshot};
 use hloscope_core::cost::{self, DtypeClass, Profile};
@@ -632,6 +638,38 @@ mod tests {
         let r = answer(&mut worker, &Request::Run { id: 10, seed: 4 }, clock);
         let Outcome::Ran { run: other } = r.result else { panic!() };
         assert_ne!(other.outputs[0].first, o.first);
+    }
+
+    #[test]
+    fn every_tour_step_selects_what_exists_and_its_numbers_fill_in() {
+        let files = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../tours")).unwrap().count();
+        let tours = crate::tours::all();
+        assert!(tours.len() >= 3 && tours.len() == files, "{} tours of {files} files parse", tours.len());
+        for tour in tours {
+            let ex =
+                crate::examples::by_id(&tour.example).unwrap_or_else(|| panic!("{}: no such example", tour.example));
+            let (mut worker, r) = compile_view(ex.source, ViewSpec::default());
+            let Outcome::Compiled { passes, cost, .. } = r.result else { panic!("{}", tour.example) };
+            assert!(tour.steps.len() >= 3, "{}", tour.example);
+            for (i, step) in tour.steps.iter().enumerate() {
+                let at = format!("{} step {}", tour.example, i + 1);
+                let text =
+                    crate::tours::fill(&step.text, &passes, &cost.profile.name).unwrap_or_else(|e| panic!("{at}: {e}"));
+                assert!(!text.contains('{') && text.len() > 20, "{at}: {text}");
+                let spec = ViewSpec { pass: Some(step.pass.clone()), ..ViewSpec::default() };
+                let r = answer(&mut worker, &Request::View { id: 1, view: spec }, clock);
+                let Outcome::Viewed { .. } = r.result else { panic!("{at}: {:?}", r.result) };
+                let view = worker.sent.clone().unwrap();
+                assert_eq!(passes[view.pass].name, step.pass, "{at}: no pass {}", step.pass);
+                if let Some(node) = &step.node {
+                    assert!(view.graph.nodes.iter().any(|n| n.id == *node), "{at}: no node {node} in {}", step.pass);
+                }
+                if let Some((p, c)) = &step.decision {
+                    let found = view.decisions.iter().any(|d| d.producer == *p && d.consumer == *c);
+                    assert!(found, "{at}: no decision {p} → {c} in {}", step.pass);
+                }
+            }
+        }
     }
 
     #[test]

@@ -2,44 +2,20 @@
 // times and its "changed only" toggle, graph zoom, pan, search, edge hover, SVG export and
 // cluster toggles, the graph diff and the text diff against any pass (side by side, folds),
 // decisions linked with the graph and stepped with j/k, the editor's cursor marking its
-// nodes, resizable panes, opening and dropping files (a debug_info export, an XLA dump).
+// nodes, resizable panes, opening and dropping files (a debug_info export, an XLA dump),
+// a crash of the worker; then Web app II's panes: the fusion lab and its overrides, the
+// cost table and roofline, runs in the browser and on the server, share links and tours.
 const { test, expect } = require("@playwright/test");
 const fs = require("node:fs");
 const path = require("node:path");
 
-const OUT = path.resolve(__dirname, "../../target/e2e");
-const CORPUS = path.resolve(__dirname, "../../backend/tests/corpus");
-
-async function open(page, hash = "") {
-  const errors = [];
-  page.on("pageerror", (e) => errors.push(String(e)));
-  await page.goto(`${process.env.HLOSCOPE_URL}/${hash}`);
-  await expect(page.getByTestId("pass").first()).toBeVisible();
-  await expect(page.getByTestId("graph-node").first()).toBeAttached();
-  return errors;
-}
-
-function measures(page) {
-  return page.evaluate(() => performance.getEntriesByName("hloscope:edit-to-graph").length);
-}
+const { OUT, CORPUS, open, measures, pasteSource } = require("./helpers");
 
 /** The graph's pan and zoom, from the transform on its <svg>. */
 async function transform(page) {
   const t = await page.locator("[data-testid=graph] svg").evaluate((s) => s.style.transform);
   const m = t.match(/translate\(([-\d.]+)px, ([-\d.]+)px\) scale\(([-\d.]+)\)/);
   return { x: Number(m[1]), y: Number(m[2]), scale: Number(m[3]) };
-}
-
-/** Replaces the editor's text by a paste, as Ctrl+V does (a paste event carrying the text:
- * typing 100 KB into the page would time the browser's typing, not the app). */
-async function pasteSource(page, text) {
-  await page.locator("[data-testid=editor] .cm-content").click();
-  await page.keyboard.press("Control+A");
-  await page.locator("[data-testid=editor] .cm-content").evaluate((el, text) => {
-    const data = new DataTransfer();
-    data.setData("text/plain", text);
-    el.dispatchEvent(new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }));
-  }, text);
 }
 
 test("the pass list shows each pass's time and can hide the passes that changed nothing", async ({ page }) => {

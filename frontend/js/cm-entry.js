@@ -150,15 +150,7 @@ export function exportSvg(svg, name) {
   const style = document.createElementNS("http://www.w3.org/2000/svg", "style");
   style.textContent = `svg { background: ${root.getPropertyValue("--bg").trim()}; font-family: sans-serif; }\n` + rules.join("\n");
   clone.insertBefore(style, clone.firstChild);
-  const text = new XMLSerializer().serializeToString(clone);
-  const url = URL.createObjectURL(new Blob([text], { type: "image/svg+xml" }));
-  const a = document.createElement("a");
-  a.href = url;
-  a.download = name;
-  document.body.appendChild(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 1000);
+  download(new XMLSerializer().serializeToString(clone), name, "image/svg+xml");
 }
 
 /** The server's error text from a failed answer: its JSON `error`, else the status. */

@@ -11,6 +11,7 @@ pub mod api;
 pub mod cm;
 pub mod components;
 pub mod examples;
+pub mod format;
 pub mod knobs;
 pub mod protocol;
 pub mod state;

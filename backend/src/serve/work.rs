@@ -18,7 +18,7 @@ use axum::http::StatusCode;
 use base64::Engine as _;
 use hloscope_core::api::{ExplainReport, Snapshot};
 use hloscope_core::interp::{check, Interpreter};
-use hloscope_core::ir::{ElementType, Literal, Module};
+use hloscope_core::ir::{Literal, Module};
 use hloscope_core::parse::{self, Format};
 use hloscope_core::passes::fusion::FusionConfig;
 use hloscope_core::passes::pipeline::{parse_pipeline_spec, run_pipeline, PipelineConfig};
@@ -388,28 +388,16 @@ fn run(req: &RunRequest, args: &WorkerArgs, cache_event: &mut Option<String>) ->
 /// How many leading values an output summary shows.
 const FIRST_VALUES: usize = 16;
 
-fn finite(x: f64) -> Option<f64> {
-    x.is_finite().then_some(x)
-}
-
 fn output_summary(index: usize, l: &Literal, with_npy: bool) -> OutputSummary {
-    let values = l.to_f64_vec();
-    let finite_values: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-    let (min, max, mean) = if finite_values.is_empty() {
-        (None, None, None)
-    } else {
-        let min = finite_values.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = finite_values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        (Some(min), Some(max), finite(finite_values.iter().sum::<f64>() / finite_values.len() as f64))
-    };
+    let stats = check::stats(l, FIRST_VALUES);
     OutputSummary {
         index: index as u32,
         dtype: l.elem().hlo_name().to_string(),
         shape: l.shape.dims.clone(),
-        min,
-        max,
-        mean,
-        first: values.iter().take(FIRST_VALUES).map(|&v| finite(v)).collect(),
+        min: stats.min,
+        max: stats.max,
+        mean: stats.mean,
+        first: stats.first,
         npy: with_npy
             .then(|| base64::engine::general_purpose::STANDARD.encode(npy::write(&npy::NpyArray::from_literal(l)))),
     }
@@ -557,7 +545,7 @@ fn cpu_code(exe: &cpu::CpuExecutable) -> TargetCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hloscope_core::ir::{Data, Shape};
+    use hloscope_core::ir::{Data, ElementType, Shape};
 
     fn f32s(v: &[f64]) -> Literal {
         Literal::new(Shape::new(ElementType::F32, [v.len() as i64]), Data::F(v.to_vec()))

@@ -87,6 +87,34 @@ pub fn check_outputs(got: &[Literal], want: &[Literal]) -> NumericsCheck {
     NumericsCheck { passed, outputs }
 }
 
+/// What a run's output looks like at a glance.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stats {
+    /// Over the finite values (None when there are none).
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub mean: Option<f64>,
+    /// The first `n` values in row-major order; NaN and infinities as None.
+    pub first: Vec<Option<f64>>,
+}
+
+/// `l`'s range, mean and first `n` values.
+pub fn stats(l: &Literal, n: usize) -> Stats {
+    let values = l.to_f64_vec();
+    let finite = |v: f64| Some(v).filter(|v| v.is_finite());
+    let (mut min, mut max, mut sum, mut count) = (f64::INFINITY, f64::NEG_INFINITY, 0.0, 0usize);
+    for &v in values.iter().filter(|v| v.is_finite()) {
+        (min, max, sum, count) = (min.min(v), max.max(v), sum + v, count + 1);
+    }
+    let any = count > 0;
+    Stats {
+        min: any.then_some(min),
+        max: any.then_some(max),
+        mean: if any { finite(sum / count as f64) } else { None },
+        first: values.iter().take(n).map(|&v| finite(v)).collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +136,15 @@ mod tests {
         let wrong = f32s(&[20.252769470214844, -0.0856]);
         let check = check_outputs(&[wrong], &[want]);
         assert!(!check.passed && check.outputs[0].mismatches == 1, "{check:?}");
+    }
+
+    #[test]
+    fn stats_skip_what_is_not_finite() {
+        let s = stats(&f32s(&[1.0, f64::NAN, -3.0, f64::INFINITY, 5.0]), 4);
+        assert_eq!((s.min, s.max, s.mean), (Some(-3.0), Some(5.0), Some(1.0)));
+        assert_eq!(s.first, vec![Some(1.0), None, Some(-3.0), None]);
+        let none = stats(&f32s(&[f64::NAN]), 16);
+        assert_eq!((none.min, none.mean, none.first), (None, None, vec![None]));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! server run), each kernel's measured time stands beside the estimate and lands on the
 //! chart too, so the cost model's error shows. Clicking a kernel selects its node.
 
-use crate::components::lab::time;
+use crate::format::seconds as time;
 use crate::protocol::{CostView, KernelView};
 use crate::state::state;
 use leptos::prelude::*;

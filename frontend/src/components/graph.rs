@@ -10,6 +10,7 @@
 //! selected decision) is marked on the drawn elements with classes, so a large graph is
 //! never redrawn for it.
 
+use crate::format;
 use crate::protocol::{DecisionView, GraphView, NodeDiff};
 use crate::state::state;
 use leptos::prelude::*;
@@ -18,22 +19,6 @@ use wasm_bindgen::JsCast;
 
 fn f(v: f64) -> String {
     format!("{v:.1}")
-}
-
-fn bytes_text(b: u64) -> String {
-    match b {
-        0..1024 => format!("{b} B"),
-        1024..1_048_576 => format!("{:.1} KB", b as f64 / 1024.0),
-        _ => format!("{:.1} MB", b as f64 / 1_048_576.0),
-    }
-}
-
-fn time_text(s: f64) -> String {
-    if s >= 1e-3 {
-        format!("{:.2} ms", s * 1e3)
-    } else {
-        format!("{:.2} µs", s * 1e6)
-    }
 }
 
 fn diff_class(d: Option<NodeDiff>) -> &'static str {
@@ -110,7 +95,7 @@ fn draw(g: &GraphView) -> String {
         let cost = if c.kind.is_empty() {
             String::new()
         } else {
-            format!("{} · {} · {}", c.kind, bytes_text(c.bytes_moved), time_text(c.est_time_s))
+            format!("{} · {} · {}", c.kind, format::bytes(c.bytes_moved), format::seconds(c.est_time_s))
         };
         let title = if c.collapsed { "show the kernel's instructions" } else { "collapse the kernel to one box" };
         let _ = write!(
@@ -384,7 +369,7 @@ pub fn Graph() -> impl IntoView {
             let what = if e.bytes == 0 && e.shape.is_empty() {
                 "inside the kernel".to_string()
             } else {
-                format!("{} · {}", e.shape, bytes_text(e.bytes))
+                format!("{} · {}", e.shape, format::bytes(e.bytes))
             };
             Some(format!("{} → {}: {what}", e.from, e.to))
         });

@@ -3,26 +3,11 @@
 //! spec; every change recompiles, and the compiled module's kernels, bytes and estimated
 //! time stand beside the default pipeline's.
 
+use crate::format;
 use crate::knobs::{self, Override, SWITCHES};
 use crate::protocol::CostTotals;
 use crate::state::state;
 use leptos::prelude::*;
-
-fn bytes(b: u64) -> String {
-    match b {
-        0..1024 => format!("{b} B"),
-        1024..1_048_576 => format!("{:.1} KB", b as f64 / 1024.0),
-        _ => format!("{:.2} MB", b as f64 / 1_048_576.0),
-    }
-}
-
-pub fn time(s: f64) -> String {
-    if s >= 1e-3 {
-        format!("{:.3} ms", s * 1e3)
-    } else {
-        format!("{:.2} µs", s * 1e6)
-    }
-}
 
 /// `+12 %` (of `default`), or `same`.
 fn change(this: f64, default: f64) -> String {
@@ -45,15 +30,15 @@ fn comparison(this: &CostTotals, default: &CostTotals) -> impl IntoView {
         ),
         (
             "bytes moved",
-            bytes(this.bytes_moved),
-            bytes(default.bytes_moved),
+            format::bytes(this.bytes_moved),
+            format::bytes(default.bytes_moved),
             change(this.bytes_moved as f64, default.bytes_moved as f64),
         ),
         ("FLOPs", this.flops.to_string(), default.flops.to_string(), change(this.flops as f64, default.flops as f64)),
         (
             "estimated time",
-            time(this.est_time_s),
-            time(default.est_time_s),
+            format::seconds(this.est_time_s),
+            format::seconds(default.est_time_s),
             change(this.est_time_s, default.est_time_s),
         ),
     ];

@@ -5,6 +5,7 @@
 //! server runs have per-kernel times (bars, and a Chrome trace for Perfetto), and can run
 //! unfused beside fused.
 
+use crate::format::seconds;
 use crate::protocol::RunView;
 use crate::state::{state, RunOutcome, State};
 use leptos::prelude::*;
@@ -16,16 +17,6 @@ const TARGETS: [(&str, &str, bool); 3] = [
     ("server-cpu", "server-cpu: native code on the server's CPU", true),
     ("browser-webgpu", "browser-webgpu: not available, the WGSL kernels are not built yet", false),
 ];
-
-fn secs(s: f64) -> String {
-    if s >= 1.0 {
-        format!("{s:.3} s")
-    } else if s >= 1e-3 {
-        format!("{:.3} ms", s * 1e3)
-    } else {
-        format!("{:.2} µs", s * 1e6)
-    }
-}
 
 fn num(v: Option<f64>) -> String {
     v.map_or_else(|| "—".into(), |v| format!("{v:.5}"))
@@ -86,7 +77,7 @@ fn result_view(r: &RunView, label: &'static str) -> impl IntoView {
         <div class="run-one" data-testid=format!("run-{label}")>
             <h3>
                 {format!("{label} on {}: ", r.target)}
-                <span data-testid="run-time">{secs(r.run_median_s)}</span>
+                <span data-testid="run-time">{seconds(r.run_median_s)}</span>
                 <small>{format!(" median of {}", r.iters)}</small>
             </h3>
             {check
@@ -150,7 +141,7 @@ fn result_view(r: &RunView, label: &'static str) -> impl IntoView {
                                         <div class="bar-row" data-testid="kernel-time" data-kernel=k.name.clone()>
                                             <span class="bar-name">{k.name.clone()}</span>
                                             <span class="bar" style=format!("width: {w:.1}%")></span>
-                                            <span class="bar-time">{secs(t)}</span>
+                                            <span class="bar-time">{seconds(t)}</span>
                                         </div>
                                     }
                                 })
@@ -260,8 +251,8 @@ pub fn Run() -> impl IntoView {
                                 <p class="speedup" data-testid="run-speedup">
                                     {format!(
                                         "fused {} against unfused {}: {:.2}× ({} kernels against {})",
-                                        secs(r.fused.run_median_s),
-                                        secs(u.run_median_s),
+                                        seconds(r.fused.run_median_s),
+                                        seconds(u.run_median_s),
                                         u.run_median_s / r.fused.run_median_s.max(1e-12),
                                         r.fused.kernels.len(),
                                         u.kernels.len()

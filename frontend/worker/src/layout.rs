@@ -15,6 +15,7 @@
 //! few nodes moves nothing else. Linear in nodes plus edges per sweep (plus a sort per
 //! layer), so 2,000 instructions lay out in milliseconds.
 
+use crate::format;
 use crate::protocol::{ClusterView, EdgeView, GraphView, NodeView};
 use hloscope_core::api::{Graph, Node};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -60,27 +61,9 @@ fn type_text(n: &Node) -> String {
     }
 }
 
-/// `1.5 KB`, for labels.
-pub fn bytes_text(b: u64) -> String {
-    match b {
-        0..1024 => format!("{b} B"),
-        1024..1_048_576 => format!("{:.1} KB", b as f64 / 1024.0),
-        _ => format!("{:.1} MB", b as f64 / 1_048_576.0),
-    }
-}
-
-/// `3.2 µs`, for labels.
-pub fn time_text(s: f64) -> String {
-    if s >= 1e-3 {
-        format!("{:.2} ms", s * 1e3)
-    } else {
-        format!("{:.2} µs", s * 1e6)
-    }
-}
-
 fn cluster_label(name: &str, members: usize, kernel: Option<&KernelInfo>) -> (String, String) {
     let cost = match kernel {
-        Some(k) => format!("{} · {} · {}", k.kind, bytes_text(k.bytes_moved), time_text(k.est_time_s)),
+        Some(k) => format!("{} · {} · {}", k.kind, format::bytes(k.bytes_moved), format::seconds(k.est_time_s)),
         None => String::new(),
     };
     (format!("{name} · {members} ops"), cost)

@@ -9,6 +9,9 @@
 #[path = "../../src/protocol.rs"]
 pub mod protocol;
 
+#[path = "../../src/format.rs"]
+pub mod format;
+
 pub mod diff;
 pub mod layout;
 
@@ -388,26 +391,15 @@ fn run(s: &Session, seed: u64, clock: fn() -> f64) -> Outcome {
         .iter()
         .enumerate()
         .map(|(i, l)| {
-            let values = l.to_f64_vec();
-            let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-            let (min, max, mean) = if finite.is_empty() {
-                (None, None, None)
-            } else {
-                let sum: f64 = finite.iter().sum();
-                (
-                    Some(finite.iter().copied().fold(f64::INFINITY, f64::min)),
-                    Some(finite.iter().copied().fold(f64::NEG_INFINITY, f64::max)),
-                    Some(sum / finite.len() as f64).filter(|m| m.is_finite()),
-                )
-            };
+            let stats = check::stats(l, 16);
             protocol::OutputView {
                 index: i as u32,
                 dtype: l.elem().hlo_name().to_string(),
                 shape: l.shape.dims.clone(),
-                min,
-                max,
-                mean,
-                first: values.iter().take(16).map(|&v| Some(v).filter(|v| v.is_finite())).collect(),
+                min: stats.min,
+                max: stats.max,
+                mean: stats.mean,
+                first: stats.first,
             }
         })
         .collect();

@@ -180,6 +180,16 @@ fn joined(name: &str, fused: &HashSet<String>) -> bool {
     fused.contains(name) || name.split_once(".clone.").is_some_and(|(base, _)| fused.contains(base))
 }
 
+/// Puts `name` in the list of clusters toggled from their default, or takes it out.
+fn flip(toggled: &mut Vec<String>, name: String) {
+    match toggled.iter().position(|x| *x == name) {
+        Some(i) => {
+            toggled.remove(i);
+        }
+        None => toggled.push(name),
+    }
+}
+
 /// A press on the graph: where it started, the pan then, and whether it has moved (a pan,
 /// not a click).
 #[derive(Clone, Copy)]
@@ -328,14 +338,7 @@ pub fn Graph() -> impl IntoView {
     let closest = |e: &web_sys::Event, selector: &str| -> Option<web_sys::Element> {
         e.target()?.dyn_into::<web_sys::Element>().ok()?.closest(selector).ok().flatten()
     };
-    let toggle_cluster = move |name: String| {
-        st.toggled.update(|t| match t.iter().position(|x| *x == name) {
-            Some(i) => {
-                t.remove(i);
-            }
-            None => t.push(name),
-        })
-    };
+    let toggle_cluster = move |name: String| st.toggled.update(|t| flip(t, name));
     let on_click = move |e: web_sys::MouseEvent| {
         if panned.get_value() {
             return;
@@ -419,12 +422,7 @@ pub fn Graph() -> impl IntoView {
         });
         st.toggled.update(|t| {
             for name in flip {
-                match t.iter().position(|x| *x == name) {
-                    Some(i) => {
-                        t.remove(i);
-                    }
-                    None => t.push(name),
-                }
+                self::flip(t, name);
             }
         });
     };

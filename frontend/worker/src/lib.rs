@@ -107,13 +107,6 @@ pub struct Session {
 pub fn answer(worker: &mut Worker, req: &Request, clock: fn() -> f64) -> Response {
     let session = &mut worker.session;
     let t0 = clock();
-    if let Request::Run { seed, .. } = req {
-        let result = match worker.session.as_ref() {
-            Some(s) => run(s, *seed, clock),
-            None => Outcome::Error { line: 0, col: 0, message: "nothing compiled yet".into(), in_config: false },
-        };
-        return Response { id: req.id(), compile_ms: 0.0, layout_ms: clock() - t0, result };
-    }
     let (fresh, view) = match req {
         Request::Compile { source, view, config, .. } => match compile(source, config, clock) {
             Ok(s) => {
@@ -123,7 +116,14 @@ pub fn answer(worker: &mut Worker, req: &Request, clock: fn() -> f64) -> Respons
             Err(e) => return Response { id: req.id(), compile_ms: clock() - t0, layout_ms: 0.0, result: *e },
         },
         Request::View { view, .. } => (false, view),
-        Request::Run { .. } => unreachable!("answered above"),
+        // A run reads the session and sends no view.
+        Request::Run { seed, .. } => {
+            let result = match session.as_ref() {
+                Some(s) => run(s, *seed, clock),
+                None => Outcome::Error { line: 0, col: 0, message: "nothing compiled yet".into(), in_config: false },
+            };
+            return Response { id: req.id(), compile_ms: 0.0, layout_ms: clock() - t0, result };
+        }
     };
     let t1 = clock();
     let Some(s) = session.as_mut() else {

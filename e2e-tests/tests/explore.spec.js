@@ -417,6 +417,42 @@ test("the cost pane: a row per kernel, a roofline point per computing kernel, an
   await page.locator(".pane.decisions-pane").screenshot({ path: `${OUT}/cost.png` });
 });
 
+test("the kernels pane shows each kernel's Cranelift IR and machine code for either machine, following the selection", async ({ page }) => {
+  await open(page, "#example=softmax&pass=fusion");
+  await page.getByTestId("tab-kernels").click();
+  const rows = page.getByTestId("kernel-row");
+  const kernels = Number(await page.locator("[data-testid=pass][data-pass=schedule] td").nth(2).textContent());
+  await expect(rows).toHaveCount(kernels);
+  await expect(page.getByTestId("kernel-status")).toContainText(`${kernels} kernels`);
+  const code = page.getByTestId("kernel-code");
+  // The first kernel, softmax's row max: a vector loop in CLIF.
+  await expect(code).toContainText("function u0:");
+  await expect(code).toContainText("f32x4");
+  await expect(page.getByTestId("kernel-notes")).toContainText("vectorized: 4 lanes");
+  await expect(page.getByTestId("kernel-how")).toContainText("row reduction");
+  // Its x86-64 machine code, then AArch64's.
+  await page.getByTestId("kernel-form-asm").click();
+  await expect(code).toContainText("%xmm");
+  await page.getByTestId("kernel-machine").selectOption("aarch64");
+  await expect(code).toContainText(".4s");
+  await expect(code).not.toContainText("%xmm");
+  // A cluster selected in the graph shows its kernel...
+  const cluster = page.locator("[data-testid=fusion-cluster]").last();
+  const name = await cluster.getAttribute("data-name");
+  await cluster.locator("text.cluster-label").click();
+  await expect(page.locator(`[data-testid=kernel-row][data-name="${name}"]`)).toHaveClass(/selected/);
+  await expect(page.getByTestId("kernel-how")).toContainText(name);
+  // ... and a kernel picked in the list selects its cluster.
+  const first = page.locator("[data-testid=kernel-row]").first();
+  const firstName = await first.getAttribute("data-name");
+  await first.click();
+  await expect(page.locator(`[data-testid=fusion-cluster][data-name="${firstName}"]`)).toHaveClass(/selected/);
+  await page.getByTestId("kernel-form-clif").click();
+  await page.getByTestId("kernel-machine").selectOption("x86-64-v3");
+  await expect(code).toContainText("f32x4");
+  await page.locator(".pane.decisions-pane").screenshot({ path: `${OUT}/kernels.png` });
+});
+
 test("a share link opened in a new page restores the source, pass, node, knobs and tab", async ({ page, context }) => {
   await open(page, "#example=mlp&pass=fusion");
   const source = fs.readFileSync(path.resolve(__dirname, "../../examples/mlp.mlir"), "utf8") + "// shared by the e2e test\n";

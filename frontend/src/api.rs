@@ -8,7 +8,7 @@
 //! by a fresh one, and the page is told.
 
 use crate::protocol::{
-    CompileConfig, CostView, Crash, Outcome, PassSummary, PassView, Request, Response, RunView, ViewSpec,
+    CompileConfig, CostView, Crash, KernelsView, Outcome, PassSummary, PassView, Request, Response, RunView, ViewSpec,
 };
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -28,6 +28,9 @@ pub enum Answer {
     Ran(Box<RunView>),
     /// A run that failed (its error is the run's, not the text's).
     RunFailed(String),
+    /// The kernels pane's listing, or why there is none.
+    Kernels(Box<KernelsView>),
+    KernelsFailed(String),
     Error {
         line: u32,
         col: u32,
@@ -48,6 +51,8 @@ struct Inner {
     /// The last run and the last view asked for.
     last_run: Cell<u32>,
     last_view: Cell<u32>,
+    /// The last kernels listing asked for.
+    last_kernels: Cell<u32>,
     /// Text edited while a compile was in flight, and the view to ask for with it.
     waiting: RefCell<Option<(String, ViewSpec, CompileConfig)>>,
     /// The last view received, wanted or not: the next one is sent as what differs.
@@ -73,6 +78,7 @@ impl Compiler {
             compiling: Cell::new(false),
             last_run: Cell::new(0),
             last_view: Cell::new(0),
+            last_kernels: Cell::new(0),
             waiting: RefCell::new(None),
             received: RefCell::new(None),
             on_answer: Rc::new(on_answer),
@@ -132,6 +138,15 @@ impl Compiler {
             (self.0.on_answer)(answer);
             return;
         }
+        if r.id == self.0.last_kernels.get() {
+            let answer = match r.result {
+                Outcome::Kernels { listing } => Answer::Kernels(listing),
+                Outcome::Error { message, .. } => Answer::KernelsFailed(message),
+                other => Answer::KernelsFailed(format!("the worker answered a listing with {other:?}")),
+            };
+            (self.0.on_answer)(answer);
+            return;
+        }
         let is_compile = matches!(r.result, Outcome::Compiled { .. } | Outcome::Error { .. });
         if is_compile && r.id == self.0.last_compile.get() {
             self.0.compiling.set(false);
@@ -141,7 +156,7 @@ impl Compiler {
             // after it is answered from its session, next).
             Outcome::Compiled { .. } | Outcome::Error { .. } => r.id == self.0.last_compile.get(),
             Outcome::Viewed { .. } => r.id == self.0.last_view.get() && r.id > self.0.last_compile.get(),
-            Outcome::Ran { .. } => false,
+            Outcome::Ran { .. } | Outcome::Kernels { .. } => false,
         };
         let complete = |parts: Box<crate::protocol::ViewParts>| {
             let view = parts.complete(self.0.received.borrow().as_ref());
@@ -161,7 +176,7 @@ impl Compiler {
             }),
             Outcome::Viewed { view } => complete(view).map(Answer::Viewed),
             Outcome::Error { line, col, message, in_config } => Some(Answer::Error { line, col, message, in_config }),
-            Outcome::Ran { .. } => None,
+            Outcome::Ran { .. } | Outcome::Kernels { .. } => None,
         };
         if let (true, Some(answer)) = (wanted, answer) {
             (self.0.on_answer)(answer);
@@ -212,6 +227,13 @@ impl Compiler {
         let id = self.next_id();
         self.0.last_run.set(id);
         self.post(&Request::Run { id, seed });
+    }
+
+    /// Asks for the last compile's kernels on `machine`, with the code of kernel `kernel`.
+    pub fn kernels(&self, machine: &str, kernel: Option<usize>) {
+        let id = self.next_id();
+        self.0.last_kernels.set(id);
+        self.post(&Request::Kernels { id, machine: machine.to_string(), kernel });
     }
 
     /// Asks for another view of the last compile.

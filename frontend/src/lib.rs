@@ -19,7 +19,7 @@ pub mod tours;
 pub mod url;
 
 use components::{
-    cost::Cost, decisions::Decisions, diff::Diff, graph::Graph, lab::Lab, node_details::NodeDetails,
+    cost::Cost, decisions::Decisions, diff::Diff, graph::Graph, kernels::Kernels, lab::Lab, node_details::NodeDetails,
     pass_list::PassList, run::Run, splitter::Splitter,
 };
 use leptos::prelude::*;
@@ -178,6 +178,9 @@ pub fn App() -> impl IntoView {
                 st.passes.set(passes);
             }
             st.view.set(Some(view));
+            // Kernel indices are the old plan's: the selection picks again.
+            st.kernel.set(None);
+            st.compiles.update(|n| *n += 1);
             if first {
                 st.fit.update(|f| *f += 1);
             }
@@ -193,6 +196,11 @@ pub fn App() -> impl IntoView {
             st.run_busy.set(false);
             st.run_error.set(Some(message));
         }
+        api::Answer::Kernels(listing) => {
+            st.kernels_error.set(None);
+            st.kernels.set(Some(*listing));
+        }
+        api::Answer::KernelsFailed(message) => st.kernels_error.set(Some(message)),
         api::Answer::Error { message, in_config: true, .. } => {
             status.set("the fusion lab's settings are wrong: the last good result stays below".into());
             st.config_problem.set(Some(message));
@@ -661,7 +669,7 @@ pub fn App() -> impl IntoView {
                     />
                     <section class="pane decisions-pane">
                         <h2 class="tabs">
-                            {[("decisions", "decisions"), ("lab", "fusion lab"), ("cost", "cost"), ("run", "run")]
+                            {[("decisions", "decisions"), ("lab", "fusion lab"), ("cost", "cost"), ("kernels", "kernels"), ("run", "run")]
                                 .into_iter()
                                 .map(|(id, label)| {
                                     view! {
@@ -681,6 +689,7 @@ pub fn App() -> impl IntoView {
                         {move || match st.tab.get().as_str() {
                             "lab" => view! { <Lab /> }.into_any(),
                             "cost" => view! { <Cost /> }.into_any(),
+                            "kernels" => view! { <Kernels /> }.into_any(),
                             "run" => view! { <Run /> }.into_any(),
                             _ => view! { <Decisions /> }.into_any(),
                         }}

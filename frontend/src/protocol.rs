@@ -25,12 +25,19 @@ pub enum Request {
     View { id: u32, view: ViewSpec },
     /// Run the last compile's module on random inputs from `seed` (`browser-cpu`).
     Run { id: u32, seed: u64 },
+    /// The kernels pane: the compiled module's kernels on `machine` (`x86-64-v3`,
+    /// `aarch64`) and the code of kernel `kernel` (its plan index; the first compiled
+    /// one when absent).
+    Kernels { id: u32, machine: String, kernel: Option<usize> },
 }
 
 impl Request {
     pub fn id(&self) -> u32 {
         match self {
-            Request::Compile { id, .. } | Request::View { id, .. } | Request::Run { id, .. } => *id,
+            Request::Compile { id, .. }
+            | Request::View { id, .. }
+            | Request::Run { id, .. }
+            | Request::Kernels { id, .. } => *id,
         }
     }
 }
@@ -109,6 +116,8 @@ pub enum Outcome {
     Viewed { view: Box<ViewParts> },
     /// A run's results.
     Ran { run: Box<RunView> },
+    /// The kernels pane's listing.
+    Kernels { listing: Box<KernelsView> },
     /// Bad input (parse or verify error) or a failing pass; `line`/`col` are 1-based and
     /// 0 when the error has no position. `in_config`: the fusion lab's pipeline spec or
     /// knobs are wrong, not the text.
@@ -412,4 +421,42 @@ pub struct OutputCheckView {
     pub mismatches: u64,
     pub atol: f64,
     pub rtol: f64,
+}
+
+/// The kernels pane: every kernel of the compiled module on one machine, and one
+/// kernel's code (each listing is made once per compile and machine, in the worker).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelsView {
+    pub machine: String,
+    /// The machines code can be listed for.
+    pub machines: Vec<String>,
+    pub kernels: Vec<KernelRow>,
+    /// The code of the kernel asked for.
+    pub shown: Option<KernelCode>,
+    /// Milliseconds the worker took to generate every kernel's code (0 when cached).
+    pub codegen_ms: f64,
+}
+
+/// One kernel in the kernels pane's list.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelRow {
+    /// Its position in the plan (the order kernels run).
+    pub index: usize,
+    /// The instruction it implements (a fusion's name for each of its kernels).
+    pub name: String,
+    /// `loop`, `row reduction`, `dot`, ...
+    pub kind: String,
+    /// How it runs: `simd 4x4`, `simd 4x4 + native exp`, `scalar`, `gemm library call`, ...
+    pub runs: String,
+    pub code_bytes: usize,
+}
+
+/// One kernel's code.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelCode {
+    pub index: usize,
+    /// How it was vectorized or why not, what it strip-mined, why it is not compiled code.
+    pub notes: Vec<String>,
+    pub clif: String,
+    pub asm: String,
 }

@@ -1,10 +1,10 @@
 //! The page's state: what the worker answered, and what the person chose. One `Copy`
 //! bundle of signals in the Leptos context, so each pane reads what it draws.
 
-use crate::protocol::RunView;
 use crate::protocol::{
     CompileConfig, CostView, DecisionView, DiffLine, GraphView, NodeView, PassSummary, PassView, ViewSpec,
 };
+use crate::protocol::{KernelsView, RunView};
 use leptos::prelude::*;
 
 #[derive(Clone, Copy)]
@@ -42,7 +42,7 @@ pub struct State {
     /// The last good compile's cost, and what is wrong with the lab's settings.
     pub cost: RwSignal<Option<CostView>>,
     pub config_problem: RwSignal<Option<String>>,
-    /// The tab of the bottom-right pane: `decisions`, `lab`, `cost` or `run`.
+    /// The tab of the bottom-right pane: `decisions`, `lab`, `cost`, `kernels` or `run`.
     pub tab: RwSignal<String>,
     /// The run pane's choices and its last result (kept while other tabs show).
     pub run_target: RwSignal<String>,
@@ -51,6 +51,15 @@ pub struct State {
     pub run_busy: RwSignal<bool>,
     pub run: RwSignal<Option<RunOutcome>>,
     pub run_error: RwSignal<Option<String>>,
+    /// Bumped by every good compile (what depends on the compiled module asks again).
+    pub compiles: RwSignal<u32>,
+    /// The kernels pane: the machine, the kernel asked for (a plan index), the form shown
+    /// (`clif` or `asm`), and the worker's last listing or why there is none.
+    pub kernel_machine: RwSignal<String>,
+    pub kernel: RwSignal<Option<usize>>,
+    pub kernel_form: RwSignal<String>,
+    pub kernels: RwSignal<Option<KernelsView>>,
+    pub kernels_error: RwSignal<Option<String>>,
     /// The guided tour being walked, and its step.
     pub tour: RwSignal<Option<(crate::tours::Tour, usize)>>,
     /// A decision a tour step asked for, selected once its pass's decisions are on screen.
@@ -95,6 +104,12 @@ impl State {
             run_busy: RwSignal::new(false),
             run: RwSignal::new(None),
             run_error: RwSignal::new(None),
+            compiles: RwSignal::new(0),
+            kernel_machine: RwSignal::new("x86-64-v3".into()),
+            kernel: RwSignal::new(None),
+            kernel_form: RwSignal::new("clif".into()),
+            kernels: RwSignal::new(None),
+            kernels_error: RwSignal::new(None),
             tour: RwSignal::new(None),
             pending_decision: RwSignal::new(None),
         }

@@ -280,7 +280,11 @@ pub fn Graph() -> impl IntoView {
         st.graph.track();
         let Some(svg) = root() else { return };
         let id = st.node.get();
-        mark(&svg, "selected", &id.map(|id| format!("[data-id={}]", quoted(&id))).unwrap_or_default());
+        let selector = id.map(|id| {
+            let q = quoted(&id);
+            format!("[data-id={q}],[data-testid=fusion-cluster][data-name={q}]")
+        });
+        mark(&svg, "selected", &selector.unwrap_or_default());
     });
     Effect::new(move |_| {
         st.graph.track();
@@ -352,6 +356,9 @@ pub fn Graph() -> impl IntoView {
             }
         } else if let Some(n) = closest(ev, "[data-testid=graph-node]") {
             st.node.set(n.get_attribute("data-id"));
+        } else if let Some(c) = closest(ev, "[data-testid=fusion-cluster]") {
+            // A cluster's own box selects the fusion (its kernel, in the kernels pane).
+            st.node.set(c.get_attribute("data-name"));
         }
     };
     let on_dblclick = move |e: web_sys::MouseEvent| {

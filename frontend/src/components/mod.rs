@@ -4,6 +4,7 @@ pub mod cost;
 pub mod decisions;
 pub mod diff;
 pub mod graph;
+pub mod kernels;
 pub mod lab;
 pub mod node_details;
 pub mod pass_list;

@@ -33,6 +33,7 @@ use hloscope_core::cost::{self, DtypeClass, Profile};
 use hloscope_core::ir::{Module, Op};
 use hloscope_core::passes::pipeline::{parse_pipeline_spec, run_pipeline};
 use hloscope_core::passes::pipeline::{run_pipeline_observed, PipelineConfig, PipelineError};
+use hloscope_core::targets::cpu::listing::{self, KernelListing, Machine};
 use layout::KernelInfo;
 use protocol::{
     CompileConfig, CostTotals, CostView, DecisionView, GraphView, KernelView, Outcome, PassSummary, PassView,
@@ -100,6 +101,8 @@ pub struct Session {
     /// seeded with the one before, so they are made in order.
     layouts: Vec<Arc<GraphView>>,
     toggled: Vec<String>,
+    /// The compiled module's code listings, by machine, made when first asked for.
+    listings: HashMap<Machine, Arc<Vec<KernelListing>>>,
 }
 
 /// Answers `req`: a compile replaces the session, a view reads it; `clock` gives
@@ -120,6 +123,14 @@ pub fn answer(worker: &mut Worker, req: &Request, clock: fn() -> f64) -> Respons
         Request::Run { seed, .. } => {
             let result = match session.as_ref() {
                 Some(s) => run(s, *seed, clock),
+                None => Outcome::Error { line: 0, col: 0, message: "nothing compiled yet".into(), in_config: false },
+            };
+            return Response { id: req.id(), compile_ms: 0.0, layout_ms: clock() - t0, result };
+        }
+        // So does the kernels pane.
+        Request::Kernels { machine, kernel, .. } => {
+            let result = match session.as_mut() {
+                Some(s) => s.kernels_view(machine, *kernel, clock),
                 None => Outcome::Error { line: 0, col: 0, message: "nothing compiled yet".into(), in_config: false },
             };
             return Response { id: req.id(), compile_ms: 0.0, layout_ms: clock() - t0, result };
@@ -262,10 +273,62 @@ fn compile(source: &str, config: &CompileConfig, clock: fn() -> f64) -> Result<S
         })
         .collect();
     let cost = cost_view(&module, &pipeline.profile, default);
-    Ok(Session { input, compiled: module, snaps, summaries, cost, kernels, layouts: Vec::new(), toggled: Vec::new() })
+    Ok(Session {
+        input,
+        compiled: module,
+        snaps,
+        summaries,
+        cost,
+        kernels,
+        layouts: Vec::new(),
+        toggled: Vec::new(),
+        listings: HashMap::new(),
+    })
 }
 
 impl Session {
+    /// The kernels pane for `machine`: every kernel of the compiled module, and the code
+    /// of kernel `shown` (the first with code when `None`).
+    fn kernels_view(&mut self, machine: &str, shown: Option<usize>, clock: fn() -> f64) -> Outcome {
+        let Some(m) = Machine::from_name(machine) else {
+            let known: Vec<&str> = Machine::ALL.iter().map(|m| m.name()).collect();
+            let message = format!("unknown machine `{machine}` (known: {})", known.join(", "));
+            return Outcome::Error { line: 0, col: 0, message, in_config: false };
+        };
+        let t0 = clock();
+        let listing = match self.listings.get(&m) {
+            Some(l) => Arc::clone(l),
+            None => match listing::list(&self.compiled, m) {
+                Ok(l) => Arc::clone(self.listings.entry(m).or_insert(Arc::new(l))),
+                Err(e) => {
+                    let message = format!("cannot generate code for {machine}: {e}");
+                    return Outcome::Error { line: 0, col: 0, message, in_config: false };
+                }
+            },
+        };
+        let codegen_ms = clock() - t0;
+        let kernels = listing
+            .iter()
+            .map(|k| protocol::KernelRow {
+                index: k.index,
+                name: k.name.clone(),
+                kind: k.kind.clone(),
+                runs: k.runs.clone(),
+                code_bytes: k.code_bytes,
+            })
+            .collect();
+        let chosen = shown.and_then(|i| listing.get(i)).or_else(|| listing.iter().find(|k| !k.clif.is_empty()));
+        let shown = chosen.or(listing.first()).map(|k| protocol::KernelCode {
+            index: k.index,
+            notes: k.notes.clone(),
+            clif: k.clif.clone(),
+            asm: k.asm.clone(),
+        });
+        let machines = Machine::ALL.iter().map(|m| m.name().to_string()).collect();
+        let view = protocol::KernelsView { machine: m.name().to_string(), machines, kernels, shown, codegen_ms };
+        Outcome::Kernels { listing: Box::new(view) }
+    }
+
     /// The index of the pass `name`, or the fusion pass, or the last.
     fn find(&self, name: Option<&str>) -> usize {
         let by = |n: &str| self.snaps.iter().position(|s| s.pass == n);
@@ -630,6 +693,40 @@ mod tests {
         let r = answer(&mut worker, &Request::Run { id: 10, seed: 4 }, clock);
         let Outcome::Ran { run: other } = r.result else { panic!() };
         assert_ne!(other.outputs[0].first, o.first);
+    }
+
+    #[test]
+    fn kernels_pane_lists_each_kernel_and_shows_the_code_of_the_one_asked_for() {
+        let ex = crate::examples::by_id("softmax").unwrap();
+        let (mut worker, r) = compile_view(ex.source, ViewSpec::default());
+        let Outcome::Compiled { cost, .. } = r.result else { panic!("{:?}", r.result) };
+        let ask = |worker: &mut Worker, machine: &str, kernel: Option<usize>| {
+            let req = Request::Kernels { id: 3, machine: machine.into(), kernel };
+            match answer(worker, &req, clock).result {
+                Outcome::Kernels { listing } => *listing,
+                other => panic!("{other:?}"),
+            }
+        };
+        let x86 = ask(&mut worker, "x86-64-v3", None);
+        // One row per kernel the cost model counts (softmax: max, exp-and-sum, divide).
+        assert_eq!(x86.kernels.len(), cost.kernels.len());
+        let names: Vec<&str> = x86.kernels.iter().map(|k| k.name.as_str()).collect();
+        for k in &cost.kernels {
+            assert!(names.contains(&k.name.as_str()), "{} not in {names:?}", k.name);
+        }
+        assert!(x86.kernels.iter().all(|k| k.code_bytes > 0 && k.runs.starts_with("simd")), "{:?}", x86.kernels);
+        let shown = x86.shown.unwrap();
+        assert_eq!(shown.index, 0);
+        assert!(shown.clif.starts_with("function") && shown.asm.contains("%xmm"), "{}", shown.asm);
+        assert!(shown.notes[0].starts_with("vectorized:"), "{:?}", shown.notes);
+        // Another kernel on the other machine.
+        let arm = ask(&mut worker, "aarch64", Some(2));
+        let shown = arm.shown.unwrap();
+        assert_eq!((arm.machine.as_str(), shown.index), ("aarch64", 2));
+        assert!(shown.asm.contains(".4s"), "{}", shown.asm);
+        let req = Request::Kernels { id: 4, machine: "riscv".into(), kernel: None };
+        let Outcome::Error { message, .. } = answer(&mut worker, &req, clock).result else { panic!() };
+        assert!(message.contains("x86-64-v3, aarch64"), "{message}");
     }
 
     #[test]

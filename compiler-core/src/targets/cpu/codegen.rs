@@ -100,6 +100,7 @@ fn lane_order() -> MemFlagsData {
 /// A kernel's function as emitted: its id (defined, not yet finalized), its CLIF and its
 /// machine code listing (for the explorer's views), and how the runtime may split it.
 pub struct Emitted {
+    #[cfg_attr(not(feature = "cpu"), allow(dead_code))]
     pub id: FuncId,
     /// The machine code and relocations (for artifacts and AOT checks).
     pub code: super::artifact::FunctionCode,
@@ -107,6 +108,7 @@ pub struct Emitted {
     pub asm: String,
     /// The extent of the parallel variable (`end` of a whole run); 1 when the kernel has
     /// no kept variable (it then ignores `begin`/`end`).
+    #[cfg_attr(not(feature = "cpu"), allow(dead_code))]
     pub par_extent: i64,
 }
 
@@ -122,8 +124,10 @@ pub(super) fn signature<M: Module>(m: &M) -> Signature {
 /// How a kernel is emitted.
 #[derive(Copy, Clone, Debug)]
 pub struct EmitOptions {
-    /// Strip-mine transcendentals into native block calls (`block_math`).
-    pub block_math: bool,
+    /// The f32 lanes of the native block functions (`block_math`) that strip-mined loops
+    /// call: the running CPU's ([`block_math::native_lanes`]) for the JIT, the chosen
+    /// machine's for a listing. Not above the kernel's own lanes (or 0): no strip-mining.
+    pub block_lanes: u32,
     /// f16/bf16 conversions as inline code instead of calls of the Rust helpers.
     pub inline_half: bool,
 }
@@ -201,8 +205,8 @@ pub struct BlockedOp {
 /// f32 transcendentals with a native block function, where the native code has more
 /// lanes than Cranelift's vectors and the vector loop is at least [`MIN_STRIP`] long. Column
 /// reductions keep their one-vector steps.
-fn blocked_ops(e: &Elemental, vp: &VecPlan, results: &[bool]) -> Vec<BlockedOp> {
-    if block_math::native_lanes() <= vp.lanes || vp.width != 4 || e.space[vp.var as usize] < MIN_STRIP
+fn blocked_ops(e: &Elemental, vp: &VecPlan, results: &[bool], block_lanes: u32) -> Vec<BlockedOp> {
+    if block_lanes <= vp.lanes || vp.width != 4 || e.space[vp.var as usize] < MIN_STRIP
         // `strip_mined` rounds down to whole steps with a mask.
         || !(vp.lanes * vp.unroll).is_power_of_two()
     {
@@ -299,6 +303,7 @@ struct Block {
 }
 
 /// The extent of the variable the runtime may split across threads (1 when none).
+#[cfg_attr(not(feature = "cpu"), allow(dead_code))]
 pub(super) fn par_extent(e: &Elemental) -> i64 {
     parallel_var(e).map_or(1, |v| e.space[v as usize])
 }
@@ -313,6 +318,38 @@ pub(super) fn parallel_var(e: &Elemental) -> Option<u32> {
         .copied()
         .find(|&v| extent(v) >= 16)
         .or_else(|| outer.iter().copied().max_by_key(|&v| (extent(v), std::cmp::Reverse(v))))
+}
+
+/// The function a kernel compiles, with its number of buffers in: an elemental kernel's
+/// body, a sort's comparator or a scatter's combiner (scalar kernels over 2N values).
+pub(super) fn compiled_function(k: &crate::kernel::Kernel) -> Option<(&Elemental, usize)> {
+    use crate::kernel::KernelBody;
+    match &k.body {
+        KernelBody::Elemental(e) => Some((e, k.inputs.len())),
+        KernelBody::Sort(s) => Some((&s.comparator, s.elems.len() * 2)),
+        KernelBody::Scatter(s) => Some((&s.combiner, s.elems.len() * 2)),
+        _ => None,
+    }
+}
+
+/// Emits kernel `index` of a plan as function `kernel{index}`, if it compiles to a
+/// function at all ([`compiled_function`]); `results` holds the plan's result buffers
+/// (never sharing bytes with another buffer, so block functions may write them
+/// directly). `Some(Err)`: Cranelift cannot take it, and its source must run otherwise.
+pub(super) fn emit_kernel<M: Module>(
+    m: &mut M,
+    helpers: &Helpers,
+    k: &crate::kernel::Kernel,
+    index: usize,
+    results: &std::collections::HashSet<crate::kernel::BufferId>,
+    options: EmitOptions,
+) -> Option<Result<Emitted, String>> {
+    let (e, n_inputs) = compiled_function(k)?;
+    let is_result: Vec<bool> = match &k.body {
+        crate::kernel::KernelBody::Elemental(_) => k.outputs.iter().map(|b| results.contains(b)).collect(),
+        _ => Vec::new(),
+    };
+    Some(emit(m, helpers, e, &format!("kernel{index}"), n_inputs, options, &is_result))
 }
 
 /// Emits the kernel as function `name`: vectorized when [`vector::plan`] allows and
@@ -331,7 +368,7 @@ pub fn emit<M: Module>(
     let par = parallel_var(e);
     let why = match vector::plan(e) {
         Ok(vp) => {
-            let blocks = if options.block_math { blocked_ops(e, &vp, results) } else { Vec::new() };
+            let blocks = blocked_ops(e, &vp, results, options.block_lanes);
             let mut note =
                 format!("; vectorized: {} lanes x {}, {:?} along variable {}\n", vp.lanes, vp.unroll, vp.kind, vp.var);
             if let VecKind::Row(ops) = &vp.kind {

@@ -152,17 +152,6 @@ fn new_jit() -> Result<JITModule, String> {
     Ok(JITModule::new(builder))
 }
 
-/// The function a kernel compiles, with its number of buffers in: an elemental kernel's
-/// body, a sort's comparator or a scatter's combiner (scalar kernels over 2N values).
-fn compiled_function(k: &kernel::Kernel) -> Option<(&kernel::Elemental, usize)> {
-    match &k.body {
-        KernelBody::Elemental(e) => Some((e, k.inputs.len())),
-        KernelBody::Sort(s) => Some((&s.comparator, s.elems.len() * 2)),
-        KernelBody::Scatter(s) => Some((&s.combiner, s.elems.len() * 2)),
-        _ => None,
-    }
-}
-
 /// Nesting of while loops beyond which bodies are interpreted instead.
 const MAX_DEPTH: usize = 16;
 
@@ -171,7 +160,7 @@ const MAX_DEPTH: usize = 16;
 /// compiler version and the stored plan already pin that down; this catches code
 /// attached to the wrong kernel, cheaply).
 fn kernel_fingerprint(k: &kernel::Kernel) -> u64 {
-    let loops = compiled_function(k).map(|(e, n_inputs)| {
+    let loops = codegen::compiled_function(k).map(|(e, n_inputs)| {
         let outputs: Vec<_> = e.outputs.iter().map(|o| (o.inner, o.elem)).collect();
         (&e.space, &e.reduced, &e.input_elems, outputs, n_inputs)
     });
@@ -198,32 +187,29 @@ fn build(
     // Results never share bytes with another buffer (`kernel::arena`), so a kernel's
     // block functions may write them directly.
     let results: std::collections::HashSet<_> = plan.result.leaves().into_iter().collect();
+    let emit_options = codegen::EmitOptions {
+        block_lanes: if options.block_math { super::block_math::native_lanes() } else { 0 },
+        inline_half: options.inline_half_floats,
+    };
     for (i, k) in plan.kernels.iter().enumerate() {
-        if let Some((e, n_inputs)) = compiled_function(k) {
-            let options =
-                codegen::EmitOptions { block_math: options.block_math, inline_half: options.inline_half_floats };
-            let is_result: Vec<bool> = match &k.body {
-                KernelBody::Elemental(_) => k.outputs.iter().map(|b| results.contains(b)).collect(),
-                _ => Vec::new(),
-            };
-            match codegen::emit(&mut jit, &helper_ids, e, &format!("kernel{i}"), n_inputs, options, &is_result) {
-                Ok(em) => {
-                    let code = KernelCode {
-                        index: 0,
-                        name: k.name.clone(),
-                        fingerprint: 0,
-                        code: em.code,
-                        clif: em.clif,
-                        asm: em.asm,
-                    };
-                    emitted.insert(i, (em.id, code));
-                }
-                Err(reason) => {
-                    failed.entry(k.source).or_insert_with(|| {
-                        fallbacks.push((comp.inst(k.source).name.clone(), reason.clone()));
-                        reason
-                    });
-                }
+        match codegen::emit_kernel(&mut jit, &helper_ids, k, i, &results, emit_options) {
+            None => {}
+            Some(Ok(em)) => {
+                let code = KernelCode {
+                    index: 0,
+                    name: k.name.clone(),
+                    fingerprint: 0,
+                    code: em.code,
+                    clif: em.clif,
+                    asm: em.asm,
+                };
+                emitted.insert(i, (em.id, code));
+            }
+            Some(Err(reason)) => {
+                failed.entry(k.source).or_insert_with(|| {
+                    fallbacks.push((comp.inst(k.source).name.clone(), reason.clone()));
+                    reason
+                });
             }
         }
     }
@@ -305,7 +291,7 @@ fn load(module: Module, comp_id: CompId, depth: usize, art: CompArtifact, isa: &
         return Err("stale artifact: the plan's buffers differ".into());
     }
     let elemental: Vec<usize> =
-        (0..plan.kernels.len()).filter(|&i| compiled_function(&plan.kernels[i]).is_some()).collect();
+        (0..plan.kernels.len()).filter(|&i| codegen::compiled_function(&plan.kernels[i]).is_some()).collect();
     if elemental.len() != art.kernels.len() {
         return Err(format!(
             "stale artifact: {} compiled kernels, the plan has {}",

@@ -566,9 +566,9 @@ test("a server-cpu run, fused beside unfused, passes the check and exports a tra
 });
 
 test("every guided tour runs to its end, each step showing its pass and selection", async ({ page }) => {
-  test.setTimeout(120_000);
   const dir = path.resolve(__dirname, "../../frontend/tours");
   const tours = fs.readdirSync(dir).map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")));
+  test.setTimeout(30_000 + 15_000 * tours.length); // one per built-in example: a page load and a compile each
   expect(tours.length).toBeGreaterThanOrEqual(3);
   for (const tour of tours) {
     await page.goto("about:blank"); // a hash alone would not reload the app

@@ -30,8 +30,18 @@ pub struct Step {
 
 const FILES: &[&str] = &[
     include_str!("../tours/mlp.json"),
-    include_str!("../tours/softmax.json"),
+    include_str!("../tours/bf16_mlp.json"),
+    include_str!("../tours/mlp_gelu_erf.json"),
+    include_str!("../tours/mlp_gelu_tanh.json"),
     include_str!("../tours/layernorm.json"),
+    include_str!("../tours/rmsnorm.json"),
+    include_str!("../tours/softmax.json"),
+    include_str!("../tours/causal_attention.json"),
+    include_str!("../tours/transformer_block.json"),
+    include_str!("../tours/conv_relu_maxpool.json"),
+    include_str!("../tours/train_step.json"),
+    include_str!("../tours/adam_update.json"),
+    include_str!("../tours/cross_entropy.json"),
 ];
 
 /// Every tour (a file that does not parse is a bug the tests catch: it is left out here).

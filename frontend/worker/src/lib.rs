@@ -733,7 +733,12 @@ mod tests {
     fn every_tour_step_selects_what_exists_and_its_numbers_fill_in() {
         let files = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../tours")).unwrap().count();
         let tours = crate::tours::all();
-        assert!(tours.len() >= 3 && tours.len() == files, "{} tours of {files} files parse", tours.len());
+        assert_eq!(tours.len(), files, "{} tours of {files} files parse", tours.len());
+        // Every built-in example has exactly one tour (and every tour's example exists, below).
+        for ex in crate::examples::EXAMPLES {
+            let n = tours.iter().filter(|t| t.example == ex.id).count();
+            assert_eq!(n, 1, "{}: {n} tours", ex.id);
+        }
         for tour in tours {
             let ex =
                 crate::examples::by_id(&tour.example).unwrap_or_else(|| panic!("{}: no such example", tour.example));
@@ -745,6 +750,11 @@ mod tests {
                 let text =
                     crate::tours::fill(&step.text, &passes, &cost.profile.name).unwrap_or_else(|e| panic!("{at}: {e}"));
                 assert!(!text.contains('{') && text.len() > 20, "{at}: {text}");
+                // As the page's test reads it: this pass's kernel count, then "kernels".
+                if step.text.contains(&format!("{{kernels@{}}}", step.pass)) {
+                    let kernels = passes.iter().find(|p| p.name == step.pass).map_or(0, |p| p.kernels);
+                    assert!(text.contains(&format!("{kernels} kernels")), "{at}: {text}");
+                }
                 let spec = ViewSpec { pass: Some(step.pass.clone()), ..ViewSpec::default() };
                 let r = answer(&mut worker, &Request::View { id: 1, view: spec }, clock);
                 let Outcome::Viewed { .. } = r.result else { panic!("{at}: {:?}", r.result) };

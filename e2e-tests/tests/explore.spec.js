@@ -441,7 +441,7 @@ test("the kernels pane shows each kernel's Cranelift IR and machine code for eit
   const name = await cluster.getAttribute("data-name");
   await cluster.locator("text.cluster-label").click();
   await expect(page.locator(`[data-testid=kernel-row][data-name="${name}"]`)).toHaveClass(/selected/);
-  await expect(page.getByTestId("kernel-how")).toContainText(name);
+  await expect(page.locator(".kernel-head b")).toContainText(name);
   // ... and a kernel picked in the list selects its cluster.
   const first = page.locator("[data-testid=kernel-row]").first();
   const firstName = await first.getAttribute("data-name");
@@ -450,6 +450,19 @@ test("the kernels pane shows each kernel's Cranelift IR and machine code for eit
   await page.getByTestId("kernel-form-clif").click();
   await page.getByTestId("kernel-machine").selectOption("x86-64-v3");
   await expect(code).toContainText("f32x4");
+  // A line of CLIF lights up the HLO instruction it implements, a member of the cluster.
+  const line = code.locator('.line.linked:not([data-hlo^="param"])').first();
+  const hlo = await line.getAttribute("data-hlo");
+  await line.click();
+  const member = page.locator(`[data-testid=graph-node][data-id="${firstName}/${hlo}"]`);
+  await expect(member).toHaveClass(/code-lit/);
+  await expect(page.locator("[data-testid=graph-node].code-lit")).toHaveCount(1);
+  // Wider, for the picture: the splitter beside the diff dragged left.
+  const bar = await page.getByTestId("split-diff").boundingBox();
+  await page.mouse.move(bar.x + bar.width / 2, bar.y + bar.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(bar.x - 250, bar.y + bar.height / 2, { steps: 5 });
+  await page.mouse.up();
   await page.locator(".pane.decisions-pane").screenshot({ path: `${OUT}/kernels.png` });
 });
 

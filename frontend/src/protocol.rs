@@ -458,5 +458,7 @@ pub struct KernelCode {
     /// How it was vectorized or why not, what it strip-mined, why it is not compiled code.
     pub notes: Vec<String>,
     pub clif: String,
+    /// Per line of `clif`: the HLO instruction it implements ("" when none is known).
+    pub clif_hlo: Vec<String>,
     pub asm: String,
 }

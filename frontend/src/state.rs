@@ -60,6 +60,8 @@ pub struct State {
     pub kernel_form: RwSignal<String>,
     pub kernels: RwSignal<Option<KernelsView>>,
     pub kernels_error: RwSignal<Option<String>>,
+    /// A line of a kernel's code clicked: (kernel, HLO instruction), lit in the graph.
+    pub code_lit: RwSignal<Option<(String, String)>>,
     /// The guided tour being walked, and its step.
     pub tour: RwSignal<Option<(crate::tours::Tour, usize)>>,
     /// A decision a tour step asked for, selected once its pass's decisions are on screen.
@@ -110,6 +112,7 @@ impl State {
             kernel_form: RwSignal::new("clif".into()),
             kernels: RwSignal::new(None),
             kernels_error: RwSignal::new(None),
+            code_lit: RwSignal::new(None),
             tour: RwSignal::new(None),
             pending_decision: RwSignal::new(None),
         }

@@ -174,6 +174,10 @@ pub struct Elemental {
     pub outputs: Vec<Output>,
     /// Element types of the kernel inputs (what `Load { input }` reads).
     pub input_elems: Vec<ElementType>,
+    /// Per node: the HLO instruction it implements, an index into `origin_names` (a
+    /// combiner's nodes: their reduce's), so that a listing links generated code to HLO.
+    pub origins: Vec<Option<u32>>,
+    pub origin_names: Vec<String>,
 }
 
 impl Elemental {
@@ -249,7 +253,21 @@ pub fn build(
             _ => unreachable!("reduce_bodies returns reduces"),
         })
         .collect();
-    add_combiners(&mut e, &bodies)?;
+    // A combiner's nodes implement their reduce.
+    let reduce_origins: Vec<u32> = reduces
+        .iter()
+        .map(|&r| {
+            let name = &comp.inst(r).name;
+            match e.origin_names.iter().position(|n| n == name) {
+                Some(i) => i as u32,
+                None => {
+                    e.origin_names.push(name.clone());
+                    e.origin_names.len() as u32 - 1
+                }
+            }
+        })
+        .collect();
+    add_combiners(&mut e, &bodies, &reduce_origins)?;
     Ok((e, extra))
 }
 
@@ -277,6 +295,10 @@ pub(crate) struct Builder<'c> {
     comp: &'c Computation,
     slots: HashMap<InstId, u32>,
     pub(crate) e: Elemental,
+    /// The instruction being evaluated: the origin of the nodes made now.
+    current: Option<InstId>,
+    /// Each origin's index in `e.origin_names`.
+    origin_of: HashMap<InstId, u32>,
     idx_memo: HashMap<Idx, IdxId>,
     /// (instruction, index, outer region) -> value.
     memo: HashMap<(InstId, Vec<IdxId>), ExprId>,
@@ -299,7 +321,11 @@ impl<'c> Builder<'c> {
                 reductions: Vec::new(),
                 outputs: Vec::new(),
                 input_elems: Vec::new(),
+                origins: Vec::new(),
+                origin_names: Vec::new(),
             },
+            current: None,
+            origin_of: HashMap::new(),
             idx_memo: HashMap::new(),
             memo: HashMap::new(),
             reduce_of: HashMap::new(),
@@ -576,6 +602,14 @@ impl<'c> Builder<'c> {
         // Structural sharing of identical nodes (a broadcast scalar read by many ops).
         let id = ExprId(self.e.nodes.len() as u32);
         self.e.nodes.push(Expr { node, elem });
+        let origin = self.current.map(|inst| {
+            let names = &mut self.e.origin_names;
+            *self.origin_of.entry(inst).or_insert_with(|| {
+                names.push(self.comp.inst(inst).name.clone());
+                names.len() as u32 - 1
+            })
+        });
+        self.e.origins.push(origin);
         id
     }
 
@@ -606,7 +640,10 @@ impl<'c> Builder<'c> {
         if let Some(&e) = self.memo.get(&key) {
             return Ok(e);
         }
-        let e = self.eval_uncached(id, at, outer)?;
+        let caller = self.current.replace(id);
+        let e = self.eval_uncached(id, at, outer);
+        self.current = caller;
+        let e = e?;
         self.memo.insert(key, e);
         Ok(e)
     }
@@ -1110,13 +1147,15 @@ impl<'c> Builder<'c> {
 
 /// Fills in each reduction's combiner from its reduce body (a computation of scalar
 /// parameters `acc_0..acc_{n-1}, x_0..x_{n-1}`); separate from `Builder` because the body
-/// is another computation.
-pub fn add_combiners(e: &mut Elemental, bodies: &[&Computation]) -> Result<(), String> {
+/// is another computation. Reduction k's nodes get origin `origins[k]`.
+pub fn add_combiners(e: &mut Elemental, bodies: &[&Computation], origins: &[u32]) -> Result<(), String> {
     for (k, body) in bodies.iter().enumerate() {
         let n = e.reductions[k].values.len();
         let mut vals: HashMap<InstId, ExprId> = HashMap::new();
+        let origin = origins.get(k).copied();
         let push = |e: &mut Elemental, node: Node, elem: ElementType| {
             e.nodes.push(Expr { node, elem });
+            e.origins.push(origin);
             ExprId(e.nodes.len() as u32 - 1)
         };
         for (p, &pid) in body.params.iter().enumerate() {

@@ -286,6 +286,16 @@ pub fn Graph() -> impl IntoView {
         });
         mark(&svg, "selected", &selector.unwrap_or_default());
     });
+    // The HLO instruction a clicked line of kernel code implements: a fused member
+    // (`fusion.3/add.1`) or a lone instruction.
+    Effect::new(move |_| {
+        st.graph.track();
+        let Some(svg) = root() else { return };
+        let selector = st.code_lit.get().map(|(kernel, inst)| {
+            format!("[data-id={}],[data-id={}]", quoted(&format!("{kernel}/{inst}")), quoted(&inst))
+        });
+        mark(&svg, "code-lit", &selector.unwrap_or_default());
+    });
     Effect::new(move |_| {
         st.graph.track();
         let Some(svg) = root() else { return };

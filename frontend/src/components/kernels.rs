@@ -66,12 +66,45 @@ pub fn Kernels() -> impl IntoView {
                 .collect::<Vec<_>>()
         })
     };
+    // The code, a span per line; a CLIF line that implements an HLO instruction lights
+    // it up in the graph when clicked.
     let code = move || {
         st.kernels.with(|v| {
             let v: &KernelsView = v.as_ref()?;
             let shown = v.shown.as_ref()?;
-            let text = if st.kernel_form.get() == "asm" { &shown.asm } else { &shown.clif };
-            Some(if text.is_empty() { "(no code: see above)".to_string() } else { text.clone() })
+            let name = v.kernels.iter().find(|k| k.index == shown.index).map(|k| k.name.clone()).unwrap_or_default();
+            let asm = st.kernel_form.get() == "asm";
+            let text = if asm { &shown.asm } else { &shown.clif };
+            if text.is_empty() {
+                return Some(view! { <span class="line">"(no code: see above)"</span> }.into_any());
+            }
+            let lit = st.code_lit.get().filter(|(k, _)| *k == name).map(|(_, h)| h);
+            let lines = text
+                .lines()
+                .enumerate()
+                .map(|(i, line)| {
+                    let hlo = if asm { String::new() } else { shown.clif_hlo.get(i).cloned().unwrap_or_default() };
+                    let on = !hlo.is_empty() && lit.as_deref() == Some(hlo.as_str());
+                    let (kernel, inst) = (name.clone(), hlo.clone());
+                    view! {
+                        <span
+                            class="line"
+                            class:lit=on
+                            class:linked=!hlo.is_empty()
+                            data-hlo=hlo.clone()
+                            title=(!hlo.is_empty()).then(|| format!("implements %{hlo}"))
+                            on:click=move |_| {
+                                if !inst.is_empty() {
+                                    st.code_lit.set(Some((kernel.clone(), inst.clone())));
+                                }
+                            }
+                        >
+                            {line.to_string()}
+                        </span>
+                    }
+                })
+                .collect_view();
+            Some(lines.into_any())
         })
     };
     let header = move || {

@@ -322,6 +322,7 @@ impl Session {
             index: k.index,
             notes: k.notes.clone(),
             clif: k.clif.clone(),
+            clif_hlo: k.clif_hlo.clone(),
             asm: k.asm.clone(),
         });
         let machines = Machine::ALL.iter().map(|m| m.name().to_string()).collect();
@@ -719,6 +720,9 @@ mod tests {
         assert_eq!(shown.index, 0);
         assert!(shown.clif.starts_with("function") && shown.asm.contains("%xmm"), "{}", shown.asm);
         assert!(shown.notes[0].starts_with("vectorized:"), "{:?}", shown.notes);
+        // Its lines link to the HLO instructions of the fusion it implements.
+        assert_eq!(shown.clif_hlo.len(), shown.clif.lines().count());
+        assert!(shown.clif_hlo.iter().any(|h| !h.is_empty()), "{:?}", shown.clif_hlo);
         // Another kernel on the other machine.
         let arm = ask(&mut worker, "aarch64", Some(2));
         let shown = arm.shown.unwrap();

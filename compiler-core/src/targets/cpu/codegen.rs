@@ -43,7 +43,7 @@ use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    types, AbiParam, Endianness, FuncRef, InstBuilder, MemFlagsData, Signature, StackSlot, StackSlotData,
+    types, AbiParam, Endianness, FuncRef, InstBuilder, MemFlagsData, Signature, SourceLoc, StackSlot, StackSlotData,
     StackSlotKind, Type, Value,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
@@ -451,6 +451,9 @@ fn emit_as<M: Module>(
     let mut ctx = m.make_context();
     ctx.set_disasm(true);
     ctx.func.signature = signature(m);
+    // Source locations (the HLO instructions of `Elemental::origins`) are stored relative
+    // to the first one set, and one just below it would read as "none": start at 0.
+    ctx.func.params.ensure_base_srcloc(SourceLoc::new(0));
     let mut fctx = FunctionBuilderContext::new();
     {
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
@@ -1071,9 +1074,15 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// The calls of the block functions whose arguments stage `stage` computes, with
     /// their arguments ([`Emit::block_args`]).
     fn call_blocks(&mut self, stage: u32, args: &[Vec<Value>]) {
+        let caller = self.b.srcloc();
         for (block, args) in self.blocks.iter().zip(args) {
             if block.op.level == stage + 1 {
+                // The call computes the blocked op's node: it carries that node's origin.
+                if let Some(&Some(origin)) = self.e.origins.get(block.op.expr.0 as usize) {
+                    self.b.set_srcloc(SourceLoc::new(origin));
+                }
                 self.b.ins().call(block.func, args);
+                self.b.set_srcloc(caller);
             }
         }
     }
@@ -1440,10 +1449,17 @@ impl<'a, 'f> Emit<'a, 'f> {
         if let Some(&v) = self.memo.get(&x) {
             return v;
         }
+        // The instructions made for this node carry its HLO instruction as their source
+        // location (listings link code to HLO); its operands' carry theirs.
+        let caller = self.b.srcloc();
+        if let Some(&Some(origin)) = self.e.origins.get(x.0 as usize) {
+            self.b.set_srcloc(SourceLoc::new(origin));
+        }
         let v = match self.block_result(x) {
             Some(v) => v,
             None => self.value_uncached(x),
         };
+        self.b.set_srcloc(caller);
         self.memo.insert(x, v);
         v
     }

@@ -100,6 +100,10 @@ pub struct KernelListing {
     pub notes: Vec<String>,
     /// The CLIF (empty when the kernel is not compiled code).
     pub clif: String,
+    /// Per line of `clif`: the HLO instruction (of the kernel's computation: a fusion's
+    /// member, or the kernel's own instruction) that line implements, or "" when the
+    /// emitter knows none (loop control, loads of inputs shared by several).
+    pub clif_hlo: Vec<String>,
     /// The machine instructions (empty when the kernel is not compiled code).
     pub asm: String,
     /// Bytes of machine code.
@@ -142,6 +146,8 @@ pub fn list(module: &Module, machine: Machine) -> Result<Vec<KernelListing>, Str
                     (runs, vec![note], String::new(), String::new(), 0)
                 }
             };
+        let origins = codegen::compiled_function(k).map(|(e, _)| e.origin_names.as_slice()).unwrap_or_default();
+        let clif_hlo = clif.lines().map(|l| line_origin(l, origins).unwrap_or_default().to_string()).collect();
         out.push(KernelListing {
             index,
             name: k.name.clone(),
@@ -149,11 +155,19 @@ pub fn list(module: &Module, machine: Machine) -> Result<Vec<KernelListing>, Str
             runs,
             notes,
             clif,
+            clif_hlo,
             asm,
             code_bytes,
         });
     }
     Ok(out)
+}
+
+/// The HLO instruction a CLIF line implements: Cranelift prints an instruction's source
+/// location first (`@0003 v7 = fadd v5, v6`), and the emitter's locations index `origins`.
+fn line_origin<'a>(line: &str, origins: &'a [String]) -> Option<&'a str> {
+    let hex = line.trim_start().strip_prefix('@')?.split_whitespace().next()?;
+    origins.get(u32::from_str_radix(hex, 16).ok()? as usize).map(String::as_str)
 }
 
 fn kind_name(kind: &KernelKind) -> String {
@@ -279,6 +293,14 @@ ENTRY main {
             let exp = kernels.iter().find(|k| k.name == "e").unwrap();
             assert!(exp.clif.contains("function") && exp.clif.contains("f32x4"), "{}", exp.clif);
             assert!(exp.code_bytes > 0 && !exp.asm.is_empty());
+            // Lines link to the instructions they implement: the exponential's code to
+            // `e`, the loads of its input to `d`.
+            assert_eq!(exp.clif_hlo.len(), exp.clif.lines().count());
+            let linked: std::collections::BTreeSet<&str> = exp.clif_hlo.iter().map(String::as_str).collect();
+            assert!(linked.iter().copied().eq(["", "d", "e"]), "{linked:?}");
+            for (line, origin) in exp.clif.lines().zip(&exp.clif_hlo) {
+                assert_eq!(!origin.is_empty(), line.trim_start().starts_with('@'), "{line}");
+            }
             let reduce = kernels.iter().find(|k| k.name == "mx").unwrap();
             assert_eq!(reduce.kind, "row reduction");
             assert!(reduce.notes[0].starts_with("vectorized:"), "{:?}", reduce.notes);
@@ -295,6 +317,24 @@ ENTRY main {
                     assert!(!exp.runs.contains("native"), "{}", exp.runs);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_fused_kernels_lines_link_to_the_members_they_implement() {
+        let mut m = module(SOFTMAX);
+        crate::passes::pipeline::run_pipeline(&mut m, &Default::default()).unwrap();
+        let kernels = list(&m, Machine::X86_64V3).unwrap();
+        let fusion = m.comp(m.entry).order.iter().map(|&i| m.comp(m.entry).inst(i)).find(|i| {
+            let crate::ir::Op::Fusion { body, .. } = i.op else { return false };
+            m.comp(body).order.iter().any(|&j| m.comp(body).inst(j).name == "e")
+        });
+        let fusion = fusion.expect("a fusion holding the exponential");
+        let k = kernels.iter().find(|k| k.name == fusion.name).unwrap();
+        let linked: std::collections::BTreeSet<&str> = k.clif_hlo.iter().map(String::as_str).collect();
+        // The exponential, the subtraction before it and the sum after it, in one kernel.
+        for name in ["e", "d", "s"] {
+            assert!(linked.contains(name), "{name} not in {linked:?}");
         }
     }
 

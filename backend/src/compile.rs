@@ -141,6 +141,11 @@ pub struct CompileArgs {
     #[arg(long, value_enum)]
     pub target: Option<AotTarget>,
 
+    /// With `--emit clif|asm`: list the code for another machine instead of this CPU's JIT
+    /// (`x86-64-v3`: AVX2 and FMA; `aarch64`: NEON), as the web app's kernels pane does.
+    #[arg(long, value_name = "MACHINE")]
+    pub machine: Option<String>,
+
     /// The object file `--emit object` writes (NAME.o; the header goes to NAME.h and the
     /// entry point is NAME_run).
     #[arg(short = 'o', long = "output", value_name = "FILE.o")]
@@ -172,6 +177,9 @@ fn kernel_listings(args: &CompileArgs) -> Result<String, RunError> {
     let (source_name, module) = load_module(&args.module)?;
     let optimized =
         cpu::optimize(&module).map_err(|e| RunError(format!("{source_name}: optimizing for the cpu failed: {e}")))?;
+    if let Some(name) = &args.machine {
+        return machine_listings(&source_name, &optimized, name, args.emit == Emit::Clif);
+    }
     let exe =
         cpu::compile(&optimized).map_err(|e| RunError(format!("{source_name}: compiling for the cpu failed: {e}")))?;
     let mut out = String::new();
@@ -193,6 +201,32 @@ fn kernel_listings(args: &CompileArgs) -> Result<String, RunError> {
             None => out.push_str("; not compiled by Cranelift (a library call or the runtime)\n"),
         }
         out.push('\n');
+    }
+    Ok(out)
+}
+
+/// `--emit clif|asm --machine NAME`: every kernel's code for machine `name`.
+fn machine_listings(
+    source_name: &str,
+    module: &hloscope_core::ir::Module,
+    name: &str,
+    clif: bool,
+) -> Result<String, RunError> {
+    use hloscope_core::targets::cpu::listing::{self, Machine};
+    let machine = Machine::from_name(name).ok_or_else(|| {
+        let known: Vec<&str> = Machine::ALL.iter().map(|m| m.name()).collect();
+        RunError(format!("--machine `{name}`: unknown (known: {})", known.join(", ")))
+    })?;
+    let kernels = listing::list(module, machine)
+        .map_err(|e| RunError(format!("{source_name}: generating code for {name} failed: {e}")))?;
+    let mut out = String::new();
+    for k in kernels {
+        out.push_str(&format!("; kernel {}: {} ({}, {})\n", k.index, k.name, k.kind, k.runs));
+        for note in &k.notes {
+            out.push_str(&format!("; {note}\n"));
+        }
+        out.push_str(if clif { &k.clif } else { &k.asm });
+        out.push_str("\n\n");
     }
     Ok(out)
 }

@@ -269,6 +269,34 @@ fn emitted_clif_shows_row_chains_and_strip_mining() {
 }
 
 #[test]
+fn emitted_code_for_another_machine_lists_its_own_instructions() {
+    let path = corpus_dir().join("softmax").join("module.mlir");
+    let listing = |machine: &str, emit: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hloscope"))
+            .arg("compile")
+            .arg(&path)
+            .args(["--target", "cpu", "--emit", emit, "--machine", machine])
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, arm, err) = listing("aarch64", "asm");
+    assert!(ok, "{err}");
+    assert!(arm.contains("; kernel 0:") && arm.contains(".4s") && !arm.contains("%xmm"), "{arm}");
+    let (ok, x86, err) = listing("x86-64-v3", "asm");
+    assert!(ok, "{err}");
+    assert!(x86.contains("%xmm") && !x86.contains(".4s"), "{x86}");
+    let (ok, clif, _) = listing("x86-64-v3", "clif");
+    assert!(ok && clif.contains("function u0:") && clif.contains("; vectorized: 4 lanes"), "{clif}");
+    let (ok, _, err) = listing("riscv64", "asm");
+    assert!(!ok && err.contains("unknown (known: x86-64-v3, aarch64)"), "{err}");
+}
+
+#[test]
 fn no_corpus_kernel_loses_its_vector_code() {
     // A vector plan whose code Cranelift refuses falls back to scalar code with
     // "vector code failed" in the listing: correct but slow, so none may in the corpus.

@@ -29,12 +29,12 @@
 //! exp`, `scalar`, `gemm`, `interpreter`); otherwise a table. `--out-dir` writes the last run's results as .npy
 //! (what `cargo xtask bench` compares with XLA's).
 
-use crate::inputs;
 use crate::run::{self, RunError, Target};
 use clap::Args;
 use hloscope_core::cost;
 use hloscope_core::interp::Interpreter;
 use hloscope_core::ir::{CompId, InstId, Literal, Module, Op, Value};
+use hloscope_core::npy::params as inputs;
 use hloscope_core::targets::cpu::{self, CpuExecutable};
 use std::cell::RefCell;
 use std::collections::HashMap;

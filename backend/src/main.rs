@@ -9,8 +9,6 @@ mod cache;
 mod compile;
 mod dump;
 mod explain;
-mod inputs;
-mod npy;
 mod probe;
 mod run;
 mod serve;

@@ -3,12 +3,11 @@
 //! Every failure becomes one [`RunError`] whose text is what the person sees; `main`
 //! prints it and exits with status 2.
 
-use crate::inputs;
-use crate::npy::{self, NpyArray};
 use crate::summary;
 use clap::{Args, ValueEnum};
 use hloscope_core::interp::Interpreter;
 use hloscope_core::ir::{Module, Value};
+use hloscope_core::npy::{self, params as inputs, NpyArray};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 

@@ -7,12 +7,8 @@
 //! gives (bit-exact for integers and bool). The error-path tests check that bad input
 //! gives exit status 2 and one clear message, never a panic.
 
-#[path = "../src/npy.rs"]
-#[allow(dead_code)]
-mod npy;
-
 use hloscope_core::ir::{ElementType, Literal, Shape};
-use npy::NpyArray;
+use hloscope_core::npy::{self, NpyArray};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 

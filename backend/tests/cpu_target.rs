@@ -6,12 +6,9 @@
 //! bit-exact for integers and bool). The test also reports, per program, how many kernels
 //! were compiled and how many run in the interpreter. One CLI test drives `--target cpu`.
 
-#[path = "../src/npy.rs"]
-#[allow(dead_code)]
-mod npy;
-
 use hloscope_core::interp::Interpreter;
 use hloscope_core::ir::{Literal, Module, Value};
+use hloscope_core::npy;
 use hloscope_core::targets::cpu;
 use std::path::{Path, PathBuf};
 

@@ -5,7 +5,8 @@
 //! interpreter in [`interp`], the numerics oracle for every pass and target. [`kernel`]
 //! plans the kernels of a fused module for every target; [`targets`] compiles them
 //! (the CPU JIT behind the `cpu` feature). [`limits`] bounds the sizes of a module
-//! before any of them allocates for it.
+//! before any of them allocates for it. [`npy`] reads and writes NumPy `.npy` bytes and
+//! matches them to a module's parameters.
 //!
 //! Architecture invariant: this crate does no IO (no files, no network, no clocks), so
 //! that it builds and runs unchanged in the browser as WebAssembly.
@@ -16,6 +17,7 @@ pub mod interp;
 pub mod ir;
 pub mod kernel;
 pub mod limits;
+pub mod npy;
 pub mod parse;
 pub mod passes;
 pub mod print;

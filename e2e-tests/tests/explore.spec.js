@@ -4,8 +4,10 @@
 // decisions linked with the graph and stepped with j/k, the editor's cursor marking its
 // nodes, resizable panes, opening and dropping files (a debug_info export, an XLA dump),
 // a crash of the worker; then Web app II's panes: the fusion lab and its overrides, the
-// cost table and roofline, runs in the browser and on the server, share links and tours.
+// cost table and roofline, runs in the browser and on the server (on random inputs and on
+// uploaded .npy files, against `hloscope run`), share links and tours.
 const { test, expect } = require("@playwright/test");
+const { execFileSync } = require("node:child_process");
 const fs = require("node:fs");
 const path = require("node:path");
 
@@ -307,9 +309,9 @@ test("a crash in the compiler shows a message, keeps the last result and restart
   await page.context().route("**/worker.js", async (route) => {
     const real = await route.fetch();
     const text = await real.text();
-    const line = "postMessage(handle(e.data));";
+    const line = "const answer = handle(json, file);";
     expect(text).toContain(line);
-    const body = text.replace(line, `if (String(e.data).includes("hloscope-crash-test")) throw new Error("a trap in the compiler (injected by the test)");\n    ${line}`);
+    const body = text.replace(line, `if (json.includes("hloscope-crash-test")) throw new Error("a trap in the compiler (injected by the test)");\n    ${line}`);
     await route.fulfill({ response: real, body });
   });
   await open(page, "#example=mlp&pass=fusion");
@@ -576,6 +578,188 @@ test("a server-cpu run, fused beside unfused, passes the check and exports a tra
   expect(measured.length).toBeGreaterThan(0);
   expect(measured.filter((t) => /^[\d.]+ (µs|ms)$/.test(t)).length).toBeGreaterThan(0);
   expect(await page.getByTestId("roofline-measured").count()).toBeGreaterThan(0);
+});
+
+/** An .npy file (version 1.0, C order, as NumPy writes it) of float32 `values`, shape `dims`. */
+function npyF32(dims, values) {
+  const shape = dims.length === 1 ? `(${dims[0]},)` : `(${dims.join(", ")})`;
+  let header = `{'descr': '<f4', 'fortran_order': False, 'shape': ${shape}, }`;
+  header += " ".repeat((64 - ((10 + header.length + 1) % 64)) % 64) + "\n";
+  const head = Buffer.from("\x93NUMPY\x01\x00\x00\x00", "latin1");
+  head.writeUInt16LE(header.length, 8);
+  return Buffer.concat([head, Buffer.from(header, "latin1"), Buffer.from(new Float32Array(values).buffer)]);
+}
+
+/** The dims and float32 values of an .npy file of `<f4`. */
+function readNpyF32(buf) {
+  const len = buf.readUInt16LE(8);
+  const header = buf.subarray(10, 10 + len).toString("latin1");
+  expect(header).toContain("'descr': '<f4'");
+  const dims = header.match(/'shape': \(([^)]*)\)/)[1].split(",").filter((d) => d.trim()).map(Number);
+  const data = buf.subarray(10 + len);
+  return { dims, values: new Float32Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.length)) };
+}
+
+/** The run pane's row of output `i` as its cells' texts: type, min, max, mean, first values
+ * (after the index and the download button). */
+async function outputRow(page, scope, i) {
+  const cells = await page.locator(`${scope} [data-testid=run-output]`).nth(i).locator("td").allTextContents();
+  return { type: cells[2], min: cells[3], max: cells[4], mean: cells[5], first: cells[6] };
+}
+
+/** The summary the page shows for these values: 5 decimals, the mean summed in order. */
+function summaryOf({ dims, values }) {
+  let [min, max, sum] = [Infinity, -Infinity, 0];
+  for (const v of values) [min, max, sum] = [Math.min(min, v), Math.max(max, v), sum + v];
+  return {
+    type: `f32[${dims.join(",")}]`, min: min.toFixed(5), max: max.toFixed(5), mean: (sum / values.length).toFixed(5),
+    first: Array.from(values.slice(0, 6), (v) => v.toFixed(5)).join(", "),
+  };
+}
+
+/** Downloads output `i` of the run shown (in `scope`); its bytes and file name. */
+async function downloadOutput(page, scope, i) {
+  const [download] = await Promise.all([
+    page.waitForEvent("download"),
+    page.locator(`${scope} [data-testid=run-output-download]`).nth(i).click(),
+  ]);
+  return { name: download.suggestedFilename(), bytes: fs.readFileSync(await download.path()) };
+}
+
+test("uploaded .npy inputs give the outputs of hloscope run on the same files, in the page and as a download", async ({ page }) => {
+  test.setTimeout(120_000);
+  await open(page, "#example=mlp");
+  await page.getByTestId("tab-run").click();
+  await page.getByTestId("run-input-mode").selectOption("files");
+  await expect(page.getByTestId("run-seed")).toHaveCount(0);
+  // One file input per parameter of the entry, labelled with its name, type and dtype.
+  const inputs = page.getByTestId("run-input-file");
+  await expect(inputs).toHaveCount(5);
+  const labels = await page.locator(".run-input .run-param").allTextContents();
+  expect(labels[0]).toBe("0: %Arg.0 f32[4,8]");
+  await expect(page.locator(".run-input small").first()).toHaveText("float32 (4, 8)");
+  const dims = labels.map((l) => l.match(/\[([\d,]*)\]$/)[1].split(",").filter(Boolean).map(Number));
+  const dir = path.join(OUT, "npy");
+  fs.mkdirSync(dir, { recursive: true });
+  const files = dims.map((d, p) => {
+    const n = d.reduce((a, b) => a * b, 1);
+    const file = path.join(dir, `in${p}.npy`);
+    fs.writeFileSync(file, npyF32(d, Array.from({ length: n }, (_, i) => Math.sin(1 + 0.37 * i + p))));
+    return file;
+  });
+
+  // A run before every parameter has a file names the first one without.
+  await page.locator("[data-testid=run-input-file][data-param='0']").setInputFiles(files[0]);
+  await expect(page.locator("[data-testid=run-input-status][data-param='0']")).toHaveText(/^✓ in0\.npy \(\d+ B\)$/);
+  await page.getByTestId("run").click();
+  await expect(page.getByTestId("run-error")).toHaveText("parameter 1 (%Arg.1: f32[8,16]) has no .npy file: pick one");
+  // A file of the wrong shape is refused at once, the parameter named with what it expects.
+  const transposed = path.join(dir, "transposed.npy");
+  fs.writeFileSync(transposed, npyF32([16, 8], new Array(128).fill(0.5)));
+  await page.locator("[data-testid=run-input-file][data-param='1']").setInputFiles(transposed);
+  const wrong = "transposed.npy: parameter 1 (%Arg.1: f32[8,16]) expects shape (8, 16), but the file holds shape (16, 8)";
+  await expect(page.locator("[data-testid=run-input-status][data-param='1']")).toHaveText(`✗ ${wrong}`);
+  await page.getByTestId("run").click();
+  await expect(page.getByTestId("run-error")).toHaveText(wrong);
+  // The right files, one picked and the rest dropped on their rows.
+  await page.locator("[data-testid=run-input-file][data-param='1']").setInputFiles(files[1]);
+  for (let p = 2; p < files.length; p++) {
+    const bytes = [...fs.readFileSync(files[p])];
+    const transfer = await page.evaluateHandle(([bytes, name]) => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([new Uint8Array(bytes)], name));
+      return dt;
+    }, [bytes, `in${p}.npy`]);
+    await page.locator(`.run-input[data-param='${p}']`).dispatchEvent("drop", { dataTransfer: transfer });
+  }
+  for (let p = 0; p < files.length; p++) {
+    await expect(page.locator(`[data-testid=run-input-status][data-param='${p}']`)).toHaveText(new RegExp(`^✓ in${p}\\.npy`));
+  }
+  await page.getByTestId("run").click();
+  await expect(page.getByTestId("run-result")).toHaveAttribute("data-check", "pass");
+  await expect(page.getByTestId("run-error")).toHaveCount(0);
+
+  // hloscope run on the same files.
+  const bin = process.env.HLOSCOPE_BIN || path.resolve(__dirname, "../../target/debug/hloscope");
+  const module = path.resolve(__dirname, "../../examples/mlp.mlir");
+  const outDir = path.join(dir, "cli");
+  fs.rmSync(outDir, { recursive: true, force: true });
+  execFileSync(bin, ["run", module, ...files.flatMap((f) => ["--input", f]), "--out-dir", outDir]);
+  const cli = fs.readFileSync(path.join(outDir, "out0.npy"));
+  const printed = execFileSync(bin, ["run", module, ...files.flatMap((f) => ["--input", f])], { encoding: "utf8" });
+  // The page's summary is the CLI's output's, and the download is the CLI's file, byte for byte.
+  const shown = await outputRow(page, "[data-testid=run-fused]", 0);
+  expect(shown).toEqual(summaryOf(readNpyF32(cli)));
+  const [, min, max] = printed.match(/min (\S+)\s+max (\S+)/);
+  expect(Math.abs(Number(shown.min) - Number(min))).toBeLessThan(5e-6);
+  expect(Math.abs(Number(shown.max) - Number(max))).toBeLessThan(5e-6);
+  await page.locator(".pane.decisions-pane").screenshot({ path: `${OUT}/run-files.png` });
+  const downloaded = await downloadOutput(page, "[data-testid=run-fused]", 0);
+  expect(downloaded.name).toBe("out0.npy");
+  expect(downloaded.bytes.equals(cli)).toBe(true);
+
+  // The same files on the server: the numerics check passes, and its outputs download too.
+  await page.getByTestId("run-target").selectOption("server-cpu");
+  await page.getByTestId("run").click();
+  await expect(page.locator("[data-testid=run-fused] h3")).toContainText("server-cpu", { timeout: 60_000 });
+  await expect(page.getByTestId("run-result")).toHaveAttribute("data-check", "pass");
+  const server = await outputRow(page, "[data-testid=run-fused]", 0);
+  expect(server.type).toBe(shown.type);
+  const close = (a, b) => a.split(", ").every((x, i) => Math.abs(Number(x) - Number(b.split(", ")[i])) < 1e-4);
+  expect(close(server.first, shown.first)).toBe(true);
+  const fromServer = readNpyF32((await downloadOutput(page, "[data-testid=run-fused]", 0)).bytes);
+  const want = readNpyF32(cli);
+  expect(fromServer.dims).toEqual(want.dims);
+  expect(fromServer.values.every((v, i) => Math.abs(v - want.values[i]) < 1e-5)).toBe(true);
+});
+
+test("a 1 MiB .npy input uploads, runs in the browser and downloads", async ({ page }) => {
+  test.setTimeout(120_000);
+  await open(page);
+  const source = "func.func @main(%x: tensor<512x512xf32>) -> tensor<512x512xf32> {\n" +
+    "  %y = stablehlo.multiply %x, %x : tensor<512x512xf32>\n  return %y : tensor<512x512xf32>\n}\n";
+  const before = await measures(page);
+  await pasteSource(page, source);
+  await expect.poll(() => measures(page)).toBeGreaterThan(before);
+  await page.getByTestId("tab-run").click();
+  await page.getByTestId("run-input-mode").selectOption("files");
+  const values = Array.from({ length: 512 * 512 }, (_, i) => (i % 1000) / 250 - 2);
+  const file = npyF32([512, 512], values);
+  expect(file.length).toBe(128 + 4 * 512 * 512);
+  // Timed in the page: from the file input's change to the ✓, from the click on run to the
+  // result, from the click on .npy to the download's blob (Playwright's transfers left out).
+  await page.evaluate(() => {
+    const t = (window.npyTimes = {});
+    const now = () => performance.now();
+    document.addEventListener("change", () => { t.picked ??= now(); }, true);
+    document.addEventListener("click", (e) => {
+      if (e.target.closest("[data-testid=run]")) t.run = now();
+      if (e.target.closest("[data-testid=run-output-download]")) t.download = now();
+    }, true);
+    new MutationObserver(() => {
+      if (document.querySelector("[data-testid=run-input-status]")?.textContent.startsWith("✓")) t.checked ??= now();
+      if (t.run && document.querySelector("[data-testid=run-result]")) t.ran ??= now();
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+    const create = URL.createObjectURL;
+    URL.createObjectURL = (blob) => { t.blob ??= now(); return create(blob); };
+  });
+  await page.getByTestId("run-input-file").setInputFiles({ name: "big.npy", mimeType: "application/octet-stream", buffer: file });
+  await expect(page.getByTestId("run-input-status")).toHaveText("✓ big.npy (1.00 MB)");
+  await page.getByTestId("run").click();
+  await expect(page.getByTestId("run-result")).toHaveAttribute("data-check", "pass");
+  const { bytes } = await downloadOutput(page, "[data-testid=run-fused]", 0);
+  const out = readNpyF32(bytes);
+  expect(out.dims).toEqual([512, 512]);
+  expect(out.values.every((v, i) => v === Math.fround(Math.fround(values[i]) * Math.fround(values[i])))).toBe(true);
+  const t = await page.evaluate(() => window.npyTimes);
+  const ms = (a, b) => Math.round(t[b] - t[a]);
+  const result = {
+    date: new Date().toISOString(),
+    pick_to_checked_ms: ms("picked", "checked"), run_ms: ms("run", "ran"), download_ms: ms("download", "blob"),
+  };
+  for (const v of Object.values(result).slice(1)) expect(v).toBeGreaterThanOrEqual(0);
+  fs.writeFileSync(`${OUT}/npy.json`, JSON.stringify(result, null, 2) + "\n");
+  console.log("1 MiB .npy input:", JSON.stringify(result));
 });
 
 test("every guided tour runs to its end, each step showing its pass and selection", async ({ page }) => {

@@ -128,6 +128,12 @@ export function readFile(file, onText) {
   file.text().then((text) => onText(text, file.name), (e) => onText(null, String(e)));
 }
 
+/** Calls `onBytes(bytes, name)` with the contents of `file` as a Uint8Array (null when
+ * unreadable; `name` is then why). */
+export function readBytes(file, onBytes) {
+  file.arrayBuffer().then((b) => onBytes(new Uint8Array(b), file.name), (e) => onBytes(null, String(e)));
+}
+
 /** Downloads `svg` (the graph's element) as a standalone SVG file named `name`: the
  * page's graph styles go along with the colours of the current theme resolved, and the
  * pan and zoom are left behind. */
@@ -175,7 +181,7 @@ export function postJson(path, body, onDone) {
     (e) => onDone(false, `no hloscope server answered (${e})`));
 }
 
-/** Downloads `text` as a file `name` of type `mime`. */
+/** Downloads `text` (a string, or bytes: a Uint8Array) as a file `name` of type `mime`. */
 export function download(text, name, mime) {
   const url = URL.createObjectURL(new Blob([text], { type: mime }));
   const a = document.createElement("a");

@@ -5,10 +5,13 @@
 //! only the newest such edit is sent when the worker is free, so typing fast never
 //! queues stale work and a lone edit is compiled at once. Answers the page has
 //! superseded are dropped here. A worker that dies (a trap in the compiler) is replaced
-//! by a fresh one, and the page is told.
+//! by a fresh one, and the page is told. The `.npy` input files live here too, by
+//! parameter: the worker gets each one once, when it is picked (and again after a
+//! restart), and a server run reads them from here.
 
 use crate::protocol::{
-    CompileConfig, CostView, Crash, KernelsView, Outcome, PassSummary, PassView, Request, Response, RunView, ViewSpec,
+    CompileConfig, CostView, Crash, KernelsView, Outcome, ParamView, PassSummary, PassView, Request, Response,
+    RunInputs, RunView, ViewSpec,
 };
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -21,6 +24,7 @@ pub enum Answer {
         passes: Vec<PassSummary>,
         cost: Box<CostView>,
         view: PassView,
+        params: Vec<ParamView>,
         compile_ms: f64,
         layout_ms: f64,
     },
@@ -31,6 +35,10 @@ pub enum Answer {
     /// The kernels pane's listing, or why there is none.
     Kernels(Box<KernelsView>),
     KernelsFailed(String),
+    /// The parameters with their input files, after one was picked or forgotten.
+    Inputs(Vec<ParamView>),
+    /// Output `output` of the last browser run as `.npy` bytes, or why not.
+    Npy(Result<(u32, js_sys::Uint8Array), String>),
     Error {
         line: u32,
         col: u32,
@@ -48,11 +56,14 @@ struct Inner {
     /// The last compile sent, and whether its answer is still to come.
     last_compile: Cell<u32>,
     compiling: Cell<bool>,
-    /// The last run and the last view asked for.
+    /// The last run, the last view and the last output download asked for.
     last_run: Cell<u32>,
     last_view: Cell<u32>,
     /// The last kernels listing asked for.
     last_kernels: Cell<u32>,
+    last_npy: Cell<u32>,
+    /// The input file picked for each parameter: its name and bytes.
+    files: RefCell<Vec<Option<(String, js_sys::Uint8Array)>>>,
     /// Text edited while a compile was in flight, and the view to ask for with it.
     waiting: RefCell<Option<(String, ViewSpec, CompileConfig)>>,
     /// The last view received, wanted or not: the next one is sent as what differs.
@@ -79,6 +90,8 @@ impl Compiler {
             last_run: Cell::new(0),
             last_view: Cell::new(0),
             last_kernels: Cell::new(0),
+            last_npy: Cell::new(0),
+            files: RefCell::new(Vec::new()),
             waiting: RefCell::new(None),
             received: RefCell::new(None),
             on_answer: Rc::new(on_answer),
@@ -94,9 +107,18 @@ impl Compiler {
         let worker = web_sys::Worker::new_with_options("./worker.js", &opts)?;
         let me = self.clone();
         let on_message = Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |e: web_sys::MessageEvent| {
-            let Some(text) = e.data().as_string() else { return };
+            // The answer's JSON, or [JSON, bytes] when it carries a file.
+            let data = e.data();
+            let (text, file) = match data.as_string() {
+                Some(text) => (text, None),
+                None => {
+                    let pair = js_sys::Array::from(&data);
+                    let Some(text) = pair.get(0).as_string() else { return };
+                    (text, pair.get(1).dyn_into::<js_sys::Uint8Array>().ok())
+                }
+            };
             match serde_json::from_str::<Response>(&text) {
-                Ok(r) => me.answered(r),
+                Ok(r) => me.answered(r, file),
                 Err(_) => match serde_json::from_str::<Crash>(&text) {
                     Ok(c) => me.crashed(format!("the compiler crashed: {}", c.crash)),
                     Err(err) => web_sys::console::error_1(&format!("bad answer from the worker: {err}").into()),
@@ -114,8 +136,14 @@ impl Compiler {
         if let Some(old) = self.0.worker.replace(Some(worker)) {
             old.terminate();
         }
-        // A fresh worker has sent nothing yet.
+        // A fresh worker has sent nothing yet, and keeps no files: it gets them again.
         self.0.received.replace(None);
+        let files = self.0.files.borrow().clone();
+        for (param, file) in files.iter().enumerate() {
+            if let Some((name, bytes)) = file {
+                self.post_input(param as u32, name, bytes);
+            }
+        }
         Ok(())
     }
 
@@ -128,7 +156,24 @@ impl Compiler {
         self.send_waiting();
     }
 
-    fn answered(&self, r: Response) {
+    fn answered(&self, r: Response, file: Option<js_sys::Uint8Array>) {
+        if r.id == self.0.last_npy.get() {
+            let answer = match (r.result, file) {
+                (Outcome::Npy { output }, Some(bytes)) => Ok((output, bytes)),
+                (Outcome::Error { message, .. }, _) => Err(message),
+                (other, _) => Err(format!("the worker answered a download with {other:?} and no file")),
+            };
+            (self.0.on_answer)(Answer::Npy(answer));
+            return;
+        }
+        if let Outcome::Inputs { params } = r.result {
+            // None: a restarted worker that has compiled nothing yet (the page keeps what
+            // it showed).
+            if let Some(params) = params {
+                (self.0.on_answer)(Answer::Inputs(params));
+            }
+            return;
+        }
         if r.id == self.0.last_run.get() {
             let answer = match r.result {
                 Outcome::Ran { run } => Answer::Ran(run),
@@ -156,7 +201,7 @@ impl Compiler {
             // after it is answered from its session, next).
             Outcome::Compiled { .. } | Outcome::Error { .. } => r.id == self.0.last_compile.get(),
             Outcome::Viewed { .. } => r.id == self.0.last_view.get() && r.id > self.0.last_compile.get(),
-            Outcome::Ran { .. } | Outcome::Kernels { .. } => false,
+            Outcome::Ran { .. } | Outcome::Kernels { .. } | Outcome::Inputs { .. } | Outcome::Npy { .. } => false,
         };
         let complete = |parts: Box<crate::protocol::ViewParts>| {
             let view = parts.complete(self.0.received.borrow().as_ref());
@@ -167,16 +212,17 @@ impl Compiler {
             view
         };
         let answer = match r.result {
-            Outcome::Compiled { passes, cost, view } => complete(view).map(|view| Answer::Compiled {
+            Outcome::Compiled { passes, cost, view, params } => complete(view).map(|view| Answer::Compiled {
                 passes,
                 cost,
                 view,
+                params,
                 compile_ms: r.compile_ms,
                 layout_ms: r.layout_ms,
             }),
             Outcome::Viewed { view } => complete(view).map(Answer::Viewed),
             Outcome::Error { line, col, message, in_config } => Some(Answer::Error { line, col, message, in_config }),
-            Outcome::Ran { .. } | Outcome::Kernels { .. } => None,
+            Outcome::Ran { .. } | Outcome::Kernels { .. } | Outcome::Inputs { .. } | Outcome::Npy { .. } => None,
         };
         if let (true, Some(answer)) = (wanted, answer) {
             (self.0.on_answer)(answer);
@@ -195,12 +241,27 @@ impl Compiler {
     }
 
     fn post(&self, req: &Request) {
-        let json = serde_json::to_string(req).unwrap_or_default();
+        self.post_with(req, None);
+    }
+
+    /// Posts `req` with the file it carries, as `[JSON, bytes]` (the bytes are copied by
+    /// postMessage: the page keeps its own for server runs and for a restarted worker).
+    fn post_with(&self, req: &Request, file: Option<&js_sys::Uint8Array>) {
+        let json = JsValue::from_str(&serde_json::to_string(req).unwrap_or_default());
+        let message = match file {
+            Some(bytes) => js_sys::Array::of2(&json, bytes).into(),
+            None => json,
+        };
         if let Some(w) = self.0.worker.borrow().as_ref() {
-            if let Err(e) = w.post_message(&JsValue::from_str(&json)) {
+            if let Err(e) = w.post_message(&message) {
                 web_sys::console::error_1(&e);
             }
         }
+    }
+
+    fn post_input(&self, param: u32, name: &str, bytes: &js_sys::Uint8Array) {
+        let id = self.next_id();
+        self.post_with(&Request::Input { id, param, name: Some(name.to_string()) }, Some(bytes));
     }
 
     fn next_id(&self) -> u32 {
@@ -222,11 +283,37 @@ impl Compiler {
         self.post(&Request::Compile { id, source: source.to_string(), view, config });
     }
 
-    /// Runs the last compile's module on random inputs from `seed` in the worker.
-    pub fn run(&self, seed: u64) {
+    /// Runs the last compile's module on `inputs` in the worker.
+    pub fn run(&self, inputs: RunInputs) {
         let id = self.next_id();
         self.0.last_run.set(id);
-        self.post(&Request::Run { id, seed });
+        self.post(&Request::Run { id, inputs });
+    }
+
+    /// Keeps the file `name` holding `bytes` as parameter `param`'s input, and sends it to
+    /// the worker, which answers with every parameter's file checked.
+    pub fn set_input(&self, param: u32, name: &str, bytes: js_sys::Uint8Array) {
+        let slot = param as usize;
+        {
+            let mut files = self.0.files.borrow_mut();
+            if files.len() <= slot {
+                files.resize(slot + 1, None);
+            }
+            files[slot] = Some((name.to_string(), bytes.clone()));
+        }
+        self.post_input(param, name, &bytes);
+    }
+
+    /// The bytes of parameter `param`'s file, if one was picked.
+    pub fn input(&self, param: u32) -> Option<js_sys::Uint8Array> {
+        self.0.files.borrow().get(param as usize).cloned().flatten().map(|(_, bytes)| bytes)
+    }
+
+    /// Asks for output `output` of the last browser run as an `.npy` file.
+    pub fn output_npy(&self, output: u32) {
+        let id = self.next_id();
+        self.0.last_npy.set(id);
+        self.post(&Request::OutputNpy { id, output });
     }
 
     /// Asks for the last compile's kernels on `machine`, with the code of kernel `kernel`.

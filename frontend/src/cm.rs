@@ -44,6 +44,13 @@ extern "C" {
     /// Downloads `text` as a file.
     #[wasm_bindgen(js_name = download)]
     pub fn download(text: &str, name: &str, mime: &str);
+    /// Downloads `bytes` as a file (the same helper: a Blob takes text or bytes).
+    #[wasm_bindgen(js_name = download)]
+    pub fn download_bytes(bytes: &js_sys::Uint8Array, name: &str, mime: &str);
+    /// Calls `on_bytes(bytes, name)` with a file's contents as a `Uint8Array` (`bytes`
+    /// null when unreadable).
+    #[wasm_bindgen(js_name = readBytes)]
+    pub fn read_bytes(file: &web_sys::File, on_bytes: &js_sys::Function);
     #[wasm_bindgen(js_name = copyText)]
     pub fn copy_text(text: &str);
     /// Downloads the graph's `<svg>` as a file.

@@ -8,6 +8,7 @@
 //! CodeMirror 6 (`cm.rs`); the state lives in the URL's hash (`url.rs`).
 
 pub mod api;
+pub mod base64;
 pub mod cm;
 pub mod components;
 pub mod examples;
@@ -160,7 +161,7 @@ pub fn App() -> impl IntoView {
     let sizes = Sizes::load();
 
     let on_answer = move |answer: api::Answer| match answer {
-        api::Answer::Compiled { passes, cost, view, compile_ms, layout_ms } => {
+        api::Answer::Compiled { passes, cost, view, params, compile_ms, layout_ms } => {
             with_editor(cm::clear_errors);
             problem.set(None);
             st.config_problem.set(None);
@@ -178,6 +179,9 @@ pub fn App() -> impl IntoView {
                 st.passes.set(passes);
             }
             st.view.set(Some(view));
+            if st.params.with_untracked(|p| *p != params) {
+                st.params.set(params);
+            }
             // Kernel indices are the old plan's: the selection picks again.
             st.kernel.set(None);
             st.compiles.update(|n| *n += 1);
@@ -196,6 +200,11 @@ pub fn App() -> impl IntoView {
             st.run_busy.set(false);
             st.run_error.set(Some(message));
         }
+        api::Answer::Inputs(params) => st.params.set(params),
+        api::Answer::Npy(Ok((output, bytes))) => {
+            cm::download_bytes(&bytes, &format!("out{output}.npy"), "application/octet-stream")
+        }
+        api::Answer::Npy(Err(message)) => st.run_error.set(Some(message)),
         api::Answer::Kernels(listing) => {
             st.kernels_error.set(None);
             st.kernels.set(Some(*listing));

@@ -6,6 +6,17 @@
 //! the last compile (its graph, its diff against any other pass, its decisions) without
 //! compiling again. Only the pass on screen crosses the channel, so a large module's
 //! fifteen graphs are never serialized at once.
+//!
+//! A message is its JSON text, or the pair `[JSON text, Uint8Array]` when it carries a
+//! file: a [`Request::Input`] carries the `.npy` file picked for a parameter, the answer
+//! to a [`Request::OutputNpy`] carries the output's `.npy` file. Files travel beside the
+//! JSON as raw bytes, not in it: postMessage copies an ArrayBuffer with one memcpy (the
+//! worker's answer transfers it without a copy), where base64 in the JSON would add a
+//! third to every megabyte and an encode and a decode, and a JSON array of numbers about
+//! four times the bytes and a parse. An input crosses once, when it is picked; the worker
+//! keeps it (across compiles, re-checked against each compile's parameters), so a run
+//! sends none. The worker keeps the last run's outputs too, and sends one only when it is
+//! downloaded.
 
 use serde::{Deserialize, Serialize};
 
@@ -23,12 +34,30 @@ pub enum Request {
     },
     /// Show another view of the last compile.
     View { id: u32, view: ViewSpec },
-    /// Run the last compile's module on random inputs from `seed` (`browser-cpu`).
-    Run { id: u32, seed: u64 },
+    /// Run the last compile's module on `inputs` (`browser-cpu`).
+    Run { id: u32, inputs: RunInputs },
+    /// Keep the file `name` (the message's bytes) as parameter `param`'s input, or with
+    /// no `name`, forget that parameter's file; answered with [`Outcome::Inputs`].
+    Input { id: u32, param: u32, name: Option<String> },
+    /// The last run's output `output` as an `.npy` file: [`Outcome::Npy`], the file
+    /// attached.
+    OutputNpy { id: u32, output: u32 },
     /// The kernels pane: the compiled module's kernels on `machine` (`x86-64-v3`,
     /// `aarch64`) and the code of kernel `kernel` (its plan index; the first compiled
     /// one when absent).
     Kernels { id: u32, machine: String, kernel: Option<usize> },
+}
+
+/// Where a run's inputs come from (as `POST /api/run`'s `inputs`: `{"random": {"seed":
+/// 3}}`, or the files).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunInputs {
+    /// `hloscope_core::interp::random_inputs` from `seed`: the same inputs as the
+    /// server's and `hloscope run --random-inputs --seed` for the same seed.
+    Random { seed: u64 },
+    /// The `.npy` files kept by [`Request::Input`], one per parameter.
+    Files,
 }
 
 impl Request {
@@ -37,6 +66,8 @@ impl Request {
             Request::Compile { id, .. }
             | Request::View { id, .. }
             | Request::Run { id, .. }
+            | Request::Input { id, .. }
+            | Request::OutputNpy { id, .. }
             | Request::Kernels { id, .. } => *id,
         }
     }
@@ -109,15 +140,27 @@ pub struct Crash {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Outcome {
-    /// A fresh compile: every pass's summary, the compiled module's cost, and the view
-    /// asked for.
-    Compiled { passes: Vec<PassSummary>, cost: Box<CostView>, view: Box<ViewParts> },
+    /// A fresh compile: every pass's summary, the compiled module's cost, the view asked
+    /// for, and the entry's parameters with the input files kept for them.
+    Compiled {
+        passes: Vec<PassSummary>,
+        cost: Box<CostView>,
+        view: Box<ViewParts>,
+        #[serde(default)]
+        params: Vec<ParamView>,
+    },
     /// Another view of the same compile.
     Viewed { view: Box<ViewParts> },
     /// A run's results.
     Ran { run: Box<RunView> },
     /// The kernels pane's listing.
     Kernels { listing: Box<KernelsView> },
+    /// The parameters of the last compile with the files kept for them, after a
+    /// [`Request::Input`] (None before a compile: a restarted worker gets the page's
+    /// files again before it has compiled anything).
+    Inputs { params: Option<Vec<ParamView>> },
+    /// Output `output` of the last run, its `.npy` bytes attached to the message.
+    Npy { output: u32 },
     /// Bad input (parse or verify error) or a failing pass; `line`/`col` are 1-based and
     /// 0 when the error has no position. `in_config`: the fusion lab's pipeline spec or
     /// knobs are wrong, not the text.
@@ -128,6 +171,30 @@ pub enum Outcome {
         #[serde(default)]
         in_config: bool,
     },
+}
+
+/// A parameter of the entry computation, and the `.npy` file kept for it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParamView {
+    pub index: u32,
+    /// Its name without the `%`.
+    pub name: String,
+    /// `f32[4,16]`.
+    pub ty: String,
+    /// What its file must hold, as NumPy says it: `float32 (4, 16)`; None for a tuple or
+    /// token, which no file can hold.
+    pub expects: Option<String>,
+    pub file: Option<FileView>,
+}
+
+/// An input file the worker keeps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FileView {
+    pub name: String,
+    pub bytes: u64,
+    /// Why it does not fit its parameter (the parameter named, with what it expects and
+    /// what the file holds); None when it fits.
+    pub error: Option<String>,
 }
 
 /// One pipeline snapshot's row in the pass list.
@@ -394,6 +461,10 @@ pub struct OutputView {
     pub mean: Option<f64>,
     /// The first values in row-major order; NaN and infinities as null.
     pub first: Vec<Option<f64>>,
+    /// The whole output as base64 `.npy` (a server run asked with `return_npy`; the
+    /// worker keeps its outputs instead, see [`Request::OutputNpy`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub npy: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -4,7 +4,7 @@
 use crate::protocol::{
     CompileConfig, CostView, DecisionView, DiffLine, GraphView, NodeView, PassSummary, PassView, ViewSpec,
 };
-use crate::protocol::{KernelsView, RunView};
+use crate::protocol::{KernelsView, ParamView, RunView};
 use leptos::prelude::*;
 
 #[derive(Clone, Copy)]
@@ -46,7 +46,12 @@ pub struct State {
     pub tab: RwSignal<String>,
     /// The run pane's choices and its last result (kept while other tabs show).
     pub run_target: RwSignal<String>,
+    /// `random` (from `run_seed`) or `files` (an `.npy` file per parameter).
+    pub run_inputs: RwSignal<String>,
     pub run_seed: RwSignal<u64>,
+    /// The last good compile's entry parameters, with the files picked for them as the
+    /// worker checked them (the bytes stay in `api::Compiler`).
+    pub params: RwSignal<Vec<ParamView>>,
     pub run_unfused: RwSignal<bool>,
     pub run_busy: RwSignal<bool>,
     pub run: RwSignal<Option<RunOutcome>>,
@@ -101,7 +106,9 @@ impl State {
             config_problem: RwSignal::new(None),
             tab: RwSignal::new("decisions".into()),
             run_target: RwSignal::new("browser-cpu".into()),
+            run_inputs: RwSignal::new("random".into()),
             run_seed: RwSignal::new(0),
+            params: RwSignal::new(Vec::new()),
             run_unfused: RwSignal::new(false),
             run_busy: RwSignal::new(false),
             run: RwSignal::new(None),

@@ -13,12 +13,12 @@
 use super::api::*;
 use crate::bench::{self, Runner};
 use crate::cache::{Cache, Key};
-use crate::npy;
 use axum::http::StatusCode;
 use base64::Engine as _;
 use hloscope_core::api::{ExplainReport, Snapshot};
 use hloscope_core::interp::{check, Interpreter};
 use hloscope_core::ir::{Literal, Module};
+use hloscope_core::npy;
 use hloscope_core::parse::{self, Format};
 use hloscope_core::passes::fusion::FusionConfig;
 use hloscope_core::passes::pipeline::{parse_pipeline_spec, run_pipeline, PipelineConfig};
@@ -314,7 +314,7 @@ fn run(req: &RunRequest, args: &WorkerArgs, cache_event: &mut Option<String>) ->
                     .map_err(|e| Failure::bad_request(format!("inputs[{i}]: not base64: {e}")))?;
                 decoded.push((format!("inputs[{i}]"), bytes));
             }
-            crate::inputs::from_npy(&module, &decoded).map_err(Failure::bad_request)?
+            npy::params::from_npy(&module, &decoded).map_err(Failure::bad_request)?
         }
     };
     let (runner, cache) = match req.target.as_str() {

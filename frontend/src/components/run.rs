@@ -1,15 +1,19 @@
 //! Run the compiled module and check it: in the page (`browser-cpu`: the reference
 //! interpreter in the worker, on the compiled module, until the WebAssembly kernels exist)
 //! or on the server's native CPU code (`server-cpu`, `POST /api/run`), on random inputs
-//! from a seed. Every run's outputs are checked against the reference interpreter's;
-//! server runs have per-kernel times (bars, and a Chrome trace for Perfetto), and can run
-//! unfused beside fused.
+//! from a seed or on an `.npy` file per parameter (picked or dropped; the worker checks
+//! each against its parameter at once, and the same files go to the server as base64).
+//! Every run's outputs are checked against the reference interpreter's, and each one
+//! downloads as `.npy` (a browser run's from the worker, which keeps them; a server run's
+//! from its answer, asked with `return_npy`); server runs have per-kernel times (bars,
+//! and a Chrome trace for Perfetto), and can run unfused beside fused.
 
-use crate::format::seconds;
-use crate::protocol::RunView;
+use crate::format::{bytes, seconds};
+use crate::protocol::{ParamView, RunInputs, RunView};
 use crate::state::{state, RunOutcome, State};
 use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 /// The targets, with what each runs (`browser-webgpu` needs the WGSL kernels first).
 const TARGETS: [(&str, &str, bool); 3] = [
@@ -22,14 +26,43 @@ fn num(v: Option<f64>) -> String {
     v.map_or_else(|| "—".into(), |v| format!("{v:.5}"))
 }
 
-/// A server run with `fusion` knobs; `then(result)`.
-fn server_run(st: State, source: &str, fusion: String, then: impl FnOnce(Result<RunView, String>) + 'static) {
+/// What `POST /api/run` takes as `inputs`: the seed, or every parameter's file as base64
+/// (or the first parameter without a file that fits, named).
+fn server_inputs(st: State) -> Result<serde_json::Value, String> {
+    if st.run_inputs.get_untracked() != "files" {
+        return Ok(serde_json::json!({ "random": { "seed": st.run_seed.get_untracked() } }));
+    }
+    let params = st.params.get_untracked();
+    let mut files = Vec::with_capacity(params.len());
+    for p in &params {
+        // The worker's check, which names the parameter.
+        if let Some(e) = p.file.as_ref().and_then(|f| f.error.clone()) {
+            return Err(e);
+        }
+        let mut picked = None;
+        crate::with_compiler(|c| picked = c.input(p.index));
+        match picked.filter(|_| p.file.is_some()) {
+            Some(b) => files.push(crate::base64::encode(&b.to_vec())),
+            None => return Err(format!("parameter {} (%{}: {}) has no .npy file: pick one", p.index, p.name, p.ty)),
+        }
+    }
+    Ok(serde_json::Value::from(files))
+}
+
+/// A server run with `fusion` knobs on `inputs`; `then(result)`.
+fn server_run(
+    source: &str,
+    fusion: String,
+    inputs: &serde_json::Value,
+    then: impl FnOnce(Result<RunView, String>) + 'static,
+) {
     let body = serde_json::json!({
         "source": source,
         "target": "cpu",
-        "inputs": { "random": { "seed": st.run_seed.get_untracked() } },
+        "inputs": inputs,
         "iters": 5,
         "fusion": fusion,
+        "return_npy": true,
     })
     .to_string();
     let done = Closure::once_into_js(move |ok: bool, text: String| {
@@ -70,7 +103,111 @@ fn trace(run: &RunView, unfused: Option<&RunView>) -> String {
     serde_json::json!({ "traceEvents": events, "displayTimeUnit": "ms" }).to_string()
 }
 
-fn result_view(r: &RunView, label: &'static str) -> impl IntoView {
+/// Downloads output `index` of the run shown as `label` (`fused` or `unfused`).
+fn download_output(st: State, label: &'static str, index: u32) {
+    let found = st.run.with_untracked(|r| {
+        let r = r.as_ref()?;
+        let run = if label == "unfused" { r.unfused.as_ref()? } else { &r.fused };
+        Some((run.target.clone(), run.outputs.get(index as usize)?.npy.clone()))
+    });
+    let name = if label == "unfused" { format!("unfused-out{index}.npy") } else { format!("out{index}.npy") };
+    match found {
+        // The worker keeps a browser run's outputs and answers with the file (lib.rs).
+        Some((target, _)) if target == "browser-cpu" => crate::with_compiler(|c| c.output_npy(index)),
+        Some((_, Some(b64))) => match crate::base64::decode(&b64) {
+            Some(b) => crate::cm::download_bytes(&js_sys::Uint8Array::from(&b[..]), &name, "application/octet-stream"),
+            None => st.run_error.set(Some(format!("output {index} of the server's answer is not base64"))),
+        },
+        _ => st.run_error.set(Some(format!("output {index} has no .npy file in the server's answer"))),
+    }
+}
+
+/// One row per entry parameter: its name, type and what its file must hold, a file picker
+/// (or drop the file on the row), and the file picked with ✓ or why it does not fit.
+fn input_files(st: State) -> impl IntoView {
+    let pick = move |param: u32, file: web_sys::File| {
+        let on_bytes =
+            Closure::once_into_js(move |b: JsValue, name: String| match b.dyn_into::<js_sys::Uint8Array>() {
+                Ok(b) => crate::with_compiler(|c| c.set_input(param, &name, b)),
+                Err(_) => st.run_error.set(Some(format!("cannot read the file: {name}"))),
+            });
+        crate::cm::read_bytes(&file, on_bytes.unchecked_ref());
+    };
+    view! {
+        <div class="run-inputs" data-testid="run-inputs">
+            {move || {
+                st.params
+                    .get()
+                    .into_iter()
+                    .map(|p: ParamView| {
+                        let index = p.index;
+                        let dragging = RwSignal::new(false);
+                        let on_pick = move |ev: leptos::ev::Event| {
+                            let input: web_sys::HtmlInputElement = event_target(&ev);
+                            if let Some(file) = input.files().and_then(|f| f.get(0)) {
+                                pick(index, file);
+                            }
+                            input.set_value("");
+                        };
+                        let on_drop = move |ev: leptos::ev::DragEvent| {
+                            ev.prevent_default();
+                            dragging.set(false);
+                            if let Some(file) = ev.data_transfer().and_then(|d| d.files()).and_then(|f| f.get(0)) {
+                                pick(index, file);
+                            }
+                        };
+                        let (ok, status) = match &p.file {
+                            None => (None, "no file: pick one or drop it here".to_string()),
+                            Some(f) => match &f.error {
+                                None => (Some(true), format!("✓ {} ({})", f.name, bytes(f.bytes))),
+                                Some(e) => (Some(false), format!("✗ {e}")),
+                            },
+                        };
+                        view! {
+                            <div
+                                class="run-input"
+                                data-param=index
+                                class:dragging=move || dragging.get()
+                                on:dragover=move |ev: leptos::ev::DragEvent| {
+                                    ev.prevent_default();
+                                    dragging.set(true);
+                                }
+                                on:dragleave=move |_| dragging.set(false)
+                                on:drop=on_drop
+                            >
+                                <span class="run-param">{format!("{index}: %{} {}", p.name, p.ty)}</span>
+                                <small>
+                                    {p.expects.clone().unwrap_or_else(|| "a tuple or token: no .npy file can hold it".into())}
+                                </small>
+                                <label class="button">
+                                    ".npy…"
+                                    <input
+                                        type="file"
+                                        accept=".npy"
+                                        data-testid="run-input-file"
+                                        data-param=index
+                                        on:change=on_pick
+                                    />
+                                </label>
+                                <span
+                                    class="run-input-status"
+                                    class:pass=ok == Some(true)
+                                    class:fail=ok == Some(false)
+                                    data-testid="run-input-status"
+                                    data-param=index
+                                >
+                                    {status}
+                                </span>
+                            </div>
+                        }
+                    })
+                    .collect_view()
+            }}
+        </div>
+    }
+}
+
+fn result_view(st: State, r: &RunView, label: &'static str) -> impl IntoView {
     let check = r.check.clone();
     let max_kernel = r.kernels.iter().map(|k| k.time_s * k.calls.max(1) as f64).fold(0.0, f64::max);
     view! {
@@ -101,6 +238,7 @@ fn result_view(r: &RunView, label: &'static str) -> impl IntoView {
                 <thead>
                     <tr>
                         <th>"output"</th>
+                        <th></th>
                         <th>"type"</th>
                         <th class="num">"min"</th>
                         <th class="num">"max"</th>
@@ -114,9 +252,19 @@ fn result_view(r: &RunView, label: &'static str) -> impl IntoView {
                         .map(|o| {
                             let first = o.first.iter().take(6).map(|v| num(*v)).collect::<Vec<_>>().join(", ");
                             let shape = o.shape.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+                            let index = o.index;
                             view! {
                                 <tr data-testid="run-output">
                                     <td>{o.index}</td>
+                                    <td>
+                                        <button
+                                            data-testid="run-output-download"
+                                            title="download this output as an .npy file"
+                                            on:click=move |_| download_output(st, label, index)
+                                        >
+                                            ".npy"
+                                        </button>
+                                    </td>
                                     <td>{format!("{}[{shape}]", o.dtype)}</td>
                                     <td class="num">{num(o.min)}</td>
                                     <td class="num">{num(o.max)}</td>
@@ -161,15 +309,29 @@ pub fn Run() -> impl IntoView {
         st.run_error.set(None);
         let target = st.run_target.get_untracked();
         if target == "browser-cpu" {
-            crate::with_compiler(|c| c.run(st.run_seed.get_untracked()));
+            let inputs = if st.run_inputs.get_untracked() == "files" {
+                RunInputs::Files
+            } else {
+                RunInputs::Random { seed: st.run_seed.get_untracked() }
+            };
+            crate::with_compiler(|c| c.run(inputs));
             return;
         }
+        let inputs = match server_inputs(st) {
+            Ok(inputs) => inputs,
+            Err(e) => {
+                st.run_busy.set(false);
+                st.run_error.set(Some(e));
+                return;
+            }
+        };
         let mut source = String::new();
         crate::with_editor(|e| source = crate::cm::get_doc(e));
         let unfused = st.run_unfused.get_untracked();
         let fusion = st.fusion.get_untracked();
         let second = source.clone();
-        server_run(st, &source, fusion, move |fused| match fused {
+        let second_inputs = inputs.clone();
+        server_run(&source, fusion, &inputs, move |fused| match fused {
             Err(e) => {
                 st.run_busy.set(false);
                 st.run_error.set(Some(e));
@@ -178,7 +340,7 @@ pub fn Run() -> impl IntoView {
                 st.run_busy.set(false);
                 st.run.set(Some(RunOutcome { fused, unfused: None }));
             }
-            Ok(fused) => server_run(st, &second, "off".into(), move |plain| {
+            Ok(fused) => server_run(&second, "off".into(), &second_inputs, move |plain| {
                 st.run_busy.set(false);
                 match plain {
                     Ok(plain) => st.run.set(Some(RunOutcome { fused, unfused: Some(plain) })),
@@ -207,16 +369,37 @@ pub fn Run() -> impl IntoView {
                         })
                         .collect_view()}
                 </select>
-                <label>
-                    "seed "
-                    <input
-                        type="number"
-                        min="0"
-                        data-testid="run-seed"
-                        prop:value=move || st.run_seed.get().to_string()
-                        on:change=move |ev| st.run_seed.set(event_target_value(&ev).trim().parse().unwrap_or(0))
-                    />
-                </label>
+                <select
+                    data-testid="run-input-mode"
+                    title="the inputs: random from a seed (the same in the browser, on the server and in hloscope run --random-inputs --seed), or an .npy file per parameter"
+                    on:change=move |ev| st.run_inputs.set(event_target_value(&ev))
+                >
+                    <option value="random" prop:selected=move || st.run_inputs.get() == "random">
+                        "inputs: random"
+                    </option>
+                    <option value="files" prop:selected=move || st.run_inputs.get() == "files">
+                        "inputs: .npy files"
+                    </option>
+                </select>
+                {move || {
+                    (st.run_inputs.get() != "files")
+                        .then(|| {
+                            view! {
+                                <label>
+                                    "seed "
+                                    <input
+                                        type="number"
+                                        min="0"
+                                        data-testid="run-seed"
+                                        prop:value=move || st.run_seed.get().to_string()
+                                        on:change=move |ev| {
+                                            st.run_seed.set(event_target_value(&ev).trim().parse().unwrap_or(0))
+                                        }
+                                    />
+                                </label>
+                            }
+                        })
+                }}
                 <label class="toggle" title="the server runs the same module with fusion off too, side by side">
                     <input
                         type="checkbox"
@@ -239,6 +422,7 @@ pub fn Run() -> impl IntoView {
                     "export trace"
                 </button>
             </div>
+            {move || (st.run_inputs.get() == "files").then(|| input_files(st))}
             {move || st.run_error.get().map(|e| view! { <div class="diagnostic" data-testid="run-error">{e}</div> })}
             {move || {
                 st.run
@@ -264,8 +448,8 @@ pub fn Run() -> impl IntoView {
                             <div class="run-result" data-testid="run-result" data-check=if passed { "pass" } else { "fail" }>
                                 {speedup}
                                 <div class="run-sides">
-                                    {result_view(&r.fused, "fused")}
-                                    {r.unfused.as_ref().map(|u| result_view(u, "unfused"))}
+                                    {result_view(st, &r.fused, "fused")}
+                                    {r.unfused.as_ref().map(|u| result_view(st, u, "unfused"))}
                                 </div>
                             </div>
                         }

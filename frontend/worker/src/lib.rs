@@ -3,8 +3,12 @@
 //! its graph laid out ([`layout`]), stable against the passes before it, its text diff
 //! and graph diff against any other pass ([`diff`]), its fusion decisions.
 //!
-//! `static/worker.js` loads this module and calls [`handle`] with each request's JSON; the
-//! answer is JSON too (both shapes in `frontend/src/protocol.rs`).
+//! `static/worker.js` loads this module and calls [`handle`] with each request's JSON (and
+//! the file a request carries); the answer is JSON too, and [`attachment`] the file an
+//! answer carries (both shapes in `frontend/src/protocol.rs`). Runs interpret the compiled
+//! module on random inputs or on the `.npy` files the page picked (kept here, checked
+//! against every compile's parameters by `hloscope_core::npy::params`), and keep their
+//! outputs for a download.
 
 #[path = "../../src/protocol.rs"]
 pub mod protocol;
@@ -30,14 +34,15 @@ mod tours;
 use hloscope_core::api::FusionConfig;
 use hloscope_core::api::{Provenance, Snapshot};
 use hloscope_core::cost::{self, DtypeClass, Profile};
-use hloscope_core::ir::{Module, Op};
+use hloscope_core::ir::{Literal, Module, Op, Value};
+use hloscope_core::npy;
 use hloscope_core::passes::pipeline::{parse_pipeline_spec, run_pipeline};
 use hloscope_core::passes::pipeline::{run_pipeline_observed, PipelineConfig, PipelineError};
 use hloscope_core::targets::cpu::listing::{self, KernelListing, Machine};
 use layout::KernelInfo;
 use protocol::{
-    CompileConfig, CostTotals, CostView, DecisionView, GraphView, KernelView, Outcome, PassSummary, PassView,
-    ProfileView, Request, Response, ViewSpec,
+    CompileConfig, CostTotals, CostView, DecisionView, FileView, GraphView, KernelView, Outcome, ParamView,
+    PassSummary, PassView, ProfileView, Request, Response, RunInputs, ViewSpec,
 };
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -45,30 +50,48 @@ use std::sync::Arc;
 use wasm_bindgen::prelude::*;
 
 thread_local! {
-    static WORKER: RefCell<Worker> = const { RefCell::new(Worker { session: None, sent: None }) };
+    static WORKER: RefCell<Worker> = const {
+        RefCell::new(Worker { session: None, sent: None, inputs: Vec::new(), outputs: Vec::new() })
+    };
+    /// The file the last answer carries, until `static/worker.js` takes it.
+    static ATTACHMENT: RefCell<Option<Vec<u8>>> = const { RefCell::new(None) };
 }
 
-/// What the worker keeps between requests: the last compile, and the last view it sent
-/// (the next view is sent as the parts that differ from it).
+/// What the worker keeps between requests: the last compile, the last view it sent (the
+/// next view is sent as the parts that differ from it), the input files by parameter
+/// (name and bytes; kept across compiles) and the last run's outputs.
 #[derive(Default)]
 pub struct Worker {
     session: Option<Session>,
     sent: Option<PassView>,
+    inputs: Vec<Option<(String, Vec<u8>)>>,
+    outputs: Vec<Literal>,
 }
 
-/// Answers one request (JSON of [`Request`]) with JSON of [`Response`].
+/// Answers one request (JSON of [`Request`], with the file it carries) with JSON of
+/// [`Response`]; the file the answer carries waits in [`attachment`].
 #[wasm_bindgen]
-pub fn handle(request: &str) -> String {
-    let response = match serde_json::from_str::<Request>(request) {
-        Ok(req) => WORKER.with(|w| answer(&mut w.borrow_mut(), &req, now_ms)),
-        Err(e) => Response {
-            id: 0,
-            compile_ms: 0.0,
-            layout_ms: 0.0,
-            result: Outcome::Error { line: 0, col: 0, message: format!("bad request: {e}"), in_config: false },
-        },
+pub fn handle(request: &str, file: Option<Vec<u8>>) -> String {
+    let (response, out) = match serde_json::from_str::<Request>(request) {
+        Ok(req) => WORKER.with(|w| answer_with(&mut w.borrow_mut(), &req, file, now_ms)),
+        Err(e) => (
+            Response {
+                id: 0,
+                compile_ms: 0.0,
+                layout_ms: 0.0,
+                result: Outcome::Error { line: 0, col: 0, message: format!("bad request: {e}"), in_config: false },
+            },
+            None,
+        ),
     };
+    ATTACHMENT.with(|a| *a.borrow_mut() = out);
     serde_json::to_string(&response).unwrap_or_default()
+}
+
+/// The file the last answer carries (an output's `.npy` bytes), once.
+#[wasm_bindgen]
+pub fn attachment() -> Option<Vec<u8>> {
+    ATTACHMENT.with(|a| a.borrow_mut().take())
 }
 
 #[cfg(target_arch = "wasm32")]
@@ -105,27 +128,49 @@ pub struct Session {
     listings: HashMap<Machine, Arc<Vec<KernelListing>>>,
 }
 
-/// Answers `req`: a compile replaces the session, a view reads it; `clock` gives
-/// milliseconds.
+/// Answers `req`, which carries no file: a compile replaces the session, a view reads it;
+/// `clock` gives milliseconds.
 pub fn answer(worker: &mut Worker, req: &Request, clock: fn() -> f64) -> Response {
+    answer_with(worker, req, None, clock).0
+}
+
+/// Answers `req` carrying `file`, with the file the answer carries.
+pub fn answer_with(
+    worker: &mut Worker,
+    req: &Request,
+    file: Option<Vec<u8>>,
+    clock: fn() -> f64,
+) -> (Response, Option<Vec<u8>>) {
     let session = &mut worker.session;
     let t0 = clock();
+    let reply = |result| Response { id: req.id(), compile_ms: 0.0, layout_ms: clock() - t0, result };
     let (fresh, view) = match req {
         Request::Compile { source, view, config, .. } => match compile(source, config, clock) {
             Ok(s) => {
                 *session = Some(s);
                 (true, view)
             }
-            Err(e) => return Response { id: req.id(), compile_ms: clock() - t0, layout_ms: 0.0, result: *e },
+            Err(e) => return (Response { id: req.id(), compile_ms: clock() - t0, layout_ms: 0.0, result: *e }, None),
         },
         Request::View { view, .. } => (false, view),
         // A run reads the session and sends no view.
-        Request::Run { seed, .. } => {
+        Request::Run { inputs, .. } => {
             let result = match session.as_ref() {
-                Some(s) => run(s, *seed, clock),
+                Some(s) => match run(s, inputs, &worker.inputs, clock) {
+                    Ok((run, outputs)) => {
+                        worker.outputs = outputs;
+                        Outcome::Ran { run }
+                    }
+                    Err(e) => e,
+                },
                 None => Outcome::Error { line: 0, col: 0, message: "nothing compiled yet".into(), in_config: false },
             };
-            return Response { id: req.id(), compile_ms: 0.0, layout_ms: clock() - t0, result };
+            return (reply(result), None);
+        }
+        Request::Input { param, name, .. } => return (reply(keep_input(worker, *param, name.as_deref(), file)), None),
+        Request::OutputNpy { output, .. } => {
+            let (result, bytes) = output_npy(&worker.outputs, *output);
+            return (reply(result), bytes);
         }
         // So does the kernels pane.
         Request::Kernels { machine, kernel, .. } => {
@@ -133,23 +178,81 @@ pub fn answer(worker: &mut Worker, req: &Request, clock: fn() -> f64) -> Respons
                 Some(s) => s.kernels_view(machine, *kernel, clock),
                 None => Outcome::Error { line: 0, col: 0, message: "nothing compiled yet".into(), in_config: false },
             };
-            return Response { id: req.id(), compile_ms: 0.0, layout_ms: clock() - t0, result };
+            return (reply(result), None);
         }
     };
     let t1 = clock();
     let Some(s) = session.as_mut() else {
         let result = Outcome::Error { line: 0, col: 0, message: "nothing compiled yet".into(), in_config: false };
-        return Response { id: req.id(), compile_ms: 0.0, layout_ms: 0.0, result };
+        return (Response { id: req.id(), compile_ms: 0.0, layout_ms: 0.0, result }, None);
     };
     let full = s.view(view);
     let pass_view = Box::new(protocol::ViewParts::between(worker.sent.as_ref(), &full));
     worker.sent = Some(full);
     let result = if fresh {
-        Outcome::Compiled { passes: s.summaries.clone(), cost: Box::new(s.cost.clone()), view: pass_view }
+        Outcome::Compiled {
+            passes: s.summaries.clone(),
+            cost: Box::new(s.cost.clone()),
+            view: pass_view,
+            params: params(&s.input, &worker.inputs),
+        }
     } else {
         Outcome::Viewed { view: pass_view }
     };
-    Response { id: req.id(), compile_ms: t1 - t0, layout_ms: clock() - t1, result }
+    (Response { id: req.id(), compile_ms: t1 - t0, layout_ms: clock() - t1, result }, None)
+}
+
+/// Keeps `file` as parameter `param`'s input (or forgets it, without a `name`); the
+/// parameters with their files, checked.
+fn keep_input(worker: &mut Worker, param: u32, name: Option<&str>, file: Option<Vec<u8>>) -> Outcome {
+    let slot = param as usize;
+    let kept = match (name, file) {
+        (Some(name), Some(bytes)) => Some((name.to_string(), bytes)),
+        (Some(name), None) => {
+            let message = format!("the file {name} did not come with its message");
+            return Outcome::Error { line: 0, col: 0, message, in_config: false };
+        }
+        (None, _) => None,
+    };
+    if worker.inputs.len() <= slot {
+        worker.inputs.resize(slot + 1, None);
+    }
+    worker.inputs[slot] = kept;
+    Outcome::Inputs { params: worker.session.as_ref().map(|s| params(&s.input, &worker.inputs)) }
+}
+
+/// Output `output` of the last run as `.npy` bytes.
+fn output_npy(outputs: &[Literal], output: u32) -> (Outcome, Option<Vec<u8>>) {
+    match outputs.get(output as usize) {
+        Some(l) => (Outcome::Npy { output }, Some(npy::write(&npy::NpyArray::from_literal(l)))),
+        None => {
+            let message = format!("the worker has no output {output} (it keeps the last browser run's): run again");
+            (Outcome::Error { line: 0, col: 0, message, in_config: false }, None)
+        }
+    }
+}
+
+/// `module`'s entry parameters, each with the file kept for it checked against it (its
+/// header and length only: this runs on every compile, and decoding waits for a run).
+fn params(module: &Module, inputs: &[Option<(String, Vec<u8>)>]) -> Vec<ParamView> {
+    let entry = module.entry_comp();
+    (0..entry.params.len())
+        .map(|i| {
+            let inst = entry.inst(entry.params[i]);
+            let file = inputs.get(i).and_then(Option::as_ref).map(|(name, bytes)| FileView {
+                name: name.clone(),
+                bytes: bytes.len() as u64,
+                error: npy::params::check_param(module, i, name, bytes).err(),
+            });
+            ParamView {
+                index: i as u32,
+                name: inst.name.clone(),
+                ty: inst.ty.to_string(),
+                expects: npy::params::expected_npy(module, i),
+                file,
+            }
+        })
+        .collect()
 }
 
 fn error(line: u32, col: u32, message: String) -> Box<Outcome> {
@@ -426,12 +529,26 @@ impl Session {
 /// until it does: a runaway `while` must not keep it for minutes).
 const MAX_LOOP_ITERATIONS: u64 = 1_000_000;
 
-/// Runs the compiled module on random inputs from `seed` with the reference interpreter
-/// (`browser-cpu` until the WebAssembly kernels exist), and checks its outputs against
-/// the interpreter's on the module as written: the passes must not change what it computes.
-fn run(s: &Session, seed: u64, clock: fn() -> f64) -> Outcome {
+/// Runs the compiled module on `inputs` (random from a seed, or the kept `files`) with the
+/// reference interpreter (`browser-cpu` until the WebAssembly kernels exist), and checks
+/// its outputs against the interpreter's on the module as written: the passes must not
+/// change what it computes. The outputs come back too, for a download.
+fn run(
+    s: &Session,
+    inputs: &RunInputs,
+    files: &[Option<(String, Vec<u8>)>],
+    clock: fn() -> f64,
+) -> Result<(Box<protocol::RunView>, Vec<Literal>), Outcome> {
     use hloscope_core::interp::{check, random_inputs, Interpreter};
-    let inputs = random_inputs(&s.input, seed);
+    let inputs = match inputs {
+        RunInputs::Random { seed } => random_inputs(&s.input, *seed),
+        RunInputs::Files => file_inputs(&s.input, files).map_err(|message| Outcome::Error {
+            line: 0,
+            col: 0,
+            message,
+            in_config: false,
+        })?,
+    };
     let interpret = |m: &Module, what: &str| {
         let mut i = Interpreter::new(m);
         i.max_loop_iterations = MAX_LOOP_ITERATIONS;
@@ -441,15 +558,9 @@ fn run(s: &Session, seed: u64, clock: fn() -> f64) -> Outcome {
         })
     };
     let t0 = clock();
-    let got = match interpret(&s.compiled, "compiled") {
-        Ok(v) => v,
-        Err(e) => return e,
-    };
+    let got = interpret(&s.compiled, "compiled")?;
     let run_s = (clock() - t0) / 1e3;
-    let want = match interpret(&s.input, "input") {
-        Ok(v) => v,
-        Err(e) => return e,
-    };
+    let want = interpret(&s.input, "input")?;
     let c = check::check_outputs(&got, &want);
     let outputs = got
         .iter()
@@ -464,6 +575,7 @@ fn run(s: &Session, seed: u64, clock: fn() -> f64) -> Outcome {
                 max: stats.max,
                 mean: stats.mean,
                 first: stats.first,
+                npy: None,
             }
         })
         .collect();
@@ -483,18 +595,28 @@ fn run(s: &Session, seed: u64, clock: fn() -> f64) -> Outcome {
             })
             .collect(),
     };
-    Outcome::Ran {
-        run: Box::new(protocol::RunView {
-            target: "browser-cpu".into(),
-            outputs,
-            compile_s: 0.0,
-            iters: 1,
-            run_median_s: run_s,
-            run_min_s: run_s,
-            kernels: Vec::new(),
-            check: Some(check),
-        }),
-    }
+    let view = protocol::RunView {
+        target: "browser-cpu".into(),
+        outputs,
+        compile_s: 0.0,
+        iters: 1,
+        run_median_s: run_s,
+        run_min_s: run_s,
+        kernels: Vec::new(),
+        check: Some(check),
+    };
+    Ok((Box::new(view), got))
+}
+
+/// The entry arguments from the kept files, one per parameter; a parameter without one,
+/// or whose file does not fit, is named.
+fn file_inputs(module: &Module, files: &[Option<(String, Vec<u8>)>]) -> Result<Vec<Value>, String> {
+    (0..module.entry_comp().params.len())
+        .map(|i| match files.get(i).and_then(Option::as_ref) {
+            Some((name, bytes)) => npy::params::param_from_npy(module, i, name, bytes),
+            None => Err(format!("{} has no .npy file: pick one", npy::params::describe_param(module, i))),
+        })
+        .collect()
 }
 
 /// Each instruction's line in HLO text (`%add.3 = f32[4]{0} add(...)`), by name.
@@ -547,7 +669,7 @@ mod tests {
     }
 
     fn compile_with(source: &str, view: ViewSpec, config: CompileConfig) -> (Worker, Response) {
-        let mut worker = Worker { session: None, sent: None };
+        let mut worker = Worker::default();
         let r = answer(&mut worker, &Request::Compile { id: 7, source: source.into(), view, config }, clock);
         (worker, r)
     }
@@ -562,7 +684,7 @@ mod tests {
     fn the_mlp_compiles_into_passes_with_clusters() {
         let (_, r) = compile_view(MLP, ViewSpec::default());
         assert_eq!(r.id, 7);
-        let Outcome::Compiled { passes, view, cost } = r.result else { panic!("{:?}", r.result) };
+        let Outcome::Compiled { passes, view, cost, .. } = r.result else { panic!("{:?}", r.result) };
         let view = whole(view);
         assert_eq!(passes[0].name, "input");
         // The cost: the last pass's kernels, one row each, their sum the total.
@@ -679,7 +801,7 @@ mod tests {
     #[test]
     fn a_browser_run_checks_the_compiled_module_against_the_input() {
         let (mut worker, _) = compile_view(MLP, ViewSpec::default());
-        let r = answer(&mut worker, &Request::Run { id: 9, seed: 3 }, clock);
+        let r = answer(&mut worker, &Request::Run { id: 9, inputs: RunInputs::Random { seed: 3 } }, clock);
         let Outcome::Ran { run } = r.result else { panic!("{:?}", r.result) };
         let check = run.check.unwrap();
         assert!(check.passed, "{check:?}");
@@ -691,9 +813,123 @@ mod tests {
         let first: f64 = o.first[..3].iter().map(|v| v.unwrap()).sum();
         assert!((first - 1.0).abs() < 1e-5, "{first}");
         // Another seed, other inputs, other outputs.
-        let r = answer(&mut worker, &Request::Run { id: 10, seed: 4 }, clock);
+        let r = answer(&mut worker, &Request::Run { id: 10, inputs: RunInputs::Random { seed: 4 } }, clock);
         let Outcome::Ran { run: other } = r.result else { panic!() };
         assert_ne!(other.outputs[0].first, o.first);
+    }
+
+    /// The `.npy` file of `l`.
+    fn npy_file(l: &Literal) -> Vec<u8> {
+        npy::write(&npy::NpyArray::from_literal(l))
+    }
+
+    /// Keeps `bytes` as parameter `param`'s file named `name`; the parameters as answered.
+    fn keep(worker: &mut Worker, param: u32, name: &str, bytes: Vec<u8>) -> Vec<ParamView> {
+        let req = Request::Input { id: 20 + param, param, name: Some(name.into()) };
+        let (r, out) = answer_with(worker, &req, Some(bytes), clock);
+        assert!(out.is_none());
+        let Outcome::Inputs { params: Some(params) } = r.result else { panic!("{:?}", r.result) };
+        params
+    }
+
+    #[test]
+    fn a_run_on_npy_files_equals_the_interpreter_on_their_values_and_its_outputs_download() {
+        let (mut worker, r) = compile_view(MLP, ViewSpec::default());
+        let Outcome::Compiled { params, .. } = r.result else { panic!("{:?}", r.result) };
+        // The entry's parameters, each with what its file must hold; no files yet.
+        let shown: Vec<_> = params.iter().map(|p| (p.name.as_str(), p.ty.as_str(), p.expects.as_deref())).collect();
+        assert_eq!(shown[0], ("Arg.0", "f32[4,8]", Some("float32 (4, 8)")), "{shown:?}");
+        assert_eq!(shown.len(), 5);
+        assert!(params.iter().all(|p| p.file.is_none()));
+        // Values other than any seed's: 0.1·(i mod 17) − 0.8 per element.
+        let input = hloscope_core::parse::parse_module(MLP).unwrap();
+        let values: Vec<Literal> = input
+            .entry_comp()
+            .param_types()
+            .iter()
+            .map(|t| {
+                let shape = t.as_array().unwrap().clone();
+                let n = shape.num_elements();
+                Literal::from_f64s(shape, &(0..n).map(|i| 0.1 * (i % 17) as f64 - 0.8).collect::<Vec<_>>())
+            })
+            .collect();
+        for (i, v) in values.iter().enumerate() {
+            let params = keep(&mut worker, i as u32, &format!("in{i}.npy"), npy_file(v));
+            let file = params[i].file.as_ref().unwrap();
+            assert_eq!((file.name.clone(), file.error.clone()), (format!("in{i}.npy"), None));
+            assert_eq!(file.bytes as usize, npy_file(v).len());
+        }
+        let r = answer(&mut worker, &Request::Run { id: 30, inputs: RunInputs::Files }, clock);
+        let Outcome::Ran { run } = r.result else { panic!("{:?}", r.result) };
+        assert!(run.check.as_ref().unwrap().passed, "{:?}", run.check);
+        // The interpreter on the module as written, on the same values (what `hloscope run
+        // --input` computes): the same summary, and the downloaded file holds the same bytes.
+        let args: Vec<Value> = values.iter().cloned().map(Value::Array).collect();
+        let want = hloscope_core::interp::Interpreter::new(&input).run(&args).unwrap().flatten();
+        let stats = hloscope_core::interp::check::stats(&want[0], 16);
+        let o = &run.outputs[0];
+        assert_eq!((o.min, o.max, o.mean, &o.first), (stats.min, stats.max, stats.mean, &stats.first));
+        let (r, file) = answer_with(&mut worker, &Request::OutputNpy { id: 31, output: 0 }, None, clock);
+        assert!(matches!(r.result, Outcome::Npy { output: 0 }), "{:?}", r.result);
+        assert_eq!(file.unwrap(), npy_file(&want[0]));
+        // Output 1 does not exist; random inputs still run, and replace the outputs kept.
+        let r = answer(&mut worker, &Request::OutputNpy { id: 32, output: 1 }, clock);
+        let Outcome::Error { message, .. } = r.result else { panic!("{:?}", r.result) };
+        assert!(message.contains("no output 1"), "{message}");
+        let r = answer(&mut worker, &Request::Run { id: 33, inputs: RunInputs::Random { seed: 1 } }, clock);
+        let Outcome::Ran { run: random } = r.result else { panic!("{:?}", r.result) };
+        assert_ne!(random.outputs[0].first, o.first);
+        let (_, file) = answer_with(&mut worker, &Request::OutputNpy { id: 34, output: 0 }, None, clock);
+        assert_ne!(file.unwrap(), npy_file(&want[0]));
+    }
+
+    #[test]
+    fn a_file_that_does_not_fit_or_is_missing_names_its_parameter() {
+        let (mut worker, _) = compile_view(MLP, ViewSpec::default());
+        // No files at all: the first parameter is named.
+        let r = answer(&mut worker, &Request::Run { id: 1, inputs: RunInputs::Files }, clock);
+        let Outcome::Error { message, .. } = r.result else { panic!("{:?}", r.result) };
+        assert_eq!(message, "parameter 0 (%Arg.0: f32[4,8]) has no .npy file: pick one");
+        // A file of the wrong shape is marked at once, and a run names it.
+        let wrong = Literal::zeros(hloscope_core::ir::Shape::new(hloscope_core::ir::ElementType::F32, vec![8, 4]));
+        let params = keep(&mut worker, 0, "x.npy", npy_file(&wrong));
+        let error = params[0].file.as_ref().unwrap().error.clone().unwrap();
+        assert_eq!(
+            error,
+            "x.npy: parameter 0 (%Arg.0: f32[4,8]) expects shape (4, 8), but the file holds shape (8, 4)"
+        );
+        let r = answer(&mut worker, &Request::Run { id: 2, inputs: RunInputs::Files }, clock);
+        let Outcome::Error { message, .. } = r.result else { panic!("{:?}", r.result) };
+        assert_eq!(message, error);
+        // Kept across compiles and checked against each: here a module whose %x is f32[8,4].
+        let other = "func.func @main(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {\n  %y = stablehlo.negate %x : tensor<8x4xf32>\n  return %y : tensor<8x4xf32>\n}\n";
+        let r = answer(
+            &mut worker,
+            &Request::Compile {
+                id: 3,
+                source: other.into(),
+                view: ViewSpec::default(),
+                config: CompileConfig::default(),
+            },
+            clock,
+        );
+        let Outcome::Compiled { params, .. } = r.result else { panic!("{:?}", r.result) };
+        assert_eq!(params.len(), 1);
+        assert_eq!(params[0].file.as_ref().map(|f| f.error.clone()), Some(None));
+        let r = answer(&mut worker, &Request::Run { id: 4, inputs: RunInputs::Files }, clock);
+        let Outcome::Ran { run } = r.result else { panic!("{:?}", r.result) };
+        assert_eq!(run.outputs[0].first[0], Some(-0.0));
+        // Forgotten, the parameter has no file again; a name without its bytes is refused.
+        let r = answer(&mut worker, &Request::Input { id: 5, param: 0, name: None }, clock);
+        let Outcome::Inputs { params: Some(params) } = r.result else { panic!("{:?}", r.result) };
+        assert!(params[0].file.is_none());
+        let r = answer(&mut worker, &Request::Input { id: 6, param: 0, name: Some("y.npy".into()) }, clock);
+        let Outcome::Error { message, .. } = r.result else { panic!("{:?}", r.result) };
+        assert!(message.contains("y.npy did not come"), "{message}");
+        // Not an .npy file at all.
+        let params = keep(&mut worker, 0, "notes.txt", b"hello".to_vec());
+        let error = params[0].file.as_ref().unwrap().error.clone().unwrap();
+        assert!(error.starts_with("notes.txt: not an .npy file"), "{error}");
     }
 
     #[test]

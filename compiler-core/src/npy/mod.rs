@@ -7,8 +7,15 @@
 //! C order only. Fortran order, big-endian data and other dtypes are rejected with a
 //! reason. Files are written as version 1.0 with the header padded to 64 bytes, as
 //! NumPy itself does.
+//!
+//! Bytes in, bytes out: reading files is the caller's (the CLI reads them from disk, the
+//! server from base64 in a request, the browser's worker from the page), so this stays
+//! inside the core's no-IO invariant. [`params`] matches arrays to a module's entry
+//! parameters.
 
-use hloscope_core::ir::{ElementType, Literal, Shape};
+pub mod params;
+
+use crate::ir::{ElementType, Literal, Shape};
 use std::fmt;
 
 const MAGIC: &[u8] = b"\x93NUMPY";
@@ -90,8 +97,23 @@ pub fn numpy_name(elem: ElementType) -> &'static str {
     }
 }
 
+/// An `.npy` array read in place: its data borrowed from the file's bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NpyRef<'a> {
+    pub elem: ElementType,
+    pub dims: Vec<i64>,
+    /// Row-major, little-endian element bytes.
+    pub data: &'a [u8],
+}
+
 /// Parses the bytes of an `.npy` file.
 pub fn read(bytes: &[u8]) -> Result<NpyArray, NpyError> {
+    read_ref(bytes).map(|a| NpyArray { elem: a.elem, dims: a.dims, data: a.data.to_vec() })
+}
+
+/// Parses the bytes of an `.npy` file without copying its data (every check of [`read`]
+/// is made: the header, the dtype, the data's length, bool bytes).
+pub fn read_ref(bytes: &[u8]) -> Result<NpyRef<'_>, NpyError> {
     if bytes.len() < 10 || &bytes[..6] != MAGIC {
         return err("not an .npy file (missing the \\x93NUMPY magic)");
     }
@@ -117,10 +139,11 @@ pub fn read(bytes: &[u8]) -> Result<NpyArray, NpyError> {
         return err("Fortran-order arrays are not supported (save a C-order array, e.g. np.ascontiguousarray)");
     }
     let elem = elem_from_descr(&h.descr)?;
+    // `usize::try_from`, not `as`: on wasm32 a dimension of 2^32 would wrap to 0.
     let count = h
         .dims
         .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d as usize))
+        .try_fold(1usize, |acc, &d| acc.checked_mul(usize::try_from(d).ok()?))
         .ok_or_else(|| NpyError("the .npy shape is too large".into()))?;
     let want = count.checked_mul(elem.byte_size()).ok_or_else(|| NpyError("the .npy shape is too large".into()))?;
     let data = &bytes[header_end..];
@@ -137,7 +160,7 @@ pub fn read(bytes: &[u8]) -> Result<NpyArray, NpyError> {
             return err(format!("a bool element holds byte {b}, not 0 or 1"));
         }
     }
-    Ok(NpyArray { elem, dims: h.dims, data: data.to_vec() })
+    Ok(NpyRef { elem, dims: h.dims, data })
 }
 
 /// Serializes an array in the `.npy` format (version 1.0).
@@ -180,15 +203,27 @@ impl NpyArray {
     /// The literal of shape `dims`/`elem` this array holds. The dtype must match, except
     /// that a bf16 target accepts float32 data, rounded to nearest even.
     pub fn to_literal(&self, elem: ElementType) -> Option<Literal> {
+        self.as_ref().to_literal(elem)
+    }
+
+    /// The array, its data borrowed.
+    pub fn as_ref(&self) -> NpyRef<'_> {
+        NpyRef { elem: self.elem, dims: self.dims.clone(), data: &self.data }
+    }
+}
+
+impl NpyRef<'_> {
+    /// As [`NpyArray::to_literal`].
+    pub fn to_literal(&self, elem: ElementType) -> Option<Literal> {
         let shape = Shape::new(elem, self.dims.clone());
         if elem == ElementType::BF16 && self.elem == ElementType::F32 {
-            let f = Literal::from_le_bytes(Shape::new(ElementType::F32, self.dims.clone()), &self.data)?;
+            let f = Literal::from_le_bytes(Shape::new(ElementType::F32, self.dims.clone()), self.data)?;
             return Some(Literal::from_f64s(shape, &f.to_f64_vec()));
         }
         if elem != self.elem {
             return None;
         }
-        Literal::from_le_bytes(shape, &self.data)
+        Literal::from_le_bytes(shape, self.data)
     }
 }
 
@@ -390,5 +425,29 @@ mod tests {
         bytes.pop();
         assert!(read(&bytes).unwrap_err().0.contains("has 5 bytes"));
         assert!(read(b"hello world").unwrap_err().0.contains("magic"));
+        assert!(read(&bytes[..40]).unwrap_err().0.contains("truncated .npy header"));
+
+        // A shape whose byte count overflows (on wasm32 too, where usize is 32 bits).
+        let huge = NpyArray { elem: ElementType::F32, dims: vec![1 << 40, 1 << 40], data: vec![] };
+        assert!(read(&write(&huge)).unwrap_err().0.contains("too large"));
+        let mut bools = write(&NpyArray { elem: ElementType::Pred, dims: vec![2], data: vec![1, 0] });
+        *bools.last_mut().unwrap() = 2;
+        assert!(read(&bools).unwrap_err().0.contains("holds byte 2"));
+    }
+
+    #[test]
+    fn version_2_headers_read_and_data_is_borrowed() {
+        let v1 = write(&NpyArray { elem: ElementType::S32, dims: vec![2], data: vec![7, 0, 0, 0, 9, 0, 0, 0] });
+        // Version 2.0: the same header with a four-byte length.
+        let header_len = u16::from_le_bytes([v1[8], v1[9]]) as u32;
+        let mut v2 = b"\x93NUMPY\x02\x00".to_vec();
+        v2.extend_from_slice(&header_len.to_le_bytes());
+        v2.extend_from_slice(&v1[10..]);
+        let a = read_ref(&v2).unwrap();
+        assert_eq!((a.elem, a.dims.as_slice()), (ElementType::S32, &[2i64][..]));
+        assert!(std::ptr::eq(a.data.as_ptr(), v2[v2.len() - 8..].as_ptr()), "the data is not copied");
+        assert_eq!(a.to_literal(ElementType::S32).unwrap().to_f64_vec(), vec![7.0, 9.0]);
+        assert_eq!(a.to_literal(ElementType::F32), None, "a dtype mismatch decodes nothing");
+        assert!(read(&v2[..11]).unwrap_err().0.contains("truncated"));
     }
 }

@@ -300,8 +300,10 @@ pub(crate) struct Builder<'c> {
     /// Each origin's index in `e.origin_names`.
     origin_of: HashMap<InstId, u32>,
     idx_memo: HashMap<Idx, IdxId>,
-    /// (instruction, index, outer region) -> value.
-    memo: HashMap<(InstId, Vec<IdxId>), ExprId>,
+    /// (instruction, index, outer region) -> value. The region is part of the key: a
+    /// value made at the outer index (a reduce's result) must not be found when the same
+    /// element is read inside a reduced loop, where that result does not exist yet.
+    memo: HashMap<(InstId, Vec<IdxId>, bool), ExprId>,
     /// Reduce instruction -> its reduction number.
     reduce_of: HashMap<InstId, u32>,
     extra: Vec<(InstId, Literal)>,
@@ -636,7 +638,7 @@ impl<'c> Builder<'c> {
     /// The element of instruction `id` at multi-index `at`. `outer` says whether the
     /// index uses only kept variables (where reduce results exist).
     fn eval(&mut self, id: InstId, at: &[IdxId], outer: bool) -> Result<ExprId, String> {
-        let key = (id, at.to_vec());
+        let key = (id, at.to_vec(), outer);
         if let Some(&e) = self.memo.get(&key) {
             return Ok(e);
         }

@@ -255,7 +255,8 @@ impl cranelift_module::Module for ListingModule {
     }
 }
 
-#[cfg(test)]
+// Both machines' code generators: feature `listing`.
+#[cfg(all(test, feature = "listing"))]
 mod tests {
     use super::*;
 

@@ -705,9 +705,8 @@ ENTRY main {
         let mean = row.iter().sum::<f64>() / 64.0;
         row.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / 64.0
     };
-    let var = got[1].to_f64_vec();
-    for r in 0..8 {
-        assert!((var[r] - row_var(r)).abs() < 1e-4 * row_var(r), "row {r}: {} vs {}", var[r], row_var(r));
+    for (r, v) in got[1].to_f64_vec().into_iter().enumerate() {
+        assert!((v - row_var(r)).abs() < 1e-4 * row_var(r), "row {r}: {v} vs {}", row_var(r));
     }
     for (g, w) in got.iter().zip(&want) {
         assert!(close(g, w, 4), "{g:?} vs {w:?}; plan:\n{}", exe.plan().summary());

@@ -258,6 +258,39 @@ impl KernelPlan {
     pub fn assign_arena(&mut self) {
         self.arena = assign_arena(self);
     }
+
+    /// Runs each entry instruction of `demoted` (instruction -> why) as one opaque kernel
+    /// in place of all of its kernels (a target whose emitter refuses a kernel falls back
+    /// to this), then derives the row chains and the arena again: kernel positions have
+    /// moved, and an opaque kernel joins no chain. Returns, per old kernel position, its
+    /// new one (`None` for a kernel replaced).
+    pub fn demote_to_opaque(
+        &mut self,
+        module: &Module,
+        demoted: &HashMap<InstId, String>,
+    ) -> Result<Vec<Option<usize>>, String> {
+        let old = std::mem::take(&mut self.kernels);
+        let mut moved = Vec::with_capacity(old.len());
+        let mut done = std::collections::HashSet::new();
+        for k in old {
+            match demoted.get(&k.source) {
+                None => {
+                    moved.push(Some(self.kernels.len()));
+                    self.kernels.push(k);
+                }
+                Some(reason) => {
+                    moved.push(None);
+                    if done.insert(k.source) {
+                        let opaque = opaque_kernel(module, self.comp, &self.values, k.source, reason.clone())?;
+                        self.kernels.push(opaque);
+                    }
+                }
+            }
+        }
+        self.chains = chains::find_chains(self);
+        self.assign_arena();
+        Ok(moved)
+    }
     /// (compiled kernels, interpreted kernels).
     pub fn counts(&self) -> (usize, usize) {
         let opaque = self.kernels.iter().filter(|k| matches!(k.kind, KernelKind::Opaque { .. })).count();

@@ -620,3 +620,28 @@ ENTRY %main (x: f32[4,40000]) -> f32[4,40000] {
     assert!(p.chains.is_empty());
     assert!(chains::find_chains_with(&p, 0).is_empty());
 }
+
+#[test]
+fn demoting_a_chain_member_to_opaque_derives_the_chains_and_the_arena_again() {
+    // Three row-wise kernels of 256 x 1024 f32 chain together; when a target refuses the
+    // middle one, the positions move and the opaque kernel joins no chain.
+    let m = crate::parse::parse_module(
+        "HloModule m
+ENTRY %main (x: f32[256,1024]) -> f32[256,1024] {
+  %x = f32[256,1024] parameter(0)
+  %e = f32[256,1024] exponential(%x)
+  %n = f32[256,1024] negate(%e)
+  ROOT %a = f32[256,1024] abs(%n)
+}",
+    )
+    .unwrap();
+    let mut p = plan(&m).unwrap();
+    assert_eq!(p.chains, vec![0..3]);
+    let n = p.kernels[1].source;
+    let moved = p.demote_to_opaque(&m, &HashMap::from([(n, "refused".to_string())]));
+    let moved = moved.unwrap();
+    assert_eq!(moved, vec![Some(0), None, Some(2)]);
+    assert!(matches!(p.kernels[1].kind, KernelKind::Opaque { ref reason } if reason == "refused"));
+    assert!(p.chains.is_empty(), "{:?}", p.chains);
+    assert_eq!(p.arena, arena::assign_arena(&p));
+}

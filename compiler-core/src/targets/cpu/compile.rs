@@ -214,35 +214,10 @@ fn build(
         }
     }
     if !failed.is_empty() {
-        let mut kernels = Vec::new();
-        let mut done = std::collections::HashSet::new();
-        let old = std::mem::take(&mut plan.kernels);
-        let mut renumbered = HashMap::new();
-        for (i, k) in old.into_iter().enumerate() {
-            match failed.get(&k.source) {
-                None => {
-                    if let Some(e) = emitted.remove(&i) {
-                        renumbered.insert(kernels.len(), e);
-                    }
-                    kernels.push(k);
-                }
-                Some(reason) => {
-                    if done.insert(k.source) {
-                        kernels.push(kernel::opaque_kernel(
-                            module,
-                            comp_id,
-                            &plan.values,
-                            k.source,
-                            format!("codegen: {reason}"),
-                        )?);
-                    }
-                }
-            }
-        }
-        plan.kernels = kernels;
-        emitted = renumbered;
-        // The runs and the artifact use this final plan's arena.
-        plan.assign_arena();
+        // The runs and the artifact use this final plan, its chains and its arena.
+        let demoted = failed.into_iter().map(|(inst, reason)| (inst, format!("codegen: {reason}"))).collect();
+        let moved = plan.demote_to_opaque(module, &demoted)?;
+        emitted = emitted.into_iter().filter_map(|(i, e)| Some((moved[i]?, e))).collect();
     }
     jit.finalize_definitions().map_err(|e| format!("cannot finalize machine code: {e}"))?;
 

@@ -269,6 +269,7 @@ test("an XLA HLO dump opened as a file and a debug_info export dropped on the ed
   await expect(page.locator("[data-testid=editor] .cm-content")).toContainText("loc(");
   // The program's own locations reach the node details.
   await page.locator("[data-testid=pass][data-pass=input]").click();
+  await expect(page.locator("[data-testid=fusion-cluster]")).toHaveCount(0);
   await page.locator("[data-testid=graph-node][data-op=dot]").first().click();
   await expect(page.locator("[data-testid=node-details] dt:text-is('source') + dd")).not.toHaveText("—");
 });

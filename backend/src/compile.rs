@@ -213,10 +213,7 @@ fn machine_listings(
     clif: bool,
 ) -> Result<String, RunError> {
     use hloscope_core::targets::cpu::listing::{self, Machine};
-    let machine = Machine::from_name(name).ok_or_else(|| {
-        let known: Vec<&str> = Machine::ALL.iter().map(|m| m.name()).collect();
-        RunError(format!("--machine `{name}`: unknown (known: {})", known.join(", ")))
-    })?;
+    let machine = Machine::parse(name).map_err(|e| RunError(format!("--machine `{name}`: {e}")))?;
     let kernels = listing::list(module, machine)
         .map_err(|e| RunError(format!("{source_name}: generating code for {name} failed: {e}")))?;
     let mut out = String::new();

@@ -432,7 +432,7 @@ test("the kernels pane shows each kernel's Cranelift IR and machine code for eit
   await expect(code).toContainText("function u0:");
   await expect(code).toContainText("f32x4");
   await expect(page.getByTestId("kernel-notes")).toContainText("vectorized: 4 lanes");
-  await expect(page.getByTestId("kernel-how")).toContainText("row reduction");
+  await expect(page.getByTestId("kernel-how")).toContainText("reduction(row)");
   // Its x86-64 machine code, then AArch64's.
   await page.getByTestId("kernel-form-asm").click();
   await expect(code).toContainText("%xmm");

@@ -33,8 +33,7 @@ pub enum Answer {
     /// A run that failed (its error is the run's, not the text's).
     RunFailed(String),
     /// The kernels pane's listing, or why there is none.
-    Kernels(Box<KernelsView>),
-    KernelsFailed(String),
+    Kernels(Result<Box<KernelsView>, String>),
     /// The parameters with their input files, after one was picked or forgotten.
     Inputs(Vec<ParamView>),
     /// Output `output` of the last browser run as `.npy` bytes, or why not.
@@ -184,12 +183,12 @@ impl Compiler {
             return;
         }
         if r.id == self.0.last_kernels.get() {
-            let answer = match r.result {
-                Outcome::Kernels { listing } => Answer::Kernels(listing),
-                Outcome::Error { message, .. } => Answer::KernelsFailed(message),
-                other => Answer::KernelsFailed(format!("the worker answered a listing with {other:?}")),
+            let listing = match r.result {
+                Outcome::Kernels { listing } => Ok(listing),
+                Outcome::Error { message, .. } => Err(message),
+                other => Err(format!("the worker answered a listing with {other:?}")),
             };
-            (self.0.on_answer)(answer);
+            (self.0.on_answer)(Answer::Kernels(listing));
             return;
         }
         let is_compile = matches!(r.result, Outcome::Compiled { .. } | Outcome::Error { .. });

@@ -205,11 +205,11 @@ pub fn App() -> impl IntoView {
             cm::download_bytes(&bytes, &format!("out{output}.npy"), "application/octet-stream")
         }
         api::Answer::Npy(Err(message)) => st.run_error.set(Some(message)),
-        api::Answer::Kernels(listing) => {
+        api::Answer::Kernels(Ok(listing)) => {
             st.kernels_error.set(None);
             st.kernels.set(Some(*listing));
         }
-        api::Answer::KernelsFailed(message) => st.kernels_error.set(Some(message)),
+        api::Answer::Kernels(Err(message)) => st.kernels_error.set(Some(message)),
         api::Answer::Error { message, in_config: true, .. } => {
             status.set("the fusion lab's settings are wrong: the last good result stays below".into());
             st.config_problem.set(Some(message));

@@ -393,10 +393,16 @@ impl Session {
     /// The kernels pane for `machine`: every kernel of the compiled module, and the code
     /// of kernel `shown` (the first with code when `None`).
     fn kernels_view(&mut self, machine: &str, shown: Option<usize>, clock: fn() -> f64) -> Outcome {
-        let Some(m) = Machine::from_name(machine) else {
-            let known: Vec<&str> = Machine::ALL.iter().map(|m| m.name()).collect();
-            let message = format!("unknown machine `{machine}` (known: {})", known.join(", "));
-            return Outcome::Error { line: 0, col: 0, message, in_config: false };
+        let m = match Machine::parse(machine) {
+            Ok(m) => m,
+            Err(e) => {
+                return Outcome::Error {
+                    line: 0,
+                    col: 0,
+                    message: format!("machine `{machine}`: {e}"),
+                    in_config: false,
+                }
+            }
         };
         let t0 = clock();
         let listing = match self.listings.get(&m) {

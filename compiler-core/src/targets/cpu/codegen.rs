@@ -1074,14 +1074,12 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// The calls of the block functions whose arguments stage `stage` computes, with
     /// their arguments ([`Emit::block_args`]).
     fn call_blocks(&mut self, stage: u32, args: &[Vec<Value>]) {
-        let caller = self.b.srcloc();
-        for (block, args) in self.blocks.iter().zip(args) {
-            if block.op.level == stage + 1 {
+        for (k, args) in args.iter().enumerate() {
+            let (op, func) = (&self.blocks[k].op, self.blocks[k].func);
+            if op.level == stage + 1 {
                 // The call computes the blocked op's node: it carries that node's origin.
-                if let Some(&Some(origin)) = self.e.origins.get(block.op.expr.0 as usize) {
-                    self.b.set_srcloc(SourceLoc::new(origin));
-                }
-                self.b.ins().call(block.func, args);
+                let caller = self.enter_origin(op.expr);
+                self.b.ins().call(func, args);
                 self.b.set_srcloc(caller);
             }
         }
@@ -1445,16 +1443,24 @@ impl<'a, 'f> Emit<'a, 'f> {
         }
     }
 
-    fn value(&mut self, x: ExprId) -> Value {
-        if let Some(&v) = self.memo.get(&x) {
-            return v;
-        }
-        // The instructions made for this node carry its HLO instruction as their source
-        // location (listings link code to HLO); its operands' carry theirs.
+    /// Makes node `x`'s HLO instruction (`Elemental::origins`) the source location of
+    /// the instructions emitted next, so listings link code to HLO; returns the location
+    /// it replaces, for the caller to restore.
+    fn enter_origin(&mut self, x: ExprId) -> SourceLoc {
         let caller = self.b.srcloc();
         if let Some(&Some(origin)) = self.e.origins.get(x.0 as usize) {
             self.b.set_srcloc(SourceLoc::new(origin));
         }
+        caller
+    }
+
+    fn value(&mut self, x: ExprId) -> Value {
+        if let Some(&v) = self.memo.get(&x) {
+            return v;
+        }
+        // The instructions made for this node carry its HLO instruction; its operands'
+        // carry theirs.
+        let caller = self.enter_origin(x);
         let v = match self.block_result(x) {
             Some(v) => v,
             None => self.value_uncached(x),

@@ -40,8 +40,12 @@ impl Machine {
         }
     }
 
-    pub fn from_name(name: &str) -> Option<Machine> {
-        Machine::ALL.into_iter().find(|m| m.name() == name)
+    /// The machine named `name`; else an error listing the known names.
+    pub fn parse(name: &str) -> Result<Machine, String> {
+        Machine::ALL.into_iter().find(|m| m.name() == name).ok_or_else(|| {
+            let known: Vec<&str> = Machine::ALL.iter().map(|m| m.name()).collect();
+            format!("unknown (known: {})", known.join(", "))
+        })
     }
 
     fn isa(self) -> Result<OwnedTargetIsa, String> {
@@ -90,7 +94,7 @@ pub struct KernelListing {
     pub index: usize,
     /// The instruction it comes from (a fusion's name for each of its kernels).
     pub name: String,
-    /// What kind of kernel: `loop`, `row reduction`, `dot`, ...
+    /// What kind of kernel, as the plan says it: `loop`, `reduction(row)`, `library(dot)`, ...
     pub kind: String,
     /// How it runs, in a few words: `simd 4x4`, `simd 4x4 + native exp`, `scalar`,
     /// `gemm library call`, `interpreter`, ...
@@ -151,7 +155,7 @@ pub fn list(module: &Module, machine: Machine) -> Result<Vec<KernelListing>, Str
         out.push(KernelListing {
             index,
             name: k.name.clone(),
-            kind: kind_name(&k.kind),
+            kind: k.kind.to_string(),
             runs,
             notes,
             clif,
@@ -168,19 +172,6 @@ pub fn list(module: &Module, machine: Machine) -> Result<Vec<KernelListing>, Str
 fn line_origin<'a>(line: &str, origins: &'a [String]) -> Option<&'a str> {
     let hex = line.trim_start().strip_prefix('@')?.split_whitespace().next()?;
     origins.get(u32::from_str_radix(hex, 16).ok()? as usize).map(String::as_str)
-}
-
-fn kind_name(kind: &KernelKind) -> String {
-    match kind {
-        KernelKind::Loop => "loop".into(),
-        KernelKind::Reduction(r) => format!("{} reduction", format!("{r:?}").to_lowercase()),
-        KernelKind::Dot => "dot".into(),
-        KernelKind::Sort => "sort".into(),
-        KernelKind::Scatter => "scatter".into(),
-        KernelKind::While => "while loop".into(),
-        KernelKind::Case => "conditional".into(),
-        KernelKind::Opaque { .. } => "opaque".into(),
-    }
 }
 
 /// How a kernel without a function of its own runs, and why.
@@ -303,7 +294,7 @@ ENTRY main {
                 assert_eq!(!origin.is_empty(), line.trim_start().starts_with('@'), "{line}");
             }
             let reduce = kernels.iter().find(|k| k.name == "mx").unwrap();
-            assert_eq!(reduce.kind, "row reduction");
+            assert_eq!(reduce.kind, "reduction(row)");
             assert!(reduce.notes[0].starts_with("vectorized:"), "{:?}", reduce.notes);
             match machine {
                 // SSE/AVX registers and instructions; the exponential strip-mined into
@@ -346,7 +337,7 @@ ENTRY main {
         );
         let kernels = list(&m, Machine::X86_64V3).unwrap();
         assert_eq!(kernels.len(), 1);
-        assert_eq!((kernels[0].kind.as_str(), kernels[0].runs.as_str()), ("dot", "gemm library call"));
+        assert_eq!((kernels[0].kind.as_str(), kernels[0].runs.as_str()), ("library(dot)", "gemm library call"));
         assert!(kernels[0].notes[0].contains("8×16 by 16×4"), "{:?}", kernels[0].notes);
         assert!(kernels[0].clif.is_empty());
     }

@@ -98,6 +98,10 @@ pub enum Emit {
     Clif,
     /// The CPU target's kernels as machine code (needs `--target cpu`).
     Asm,
+    /// The kernel plan every target is given, for the CPU's capabilities: buffers, each
+    /// kernel with its elemental body (index expressions, value nodes, reductions), row
+    /// chains and the arena.
+    Plan,
 }
 
 /// What `compile --emit object` compiles for.
@@ -158,14 +162,20 @@ pub fn compile(args: &CompileArgs) -> Result<String, RunError> {
         Emit::Clif | Emit::Asm => return kernel_listings(args),
         Emit::Hlo => hloscope_core::print::hlo::print_module,
         Emit::Stablehlo => hloscope_core::print::stablehlo::print_module,
-        Emit::Json => |_| String::new(),
+        Emit::Json | Emit::Plan => |_| String::new(),
     };
     let snapshots = args.dump_dir.is_some() || args.emit == Emit::Json;
     let (module, snaps, _) = load_and_run(&args.module, &args.pipeline, snapshots)?;
     if let Some(dir) = &args.dump_dir {
         dump::write_stages(dir, &snaps)?;
     }
-    Ok(if args.emit == Emit::Json { api::to_json(&snaps) + "\n" } else { print(&module) })
+    Ok(match args.emit {
+        Emit::Json => api::to_json(&snaps) + "\n",
+        Emit::Plan => hloscope_core::kernel::plan(&module)
+            .map_err(|e| RunError(format!("{}: cannot plan the kernels: {e}", args.module)))?
+            .to_string(),
+        _ => print(&module),
+    })
 }
 
 /// `--emit clif|asm`: every kernel the CPU target compiles, in plan order.

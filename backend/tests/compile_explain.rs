@@ -209,6 +209,25 @@ fn compile_emits_hlo_and_json_and_honours_knobs() {
     assert_eq!(none.as_array().unwrap().len(), 1);
 }
 
+/// `--emit plan` prints the kernel plan: the dense layer's GEMM call, then its bias and
+/// relu epilogue as one loop kernel reading the GEMM's result, with the arena.
+#[test]
+fn compile_emits_the_kernel_plan() {
+    let plan = ok(hloscope(&["compile", "--emit", "plan", &example("dense_relu.mlir")]));
+    assert!(plan.starts_with("plan for cpu (library dot, row chains, arena aligned to 64 B)\n"), "{plan}");
+    assert!(plan.contains("library(dot)") && plan.contains("gemm 1 x [4x8] * [8x16]"), "{plan}");
+    let epilogue = plan.split("\n  1 %fusion").nth(1).unwrap_or_else(|| panic!("no second kernel: {plan}"));
+    assert!(epilogue.split_once('\n').unwrap().0.contains(": loop ("), "{plan}");
+    assert!(epilogue.contains("= add ") && epilogue.contains("= maximum "), "{plan}");
+    assert!(plan.lines().last().unwrap().starts_with("arena "), "{plan}");
+    let unfused = ok(hloscope(&["compile", "--emit", "plan", "--fusion", "off", &example("dense_relu.mlir")]));
+    assert_eq!(
+        unfused.lines().filter(|l| l.starts_with("  ") && !l.starts_with("   ") && l.contains(" -> ")).count(),
+        4,
+        "{unfused}"
+    );
+}
+
 #[test]
 fn bad_pipeline_knob_or_profile_exits_2_with_a_clear_message() {
     let m = example("dense_relu.mlir");

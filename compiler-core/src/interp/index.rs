@@ -177,8 +177,8 @@ impl Body {
                 (1, 0) => true,
                 _ => return None,
             };
-            let scalar_of = |e: ElementType| root.ty == Type::Array(Shape::scalar(e));
-            if c.param_types().iter().any(|t| *t != Type::Array(Shape::scalar(elems[0]))) || elems[0] != elems[1] {
+            let scalar_of = |e: ElementType| root.ty.is_scalar_of(e);
+            if c.param_types().iter().any(|t| !t.is_scalar_of(elems[0])) || elems[0] != elems[1] {
                 return None;
             }
             match root.op {

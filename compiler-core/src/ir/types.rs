@@ -274,6 +274,11 @@ impl Type {
             _ => None,
         }
     }
+    /// Whether this is a scalar of `elem`, whatever its layout (layout assignment gives
+    /// scalars an empty one, so comparing with `Shape::scalar` would say no).
+    pub fn is_scalar_of(&self, elem: ElementType) -> bool {
+        matches!(self, Type::Array(s) if s.rank() == 0 && s.elem == elem)
+    }
     pub fn as_tuple(&self) -> Option<&[Type]> {
         match self {
             Type::Tuple(t) => Some(t),

@@ -15,7 +15,8 @@
 //! bytes with another output, nor with an input of the same kernel, except in place.
 //! Reuse is best fit through the allocator shared with the module-level buffer
 //! assignment ([`crate::passes::buffers::BestFit`]); regions are laid end to end, each
-//! aligned to [`ARENA_ALIGNMENT`] bytes.
+//! aligned to the target's [`super::TargetCaps::arena_alignment`] bytes
+//! ([`ARENA_ALIGNMENT`] on the CPU).
 //!
 //! In place: an output takes over the region of an input (`in_place_of`) when that input
 //! dies at this kernel, is not pinned (so never caller memory, a constant or a result
@@ -48,7 +49,7 @@
 use super::elemental::{Elemental, Idx, IdxId, Node};
 use super::{BufferId, Kernel, KernelBody, KernelKind, KernelPlan};
 pub use crate::passes::buffers::ARENA_ALIGNMENT;
-use crate::passes::buffers::{pack_aligned, BestFit};
+use crate::passes::buffers::{pack_aligned_to, BestFit};
 use cranelift_entity::EntityRef;
 use serde::{Deserialize, Serialize};
 use std::hash::{Hash, Hasher};
@@ -57,7 +58,7 @@ use std::hash::{Hash, Hasher};
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArenaAssignment {
     /// Per buffer (by `BufferId` index): byte offset in the arena, a multiple of
-    /// [`ARENA_ALIGNMENT`].
+    /// `alignment`.
     pub offsets: Vec<u64>,
     /// Per buffer: (first, last) kernel position where it is live, both inclusive;
     /// pinned buffers span every position.
@@ -72,6 +73,8 @@ pub struct ArenaAssignment {
     pub arena_bytes: u64,
     /// Bytes of all buffers added up: what one allocation per buffer would take.
     pub buffer_bytes: u64,
+    /// What every offset and the arena size are multiples of (the target's).
+    pub alignment: u64,
     /// Fingerprint of the kernels' inputs and outputs it was computed for.
     signature: u64,
 }
@@ -105,6 +108,7 @@ fn signature(plan: &KernelPlan) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     plan.buffers.len().hash(&mut h);
     plan.chains.hash(&mut h);
+    plan.caps.arena_alignment.hash(&mut h);
     for k in &plan.kernels {
         k.inputs.hash(&mut h);
         k.outputs.hash(&mut h);
@@ -199,7 +203,8 @@ pub fn assign_arena_with(plan: &KernelPlan, in_place: bool) -> ArenaAssignment {
             }
         }
     }
-    let (region_offsets, arena_bytes) = pack_aligned(region_sizes.iter().copied());
+    let alignment = plan.caps.arena_alignment;
+    let (region_offsets, arena_bytes) = pack_aligned_to(region_sizes.iter().copied(), alignment);
     let live =
         (0..nb).map(|b| if pinned[b] { (0, n.saturating_sub(1)) } else { (first[b].unwrap_or(0), last[b]) }).collect();
     ArenaAssignment {
@@ -210,6 +215,7 @@ pub fn assign_arena_with(plan: &KernelPlan, in_place: bool) -> ArenaAssignment {
         region_sizes,
         arena_bytes,
         buffer_bytes: (0..nb).map(size).fold(0u64, u64::saturating_add),
+        alignment,
         signature: signature(plan),
     }
 }

@@ -29,12 +29,17 @@
 //! major, little endian, pred as one byte, f16/bf16 as their 16-bit patterns).
 
 pub mod arena;
+pub mod caps;
 pub mod chains;
 mod conv;
 pub mod elemental;
+pub mod print;
+pub mod semantics;
+pub mod verify;
 
 use crate::ir::{CompId, DotDims, ElementType, InstId, Literal, Module, Op, Shape, Type};
 pub use arena::{assign_arena, ArenaAssignment};
+pub use caps::TargetCaps;
 use cranelift_entity::{entity_impl, PrimaryMap};
 pub use elemental::Elemental;
 use serde::{Deserialize, Serialize};
@@ -231,6 +236,8 @@ pub struct KernelPlan {
     pub chains: Vec<std::ops::Range<usize>>,
     /// Where each buffer lives in the one arena a target allocates ([`arena`]).
     pub arena: ArenaAssignment,
+    /// What the target it was planned for can do.
+    pub caps: TargetCaps,
 }
 
 /// A map in key order, so that the same plan always encodes to the same bytes.
@@ -254,8 +261,11 @@ impl KernelPlan {
         }
         s
     }
-    /// Recomputes [`KernelPlan::arena`]: needed after the kernels are rewritten.
-    pub fn assign_arena(&mut self) {
+    /// Derives the row chains (where the target wants them) and the arena from the
+    /// kernels: after planning, and again after any rewrite of the kernels (positions
+    /// move, and an opaque kernel joins no chain).
+    pub fn derive_layout(&mut self) {
+        self.chains = if self.caps.row_chains { chains::find_chains(self) } else { Vec::new() };
         self.arena = assign_arena(self);
     }
 
@@ -287,8 +297,8 @@ impl KernelPlan {
                 }
             }
         }
-        self.chains = chains::find_chains(self);
-        self.assign_arena();
+        self.derive_layout();
+        verify::debug_check(module, self, "after demotion to opaque");
         Ok(moved)
     }
     /// (compiled kernels, interpreted kernels).
@@ -320,22 +330,15 @@ pub fn plan(module: &Module) -> Result<KernelPlan, String> {
     plan_computation(module, module.entry)
 }
 
-/// Choices a target makes about the plan.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct PlanOptions {
-    /// Plan float dots as Reduction kernels (multiply, then sum) instead of library
-    /// GEMM calls, and refuse fusions holding a dot: for targets that cannot call the
-    /// GEMM library (AOT C objects).
-    pub dots_as_reductions: bool,
-}
-
-/// Builds the plan of computation `comp_id` (the entry, or a while body a target runs).
+/// Builds the plan of computation `comp_id` (the entry, or a while body a target runs)
+/// for the CPU target.
 pub fn plan_computation(module: &Module, comp_id: CompId) -> Result<KernelPlan, String> {
-    plan_computation_with(module, comp_id, PlanOptions::default())
+    plan_computation_with(module, comp_id, &TargetCaps::cpu())
 }
 
-/// [`plan_computation`] with options.
-pub fn plan_computation_with(module: &Module, comp_id: CompId, options: PlanOptions) -> Result<KernelPlan, String> {
+/// [`plan_computation`] for a target with capabilities `caps`. In debug builds the plan
+/// verifier ([`verify`]) checks the result.
+pub fn plan_computation_with(module: &Module, comp_id: CompId, caps: &TargetCaps) -> Result<KernelPlan, String> {
     // Before anything is sized: a module built directly, never verified, gets this error
     // rather than buffers and an arena no machine can hold.
     crate::limits::check_module(module, &crate::limits::Limits::default()).map_err(|e| e.to_string())?;
@@ -343,6 +346,7 @@ pub fn plan_computation_with(module: &Module, comp_id: CompId, options: PlanOpti
     if !comp.has_root() {
         return Err(format!("the computation {} has no root", comp.name));
     }
+    refuse_elems(module, comp_id, caps)?;
     let mut p = Planner {
         module,
         comp: comp_id,
@@ -356,9 +360,9 @@ pub fn plan_computation_with(module: &Module, comp_id: CompId, options: PlanOpti
             values: HashMap::new(),
             chains: Vec::new(),
             arena: ArenaAssignment::default(),
+            caps: caps.clone(),
         },
         values: HashMap::new(),
-        options,
     };
     for &param in &comp.params {
         let v = p.fresh_value(&comp.inst(param).ty, &comp.inst(param).name);
@@ -374,9 +378,40 @@ pub fn plan_computation_with(module: &Module, comp_id: CompId, options: PlanOpti
     p.plan.result = p.value(comp.root)?;
     p.plan.values = p.values;
     check_buffers(module, &p.plan)?;
-    p.plan.chains = chains::find_chains(&p.plan);
-    p.plan.assign_arena();
+    p.plan.derive_layout();
+    verify::debug_check(module, &p.plan, "after planning");
     Ok(p.plan)
+}
+
+/// Fails, naming the first instruction, when computation `comp_id` or one it calls
+/// (fusion bodies, reducers, comparators, loop bodies) holds a value of an element type
+/// the target refuses.
+fn refuse_elems(module: &Module, comp_id: CompId, caps: &TargetCaps) -> Result<(), String> {
+    if caps.refused_elems.is_empty() {
+        return Ok(());
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = vec![comp_id];
+    while let Some(c) = stack.pop() {
+        if !seen.insert(c) {
+            continue;
+        }
+        let comp = module.comps.get(c).ok_or_else(|| format!("computation {c} does not exist"))?;
+        for &id in &comp.order {
+            let inst = comp.inst(id);
+            if let Some(elem) = inst.ty.leaf_shapes().into_iter().map(|s| s.elem).find(|&e| caps.refuses(e)) {
+                return Err(format!(
+                    "{}: %{}: {} computes in {elem}, which the {} target does not support",
+                    inst.loc,
+                    inst.name,
+                    inst.op.hlo_name(),
+                    caps.name
+                ));
+            }
+            stack.extend(inst.op.called_computations());
+        }
+    }
+    Ok(())
 }
 
 /// The plan's buffers against the default limits, before the arena is sized from them:
@@ -410,7 +445,6 @@ struct Planner<'m> {
     comp: CompId,
     plan: KernelPlan,
     values: HashMap<InstId, ValueBufs>,
-    options: PlanOptions,
 }
 
 impl<'m> Planner<'m> {
@@ -527,7 +561,7 @@ impl<'m> Planner<'m> {
                 if dots.len() > 1 {
                     return Err("more than one dot or convolution in a fusion".into());
                 }
-                if !dots.is_empty() && self.options.dots_as_reductions {
+                if !dots.is_empty() && !self.plan.caps.library_dot {
                     return Err("a fusion holding a dot (dots are planned as reductions here)".into());
                 }
                 if let Some(&d) = dots.first() {
@@ -602,7 +636,7 @@ impl<'m> Planner<'m> {
                     .map(|&o| self.array_buf(o))
                     .collect::<Option<_>>()
                     .ok_or("dot of non-arrays")?;
-                if self.options.dots_as_reductions {
+                if !self.plan.caps.library_dot {
                     return self.dot_as_reduction(id, ins, outputs[0]);
                 }
                 let before = self.plan.kernels.len();
@@ -722,7 +756,7 @@ impl<'m> Planner<'m> {
                 return Err("comparator parameters do not match the operands".into());
             }
         }
-        if cmp.root_inst().ty != Type::Array(Shape::scalar(ElementType::Pred)) {
+        if !cmp.root_inst().ty.is_scalar_of(ElementType::Pred) {
             return Err("the comparator does not return a pred".into());
         }
         let slots: HashMap<InstId, u32> = cmp.params.iter().enumerate().map(|(i, &p)| (p, i as u32)).collect();
@@ -834,7 +868,7 @@ impl<'m> Planner<'m> {
             return Err("the scatter body does not return N values".into());
         }
         for (i, &r) in roots.iter().enumerate() {
-            if body.inst(r).ty != Type::Array(Shape::scalar(elems[i])) {
+            if !body.inst(r).ty.is_scalar_of(elems[i]) {
                 return Err("the scatter body returns values of other types".into());
             }
         }
@@ -903,17 +937,7 @@ impl<'m> Planner<'m> {
             self.plan.constants.push((b, lit));
             inputs.push(b);
         }
-        let kind = if e.is_reduction() {
-            // Row: every reduced variable comes after every kept one.
-            let last_kept = e.reduced.iter().rposition(|&r| !r);
-            let first_reduced = e.reduced.iter().position(|&r| r);
-            match (last_kept, first_reduced) {
-                (Some(k), Some(r)) if k > r => KernelKind::Reduction(ReductionKind::Column),
-                _ => KernelKind::Reduction(ReductionKind::Row),
-            }
-        } else {
-            KernelKind::Loop
-        };
+        let kind = elemental_kind(&e);
         self.plan.kernels.push(Kernel { name, source, kind, inputs, outputs, body: KernelBody::Elemental(e) });
         Ok(())
     }
@@ -1000,7 +1024,7 @@ impl<'m> Planner<'m> {
         self.plan.kernels.push(Kernel {
             name: inst.name.clone(),
             source: id,
-            kind: KernelKind::Reduction(ReductionKind::Row),
+            kind: elemental_kind(&e),
             inputs: ins,
             outputs: vec![output],
             body: KernelBody::Elemental(e),
@@ -1091,6 +1115,20 @@ pub fn opaque_kernel(
         outputs: result.leaves(),
         body: KernelBody::Opaque { inst: id, operands, result },
     })
+}
+
+/// The kind of an elemental kernel: a loop, or a row reduction when every reduced
+/// variable comes after every kept one, else a column reduction.
+pub fn elemental_kind(e: &Elemental) -> KernelKind {
+    if !e.is_reduction() {
+        return KernelKind::Loop;
+    }
+    let last_kept = e.reduced.iter().rposition(|&r| !r);
+    let first_reduced = e.reduced.iter().position(|&r| r);
+    match (last_kept, first_reduced) {
+        (Some(k), Some(r)) if k > r => KernelKind::Reduction(ReductionKind::Column),
+        _ => KernelKind::Reduction(ReductionKind::Row),
+    }
 }
 
 /// The batched-GEMM view of a dot.

@@ -301,7 +301,7 @@ ENTRY %main (x: f32[4]) -> f32[4] {
     assert!(p.arena.is_current(&p));
     p.kernels.pop();
     assert!(!p.arena.is_current(&p));
-    p.assign_arena();
+    p.derive_layout();
     assert!(p.arena.is_current(&p));
 }
 

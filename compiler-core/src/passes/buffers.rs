@@ -376,12 +376,18 @@ impl BestFit {
 /// Offsets of regions of `sizes` laid end to end, each aligned to [`ARENA_ALIGNMENT`],
 /// and the arena size they need.
 pub fn pack_aligned(sizes: impl IntoIterator<Item = u64>) -> (Vec<u64>, u64) {
+    pack_aligned_to(sizes, ARENA_ALIGNMENT)
+}
+
+/// [`pack_aligned`] to `alignment` bytes (a target's, [`crate::kernel::TargetCaps`]).
+pub fn pack_aligned_to(sizes: impl IntoIterator<Item = u64>, alignment: u64) -> (Vec<u64>, u64) {
+    let alignment = alignment.max(1);
     let mut end = 0u64;
     let offsets = sizes
         .into_iter()
         .map(|size| {
             let at = end;
-            end = align(at.saturating_add(size));
+            end = at.saturating_add(size).div_ceil(alignment).saturating_mul(alignment);
             at
         })
         .collect();

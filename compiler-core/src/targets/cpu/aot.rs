@@ -70,8 +70,7 @@ pub fn compile_object(module: &Module, name: &str) -> Result<AotOutput, String> 
     {
         return Err(format!("`{name}` is not a C identifier (letters, digits, _; not starting with a digit)"));
     }
-    let options = kernel::PlanOptions { dots_as_reductions: true };
-    let plan = kernel::plan_computation_with(module, module.entry, options)?;
+    let plan = kernel::plan_computation_with(module, module.entry, &kernel::TargetCaps::cpu_object())?;
     for k in &plan.kernels {
         let why = match &k.body {
             KernelBody::Elemental(_) => continue,

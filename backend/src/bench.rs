@@ -346,6 +346,11 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
             exe.set_row_chains((!args.no_row_chains).then_some(args.row_chain_bytes));
             Runner::cpu(std::rc::Rc::new(exe))
         }
+        Target::Webgpu => {
+            return Err(RunError(
+                "bench --target webgpu: per-kernel GPU timing is not built yet; `hloscope run --target webgpu -v` times a run".into(),
+            ))
+        }
     };
     let compile_s = (parse_s + started.elapsed()).as_secs_f64();
     let fail = |e: String| RunError(format!("{source_name}: running on the {} failed: {e}", target_name(args.target)));
@@ -443,6 +448,7 @@ fn target_name(t: Target) -> &'static str {
     match t {
         Target::Interp => "interp",
         Target::Cpu => "cpu",
+        Target::Webgpu => "webgpu",
     }
 }
 

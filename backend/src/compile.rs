@@ -102,6 +102,9 @@ pub enum Emit {
     /// kernel with its elemental body (index expressions, value nodes, reductions), row
     /// chains and the arena.
     Plan,
+    /// The WebGPU target's compute shaders (WGSL), one per kernel on the device; kernels
+    /// that run on the host say why.
+    Wgsl,
 }
 
 /// What `compile --emit object` compiles for.
@@ -109,6 +112,8 @@ pub enum Emit {
 pub enum AotTarget {
     /// This machine's CPU (Cranelift).
     Cpu,
+    /// WebGPU (WGSL).
+    Webgpu,
 }
 
 #[derive(Args, Debug)]
@@ -160,6 +165,7 @@ pub fn compile(args: &CompileArgs) -> Result<String, RunError> {
     let print: fn(&hloscope_core::ir::Module) -> String = match args.emit {
         Emit::Object => return compile_object(args),
         Emit::Clif | Emit::Asm => return kernel_listings(args),
+        Emit::Wgsl => return wgsl_listing(args),
         Emit::Hlo => hloscope_core::print::hlo::print_module,
         Emit::Stablehlo => hloscope_core::print::stablehlo::print_module,
         Emit::Json | Emit::Plan => |_| String::new(),
@@ -176,6 +182,18 @@ pub fn compile(args: &CompileArgs) -> Result<String, RunError> {
             .to_string(),
         _ => print(&module),
     })
+}
+
+/// `--emit wgsl`: the WebGPU target's shaders, in plan order.
+fn wgsl_listing(args: &CompileArgs) -> Result<String, RunError> {
+    use hloscope_core::targets::{optimize, webgpu};
+    if args.target.is_some_and(|t| t != AotTarget::Webgpu) {
+        return Err(RunError("--emit wgsl is the webgpu target's (--target webgpu)".into()));
+    }
+    let (source_name, module) = load_module(&args.module)?;
+    let failed = |e: String| RunError(format!("{source_name}: compiling for webgpu failed: {e}"));
+    let program = webgpu::compile(&optimize(&module).map_err(failed)?).map_err(failed)?;
+    Ok(program.listing())
 }
 
 /// `--emit clif|asm`: every kernel the CPU target compiles, in plan order.

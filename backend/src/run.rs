@@ -21,6 +21,10 @@ pub enum Target {
     /// Native code: simplify and fuse, then Cranelift JIT for loop and reduction kernels,
     /// gemm for dots, the interpreter for the rest.
     Cpu,
+    /// WebGPU through wgpu (Vulkan, Metal or DX12; lavapipe where there is no GPU): a
+    /// WGSL compute shader per loop and reduction kernel, the interpreter on the host for
+    /// the rest. The adapter is named on standard error.
+    Webgpu,
 }
 
 #[derive(Args, Debug)]
@@ -113,7 +117,7 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
             let (exe, parsed) = compile_cpu(args, &text, &source_name, started, &parse)?;
             (Some(exe), parsed)
         }
-        Target::Interp => (None, Some(parse()?)),
+        Target::Interp | Target::Webgpu => (None, Some(parse()?)),
     };
     let module: &Module = match (&parsed, &exe) {
         (Some(m), _) => m,
@@ -129,6 +133,7 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
         Some(exe) => {
             exe.run(&arguments).map_err(|e| RunError(format!("{source_name}: running on the cpu failed: {e}")))?
         }
+        None if args.target == Target::Webgpu => run_webgpu(module, &arguments, &source_name, args.verbose)?,
         None => interpret(module, &arguments, &source_name)?,
     };
     let outputs = result.flatten();
@@ -138,6 +143,30 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
         None if outputs.is_empty() => Ok("the module returned no arrays\n".into()),
         None => Ok(outputs.iter().enumerate().map(|(i, l)| summary::summarize(i, l) + "\n").collect()),
     }
+}
+
+/// Runs the module on the system's WebGPU adapter, naming it on standard error.
+fn run_webgpu(module: &Module, args: &[Value], source_name: &str, verbose: bool) -> Result<Value, RunError> {
+    use hloscope_core::targets::{optimize, webgpu};
+    let failed = |e: String| RunError(format!("{source_name}: webgpu: {e}"));
+    let started = std::time::Instant::now();
+    let optimized = optimize(module).map_err(failed)?;
+    let program = webgpu::compile(&optimized).map_err(failed)?;
+    let (on_device, on_host) = program.counts();
+    let exe = webgpu::runtime::WebGpuExecutable::new(&optimized, program).map_err(failed)?;
+    let a = &exe.adapter;
+    eprintln!(
+        "webgpu: {} ({}, {}): {on_device} kernels on the device, {on_host} on the host",
+        a.name, a.backend, a.driver
+    );
+    if verbose {
+        eprintln!("webgpu: parse to pipelines in {:.2} ms", started.elapsed().as_secs_f64() * 1e3);
+    }
+    let (value, times) = exe.run(args).map_err(failed)?;
+    if verbose {
+        eprintln!("webgpu: run in {:.2} ms", times.total.as_secs_f64() * 1e3);
+    }
+    Ok(value)
 }
 
 /// Runs the entry computation on the reference interpreter.

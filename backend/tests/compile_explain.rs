@@ -228,6 +228,56 @@ fn compile_emits_the_kernel_plan() {
     );
 }
 
+/// `--emit wgsl` prints one compute shader per kernel on the device, and `run --target
+/// webgpu` (lavapipe where there is no GPU) gives the interpreter's results, naming the
+/// adapter on standard error.
+#[test]
+fn webgpu_emits_wgsl_and_runs_like_the_interpreter() {
+    let wgsl = ok(hloscope(&["compile", "--emit", "wgsl", &example("dense_relu.mlir")]));
+    assert_eq!(wgsl.matches("@compute @workgroup_size(64)").count(), 2, "{wgsl}");
+    assert!(wgsl.contains("// ---- kernel 0 %fusion") && wgsl.contains("var acc0_0: f32"), "{wgsl}");
+    fails_with(
+        hloscope(&["compile", "--emit", "wgsl", "--target", "cpu", &example("dense_relu.mlir")]),
+        &["--target webgpu"],
+    );
+    for name in ["dense_relu.mlir", "mlp.mlir", "shared_exp.mlir"] {
+        let dir = scratch(&format!("webgpu-{name}"));
+        let run = |target: &str| {
+            let out = dir.join(target);
+            let o = hloscope(&[
+                "run",
+                "--random-inputs",
+                "--seed",
+                "3",
+                "--target",
+                target,
+                "--out-dir",
+                out.to_str().unwrap(),
+                &example(name),
+            ]);
+            let err = String::from_utf8_lossy(&o.stderr).to_string();
+            ok(o);
+            (out, err)
+        };
+        let ((gpu, err), (interp, _)) = (run("webgpu"), run("interp"));
+        assert!(err.starts_with("webgpu: ") && err.contains("kernels on the device"), "{err}");
+        for i in 0.. {
+            let f = format!("out{i}.npy");
+            let Ok(want) = std::fs::read(interp.join(&f)) else { break };
+            let got = std::fs::read(gpu.join(&f)).unwrap();
+            let values = |bytes: &[u8]| {
+                let a = hloscope_core::npy::read(bytes).unwrap();
+                a.to_literal(a.elem).unwrap().to_f64_vec()
+            };
+            let (g, w) = (values(&got), values(&want));
+            assert_eq!(g.len(), w.len());
+            for (a, b) in g.iter().zip(&w) {
+                assert!((a - b).abs() <= 1e-5 + 1e-4 * b.abs(), "{name} {f}: {a} vs {b}");
+            }
+        }
+    }
+}
+
 #[test]
 fn bad_pipeline_knob_or_profile_exits_2_with_a_clear_message() {
     let m = example("dense_relu.mlir");

@@ -109,12 +109,36 @@ fn test(extra: &[String]) -> Result<(), String> {
         }
     }
     run("cargo", &["build", "-p", "hloscope-core", "--target", "wasm32-unknown-unknown"])?;
+    ensure_lavapipe()?;
     let mut args = vec!["test", "--workspace"];
     args.extend(extra.iter().map(String::as_str));
     run("cargo", &args)?;
     // After the workspace's tests, which built the server's debug binary.
     web::test(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap(), false)?;
     schemathesis::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap())
+}
+
+/// The WebGPU target's device tests need a Vulkan driver: without a GPU, Mesa's
+/// lavapipe (Vulkan on the CPU). Installs it when missing, and gives wgpu the private
+/// runtime folder it expects.
+fn ensure_lavapipe() -> Result<(), String> {
+    let icd = Path::new("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json");
+    let loader = Path::new("/usr/lib/x86_64-linux-gnu/libvulkan.so.1");
+    if cfg!(target_os = "linux") && (!icd.exists() || !loader.exists()) {
+        run("apt-get", &["update"])?;
+        run("apt-get", &["install", "-y", "mesa-vulkan-drivers", "libvulkan1"])?;
+    }
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        let dir = std::env::temp_dir().join("hloscope-xdg-runtime");
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+        }
+        std::env::set_var("XDG_RUNTIME_DIR", dir);
+    }
+    Ok(())
 }
 
 /// The checks before the tests: the formatting, then clippy with warnings denied on

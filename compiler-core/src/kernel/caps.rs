@@ -14,8 +14,8 @@ pub struct TargetCaps {
     /// The target's name, for error messages (`cpu`, `webgpu`, ...).
     pub name: String,
     /// Float dots (and output fusions holding one) become library GEMM calls. Without
-    /// one, dots are Reduction kernels (multiply, then sum) and fusions holding a dot are
-    /// refused (run opaque).
+    /// one, dots are Reduction kernels (multiply, then sum), in an output fusion too (its
+    /// epilogue then reads the reduction's result).
     pub library_dot: bool,
     /// Every arena offset, and the arena's size, is a multiple of this (a power of two).
     /// WebGPU binds storage sub-ranges only at 256-byte offsets.

@@ -561,9 +561,6 @@ impl<'m> Planner<'m> {
                 if dots.len() > 1 {
                     return Err("more than one dot or convolution in a fusion".into());
                 }
-                if !dots.is_empty() && !self.plan.caps.library_dot {
-                    return Err("a fusion holding a dot (dots are planned as reductions here)".into());
-                }
                 if let Some(&d) = dots.first() {
                     let dinst = body_comp.inst(d);
                     let ins: Vec<BufferId> = dinst
@@ -577,19 +574,26 @@ impl<'m> Planner<'m> {
                     if conv && ins.len() != 2 {
                         return Err("malformed convolution".into());
                     }
-                    if roots == [d] {
-                        return if conv {
-                            self.convolution(&inst.name, id, body_comp, d, ins[0], ins[1], outputs[0])
-                        } else {
-                            self.dot(inst.name.clone(), id, body_comp, d, ins, outputs[0])
-                        };
-                    }
-                    let tmp = self.buffer(dshape, format!("{}.{}", inst.name, if conv { "conv" } else { "dot" }));
-                    if conv {
-                        self.convolution(&inst.name, id, body_comp, d, ins[0], ins[1], tmp)?;
+                    // The dot's kernel writes the fusion's output, or a temporary the
+                    // epilogue reads: a GEMM call, or a reduction kernel on a target
+                    // without a GEMM library.
+                    let only_dot = roots == [d];
+                    let into = if only_dot {
+                        outputs[0]
                     } else {
-                        self.dot(inst.name.clone(), id, body_comp, d, ins, tmp)?;
+                        self.buffer(dshape, format!("{}.{}", inst.name, if conv { "conv" } else { "dot" }))
+                    };
+                    if conv {
+                        self.convolution(&inst.name, id, body_comp, d, ins[0], ins[1], into)?;
+                    } else if self.plan.caps.library_dot {
+                        self.dot(inst.name.clone(), id, body_comp, d, ins, into)?;
+                    } else {
+                        self.dot_as_reduction(inst.name.clone(), id, body_comp, d, ins, into)?;
                     }
+                    if only_dot {
+                        return Ok(());
+                    }
+                    let tmp = into;
                     slots.insert(d, inputs.len() as u32);
                     inputs.push(tmp);
                 }
@@ -637,7 +641,7 @@ impl<'m> Planner<'m> {
                     .collect::<Option<_>>()
                     .ok_or("dot of non-arrays")?;
                 if !self.plan.caps.library_dot {
-                    return self.dot_as_reduction(id, ins, outputs[0]);
+                    return self.dot_as_reduction(inst.name.clone(), id, comp, id, ins, outputs[0]);
                 }
                 let before = self.plan.kernels.len();
                 match self.dot(inst.name.clone(), id, comp, id, ins.clone(), outputs[0]) {
@@ -645,7 +649,7 @@ impl<'m> Planner<'m> {
                     Err(_) => {
                         // Not a float GEMM (integers, pred, mixed types): a reduction.
                         self.plan.kernels.truncate(before);
-                        self.dot_as_reduction(id, ins, outputs[0])
+                        self.dot_as_reduction(inst.name.clone(), id, comp, id, ins, outputs[0])
                     }
                 }
             }
@@ -947,9 +951,16 @@ impl<'m> Planner<'m> {
     /// multiplied (and for pred) and summed (or) over the contracting variables.
     /// Built through a scratch copy of the computation and of the module (for the
     /// reduce body).
-    fn dot_as_reduction(&mut self, id: InstId, inputs: Vec<BufferId>, output: BufferId) -> Result<(), String> {
+    fn dot_as_reduction(
+        &mut self,
+        name: String,
+        source: InstId,
+        comp: &crate::ir::Computation,
+        id: InstId,
+        inputs: Vec<BufferId>,
+        output: BufferId,
+    ) -> Result<(), String> {
         use crate::ir::{BinaryOp, Computation, Instruction, Loc};
-        let comp = self.module.comp(self.comp);
         let inst = comp.inst(id);
         let Op::Dot(d) = &inst.op else { return Err("not a dot".into()) };
         let out = inst.ty.as_array().ok_or("dot result")?.clone();
@@ -1022,8 +1033,8 @@ impl<'m> Planner<'m> {
         }
         let (e, _) = elemental::build(&module, &scratch, &[red], &slots)?;
         self.plan.kernels.push(Kernel {
-            name: inst.name.clone(),
-            source: id,
+            name,
+            source,
             kind: elemental_kind(&e),
             inputs: ins,
             outputs: vec![output],
@@ -1115,6 +1126,25 @@ pub fn opaque_kernel(
         outputs: result.leaves(),
         body: KernelBody::Opaque { inst: id, operands, result },
     })
+}
+
+/// A computation running just instruction `id` of `comp_id` on parameters of its
+/// operands' types: what a target's runtime hands the interpreter for an opaque kernel
+/// (its operands read from the kernel's buffers).
+pub fn host_computation(module: &mut Module, comp_id: CompId, id: InstId) -> CompId {
+    let from = module.comp(comp_id);
+    let inst = from.inst(id).clone();
+    let types: Vec<_> = inst.operands.iter().map(|&o| from.inst(o).ty.clone()).collect();
+    let mut comp = crate::ir::Computation::new(format!("{}.interpreted", inst.name));
+    let params: Vec<_> = types
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| comp.push_param(format!("p{i}"), t, crate::ir::Loc::default()))
+        .collect();
+    let mut copy = inst.clone();
+    copy.operands = params;
+    comp.root = comp.push(copy);
+    module.add_computation(comp)
 }
 
 /// The kind of an elemental kernel: a loop, or a row reduction when every reduced

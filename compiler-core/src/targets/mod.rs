@@ -4,6 +4,28 @@
 //! `gemm` for dots, the interpreter for opaque kernels. Its code generation alone
 //! (feature `cpu-codegen`) also builds for wasm32: [`cpu::listing`] shows each kernel's
 //! CLIF and machine code for a chosen ISA without running it.
+//!
+//! `webgpu`: WGSL per elemental kernel (always built: text only), run through wgpu with
+//! feature `webgpu`; other kernels run on the host in the interpreter.
+
+use crate::ir::Module;
 
 #[cfg(feature = "cpu-codegen")]
 pub mod cpu;
+
+pub mod webgpu;
+
+/// The pipeline [`optimize`] runs (part of the compilation cache's key).
+pub const PIPELINE: &str = "default,-layout-assignment";
+
+/// The passes run before compiling for a target (the CPU, WebGPU): the default pipeline without layout
+/// assignment (the kernel plan reads logical row-major arrays; a transpose turned into a
+/// layout-changing bitcast would only be interpreted).
+pub fn optimize(module: &Module) -> Result<Module, String> {
+    use crate::passes::pipeline::{parse_pipeline_spec, run_pipeline, PipelineConfig};
+    let mut m = module.clone();
+    let passes = parse_pipeline_spec(PIPELINE).map_err(|e| e.to_string())?;
+    let config = PipelineConfig { passes, snapshots: false, ..Default::default() };
+    run_pipeline(&mut m, &config).map_err(|e| e.to_string())?;
+    Ok(m)
+}

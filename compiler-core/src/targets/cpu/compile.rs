@@ -11,7 +11,7 @@
 
 use super::artifact::{self, Artifact, CompArtifact, KernelCode};
 use super::{codegen, helpers, runtime, Code, CpuExecutable, KernelFn};
-use crate::ir::{CompId, Computation, Instruction, Loc, Module};
+use crate::ir::{CompId, Module};
 use crate::kernel::{self, KernelBody, KernelPlan};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module as _};
@@ -425,7 +425,7 @@ fn assemble(
             KernelBody::Sort(spec) => Code::Sort { spec: spec.clone(), cmp: function(&jit, funcs, i)? },
             KernelBody::Scatter(spec) => Code::Scatter { spec: spec.clone(), combine: function(&jit, funcs, i)? },
             KernelBody::Opaque { inst, operands, result } => {
-                let comp = wrapper(&mut wrapped, comp_id, *inst);
+                let comp = kernel::host_computation(&mut wrapped, comp_id, *inst);
                 Code::Interpret { comp, operands: operands.clone(), result: result.clone() }
             }
             KernelBody::While { cond, body, operands, result } if depth < MAX_DEPTH => Code::While {
@@ -441,7 +441,7 @@ fn assemble(
                 result: result.clone(),
             },
             KernelBody::While { operands, result, .. } | KernelBody::Case { operands, result, .. } => {
-                let comp = wrapper(&mut wrapped, comp_id, k.source);
+                let comp = kernel::host_computation(&mut wrapped, comp_id, k.source);
                 Code::Interpret { comp, operands: operands.clone(), result: result.clone() }
             }
         });
@@ -493,32 +493,4 @@ fn libm_signature(jit: &JITModule, name: &str) -> Option<cranelift_codegen::ir::
     Some(sig)
 }
 
-/// The pipeline [`optimize`] runs (part of the compilation cache's key).
-pub const PIPELINE: &str = "default,-layout-assignment";
-
-/// The passes run before compiling for the CPU: the default pipeline without layout
-/// assignment (the kernel plan reads logical row-major arrays; a transpose turned into a
-/// layout-changing bitcast would only be interpreted).
-pub fn optimize(module: &Module) -> Result<Module, String> {
-    use crate::passes::pipeline::{parse_pipeline_spec, run_pipeline, PipelineConfig};
-    let mut m = module.clone();
-    let passes = parse_pipeline_spec(PIPELINE).map_err(|e| e.to_string())?;
-    let config = PipelineConfig { passes, snapshots: false, ..Default::default() };
-    run_pipeline(&mut m, &config).map_err(|e| e.to_string())?;
-    Ok(m)
-}
-
-/// A computation running just instruction `id` of `comp_id` on parameters of its
-/// operands' types.
-fn wrapper(module: &mut Module, comp_id: CompId, id: crate::ir::InstId) -> CompId {
-    let from = module.comp(comp_id);
-    let inst: Instruction = from.inst(id).clone();
-    let types: Vec<_> = inst.operands.iter().map(|&o| from.inst(o).ty.clone()).collect();
-    let mut comp = Computation::new(format!("{}.interpreted", inst.name));
-    let params: Vec<_> =
-        types.into_iter().enumerate().map(|(i, t)| comp.push_param(format!("p{i}"), t, Loc::default())).collect();
-    let mut copy = inst.clone();
-    copy.operands = params;
-    comp.root = comp.push(copy);
-    module.add_computation(comp)
-}
+pub use crate::targets::{optimize, PIPELINE};

@@ -1,0 +1,104 @@
+//! The WebGPU target: WGSL from the shared kernel plan ([`wgsl`]), run through wgpu
+//! (feature `webgpu`, [`runtime`]) natively (Vulkan, Metal, DX12; lavapipe in CI) and,
+//! later, in the browser on `navigator.gpu`.
+//!
+//! Planning for WebGPU ([`caps`]): no GEMM library (dots are reduction kernels), buffers
+//! at 256-byte offsets (storage binding alignment), no row chains (a GPU runs a kernel's
+//! rows at once), and f64 refused with an error naming the instruction. Each elemental
+//! kernel the emitter takes becomes one compute shader; the others (sorts, scatters,
+//! control flow, types not emitted yet) are demoted to opaque kernels, which the runtime
+//! runs on the host in the reference interpreter between dispatches.
+//!
+//! [`compile`] needs no GPU: it makes the plan and the shaders (`hloscope compile --target
+//! webgpu --emit wgsl`, and the tests that validate every shader with naga).
+
+pub mod wgsl;
+
+#[cfg(feature = "webgpu")]
+pub mod runtime;
+
+use crate::ir::{ElementType, Module};
+use crate::kernel::{self, KernelBody, KernelPlan, TargetCaps};
+use std::collections::HashMap;
+
+/// What the planner is told about WebGPU.
+pub fn caps() -> TargetCaps {
+    TargetCaps {
+        name: "webgpu".into(),
+        library_dot: false,
+        arena_alignment: 256,
+        row_chains: false,
+        refused_elems: vec![ElementType::F64],
+    }
+}
+
+/// A module planned and translated to WGSL, ready for a device.
+#[derive(Clone, Debug)]
+pub struct WebGpuProgram {
+    pub plan: KernelPlan,
+    /// Per kernel: its shader, or `None` for a kernel the host runs (opaque).
+    pub shaders: Vec<Option<wgsl::WgslKernel>>,
+}
+
+impl WebGpuProgram {
+    /// (kernels on the GPU, kernels on the host).
+    pub fn counts(&self) -> (usize, usize) {
+        let gpu = self.shaders.iter().filter(|s| s.is_some()).count();
+        (gpu, self.shaders.len() - gpu)
+    }
+
+    /// Every shader with its kernel's index and name, for `--emit wgsl`; host kernels
+    /// say why they are not on the GPU.
+    pub fn listing(&self) -> String {
+        let mut s = String::new();
+        for (i, (k, sh)) in self.plan.kernels.iter().zip(&self.shaders).enumerate() {
+            match sh {
+                Some(sh) => s += &format!("// ---- kernel {i} %{} ----\n{}\n", k.name, sh.source),
+                None => s += &format!("// ---- kernel {i} %{}: on the host: {} ----\n\n", k.name, k.kind),
+            }
+        }
+        s
+    }
+}
+
+/// Plans `module`'s entry computation for WebGPU and emits a shader per elemental
+/// kernel; a kernel the emitter refuses runs on the host (its reason in the plan).
+pub fn compile(module: &Module) -> Result<WebGpuProgram, String> {
+    let mut plan = kernel::plan_computation_with(module, module.entry, &caps())?;
+    let mut refused: HashMap<crate::ir::InstId, String> = HashMap::new();
+    for k in &plan.kernels {
+        let why = match &k.body {
+            KernelBody::Elemental(e) => match emit_kernel(&plan, k, e) {
+                Ok(_) => continue,
+                Err(why) => why,
+            },
+            KernelBody::Opaque { .. } => continue,
+            KernelBody::Dot(_) => "dots run as reductions on webgpu".into(),
+            KernelBody::Sort(_) => "sorts are not compiled for webgpu yet".into(),
+            KernelBody::Scatter(_) => "scatters are not compiled for webgpu yet".into(),
+            KernelBody::While { .. } | KernelBody::Case { .. } => {
+                "control flow runs on the host for webgpu (the interpreter, whole)".into()
+            }
+        };
+        refused.entry(k.source).or_insert(why);
+    }
+    if !refused.is_empty() {
+        plan.demote_to_opaque(module, &refused)?;
+    }
+    let shaders = plan
+        .kernels
+        .iter()
+        .map(|k| match &k.body {
+            KernelBody::Elemental(e) => emit_kernel(&plan, k, e).map(Some),
+            _ => Ok(None),
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(WebGpuProgram { plan, shaders })
+}
+
+fn emit_kernel(plan: &KernelPlan, k: &kernel::Kernel, e: &kernel::Elemental) -> Result<wgsl::WgslKernel, String> {
+    let words = |bs: &[kernel::BufferId]| bs.iter().map(|&b| plan.arena.offset(b) / 4).collect::<Vec<_>>();
+    let (inputs, outputs) = (words(&k.inputs), words(&k.outputs));
+    let place = wgsl::Placement { inputs: &inputs, outputs: &outputs };
+    wgsl::emit(e, &format!("%{} ({})", k.name, k.kind), &place)
+}

@@ -32,6 +32,7 @@ pub mod arena;
 pub mod chains;
 mod conv;
 pub mod elemental;
+pub mod index;
 
 use crate::ir::{CompId, DotDims, ElementType, InstId, Literal, Module, Op, Shape, Type};
 pub use arena::{assign_arena, ArenaAssignment};

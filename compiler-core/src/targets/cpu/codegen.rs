@@ -38,9 +38,10 @@
 use super::block_math;
 use super::half_floats;
 use super::math;
-use super::vector::{self, Lin, VecKind, VecPlan};
+use super::vector::{self, VecKind, VecPlan};
 use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
+use crate::kernel::index::{Dependence, IndexAnalysis};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
     types, AbiParam, Endianness, FuncRef, InstBuilder, MemFlagsData, Signature, SourceLoc, StackSlot, StackSlotData,
@@ -205,7 +206,13 @@ pub struct BlockedOp {
 /// f32 transcendentals with a native block function, where the native code has more
 /// lanes than Cranelift's vectors and the vector loop is at least [`MIN_STRIP`] long. Column
 /// reductions keep their one-vector steps.
-fn blocked_ops(e: &Elemental, vp: &VecPlan, results: &[bool], block_lanes: u32) -> Vec<BlockedOp> {
+fn blocked_ops(
+    e: &Elemental,
+    indices: &IndexAnalysis,
+    vp: &VecPlan,
+    results: &[bool],
+    block_lanes: u32,
+) -> Vec<BlockedOp> {
     if block_lanes <= vp.lanes || vp.width != 4 || e.space[vp.var as usize] < MIN_STRIP
         // `strip_mined` rounds down to whole steps with a mask.
         || !(vp.lanes * vp.unroll).is_power_of_two()
@@ -239,12 +246,10 @@ fn blocked_ops(e: &Elemental, vp: &VecPlan, results: &[bool], block_lanes: u32) 
     }
     let mut level = vec![0u32; n];
     let mut ops = Vec::new();
-    let mut lin_memo = HashMap::new();
-    // An f32 load of `x` with linearity `lin` along the vector variable: (input, index).
-    let mut f32_load = |x: ExprId, lin: Lin| match e.expr(x).node {
+    // An f32 load of `x` with dependence `dep` on the vector variable: (input, index).
+    let f32_load = |x: ExprId, dep: Dependence| match e.expr(x).node {
         Node::Load { input, linear }
-            if e.input_elems[input as usize] == ElementType::F32
-                && vector::linearity(e, vp.var, linear, &mut lin_memo) == lin =>
+            if e.input_elems[input as usize] == ElementType::F32 && indices.dependence(linear, vp.var) == dep =>
         {
             Some((input, linear))
         }
@@ -257,13 +262,13 @@ fn blocked_ops(e: &Elemental, vp: &VecPlan, results: &[bool], block_lanes: u32) 
         let candidate = match x.node {
             Node::Unary(op, a) => block_math::block_symbol(op).filter(|_| f32s(a)).map(|symbol| (symbol, a, None)),
             Node::Binary(BinaryOp::Div, a, d) if f32s(a) => {
-                f32_load(d, Lin::Invariant).map(|d| (block_math::DIV_SYMBOL, a, Some(d)))
+                f32_load(d, Dependence::Invariant).map(|d| (block_math::DIV_SYMBOL, a, Some(d)))
             }
             _ => None,
         };
         if let (Some((symbol, a, divisor)), true) = (candidate, reached[i] && ops.len() < MAX_BLOCKED_OPS) {
             l = level[a.0 as usize] + 1;
-            let direct = f32_load(a, Lin::Affine(1));
+            let direct = f32_load(a, Dependence::Affine(1));
             let out = e
                 .outputs
                 .iter()
@@ -366,9 +371,10 @@ pub fn emit<M: Module>(
 ) -> Result<Emitted, String> {
     let id = m.declare_function(name, Linkage::Local, &signature(m)).map_err(|e| e.to_string())?;
     let par = parallel_var(e);
+    let indices = IndexAnalysis::new(e);
     let why = match vector::plan(e) {
         Ok(vp) => {
-            let blocks = blocked_ops(e, &vp, results, options.block_lanes);
+            let blocks = blocked_ops(e, &indices, &vp, results, options.block_lanes);
             let mut note =
                 format!("; vectorized: {} lanes x {}, {:?} along variable {}\n", vp.lanes, vp.unroll, vp.kind, vp.var);
             if let VecKind::Row(ops) = &vp.kind {
@@ -388,7 +394,7 @@ pub fn emit<M: Module>(
                 note +=
                     &format!("; strip-mined in blocks of {BLOCK} elements, native block calls: {}\n", ops.join(", "));
             }
-            match emit_as(m, helpers, e, id, n_inputs, par, Some(vp), blocks, options.inline_half) {
+            match emit_as(m, helpers, e, &indices, id, n_inputs, par, Some(vp), blocks, options.inline_half) {
                 Ok(mut em) => {
                     em.clif = note + &em.clif;
                     return Ok(em);
@@ -398,7 +404,7 @@ pub fn emit<M: Module>(
         }
         Err(why) => why,
     };
-    let mut em = emit_as(m, helpers, e, id, n_inputs, par, None, Vec::new(), options.inline_half)?;
+    let mut em = emit_as(m, helpers, e, &indices, id, n_inputs, par, None, Vec::new(), options.inline_half)?;
     em.clif = format!("; scalar: {}\n{}", why.lines().next().unwrap_or(""), em.clif);
     Ok(em)
 }
@@ -440,6 +446,7 @@ fn emit_as<M: Module>(
     m: &mut M,
     helpers: &Helpers,
     e: &Elemental,
+    indices: &IndexAnalysis,
     id: FuncId,
     n_inputs: usize,
     par: Option<u32>,
@@ -521,7 +528,7 @@ fn emit_as<M: Module>(
             lanes: 1,
             step: 0,
             vp,
-            lin_memo: HashMap::new(),
+            indices,
             par: par.map(|v| (v, begin, end)),
         };
         em.body();
@@ -590,7 +597,7 @@ struct Emit<'a, 'f> {
     /// Which unrolled vector of the current step is being emitted.
     step: u32,
     vp: Option<VecPlan>,
-    lin_memo: HashMap<IdxId, Lin>,
+    indices: &'a IndexAnalysis<'a>,
     /// The parallel variable and the function's `begin`/`end` parameters.
     par: Option<(u32, Value, Value)>,
 }
@@ -1408,9 +1415,10 @@ impl<'a, 'f> Emit<'a, 'f> {
         out
     }
 
-    fn linearity(&mut self, i: IdxId) -> Lin {
+    /// How index `i` depends on the vector variable.
+    fn dependence(&self, i: IdxId) -> Dependence {
         let var = self.vp.as_ref().expect("a vector plan").var;
-        vector::linearity(self.e, var, i, &mut self.lin_memo)
+        self.indices.dependence(i, var)
     }
 
     /// A constant of `elem` at the current lanes.
@@ -1483,8 +1491,8 @@ impl<'a, 'f> Emit<'a, 'f> {
                     let l = self.index(linear);
                     return self.load_elem(in_elem, base, l);
                 }
-                match self.linearity(linear) {
-                    Lin::Invariant => {
+                match self.dependence(linear) {
+                    Dependence::Invariant => {
                         // One load per loop step, shared by its unrolled vectors (loads are
                         // not merged by Cranelift, the arithmetic on them is). Only where a
                         // step is straight-line code: a column reduction's steps hold loops.
@@ -1500,7 +1508,7 @@ impl<'a, 'f> Emit<'a, 'f> {
                         }
                         v
                     }
-                    Lin::Affine(1) => {
+                    Dependence::Affine(1) => {
                         let (l, off) = self.vector_index(&mut |s| s.index(linear));
                         self.load_vec(in_elem, base, l, off)
                     }

@@ -23,17 +23,17 @@
 //!   output element, so any vectorizable combiner (argmax too) runs in exactly the
 //!   interpreter's order.
 //!
-//! A load whose linear index is `innermost variable + invariant` is one vector load; an
-//! invariant one is a scalar load and a splat; anything else (transposed, strided,
-//! reversed, clamped reads) gathers its lanes with scalar loads. Iota and range tests
+//! A load whose linear index is `innermost variable + invariant` (as
+//! [`crate::kernel::index`] decides) is one vector load; an invariant one is a scalar
+//! load and a splat; anything else (transposed, strided, reversed, clamped reads)
+//! gathers its lanes with scalar loads. Iota and range tests
 //! are also built lane by lane. Ops without a vector lowering keep the kernel scalar:
 //! transcendentals (they call the f64 helper), f16/bf16 (their conversions are scalar code), integer
 //! division and shifts (per-lane shift amounts), popcnt/clz, byte multiplies, f64 to
 //! 64-bit integer and width-changing converts.
 
 use crate::ir::{BinaryOp, ElementType, UnaryOp};
-use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
-use std::collections::HashMap;
+use crate::kernel::elemental::{Elemental, ExprId, Idx, Node};
 
 /// How a kernel is vectorized.
 #[derive(Clone, Debug, PartialEq)]
@@ -189,44 +189,4 @@ fn vector_form(e: &Elemental, x: ExprId) -> Result<(), String> {
         _ => {}
     }
     Ok(())
-}
-
-/// How an index expression depends on one loop variable.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Lin {
-    /// Does not depend on it.
-    Invariant,
-    /// `k * var + invariant`.
-    Affine(i64),
-    /// Anything else.
-    Other,
-}
-
-/// The dependence of index `i` on variable `var` (memoized in `memo`).
-pub fn linearity(e: &Elemental, var: u32, i: IdxId, memo: &mut HashMap<IdxId, Lin>) -> Lin {
-    if let Some(&l) = memo.get(&i) {
-        return l;
-    }
-    let l = match *e.idx_node(i) {
-        Idx::Var(v) if v == var => Lin::Affine(1),
-        Idx::Var(_) | Idx::Const(_) => Lin::Invariant,
-        Idx::Add(a, b) => match (linearity(e, var, a, memo), linearity(e, var, b, memo)) {
-            (Lin::Invariant, Lin::Invariant) => Lin::Invariant,
-            (Lin::Affine(k), Lin::Invariant) | (Lin::Invariant, Lin::Affine(k)) => Lin::Affine(k),
-            (Lin::Affine(k), Lin::Affine(j)) => Lin::Affine(k + j),
-            _ => Lin::Other,
-        },
-        Idx::Mul(a, k) => match linearity(e, var, a, memo) {
-            Lin::Affine(j) => Lin::Affine(j * k),
-            l => l,
-        },
-        Idx::Data(_) => Lin::Other,
-        Idx::Div(a, _) | Idx::Rem(a, _) | Idx::Clamp(a, _, _) => match linearity(e, var, a, memo) {
-            Lin::Invariant => Lin::Invariant,
-            _ => Lin::Other,
-        },
-    };
-    let l = if l == Lin::Affine(0) { Lin::Invariant } else { l };
-    memo.insert(i, l);
-    l
 }

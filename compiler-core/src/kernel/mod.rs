@@ -33,6 +33,7 @@ pub mod chains;
 mod conv;
 pub mod elemental;
 pub mod index;
+pub mod reduction;
 
 use crate::ir::{CompId, DotDims, ElementType, InstId, Literal, Module, Op, Shape, Type};
 pub use arena::{assign_arena, ArenaAssignment};

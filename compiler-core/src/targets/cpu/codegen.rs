@@ -42,6 +42,7 @@ use super::vector::{self, VecKind, VecPlan};
 use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
 use crate::kernel::index::{Dependence, IndexAnalysis};
+use crate::kernel::reduction;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
     types, AbiParam, Endianness, FuncRef, InstBuilder, MemFlagsData, Signature, SourceLoc, StackSlot, StackSlotData,
@@ -858,31 +859,11 @@ impl<'a, 'f> Emit<'a, 'f> {
         }
     }
 
-    /// The identity of associative `op` on `elem`, at the current lanes.
+    /// The identity of associative `op` on `elem` ([`reduction::identity`]), at the
+    /// current lanes.
     fn identity(&mut self, op: BinaryOp, elem: ElementType) -> Value {
-        use BinaryOp::*;
-        let bits = elem.bit_width();
-        let s = if elem.is_float() {
-            Scalar::F(match op {
-                Add => -0.0,
-                Mul => 1.0,
-                Max => f64::NEG_INFINITY,
-                _ => f64::INFINITY,
-            })
-        } else if elem.is_pred() {
-            Scalar::Pred(matches!(op, Mul | Min | And))
-        } else {
-            let signed = elem.is_signed_int();
-            match op {
-                Mul => Scalar::U(1),
-                And => Scalar::U(u64::MAX),
-                Max if signed => Scalar::S(i64::MIN >> (64 - bits)),
-                Min if signed => Scalar::S(i64::MAX >> (64 - bits)),
-                Min => Scalar::U(u64::MAX),
-                _ => Scalar::U(0),
-            }
-        };
-        self.konst(elem, s)
+        let id = reduction::identity(op, elem).expect("a row reduction's op is associative (vector::plan)");
+        self.konst(elem, id)
     }
 
     /// Lane `l` of vector `v` as a scalar register of `elem`.

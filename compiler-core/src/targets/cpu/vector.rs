@@ -13,7 +13,7 @@
 //!   one step let the out-of-order core overlap them.
 //! - **Row reduction** (the innermost variable is reduced): every reduction must be one
 //!   value combined by an associative and commutative op (add, mul, max, min, and, or,
-//!   xor). Four vector accumulators (two in rows shorter than four vectors), one per
+//!   xor; recognized, with its identity, by [`crate::kernel::reduction`]). Four vector accumulators (two in rows shorter than four vectors), one per
 //!   vector of the unrolled step, start at the op's identity and are combined
 //!   horizontally into the scalar accumulator (which started at the init) after the
 //!   loop. Float add and mul are thereby reassociated, as XLA:CPU
@@ -34,6 +34,7 @@
 
 use crate::ir::{BinaryOp, ElementType, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, Idx, Node};
+use crate::kernel::reduction;
 
 /// How a kernel is vectorized.
 #[derive(Clone, Debug, PartialEq)]
@@ -77,7 +78,7 @@ pub fn plan(e: &Elemental) -> Result<VecPlan, String> {
     let kind = if !e.is_reduction() {
         VecKind::Loop
     } else if e.reduced[var as usize] {
-        VecKind::Row(e.reductions.iter().enumerate().map(|(k, _)| associative_op(e, k)).collect::<Result<_, _>>()?)
+        VecKind::Row((0..e.reductions.len()).map(|k| reduction::associative_op(e, k)).collect::<Result<_, _>>()?)
     } else {
         VecKind::Column
     };
@@ -92,33 +93,6 @@ pub fn plan(e: &Elemental) -> Result<VecPlan, String> {
         return Err(format!("the innermost loop ({extent}) is shorter than one vector step"));
     }
     Ok(VecPlan { kind, lanes, unroll, width, var })
-}
-
-/// The op of reduction `k` when it is `acc = op(acc, x)` (either operand order) over one
-/// value with an associative and commutative `op`.
-fn associative_op(e: &Elemental, k: usize) -> Result<BinaryOp, String> {
-    let red = &e.reductions[k];
-    if red.values.len() != 1 {
-        return Err("a variadic row reduction".into());
-    }
-    let c = e.expr(red.combiner[0]);
-    let Node::Binary(op, a, b) = c.node else {
-        return Err("a row reduction whose combiner is not one binary op".into());
-    };
-    let leaf = |x: ExprId| e.expr(x).node.clone();
-    let k = k as u32;
-    let acc_arg = matches!((leaf(a), leaf(b)), (Node::Acc { red: r1, i: 0 }, Node::Arg { red: r2, i: 0 }) | (Node::Arg { red: r2, i: 0 }, Node::Acc { red: r1, i: 0 }) if r1 == k && r2 == k);
-    let same_type = e.expr(a).elem == c.elem && e.expr(b).elem == c.elem && e.expr(red.values[0]).elem == c.elem;
-    use BinaryOp::*;
-    let assoc = match c.elem {
-        el if el.is_float() => matches!(op, Add | Mul | Max | Min),
-        _ => matches!(op, Add | Mul | Max | Min | And | Or | Xor),
-    };
-    if acc_arg && same_type && assoc {
-        Ok(op)
-    } else {
-        Err(format!("the row reduction's {} combiner is not recognized as associative", op.hlo_name()))
-    }
 }
 
 /// Whether unary `op` on `elem` has an inline vector form: single instructions, and

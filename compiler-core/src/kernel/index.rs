@@ -164,10 +164,12 @@ impl<'e> IndexAnalysis<'e> {
 /// outermost first) with its row-major stride, so the element at the current variables
 /// is `sum(stride * var)`.
 ///
-/// Strides, not an index expression of the plan: an [`IdxId`] would be hash-consed
-/// with the loads' indices and evaluated in their order, so a target would emit the
-/// store address differently from today's code; and a target that stores vectors needs
-/// the stride of its vector variable (1 here, as the variable is innermost) anyway.
+/// Strides computed on demand rather than an [`IdxId`] per [`Output`] built at plan
+/// time: such an index would be hash-consed with the loads' indices and evaluated
+/// through their memo, in their operand order, so the CPU target's store addresses (one
+/// multiply-add per variable) would come out as other instructions; and a target that
+/// stores vectors needs the stride of its vector variable (1 here: it is innermost)
+/// anyway, which an index expression would only give back through this analysis.
 pub fn store_strides(e: &Elemental, out: &Output) -> Vec<(u32, i64)> {
     let vars: Vec<u32> = if out.inner { (0..e.space.len() as u32).collect() } else { e.outer_vars() };
     let dims: Vec<i64> = vars.iter().map(|&v| e.space[v as usize]).collect();

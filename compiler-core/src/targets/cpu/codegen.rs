@@ -41,7 +41,7 @@ use super::math;
 use super::vector::{self, VecKind, VecPlan};
 use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
-use crate::kernel::index::{Dependence, IndexAnalysis};
+use crate::kernel::index::{store_strides, Dependence, IndexAnalysis};
 use crate::kernel::reduction;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
@@ -615,19 +615,19 @@ impl<'a, 'f> Emit<'a, 'f> {
         let outer = e.outer_vars();
         let inner: Vec<u32> = (0..e.space.len() as u32).filter(|&v| e.reduced[v as usize]).collect();
         match self.vp.as_ref().map(|p| p.kind.clone()) {
-            None => self.nest(&outer, &mut |s| s.element(&outer, &inner)),
+            None => self.nest(&outer, &mut |s| s.element(&inner)),
             Some(VecKind::Loop | VecKind::Column) => {
                 // The vector variable is the last one, and kept.
                 let (&v, rest) = outer.split_last().expect("a vector plan has a kept innermost variable");
-                self.nest(rest, &mut |s| s.split(v, &mut |s| s.element(&outer, &inner)))
+                self.nest(rest, &mut |s| s.split(v, &mut |s| s.element(&inner)))
             }
-            Some(VecKind::Row(ops)) => self.nest(&outer, &mut |s| s.row_reduction(&outer, &inner, &ops)),
+            Some(VecKind::Row(ops)) => self.nest(&outer, &mut |s| s.row_reduction(&inner, &ops)),
         }
     }
 
     /// One element (or vector of elements) of the outer space: a loop kernel's outputs,
     /// or a reduction with its reduced loops inside, then its results.
-    fn element(&mut self, outer: &[u32], inner: &[u32]) {
+    fn element(&mut self, inner: &[u32]) {
         let e = self.e;
         self.new_region();
         if !e.is_reduction() {
@@ -635,7 +635,7 @@ impl<'a, 'f> Emit<'a, 'f> {
             // overwrite an input in place (`kernel::arena`), read at this position only.
             let vals: Vec<Value> = e.outputs.iter().map(|out| self.value(out.expr)).collect();
             for (o, val) in vals.into_iter().enumerate() {
-                self.store_value(o, outer, val);
+                self.store_value(o, val);
             }
             return;
         }
@@ -648,7 +648,7 @@ impl<'a, 'f> Emit<'a, 'f> {
         self.new_region();
         for (o, out) in e.outputs.iter().enumerate() {
             if !out.inner {
-                self.store(o, outer);
+                self.store(o);
             }
         }
     }
@@ -694,10 +694,9 @@ impl<'a, 'f> Emit<'a, 'f> {
 
     /// Stores the input-shaped outputs of a reduction kernel at the full index.
     fn store_inner(&mut self) {
-        let all: Vec<u32> = (0..self.e.space.len() as u32).collect();
         for (o, out) in self.e.outputs.iter().enumerate() {
             if out.inner {
-                self.store(o, &all);
+                self.store(o);
             }
         }
     }
@@ -714,7 +713,7 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// tracker is NaN or whose result is a zero (of either sign, where the `maxps`
     /// order of zeros may have picked the wrong one) runs again with the exact ops. A
     /// softmax's row max drops from nine instructions per vector to three.
-    fn row_reduction(&mut self, outer: &[u32], inner: &[u32], ops: &[BinaryOp]) {
+    fn row_reduction(&mut self, inner: &[u32], ops: &[BinaryOp]) {
         let e = self.e;
         let vp = self.vp.clone().expect("a vector plan");
         self.new_region();
@@ -747,7 +746,7 @@ impl<'a, 'f> Emit<'a, 'f> {
         self.new_region();
         for (o, out) in e.outputs.iter().enumerate() {
             if !out.inner {
-                self.store(o, outer);
+                self.store(o);
             }
         }
     }
@@ -1090,8 +1089,7 @@ impl<'a, 'f> Emit<'a, 'f> {
         let src = op.direct.map_or(buffer, |(input, linear)| at(self, input, linear));
         let dst = match op.out {
             Some(o) => {
-                let all: Vec<u32> = (0..self.e.space.len() as u32).collect();
-                let linear = self.output_linear(&all);
+                let linear = self.output_linear(o);
                 let base = self.bases[self.n_inputs + o];
                 self.address(base, linear, ElementType::F32)
             }
@@ -1160,15 +1158,15 @@ impl<'a, 'f> Emit<'a, 'f> {
         Some(self.load_vec(ElementType::F32, addr, pos, off))
     }
 
-    /// Stores output `o` at the row-major position of variables `vars` (in a vector
-    /// step, `lanes` consecutive elements: the vector variable is the last of `vars`).
-    fn store(&mut self, o: usize, vars: &[u32]) {
+    /// Stores output `o` at its element's position ([`Emit::output_linear`]; in a vector
+    /// step, `lanes` consecutive elements).
+    fn store(&mut self, o: usize) {
         let val = self.value(self.e.outputs[o].expr);
-        self.store_value(o, vars, val);
+        self.store_value(o, val);
     }
 
-    /// Stores `val` as output `o` at the position of `vars` (as [`Emit::store`]).
-    fn store_value(&mut self, o: usize, vars: &[u32], val: Value) {
+    /// Stores `val` as output `o` (as [`Emit::store`]).
+    fn store_value(&mut self, o: usize, val: Value) {
         let out = &self.e.outputs[o];
         let elem = out.elem;
         // A block function wrote it already (`BlockedOp::out`).
@@ -1176,7 +1174,7 @@ impl<'a, 'f> Emit<'a, 'f> {
             return;
         }
         // Row-major with the vector variable last: stride 1 along it.
-        let (linear, off) = self.vector_index(&mut |s| s.output_linear(vars));
+        let (linear, off) = self.vector_index(&mut |s| s.output_linear(o));
         let base = self.bases[self.n_inputs + o];
         if self.lanes > 1 {
             self.store_vec(elem, val, base, linear, off);
@@ -1185,15 +1183,13 @@ impl<'a, 'f> Emit<'a, 'f> {
         }
     }
 
-    /// The row-major position of `vars` (the output's variables, outermost first) in an
-    /// output: the index of the current values.
-    fn output_linear(&mut self, vars: &[u32]) -> Value {
-        let dims: Vec<i64> = vars.iter().map(|&v| self.e.space[v as usize]).collect();
-        let strides = crate::ir::Shape::new(ElementType::F32, dims).strides();
+    /// Where output `o` stores the element of the current variables: the plan's
+    /// [`store_strides`] applied to their values.
+    fn output_linear(&mut self, o: usize) -> Value {
         let mut linear = self.b.ins().iconst(types::I64, 0);
-        for (&v, &st) in vars.iter().zip(&strides) {
+        for (v, stride) in store_strides(self.e, &self.e.outputs[o]) {
             let i = self.vars[v as usize].expect("variable in scope");
-            let t = self.b.ins().imul_imm_s(i, st as i64);
+            let t = self.b.ins().imul_imm_s(i, stride);
             linear = self.b.ins().iadd(linear, t);
         }
         linear

@@ -35,7 +35,8 @@
 //! inside and after the reduced loop; each vector or tail step), so an expression shared
 //! by several outputs is computed once.
 
-use super::block_math;
+use super::block_math::{self, BlockFunction};
+use super::code_shape::{BlockCall, CodeShape, StripMining};
 use super::half_floats;
 use super::math;
 use super::vector::{self, VecKind, VecPlan};
@@ -99,13 +100,16 @@ fn lane_order() -> MemFlagsData {
     MemFlagsData::new().with_endianness(Endianness::Little)
 }
 
-/// A kernel's function as emitted: its id (defined, not yet finalized), its CLIF and its
-/// machine code listing (for the explorer's views), and how the runtime may split it.
+/// A kernel's function as emitted: its id (defined, not yet finalized), how it runs, its
+/// CLIF and its machine code listing (for the explorer's views), and how the runtime may
+/// split it.
 pub struct Emitted {
     #[cfg_attr(not(feature = "cpu"), allow(dead_code))]
     pub id: FuncId,
     /// The machine code and relocations (for artifacts and AOT checks).
     pub code: super::artifact::FunctionCode,
+    pub shape: CodeShape,
+    /// The function as Cranelift prints it (the JIT's listings put `shape.header()` above it).
     pub clif: String,
     pub asm: String,
     /// The extent of the parallel variable (`end` of a whole run); 1 when the kernel has
@@ -187,7 +191,7 @@ const MIN_STRIP: i64 = 128;
 pub struct BlockedOp {
     expr: ExprId,
     arg: ExprId,
-    symbol: &'static str,
+    function: BlockFunction,
     /// The stage whose loop first reads its results: one more than its argument's (the
     /// arguments of level-`s` ops are computed in stage `s - 1`).
     level: u32,
@@ -261,13 +265,13 @@ fn blocked_ops(
         let mut l = x.node.operands().iter().map(|a| level[a.0 as usize]).max().unwrap_or(0);
         let f32s = |a: ExprId| x.elem == ElementType::F32 && e.expr(a).elem == ElementType::F32;
         let candidate = match x.node {
-            Node::Unary(op, a) => block_math::block_symbol(op).filter(|_| f32s(a)).map(|symbol| (symbol, a, None)),
+            Node::Unary(op, a) => block_math::block_function(op).filter(|_| f32s(a)).map(|f| (f, a, None)),
             Node::Binary(BinaryOp::Div, a, d) if f32s(a) => {
-                f32_load(d, Dependence::Invariant).map(|d| (block_math::DIV_SYMBOL, a, Some(d)))
+                f32_load(d, Dependence::Invariant).map(|d| (block_math::DIV, a, Some(d)))
             }
             _ => None,
         };
-        if let (Some((symbol, a, divisor)), true) = (candidate, reached[i] && ops.len() < MAX_BLOCKED_OPS) {
+        if let (Some((function, a, divisor)), true) = (candidate, reached[i] && ops.len() < MAX_BLOCKED_OPS) {
             l = level[a.0 as usize] + 1;
             let direct = f32_load(a, Dependence::Affine(1));
             let out = e
@@ -275,7 +279,7 @@ fn blocked_ops(
                 .iter()
                 .position(|o| o.expr.0 as usize == i && o.elem == ElementType::F32)
                 .filter(|&o| results.get(o) == Some(&true));
-            ops.push(BlockedOp { expr: ExprId(i as u32), arg: a, symbol, level: l, direct, divisor, out });
+            ops.push(BlockedOp { expr: ExprId(i as u32), arg: a, function, level: l, direct, divisor, out });
         }
         level[i] = l;
     }
@@ -359,8 +363,8 @@ pub(super) fn emit_kernel<M: Module>(
 }
 
 /// Emits the kernel as function `name`: vectorized when [`vector::plan`] allows and
-/// Cranelift lowers the result, scalar otherwise. The CLIF listing starts with a comment
-/// saying which, and why not.
+/// Cranelift lowers the result, scalar otherwise; [`Emitted::shape`] says which, and why
+/// not.
 pub fn emit<M: Module>(
     m: &mut M,
     helpers: &Helpers,
@@ -373,73 +377,33 @@ pub fn emit<M: Module>(
     let id = m.declare_function(name, Linkage::Local, &signature(m)).map_err(|e| e.to_string())?;
     let par = parallel_var(e);
     let indices = IndexAnalysis::new(e);
-    let why = match vector::plan(e) {
+    let reason = match vector::plan(e) {
         Ok(vp) => {
             let blocks = blocked_ops(e, &indices, &vp, results, options.block_lanes);
-            let mut note =
-                format!("; vectorized: {} lanes x {}, {:?} along variable {}\n", vp.lanes, vp.unroll, vp.kind, vp.var);
-            if let VecKind::Row(ops) = &vp.kind {
-                if fast_extrema(e, ops, !blocks.is_empty()) {
-                    note += "; max/min rows: one maxps/minps per vector and a NaN tracker; rows with a NaN or a zero result run again exactly\n";
-                }
-            }
-            if !blocks.is_empty() {
-                let ops: Vec<String> = blocks
-                    .iter()
-                    .map(|b| {
-                        let from = b.direct.map(|(input, _)| format!(", from input {input}")).unwrap_or_default();
-                        let to = b.out.map(|o| format!(", into output {o}")).unwrap_or_default();
-                        format!("{} (stage {}{from}{to})", b.symbol, b.level)
-                    })
-                    .collect();
-                note +=
-                    &format!("; strip-mined in blocks of {BLOCK} elements, native block calls: {}\n", ops.join(", "));
-            }
-            match emit_as(m, helpers, e, &indices, id, n_inputs, par, Some(vp), blocks, options.inline_half) {
-                Ok(mut em) => {
-                    em.clif = note + &em.clif;
-                    return Ok(em);
-                }
+            let shape = vector_shape(e, vp, &blocks);
+            match emit_as(m, helpers, e, &indices, id, n_inputs, par, shape, blocks, options.inline_half) {
+                Ok(em) => return Ok(em),
                 Err(why) => format!("vector code failed: {why}"),
             }
         }
         Err(why) => why,
     };
-    let mut em = emit_as(m, helpers, e, &indices, id, n_inputs, par, None, Vec::new(), options.inline_half)?;
-    em.clif = format!("; scalar: {}\n{}", why.lines().next().unwrap_or(""), em.clif);
-    Ok(em)
+    let shape = CodeShape::Scalar { reason };
+    emit_as(m, helpers, e, &indices, id, n_inputs, par, shape, Vec::new(), options.inline_half)
 }
 
-/// A short description of how a kernel's code runs, read from the header [`emit`] puts
-/// on its CLIF listing: `simd 4x4` (lanes x unrolled vectors), `+ native exp, tanh`
-/// when strip-mined, `+ fast max/min` for the fast row max/min, or `scalar`. Empty for a
-/// listing without that header.
-pub(super) fn code_summary(clif: &str) -> String {
-    let mut lines = clif.lines();
-    let Some(first) = lines.next() else { return String::new() };
-    if first.starts_with("; scalar:") {
-        return "scalar".into();
-    }
-    let Some(shape) = first.strip_prefix("; vectorized: ") else { return String::new() };
-    // "4 lanes x 4, Loop along variable 1"
-    let mut words = shape.split_whitespace();
-    let (lanes, unroll) = (words.next().unwrap_or("?"), words.nth(2).unwrap_or("?").trim_end_matches(','));
-    let mut out = format!("simd {lanes}x{unroll}");
-    let header: Vec<&str> = lines.take_while(|l| l.starts_with(';')).collect();
-    if header.iter().any(|l| l.starts_with("; max/min rows:")) {
-        out += " + fast max/min";
-    }
-    if let Some(calls) = header.iter().filter_map(|l| l.split_once("native block calls: ")).map(|(_, c)| c).next() {
-        let mut ops: Vec<&str> = Vec::new();
-        for call in calls.split(", ").filter(|c| c.starts_with("hs_block_")) {
-            let op = call.trim_start_matches("hs_block_").split("_f32").next().unwrap_or(call);
-            if !ops.contains(&op) {
-                ops.push(op);
-            }
-        }
-        out += &format!(" + native {}", ops.join(", "));
-    }
-    out
+/// How a kernel runs with vector plan `vp`, strip-mining `blocks`.
+fn vector_shape(e: &Elemental, vp: VecPlan, blocks: &[BlockedOp]) -> CodeShape {
+    let fast_extrema = matches!(&vp.kind, VecKind::Row(ops) if fast_extrema(e, ops, !blocks.is_empty()));
+    let calls = blocks.iter().map(|b| BlockCall {
+        op: b.function.name.to_string(),
+        symbol: b.function.symbol.to_string(),
+        stage: b.level,
+        from_input: b.direct.map(|(input, _)| input),
+        into_output: b.out,
+    });
+    let strip_mined = (!blocks.is_empty()).then(|| StripMining { block: BLOCK, calls: calls.collect() });
+    CodeShape::Vector { plan: vp, fast_extrema, strip_mined }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -451,10 +415,14 @@ fn emit_as<M: Module>(
     id: FuncId,
     n_inputs: usize,
     par: Option<u32>,
-    vp: Option<VecPlan>,
+    shape: CodeShape,
     blocked: Vec<BlockedOp>,
     inline_half: bool,
 ) -> Result<Emitted, String> {
+    let vp = match &shape {
+        CodeShape::Vector { plan, .. } => Some(plan.clone()),
+        CodeShape::Scalar { .. } => None,
+    };
     let ptr = m.target_config().pointer_type();
     let mut ctx = m.make_context();
     ctx.set_disasm(true);
@@ -497,7 +465,7 @@ fn emit_as<M: Module>(
         let mut blocks = Vec::with_capacity(blocked.len());
         for op in blocked {
             let f = m
-                .declare_function(op.symbol, Linkage::Import, &block_signature(m, op.symbol))
+                .declare_function(op.function.symbol, Linkage::Import, &block_signature(m, op.function.symbol))
                 .map_err(|e| e.to_string())?;
             let func = m.declare_func_in_func(f, b.func);
             let slot =
@@ -550,7 +518,7 @@ fn emit_as<M: Module>(
     m.clear_context(&mut ctx);
     let code = code?;
     let par_extent = par.map_or(1, |v| e.space[v as usize]);
-    Ok(Emitted { id, code, clif, asm, par_extent })
+    Ok(Emitted { id, code, shape, clif, asm, par_extent })
 }
 
 struct Emit<'a, 'f> {

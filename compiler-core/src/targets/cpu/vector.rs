@@ -35,9 +35,10 @@
 use crate::ir::{BinaryOp, ElementType, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, Idx, Node};
 use crate::kernel::reduction;
+use serde::{Deserialize, Serialize};
 
 /// How a kernel is vectorized.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum VecKind {
     Loop,
     /// One associative op per reduction, in reduction order.
@@ -45,7 +46,7 @@ pub enum VecKind {
     Column,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VecPlan {
     pub kind: VecKind,
     /// Lanes per vector.

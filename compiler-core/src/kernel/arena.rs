@@ -24,11 +24,12 @@
 //! same position:
 //! - a loop kernel (not a reduction) whose every load of that input is at the output
 //!   element's own row-major position (the elemental index is exactly the store's
-//!   `sum(var_k * stride_k)`, [`super::index::store_strides`]: no transpose, broadcast, slice, reverse, gather or data
-//!   dependent index in between), with elements of the same byte size. The contract for
-//!   every target: all the loads of one element (or vector of elements) happen before
-//!   any store of that element's outputs, so lanes and thread chunks, which never share
-//!   a position, read their inputs before overwriting them. A dynamic-update-slice
+//!   `sum(var_k * stride_k)`, [`super::index::store_strides`]: no transpose, broadcast,
+//!   slice, reverse, gather or data dependent index in between), with elements of the
+//!   same byte size. The contract for every target: all the loads of one element (or
+//!   vector of elements) happen before any store of that element's outputs, so lanes
+//!   and thread chunks, which never share a position, read their inputs before
+//!   overwriting them. A dynamic-update-slice
 //!   reads its operand 0 that way (outside the window), so it updates it in place;
 //! - a scatter or a sort, output i over input i (operand i): the runtime copies each
 //!   operand into its output before updating or permuting the output alone, so the copy

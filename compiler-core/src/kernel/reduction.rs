@@ -35,7 +35,11 @@ pub fn associative_op(e: &Elemental, k: usize) -> Result<BinaryOp, String> {
     };
     let leaf = |x: ExprId| e.expr(x).node.clone();
     let k = k as u32;
-    let acc_arg = matches!((leaf(a), leaf(b)), (Node::Acc { red: r1, i: 0 }, Node::Arg { red: r2, i: 0 }) | (Node::Arg { red: r2, i: 0 }, Node::Acc { red: r1, i: 0 }) if r1 == k && r2 == k);
+    let acc_arg = match (leaf(a), leaf(b)) {
+        (Node::Acc { red: r1, i: 0 }, Node::Arg { red: r2, i: 0 })
+        | (Node::Arg { red: r2, i: 0 }, Node::Acc { red: r1, i: 0 }) => r1 == k && r2 == k,
+        _ => false,
+    };
     let same_type = e.expr(a).elem == c.elem && e.expr(b).elem == c.elem && e.expr(red.values[0]).elem == c.elem;
     if acc_arg && same_type && is_associative(op, c.elem) {
         Ok(op)
@@ -158,9 +162,18 @@ mod tests {
     /// root `r`).
     fn verdict(elem: &str, body: &str) -> Result<BinaryOp, String> {
         let text = format!(
-            "HloModule m\n%body (a: {elem}[], b: {elem}[]) -> {elem}[] {{\n  %a = {elem}[] parameter(0)\n  %b = {elem}[] parameter(1)\n  {body}\n}}\n\
-             ENTRY %main (x: {elem}[4,8], i: {elem}[]) -> {elem}[4] {{\n  %x = {elem}[4,8] parameter(0)\n  %i = {elem}[] parameter(1)\n  \
-             ROOT %s = {elem}[4] reduce(%x, %i), dimensions={{1}}, to_apply=%body\n}}\n"
+            "HloModule m
+%body (a: {elem}[], b: {elem}[]) -> {elem}[] {{
+  %a = {elem}[] parameter(0)
+  %b = {elem}[] parameter(1)
+  {body}
+}}
+ENTRY %main (x: {elem}[4,8], i: {elem}[]) -> {elem}[4] {{
+  %x = {elem}[4,8] parameter(0)
+  %i = {elem}[] parameter(1)
+  ROOT %s = {elem}[4] reduce(%x, %i), dimensions={{1}}, to_apply=%body
+}}
+"
         );
         let m = crate::parse::parse_module(&text).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
         let p = crate::kernel::plan(&m).unwrap();

@@ -13,8 +13,9 @@
 //!   one step let the out-of-order core overlap them.
 //! - **Row reduction** (the innermost variable is reduced): every reduction must be one
 //!   value combined by an associative and commutative op (add, mul, max, min, and, or,
-//!   xor; recognized, with its identity, by [`crate::kernel::reduction`]). Four vector accumulators (two in rows shorter than four vectors), one per
-//!   vector of the unrolled step, start at the op's identity and are combined
+//!   xor; recognized, with its identity, by [`crate::kernel::reduction`]). Four vector
+//!   accumulators (two in rows shorter than four vectors), one per vector of the
+//!   unrolled step, start at the op's identity and are combined
 //!   horizontally into the scalar accumulator (which started at the init) after the
 //!   loop. Float add and mul are thereby reassociated, as XLA:CPU
 //!   does: float sums are no longer bit-identical to the interpreter's sequential order

@@ -54,6 +54,19 @@ impl BlockOp {
     pub const ALL: [BlockOp; 7] =
         [BlockOp::Exp, BlockOp::Expm1, BlockOp::Log, BlockOp::Log1p, BlockOp::Tanh, BlockOp::Logistic, BlockOp::Erf];
 
+    /// The op's short name, the `<op>` of its symbol (`exp`).
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockOp::Exp => "exp",
+            BlockOp::Expm1 => "expm1",
+            BlockOp::Log => "log",
+            BlockOp::Log1p => "log1p",
+            BlockOp::Tanh => "tanh",
+            BlockOp::Logistic => "logistic",
+            BlockOp::Erf => "erf",
+        }
+    }
+
     /// The exported symbol of this op's block function (`hs_block_<op>_f32`).
     pub fn symbol(self) -> &'static str {
         match self {

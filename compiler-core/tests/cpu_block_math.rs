@@ -118,16 +118,19 @@ fn host_fma() -> bool {
 
 #[test]
 fn symbols_lanes_and_levels() {
-    assert_eq!(block_math::block_symbol(UnaryOp::Exp), Some("hs_block_exp_f32"));
-    assert_eq!(block_math::block_symbol(UnaryOp::Logistic), Some("hs_block_logistic_f32"));
-    assert_eq!(block_math::block_symbol(UnaryOp::Sin), None);
-    assert_eq!(block_math::block_symbol(UnaryOp::Abs), None);
+    assert_eq!(block_math::block_function(UnaryOp::Exp).map(|f| (f.name, f.symbol)), Some(("exp", "hs_block_exp_f32")));
+    assert_eq!(
+        block_math::block_function(UnaryOp::Logistic).map(|f| (f.name, f.symbol)),
+        Some(("logistic", "hs_block_logistic_f32"))
+    );
+    assert_eq!(block_math::block_function(UnaryOp::Sin), None);
+    assert_eq!(block_math::block_function(UnaryOp::Abs), None);
     let symbols = block_math::block_symbols();
     // Every op's, and the division's.
     assert_eq!(symbols.len(), OPS.len() + 1);
     assert!(symbols.iter().any(|s| s.0 == block_math::DIV_SYMBOL));
     for op in OPS {
-        let name = block_math::block_symbol(op).unwrap();
+        let name = block_math::block_function(op).unwrap().symbol;
         assert_eq!(symbols.iter().filter(|s| s.0 == name).count(), 1, "{name}");
     }
     let best = block_math::level();
@@ -156,7 +159,7 @@ fn symbols_lanes_and_levels() {
 type BlockFn = unsafe extern "C" fn(*const f32, *mut f32, i64);
 
 fn symbol(op: UnaryOp) -> BlockFn {
-    let name = block_math::block_symbol(op).unwrap();
+    let name = block_math::block_function(op).unwrap().symbol;
     let addr = block_math::block_symbols().into_iter().find(|s| s.0 == name).unwrap().1;
     // SAFETY: every block function has this signature.
     unsafe { std::mem::transmute::<*const u8, BlockFn>(addr) }

@@ -24,12 +24,13 @@
 //! and the kernel reads each of its elements only to produce the output element at the
 //! same position:
 //! - a loop kernel (not a reduction) whose every load of that input is at the output
-//!   element's own row-major position (the elemental index is exactly
-//!   `sum(var_k * stride_k)`: no transpose, broadcast, slice, reverse, gather or data
-//!   dependent index in between), with elements of the same byte size. The contract for
-//!   every target: all the loads of one element (or vector of elements) happen before
-//!   any store of that element's outputs, so lanes and thread chunks, which never share
-//!   a position, read their inputs before overwriting them. A dynamic-update-slice
+//!   element's own row-major position (the elemental index is exactly the store's
+//!   `sum(var_k * stride_k)`, [`super::index::store_strides`]: no transpose, broadcast,
+//!   slice, reverse, gather or data dependent index in between), with elements of the
+//!   same byte size. The contract for every target: all the loads of one element (or
+//!   vector of elements) happen before any store of that element's outputs, so lanes
+//!   and thread chunks, which never share a position, read their inputs before
+//!   overwriting them. A dynamic-update-slice
 //!   reads its operand 0 that way (outside the window), so it updates it in place;
 //! - a scatter or a sort, output i over input i (operand i): the runtime copies each
 //!   operand into its output before updating or permuting the output alone, so the copy
@@ -46,7 +47,8 @@
 //! cannot compile into opaque ones) must be assigned again: [`ArenaAssignment::is_current`]
 //! tells whether an assignment still describes a plan's kernels.
 
-use super::elemental::{Elemental, Idx, IdxId, Node};
+use super::elemental::{Elemental, Node, Output};
+use super::index::{store_strides, IndexAnalysis};
 use super::{BufferId, Kernel, KernelBody, KernelKind, KernelPlan};
 pub use crate::passes::buffers::ARENA_ALIGNMENT;
 use crate::passes::buffers::{pack_aligned_to, BestFit};
@@ -235,63 +237,36 @@ fn in_place_input(k: &Kernel, j: usize, reusable: impl Fn(BufferId) -> bool) -> 
             if out.inner {
                 return None;
             }
+            // Analysed once a candidate passes the cheaper tests.
+            let mut indices = None;
             (0..k.inputs.len()).find_map(|slot| {
                 let b = single(slot)?;
-                let same_elem = e.input_elems.get(slot)?.byte_size() == out.elem.byte_size();
-                (same_elem && reads_only_in_place(e, slot as u32)).then_some(b)
+                if e.input_elems.get(slot)?.byte_size() != out.elem.byte_size() {
+                    return None;
+                }
+                let indices = indices.get_or_insert_with(|| IndexAnalysis::new(e));
+                reads_only_in_place(e, indices, slot as u32, out).then_some(b)
             })
         }
         _ => None,
     }
 }
 
-/// Whether `e` loads input `slot` (at least once) and only at the row-major position of
-/// the loop variables, i.e. at the element it is storing (the coefficient of a variable
-/// of extent 1, always 0, does not matter).
-fn reads_only_in_place(e: &Elemental, slot: u32) -> bool {
-    let mut stride = 1i64;
-    let mut identity = vec![0i64; e.space.len()];
-    for (v, &d) in e.space.iter().enumerate().rev() {
-        identity[v] = stride;
-        stride = stride.saturating_mul(d.max(1));
-    }
+/// Whether `e` loads input `slot` (at least once) and only at the position where it
+/// stores output `out`'s element, i.e. exactly at that element.
+fn reads_only_in_place(e: &Elemental, indices: &IndexAnalysis, slot: u32, out: &Output) -> bool {
+    let position = store_strides(e, out);
     let mut loads = 0;
     for n in &e.nodes {
         if let Node::Load { input, linear } = n.node {
             if input != slot {
                 continue;
             }
-            match affine(e, linear) {
-                Some((coeffs, 0))
-                    if coeffs.iter().zip(&identity).zip(&e.space).all(|((c, i), &d)| c == i || d <= 1) =>
-                {
-                    loads += 1
-                }
-                _ => return false,
+            if !indices.is_position(linear, &position) {
+                return false;
             }
+            loads += 1;
         }
     }
     loads > 0
-}
-
-/// `i` as `sum(coeffs[v] * var_v) + constant`, if it is built from variables, constants,
-/// sums and products by constants only.
-fn affine(e: &Elemental, i: IdxId) -> Option<(Vec<i64>, i64)> {
-    Some(match *e.idx_node(i) {
-        Idx::Var(v) => {
-            let mut c = vec![0; e.space.len()];
-            *c.get_mut(v as usize)? = 1;
-            (c, 0)
-        }
-        Idx::Const(k) => (vec![0; e.space.len()], k),
-        Idx::Add(a, b) => {
-            let ((ca, ka), (cb, kb)) = (affine(e, a)?, affine(e, b)?);
-            (ca.iter().zip(&cb).map(|(x, y)| x.checked_add(*y)).collect::<Option<_>>()?, ka.checked_add(kb)?)
-        }
-        Idx::Mul(a, m) => {
-            let (ca, ka) = affine(e, a)?;
-            (ca.iter().map(|x| x.checked_mul(m)).collect::<Option<_>>()?, ka.checked_mul(m)?)
-        }
-        Idx::Div(..) | Idx::Rem(..) | Idx::Clamp(..) | Idx::Data(_) => return None,
-    })
 }

@@ -19,7 +19,8 @@
 //! another row: for every buffer written by a member and read by a later one, each load
 //! of it must provably address the same row, i.e. its linear index must be
 //! `var0 * R + rest` with `R` the buffer's elements per row and `0 <= rest < R` over the
-//! whole iteration space (from the index expression's value range). Anything not proven
+//! whole iteration space (from the index's affine form, [`super::index`]: the extents of
+//! the other variables and the value ranges of its other terms). Anything not proven
 //! (a transposed read, a broadcast along rows, a read at another row, a data-dependent
 //! index, an index this check cannot decompose) ends the chain. A member may not write a
 //! buffer an earlier member touches (plans are in SSA form, so this only guards against
@@ -31,7 +32,8 @@
 //! live across the whole chain and puts no chain member's output in place, so either
 //! way of running is correct.
 
-use super::elemental::{Elemental, Idx, IdxId, Node};
+use super::elemental::{Elemental, Node};
+use super::index::{Dependence, IndexAnalysis};
 use super::{BufferId, Kernel, KernelBody, KernelKind, KernelPlan, ReductionKind};
 use std::collections::HashSet;
 use std::ops::Range;
@@ -116,70 +118,29 @@ fn joins(plan: &KernelPlan, k: &Kernel, rows: i64, written: &HashSet<BufferId>, 
     if k.outputs.iter().any(|b| touched.contains(b)) {
         return false;
     }
+    let mut indices = None;
     k.inputs.iter().enumerate().all(|(slot, b)| {
         if !written.contains(b) {
             return true;
         }
         let count = plan.buffers[*b].shape.num_elements() as i64;
-        count % rows == 0 && reads_own_row(e, slot as u32, count / rows)
+        let indices = indices.get_or_insert_with(|| IndexAnalysis::new(e));
+        count % rows == 0 && reads_own_row(e, indices, slot as u32, count / rows)
     })
 }
 
 /// Whether every load of input `slot` in `e` addresses row `var0` of a buffer with
-/// `row` elements per row.
-pub fn reads_own_row(e: &Elemental, slot: u32, row: i64) -> bool {
+/// `row` elements per row: its index is `row * var0 + rest`, where nothing in `rest`
+/// varies with `var0` through a non-affine term (nor is data-dependent) and
+/// `0 <= rest < row` over the whole iteration space.
+fn reads_own_row(e: &Elemental, indices: &IndexAnalysis, slot: u32, row: i64) -> bool {
     e.nodes.iter().all(|n| match n.node {
-        Node::Load { input, linear } if input == slot => row_aligned(e, linear, row),
+        Node::Load { input, linear } if input == slot => {
+            indices.dependence(linear, 0) == Dependence::Affine(row)
+                && indices.range_without(linear, 0).is_some_and(|(lo, hi)| lo >= 0 && hi < row)
+        }
         _ => true,
     })
-}
-
-/// Whether index `i` is `var0 * row + rest` with `0 <= rest < row` everywhere.
-fn row_aligned(e: &Elemental, i: IdxId, row: i64) -> bool {
-    let mut terms = Vec::new();
-    flatten_sum(e, i, &mut terms);
-    let is_row_term = |t: IdxId| match *e.idx_node(t) {
-        Idx::Var(0) => row == 1,
-        Idx::Mul(a, m) => m == row && *e.idx_node(a) == Idx::Var(0),
-        _ => false,
-    };
-    let Some(at) = terms.iter().position(|&t| is_row_term(t)) else { return false };
-    let (mut lo, mut hi) = (0i64, 0i64);
-    for (j, &t) in terms.iter().enumerate() {
-        if j == at {
-            continue;
-        }
-        // Another reference to the row variable (or a data-dependent index) is not
-        // worth proving anything about.
-        if mentions_var0_or_data(e, t) {
-            return false;
-        }
-        let (a, b) = e.idx_range[t.0 as usize];
-        let (Some(l), Some(h)) = (lo.checked_add(a), hi.checked_add(b)) else { return false };
-        (lo, hi) = (l, h);
-    }
-    lo >= 0 && hi < row
-}
-
-/// The terms of a tree of `Add`s.
-fn flatten_sum(e: &Elemental, i: IdxId, out: &mut Vec<IdxId>) {
-    match *e.idx_node(i) {
-        Idx::Add(a, b) => {
-            flatten_sum(e, a, out);
-            flatten_sum(e, b, out);
-        }
-        _ => out.push(i),
-    }
-}
-
-fn mentions_var0_or_data(e: &Elemental, i: IdxId) -> bool {
-    match *e.idx_node(i) {
-        Idx::Var(v) => v == 0,
-        Idx::Const(_) => false,
-        Idx::Add(a, b) => mentions_var0_or_data(e, a) || mentions_var0_or_data(e, b),
-        Idx::Mul(a, _) | Idx::Div(a, _) | Idx::Rem(a, _) | Idx::Clamp(a, _, _) => mentions_var0_or_data(e, a),
-        Idx::Data(_) => true,
-    }
 }
 
 /// Bytes of the distinct buffers a run of kernels touches.

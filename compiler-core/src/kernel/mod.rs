@@ -33,7 +33,9 @@ pub mod caps;
 pub mod chains;
 mod conv;
 pub mod elemental;
+pub mod index;
 pub mod print;
+pub mod reduction;
 pub mod semantics;
 pub mod verify;
 

@@ -6,8 +6,9 @@
 //! while/conditional computation compiled on its own, its final kernel plan (opaque
 //! kernels substituted for refused ones, arena offsets assigned) — both in binary form
 //! (serde derives of the IR and plan types, `postcard` encoding) — plus the machine code
-//! of each Cranelift kernel with its relocations, its CLIF and assembly listings, and a
-//! fingerprint of the kernel it was compiled for. Loading decodes the module and the
+//! of each Cranelift kernel with its relocations, how that code runs (its `CodeShape`, a
+//! postcard section too), its CLIF and assembly listings, and a fingerprint of the
+//! kernel it was compiled for. Loading decodes the module and the
 //! plans, checks each plan against the module and each fingerprint against the plan,
 //! and hands the bytes to a JIT module (`define_function_bytes`), which only patches
 //! relocations.
@@ -32,8 +33,9 @@ use cranelift_module::{FuncId, Module, ModuleReloc, ModuleRelocTarget};
 
 /// Bumped whenever the byte layout below changes, or the serde form of the IR or plan
 /// types (2: the module and plans as postcard sections instead of HLO text; 3: plans
-/// carry their row chains).
-pub const FORMAT_VERSION: u32 = 3;
+/// carry their row chains; 4: kernels carry how their code runs, and their CLIF without
+/// the comments that said so).
+pub const FORMAT_VERSION: u32 = 4;
 
 const MAGIC: &[u8; 8] = b"HSCPUART";
 
@@ -80,6 +82,9 @@ pub struct KernelCode {
     /// Hash of the kernel as planned (its elemental body, buffers): must match on load.
     pub fingerprint: u64,
     pub code: FunctionCode,
+    /// How the code runs (a `CodeShape`), postcard-encoded ([`encode`]).
+    pub shape: Vec<u8>,
+    /// The function's CLIF, without the header of notes listings put above it.
     pub clif: String,
     pub asm: String,
 }
@@ -325,6 +330,7 @@ impl Writer {
                 }
                 self.u64(r.addend as u64);
             }
+            self.bytes(&k.shape);
             self.str(&k.clif);
             self.str(&k.asm);
         }
@@ -406,6 +412,7 @@ impl<'a> Reader<'a> {
                 let addend = self.u64()? as i64;
                 relocs.push(Relocation { offset, kind, target, addend });
             }
+            let shape = self.bytes()?.to_vec();
             let clif = self.str()?;
             let asm = self.str()?;
             kernels.push(KernelCode {
@@ -413,6 +420,7 @@ impl<'a> Reader<'a> {
                 name,
                 fingerprint,
                 code: FunctionCode { alignment, bytes, relocs },
+                shape,
                 clif,
                 asm,
             });
@@ -504,6 +512,7 @@ mod tests {
                             addend: -3,
                         }],
                     },
+                    shape: vec![6, 7],
                     clif: "function".into(),
                     asm: "nop".into(),
                 }],

@@ -27,9 +27,20 @@ fn block_op(op: UnaryOp) -> Option<BlockOp> {
     })
 }
 
-/// The block function's symbol for `op`, if it has one.
-pub fn block_symbol(op: UnaryOp) -> Option<&'static str> {
-    block_op(op).map(BlockOp::symbol)
+/// A native block function as the emitter names it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct BlockFunction {
+    /// The op, as summaries name it (`exp`, `div`).
+    pub name: &'static str,
+    pub symbol: &'static str,
+}
+
+/// The division's block function ([`DIV_SYMBOL`]).
+pub const DIV: BlockFunction = BlockFunction { name: "div", symbol: DIV_SYMBOL };
+
+/// The block function of `op`, if it has one.
+pub fn block_function(op: UnaryOp) -> Option<BlockFunction> {
+    block_op(op).map(|b| BlockFunction { name: b.name(), symbol: b.symbol() })
 }
 
 /// Every block function: symbol and address (for the JIT's symbol table).

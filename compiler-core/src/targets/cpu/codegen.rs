@@ -35,12 +35,15 @@
 //! inside and after the reduced loop; each vector or tail step), so an expression shared
 //! by several outputs is computed once.
 
-use super::block_math;
+use super::block_math::{self, BlockFunction};
+use super::code_shape::{BlockCall, CodeShape, StripMining};
 use super::half_floats;
 use super::math;
-use super::vector::{self, Lin, VecKind, VecPlan};
+use super::vector::{self, VecKind, VecPlan};
 use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
+use crate::kernel::index::{store_strides, Dependence, IndexAnalysis};
+use crate::kernel::reduction;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
     types, AbiParam, Endianness, FuncRef, InstBuilder, MemFlagsData, Signature, SourceLoc, StackSlot, StackSlotData,
@@ -97,13 +100,16 @@ fn lane_order() -> MemFlagsData {
     MemFlagsData::new().with_endianness(Endianness::Little)
 }
 
-/// A kernel's function as emitted: its id (defined, not yet finalized), its CLIF and its
-/// machine code listing (for the explorer's views), and how the runtime may split it.
+/// A kernel's function as emitted: its id (defined, not yet finalized), how it runs, its
+/// CLIF and its machine code listing (for the explorer's views), and how the runtime may
+/// split it.
 pub struct Emitted {
     #[cfg_attr(not(feature = "cpu"), allow(dead_code))]
     pub id: FuncId,
     /// The machine code and relocations (for artifacts and AOT checks).
     pub code: super::artifact::FunctionCode,
+    pub shape: CodeShape,
+    /// The function as Cranelift prints it (the JIT's listings put `shape.header()` above it).
     pub clif: String,
     pub asm: String,
     /// The extent of the parallel variable (`end` of a whole run); 1 when the kernel has
@@ -185,7 +191,7 @@ const MIN_STRIP: i64 = 128;
 pub struct BlockedOp {
     expr: ExprId,
     arg: ExprId,
-    symbol: &'static str,
+    function: BlockFunction,
     /// The stage whose loop first reads its results: one more than its argument's (the
     /// arguments of level-`s` ops are computed in stage `s - 1`).
     level: u32,
@@ -205,7 +211,13 @@ pub struct BlockedOp {
 /// f32 transcendentals with a native block function, where the native code has more
 /// lanes than Cranelift's vectors and the vector loop is at least [`MIN_STRIP`] long. Column
 /// reductions keep their one-vector steps.
-fn blocked_ops(e: &Elemental, vp: &VecPlan, results: &[bool], block_lanes: u32) -> Vec<BlockedOp> {
+fn blocked_ops(
+    e: &Elemental,
+    indices: &IndexAnalysis,
+    vp: &VecPlan,
+    results: &[bool],
+    block_lanes: u32,
+) -> Vec<BlockedOp> {
     if block_lanes <= vp.lanes || vp.width != 4 || e.space[vp.var as usize] < MIN_STRIP
         // `strip_mined` rounds down to whole steps with a mask.
         || !(vp.lanes * vp.unroll).is_power_of_two()
@@ -239,12 +251,10 @@ fn blocked_ops(e: &Elemental, vp: &VecPlan, results: &[bool], block_lanes: u32) 
     }
     let mut level = vec![0u32; n];
     let mut ops = Vec::new();
-    let mut lin_memo = HashMap::new();
-    // An f32 load of `x` with linearity `lin` along the vector variable: (input, index).
-    let mut f32_load = |x: ExprId, lin: Lin| match e.expr(x).node {
+    // An f32 load of `x` with dependence `dep` on the vector variable: (input, index).
+    let f32_load = |x: ExprId, dep: Dependence| match e.expr(x).node {
         Node::Load { input, linear }
-            if e.input_elems[input as usize] == ElementType::F32
-                && vector::linearity(e, vp.var, linear, &mut lin_memo) == lin =>
+            if e.input_elems[input as usize] == ElementType::F32 && indices.dependence(linear, vp.var) == dep =>
         {
             Some((input, linear))
         }
@@ -255,21 +265,21 @@ fn blocked_ops(e: &Elemental, vp: &VecPlan, results: &[bool], block_lanes: u32) 
         let mut l = x.node.operands().iter().map(|a| level[a.0 as usize]).max().unwrap_or(0);
         let f32s = |a: ExprId| x.elem == ElementType::F32 && e.expr(a).elem == ElementType::F32;
         let candidate = match x.node {
-            Node::Unary(op, a) => block_math::block_symbol(op).filter(|_| f32s(a)).map(|symbol| (symbol, a, None)),
+            Node::Unary(op, a) => block_math::block_function(op).filter(|_| f32s(a)).map(|f| (f, a, None)),
             Node::Binary(BinaryOp::Div, a, d) if f32s(a) => {
-                f32_load(d, Lin::Invariant).map(|d| (block_math::DIV_SYMBOL, a, Some(d)))
+                f32_load(d, Dependence::Invariant).map(|d| (block_math::DIV, a, Some(d)))
             }
             _ => None,
         };
-        if let (Some((symbol, a, divisor)), true) = (candidate, reached[i] && ops.len() < MAX_BLOCKED_OPS) {
+        if let (Some((function, a, divisor)), true) = (candidate, reached[i] && ops.len() < MAX_BLOCKED_OPS) {
             l = level[a.0 as usize] + 1;
-            let direct = f32_load(a, Lin::Affine(1));
+            let direct = f32_load(a, Dependence::Affine(1));
             let out = e
                 .outputs
                 .iter()
                 .position(|o| o.expr.0 as usize == i && o.elem == ElementType::F32)
                 .filter(|&o| results.get(o) == Some(&true));
-            ops.push(BlockedOp { expr: ExprId(i as u32), arg: a, symbol, level: l, direct, divisor, out });
+            ops.push(BlockedOp { expr: ExprId(i as u32), arg: a, function, level: l, direct, divisor, out });
         }
         level[i] = l;
     }
@@ -353,8 +363,8 @@ pub(super) fn emit_kernel<M: Module>(
 }
 
 /// Emits the kernel as function `name`: vectorized when [`vector::plan`] allows and
-/// Cranelift lowers the result, scalar otherwise. The CLIF listing starts with a comment
-/// saying which, and why not.
+/// Cranelift lowers the result, scalar otherwise; [`Emitted::shape`] says which, and why
+/// not.
 pub fn emit<M: Module>(
     m: &mut M,
     helpers: &Helpers,
@@ -366,73 +376,34 @@ pub fn emit<M: Module>(
 ) -> Result<Emitted, String> {
     let id = m.declare_function(name, Linkage::Local, &signature(m)).map_err(|e| e.to_string())?;
     let par = parallel_var(e);
-    let why = match vector::plan(e) {
+    let indices = IndexAnalysis::new(e);
+    let reason = match vector::plan(e) {
         Ok(vp) => {
-            let blocks = blocked_ops(e, &vp, results, options.block_lanes);
-            let mut note =
-                format!("; vectorized: {} lanes x {}, {:?} along variable {}\n", vp.lanes, vp.unroll, vp.kind, vp.var);
-            if let VecKind::Row(ops) = &vp.kind {
-                if fast_extrema(e, ops, !blocks.is_empty()) {
-                    note += "; max/min rows: one maxps/minps per vector and a NaN tracker; rows with a NaN or a zero result run again exactly\n";
-                }
-            }
-            if !blocks.is_empty() {
-                let ops: Vec<String> = blocks
-                    .iter()
-                    .map(|b| {
-                        let from = b.direct.map(|(input, _)| format!(", from input {input}")).unwrap_or_default();
-                        let to = b.out.map(|o| format!(", into output {o}")).unwrap_or_default();
-                        format!("{} (stage {}{from}{to})", b.symbol, b.level)
-                    })
-                    .collect();
-                note +=
-                    &format!("; strip-mined in blocks of {BLOCK} elements, native block calls: {}\n", ops.join(", "));
-            }
-            match emit_as(m, helpers, e, id, n_inputs, par, Some(vp), blocks, options.inline_half) {
-                Ok(mut em) => {
-                    em.clif = note + &em.clif;
-                    return Ok(em);
-                }
+            let blocks = blocked_ops(e, &indices, &vp, results, options.block_lanes);
+            let shape = vector_shape(e, vp, &blocks);
+            match emit_as(m, helpers, e, &indices, id, n_inputs, par, shape, blocks, options.inline_half) {
+                Ok(em) => return Ok(em),
                 Err(why) => format!("vector code failed: {why}"),
             }
         }
         Err(why) => why,
     };
-    let mut em = emit_as(m, helpers, e, id, n_inputs, par, None, Vec::new(), options.inline_half)?;
-    em.clif = format!("; scalar: {}\n{}", why.lines().next().unwrap_or(""), em.clif);
-    Ok(em)
+    let shape = CodeShape::Scalar { reason };
+    emit_as(m, helpers, e, &indices, id, n_inputs, par, shape, Vec::new(), options.inline_half)
 }
 
-/// A short description of how a kernel's code runs, read from the header [`emit`] puts
-/// on its CLIF listing: `simd 4x4` (lanes x unrolled vectors), `+ native exp, tanh`
-/// when strip-mined, `+ fast max/min` for the fast row max/min, or `scalar`. Empty for a
-/// listing without that header.
-pub(super) fn code_summary(clif: &str) -> String {
-    let mut lines = clif.lines();
-    let Some(first) = lines.next() else { return String::new() };
-    if first.starts_with("; scalar:") {
-        return "scalar".into();
-    }
-    let Some(shape) = first.strip_prefix("; vectorized: ") else { return String::new() };
-    // "4 lanes x 4, Loop along variable 1"
-    let mut words = shape.split_whitespace();
-    let (lanes, unroll) = (words.next().unwrap_or("?"), words.nth(2).unwrap_or("?").trim_end_matches(','));
-    let mut out = format!("simd {lanes}x{unroll}");
-    let header: Vec<&str> = lines.take_while(|l| l.starts_with(';')).collect();
-    if header.iter().any(|l| l.starts_with("; max/min rows:")) {
-        out += " + fast max/min";
-    }
-    if let Some(calls) = header.iter().filter_map(|l| l.split_once("native block calls: ")).map(|(_, c)| c).next() {
-        let mut ops: Vec<&str> = Vec::new();
-        for call in calls.split(", ").filter(|c| c.starts_with("hs_block_")) {
-            let op = call.trim_start_matches("hs_block_").split("_f32").next().unwrap_or(call);
-            if !ops.contains(&op) {
-                ops.push(op);
-            }
-        }
-        out += &format!(" + native {}", ops.join(", "));
-    }
-    out
+/// How a kernel runs with vector plan `vp`, strip-mining `blocks`.
+fn vector_shape(e: &Elemental, vp: VecPlan, blocks: &[BlockedOp]) -> CodeShape {
+    let fast_extrema = matches!(&vp.kind, VecKind::Row(ops) if fast_extrema(e, ops, !blocks.is_empty()));
+    let calls = blocks.iter().map(|b| BlockCall {
+        op: b.function.name.to_string(),
+        symbol: b.function.symbol.to_string(),
+        stage: b.level,
+        from_input: b.direct.map(|(input, _)| input),
+        into_output: b.out,
+    });
+    let strip_mined = (!blocks.is_empty()).then(|| StripMining { block: BLOCK, calls: calls.collect() });
+    CodeShape::Vector { plan: vp, fast_extrema, strip_mined }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -440,13 +411,18 @@ fn emit_as<M: Module>(
     m: &mut M,
     helpers: &Helpers,
     e: &Elemental,
+    indices: &IndexAnalysis,
     id: FuncId,
     n_inputs: usize,
     par: Option<u32>,
-    vp: Option<VecPlan>,
+    shape: CodeShape,
     blocked: Vec<BlockedOp>,
     inline_half: bool,
 ) -> Result<Emitted, String> {
+    let vp = match &shape {
+        CodeShape::Vector { plan, .. } => Some(plan.clone()),
+        CodeShape::Scalar { .. } => None,
+    };
     let ptr = m.target_config().pointer_type();
     let mut ctx = m.make_context();
     ctx.set_disasm(true);
@@ -489,7 +465,7 @@ fn emit_as<M: Module>(
         let mut blocks = Vec::with_capacity(blocked.len());
         for op in blocked {
             let f = m
-                .declare_function(op.symbol, Linkage::Import, &block_signature(m, op.symbol))
+                .declare_function(op.function.symbol, Linkage::Import, &block_signature(m, op.function.symbol))
                 .map_err(|e| e.to_string())?;
             let func = m.declare_func_in_func(f, b.func);
             let slot =
@@ -521,7 +497,7 @@ fn emit_as<M: Module>(
             lanes: 1,
             step: 0,
             vp,
-            lin_memo: HashMap::new(),
+            indices,
             par: par.map(|v| (v, begin, end)),
         };
         em.body();
@@ -542,7 +518,7 @@ fn emit_as<M: Module>(
     m.clear_context(&mut ctx);
     let code = code?;
     let par_extent = par.map_or(1, |v| e.space[v as usize]);
-    Ok(Emitted { id, code, clif, asm, par_extent })
+    Ok(Emitted { id, code, shape, clif, asm, par_extent })
 }
 
 struct Emit<'a, 'f> {
@@ -590,7 +566,7 @@ struct Emit<'a, 'f> {
     /// Which unrolled vector of the current step is being emitted.
     step: u32,
     vp: Option<VecPlan>,
-    lin_memo: HashMap<IdxId, Lin>,
+    indices: &'a IndexAnalysis<'a>,
     /// The parallel variable and the function's `begin`/`end` parameters.
     par: Option<(u32, Value, Value)>,
 }
@@ -607,19 +583,19 @@ impl<'a, 'f> Emit<'a, 'f> {
         let outer = e.outer_vars();
         let inner: Vec<u32> = (0..e.space.len() as u32).filter(|&v| e.reduced[v as usize]).collect();
         match self.vp.as_ref().map(|p| p.kind.clone()) {
-            None => self.nest(&outer, &mut |s| s.element(&outer, &inner)),
+            None => self.nest(&outer, &mut |s| s.element(&inner)),
             Some(VecKind::Loop | VecKind::Column) => {
                 // The vector variable is the last one, and kept.
                 let (&v, rest) = outer.split_last().expect("a vector plan has a kept innermost variable");
-                self.nest(rest, &mut |s| s.split(v, &mut |s| s.element(&outer, &inner)))
+                self.nest(rest, &mut |s| s.split(v, &mut |s| s.element(&inner)))
             }
-            Some(VecKind::Row(ops)) => self.nest(&outer, &mut |s| s.row_reduction(&outer, &inner, &ops)),
+            Some(VecKind::Row(ops)) => self.nest(&outer, &mut |s| s.row_reduction(&inner, &ops)),
         }
     }
 
     /// One element (or vector of elements) of the outer space: a loop kernel's outputs,
     /// or a reduction with its reduced loops inside, then its results.
-    fn element(&mut self, outer: &[u32], inner: &[u32]) {
+    fn element(&mut self, inner: &[u32]) {
         let e = self.e;
         self.new_region();
         if !e.is_reduction() {
@@ -627,7 +603,7 @@ impl<'a, 'f> Emit<'a, 'f> {
             // overwrite an input in place (`kernel::arena`), read at this position only.
             let vals: Vec<Value> = e.outputs.iter().map(|out| self.value(out.expr)).collect();
             for (o, val) in vals.into_iter().enumerate() {
-                self.store_value(o, outer, val);
+                self.store_value(o, val);
             }
             return;
         }
@@ -640,7 +616,7 @@ impl<'a, 'f> Emit<'a, 'f> {
         self.new_region();
         for (o, out) in e.outputs.iter().enumerate() {
             if !out.inner {
-                self.store(o, outer);
+                self.store(o);
             }
         }
     }
@@ -686,10 +662,9 @@ impl<'a, 'f> Emit<'a, 'f> {
 
     /// Stores the input-shaped outputs of a reduction kernel at the full index.
     fn store_inner(&mut self) {
-        let all: Vec<u32> = (0..self.e.space.len() as u32).collect();
         for (o, out) in self.e.outputs.iter().enumerate() {
             if out.inner {
-                self.store(o, &all);
+                self.store(o);
             }
         }
     }
@@ -706,7 +681,7 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// tracker is NaN or whose result is a zero (of either sign, where the `maxps`
     /// order of zeros may have picked the wrong one) runs again with the exact ops. A
     /// softmax's row max drops from nine instructions per vector to three.
-    fn row_reduction(&mut self, outer: &[u32], inner: &[u32], ops: &[BinaryOp]) {
+    fn row_reduction(&mut self, inner: &[u32], ops: &[BinaryOp]) {
         let e = self.e;
         let vp = self.vp.clone().expect("a vector plan");
         self.new_region();
@@ -739,7 +714,7 @@ impl<'a, 'f> Emit<'a, 'f> {
         self.new_region();
         for (o, out) in e.outputs.iter().enumerate() {
             if !out.inner {
-                self.store(o, outer);
+                self.store(o);
             }
         }
     }
@@ -851,31 +826,11 @@ impl<'a, 'f> Emit<'a, 'f> {
         }
     }
 
-    /// The identity of associative `op` on `elem`, at the current lanes.
+    /// The identity of associative `op` on `elem` ([`reduction::identity`]), at the
+    /// current lanes.
     fn identity(&mut self, op: BinaryOp, elem: ElementType) -> Value {
-        use BinaryOp::*;
-        let bits = elem.bit_width();
-        let s = if elem.is_float() {
-            Scalar::F(match op {
-                Add => -0.0,
-                Mul => 1.0,
-                Max => f64::NEG_INFINITY,
-                _ => f64::INFINITY,
-            })
-        } else if elem.is_pred() {
-            Scalar::Pred(matches!(op, Mul | Min | And))
-        } else {
-            let signed = elem.is_signed_int();
-            match op {
-                Mul => Scalar::U(1),
-                And => Scalar::U(u64::MAX),
-                Max if signed => Scalar::S(i64::MIN >> (64 - bits)),
-                Min if signed => Scalar::S(i64::MAX >> (64 - bits)),
-                Min => Scalar::U(u64::MAX),
-                _ => Scalar::U(0),
-            }
-        };
-        self.konst(elem, s)
+        let id = reduction::identity(op, elem).expect("a row reduction's op is associative (vector::plan)");
+        self.konst(elem, id)
     }
 
     /// Lane `l` of vector `v` as a scalar register of `elem`.
@@ -1102,8 +1057,7 @@ impl<'a, 'f> Emit<'a, 'f> {
         let src = op.direct.map_or(buffer, |(input, linear)| at(self, input, linear));
         let dst = match op.out {
             Some(o) => {
-                let all: Vec<u32> = (0..self.e.space.len() as u32).collect();
-                let linear = self.output_linear(&all);
+                let linear = self.output_linear(o);
                 let base = self.bases[self.n_inputs + o];
                 self.address(base, linear, ElementType::F32)
             }
@@ -1172,15 +1126,15 @@ impl<'a, 'f> Emit<'a, 'f> {
         Some(self.load_vec(ElementType::F32, addr, pos, off))
     }
 
-    /// Stores output `o` at the row-major position of variables `vars` (in a vector
-    /// step, `lanes` consecutive elements: the vector variable is the last of `vars`).
-    fn store(&mut self, o: usize, vars: &[u32]) {
+    /// Stores output `o` at its element's position ([`Emit::output_linear`]; in a vector
+    /// step, `lanes` consecutive elements).
+    fn store(&mut self, o: usize) {
         let val = self.value(self.e.outputs[o].expr);
-        self.store_value(o, vars, val);
+        self.store_value(o, val);
     }
 
-    /// Stores `val` as output `o` at the position of `vars` (as [`Emit::store`]).
-    fn store_value(&mut self, o: usize, vars: &[u32], val: Value) {
+    /// Stores `val` as output `o` (as [`Emit::store`]).
+    fn store_value(&mut self, o: usize, val: Value) {
         let out = &self.e.outputs[o];
         let elem = out.elem;
         // A block function wrote it already (`BlockedOp::out`).
@@ -1188,7 +1142,7 @@ impl<'a, 'f> Emit<'a, 'f> {
             return;
         }
         // Row-major with the vector variable last: stride 1 along it.
-        let (linear, off) = self.vector_index(&mut |s| s.output_linear(vars));
+        let (linear, off) = self.vector_index(&mut |s| s.output_linear(o));
         let base = self.bases[self.n_inputs + o];
         if self.lanes > 1 {
             self.store_vec(elem, val, base, linear, off);
@@ -1197,15 +1151,13 @@ impl<'a, 'f> Emit<'a, 'f> {
         }
     }
 
-    /// The row-major position of `vars` (the output's variables, outermost first) in an
-    /// output: the index of the current values.
-    fn output_linear(&mut self, vars: &[u32]) -> Value {
-        let dims: Vec<i64> = vars.iter().map(|&v| self.e.space[v as usize]).collect();
-        let strides = crate::ir::Shape::new(ElementType::F32, dims).strides();
+    /// Where output `o` stores the element of the current variables: the plan's
+    /// [`store_strides`] applied to their values.
+    fn output_linear(&mut self, o: usize) -> Value {
         let mut linear = self.b.ins().iconst(types::I64, 0);
-        for (&v, &st) in vars.iter().zip(&strides) {
+        for (v, stride) in store_strides(self.e, &self.e.outputs[o]) {
             let i = self.vars[v as usize].expect("variable in scope");
-            let t = self.b.ins().imul_imm_s(i, st as i64);
+            let t = self.b.ins().imul_imm_s(i, stride);
             linear = self.b.ins().iadd(linear, t);
         }
         linear
@@ -1408,9 +1360,10 @@ impl<'a, 'f> Emit<'a, 'f> {
         out
     }
 
-    fn linearity(&mut self, i: IdxId) -> Lin {
+    /// How index `i` depends on the vector variable.
+    fn dependence(&self, i: IdxId) -> Dependence {
         let var = self.vp.as_ref().expect("a vector plan").var;
-        vector::linearity(self.e, var, i, &mut self.lin_memo)
+        self.indices.dependence(i, var)
     }
 
     /// A constant of `elem` at the current lanes.
@@ -1483,8 +1436,8 @@ impl<'a, 'f> Emit<'a, 'f> {
                     let l = self.index(linear);
                     return self.load_elem(in_elem, base, l);
                 }
-                match self.linearity(linear) {
-                    Lin::Invariant => {
+                match self.dependence(linear) {
+                    Dependence::Invariant => {
                         // One load per loop step, shared by its unrolled vectors (loads are
                         // not merged by Cranelift, the arithmetic on them is). Only where a
                         // step is straight-line code: a column reduction's steps hold loops.
@@ -1500,7 +1453,7 @@ impl<'a, 'f> Emit<'a, 'f> {
                         }
                         v
                     }
-                    Lin::Affine(1) => {
+                    Dependence::Affine(1) => {
                         let (l, off) = self.vector_index(&mut |s| s.index(linear));
                         self.load_vec(in_elem, base, l, off)
                     }

@@ -10,6 +10,7 @@
 //! (`assemble`).
 
 use super::artifact::{self, Artifact, CompArtifact, KernelCode};
+use super::code_shape::CodeShape;
 use super::{codegen, helpers, runtime, Code, CpuExecutable, KernelFn};
 use crate::ir::{CompId, Module};
 use crate::kernel::{self, KernelBody, KernelPlan};
@@ -181,7 +182,7 @@ fn build(
     let helper_ids = codegen::Helpers::declare(&mut jit)?;
     let comp = module.comp(comp_id);
 
-    let mut emitted: HashMap<usize, (FuncId, KernelCode)> = HashMap::new();
+    let mut emitted: HashMap<usize, (FuncId, KernelCode, CodeShape)> = HashMap::new();
     let mut failed: HashMap<crate::ir::InstId, String> = HashMap::new();
     let mut fallbacks = Vec::new();
     // Results never share bytes with another buffer (`kernel::arena`), so a kernel's
@@ -200,10 +201,11 @@ fn build(
                     name: k.name.clone(),
                     fingerprint: 0,
                     code: em.code,
+                    shape: artifact::encode(&em.shape)?,
                     clif: em.clif,
                     asm: em.asm,
                 };
-                emitted.insert(i, (em.id, code));
+                emitted.insert(i, (em.id, code, em.shape));
             }
             Some(Err(reason)) => {
                 failed.entry(k.source).or_insert_with(|| {
@@ -224,22 +226,22 @@ fn build(
     let buffers_fingerprint = artifact::hash_debug(&plan.buffers.values().collect::<Vec<_>>());
     let mut kernels = Vec::new();
     let mut funcs = HashMap::new();
-    let mut listings = Vec::with_capacity(plan.kernels.len());
+    let mut texts = Vec::with_capacity(plan.kernels.len());
     for (i, k) in plan.kernels.iter().enumerate() {
         match emitted.remove(&i) {
-            Some((id, mut kc)) => {
+            Some((id, mut kc, shape)) => {
                 funcs.insert(i, id);
-                listings.push((kc.clif.clone(), kc.asm.clone()));
+                texts.push(Some(KernelText { shape, clif: kc.clif.clone(), asm: kc.asm.clone() }));
                 kc.index = i as u32;
                 kc.fingerprint = kernel_fingerprint(k);
                 kernels.push(kc);
             }
-            None => listings.push(Default::default()),
+            None => texts.push(None),
         }
     }
     let plan_bytes = artifact::encode(&plan)?;
     let mut children = Vec::new();
-    let exe = assemble(module.clone(), comp_id, depth, plan, jit, &funcs, listings, &mut |c| {
+    let exe = assemble(module.clone(), comp_id, depth, plan, jit, &funcs, texts, &mut |c| {
         let (exe, a) = build(module, c, depth + 1, options)?;
         children.push(a);
         Ok(exe)
@@ -315,14 +317,15 @@ fn load(module: Module, comp_id: CompId, depth: usize, art: CompArtifact, isa: &
     }
     jit.finalize_definitions().map_err(|e| format!("cannot finalize machine code: {e}"))?;
 
-    let mut listings: Vec<(String, String)> = vec![Default::default(); plan.kernels.len()];
+    let mut texts: Vec<Option<KernelText>> = (0..plan.kernels.len()).map(|_| None).collect();
     for (&i, kc) in elemental.iter().zip(art.kernels) {
-        listings[i] = (kc.clif, kc.asm);
+        let shape = artifact::decode("code shape", &kc.shape)?;
+        texts[i] = Some(KernelText { shape, clif: kc.clif, asm: kc.asm });
     }
     let mut stored = art.children.into_iter();
     // The children's executables keep a module of their own (the entry's gets wrappers).
     let shared = if needs_children(&plan, depth) { Some(module.clone()) } else { None };
-    let exe = assemble(module, comp_id, depth, plan, jit, &funcs, listings, &mut |c| {
+    let exe = assemble(module, comp_id, depth, plan, jit, &funcs, texts, &mut |c| {
         let a = stored.next().ok_or("stale artifact: a computation is missing")?;
         let m = shared.as_ref().ok_or("stale artifact: an unexpected computation")?;
         load(m.clone(), c, depth + 1, a, isa)
@@ -398,6 +401,14 @@ fn check_plan(module: &Module, comp_id: CompId, plan: &KernelPlan) -> Result<(),
     Ok(())
 }
 
+/// A compiled kernel's code as text: how it runs and its listings.
+struct KernelText {
+    shape: CodeShape,
+    /// The function alone (the executable's listing puts `shape.header()` above it).
+    clif: String,
+    asm: String,
+}
+
 /// The executable of computation `comp_id` from its final `plan` and finalized `jit`
 /// (`funcs`: the function of each compiled kernel): while and conditional computations
 /// come from `child`, opaque kernels get a wrapper computation in `wrapped` (the
@@ -410,7 +421,7 @@ fn assemble(
     plan: KernelPlan,
     jit: JITModule,
     funcs: &HashMap<usize, FuncId>,
-    listings: Vec<(String, String)>,
+    texts: Vec<Option<KernelText>>,
     child: &mut dyn FnMut(CompId) -> Result<CpuExecutable, String>,
 ) -> Result<CpuExecutable, String> {
     let mut code = Vec::with_capacity(plan.kernels.len());
@@ -450,9 +461,9 @@ fn assemble(
     let summaries = plan
         .kernels
         .iter()
-        .zip(&listings)
-        .map(|(k, (clif, _))| match &k.body {
-            KernelBody::Elemental(_) => codegen::code_summary(clif),
+        .zip(&texts)
+        .map(|(k, text)| match &k.body {
+            KernelBody::Elemental(_) => text.as_ref().map_or(String::new(), |t| t.shape.to_string()),
             KernelBody::Dot(_) => "gemm".into(),
             KernelBody::Sort(_) => "runtime sort, jit comparator".into(),
             KernelBody::Scatter(_) => "runtime scatter, jit combiner".into(),
@@ -464,7 +475,10 @@ fn assemble(
         plan,
         code,
         module: wrapped,
-        listings,
+        listings: texts
+            .into_iter()
+            .map(|t| t.map_or_else(Default::default, |t| (t.shape.header() + &t.clif, t.asm)))
+            .collect(),
         summaries,
         jit: Some(jit),
         arena: Default::default(),

@@ -127,16 +127,11 @@ pub fn list(module: &Module, machine: Machine) -> Result<Vec<KernelListing>, Str
         let (runs, notes, clif, asm, code_bytes) =
             match codegen::emit_kernel(&mut m, &helpers, k, index, &results, options) {
                 Some(Ok(em)) => {
-                    let runs = match codegen::code_summary(&em.clif) {
-                        s if s.is_empty() => "compiled".to_string(),
-                        s => s,
-                    };
-                    let notes = em.clif.lines().map_while(|l| l.strip_prefix("; ")).map(str::to_string).collect();
-                    let body: String =
-                        em.clif.lines().skip_while(|l| l.starts_with("; ")).collect::<Vec<_>>().join("\n");
+                    // The pane's listings end without a newline.
+                    let clif = em.clif.lines().collect::<Vec<_>>().join("\n");
                     // Cranelift's listing interleaves its unwind-info pseudo-instructions.
                     let asm: Vec<&str> = em.asm.lines().filter(|l| !l.trim_start().starts_with("unwind ")).collect();
-                    (runs, notes, body, asm.join("\n"), em.code.bytes.len())
+                    (em.shape.to_string(), em.shape.notes(), clif, asm.join("\n"), em.code.bytes.len())
                 }
                 Some(Err(reason)) => (
                     "interpreter".to_string(),

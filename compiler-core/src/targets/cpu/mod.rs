@@ -27,10 +27,11 @@
 //!
 //! Feature `cpu` (native only): the default build of this crate stays wasm32-clean and
 //! does not compile Cranelift at all. CLIF text and machine-code listings of each kernel
-//! are kept ([`CpuExecutable::clif`], [`CpuExecutable::asm`]) for the explorer; the CLIF
-//! starts with a comment saying whether the kernel was vectorized, or why not, and what
-//! it strip-mined; [`CpuExecutable::code_summary`] condenses that to `simd 4x4 + native
-//! exp`, `scalar`, `gemm`, ...
+//! are kept ([`CpuExecutable::clif`], [`CpuExecutable::asm`]) for the explorer. How each
+//! kernel's code runs is a value the emitter returns (`code_shape.rs`: vectorized or
+//! why not, what it strip-mined), from which both the comment heading its CLIF and
+//! [`CpuExecutable::code_summary`] (`simd 4x4 + native exp`, `scalar`, `gemm`, ...) are
+//! rendered.
 //!
 //! Transcendentals are inline f32 approximations with measured error bounds (at most
 //! 1 to 4 ulp, see [`math`]; f16/bf16 through f32), and calls to the C library's
@@ -56,6 +57,7 @@
 // shows each kernel's CLIF and machine code in the browser).
 pub mod artifact;
 pub mod block_math;
+mod code_shape;
 mod codegen;
 mod half_floats;
 pub mod helpers;

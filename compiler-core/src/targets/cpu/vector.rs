@@ -13,8 +13,9 @@
 //!   one step let the out-of-order core overlap them.
 //! - **Row reduction** (the innermost variable is reduced): every reduction must be one
 //!   value combined by an associative and commutative op (add, mul, max, min, and, or,
-//!   xor). Four vector accumulators (two in rows shorter than four vectors), one per
-//!   vector of the unrolled step, start at the op's identity and are combined
+//!   xor; recognized, with its identity, by [`crate::kernel::reduction`]). Four vector
+//!   accumulators (two in rows shorter than four vectors), one per vector of the
+//!   unrolled step, start at the op's identity and are combined
 //!   horizontally into the scalar accumulator (which started at the init) after the
 //!   loop. Float add and mul are thereby reassociated, as XLA:CPU
 //!   does: float sums are no longer bit-identical to the interpreter's sequential order
@@ -23,20 +24,22 @@
 //!   output element, so any vectorizable combiner (argmax too) runs in exactly the
 //!   interpreter's order.
 //!
-//! A load whose linear index is `innermost variable + invariant` is one vector load; an
-//! invariant one is a scalar load and a splat; anything else (transposed, strided,
-//! reversed, clamped reads) gathers its lanes with scalar loads. Iota and range tests
+//! A load whose linear index is `innermost variable + invariant` (as
+//! [`crate::kernel::index`] decides) is one vector load; an invariant one is a scalar
+//! load and a splat; anything else (transposed, strided, reversed, clamped reads)
+//! gathers its lanes with scalar loads. Iota and range tests
 //! are also built lane by lane. Ops without a vector lowering keep the kernel scalar:
 //! transcendentals (they call the f64 helper), f16/bf16 (their conversions are scalar code), integer
 //! division and shifts (per-lane shift amounts), popcnt/clz, byte multiplies, f64 to
 //! 64-bit integer and width-changing converts.
 
 use crate::ir::{BinaryOp, ElementType, UnaryOp};
-use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
-use std::collections::HashMap;
+use crate::kernel::elemental::{Elemental, ExprId, Idx, Node};
+use crate::kernel::reduction;
+use serde::{Deserialize, Serialize};
 
 /// How a kernel is vectorized.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum VecKind {
     Loop,
     /// One associative op per reduction, in reduction order.
@@ -44,7 +47,7 @@ pub enum VecKind {
     Column,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VecPlan {
     pub kind: VecKind,
     /// Lanes per vector.
@@ -77,7 +80,7 @@ pub fn plan(e: &Elemental) -> Result<VecPlan, String> {
     let kind = if !e.is_reduction() {
         VecKind::Loop
     } else if e.reduced[var as usize] {
-        VecKind::Row(e.reductions.iter().enumerate().map(|(k, _)| associative_op(e, k)).collect::<Result<_, _>>()?)
+        VecKind::Row((0..e.reductions.len()).map(|k| reduction::associative_op(e, k)).collect::<Result<_, _>>()?)
     } else {
         VecKind::Column
     };
@@ -92,33 +95,6 @@ pub fn plan(e: &Elemental) -> Result<VecPlan, String> {
         return Err(format!("the innermost loop ({extent}) is shorter than one vector step"));
     }
     Ok(VecPlan { kind, lanes, unroll, width, var })
-}
-
-/// The op of reduction `k` when it is `acc = op(acc, x)` (either operand order) over one
-/// value with an associative and commutative `op`.
-fn associative_op(e: &Elemental, k: usize) -> Result<BinaryOp, String> {
-    let red = &e.reductions[k];
-    if red.values.len() != 1 {
-        return Err("a variadic row reduction".into());
-    }
-    let c = e.expr(red.combiner[0]);
-    let Node::Binary(op, a, b) = c.node else {
-        return Err("a row reduction whose combiner is not one binary op".into());
-    };
-    let leaf = |x: ExprId| e.expr(x).node.clone();
-    let k = k as u32;
-    let acc_arg = matches!((leaf(a), leaf(b)), (Node::Acc { red: r1, i: 0 }, Node::Arg { red: r2, i: 0 }) | (Node::Arg { red: r2, i: 0 }, Node::Acc { red: r1, i: 0 }) if r1 == k && r2 == k);
-    let same_type = e.expr(a).elem == c.elem && e.expr(b).elem == c.elem && e.expr(red.values[0]).elem == c.elem;
-    use BinaryOp::*;
-    let assoc = match c.elem {
-        el if el.is_float() => matches!(op, Add | Mul | Max | Min),
-        _ => matches!(op, Add | Mul | Max | Min | And | Or | Xor),
-    };
-    if acc_arg && same_type && assoc {
-        Ok(op)
-    } else {
-        Err(format!("the row reduction's {} combiner is not recognized as associative", op.hlo_name()))
-    }
 }
 
 /// Whether unary `op` on `elem` has an inline vector form: single instructions, and
@@ -189,44 +165,4 @@ fn vector_form(e: &Elemental, x: ExprId) -> Result<(), String> {
         _ => {}
     }
     Ok(())
-}
-
-/// How an index expression depends on one loop variable.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Lin {
-    /// Does not depend on it.
-    Invariant,
-    /// `k * var + invariant`.
-    Affine(i64),
-    /// Anything else.
-    Other,
-}
-
-/// The dependence of index `i` on variable `var` (memoized in `memo`).
-pub fn linearity(e: &Elemental, var: u32, i: IdxId, memo: &mut HashMap<IdxId, Lin>) -> Lin {
-    if let Some(&l) = memo.get(&i) {
-        return l;
-    }
-    let l = match *e.idx_node(i) {
-        Idx::Var(v) if v == var => Lin::Affine(1),
-        Idx::Var(_) | Idx::Const(_) => Lin::Invariant,
-        Idx::Add(a, b) => match (linearity(e, var, a, memo), linearity(e, var, b, memo)) {
-            (Lin::Invariant, Lin::Invariant) => Lin::Invariant,
-            (Lin::Affine(k), Lin::Invariant) | (Lin::Invariant, Lin::Affine(k)) => Lin::Affine(k),
-            (Lin::Affine(k), Lin::Affine(j)) => Lin::Affine(k + j),
-            _ => Lin::Other,
-        },
-        Idx::Mul(a, k) => match linearity(e, var, a, memo) {
-            Lin::Affine(j) => Lin::Affine(j * k),
-            l => l,
-        },
-        Idx::Data(_) => Lin::Other,
-        Idx::Div(a, _) | Idx::Rem(a, _) | Idx::Clamp(a, _, _) => match linearity(e, var, a, memo) {
-            Lin::Invariant => Lin::Invariant,
-            _ => Lin::Other,
-        },
-    };
-    let l = if l == Lin::Affine(0) { Lin::Invariant } else { l };
-    memo.insert(i, l);
-    l
 }

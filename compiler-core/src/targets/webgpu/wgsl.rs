@@ -236,7 +236,7 @@ impl Writer<'_> {
             }
             for (o, out) in e.outputs.iter().enumerate().filter(|(_, o)| o.inner) {
                 let v = self.value(out.expr, &inner_pad)?;
-                let at = self.linear_all();
+                let at = store_position(e, out);
                 self.store(o, &at, &v, &inner_pad);
             }
             for (k, i, v) in vals {
@@ -262,22 +262,14 @@ impl Writer<'_> {
                 let _ = writeln!(self.out, "{inner_pad}}}");
             }
         }
+        // An outer output's store position (`kernel::index::store_strides` over the kept
+        // variables) is the invocation's own index `t`, by the mapping above.
         for (o, out) in e.outputs.iter().enumerate().filter(|(_, o)| !o.inner) {
             let v = self.value(out.expr, pad)?;
             self.store(o, "t", &v, pad);
         }
         self.out += "  }\n}\n";
         Ok(())
-    }
-
-    /// The row-major position over every variable (outputs stored inside the loop).
-    fn linear_all(&self) -> String {
-        let e = self.e;
-        let mut s = String::from("0");
-        for (v, &n) in e.space.iter().enumerate() {
-            s = format!("({s}) * {n} + v{v}");
-        }
-        format!("u32({s})")
     }
 
     fn store(&mut self, o: usize, at: &str, v: &str, pad: &str) {
@@ -397,6 +389,13 @@ impl Writer<'_> {
             Node::Reduced { red, i } => format!("acc{red}_{i}"),
         })
     }
+}
+
+/// Where output `out` is stored, from the plan's store strides.
+fn store_position(e: &Elemental, out: &crate::kernel::elemental::Output) -> String {
+    let terms: Vec<String> =
+        crate::kernel::index::store_strides(e, out).iter().map(|(v, s)| format!("v{v} * {s}")).collect();
+    format!("u32({})", if terms.is_empty() { "0".to_string() } else { terms.join(" + ") })
 }
 
 /// Whether node `n` reads node `x` as an operand or through a data index.

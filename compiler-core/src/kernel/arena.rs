@@ -158,8 +158,7 @@ pub fn assign_arena_with(plan: &KernelPlan, in_place: bool) -> ArenaAssignment {
         chained[c.clone()].iter_mut().for_each(|x| *x = true);
     }
     let mut pinned: Vec<bool> = written.iter().map(|w| !w).collect();
-    let pinned_leaves = plan.params.iter().chain(std::iter::once(&plan.result)).flat_map(|v| v.leaves());
-    for b in pinned_leaves.chain(plan.constants.iter().map(|(b, _)| *b)) {
+    for b in plan.pinned_buffers() {
         pinned[b.index()] = true;
     }
 

@@ -263,6 +263,16 @@ impl KernelPlan {
         }
         s
     }
+    /// The buffers the runtime fills or reads outside any kernel, which the arena pins:
+    /// parameters, the result and constants.
+    pub fn pinned_buffers(&self) -> impl Iterator<Item = BufferId> + '_ {
+        self.params
+            .iter()
+            .chain(std::iter::once(&self.result))
+            .flat_map(ValueBufs::leaves)
+            .chain(self.constants.iter().map(|(b, _)| *b))
+    }
+
     /// Derives the row chains (where the target wants them) and the arena from the
     /// kernels: after planning, and again after any rewrite of the kernels (positions
     /// move, and an opaque kernel joins no chain).

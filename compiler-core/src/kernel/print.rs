@@ -2,7 +2,7 @@
 //! and a snapshot test can pin (`hloscope compile --emit plan` prints it too).
 //!
 //! ```text
-//! plan of %main for cpu (library dot, row chains, arena aligned to 64 B)
+//! plan for cpu (library dot, row chains, arena aligned to 64 B)
 //! buffers:
 //!   buf0 f32[4,8] %x: param 0 @0
 //!   buf1 f32[4] %r: result @128

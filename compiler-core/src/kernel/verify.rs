@@ -45,13 +45,7 @@ pub fn verify(module: &Module, plan: &KernelPlan) -> Result<(), String> {
     let comp = module.comps.get(plan.comp).ok_or("the plan's computation does not exist")?;
     let nb = plan.buffers.len();
     let exists = |b: BufferId| b.index() < nb;
-    let all_named = plan
-        .params
-        .iter()
-        .chain(std::iter::once(&plan.result))
-        .flat_map(ValueBufs::leaves)
-        .chain(plan.constants.iter().map(|(b, _)| *b));
-    if let Some(b) = all_named.clone().find(|&b| !exists(b)) {
+    if let Some(b) = plan.pinned_buffers().find(|&b| !exists(b)) {
         return Err(format!("{b} (a parameter, constant or result) does not exist"));
     }
     let mut available: HashSet<BufferId> =
@@ -134,7 +128,7 @@ fn check_kernel(plan: &KernelPlan, k: &Kernel) -> Result<(), String> {
         }
         (KernelKind::Sort, KernelBody::Sort(s)) => {
             check_scalar_function(&s.comparator, s.elems.len() * 2, 1, "comparator")?;
-            check_same_arrays(plan, k, s.elems.len(), 0)
+            check_same_arrays(plan, k, s.elems.len())
         }
         (KernelKind::Scatter, KernelBody::Scatter(s)) => {
             let n = s.elems.len();
@@ -142,7 +136,7 @@ fn check_kernel(plan: &KernelPlan, k: &Kernel) -> Result<(), String> {
             if k.inputs.len() != 2 * n + 1 {
                 return Err(format!("a scatter of {n} operands with {} inputs", k.inputs.len()));
             }
-            check_same_arrays(plan, k, n, 0)
+            check_same_arrays(plan, k, n)
         }
         (KernelKind::While, KernelBody::While { operands, result, .. })
         | (KernelKind::Case, KernelBody::Case { operands, result, .. })
@@ -157,14 +151,13 @@ fn check_kernel(plan: &KernelPlan, k: &Kernel) -> Result<(), String> {
     }
 }
 
-/// A sort or scatter: output i has the shape of input i (its operand) for the first
-/// `n` inputs (`skip`: inputs before the operands).
-fn check_same_arrays(plan: &KernelPlan, k: &Kernel, n: usize, skip: usize) -> Result<(), String> {
+/// A sort or scatter: its `n` outputs are shaped as its first `n` inputs (the operands).
+fn check_same_arrays(plan: &KernelPlan, k: &Kernel, n: usize) -> Result<(), String> {
     if k.outputs.len() != n {
         return Err(format!("{} outputs for {n} operands", k.outputs.len()));
     }
     for (i, &out) in k.outputs.iter().enumerate() {
-        let input = k.inputs.get(skip + i).ok_or("fewer inputs than operands")?;
+        let input = k.inputs.get(i).ok_or("fewer inputs than operands")?;
         let (o, i) = (&plan.buffers[out].shape, &plan.buffers[*input].shape);
         if (o.elem, &o.dims) != (i.elem, &i.dims) {
             return Err(format!("output {i} ({out}) is not shaped as operand {i} ({input})"));
@@ -365,13 +358,7 @@ fn check_arena(plan: &KernelPlan) -> Result<(), String> {
     if a.alignment != align || !a.arena_bytes.is_multiple_of(align.max(1)) {
         return Err(format!("the arena is aligned to {} bytes, the target needs {align}", a.alignment));
     }
-    let pinned_needed = plan
-        .params
-        .iter()
-        .chain(std::iter::once(&plan.result))
-        .flat_map(ValueBufs::leaves)
-        .chain(plan.constants.iter().map(|(b, _)| *b));
-    if let Some(b) = pinned_needed.clone().find(|b| !a.pinned[b.index()]) {
+    if let Some(b) = plan.pinned_buffers().find(|b| !a.pinned[b.index()]) {
         return Err(format!("{b} (a parameter, constant or result) is not pinned"));
     }
     // Byte ranges in offset order; each pair that shares bytes must not be live at once.

@@ -34,6 +34,7 @@ pub mod chains;
 mod conv;
 pub mod elemental;
 pub mod index;
+pub mod lower;
 pub mod print;
 pub mod reduction;
 pub mod semantics;

@@ -2,8 +2,9 @@
 //! grid-stride loop past the dispatch limit), the reduced variables as a serial loop
 //! nest inside it, every buffer addressed in the one arena storage buffer.
 //!
-//! The emitter implements the plan's instructions and nothing more: index expressions,
-//! store positions and regions come from the elemental description, HLO's element
+//! The emitter implements the instructions of the lowering driver (`kernel::lower`) and
+//! nothing more: the driver walks the elemental description (values, index expressions,
+//! store positions, the reduction protocol, what a loop reads unchanged), HLO's element
 //! semantics are spelled out where WGSL's own operators differ (division by zero,
 //! shifts past the width, NaN in max/min and float-to-int conversion, total-order
 //! compares), and `kernel::semantics` holds the cases it must meet.
@@ -19,7 +20,7 @@
 
 use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
-use std::collections::HashSet;
+use crate::kernel::lower::{loop_invariants, Lower, Memo};
 use std::fmt::Write;
 
 /// Invocations per workgroup.
@@ -74,12 +75,13 @@ pub fn emit(e: &Elemental, title: &str, place: &Placement) -> Result<WgslKernel,
     if invocations > u32::MAX as u64 || e.space.iter().any(|&n| n > i32::MAX as i64) {
         return Err("more than 2^32 outer elements".into());
     }
-    let mut w =
-        Writer { e, place, out: String::new(), defined: HashSet::new(), region: vec![Where::Pre; e.nodes.len()] };
-    w.classify();
+    let mut w = Writer { e, place, out: String::new(), pad: String::new(), memo: Memo::default(), err: None };
     w.header(title, invocations);
-    w.body(&outer, invocations)?;
-    Ok(WgslKernel { source: w.out, invocations })
+    w.body(&outer, invocations);
+    match w.err {
+        Some(why) => Err(why),
+        None => Ok(WgslKernel { source: w.out, invocations }),
+    }
 }
 
 /// The WGSL type a buffer element is read as (`None`: not stored on this target yet).
@@ -99,59 +101,19 @@ fn value_type(t: ElementType) -> Option<&'static str> {
     stored_type(t)
 }
 
-/// Where a node is evaluated.
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
-enum Where {
-    /// Before the reduced loop (loop kernels: everything).
-    Pre,
-    /// Inside the reduced loop: reads a reduced variable.
-    Inner,
-    /// In a combiner: reads an accumulator or a reduction input.
-    Combine,
-    /// After the loop: reads a reduction's result.
-    Post,
-}
-
 struct Writer<'a> {
     e: &'a Elemental,
     place: &'a Placement<'a>,
     out: String,
-    defined: HashSet<ExprId>,
-    region: Vec<Where>,
+    /// The indentation of the lines written next.
+    pad: String,
+    memo: Memo<String, String>,
+    err: Option<String>,
 }
 
 impl Writer<'_> {
-    fn classify(&mut self) {
-        let e = self.e;
-        for x in 0..e.nodes.len() {
-            let node = &e.nodes[x].node;
-            let mut w = match node {
-                Node::Acc { .. } | Node::Arg { .. } => Where::Combine,
-                Node::Reduced { .. } => Where::Post,
-                Node::Load { linear: i, .. } | Node::Index(i) | Node::InRange { idx: i, .. } => self.index_region(*i),
-                _ => Where::Pre,
-            };
-            for o in node.operands() {
-                w = join(w, self.region[o.0 as usize]);
-            }
-            self.region[x] = w;
-        }
-    }
-
-    /// `Inner` when index `i` reads a reduced variable, or data computed inside.
-    fn index_region(&self, i: IdxId) -> Where {
-        let mut stack = vec![i];
-        let mut w = Where::Pre;
-        while let Some(i) = stack.pop() {
-            match *self.e.idx_node(i) {
-                Idx::Var(v) if self.e.reduced[v as usize] => w = join(w, Where::Inner),
-                Idx::Var(_) | Idx::Const(_) => {}
-                Idx::Add(a, b) => stack.extend([a, b]),
-                Idx::Mul(a, _) | Idx::Div(a, _) | Idx::Rem(a, _) | Idx::Clamp(a, _, _) => stack.push(a),
-                Idx::Data(x) => w = join(w, self.region[x.0 as usize]),
-            }
-        }
-        w
+    fn line(&mut self, text: std::fmt::Arguments) {
+        let _ = writeln!(self.out, "{}{text}", self.pad);
     }
 
     fn header(&mut self, title: &str, invocations: u64) {
@@ -178,238 +140,243 @@ impl Writer<'_> {
             "fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {\n";
     }
 
-    fn body(&mut self, outer: &[u32], invocations: u64) -> Result<(), String> {
+    /// The grid-stride loop over the outer elements, each one the driver's element.
+    fn body(&mut self, outer: &[u32], invocations: u64) {
         let e = self.e;
         if invocations == 0 {
             // Never dispatched; an empty body (the outer positions would divide by 0).
             self.out += "}\n";
-            return Ok(());
+            return;
         }
         let _ = writeln!(self.out, "  for (var t: u32 = gid.x; t < {invocations}u; t += groups.x * {WORKGROUP}u) {{");
+        self.pad = "    ".into();
         // The outer variables from the invocation's row-major position among them.
         let mut rest = "t".to_string();
         for (k, &v) in outer.iter().enumerate().rev() {
             let n = e.space[v as usize];
             if k == 0 {
-                let _ = writeln!(self.out, "    let v{v} = i32({rest});");
+                self.line(format_args!("let v{v} = i32({rest});"));
             } else {
-                let _ = writeln!(self.out, "    let v{v} = i32({rest} % {n}u);");
-                let _ = writeln!(self.out, "    let q{v} = {rest} / {n}u;");
+                self.line(format_args!("let v{v} = i32({rest} % {n}u);"));
+                self.line(format_args!("let q{v} = {rest} / {n}u;"));
                 rest = format!("q{v}");
             }
         }
-        let pad = "    ";
-        if e.is_reduction() {
-            for (k, r) in e.reductions.iter().enumerate() {
-                for (i, &init) in r.inits.iter().enumerate() {
-                    let v = self.value(init, pad)?;
-                    let ty = value_type(e.expr(init).elem).unwrap_or("f32");
-                    let _ = writeln!(self.out, "{pad}var acc{k}_{i}: {ty} = {v};");
-                }
-            }
-            // What the loop reads but does not change, once before it.
-            for x in 0..e.nodes.len() {
-                let hoisted = self.region[x] == Where::Pre
-                    && e.nodes
-                        .iter()
-                        .enumerate()
-                        .any(|(y, n)| self.region[y] != Where::Pre && self.region[y] != Where::Post && reads(n, x));
-                if hoisted {
-                    self.value(ExprId(x as u32), pad)?;
-                }
-            }
-            let reduced: Vec<u32> = (0..e.space.len() as u32).filter(|&v| e.reduced[v as usize]).collect();
-            let mut inner_pad = pad.to_string();
-            for &v in &reduced {
-                let _ =
-                    writeln!(self.out, "{inner_pad}for (var v{v}: i32 = 0; v{v} < {}; v{v}++) {{", e.space[v as usize]);
-                inner_pad += "  ";
-            }
-            // Values, then outputs stored inside, then each combiner from the old
-            // accumulators before any is replaced.
-            let saved = self.defined.clone();
-            let mut vals = Vec::new();
-            for (k, r) in e.reductions.iter().enumerate() {
-                for (i, &x) in r.values.iter().enumerate() {
-                    vals.push((k, i, self.value(x, &inner_pad)?));
-                }
-            }
-            for (o, out) in e.outputs.iter().enumerate().filter(|(_, o)| o.inner) {
-                let v = self.value(out.expr, &inner_pad)?;
-                let at = store_position(e, out);
-                self.store(o, &at, &v, &inner_pad);
-            }
-            for (k, i, v) in vals {
-                let ty = value_type(e.expr(e.reductions[k].values[i]).elem).unwrap_or("f32");
-                let _ = writeln!(self.out, "{inner_pad}let arg{k}_{i}: {ty} = {v};");
-            }
-            let mut next = Vec::new();
-            for (k, r) in e.reductions.iter().enumerate() {
-                for (i, &c) in r.combiner.iter().enumerate() {
-                    next.push((k, i, self.value(c, &inner_pad)?));
-                }
-            }
-            // Through fresh names: a combiner may return another accumulator as it is.
-            for (k, i, v) in &next {
-                let _ = writeln!(self.out, "{inner_pad}let next{k}_{i} = {v};");
-            }
-            for (k, i, _) in next {
-                let _ = writeln!(self.out, "{inner_pad}acc{k}_{i} = next{k}_{i};");
-            }
-            self.defined = saved;
-            for _ in &reduced {
-                inner_pad.truncate(inner_pad.len() - 2);
-                let _ = writeln!(self.out, "{inner_pad}}}");
-            }
-        }
-        // An outer output's store position (`kernel::index::store_strides` over the kept
-        // variables) is the invocation's own index `t`, by the mapping above.
-        for (o, out) in e.outputs.iter().enumerate().filter(|(_, o)| !o.inner) {
-            let v = self.value(out.expr, pad)?;
-            self.store(o, "t", &v, pad);
-        }
+        self.element();
         self.out += "  }\n}\n";
-        Ok(())
     }
 
-    fn store(&mut self, o: usize, at: &str, v: &str, pad: &str) {
-        let elem = self.e.outputs[o].elem;
-        let word = if elem == ElementType::U32 { v.to_string() } else { format!("bitcast<u32>({v})") };
+    fn int(&mut self, c: i64) -> String {
+        int_literal(c).unwrap_or_else(|why| {
+            self.fail(why);
+            "0".into()
+        })
+    }
+
+    /// `Err`'s reason recorded, and a placeholder for the kernel that is discarded.
+    fn refuse(&mut self, r: Result<String, String>) -> String {
+        r.unwrap_or_else(|why| {
+            self.fail(why);
+            "0".into()
+        })
+    }
+}
+
+impl<'a> Lower<'a> for Writer<'a> {
+    type Value = String;
+    type Index = String;
+
+    fn elemental(&self) -> &'a Elemental {
+        self.e
+    }
+
+    fn memo(&mut self) -> &mut Memo<String, String> {
+        &mut self.memo
+    }
+
+    fn fail(&mut self, why: String) {
+        self.err.get_or_insert(why);
+    }
+
+    fn var(&mut self, v: u32) -> String {
+        format!("v{v}")
+    }
+
+    fn index_const(&mut self, c: i64) -> String {
+        self.int(c)
+    }
+
+    fn index_add(&mut self, a: String, b: String) -> String {
+        if a == "0" {
+            return b;
+        }
+        format!("({a} + {b})")
+    }
+
+    fn index_mul(&mut self, a: String, k: i64) -> String {
+        if k == 1 {
+            return a;
+        }
+        format!("({a} * {})", self.int(k))
+    }
+
+    fn index_div(&mut self, a: String, k: i64) -> String {
+        format!("({a} / {})", self.int(k))
+    }
+
+    fn index_rem(&mut self, a: String, k: i64) -> String {
+        format!("({a} % {})", self.int(k))
+    }
+
+    fn index_clamp(&mut self, a: String, lo: i64, hi: i64) -> String {
+        format!("clamp({a}, {}, {})", self.int(lo), self.int(hi))
+    }
+
+    fn data_index(&mut self, elem: ElementType, v: String) -> String {
+        match elem {
+            ElementType::S32 => v,
+            // Saturating, as the plan's data index is.
+            ElementType::U32 => format!("i32(min({v}, 2147483647u))"),
+            ElementType::Pred => format!("select(0, 1, {v})"),
+            t => self.refuse(Err(format!("a data index of type {t}"))),
+        }
+    }
+
+    fn load(&mut self, x: ExprId, input: u32, linear: IdxId) -> String {
+        let at = self.index(linear);
+        let word = format!("arena[{}u + u32({at})]", self.place.inputs[input as usize]);
+        match self.e.expr(x).elem {
+            ElementType::U32 => word,
+            elem => format!("bitcast<{}>({word})", value_type(elem).unwrap_or("f32")),
+        }
+    }
+
+    fn constant(&mut self, elem: ElementType, s: Scalar) -> String {
+        let c = constant(s, elem);
+        self.refuse(c)
+    }
+
+    fn iota(&mut self, i: IdxId, elem: ElementType) -> String {
+        let v = self.index(i);
+        match elem {
+            ElementType::Pred => format!("({v} != 0)"),
+            _ => format!("{}({v})", value_type(elem).unwrap_or("f32")),
+        }
+    }
+
+    fn in_range(&mut self, i: IdxId, lo: i64, hi: i64) -> String {
+        let v = self.index(i);
+        format!("({v} >= {} && {v} < {})", self.int(lo), self.int(hi))
+    }
+
+    fn unary(&mut self, op: UnaryOp, from: ElementType, elem: ElementType, a: String) -> String {
+        if op == UnaryOp::IsFinite && from == ElementType::F32 {
+            return format!("((bitcast<u32>({a}) & 0x7f800000u) != 0x7f800000u)");
+        }
+        let u = unary(op, elem, &a);
+        self.refuse(u)
+    }
+
+    fn binary(&mut self, op: BinaryOp, elem: ElementType, a: String, b: String) -> String {
+        let r = binary(op, elem, &a, &b);
+        self.refuse(r)
+    }
+
+    fn compare(&mut self, dir: CmpDir, total: bool, elem: ElementType, a: String, b: String) -> String {
+        let r = compare(dir, total, elem, &a, &b);
+        self.refuse(r)
+    }
+
+    fn select(&mut self, p: String, t: String, f: String) -> String {
+        format!("select({f}, {t}, {p})")
+    }
+
+    fn clamp(&mut self, elem: ElementType, lo: String, x: String, hi: String) -> String {
+        let low = binary(BinaryOp::Max, elem, &x, &lo).map(|low| format!("({low})"));
+        let r = low.and_then(|low| binary(BinaryOp::Min, elem, &low, &hi));
+        self.refuse(r)
+    }
+
+    fn convert(&mut self, from: ElementType, to: ElementType, v: String) -> String {
+        let r = convert(from, to, &v);
+        self.refuse(r)
+    }
+
+    fn bitcast(&mut self, from: ElementType, to: ElementType, v: String) -> String {
+        if from == ElementType::Pred || to == ElementType::Pred {
+            return self.refuse(Err("a bitcast-convert of pred".into()));
+        }
+        format!("bitcast<{}>({v})", value_type(to).unwrap_or("f32"))
+    }
+
+    fn accumulator(&mut self, red: u32, i: u32) -> String {
+        format!("acc{red}_{i}")
+    }
+
+    /// The reduced loops (the only nest the driver asks for: the outer variables come
+    /// from the invocation), with what they read but do not change defined once before
+    /// them; what is defined inside is forgotten when they close.
+    fn nest(&mut self, vars: &[u32], body: &mut dyn FnMut(&mut Self)) {
+        for x in loop_invariants(self.e) {
+            self.value(x);
+        }
+        let (saved, saved_indices) = (self.memo.values.clone(), self.memo.indices.clone());
+        for &v in vars {
+            let n = self.e.space[v as usize];
+            self.line(format_args!("for (var v{v}: i32 = 0; v{v} < {n}; v{v}++) {{"));
+            self.pad += "  ";
+        }
+        body(self);
+        for _ in vars {
+            self.pad.truncate(self.pad.len() - 2);
+            self.line(format_args!("}}"));
+        }
+        self.memo.values = saved;
+        self.memo.indices = saved_indices;
+    }
+
+    fn begin_accumulators(&mut self, inits: Vec<Vec<String>>) {
+        let e = self.e;
+        for (k, vals) in inits.into_iter().enumerate() {
+            for (i, v) in vals.into_iter().enumerate() {
+                let ty = value_type(e.expr(e.reductions[k].inits[i]).elem).unwrap_or("f32");
+                self.line(format_args!("var acc{k}_{i}: {ty} = {v};"));
+            }
+        }
+    }
+
+    /// Through fresh names: a combiner may return another accumulator as it is.
+    fn update_accumulators(&mut self, updates: Vec<(u32, u32, String)>) {
+        for (k, i, v) in &updates {
+            self.line(format_args!("let next{k}_{i} = {v};"));
+        }
+        for (k, i, _) in updates {
+            self.line(format_args!("acc{k}_{i} = next{k}_{i};"));
+        }
+    }
+
+    fn store(&mut self, o: usize, v: String) {
+        let out = &self.e.outputs[o];
+        // An outer output's store position (the plan's store strides over the kept
+        // variables) is the invocation's own index `t`, by the mapping in `body`.
+        let at = if out.inner { format!("u32({})", self.store_index(o)) } else { "t".into() };
+        let word = if out.elem == ElementType::U32 { v } else { format!("bitcast<u32>({v})") };
         let base = self.place.outputs[o];
-        let _ = writeln!(self.out, "{pad}arena[{base}u + {at}] = {word};");
+        self.line(format_args!("arena[{base}u + {at}] = {word};"));
     }
 
-    /// The expression naming node `x`'s value, defining it (and what it reads) first.
-    fn value(&mut self, x: ExprId, pad: &str) -> Result<String, String> {
-        if matches!(self.e.expr(x).node, Node::Acc { .. } | Node::Arg { .. } | Node::Reduced { .. } | Node::Const(_)) {
-            return self.expression(x, pad);
+    /// Scopes are lexical: what is defined before a loop stays visible in it.
+    fn new_region(&mut self) {}
+
+    /// Every computed value gets a name, defined where it is first needed.
+    fn bind(&mut self, x: ExprId, v: String) -> String {
+        let expr = self.e.expr(x);
+        if matches!(expr.node, Node::Acc { .. } | Node::Arg { .. } | Node::Reduced { .. } | Node::Const(_)) {
+            return v;
         }
-        if !self.defined.contains(&x) {
-            let ex = self.expression(x, pad)?;
-            let ty = value_type(self.e.expr(x).elem).unwrap_or("f32");
-            let _ = writeln!(self.out, "{pad}let e{}: {ty} = {ex};", x.0);
-            // Nodes defined before the loop stay visible after it; those defined inside
-            // are forgotten when it closes (`body`).
-            self.defined.insert(x);
-        }
-        Ok(format!("e{}", x.0))
-    }
-
-    fn index(&mut self, i: IdxId, pad: &str) -> Result<String, String> {
-        let e = self.e;
-        Ok(match *e.idx_node(i) {
-            Idx::Var(v) => format!("v{v}"),
-            Idx::Const(c) => int_literal(c)?,
-            Idx::Add(a, b) => format!("({} + {})", self.index(a, pad)?, self.index(b, pad)?),
-            Idx::Mul(a, c) => format!("({} * {})", self.index(a, pad)?, int_literal(c)?),
-            Idx::Div(a, c) => format!("({} / {})", self.index(a, pad)?, int_literal(c)?),
-            Idx::Rem(a, c) => format!("({} % {})", self.index(a, pad)?, int_literal(c)?),
-            Idx::Clamp(a, lo, hi) => {
-                format!("clamp({}, {}, {})", self.index(a, pad)?, int_literal(lo)?, int_literal(hi)?)
-            }
-            Idx::Data(x) => {
-                let v = self.value(x, pad)?;
-                match e.expr(x).elem {
-                    ElementType::S32 => v,
-                    // Saturating, as the plan's data index is.
-                    ElementType::U32 => format!("i32(min({v}, 2147483647u))"),
-                    ElementType::Pred => format!("select(0, 1, {v})"),
-                    t => return Err(format!("a data index of type {t}")),
-                }
-            }
-        })
-    }
-
-    fn expression(&mut self, x: ExprId, pad: &str) -> Result<String, String> {
-        let e = self.e;
-        let node = e.expr(x);
-        let elem = node.elem;
-        let ty = value_type(elem).unwrap_or("f32");
-        let operand_elem = |o: ExprId| e.expr(o).elem;
-        Ok(match node.node {
-            Node::Load { input, linear } => {
-                let at = self.index(linear, pad)?;
-                let word = format!("arena[{}u + u32({at})]", self.place.inputs[input as usize]);
-                if elem == ElementType::U32 {
-                    word
-                } else {
-                    format!("bitcast<{ty}>({word})")
-                }
-            }
-            Node::Const(s) => constant(s, elem)?,
-            Node::Index(i) => {
-                let v = self.index(i, pad)?;
-                match elem {
-                    ElementType::Pred => format!("({v} != 0)"),
-                    _ => format!("{ty}({v})"),
-                }
-            }
-            Node::InRange { idx, lo, hi } => {
-                let v = self.index(idx, pad)?;
-                format!("({v} >= {} && {v} < {})", int_literal(lo)?, int_literal(hi)?)
-            }
-            Node::Unary(UnaryOp::IsFinite, a) if operand_elem(a) == ElementType::F32 => {
-                let v = self.value(a, pad)?;
-                format!("((bitcast<u32>({v}) & 0x7f800000u) != 0x7f800000u)")
-            }
-            Node::Unary(op, a) => {
-                let v = self.value(a, pad)?;
-                unary(op, elem, &v)?
-            }
-            Node::Binary(op, a, b) => {
-                let (va, vb) = (self.value(a, pad)?, self.value(b, pad)?);
-                binary(op, elem, &va, &vb)?
-            }
-            Node::Compare { dir, total, a, b } => {
-                let (va, vb) = (self.value(a, pad)?, self.value(b, pad)?);
-                compare(dir, total, operand_elem(a), &va, &vb)?
-            }
-            Node::Select { pred, on_true, on_false } => {
-                let (p, t, f) = (self.value(pred, pad)?, self.value(on_true, pad)?, self.value(on_false, pad)?);
-                format!("select({f}, {t}, {p})")
-            }
-            Node::Clamp { lo, x: v, hi } => {
-                let (l, v, h) = (self.value(lo, pad)?, self.value(v, pad)?, self.value(hi, pad)?);
-                let low = binary(BinaryOp::Max, elem, &v, &l)?;
-                binary(BinaryOp::Min, elem, &format!("({low})"), &h)?
-            }
-            Node::Convert(a) => {
-                let v = self.value(a, pad)?;
-                convert(operand_elem(a), elem, &v)?
-            }
-            Node::BitcastConvert(a) => {
-                let v = self.value(a, pad)?;
-                if operand_elem(a) == ElementType::Pred || elem == ElementType::Pred {
-                    return Err("a bitcast-convert of pred".into());
-                }
-                format!("bitcast<{ty}>({v})")
-            }
-            Node::Acc { red, i } => format!("acc{red}_{i}"),
-            Node::Arg { red, i } => format!("arg{red}_{i}"),
-            Node::Reduced { red, i } => format!("acc{red}_{i}"),
-        })
-    }
-}
-
-/// Where output `out` is stored, from the plan's store strides.
-fn store_position(e: &Elemental, out: &crate::kernel::elemental::Output) -> String {
-    let terms: Vec<String> =
-        crate::kernel::index::store_strides(e, out).iter().map(|(v, s)| format!("v{v} * {s}")).collect();
-    format!("u32({})", if terms.is_empty() { "0".to_string() } else { terms.join(" + ") })
-}
-
-/// Whether node `n` reads node `x` as an operand or through a data index.
-fn reads(n: &crate::kernel::elemental::Expr, x: usize) -> bool {
-    n.node.operands().iter().any(|o| o.0 as usize == x)
-}
-
-fn join(a: Where, b: Where) -> Where {
-    use Where::*;
-    match (a, b) {
-        (Combine, _) | (_, Combine) => Combine,
-        (Post, _) | (_, Post) => Post,
-        (Inner, _) | (_, Inner) => Inner,
-        _ => Pre,
+        let ty = value_type(expr.elem).unwrap_or("f32");
+        self.line(format_args!("let e{}: {ty} = {v};", x.0));
+        format!("e{}", x.0)
     }
 }
 

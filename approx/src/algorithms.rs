@@ -77,9 +77,7 @@ pub const ERFC_R: [f32; 8] = [
 /// `t = x/ln2 + SHIFT` (whose low bits hold `n = round(x / ln2)`) and `r = x - n ln2`.
 #[inline(always)]
 fn reduce_ln2_core<L: Lanes>(l: &mut L, x: L::F) -> (L::F, L::F) {
-    let shift = l.c(SHIFT);
-    let t = l.madc(x, LOG2E, shift);
-    let n = l.sub(t, shift);
+    let (t, n) = l.round_scaled(x, LOG2E);
     // `n·LN2_HI` is exact and `x` is close to it, so `x - n·LN2_HI` is exact: one
     // multiply-add gives the bits of a multiply and an add, fused or not.
     let r = l.madc(n, -LN2_HI, x);
@@ -266,6 +264,25 @@ pub fn log1p<L: Lanes>(l: &mut L, x: L::F) -> L::F {
     let zero = l.c(0.0);
     let c = l.sel(use_c, c, zero);
     let y = l.add(lu, c);
+    let a = l.abs(x);
+    let tiny = l.cmpc(Cmp::Lt, a, 5.960_464_5e-8); // 2^-24
+    l.sel(tiny, x, y)
+}
+
+/// log1p for backends whose compiler may reassociate float arithmetic (WGSL drivers
+/// fold [`log1p`]'s rounding correction `x - ((1 + x) - 1)` to 0): on the log kernel's
+/// own range `[√½ - 1, √2 - 1]` the kernel of `x` itself ([`log1p_kernel`], no rounded
+/// `1 + x` at all); beyond it `log(1 + x)`, where the rounding of `1 + x` moves the
+/// result by under 1.5 ulp (`|log(1 + x)| >= 0.34` there).
+#[inline(always)]
+pub fn log1p_reassociable<L: Lanes>(l: &mut L, x: L::F) -> L::F {
+    let (k, _) = log1p_kernel(l, x);
+    let u = l.addc(x, 1.0);
+    let lu = log(l, u);
+    let lo = l.cmpc(Cmp::Gt, x, -0.292_893_22); // √½ - 1
+    let hi = l.cmpc(Cmp::Lt, x, 0.414_213_57); // √2 - 1
+    let inside = l.and(lo, hi);
+    let y = l.sel(inside, k, lu);
     let a = l.abs(x);
     let tiny = l.cmpc(Cmp::Lt, a, 5.960_464_5e-8); // 2^-24
     l.sel(tiny, x, y)

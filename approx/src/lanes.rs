@@ -69,6 +69,18 @@ pub trait Lanes {
 
     // Conveniences built on the primitives.
 
+    /// `n = round(x·k)` to the nearest integer (ties to even; `|x·k| < 2^22`), with
+    /// `t = n + SHIFT`, whose low mantissa bits hold `n`: by default the one multiply-add
+    /// `x·k + SHIFT`, then `t - SHIFT`. A backend whose compiler may reassociate float
+    /// arithmetic (WGSL drivers fold `(a + SHIFT) - SHIFT` to `a`) rounds otherwise.
+    #[inline(always)]
+    fn round_scaled(&mut self, x: Self::F, k: f32) -> (Self::F, Self::F) {
+        let shift = self.c(crate::algorithms::SHIFT);
+        let t = self.madc(x, k, shift);
+        let n = self.sub(t, shift);
+        (t, n)
+    }
+
     #[inline(always)]
     fn addc(&mut self, a: Self::F, k: f32) -> Self::F {
         let k = self.c(k);

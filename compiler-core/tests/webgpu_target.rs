@@ -152,6 +152,77 @@ mod on_a_device {
         assert!(on_gpu >= 40, "only {on_gpu} cases ran on the device");
     }
 
+    /// Distance between two f32 in ulps (NaN only matches NaN).
+    fn ulps(a: f32, b: f32) -> u64 {
+        if a.is_nan() || b.is_nan() {
+            return if a.is_nan() && b.is_nan() { 0 } else { u64::MAX };
+        }
+        let key = |v: f32| {
+            let i = v.to_bits() as i32;
+            (if i < 0 { i32::MIN.wrapping_sub(i) } else { i }) as i64
+        };
+        (key(a) - key(b)).unsigned_abs()
+    }
+
+    #[test]
+    fn the_approximations_meet_their_bounds_on_the_device() {
+        // hloscope-approx's algorithms as WGSL (`targets/webgpu/approx.rs`), on every
+        // 4099th f32 bit pattern (all exponents, both signs, infinities, NaNs) against
+        // the f64 library rounded to f32. The bounds are the CPU target's unfused ones
+        // (`tests/cpu_math.rs`) plus one ulp: a driver may contract or reorder the
+        // arithmetic. Subnormal inputs and results count absolutely (a GPU may flush them).
+        let x: Vec<f32> = (0..=u32::MAX / 4099).map(|k| f32::from_bits(k * 4099)).collect();
+        let n = x.len();
+        let input = Literal::from_f64s(
+            hloscope_core::ir::Shape::new(hloscope_core::ir::ElementType::F32, [n as i64]),
+            &x.iter().map(|&v| v as f64).collect::<Vec<_>>(),
+        );
+        let logistic = |v: f64| 1.0 / (1.0 + (-v).exp());
+        // (HLO op, the f64 reference, the bound in ulps)
+        type Check = (&'static str, fn(f64) -> f64, u64);
+        let checks: [Check; 7] = [
+            ("exponential", f64::exp, 2),
+            ("exponential-minus-one", f64::exp_m1, 2),
+            ("log", f64::ln, 2),
+            ("log-plus-one", f64::ln_1p, 2),
+            ("tanh", f64::tanh, 3),
+            ("logistic", logistic, 3),
+            ("erf", libm::erf, 3),
+        ];
+        let mut failures = Vec::new();
+        for (op, reference, bound) in checks {
+            let hlo = format!(
+                "HloModule m\nENTRY %main (x: f32[{n}]) -> f32[{n}] {{\n  %x = f32[{n}] parameter(0)\n  ROOT %y = f32[{n}] {op}(%x)\n}}"
+            );
+            let module = hloscope_core::parse::parse_module(&hlo).unwrap();
+            let (got, program) = device_run(&module, &[Value::Array(input.clone())]);
+            assert_eq!(program.counts(), (1, 0), "{op} runs on the device");
+            let Value::Array(got) = got else { panic!("{op}: not an array") };
+            let got = got.to_f64_vec();
+            let (mut worst, mut at) = (0, 0.0f32);
+            for (i, &xi) in x.iter().enumerate() {
+                let want = reference(xi as f64) as f32;
+                let g = got[i] as f32;
+                let tiny = |v: f32| v != 0.0 && v.abs() < f32::MIN_POSITIVE;
+                if tiny(xi) || tiny(want) {
+                    if (g - want).abs() > f32::MIN_POSITIVE {
+                        failures.push(format!("{op}({xi:e}) = {g:e}, want {want:e}"));
+                    }
+                    continue;
+                }
+                let u = ulps(g, want);
+                if u > worst {
+                    (worst, at) = (u, xi);
+                }
+            }
+            println!("{op:22} max {worst} ulp (at x = {at:e}) over {n} inputs");
+            if worst > bound {
+                failures.push(format!("{op}: {worst} ulp at x = {at:e}, bound {bound}"));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
+    }
+
     /// Equal within `rel` relative (plus a tiny absolute) error; NaN matches NaN.
     fn close(got: &Literal, want: &Literal, rel: f64) -> bool {
         if got.shape.dims != want.shape.dims || got.shape.elem != want.shape.elem {

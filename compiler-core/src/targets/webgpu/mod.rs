@@ -12,6 +12,7 @@
 //! [`compile`] needs no GPU: it makes the plan and the shaders (`hloscope compile --target
 //! webgpu --emit wgsl`, and the tests that validate every shader with naga).
 
+pub mod approx;
 pub mod wgsl;
 
 #[cfg(feature = "webgpu")]

@@ -18,6 +18,7 @@
 //! and an output may take over its input's bytes in place as the arena allows (every
 //! load of an element happens before its stores).
 
+use super::approx;
 use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
 use crate::kernel::lower::{loop_invariants, Lower, Memo};
@@ -75,7 +76,7 @@ pub fn emit(e: &Elemental, title: &str, place: &Placement) -> Result<WgslKernel,
     if invocations > u32::MAX as u64 || e.space.iter().any(|&n| n > i32::MAX as i64) {
         return Err("more than 2^32 outer elements".into());
     }
-    let mut w = Writer { e, place, out: String::new(), pad: String::new(), memo: Memo::default(), err: None };
+    let mut w = Writer { e, place, out: String::new(), pad: String::new(), memo: Memo::default(), err: None, tmps: 0 };
     w.header(title, invocations);
     w.body(&outer, invocations);
     match w.err {
@@ -109,6 +110,8 @@ struct Writer<'a> {
     pad: String,
     memo: Memo<String, String>,
     err: Option<String>,
+    /// Names given to the approximations' statements (`approx.rs`).
+    tmps: u32,
 }
 
 impl Writer<'_> {
@@ -273,6 +276,12 @@ impl<'a> Lower<'a> for Writer<'a> {
         if op == UnaryOp::IsFinite && from == ElementType::F32 {
             return format!("((bitcast<u32>({a}) & 0x7f800000u) != 0x7f800000u)");
         }
+        if elem == ElementType::F32 && approx::approximated(op) {
+            let mut lanes = approx::WgslLanes { out: &mut self.out, pad: &self.pad, next: &mut self.tmps };
+            if let Some(y) = approx::unary(&mut lanes, op, &a) {
+                return y.to_string();
+            }
+        }
         let u = unary(op, elem, &a);
         self.refuse(u)
     }
@@ -393,14 +402,7 @@ fn int_literal(c: i64) -> Result<String, String> {
 fn constant(s: Scalar, elem: ElementType) -> Result<String, String> {
     Ok(match elem {
         ElementType::Pred => (s.as_f64() != 0.0).to_string(),
-        ElementType::F32 => {
-            let v = s.as_f64() as f32;
-            if v.is_finite() {
-                format!("{v:?}f")
-            } else {
-                format!("bitcast<f32>({:#010x}u)", v.to_bits())
-            }
-        }
+        ElementType::F32 => approx::f32_literal(s.as_f64() as f32),
         ElementType::S32 => {
             let v = match s {
                 Scalar::S(v) => v,
@@ -431,15 +433,11 @@ fn unary(op: UnaryOp, elem: ElementType, a: &str) -> Result<String, String> {
         Abs => format!("abs({a})"),
         Not if elem == ElementType::Pred => format!("(!{a})"),
         Not => format!("(~{a})"),
-        Exp if float => format!("exp({a})"),
-        Log if float => format!("log({a})"),
         Sqrt if float => format!("sqrt({a})"),
         Rsqrt if float => format!("inverseSqrt({a})"),
-        Tanh if float => format!("tanh({a})"),
         Sin if float => format!("sin({a})"),
         Cos if float => format!("cos({a})"),
         Tan if float => format!("tan({a})"),
-        Logistic if float => format!("(1.0f / (1.0f + exp(-{a})))"),
         Floor if float => format!("floor({a})"),
         Ceil if float => format!("ceil({a})"),
         RoundEven if float => format!("round({a})"),

@@ -152,6 +152,73 @@ mod on_a_device {
         assert!(on_gpu >= 40, "only {on_gpu} cases ran on the device");
     }
 
+    #[test]
+    fn reductions_shared_by_a_workgroup_match_the_interpreter() {
+        // Long rows and whole-array reductions run one workgroup per output, its
+        // invocations striding over the row and tree-reducing in workgroup memory: a
+        // float sum within rounding of the interpreter's order, an integer sum exact
+        // (wrapping), a max exact and NaN when a NaN is in the row.
+        let hlo = "HloModule m
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+%iadd (a: s32[], b: s32[]) -> s32[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  ROOT %s = s32[] add(%a, %b)
+}
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] maximum(%a, %b)
+}
+ENTRY %main (x: f32[3,1000], i: s32[5000]) -> (f32[3], f32[], s32[], f32[3]) {
+  %x = f32[3,1000] parameter(0)
+  %i = s32[5000] parameter(1)
+  %z = f32[] constant(1.5)
+  %e = f32[3,1000] exponential(%x)
+  %r = f32[3] reduce(%e, %z), dimensions={1}, to_apply=%add
+  %l = f32[] constant(-inf)
+  %m = f32[] reduce(%x, %l), dimensions={0,1}, to_apply=%max
+  %k = s32[] constant(2147483000)
+  %big = s32[5000] multiply(%i, %i)
+  %n = s32[] reduce(%big, %k), dimensions={0}, to_apply=%iadd
+  %lg = f32[3,1000] log(%x)
+  %ml = f32[3] reduce(%lg, %l), dimensions={1}, to_apply=%max
+  ROOT %t = (f32[3], f32[], s32[], f32[3]) tuple(%r, %m, %n, %ml)
+}";
+        let module = hloscope_core::parse::parse_module(hlo).unwrap();
+        let optimized = optimize(&module).unwrap();
+        let program = webgpu::compile(&optimized).unwrap();
+        let cooperative = program.shaders.iter().flatten().filter(|s| s.source.contains("workgroupBarrier")).count();
+        // The two row reductions of `x` fuse into one kernel.
+        assert_eq!(cooperative, 3, "every reduction kernel shares a workgroup:\n{}", program.listing());
+        // Rows 0 and 2 of `x` are in (0, 1): their log max is finite; row 1 holds a
+        // negative number, whose log is NaN.
+        let args = hloscope_core::interp::random_inputs(&module, 3);
+        let mut args = args;
+        if let Value::Array(x) = &mut args[0] {
+            let v: Vec<f64> = x
+                .to_f64_vec()
+                .iter()
+                .enumerate()
+                .map(|(j, &v)| if j / 1000 == 1 { v } else { v.abs() + 0.01 })
+                .collect();
+            *x = Literal::from_f64s(x.shape.clone(), &v);
+        }
+        let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+        let (got, _) = device_run(&optimized, &args);
+        let got = got.flatten();
+        assert!(close(&got[0], &want[0], 1e-5), "row sums: {:?} vs {:?}", got[0], want[0]);
+        // Exact, NaN matching NaN of either sign (log's NaN is the host's negative one).
+        assert!(close(&got[1], &want[1], 0.0), "the whole-array max: {:?} vs {:?}", got[1], want[1]);
+        assert_eq!(got[2].to_le_bytes(), want[2].to_le_bytes(), "the wrapping integer sum");
+        assert!(close(&got[3], &want[3], 0.0), "the log row maxes: {:?} vs {:?}", got[3], want[3]);
+        assert!(got[3].to_f64_vec()[1].is_nan() && got[3].to_f64_vec()[0].is_finite());
+    }
+
     /// Distance between two f32 in ulps (NaN only matches NaN).
     fn ulps(a: f32, b: f32) -> u64 {
         if a.is_nan() || b.is_nan() {

@@ -1,6 +1,9 @@
 //! WGSL for one elemental kernel of the plan: one invocation per outer element (a
 //! grid-stride loop past the dispatch limit), the reduced variables as a serial loop
-//! nest inside it, every buffer addressed in the one arena storage buffer.
+//! nest inside it, every buffer addressed in the one arena storage buffer. Long rows
+//! of associative reductions are shared by a workgroup instead (`cooperative_ops`): one
+//! workgroup per outer element, its invocations striding over the reduced elements, the
+//! partials tree-reduced in workgroup memory.
 //!
 //! The emitter implements the instructions of the lowering driver (`kernel::lower`) and
 //! nothing more: the driver walks the elemental description (values, index expressions,
@@ -22,6 +25,7 @@ use super::approx;
 use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
 use crate::kernel::lower::{loop_invariants, Lower, Memo};
+use crate::kernel::reduction;
 use std::fmt::Write;
 
 /// Invocations per workgroup.
@@ -76,9 +80,22 @@ pub fn emit(e: &Elemental, title: &str, place: &Placement) -> Result<WgslKernel,
     if invocations > u32::MAX as u64 || e.space.iter().any(|&n| n > i32::MAX as i64) {
         return Err("more than 2^32 outer elements".into());
     }
-    let mut w = Writer { e, place, out: String::new(), pad: String::new(), memo: Memo::default(), err: None, tmps: 0 };
+    let cooperative = cooperative_ops(e, invocations);
+    let mut w = Writer {
+        e,
+        place,
+        out: String::new(),
+        pad: String::new(),
+        memo: Memo::default(),
+        err: None,
+        tmps: 0,
+        cooperative: cooperative.clone(),
+        inits: Vec::new(),
+    };
     w.header(title, invocations);
     w.body(&outer, invocations);
+    // A cooperative reduction runs one workgroup per outer element.
+    let invocations = if cooperative.is_some() { invocations * WORKGROUP as u64 } else { invocations };
     match w.err {
         Some(why) => Err(why),
         None => Ok(WgslKernel { source: w.out, invocations }),
@@ -93,6 +110,29 @@ fn stored_type(t: ElementType) -> Option<&'static str> {
         ElementType::U32 => Some("u32"),
         _ => None,
     }
+}
+
+/// The fewest elements a reduction reduces per output for a workgroup to share it.
+const MIN_COOPERATIVE: i64 = 128;
+
+/// When the reduced elements of each output are spread over one workgroup's
+/// invocations and tree-reduced in workgroup memory (rather than one invocation's serial
+/// loop): every reduction is one associative op ([`reduction::associative_op`], so the
+/// order may change), an output reduces at least [`MIN_COOPERATIVE`] elements, and either
+/// the rows are contiguous (the innermost variable is reduced) or there are too few
+/// outputs to fill the device one per invocation. Column reductions with many outputs
+/// stay serial: neighbouring invocations then read neighbouring elements. The ops, per
+/// reduction.
+fn cooperative_ops(e: &Elemental, outer_elements: u64) -> Option<Vec<BinaryOp>> {
+    if !e.is_reduction() {
+        return None;
+    }
+    let reduced: i64 = (0..e.space.len()).filter(|&v| e.reduced[v]).map(|v| e.space[v]).product();
+    let rows = e.reduced.last() == Some(&true);
+    if reduced < MIN_COOPERATIVE || reduced > u32::MAX as i64 || !(rows || outer_elements < 4096) {
+        return None;
+    }
+    (0..e.reductions.len()).map(|k| reduction::associative_op(e, k).ok()).collect()
 }
 
 fn value_type(t: ElementType) -> Option<&'static str> {
@@ -112,6 +152,10 @@ struct Writer<'a> {
     err: Option<String>,
     /// Names given to the approximations' statements (`approx.rs`).
     tmps: u32,
+    /// A cooperative reduction ([`cooperative_ops`]): each reduction's op.
+    cooperative: Option<Vec<BinaryOp>>,
+    /// A cooperative reduction's inits, combined with the workgroup's total at the end.
+    inits: Vec<Vec<String>>,
 }
 
 impl Writer<'_> {
@@ -129,7 +173,15 @@ impl Writer<'_> {
             }
             seen
         };
-        let _ = writeln!(self.out, "// {title}: {invocations} invocations");
+        match self.cooperative {
+            Some(_) => {
+                let _ =
+                    writeln!(self.out, "// {title}: {invocations} workgroups of {WORKGROUP}, one per output element");
+            }
+            None => {
+                let _ = writeln!(self.out, "// {title}: {invocations} invocations");
+            }
+        }
         if !names.is_empty() {
             let list: Vec<String> = names.iter().map(|n| format!("%{n}")).collect();
             let _ = writeln!(self.out, "// fuses {}", list.join(", "));
@@ -138,9 +190,20 @@ impl Writer<'_> {
         self.out += "fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }\n";
         self.out +=
             "fn total_key(x: f32) -> i32 { let k = bitcast<i32>(x); return select(k, k ^ 0x7fffffff, k < 0); }\n\n";
+        if self.cooperative.is_some() {
+            // Each reduction's partial accumulators, one per invocation of the workgroup.
+            for (k, r) in self.e.reductions.iter().enumerate() {
+                let ty = value_type(self.e.expr(r.values[0]).elem).unwrap_or("f32");
+                let _ = writeln!(self.out, "var<workgroup> part{k}: array<{ty}, {WORKGROUP}>;");
+            }
+            self.out += "\n";
+        }
         let _ = writeln!(self.out, "@compute @workgroup_size({WORKGROUP})");
-        self.out +=
-            "fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {\n";
+        self.out += if self.cooperative.is_some() {
+            "fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {\n"
+        } else {
+            "fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {\n"
+        };
     }
 
     /// The grid-stride loop over the outer elements, each one the driver's element.
@@ -151,7 +214,12 @@ impl Writer<'_> {
             self.out += "}\n";
             return;
         }
-        let _ = writeln!(self.out, "  for (var t: u32 = gid.x; t < {invocations}u; t += groups.x * {WORKGROUP}u) {{");
+        if self.cooperative.is_some() {
+            let _ = writeln!(self.out, "  for (var t: u32 = wid.x; t < {invocations}u; t += groups.x) {{");
+        } else {
+            let _ =
+                writeln!(self.out, "  for (var t: u32 = gid.x; t < {invocations}u; t += groups.x * {WORKGROUP}u) {{");
+        }
         self.pad = "    ".into();
         // The outer variables from the invocation's row-major position among them.
         let mut rest = "t".to_string();
@@ -166,6 +234,10 @@ impl Writer<'_> {
             }
         }
         self.element();
+        if self.cooperative.is_some() {
+            // The next element's partials overwrite this one's only after all have read.
+            self.line(format_args!("workgroupBarrier();"));
+        }
         self.out += "  }\n}\n";
     }
 
@@ -182,6 +254,56 @@ impl Writer<'_> {
             self.fail(why);
             "0".into()
         })
+    }
+}
+
+impl Writer<'_> {
+    /// The reduced variables of a cooperative reduction as one loop over their
+    /// row-major position, strided by the workgroup's invocations; then the partials
+    /// tree-reduced in workgroup memory, and each total combined with its init.
+    fn cooperative_nest(&mut self, vars: &[u32], ops: &[BinaryOp], body: &mut dyn FnMut(&mut Self)) {
+        let e = self.e;
+        let n: i64 = vars.iter().map(|&v| e.space[v as usize]).product();
+        let (saved, saved_indices) = (self.memo.values.clone(), self.memo.indices.clone());
+        self.line(format_args!("for (var r: u32 = lid.x; r < {n}u; r += {WORKGROUP}u) {{"));
+        self.pad += "  ";
+        let mut rest = "r".to_string();
+        for (k, &v) in vars.iter().enumerate().rev() {
+            let len = e.space[v as usize];
+            if k == 0 {
+                self.line(format_args!("let v{v} = i32({rest});"));
+            } else {
+                self.line(format_args!("let v{v} = i32({rest} % {len}u);"));
+                self.line(format_args!("let rq{v} = {rest} / {len}u;"));
+                rest = format!("rq{v}");
+            }
+        }
+        body(self);
+        self.pad.truncate(self.pad.len() - 2);
+        self.line(format_args!("}}"));
+        self.memo.values = saved;
+        self.memo.indices = saved_indices;
+        let elems: Vec<ElementType> = e.reductions.iter().map(|r| e.expr(r.values[0]).elem).collect();
+        for k in 0..ops.len() {
+            self.line(format_args!("part{k}[lid.x] = acc{k}_0;"));
+        }
+        self.line(format_args!("workgroupBarrier();"));
+        self.line(format_args!("for (var s: u32 = {}u; s > 0u; s = s >> 1u) {{", WORKGROUP / 2));
+        self.line(format_args!("  if (lid.x < s) {{"));
+        for (k, &op) in ops.iter().enumerate() {
+            let r = binary(op, elems[k], &format!("part{k}[lid.x]"), &format!("part{k}[lid.x + s]"));
+            let r = self.refuse(r);
+            self.line(format_args!("    part{k}[lid.x] = {r};"));
+        }
+        self.line(format_args!("  }}"));
+        self.line(format_args!("  workgroupBarrier();"));
+        self.line(format_args!("}}"));
+        let inits = std::mem::take(&mut self.inits);
+        for (k, &op) in ops.iter().enumerate() {
+            let r = binary(op, elems[k], &inits[k][0], &format!("part{k}[0]"));
+            let r = self.refuse(r);
+            self.line(format_args!("acc{k}_0 = {r};"));
+        }
     }
 }
 
@@ -329,6 +451,9 @@ impl<'a> Lower<'a> for Writer<'a> {
         for x in loop_invariants(self.e) {
             self.value(x);
         }
+        if let Some(ops) = self.cooperative.clone() {
+            return self.cooperative_nest(vars, &ops, body);
+        }
         let (saved, saved_indices) = (self.memo.values.clone(), self.memo.indices.clone());
         for &v in vars {
             let n = self.e.space[v as usize];
@@ -344,8 +469,22 @@ impl<'a> Lower<'a> for Writer<'a> {
         self.memo.indices = saved_indices;
     }
 
+    /// A cooperative reduction's partials start from the identity; the inits join at the
+    /// end ([`Writer::cooperative_nest`]).
     fn begin_accumulators(&mut self, inits: Vec<Vec<String>>) {
         let e = self.e;
+        if let Some(ops) = self.cooperative.clone() {
+            for (k, r) in e.reductions.iter().enumerate() {
+                let elem = e.expr(r.values[0]).elem;
+                let ty = value_type(elem).unwrap_or("f32");
+                let id = reduction::identity(ops[k], elem).map(|s| constant(s, elem));
+                let id =
+                    self.refuse(id.unwrap_or_else(|| Err(format!("no identity of {} on {elem}", ops[k].hlo_name()))));
+                self.line(format_args!("var acc{k}_0: {ty} = {id};"));
+            }
+            self.inits = inits;
+            return;
+        }
         for (k, vals) in inits.into_iter().enumerate() {
             for (i, v) in vals.into_iter().enumerate() {
                 let ty = value_type(e.expr(e.reductions[k].inits[i]).elem).unwrap_or("f32");
@@ -371,7 +510,10 @@ impl<'a> Lower<'a> for Writer<'a> {
         let at = if out.inner { format!("u32({})", self.store_index(o)) } else { "t".into() };
         let word = if out.elem == ElementType::U32 { v } else { format!("bitcast<u32>({v})") };
         let base = self.place.outputs[o];
-        self.line(format_args!("arena[{base}u + {at}] = {word};"));
+        // A cooperative reduction's results: every invocation has them, one stores.
+        let guard = if self.cooperative.is_some() && !out.inner { "if (lid.x == 0u) { " } else { "" };
+        let end = if guard.is_empty() { "" } else { " }" };
+        self.line(format_args!("{guard}arena[{base}u + {at}] = {word};{end}"));
     }
 
     /// Scopes are lexical: what is defined before a loop stays visible in it.

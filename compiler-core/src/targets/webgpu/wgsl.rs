@@ -12,9 +12,12 @@
 //! shifts past the width, NaN in max/min and float-to-int conversion, total-order
 //! compares), and `kernel::semantics` holds the cases it must meet.
 //!
-//! Types: buffers of 4-byte elements (f32, s32, u32), values of those and pred. Other
-//! element types, and the few ops without a WGSL spelling here yet, refuse the kernel
-//! with a reason, and it runs on the host (the plan's opaque fallback).
+//! Types: values of f32, s32, u32 and pred; buffers of those written, and read too
+//! are 8- and 16-bit buffers (pred, s8, u8, s16, u16, f16, bf16, out of their words,
+//! carried exactly in a 32-bit value) where the kernel only converts what it reads.
+//! Other element types, narrow arithmetic and stores, and the few ops without a WGSL
+//! spelling here yet, refuse the kernel with a reason, and it runs on the host (the
+//! plan's opaque fallback).
 //!
 //! Layout: `arena` is `array<u32>`, each buffer at its plan offset (a multiple of 256
 //! bytes: the target's alignment), so that a kernel binds one buffer whatever it reads
@@ -57,8 +60,9 @@ pub struct Placement<'a> {
 /// The WGSL of `e`, with a header naming the kernel; or why it is not emitted.
 pub fn emit(e: &Elemental, title: &str, place: &Placement) -> Result<WgslKernel, String> {
     for (i, &t) in e.input_elems.iter().enumerate() {
-        stored_type(t)
-            .ok_or_else(|| format!("input {i} is {t}: only f32, s32 and u32 buffers are read on webgpu yet"))?;
+        if stored_type(t).is_none() && !narrow(t) && t != ElementType::Pred {
+            return Err(format!("input {i} is {t}: 64-bit buffers are not read on webgpu yet"));
+        }
     }
     for (i, o) in e.outputs.iter().enumerate() {
         stored_type(o.elem).ok_or_else(|| {
@@ -67,6 +71,17 @@ pub fn emit(e: &Elemental, title: &str, place: &Placement) -> Result<WgslKernel,
     }
     if let Some(n) = e.nodes.iter().find(|n| value_type(n.elem).is_none()) {
         return Err(format!("a {} value: webgpu computes in f32, s32, u32 and pred only yet", n.elem));
+    }
+    // Narrow values are carried widened, exactly, from their load to a convert; any
+    // arithmetic on them would need rounding to their width after each op.
+    for (x, n) in e.nodes.iter().enumerate() {
+        let widened_only = e.nodes.iter().all(|m| match m.node {
+            Node::Convert(a) => a.0 as usize != x || !narrow(m.elem),
+            _ => !m.node.operands().iter().any(|a| a.0 as usize == x),
+        });
+        if narrow(n.elem) && !(matches!(n.node, Node::Load { .. }) && widened_only) {
+            return Err(format!("{} arithmetic: webgpu reads {} only to convert it yet", n.elem, n.elem));
+        }
     }
     // Data indices saturate to 32 bits, which their clamp (inside the buffer) undoes.
     let wide = |(i, &(lo, hi)): (usize, &(i64, i64))| {
@@ -135,11 +150,34 @@ fn cooperative_ops(e: &Elemental, outer_elements: u64) -> Option<Vec<BinaryOp>> 
     (0..e.reductions.len()).map(|k| reduction::associative_op(e, k).ok()).collect()
 }
 
+/// Whether `t` is stored in less than a word (and read out of its word; pred aside).
+fn narrow(t: ElementType) -> bool {
+    use ElementType::*;
+    matches!(t, S8 | U8 | S16 | U16 | F16 | BF16)
+}
+
+/// The WGSL type a value of `t` is carried in: narrow types widened (integers extended
+/// by their signedness, f16 and bf16 exactly in f32).
 fn value_type(t: ElementType) -> Option<&'static str> {
-    if t == ElementType::Pred {
-        return Some("bool");
+    use ElementType::*;
+    match t {
+        Pred => Some("bool"),
+        S8 | S16 => Some("i32"),
+        U8 | U16 => Some("u32"),
+        F16 | BF16 => Some("f32"),
+        _ => stored_type(t),
     }
-    stored_type(t)
+}
+
+/// The 32-bit type whose conversions a carried value of `t` follows.
+fn carrier(t: ElementType) -> ElementType {
+    use ElementType::*;
+    match t {
+        S8 | S16 => S32,
+        U8 | U16 => U32,
+        F16 | BF16 => F32,
+        t => t,
+    }
 }
 
 struct Writer<'a> {
@@ -359,7 +397,8 @@ impl<'a> Lower<'a> for Writer<'a> {
 
     fn data_index(&mut self, elem: ElementType, v: String) -> String {
         match elem {
-            ElementType::S32 => v,
+            ElementType::S32 | ElementType::S8 | ElementType::S16 => v,
+            ElementType::U8 | ElementType::U16 => format!("i32({v})"),
             // Saturating, as the plan's data index is.
             ElementType::U32 => format!("i32(min({v}, 2147483647u))"),
             ElementType::Pred => format!("select(0, 1, {v})"),
@@ -367,12 +406,34 @@ impl<'a> Lower<'a> for Writer<'a> {
         }
     }
 
+    /// A 32-bit element is its word; a narrower one is read out of its word
+    /// (little-endian: element `i` of a byte buffer is byte `i % 4` of word `i / 4`).
     fn load(&mut self, x: ExprId, input: u32, linear: IdxId) -> String {
+        use ElementType::*;
         let at = self.index(linear);
-        let word = format!("arena[{}u + u32({at})]", self.place.inputs[input as usize]);
-        match self.e.expr(x).elem {
-            ElementType::U32 => word,
-            elem => format!("bitcast<{}>({word})", value_type(elem).unwrap_or("f32")),
+        let base = self.place.inputs[input as usize];
+        let elem = self.e.expr(x).elem;
+        let bytes = elem.byte_size();
+        if bytes == 4 {
+            let word = format!("arena[{base}u + u32({at})]");
+            return match elem {
+                U32 => word,
+                _ => format!("bitcast<{}>({word})", value_type(elem).unwrap_or("f32")),
+            };
+        }
+        let per_word = 4 / bytes;
+        let bits = bytes * 8;
+        let mask = if bytes == 1 { "0xffu" } else { "0xffffu" };
+        let field =
+            format!("((arena[{base}u + u32({at}) / {per_word}u] >> ((u32({at}) % {per_word}u) * {bits}u)) & {mask})");
+        match elem {
+            Pred => format!("({field} != 0u)"),
+            U8 | U16 => field,
+            // Sign-extended: the field moved to the top, shifted back arithmetically.
+            S8 | S16 => format!("(bitcast<i32>({field} << {}u) >> {}u)", 32 - bits, 32 - bits),
+            F16 => format!("unpack2x16float({field}).x"),
+            BF16 => format!("bitcast<f32>({field} << 16u)"),
+            t => self.refuse(Err(format!("a {t} load"))),
         }
     }
 
@@ -429,7 +490,9 @@ impl<'a> Lower<'a> for Writer<'a> {
     }
 
     fn convert(&mut self, from: ElementType, to: ElementType, v: String) -> String {
-        let r = convert(from, to, &v);
+        // Narrow values are exact in their carriers ([`carrier`]), and nothing converts to
+        // them (the check in `emit`).
+        let r = convert(carrier(from), to, &v);
         self.refuse(r)
     }
 

@@ -177,6 +177,12 @@ pub fn compile(args: &CompileArgs) -> Result<String, RunError> {
     }
     Ok(match args.emit {
         Emit::Json => api::to_json(&snaps) + "\n",
+        // The plan the target runs: WebGPU's with its caps and its refused kernels on
+        // the host, else the CPU's.
+        Emit::Plan if args.target == Some(AotTarget::Webgpu) => hloscope_core::targets::webgpu::compile(&module)
+            .map_err(|e| RunError(format!("{}: cannot plan the kernels for webgpu: {e}", args.module)))?
+            .plan
+            .to_string(),
         Emit::Plan => hloscope_core::kernel::plan(&module)
             .map_err(|e| RunError(format!("{}: cannot plan the kernels: {e}", args.module)))?
             .to_string(),

@@ -244,14 +244,27 @@ impl<'m> Planner<'m> {
             rhs_perm,
             elem,
         };
-        self.plan.kernels.push(Kernel {
-            name: name.to_string(),
-            source,
-            kind: KernelKind::Dot,
-            inputs: vec![patches, weights],
-            outputs: vec![product],
-            body: KernelBody::Dot(spec),
-        });
+        if self.plan.caps.library_dot {
+            self.plan.kernels.push(Kernel {
+                name: name.to_string(),
+                source,
+                kind: KernelKind::Dot,
+                inputs: vec![patches, weights],
+                outputs: vec![product],
+                body: KernelBody::Dot(spec),
+            });
+        } else {
+            let dims = |b: BufferId| self.plan.buffers[b].shape.dims.clone();
+            let e = gemm_as_reduction(comp, &spec, &dims(patches), &dims(weights));
+            self.plan.kernels.push(Kernel {
+                name: name.to_string(),
+                source,
+                kind: super::elemental_kind(&e),
+                inputs: vec![patches, weights],
+                outputs: vec![product],
+                body: KernelBody::Elemental(e),
+            });
+        }
         if direct {
             return Ok(());
         }
@@ -285,4 +298,53 @@ impl<'m> Planner<'m> {
             body: KernelBody::Elemental(e),
         });
     }
+}
+
+/// The batched GEMM `spec` as a reduction kernel, for targets without a GEMM library:
+/// space `[batch, m, n, k]`, `k` reduced, each operand read through its permutation
+/// (`lhs_dims`, `rhs_dims`: the operands' own dimensions).
+fn gemm_as_reduction(comp: &Computation, spec: &DotSpec, lhs_dims: &[i64], rhs_dims: &[i64]) -> Elemental {
+    let (nb, m, n, k) = (spec.batch as i64, spec.m as i64, spec.n as i64, spec.k as i64);
+    let elem = spec.elem;
+    let mut b = Builder::new(comp, HashMap::new());
+    b.e.space = vec![nb, m, n, k];
+    b.e.reduced = vec![false, false, false, true];
+    let v: Vec<IdxId> = (0..4).map(|i| b.idx(Idx::Var(i))).collect();
+    // Element (x, y, z) of an operand's permuted [batch, rows, cols] form, read from
+    // the operand itself: its row-major position in that form, unravelled over the
+    // permuted dimensions and put back in place.
+    let read = |b: &mut Builder, input: u32, dims: &[i64], perm: &[usize], at: [IdxId; 3], rows: i64, cols: i64| {
+        let flat = b.linearize(&at, &[nb, rows, cols]);
+        let pdims: Vec<i64> = perm.iter().map(|&d| dims[d]).collect();
+        let parts = b.delinearize(flat, &pdims);
+        let mut src = vec![IdxId(0); dims.len()];
+        for (i, &d) in perm.iter().enumerate() {
+            src[d] = parts[i];
+        }
+        let linear = b.linearize(&src, dims);
+        b.node(Node::Load { input, linear }, elem)
+    };
+    let x = read(&mut b, 0, lhs_dims, &spec.lhs_perm, [v[0], v[1], v[3]], m, k);
+    let y = read(&mut b, 1, rhs_dims, &spec.rhs_perm, [v[0], v[3], v[2]], k, n);
+    let (mul, add) = if elem.is_pred() {
+        (crate::ir::BinaryOp::And, crate::ir::BinaryOp::Or)
+    } else {
+        (crate::ir::BinaryOp::Mul, crate::ir::BinaryOp::Add)
+    };
+    let product = b.node(Node::Binary(mul, x, y), elem);
+    let zero = match elem {
+        ElementType::Pred => Scalar::Pred(false),
+        e if e.is_float() => Scalar::F(0.0),
+        e if e.is_signed_int() => Scalar::S(0),
+        _ => Scalar::U(0),
+    };
+    let zero = b.node(Node::Const(zero), elem);
+    let acc = b.node(Node::Acc { red: 0, i: 0 }, elem);
+    let arg = b.node(Node::Arg { red: 0, i: 0 }, elem);
+    let sum = b.node(Node::Binary(add, acc, arg), elem);
+    b.e.reductions.push(super::elemental::Reduction { inits: vec![zero], values: vec![product], combiner: vec![sum] });
+    let result = b.node(Node::Reduced { red: 0, i: 0 }, elem);
+    b.e.outputs.push(Output { expr: result, inner: false, elem });
+    b.e.input_elems = vec![elem, elem];
+    b.e
 }

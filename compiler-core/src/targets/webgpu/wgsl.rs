@@ -83,9 +83,10 @@ pub fn emit(e: &Elemental, title: &str, place: &Placement) -> Result<WgslKernel,
             return Err(format!("{} arithmetic: webgpu reads {} only to convert it yet", n.elem, n.elem));
         }
     }
-    // Data indices saturate to 32 bits, which their clamp (inside the buffer) undoes.
+    // Data indices saturate to 32 bits, which their clamp (inside the buffer) undoes; a
+    // clamp keeps its operand's range (checked on its own) whatever its bounds say.
     let wide = |(i, &(lo, hi)): (usize, &(i64, i64))| {
-        !matches!(e.idx[i], Idx::Data(_)) && (lo < i32::MIN as i64 || hi > i32::MAX as i64)
+        !matches!(e.idx[i], Idx::Data(_) | Idx::Clamp(..)) && (lo < i32::MIN as i64 || hi > i32::MAX as i64)
     };
     if e.idx_range.iter().enumerate().any(wide) {
         return Err("an index expression past 32 bits".into());
@@ -391,8 +392,10 @@ impl<'a> Lower<'a> for Writer<'a> {
         format!("({a} % {})", self.int(k))
     }
 
+    /// The bounds cut to 32 bits: the operand is within them.
     fn index_clamp(&mut self, a: String, lo: i64, hi: i64) -> String {
-        format!("clamp({a}, {}, {})", self.int(lo), self.int(hi))
+        let cut = |b: i64| b.clamp(i32::MIN as i64, i32::MAX as i64);
+        format!("clamp({a}, {}, {})", self.int(cut(lo)), self.int(cut(hi)))
     }
 
     fn data_index(&mut self, elem: ElementType, v: String) -> String {

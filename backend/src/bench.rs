@@ -23,11 +23,24 @@
 //! inside control flow it all goes to the chain's first kernel. `--no-row-chains` runs
 //! the members one by one instead.
 //!
-//! `--json` prints one line: `{"target", "compile_s", "run_median_s", "run_min_s",
-//! "iters", "arena_bytes", "buffer_bytes", "kernels": [{"name", "time_s", "bytes",
-//! "flops", "calls", "code"}]}` (`code`: how the kernels run, e.g. `simd 4x4 + native
-//! exp`, `scalar`, `gemm`, `interpreter`); otherwise a table. `--out-dir` writes the last run's results as .npy
-//! (what `cargo xtask bench` compares with XLA's).
+//! On webgpu (`--target webgpu`) each timed run is two executions of the kernels on the
+//! loaded inputs: a plain one (one submission between host kernels), whose time is the
+//! run's, and a timed one, whose per-kernel times are the rows': GPU timestamps when the
+//! adapter has them, else each kernel submitted alone and waited for (the report says
+//! which); host kernels (the interpreter) on the host's clock. Compile is parse to
+//! pipelines (the driver compiles the shaders then). The adapter, its backend and driver
+//! head the report.
+//!
+//! `--fusion KNOBS` (cpu and webgpu) takes the fusion knobs of `compile` and `explain`
+//! (`off`, `no-multi-output`, ...), for fused-against-unfused comparisons.
+//!
+//! `--json` prints one line: `{"target", "fusion", "compile_s", "run_median_s",
+//! "run_min_s", "iters", "arena_bytes", "buffer_bytes", "kernels": [{"name", "time_s",
+//! "bytes", "flops", "calls", "code"}]}` (`code`: how the kernels run, e.g. `simd 4x4 +
+//! native exp`, `scalar`, `gemm`, `interpreter`, `wgsl`, `interpreter (host)`); webgpu
+//! adds `"timing"` (the method's label), `"adapter"`, `"backend"`, `"driver"`, and
+//! `"on_host"` per kernel. Otherwise a table. `--out-dir` writes the last run's results
+//! as .npy (what `cargo xtask bench` compares with XLA's).
 
 use crate::run::{self, RunError, Target};
 use clap::Args;
@@ -35,7 +48,9 @@ use hloscope_core::cost;
 use hloscope_core::interp::Interpreter;
 use hloscope_core::ir::{CompId, InstId, Literal, Module, Op, Value};
 use hloscope_core::npy::params as inputs;
+use hloscope_core::kernel::KernelPlan;
 use hloscope_core::targets::cpu::{self, CpuExecutable};
+use hloscope_core::targets::webgpu::{self, runtime::WebGpuExecutable};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -51,11 +66,14 @@ const TARGET_TOTAL_S: f64 = 1.5;
 
 #[derive(Args, Debug)]
 #[command(after_help = "\
-JSON (--json): one line {\"target\", \"compile_s\", \"run_median_s\", \"run_min_s\", \"iters\", \
+JSON (--json): one line {\"target\", \"fusion\", \"compile_s\", \"run_median_s\", \"run_min_s\", \"iters\", \
 \"arena_bytes\", \"buffer_bytes\", \"kernels\": [{\"name\", \"time_s\", \"bytes\", \"flops\", \"calls\", \"code\"}]}; \
 a kernel's time is its median over the timed runs (summed over its calls in a run: kernels \
 inside while bodies and branches are rows named like while.3/body/fusion.7); bytes and \
-FLOPs come from the cost model.
+FLOPs come from the cost model. --target webgpu adds \"timing\" (how kernels were timed: \
+\"gpu timestamps\" or \"submit and wait per kernel\"; host kernels on the host's clock), \
+\"adapter\", \"backend\", \"driver\" and per kernel \"on_host\"; its run times are plain runs \
+of the kernels on the loaded inputs, its kernel times those of a timed run after each.
 
 Exit status: 0 on success, 2 on any error (bad text, bad inputs, a failed run).")]
 pub struct BenchArgs {
@@ -66,6 +84,12 @@ pub struct BenchArgs {
     /// Where to run the module.
     #[arg(long, value_enum, default_value_t = Target::Cpu)]
     pub target: Target,
+
+    /// Fusion knobs, a comma list, as for `compile` and `explain`: off, no-multi-output,
+    /// no-epilogue, no-duplication, max-size=N, never=PRODUCER:CONSUMER,
+    /// force=PRODUCER:CONSUMER (cpu and webgpu).
+    #[arg(long, value_name = "KNOBS", default_value = "")]
+    pub fusion: String,
 
     /// An .npy file for the next entry parameter (repeat, in parameter order). Without
     /// any, inputs are random.
@@ -123,9 +147,11 @@ pub struct Row {
     pub calls: u64,
     /// Whether it runs inside a while loop or a conditional.
     pub nested: bool,
-    /// How its kernels' code runs (`simd 4x4 + native exp`, `gemm`, ...; see
+    /// How its kernels' code runs (`simd 4x4 + native exp`, `gemm`, `wgsl`, ...; see
     /// `KernelInfo::code`), distinct values joined by `, `.
     pub code: String,
+    /// Its kernels all ran on the host while the others ran on a device (webgpu).
+    pub on_host: bool,
 }
 
 /// One kernel inside control flow, as one run saw it.
@@ -148,6 +174,8 @@ struct RunTimes {
     top: Vec<f64>,
     nested: Vec<NestedKernel>,
     nested_at: HashMap<(String, usize), usize>,
+    /// The run's own time, where it is not the whole call's (webgpu's plain execution).
+    total: Option<f64>,
 }
 
 impl RunTimes {
@@ -155,11 +183,15 @@ impl RunTimes {
         self.top.iter_mut().for_each(|t| *t = 0.0);
         self.nested.clear();
         self.nested_at.clear();
+        self.total = None;
     }
 }
 
 struct Report {
     target: Target,
+    fusion: String,
+    /// On webgpu: the adapter and how its kernels were timed.
+    device: Option<Device>,
     compile_s: f64,
     run_median_s: f64,
     run_min_s: f64,
@@ -169,12 +201,23 @@ struct Report {
     rows: Vec<Row>,
 }
 
+/// The WebGPU adapter a bench ran on.
+pub struct Device {
+    pub adapter: String,
+    pub backend: String,
+    pub driver: String,
+    /// How kernels were timed (`TimingMethod::label`).
+    pub timing: &'static str,
+}
+
 /// What runs: the interpreter on the module, or a compiled executable with its input
 /// and output bytes (prepared once, so that a timed run moves only what its kernels move,
-/// as XLA's timed calls do).
+/// as XLA's timed calls do; on webgpu the inputs stay in the device's arena).
 pub enum Runner {
     Interp(Module),
     Cpu { exe: Rc<CpuExecutable>, inputs: Vec<AlignedBytes>, outputs: Vec<AlignedBytes> },
+    /// The executable and the module it was planned from (for the cost model).
+    WebGpu { exe: Box<WebGpuExecutable>, module: Module },
 }
 
 /// Bytes at an 8-byte aligned address (the executable reads them in place).
@@ -206,7 +249,10 @@ impl Runner {
     }
 
     /// Lays out the input bytes and the output buffers once, before any timed run.
-    fn prepare(&mut self, arguments: &[Value]) {
+    fn prepare(&mut self, arguments: &[Value]) -> Result<(), String> {
+        if let Runner::WebGpu { exe, .. } = self {
+            return exe.load(arguments);
+        }
         if let Runner::Cpu { exe, inputs, outputs } = self {
             *inputs = arguments
                 .iter()
@@ -222,12 +268,25 @@ impl Runner {
                 .map(|&b| AlignedBytes::new(&vec![0; plan.buffers[b].shape.byte_size()]))
                 .collect();
         }
+        Ok(())
     }
 
-    /// One run; `times` gets each kernel's time (cpu only). The interpreter returns its
-    /// result; the cpu leaves it in its output bytes (see `results`).
+    /// One run; `times` gets each kernel's time (cpu and webgpu). The interpreter returns
+    /// its result; the cpu leaves it in its output bytes, webgpu in its arena (see
+    /// `results`).
     fn run(&mut self, args: &[Value], times: &mut RunTimes) -> Result<Option<Value>, String> {
         match self {
+            Runner::WebGpu { exe, .. } => {
+                times.clear();
+                let t = Instant::now();
+                exe.execute(None)?;
+                times.total = Some(t.elapsed().as_secs_f64());
+                let timed = exe.execute(Some(exe.timing_method()))?.ok_or("a timed run gave no kernel times")?;
+                for (slot, k) in times.top.iter_mut().zip(&timed.kernels) {
+                    *slot = k.time.as_secs_f64();
+                }
+                Ok(None)
+            }
             Runner::Interp(m) => Interpreter::new(m)
                 .run(args)
                 .map(Some)
@@ -290,6 +349,7 @@ impl Runner {
     fn results(&self, last: Option<Value>) -> Result<Vec<Literal>, String> {
         match self {
             Runner::Interp(_) => Ok(last.map(Value::flatten).unwrap_or_default()),
+            Runner::WebGpu { exe, .. } => Ok(exe.read_result()?.flatten()),
             Runner::Cpu { exe, outputs, .. } => {
                 let plan = exe.plan();
                 plan.result
@@ -309,6 +369,7 @@ impl Runner {
         match self {
             Runner::Interp(_) => 0,
             Runner::Cpu { exe, .. } => exe.plan().kernels.len(),
+            Runner::WebGpu { exe, .. } => exe.program().plan.kernels.len(),
         }
     }
 }
@@ -334,11 +395,16 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
     } else {
         inputs::from_npy(&module, &input_files).map_err(RunError)?
     };
+    let fusion = crate::compile::fusion_config(&args.fusion)?;
+    if args.target == Target::Interp && !args.fusion.trim().is_empty() {
+        return Err(RunError("--fusion is for the compiled targets (--target cpu or webgpu)".into()));
+    }
     let started = Instant::now();
+    let mut device = None;
     let runner = match args.target {
         Target::Interp => Runner::Interp(module),
         Target::Cpu => {
-            let optimized = cpu::optimize(&module)
+            let optimized = hloscope_core::targets::optimize_with(&module, &fusion)
                 .map_err(|e| RunError(format!("{source_name}: optimizing for the cpu failed: {e}")))?;
             let options = cpu::CompileOptions { block_math: !args.no_block_math, ..Default::default() };
             let exe = cpu::compile_with(&optimized, options)
@@ -347,9 +413,18 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
             Runner::cpu(std::rc::Rc::new(exe))
         }
         Target::Webgpu => {
-            return Err(RunError(
-                "bench --target webgpu: per-kernel GPU timing is not built yet; `hloscope run --target webgpu -v` times a run".into(),
-            ))
+            let failed = |e: String| RunError(format!("{source_name}: webgpu: {e}"));
+            let optimized = hloscope_core::targets::optimize_with(&module, &fusion).map_err(failed)?;
+            let program = webgpu::compile(&optimized).map_err(failed)?;
+            let exe = WebGpuExecutable::new(&optimized, program).map_err(failed)?;
+            let a = &exe.adapter;
+            device = Some(Device {
+                adapter: a.name.clone(),
+                backend: a.backend.clone(),
+                driver: a.driver.clone(),
+                timing: exe.timing_method().label(),
+            });
+            Runner::WebGpu { exe: Box::new(exe), module: optimized }
         }
     };
     let compile_s = (parse_s + started.elapsed()).as_secs_f64();
@@ -361,6 +436,8 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
     }
     let report = Report {
         target: args.target,
+        fusion: args.fusion.trim().to_string(),
+        device,
         compile_s,
         run_median_s: m.run_median_s,
         run_min_s: m.run_min_s,
@@ -395,7 +472,7 @@ pub fn measure(
     warmup: u64,
     progress: bool,
 ) -> Result<Measurement, String> {
-    runner.prepare(arguments);
+    runner.prepare(arguments)?;
     let nk = runner.kernel_count();
     let mut scratch = RunTimes { top: vec![0.0; nk], ..RunTimes::default() };
     let mut estimate = f64::INFINITY;
@@ -416,7 +493,7 @@ pub fn measure(
     for i in 0..iters {
         let t = Instant::now();
         let v = runner.run(arguments, &mut scratch)?;
-        totals.push(t.elapsed().as_secs_f64());
+        totals.push(scratch.total.unwrap_or_else(|| t.elapsed().as_secs_f64()));
         for (k, &s) in scratch.top.iter().enumerate() {
             per_kernel[k].push(s);
         }
@@ -430,7 +507,14 @@ pub fn measure(
         Runner::Interp(_) => (Vec::new(), 0, 0),
         Runner::Cpu { exe, .. } => {
             let arena = exe.arena_assignment();
-            (rows(exe.module(), exe, &per_kernel, &nested_runs), arena.arena_bytes, arena.buffer_bytes)
+            let code = |k: usize| exe.code_summary(k).to_string();
+            (rows(exe.module(), exe.plan(), &code, false, &per_kernel, &nested_runs), arena.arena_bytes, arena.buffer_bytes)
+        }
+        Runner::WebGpu { exe, module } => {
+            let program = exe.program();
+            let code = |k: usize| if program.shaders[k].is_some() { "wgsl" } else { "interpreter (host)" }.to_string();
+            let arena = &program.plan.arena;
+            (rows(module, &program.plan, &code, true, &per_kernel, &nested_runs), arena.arena_bytes, arena.buffer_bytes)
         }
     };
     Ok(Measurement {
@@ -455,9 +539,16 @@ fn target_name(t: Target) -> &'static str {
 /// One row per instruction (in order of its first kernel): the median of the summed
 /// time of its kernels, and the cost model's bytes and FLOPs for it; after a while
 /// loop's or conditional's row, the rows of the instructions run inside it
-/// ([`nested_rows`]).
-fn rows(module: &Module, exe: &CpuExecutable, per_kernel: &[Vec<f64>], nested_runs: &[Vec<NestedKernel>]) -> Vec<Row> {
-    let plan = exe.plan();
+/// ([`nested_rows`]). `code(k)` says how kernel `k` runs; with `device`, kernels the plan
+/// made opaque ran on the host (`Row::on_host`).
+fn rows(
+    module: &Module,
+    plan: &KernelPlan,
+    code: &dyn Fn(usize) -> String,
+    device: bool,
+    per_kernel: &[Vec<f64>],
+    nested_runs: &[Vec<NestedKernel>],
+) -> Vec<Row> {
     let comp = module.comp(plan.comp);
     let profile = cost::profiles::GENERIC_CPU;
     let mut order: Vec<InstId> = Vec::new();
@@ -486,8 +577,20 @@ fn rows(module: &Module, exe: &CpuExecutable, per_kernel: &[Vec<f64>], nested_ru
                     .fold((0, 0), |(b, f), c| (b + c.bytes_moved, f + c.flops)),
                 _ => cost::instruction_cost(module, comp, src, &profile).map_or((0, 0), |c| (c.bytes(), c.flops)),
             };
-            let code = join_distinct(ks.iter().map(|&k| exe.code_summary(k)));
-            Row { name: inst.name.clone(), time_s: median(&mut sums), bytes, flops, calls: 1, nested: false, code }
+            let codes: Vec<String> = ks.iter().map(|&k| code(k)).collect();
+            let code = join_distinct(codes.iter().map(String::as_str));
+            let on_host = device
+                && ks.iter().all(|&k| matches!(plan.kernels[k].body, hloscope_core::kernel::KernelBody::Opaque { .. }));
+            Row {
+                name: inst.name.clone(),
+                time_s: median(&mut sums),
+                bytes,
+                flops,
+                calls: 1,
+                nested: false,
+                code,
+                on_host,
+            }
         })
         .collect::<Vec<Row>>();
     let mut nested = nested_rows(module, nested_runs);
@@ -527,6 +630,7 @@ fn nested_rows(module: &Module, runs: &[Vec<NestedKernel>]) -> Vec<Row> {
                     calls: 0,
                     nested: true,
                     code: String::new(),
+                    on_host: false,
                 });
                 per_run.push(vec![0.0; runs.len()]);
                 origin.push((k.comp, k.source));
@@ -609,8 +713,9 @@ fn json(r: &Report) -> String {
         .rows
         .iter()
         .map(|k| {
+            let on_host = if r.device.is_some() { format!(",\"on_host\":{}", k.on_host) } else { String::new() };
             format!(
-                "{{\"name\":{},\"time_s\":{},\"bytes\":{},\"flops\":{},\"calls\":{},\"code\":{}}}",
+                "{{\"name\":{},\"time_s\":{},\"bytes\":{},\"flops\":{},\"calls\":{},\"code\":{}{on_host}}}",
                 quote(&k.name),
                 num(k.time_s),
                 k.bytes,
@@ -620,9 +725,19 @@ fn json(r: &Report) -> String {
             )
         })
         .collect();
+    let device = r.device.as_ref().map_or(String::new(), |d| {
+        format!(
+            "\"timing\":{},\"adapter\":{},\"backend\":{},\"driver\":{},",
+            quote(d.timing),
+            quote(&d.adapter),
+            quote(&d.backend),
+            quote(&d.driver)
+        )
+    });
     format!(
-        "{{\"target\":{},\"compile_s\":{},\"run_median_s\":{},\"run_min_s\":{},\"iters\":{},\"arena_bytes\":{},\"buffer_bytes\":{},\"kernels\":[{}]}}\n",
+        "{{\"target\":{},\"fusion\":{},{device}\"compile_s\":{},\"run_median_s\":{},\"run_min_s\":{},\"iters\":{},\"arena_bytes\":{},\"buffer_bytes\":{},\"kernels\":[{}]}}\n",
         quote(target_name(r.target)),
+        quote(&r.fusion),
         num(r.compile_s),
         num(r.run_median_s),
         num(r.run_min_s),
@@ -645,7 +760,12 @@ fn time_text(s: f64) -> String {
 
 fn table(r: &Report) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "target {}: compile {}", target_name(r.target), time_text(r.compile_s));
+    let fusion = if r.fusion.is_empty() { String::new() } else { format!(" (--fusion {})", r.fusion) };
+    let _ = writeln!(out, "target {}{fusion}: compile {}", target_name(r.target), time_text(r.compile_s));
+    if let Some(d) = &r.device {
+        let _ = writeln!(out, "adapter: {}; backend {}; driver {}", d.adapter, d.backend, d.driver);
+        let _ = writeln!(out, "kernel times: {}; host kernels on the host's clock", d.timing);
+    }
     let _ = writeln!(
         out,
         "run: median {}, min {} over {} runs",

@@ -46,8 +46,7 @@ impl PipelineArgs {
         } else {
             parse_pipeline_spec(&self.pipeline).map_err(|e| RunError(format!("--pipeline `{}`: {e}", self.pipeline)))?
         };
-        let fusion =
-            FusionConfig::from_spec(&self.fusion).map_err(|e| RunError(format!("--fusion `{}`: {e}", self.fusion)))?;
+        let fusion = fusion_config(&self.fusion)?;
         let profile = if self.profile == "measured" {
             crate::probe::measure_cpu().map_err(|e| RunError(format!("--profile measured: the probe failed: {e}")))?
         } else {
@@ -55,6 +54,12 @@ impl PipelineArgs {
         };
         Ok(PipelineConfig { passes, fusion, verify: true, snapshots, profile, clock: None })
     }
+}
+
+/// The fusion knobs of `--fusion` (shared by `compile`, `explain` and `bench`), or a
+/// message naming the bad knob.
+pub fn fusion_config(spec: &str) -> Result<FusionConfig, RunError> {
+    FusionConfig::from_spec(spec).map_err(|e| RunError(format!("--fusion `{spec}`: {e}")))
 }
 
 /// Reads, parses and verifies a module; errors carry the file name and location.
@@ -190,15 +195,17 @@ pub fn compile(args: &CompileArgs) -> Result<String, RunError> {
     })
 }
 
-/// `--emit wgsl`: the WebGPU target's shaders, in plan order.
+/// `--emit wgsl`: the WebGPU target's shaders, in plan order (after the target's
+/// pipeline with `--fusion`'s knobs).
 fn wgsl_listing(args: &CompileArgs) -> Result<String, RunError> {
-    use hloscope_core::targets::{optimize, webgpu};
+    use hloscope_core::targets::{optimize_with, webgpu};
     if args.target.is_some_and(|t| t != AotTarget::Webgpu) {
         return Err(RunError("--emit wgsl is the webgpu target's (--target webgpu)".into()));
     }
+    let fusion = fusion_config(&args.pipeline.fusion)?;
     let (source_name, module) = load_module(&args.module)?;
     let failed = |e: String| RunError(format!("{source_name}: compiling for webgpu failed: {e}"));
-    let program = webgpu::compile(&optimize(&module).map_err(failed)?).map_err(failed)?;
+    let program = webgpu::compile(&optimize_with(&module, &fusion).map_err(failed)?).map_err(failed)?;
     Ok(program.listing())
 }
 

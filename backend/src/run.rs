@@ -76,7 +76,8 @@ pub struct RunArgs {
     pub no_cache: bool,
 
     /// Say on standard error whether the compilation cache hit and how long compiling
-    /// took (from parsing to a ready executable).
+    /// took (from parsing to a ready executable); on webgpu, also time each kernel
+    /// (GPU timestamps where the adapter has them, else submit and wait per kernel).
     #[arg(short, long)]
     pub verbose: bool,
 }
@@ -162,9 +163,16 @@ fn run_webgpu(module: &Module, args: &[Value], source_name: &str, verbose: bool)
     if verbose {
         eprintln!("webgpu: parse to pipelines in {:.2} ms", started.elapsed().as_secs_f64() * 1e3);
     }
-    let (value, times) = exe.run(args).map_err(failed)?;
-    if verbose {
-        eprintln!("webgpu: run in {:.2} ms", times.total.as_secs_f64() * 1e3);
+    if !verbose {
+        return Ok(exe.run(args).map_err(failed)?.0);
+    }
+    let (value, times) = exe.run_timed(args, exe.timing_method()).map_err(failed)?;
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let kernels = times.kernels.ok_or_else(|| failed("a timed run gave no kernel times".into()))?;
+    eprintln!("webgpu: run in {:.2} ms, kernels timed by {}:", ms(times.total), kernels.method.label());
+    for (i, k) in kernels.kernels.iter().enumerate() {
+        let place = if k.on_host { "host" } else { "device" };
+        eprintln!("webgpu:   kernel {i} %{} on the {place}: {:.3} ms", k.name, ms(k.time));
     }
     Ok(value)
 }

@@ -1,6 +1,8 @@
 //! End-to-end tests of `hloscope bench`: the JSON line's fields and their relations, the
 //! kernel rows against `explain`'s kernels, the table, random inputs by default, and
-//! clear errors for inputs of the wrong shape.
+//! clear errors for inputs of the wrong shape; `--fusion` on the cpu and on webgpu, whose
+//! rows are the plan's kernels (on the system's adapter: lavapipe where there is no GPU;
+//! without one these tests fail, saying so).
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -242,4 +244,147 @@ ENTRY %main (x: f32[64]) -> f32[64] {
     assert!(header.split_whitespace().any(|w| w == "calls"), "{header}");
     let body_line = text.lines().find(|l| l.starts_with(&format!("{loop_name}/body/"))).expect("a body row");
     assert_eq!(body_line.split_whitespace().nth(1), Some("5"), "{body_line}");
+}
+
+/// Writes `text` as `name.hlo` in a scratch folder of its own; its path.
+fn hlo_file(name: &str, text: &str) -> String {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-modules");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.hlo"));
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+/// exp, multiply and add over f32[65536]: one loop kernel fused, three with `--fusion
+/// off` (nothing for the simplifier to fold).
+const CHAIN: &str = "HloModule m
+ENTRY %main (x: f32[65536], y: f32[65536]) -> f32[65536] {
+  %x = f32[65536] parameter(0)
+  %y = f32[65536] parameter(1)
+  %e = f32[65536] exponential(%x)
+  %m = f32[65536] multiply(%e, %y)
+  ROOT %a = f32[65536] add(%m, %x)
+}";
+
+/// The kernels `compile --emit wgsl` lists (on the device or the host) with `fusion`.
+fn wgsl_kernels(module: &str, fusion: &str) -> usize {
+    let wgsl = ok(hloscope(&["compile", "--emit", "wgsl", "--fusion", fusion, module]));
+    wgsl.lines().filter(|l| l.starts_with("// ---- kernel ")).count()
+}
+
+fn bench_webgpu(module: &str, fusion: &str) -> Value {
+    let args = ["bench", module, "--target", "webgpu", "--fusion", fusion, "--json", "--iters", "3", "--warmup", "1"];
+    let out = ok(hloscope(&args));
+    assert_eq!(out.lines().count(), 1, "one JSON line: {out}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// On webgpu (lavapipe where there is no GPU): one row per plan kernel, fused and with
+/// `--fusion off`, each timed by the method the report names, with the adapter.
+#[test]
+fn webgpu_bench_times_each_kernel_fused_and_unfused() {
+    let module = hlo_file("chain", CHAIN);
+    let mut bytes = Vec::new();
+    for (fusion, want) in [("", 1), ("off", 3)] {
+        let j = bench_webgpu(&module, fusion);
+        assert_eq!(j["target"], "webgpu");
+        assert_eq!(j["fusion"], fusion);
+        let timing = j["timing"].as_str().unwrap();
+        assert!(["gpu timestamps", "submit and wait per kernel"].contains(&timing), "{timing}");
+        for key in ["adapter", "backend", "driver"] {
+            assert!(!j[key].as_str().unwrap().is_empty(), "{key}: {j}");
+        }
+        assert_eq!(j["iters"], 3);
+        assert!(positive(&j["run_min_s"]) <= positive(&j["run_median_s"]));
+        let kernels = j["kernels"].as_array().unwrap();
+        assert_eq!(kernels.len(), want, "--fusion {fusion:?}: {j}");
+        assert_eq!(kernels.len(), wgsl_kernels(&module, fusion), "--fusion {fusion:?}");
+        for k in kernels {
+            assert!(k["time_s"].as_f64().unwrap() >= 0.0, "{k}");
+            assert_eq!(k["code"], "wgsl", "{k}");
+            assert_eq!(k["on_host"], false, "{k}");
+        }
+        // The arena is whole 256-byte binding steps.
+        assert!(j["arena_bytes"].as_u64().unwrap().is_multiple_of(256));
+        bytes.push(kernels.iter().map(|k| k["bytes"].as_u64().unwrap()).sum::<u64>());
+    }
+    // Fused: x and y read once, the sum written once (3 x 256 KiB); unfused, x is read
+    // twice and the two temporaries are written and read again (8 x 256 KiB).
+    assert_eq!(bytes, [3 << 18, 8 << 18]);
+}
+
+/// A sort runs on the host: its row says so, between the device kernels' rows, and the
+/// table heads with the adapter and the timing method.
+#[test]
+fn webgpu_bench_marks_host_kernels() {
+    let module = hlo_file(
+        "sorted",
+        "HloModule m
+%lt (a: f32[], b: f32[]) -> pred[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = pred[] compare(%a, %b), direction=LT
+}
+ENTRY %main (x: f32[1024]) -> f32[1024] {
+  %x = f32[1024] parameter(0)
+  %e = f32[1024] exponential(%x)
+  %s = f32[1024] sort(%e), dimensions={0}, to_apply=%lt
+  ROOT %n = f32[1024] negate(%s)
+}",
+    );
+    let j = bench_webgpu(&module, "");
+    let rows: Vec<(&str, bool)> = j["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| (k["code"].as_str().unwrap(), k["on_host"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(rows, [("wgsl", false), ("interpreter (host)", true), ("wgsl", false)], "{j}");
+    assert_eq!(rows.len(), wgsl_kernels(&module, ""));
+    let text = ok(hloscope(&["bench", &module, "--target", "webgpu", "--iters", "2"]));
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("target webgpu: compile "), "{text}");
+    assert!(lines[1].starts_with("adapter: ") && lines[2].starts_with("kernel times: "), "{text}");
+    assert!(text.contains("interpreter (host)"), "{text}");
+}
+
+/// `run --target webgpu -v` names every kernel with its time and where it ran.
+#[test]
+fn webgpu_run_verbose_times_each_kernel() {
+    let module = hlo_file("chain-run", CHAIN);
+    let o = hloscope(&["run", &module, "--target", "webgpu", "--random-inputs", "-v"]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    ok(o);
+    assert!(err.contains("kernels timed by gpu timestamps:") || err.contains("kernels timed by submit and wait"), "{err}");
+    let kernels: Vec<&str> = err.lines().filter(|l| l.starts_with("webgpu:   kernel ")).collect();
+    assert_eq!(kernels.len(), 1, "{err}");
+    assert!(kernels[0].contains(" on the device: ") && kernels[0].ends_with(" ms"), "{err}");
+}
+
+/// `--fusion off` on the cpu: the rows are `explain --fusion off`'s kernels, more than
+/// fused; a bad knob is refused as `compile` refuses it.
+#[test]
+fn cpu_bench_takes_the_fusion_knobs() {
+    let module = corpus("layernorm", "module.mlir");
+    let count = |fusion: &str| {
+        let out = ok(hloscope(&["bench", &module, "--fusion", fusion, "--json", "--iters", "2", "--random-inputs"]));
+        let j: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(j["fusion"], fusion);
+        let explain: Value =
+            serde_json::from_str(&ok(hloscope(&["explain", &module, "--fusion", fusion, "--json"]))).unwrap();
+        let n = j["kernels"].as_array().unwrap().len();
+        assert_eq!(n as u64, explain["kernels"].as_u64().unwrap(), "--fusion {fusion:?}");
+        n
+    };
+    let (fused, unfused) = (count(""), count("off"));
+    assert!(fused < unfused, "{fused} fused vs {unfused} unfused kernels");
+    for (args, needle) in [
+        (vec!["--fusion", "sideways"], "--fusion `sideways`: unknown fusion knob `sideways`"),
+        (vec!["--target", "interp", "--fusion", "off"], "--fusion is for the compiled targets"),
+    ] {
+        let o = hloscope(&[&["bench", module.as_str()][..], &args].concat());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(needle), "{err}");
+    }
 }

@@ -1,7 +1,7 @@
 //! The WebGPU target: every shader it generates for the conformance and JAX corpora
 //! parses and validates with naga (no GPU needed); golden WGSL for two kernels; and,
 //! with feature `webgpu` and an adapter (lavapipe in CI), the semantic cases and the JAX
-//! corpus run on the device against the interpreter.
+//! corpus run on the device against the interpreter, and timed runs time every kernel.
 
 use hloscope_core::ir::Module;
 use hloscope_core::targets::{optimize, webgpu};
@@ -125,7 +125,7 @@ mod on_a_device {
     use hloscope_core::interp::Interpreter;
     use hloscope_core::ir::{Literal, Value};
     use hloscope_core::kernel::semantics::{cases, same_result};
-    use hloscope_core::targets::webgpu::runtime::WebGpuExecutable;
+    use hloscope_core::targets::webgpu::runtime::{TimingMethod, WebGpuExecutable};
 
     fn device_run(module: &Module, args: &[Value]) -> (Value, webgpu::WebGpuProgram) {
         let program = webgpu::compile(module).unwrap();
@@ -362,4 +362,85 @@ ENTRY %main (a: s8[7], b: u8[7], c: s16[7], d: u16[7], e: f16[7], f: bf16[7], p:
         assert!(failures.is_empty(), "{}", failures.join("\n"));
         assert!(gpu >= 85, "only {gpu} kernels ran on the device");
     }
+
+    /// A device kernel (exp over 64K elements), a host kernel (the sort) and a device
+    /// reduction (negate and sum, fused), in that order.
+    const DEVICE_HOST_DEVICE: &str = "HloModule m
+%lt (a: f32[], b: f32[]) -> pred[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = pred[] compare(%a, %b), direction=LT
 }
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (x: f32[65536]) -> (f32[65536], f32[]) {
+  %x = f32[65536] parameter(0)
+  %e = f32[65536] exponential(%x)
+  %s = f32[65536] sort(%e), dimensions={0}, to_apply=%lt
+  %n = f32[65536] negate(%s)
+  %z = f32[] constant(0)
+  %r = f32[] reduce(%n, %z), dimensions={0}, to_apply=%add
+  ROOT %t = (f32[65536], f32[]) tuple(%s, %r)
+}";
+
+    #[test]
+    fn a_timed_run_times_every_plan_kernel_in_order() {
+        let module = optimize(&hloscope_core::parse::parse_module(DEVICE_HOST_DEVICE).unwrap()).unwrap();
+        let program = webgpu::compile(&module).unwrap();
+        let on_host: Vec<bool> = program.shaders.iter().map(Option::is_none).collect();
+        assert_eq!(on_host, [false, true, false], "{}", program.plan);
+        let exe = WebGpuExecutable::new(&module, program.clone()).unwrap_or_else(|e| panic!("{e}"));
+        let args = hloscope_core::interp::random_inputs(&module, 3);
+        let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+        // The sorted exponentials within a few ulps; their sum of 64K terms, added in
+        // f32 one by one on the device, within its rounding.
+        let matches = |got: Value| {
+            let got = got.flatten();
+            close(&got[0], &want[0], 1e-5) && close(&got[1], &want[1], 1e-3)
+        };
+        let (plain, times) = exe.run(&args).unwrap();
+        assert!(times.kernels.is_none(), "a plain run times no kernel");
+        assert!(matches(plain));
+        let mut methods = vec![TimingMethod::SubmitAndWait];
+        if exe.timing_method() == TimingMethod::GpuTimestamps {
+            methods.push(TimingMethod::GpuTimestamps);
+        }
+        println!("{}: best timing {}", exe.adapter.name, exe.timing_method().label());
+        for method in methods {
+            let (got, times) = exe.run_timed(&args, method).unwrap_or_else(|e| panic!("{}: {e}", method.label()));
+            assert!(matches(got), "{}", method.label());
+            let k = times.kernels.expect("a timed run times its kernels");
+            assert_eq!(k.method, method);
+            let names: Vec<&str> = k.kernels.iter().map(|t| t.name.as_str()).collect();
+            let plan_names: Vec<&str> = program.plan.kernels.iter().map(|k| k.name.as_str()).collect();
+            assert_eq!(names, plan_names, "{}", method.label());
+            assert_eq!(k.kernels.iter().map(|t| t.on_host).collect::<Vec<_>>(), on_host);
+            // Every kernel ran inside the run, and sorting 64K floats in the interpreter
+            // and exponentials of 64K floats take measurable time.
+            let sum: std::time::Duration = k.kernels.iter().map(|t| t.time).sum();
+            assert!(sum <= times.total, "{}: kernels {sum:?} in a run of {:?}", method.label(), times.total);
+            assert!(k.kernels[0].time > std::time::Duration::ZERO, "{}: {:?}", method.label(), k.kernels);
+            assert!(k.kernels[1].time > std::time::Duration::ZERO, "{}: {:?}", method.label(), k.kernels);
+        }
+        assert_eq!(TimingMethod::GpuTimestamps.label(), "gpu timestamps");
+        assert_eq!(TimingMethod::SubmitAndWait.label(), "submit and wait per kernel");
+    }
+
+    #[test]
+    fn runs_again_on_loaded_inputs() {
+        // Constants are written once and parameters are pinned: executing again without
+        // loading gives the same result, and new inputs a new one.
+        let module = optimize(&hloscope_core::parse::parse_module(DEVICE_HOST_DEVICE).unwrap()).unwrap();
+        let exe = WebGpuExecutable::new(&module, webgpu::compile(&module).unwrap()).unwrap_or_else(|e| panic!("{e}"));
+        let (a, b) = (hloscope_core::interp::random_inputs(&module, 1), hloscope_core::interp::random_inputs(&module, 2));
+        let first = exe.run(&a).unwrap().0;
+        exe.execute(None).unwrap();
+        assert_eq!(exe.read_result().unwrap(), first);
+        let other = exe.run(&b).unwrap().0;
+        assert_ne!(other, first);
+    }
+}
+

@@ -15,6 +15,14 @@
 //!    and `<!-- bench:end -->` in README.md.
 //!
 //! `--quick` runs every program at small sizes (a smoke test of the whole chain).
+//!
+//! `--target webgpu` measures fusion instead, on the system's WebGPU adapter: each
+//! program of the same suite (the same export, XLA's outputs the reference) runs through
+//! `hloscope bench --target webgpu` fused and with `--fusion off`, alternating, in rounds
+//! that each keep their best median; both runs' outputs must match XLA's. It writes
+//! `target/bench/webgpu.{json,md}` and the table between `<!-- bench-webgpu:begin -->`
+//! and `<!-- bench-webgpu:end -->` in README.md (also with `--quick`, which says so in
+//! the caption: lavapipe, a CPU driver, is slow at the full sizes).
 //! Python: `$HLOSCOPE_PYTHON`, else `.venv/bin/python`, made with JAX and numpy when
 //! missing.
 
@@ -57,14 +65,17 @@ struct Stream {
     array_mib: usize,
 }
 
-pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
-    if args.iter().any(|a| a == "--server") {
-        return crate::server_bench::run(root, args);
-    }
-    let quick = args.iter().any(|a| a == "--quick");
-    if let Some(bad) = args.iter().find(|a| *a != "--quick") {
-        return Err(format!("bench: unknown argument {bad:?} (only --quick)"));
-    }
+/// The exported suite and the release binary that runs it.
+struct Suite {
+    out: PathBuf,
+    programs_dir: PathBuf,
+    python: String,
+    hloscope: PathBuf,
+    names: Vec<String>,
+}
+
+/// Exports the programs from JAX (timing XLA:CPU) and builds hloscope (release).
+fn prepare(root: &Path, quick: bool) -> Result<Suite, String> {
     let out = root.join("target").join("bench");
     let programs_dir = out.join("programs");
     std::fs::create_dir_all(&programs_dir).map_err(|e| format!("cannot create {}: {e}", programs_dir.display()))?;
@@ -83,6 +94,33 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
 
     let names: Vec<String> =
         serde_json::from_str(&read(&programs_dir.join("programs.json"))?).map_err(|e| format!("programs.json: {e}"))?;
+    Ok(Suite { out, programs_dir, python, hloscope, names })
+}
+
+pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
+    if args.iter().any(|a| a == "--server") {
+        return crate::server_bench::run(root, args);
+    }
+    let quick = args.iter().any(|a| a == "--quick");
+    let mut target = "cpu";
+    let mut rest = args.iter();
+    while let Some(a) = rest.next() {
+        match a.as_str() {
+            "--quick" => {}
+            "--target" => target = rest.next().map(String::as_str).unwrap_or(""),
+            bad => return Err(format!("bench: unknown argument {bad:?} (only --quick and --target cpu|webgpu)")),
+        }
+    }
+    match target {
+        "cpu" => cpu(root, quick),
+        "webgpu" => webgpu(root, quick),
+        other => Err(format!("bench: --target {other:?}: cpu or webgpu")),
+    }
+}
+
+/// hloscope's CPU target against XLA:CPU.
+fn cpu(root: &Path, quick: bool) -> Result<(), String> {
+    let Suite { out, programs_dir, python, hloscope, names } = prepare(root, quick)?;
     let mut rows = Vec::new();
     for name in &names {
         let dir = programs_dir.join(name);
@@ -91,20 +129,8 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
         progress(&format!("{name}: hloscope bench"));
         let hs_out = dir.join("hloscope_out");
         let _ = std::fs::remove_dir_all(&hs_out);
-        let report = hloscope_bench(&hloscope, &dir, Some(&hs_out))?;
-        let check = Command::new(&python)
-            .current_dir(root)
-            .arg("tools/bench/xla_bench.py")
-            .arg("compare")
-            .arg(&dir)
-            .arg(&hs_out)
-            .output()
-            .map_err(|e| format!("cannot start {python}: {e}"))?;
-        let verdict: Value = serde_json::from_slice(&check.stdout)
-            .map_err(|e| format!("{name}: compare: {e} ({})", String::from_utf8_lossy(&check.stderr).trim()))?;
-        if verdict["ok"] != Value::Bool(true) {
-            return Err(format!("{name}: hloscope's outputs differ from XLA's: {}", verdict["detail"]));
-        }
+        let report = hloscope_bench(&hloscope, &dir, Some(&hs_out), &["--target", "cpu"])?;
+        let verdict = compare(root, &python, &dir, &hs_out)?;
         // Top-level rows only: rows inside a while body or branch (`while.3/body/...`)
         // are already counted in their loop's row.
         let mut kernels = report["kernels"].as_array().cloned().unwrap_or_default();
@@ -144,7 +170,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
         }
         progress(&format!("round {round} of {rounds}: hloscope again"));
         for row in &mut rows {
-            let report = hloscope_bench(&hloscope, &programs_dir.join(&row.name), None)?;
+            let report = hloscope_bench(&hloscope, &programs_dir.join(&row.name), None, &["--target", "cpu"])?;
             row.hs_run_s = row.hs_run_s.min(num(&report["run_median_s"]));
             row.hs_compile_s = row.hs_compile_s.min(num(&report["compile_s"]));
         }
@@ -175,7 +201,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
     );
     std::fs::write(out.join("results.png"), png).map_err(|e| format!("cannot write results.png: {e}"))?;
     if !quick {
-        update_readme(&root.join("README.md"), &table)?;
+        update_readme(&root.join("README.md"), &table, ("bench", "hloscope vs XLA:CPU"))?;
     }
     print!("{table}");
     progress(&format!("wrote {}/results.{{json,md,png}}", out.display()));
@@ -185,13 +211,34 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
 /// Timing rounds per side (the first is the export's for XLA; `--quick` makes 2).
 const ROUNDS: usize = 3;
 
-/// `hloscope bench --json` of one exported program on its saved inputs; with `out`, also
-/// writes the outputs there for the comparison with XLA's.
-fn hloscope_bench(hloscope: &Path, dir: &Path, out: Option<&Path>) -> Result<Value, String> {
+/// `xla_bench.py compare`: whether hloscope's outputs in `outputs` match XLA's for the
+/// program in `dir` (an error when they do not).
+fn compare(root: &Path, python: &str, dir: &Path, outputs: &Path) -> Result<Value, String> {
+    let name = dir.file_name().map_or(String::new(), |n| n.to_string_lossy().to_string());
+    let check = Command::new(python)
+        .current_dir(root)
+        .arg("tools/bench/xla_bench.py")
+        .arg("compare")
+        .arg(dir)
+        .arg(outputs)
+        .output()
+        .map_err(|e| format!("cannot start {python}: {e}"))?;
+    let verdict: Value = serde_json::from_slice(&check.stdout)
+        .map_err(|e| format!("{name}: compare: {e} ({})", String::from_utf8_lossy(&check.stderr).trim()))?;
+    if verdict["ok"] != Value::Bool(true) {
+        return Err(format!("{name}: hloscope's outputs in {} differ from XLA's: {}", outputs.display(), verdict["detail"]));
+    }
+    Ok(verdict)
+}
+
+/// `hloscope bench --json` of one exported program on its saved inputs, with `extra`
+/// arguments (the target, fusion knobs); with `out`, also writes the outputs there for
+/// the comparison with XLA's.
+fn hloscope_bench(hloscope: &Path, dir: &Path, out: Option<&Path>, extra: &[&str]) -> Result<Value, String> {
     let xla: Value =
         serde_json::from_str(&read(&dir.join("xla.json"))?).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut cmd = Command::new(hloscope);
-    cmd.arg("bench").arg(dir.join("module.mlir")).args(["--target", "cpu", "--json"]);
+    cmd.arg("bench").arg(dir.join("module.mlir")).args(extra).arg("--json");
     if let Some(out) = out {
         cmd.arg("--out-dir").arg(out);
     }
@@ -373,16 +420,210 @@ fn json(rows: &[Row], s: &Stream, quick: bool) -> String {
     serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
 }
 
-const BEGIN: &str = "<!-- bench:begin -->";
-const END: &str = "<!-- bench:end -->";
-
-/// Replaces the text between the markers (adds a section at the end when missing).
-fn update_readme(path: &Path, table: &str) -> Result<(), String> {
+/// Replaces the text between `<!-- KEY:begin -->` and `<!-- KEY:end -->` (adds a
+/// section headed `heading` at the end when they are missing); `(key, heading)`.
+fn update_readme(path: &Path, table: &str, (key, heading): (&str, &str)) -> Result<(), String> {
+    let (begin, end) = (format!("<!-- {key}:begin -->"), format!("<!-- {key}:end -->"));
     let text = read(path)?;
-    let block = format!("{BEGIN}\n{table}{END}");
-    let new = match (text.find(BEGIN), text.find(END)) {
-        (Some(a), Some(b)) if a < b => format!("{}{block}{}", &text[..a], &text[b + END.len()..]),
-        _ => format!("{}\n## hloscope vs XLA:CPU\n\n{block}\n", text.trim_end()),
+    let block = format!("{begin}\n{table}{end}");
+    let new = match (text.find(&begin), text.find(&end)) {
+        (Some(a), Some(b)) if a < b => format!("{}{block}{}", &text[..a], &text[b + end.len()..]),
+        _ => format!("{}\n## {heading}\n\n{block}\n", text.trim_end()),
     };
     std::fs::write(path, new).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// One program fused and unfused on webgpu.
+struct FusionRow {
+    name: String,
+    fused_s: f64,
+    unfused_s: f64,
+    fused_kernels: usize,
+    unfused_kernels: usize,
+    /// The cost model's bytes moved by one run's kernels.
+    fused_bytes: u64,
+    unfused_bytes: u64,
+    flops: u64,
+}
+
+impl FusionRow {
+    /// How many times faster the fused program runs (above 1: fusion wins).
+    fn speedup(&self) -> f64 {
+        self.unfused_s / self.fused_s
+    }
+    /// FLOPs per byte moved, unfused: below [`MEMORY_BOUND_FLOPS_PER_BYTE`] the
+    /// program is memory-bound on any device, the case fusion is for.
+    fn intensity(&self) -> f64 {
+        self.flops as f64 / self.unfused_bytes.max(1) as f64
+    }
+    fn memory_bound(&self) -> bool {
+        self.intensity() < MEMORY_BOUND_FLOPS_PER_BYTE
+    }
+}
+
+/// Below this many FLOPs per byte a program is counted memory-bound (well under the
+/// ridge point of GPUs and CPUs alike, some 10 to 100 FLOP/B).
+const MEMORY_BOUND_FLOPS_PER_BYTE: f64 = 4.0;
+
+/// The top-level rows of one `hloscope bench --json` (rows inside control flow are in
+/// their loop's): (kernels, bytes, FLOPs).
+fn top_level(report: &Value) -> (usize, u64, u64) {
+    let kernels: Vec<&Value> = report["kernels"]
+        .as_array()
+        .map(|ks| ks.iter().filter(|k| !k["name"].as_str().unwrap_or("").contains('/')).collect())
+        .unwrap_or_default();
+    let sum = |key: &str| kernels.iter().map(|k| k[key].as_u64().unwrap_or(0)).sum();
+    (kernels.len(), sum("bytes"), sum("flops"))
+}
+
+/// Fusion against `--fusion off` on the WebGPU adapter, each program in the same run.
+fn webgpu(root: &Path, quick: bool) -> Result<(), String> {
+    crate::ensure_lavapipe()?;
+    let Suite { out, programs_dir, python, hloscope, names } = prepare(root, quick)?;
+    let fused_args: &[&str] = &["--target", "webgpu"];
+    let unfused_args: &[&str] = &["--target", "webgpu", "--fusion", "off"];
+    let mut rows = Vec::new();
+    let mut device = Value::Null;
+    for name in &names {
+        let dir = programs_dir.join(name);
+        progress(&format!("{name}: hloscope bench --target webgpu, fused and --fusion off"));
+        let (fused_out, unfused_out) = (dir.join("webgpu_fused_out"), dir.join("webgpu_unfused_out"));
+        let _ = std::fs::remove_dir_all(&fused_out);
+        let _ = std::fs::remove_dir_all(&unfused_out);
+        let fused = hloscope_bench(&hloscope, &dir, Some(&fused_out), fused_args)?;
+        let unfused = hloscope_bench(&hloscope, &dir, Some(&unfused_out), unfused_args)?;
+        compare(root, &python, &dir, &fused_out)?;
+        compare(root, &python, &dir, &unfused_out)?;
+        device = serde_json::json!({
+            "adapter": fused["adapter"], "backend": fused["backend"], "driver": fused["driver"], "timing": fused["timing"],
+        });
+        let ((fused_kernels, fused_bytes, flops), (unfused_kernels, unfused_bytes, _)) =
+            (top_level(&fused), top_level(&unfused));
+        rows.push(FusionRow {
+            name: name.clone(),
+            fused_s: num(&fused["run_median_s"]),
+            unfused_s: num(&unfused["run_median_s"]),
+            fused_kernels,
+            unfused_kernels,
+            fused_bytes,
+            unfused_bytes,
+            flops,
+        });
+    }
+    // As for the cpu: later rounds time both sides again, alternating, and each keeps
+    // its best round.
+    let rounds = if quick { 2 } else { ROUNDS };
+    for round in 2..=rounds {
+        progress(&format!("round {round} of {rounds}: fused and unfused again"));
+        for row in &mut rows {
+            let dir = programs_dir.join(&row.name);
+            let fused = hloscope_bench(&hloscope, &dir, None, fused_args)?;
+            let unfused = hloscope_bench(&hloscope, &dir, None, unfused_args)?;
+            row.fused_s = row.fused_s.min(num(&fused["run_median_s"]));
+            row.unfused_s = row.unfused_s.min(num(&unfused["run_median_s"]));
+        }
+    }
+    for row in &rows {
+        progress(&format!(
+            "{}: fused {} ({} kernels), unfused {} ({} kernels): {:.2}x",
+            row.name,
+            ms(row.fused_s),
+            row.fused_kernels,
+            ms(row.unfused_s),
+            row.unfused_kernels,
+            row.speedup()
+        ));
+    }
+    let table = fusion_markdown(&rows, &device, quick, rounds);
+    std::fs::write(out.join("webgpu.md"), &table).map_err(|e| format!("cannot write webgpu.md: {e}"))?;
+    std::fs::write(out.join("webgpu.json"), fusion_json(&rows, &device, quick))
+        .map_err(|e| format!("cannot write webgpu.json: {e}"))?;
+    update_readme(&root.join("README.md"), &table, ("bench-webgpu", "Fusion on WebGPU"))?;
+    print!("{table}");
+    progress(&format!("wrote {}/webgpu.{{json,md}}", out.display()));
+    Ok(())
+}
+
+fn mb(bytes: u64) -> String {
+    format!("{:.1}", bytes as f64 / 1e6)
+}
+
+fn fusion_markdown(rows: &[FusionRow], device: &Value, quick: bool, rounds: usize) -> String {
+    let text = |key: &str| device[key].as_str().unwrap_or("?").to_string();
+    let mut t = String::new();
+    if quick {
+        t += "(quick mode: the suite at small sizes)\n\n";
+    }
+    t += "| program | fused run | unfused run | unfused/fused | kernels fused / unfused | MB moved fused / unfused | FLOP/B | memory-bound |\n";
+    t += "|---|---:|---:|---:|---:|---:|---:|:---:|\n";
+    for r in rows {
+        t += &format!(
+            "| {} | {} | {} | {:.2}x | {} / {} | {} / {} | {:.2} | {} |\n",
+            r.name,
+            ms(r.fused_s),
+            ms(r.unfused_s),
+            r.speedup(),
+            r.fused_kernels,
+            r.unfused_kernels,
+            mb(r.fused_bytes),
+            mb(r.unfused_bytes),
+            r.intensity(),
+            if r.memory_bound() { "yes" } else { "no" }
+        );
+    }
+    let bound = rows.iter().filter(|r| r.memory_bound());
+    t += &format!(
+        "| **geomean** | | | **{:.2}x** (memory-bound: **{:.2}x**) | | | | |\n",
+        geomean(rows.iter().map(FusionRow::speedup)),
+        geomean(bound.clone().map(FusionRow::speedup))
+    );
+    let losses: Vec<&str> = bound.filter(|r| r.speedup() <= 1.0).map(|r| r.name.as_str()).collect();
+    t += &format!(
+        "\nOn {} ({}, {}). unfused/fused above 1: the fused program is that many times faster. \
+Run: `hloscope bench --target webgpu` (and `--fusion off`) on the inputs exported for the cpu suite, the median \
+of plain runs of the kernels on the loaded inputs (one submission between host kernels), the best of {} rounds \
+that alternate the two; both outputs matched XLA:CPU's within tolerance. MB moved: the cost model's bytes \
+per run; FLOP/B: its FLOPs over the unfused bytes, memory-bound below {}. Fusion {}. Per-kernel times \
+(`hloscope bench`'s rows) by {}.\n",
+        text("adapter"),
+        text("backend"),
+        text("driver"),
+        rounds,
+        MEMORY_BOUND_FLOPS_PER_BYTE,
+        if losses.is_empty() {
+            "won on every memory-bound program".to_string()
+        } else {
+            format!("did not win on {}", losses.join(", "))
+        },
+        text("timing")
+    );
+    t
+}
+
+fn fusion_json(rows: &[FusionRow], device: &Value, quick: bool) -> String {
+    let programs: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "name": r.name,
+                "fused_run_s": r.fused_s,
+                "unfused_run_s": r.unfused_s,
+                "speedup": r.speedup(),
+                "fused_kernels": r.fused_kernels,
+                "unfused_kernels": r.unfused_kernels,
+                "fused_bytes": r.fused_bytes,
+                "unfused_bytes": r.unfused_bytes,
+                "flops": r.flops,
+                "memory_bound": r.memory_bound(),
+            })
+        })
+        .collect();
+    let v = serde_json::json!({
+        "quick": quick,
+        "device": device,
+        "programs": programs,
+        "geomean_speedup": geomean(rows.iter().map(FusionRow::speedup)),
+        "geomean_speedup_memory_bound": geomean(rows.iter().filter(|r| r.memory_bound()).map(FusionRow::speedup)),
+    });
+    serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
 }

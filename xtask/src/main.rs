@@ -38,6 +38,11 @@ Commands:
            build): run and compile times, outputs checked against XLA's, memory
            bandwidth; writes target/bench/results.{json,md,png} and the README's
            bench table. --quick: small sizes, a smoke test (README untouched).
+  bench --target webgpu [--quick]
+           Fusion on the WebGPU adapter (lavapipe where there is no GPU): each
+           program of the same suite fused and with --fusion off, alternating in
+           rounds, outputs checked against XLA's; writes target/bench/webgpu.
+           {json,md} and the README's WebGPU table (--quick: small sizes).
   bench --server [--clients N] [--seconds S]
            Load test of `hloscope serve` (release build): 64 clients compile
            and run the transformer block for 20 s; writes target/bench/server.json.

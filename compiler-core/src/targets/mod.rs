@@ -9,6 +9,7 @@
 //! feature `webgpu`; other kernels run on the host in the interpreter.
 
 use crate::ir::Module;
+use crate::passes::fusion::FusionConfig;
 
 #[cfg(feature = "cpu-codegen")]
 pub mod cpu;
@@ -22,10 +23,16 @@ pub const PIPELINE: &str = "default,-layout-assignment";
 /// assignment (the kernel plan reads logical row-major arrays; a transpose turned into a
 /// layout-changing bitcast would only be interpreted).
 pub fn optimize(module: &Module) -> Result<Module, String> {
+    optimize_with(module, &FusionConfig::default())
+}
+
+/// [`optimize`] with other fusion knobs (`hloscope bench --fusion off` and the like,
+/// for fused-against-unfused comparisons on the same target).
+pub fn optimize_with(module: &Module, fusion: &FusionConfig) -> Result<Module, String> {
     use crate::passes::pipeline::{parse_pipeline_spec, run_pipeline, PipelineConfig};
     let mut m = module.clone();
     let passes = parse_pipeline_spec(PIPELINE).map_err(|e| e.to_string())?;
-    let config = PipelineConfig { passes, snapshots: false, ..Default::default() };
+    let config = PipelineConfig { passes, fusion: fusion.clone(), snapshots: false, ..Default::default() };
     run_pipeline(&mut m, &config).map_err(|e| e.to_string())?;
     Ok(m)
 }

@@ -3,13 +3,22 @@
 //! one's stores), submitted together until a host kernel needs the data.
 //!
 //! Host kernels (opaque: the interpreter) read the arena back into a host mirror, run,
-//! and write their outputs back; parameters and constants are written before the first
-//! kernel and the result is read after the last.
+//! and write their outputs back. Constants are written once, when the executable is
+//! made, and parameters before each run ([`WebGpuExecutable::load`]): the arena pins
+//! both, so no kernel overwrites them and a bench can run the kernels again on what is
+//! loaded ([`WebGpuExecutable::execute`]). Only the result's buffers are read back.
+//!
+//! Per-kernel times are opt-in ([`WebGpuExecutable::run_timed`]), since measuring
+//! changes how a run is submitted; [`TimingMethod`] says how. Timestamps come from each
+//! compute pass's `timestamp_writes`, which need only `Features::TIMESTAMP_QUERY`
+//! (requested when the adapter has it); `TIMESTAMP_QUERY_INSIDE_ENCODERS` and
+//! `_INSIDE_PASSES`, for timestamps between commands, are not needed with one pass per
+//! kernel.
 
 use super::WebGpuProgram;
 use crate::interp::Interpreter;
 use crate::ir::{Literal, Module, Value};
-use crate::kernel::{BufferId, KernelBody, ValueBufs};
+use crate::kernel::{BufferId, KernelBody, KernelPlan, ValueBufs};
 use std::time::{Duration, Instant};
 
 /// The adapter a device came from, in words (for the CLI and the bench).
@@ -18,6 +27,66 @@ pub struct AdapterInfo {
     pub name: String,
     pub backend: String,
     pub driver: String,
+}
+
+/// How a timed run measured its device kernels (host kernels are always timed on the
+/// host clock).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TimingMethod {
+    /// The GPU's own clock: a timestamp at the start and at the end of each kernel's
+    /// compute pass, all kernels still in one submission between host kernels.
+    GpuTimestamps,
+    /// The host's clock around each kernel submitted alone and waited for: the kernel
+    /// plus one submission's and one wait's overhead (for adapters without timestamps).
+    SubmitAndWait,
+}
+
+impl TimingMethod {
+    /// What the CLI and the bench call it.
+    pub fn label(self) -> &'static str {
+        match self {
+            TimingMethod::GpuTimestamps => "gpu timestamps",
+            TimingMethod::SubmitAndWait => "submit and wait per kernel",
+        }
+    }
+}
+
+/// One kernel of a timed run.
+#[derive(Clone, Debug)]
+pub struct KernelTime {
+    /// The plan kernel's name (its source instruction's).
+    pub name: String,
+    /// Run on the host by the interpreter (timed from reading the arena back to its
+    /// outputs' upload), not on the device.
+    pub on_host: bool,
+    pub time: Duration,
+}
+
+/// Per-kernel times of one run: one entry per plan kernel, in plan order (a kernel with
+/// nothing to do gets zero).
+#[derive(Clone, Debug)]
+pub struct KernelTimes {
+    pub method: TimingMethod,
+    pub kernels: Vec<KernelTime>,
+}
+
+/// What one run measured.
+#[derive(Clone, Debug, Default)]
+pub struct RunTimes {
+    /// From writing the inputs to reading the result back.
+    pub total: Duration,
+    /// Per kernel, for a timed run.
+    pub kernels: Option<KernelTimes>,
+}
+
+/// The buffers of timestamp queries: two per dispatched kernel.
+struct Timestamps {
+    set: wgpu::QuerySet,
+    /// Where the set is resolved (GPU side), then copied for mapping.
+    resolve: wgpu::Buffer,
+    readback: wgpu::Buffer,
+    /// Nanoseconds per tick.
+    period: f64,
 }
 
 /// A WebGPU device with the program's pipelines.
@@ -30,20 +99,17 @@ pub struct WebGpuExecutable {
     queue: wgpu::Queue,
     arena: wgpu::Buffer,
     pipelines: Vec<Option<(wgpu::ComputePipeline, wgpu::BindGroup)>>,
+    /// The best way to time kernels here ([`WebGpuExecutable::timing_method`]).
+    method: TimingMethod,
+    /// The query set when timing by timestamps (none when nothing is dispatched).
+    timestamps: Option<Timestamps>,
     pub adapter: AdapterInfo,
 }
 
-/// What one run measured.
-#[derive(Clone, Debug, Default)]
-pub struct RunTimes {
-    /// From writing the inputs to reading the result back.
-    pub total: Duration,
-}
-
 impl WebGpuExecutable {
-    /// Opens the system's default adapter (a real GPU if there is one) and builds every
-    /// pipeline; errors say what is missing (no adapter, an arena past its limits, a
-    /// shader the driver refuses).
+    /// Opens the system's default adapter (a real GPU if there is one), builds every
+    /// pipeline and writes the constants; errors say what is missing (no adapter, an
+    /// arena past its limits, a shader the driver refuses).
     pub fn new(module: &Module, program: WebGpuProgram) -> Result<WebGpuExecutable, String> {
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
         let adapter =
@@ -62,8 +128,22 @@ impl WebGpuExecutable {
                 crate::limits::format_bytes(most)
             ));
         }
+        let dispatched = program.shaders.iter().flatten().filter(|s| s.workgroups() > 0).count() as u32;
+        // Two queries per kernel in one set; a plan past the set's cap is timed by
+        // submit and wait instead.
+        let method = if adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY)
+            && 2 * dispatched <= wgpu::QUERY_SET_MAX_QUERIES
+        {
+            TimingMethod::GpuTimestamps
+        } else {
+            TimingMethod::SubmitAndWait
+        };
+        let timestamps_wanted = method == TimingMethod::GpuTimestamps && dispatched > 0;
+        let required_features =
+            if timestamps_wanted { wgpu::Features::TIMESTAMP_QUERY } else { wgpu::Features::empty() };
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("hloscope"),
+            required_features,
             required_limits: limits,
             ..Default::default()
         }))
@@ -103,6 +183,23 @@ impl WebGpuExecutable {
             });
             pipelines.push(Some((pipeline, bind)));
         }
+        let timestamps = timestamps_wanted.then(|| {
+            let count = 2 * dispatched;
+            let size = u64::from(count) * u64::from(wgpu::QUERY_SIZE);
+            let buffer = |label, usage| {
+                device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage, mapped_at_creation: false })
+            };
+            Timestamps {
+                set: device.create_query_set(&wgpu::QuerySetDescriptor {
+                    label: Some("kernel times"),
+                    ty: wgpu::QueryType::Timestamp,
+                    count,
+                }),
+                resolve: buffer("timestamps", wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC),
+                readback: buffer("timestamps readback", wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
+                period: f64::from(queue.get_timestamp_period()),
+            }
+        });
         let mut wrapped = module.clone();
         let host = program
             .plan
@@ -120,56 +217,135 @@ impl WebGpuExecutable {
             backend: format!("{:?}", info.backend),
             driver: format!("{} {}", info.driver, info.driver_info).trim().to_string(),
         };
-        Ok(WebGpuExecutable { program, module: wrapped, host, device, queue, arena, pipelines, adapter })
+        let exe = WebGpuExecutable {
+            program,
+            module: wrapped,
+            host,
+            device,
+            queue,
+            arena,
+            pipelines,
+            method,
+            timestamps,
+            adapter,
+        };
+        for (b, lit) in &exe.program.plan.constants {
+            exe.upload(*b, lit)?;
+        }
+        Ok(exe)
     }
 
     pub fn program(&self) -> &WebGpuProgram {
         &self.program
     }
 
-    /// Runs the program on `args` (one value per entry parameter).
+    /// How [`WebGpuExecutable::run_timed`] measures best on this adapter: timestamps
+    /// when it has them, else submit and wait.
+    pub fn timing_method(&self) -> TimingMethod {
+        self.method
+    }
+
+    /// Runs the program on `args` (one value per entry parameter): every kernel
+    /// recorded into one encoder between host kernels.
     pub fn run(&self, args: &[Value]) -> Result<(Value, RunTimes), String> {
+        let start = Instant::now();
+        self.load(args)?;
+        self.execute(None)?;
+        let out = self.read_result()?;
+        Ok((out, RunTimes { total: start.elapsed(), kernels: None }))
+    }
+
+    /// [`WebGpuExecutable::run`], each kernel timed by `method` (slower than a plain run
+    /// with submit and wait; timestamps where the adapter has none are an error).
+    pub fn run_timed(&self, args: &[Value], method: TimingMethod) -> Result<(Value, RunTimes), String> {
+        let start = Instant::now();
+        self.load(args)?;
+        let kernels = self.execute(Some(method))?;
+        let out = self.read_result()?;
+        Ok((out, RunTimes { total: start.elapsed(), kernels }))
+    }
+
+    /// Writes the parameters into the arena (queued: the next submission carries them).
+    pub fn load(&self, args: &[Value]) -> Result<(), String> {
         let plan = &self.program.plan;
         if args.len() != plan.params.len() {
             return Err(format!("{} arguments for {} parameters", args.len(), plan.params.len()));
         }
-        let start = Instant::now();
-        let mut mirror = vec![0u8; self.arena.size() as usize];
-        for (b, lit) in &plan.constants {
-            place(plan, &mut mirror, *b, lit)?;
+        plan.params.iter().zip(args).try_for_each(|(p, v)| self.upload_value(p, v))
+    }
+
+    /// Runs every kernel on what the arena holds (after [`WebGpuExecutable::load`]) and
+    /// waits until the device is done; with `timing`, times each kernel. The result
+    /// stays in the arena ([`WebGpuExecutable::read_result`]).
+    pub fn execute(&self, timing: Option<TimingMethod>) -> Result<Option<KernelTimes>, String> {
+        let plan = &self.program.plan;
+        if timing == Some(TimingMethod::GpuTimestamps) && self.method != TimingMethod::GpuTimestamps {
+            return Err(format!("the adapter {} cannot time these kernels by timestamps", self.adapter.name));
         }
-        for (p, v) in plan.params.iter().zip(args) {
-            write_value(plan, &mut mirror, p, v)?;
+        let timestamps = if timing == Some(TimingMethod::GpuTimestamps) { self.timestamps.as_ref() } else { None };
+        let per_kernel = timing == Some(TimingMethod::SubmitAndWait);
+        let mut times = vec![Duration::ZERO; plan.kernels.len()];
+        if timing.is_some() {
+            // The parameters' upload is no kernel's time.
+            self.wait(self.queue.submit([]))?;
         }
-        self.queue.write_buffer(&self.arena, 0, &mirror);
-        let mut pending = self.device.create_command_encoder(&Default::default());
-        let mut dirty = false;
+        let encoder = || self.device.create_command_encoder(&Default::default());
+        let mut pending = encoder();
+        // Whether `pending` holds work, and whether the host mirror misses the device's
+        // stores (it starts empty: nothing was read back yet).
+        let (mut dirty, mut stale) = (false, true);
+        let mut mirror: Vec<u8> = Vec::new();
+        // (kernel, its first query), in dispatch order.
+        let mut queried: Vec<(usize, u32)> = Vec::new();
         for (i, k) in plan.kernels.iter().enumerate() {
             if let Some((pipeline, bind)) = &self.pipelines[i] {
                 let workgroups = self.program.shaders[i].as_ref().map_or(0, |s| s.workgroups());
                 if workgroups == 0 {
                     continue;
                 }
-                let mut pass = pending
-                    .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(&k.name), timestamp_writes: None });
+                let first_query = 2 * queried.len() as u32;
+                let writes = timestamps.map(|t| wgpu::ComputePassTimestampWrites {
+                    query_set: &t.set,
+                    beginning_of_pass_write_index: Some(first_query),
+                    end_of_pass_write_index: Some(first_query + 1),
+                });
+                if writes.is_some() {
+                    queried.push((i, first_query));
+                }
+                let mut alone = per_kernel.then(encoder);
+                let enc = alone.as_mut().unwrap_or(&mut pending);
+                let mut pass = enc
+                    .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(&k.name), timestamp_writes: writes });
                 pass.set_pipeline(pipeline);
                 pass.set_bind_group(0, bind, &[]);
                 pass.dispatch_workgroups(workgroups, 1, 1);
                 drop(pass);
-                dirty = true;
+                stale = true;
+                match alone {
+                    Some(enc) => {
+                        let t = Instant::now();
+                        self.wait(self.queue.submit([enc.finish()]))?;
+                        times[i] = t.elapsed();
+                    }
+                    None => dirty = true,
+                }
                 continue;
             }
             let KernelBody::Opaque { operands, result, .. } = &k.body else {
                 return Err(format!("kernel {i} (%{}) has neither a shader nor a host computation", k.name));
             };
             if dirty {
-                self.queue.submit([std::mem::replace(
-                    &mut pending,
-                    self.device.create_command_encoder(&Default::default()),
-                )
-                .finish()]);
-                self.read_back(&mut mirror)?;
+                let idx = self.queue.submit([std::mem::replace(&mut pending, encoder()).finish()]);
+                if timing.is_some() {
+                    // The device kernels before this one are theirs, not its time.
+                    self.wait(idx)?;
+                }
                 dirty = false;
+            }
+            let t = Instant::now();
+            if stale {
+                mirror = self.read(&[(0, self.arena.size())])?.pop().unwrap_or_default();
+                stale = false;
             }
             let vals: Vec<Value> = operands.iter().map(|o| read_value(plan, &mirror, o)).collect::<Result<_, _>>()?;
             let comp = self.host[i].ok_or("a host kernel without its computation")?;
@@ -181,16 +357,112 @@ impl WebGpuExecutable {
                 let end = (at + n).next_multiple_of(4).min(mirror.len());
                 self.queue.write_buffer(&self.arena, at as u64, &mirror[at..end]);
             }
+            if timing.is_some() {
+                self.wait(self.queue.submit([]))?;
+            }
+            times[i] = t.elapsed();
         }
-        self.queue.submit([pending.finish()]);
-        self.read_back(&mut mirror)?;
-        let out = read_value(plan, &mirror, &plan.result)?;
-        Ok((out, RunTimes { total: start.elapsed() }))
+        if let (Some(t), false) = (timestamps, queried.is_empty()) {
+            // Queries written by earlier submissions keep their values: resolve them all
+            // once, after the last kernel.
+            let n = 2 * queried.len() as u32;
+            pending.resolve_query_set(&t.set, 0..n, &t.resolve, 0);
+            pending.copy_buffer_to_buffer(&t.resolve, 0, &t.readback, 0, u64::from(n) * u64::from(wgpu::QUERY_SIZE));
+        }
+        self.wait(self.queue.submit([pending.finish()]))?;
+        if let (Some(t), false) = (timestamps, queried.is_empty()) {
+            let ticks = self.map_read(&t.readback, |bytes| {
+                bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect::<Vec<u64>>()
+            })?;
+            for &(i, q) in &queried {
+                let (begin, end) = (ticks[q as usize], ticks[q as usize + 1]);
+                times[i] = Duration::from_nanos((end.saturating_sub(begin) as f64 * t.period).round() as u64);
+            }
+        }
+        Ok(timing.map(|method| KernelTimes {
+            method,
+            kernels: plan
+                .kernels
+                .iter()
+                .zip(times)
+                .enumerate()
+                .map(|(i, (k, time))| KernelTime { name: k.name.clone(), on_host: self.pipelines[i].is_none(), time })
+                .collect(),
+        }))
     }
 
-    /// Copies the whole arena into `mirror` (after everything submitted so far).
-    fn read_back(&self, mirror: &mut [u8]) -> Result<(), String> {
-        let size = self.arena.size();
+    /// The result of the last [`WebGpuExecutable::execute`], read from the device.
+    pub fn read_result(&self) -> Result<Value, String> {
+        let plan = &self.program.plan;
+        let leaves = plan.result.leaves();
+        let spans: Vec<(u64, u64)> = leaves
+            .iter()
+            .map(|&b| {
+                let (at, n) = span(plan, b);
+                (at as u64, (n as u64).next_multiple_of(4))
+            })
+            .collect();
+        let literals = leaves
+            .iter()
+            .zip(self.read(&spans)?)
+            .map(|(&b, bytes)| {
+                let shape = &plan.buffers[b].shape;
+                Literal::from_le_bytes(shape.clone(), &bytes[..shape.byte_size()])
+                    .ok_or_else(|| format!("{b} has the wrong size"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        // Leaves are depth-first, as `assemble` takes them.
+        fn assemble(at: &ValueBufs, leaves: &mut std::vec::IntoIter<Literal>) -> Value {
+            match at {
+                ValueBufs::Array(_) => Value::Array(leaves.next().expect("one literal per leaf")),
+                ValueBufs::Tuple(ps) => Value::Tuple(ps.iter().map(|p| assemble(p, leaves)).collect()),
+                ValueBufs::Token => Value::Token,
+            }
+        }
+        Ok(assemble(&plan.result, &mut literals.into_iter()))
+    }
+
+    /// Queues buffer `b`'s bytes, `lit`, for the arena.
+    fn upload(&self, b: BufferId, lit: &Literal) -> Result<(), String> {
+        let (at, n) = span(&self.program.plan, b);
+        let mut bytes = lit.to_le_bytes();
+        if bytes.len() != n {
+            return Err(format!("{b} holds {n} bytes, the value {}", bytes.len()));
+        }
+        // Copies are whole words; the buffer's own padding takes the rest.
+        bytes.resize(n.next_multiple_of(4), 0);
+        if !bytes.is_empty() {
+            self.queue.write_buffer(&self.arena, at as u64, &bytes);
+        }
+        Ok(())
+    }
+
+    fn upload_value(&self, at: &ValueBufs, v: &Value) -> Result<(), String> {
+        match (at, v) {
+            (ValueBufs::Array(b), Value::Array(l)) => self.upload(*b, l),
+            (ValueBufs::Tuple(ps), Value::Tuple(vs)) if ps.len() == vs.len() => {
+                ps.iter().zip(vs).try_for_each(|(p, v)| self.upload_value(p, v))
+            }
+            (ValueBufs::Token, _) => Ok(()),
+            _ => Err("a value of another structure than its buffers".into()),
+        }
+    }
+
+    /// Blocks until submission `idx` (and everything before it) is done.
+    fn wait(&self, idx: wgpu::SubmissionIndex) -> Result<(), String> {
+        self.device
+            .poll(wgpu::PollType::Wait { submission_index: Some(idx), timeout: None })
+            .map(|_| ())
+            .map_err(|e| format!("the device stopped: {e}"))
+    }
+
+    /// The arena's bytes at each (offset, length), both multiples of 4, after
+    /// everything submitted so far.
+    fn read(&self, spans: &[(u64, u64)]) -> Result<Vec<Vec<u8>>, String> {
+        let size: u64 = spans.iter().map(|s| s.1).sum();
+        if size == 0 {
+            return Ok(spans.iter().map(|_| Vec::new()).collect());
+        }
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("readback"),
             size,
@@ -198,10 +470,31 @@ impl WebGpuExecutable {
             mapped_at_creation: false,
         });
         let mut enc = self.device.create_command_encoder(&Default::default());
-        enc.copy_buffer_to_buffer(&self.arena, 0, &staging, 0, size);
+        let mut to = 0;
+        for &(at, n) in spans {
+            if n > 0 {
+                enc.copy_buffer_to_buffer(&self.arena, at, &staging, to, n);
+            }
+            to += n;
+        }
         self.queue.submit([enc.finish()]);
+        self.map_read(&staging, |bytes| {
+            let mut from = 0;
+            spans
+                .iter()
+                .map(|&(_, n)| {
+                    let part = bytes[from..from + n as usize].to_vec();
+                    from += n as usize;
+                    part
+                })
+                .collect()
+        })
+    }
+
+    /// Maps `buffer` once the queue is done with it and reads it with `f`.
+    fn map_read<T>(&self, buffer: &wgpu::Buffer, f: impl FnOnce(&[u8]) -> T) -> Result<T, String> {
         let (tx, rx) = std::sync::mpsc::channel();
-        staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+        buffer.slice(..).map_async(wgpu::MapMode::Read, move |r| {
             let _ = tx.send(r);
         });
         self.device
@@ -210,21 +503,21 @@ impl WebGpuExecutable {
         rx.recv()
             .map_err(|_| "the readback never finished".to_string())?
             .map_err(|e| format!("readback failed: {e}"))?;
-        {
-            let view = staging.slice(..).get_mapped_range().map_err(|e| format!("readback failed: {e}"))?;
-            mirror.copy_from_slice(&view);
-        }
-        staging.unmap();
-        Ok(())
+        let out = {
+            let view = buffer.slice(..).get_mapped_range().map_err(|e| format!("readback failed: {e}"))?;
+            f(&view)
+        };
+        buffer.unmap();
+        Ok(out)
     }
 }
 
 /// Byte offset and size of buffer `b` in the arena.
-fn span(plan: &crate::kernel::KernelPlan, b: BufferId) -> (usize, usize) {
+fn span(plan: &KernelPlan, b: BufferId) -> (usize, usize) {
     (plan.arena.offset(b) as usize, plan.buffers[b].shape.byte_size())
 }
 
-fn place(plan: &crate::kernel::KernelPlan, mirror: &mut [u8], b: BufferId, lit: &Literal) -> Result<(), String> {
+fn place(plan: &KernelPlan, mirror: &mut [u8], b: BufferId, lit: &Literal) -> Result<(), String> {
     let (at, n) = span(plan, b);
     let bytes = lit.to_le_bytes();
     if bytes.len() != n {
@@ -234,7 +527,7 @@ fn place(plan: &crate::kernel::KernelPlan, mirror: &mut [u8], b: BufferId, lit: 
     Ok(())
 }
 
-fn write_value(plan: &crate::kernel::KernelPlan, mirror: &mut [u8], at: &ValueBufs, v: &Value) -> Result<(), String> {
+fn write_value(plan: &KernelPlan, mirror: &mut [u8], at: &ValueBufs, v: &Value) -> Result<(), String> {
     match (at, v) {
         (ValueBufs::Array(b), Value::Array(l)) => place(plan, mirror, *b, l),
         (ValueBufs::Tuple(ps), Value::Tuple(vs)) if ps.len() == vs.len() => {
@@ -245,7 +538,7 @@ fn write_value(plan: &crate::kernel::KernelPlan, mirror: &mut [u8], at: &ValueBu
     }
 }
 
-fn read_value(plan: &crate::kernel::KernelPlan, mirror: &[u8], at: &ValueBufs) -> Result<Value, String> {
+fn read_value(plan: &KernelPlan, mirror: &[u8], at: &ValueBufs) -> Result<Value, String> {
     Ok(match at {
         ValueBufs::Array(b) => {
             let (off, n) = span(plan, *b);

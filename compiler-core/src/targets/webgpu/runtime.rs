@@ -16,7 +16,7 @@
 //! kernel.
 
 use super::WebGpuProgram;
-use crate::interp::Interpreter;
+use crate::interp::{CustomCallHook, Interpreter};
 use crate::ir::{Literal, Module, Value};
 use crate::kernel::{BufferId, KernelBody, KernelPlan, ValueBufs};
 use std::time::{Duration, Instant};
@@ -187,7 +187,12 @@ impl WebGpuExecutable {
             let count = 2 * dispatched;
             let size = u64::from(count) * u64::from(wgpu::QUERY_SIZE);
             let buffer = |label, usage| {
-                device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage, mapped_at_creation: false })
+                device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(label),
+                    size,
+                    usage,
+                    mapped_at_creation: false,
+                })
             };
             Timestamps {
                 set: device.create_query_set(&wgpu::QuerySetDescriptor {
@@ -265,6 +270,15 @@ impl WebGpuExecutable {
         Ok((out, RunTimes { total: start.elapsed(), kernels }))
     }
 
+    /// [`WebGpuExecutable::run`] with the custom calls the interpreter does not know
+    /// (the conformance corpus's `check.*` ops) answered by `hook`, as
+    /// `Interpreter::with_custom_call_hook`.
+    pub fn run_with_custom_calls(&self, args: &[Value], hook: &mut CustomCallHook) -> Result<Value, String> {
+        self.load(args)?;
+        self.execute_with(None, Some(hook))?;
+        self.read_result()
+    }
+
     /// Writes the parameters into the arena (queued: the next submission carries them).
     pub fn load(&self, args: &[Value]) -> Result<(), String> {
         let plan = &self.program.plan;
@@ -278,6 +292,14 @@ impl WebGpuExecutable {
     /// waits until the device is done; with `timing`, times each kernel. The result
     /// stays in the arena ([`WebGpuExecutable::read_result`]).
     pub fn execute(&self, timing: Option<TimingMethod>) -> Result<Option<KernelTimes>, String> {
+        self.execute_with(timing, None)
+    }
+
+    fn execute_with(
+        &self,
+        timing: Option<TimingMethod>,
+        mut hook: Option<&mut CustomCallHook>,
+    ) -> Result<Option<KernelTimes>, String> {
         let plan = &self.program.plan;
         if timing == Some(TimingMethod::GpuTimestamps) && self.method != TimingMethod::GpuTimestamps {
             return Err(format!("the adapter {} cannot time these kernels by timestamps", self.adapter.name));
@@ -314,8 +336,10 @@ impl WebGpuExecutable {
                 }
                 let mut alone = per_kernel.then(encoder);
                 let enc = alone.as_mut().unwrap_or(&mut pending);
-                let mut pass = enc
-                    .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(&k.name), timestamp_writes: writes });
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some(&k.name),
+                    timestamp_writes: writes,
+                });
                 pass.set_pipeline(pipeline);
                 pass.set_bind_group(0, bind, &[]);
                 pass.dispatch_workgroups(workgroups, 1, 1);
@@ -349,8 +373,11 @@ impl WebGpuExecutable {
             }
             let vals: Vec<Value> = operands.iter().map(|o| read_value(plan, &mirror, o)).collect::<Result<_, _>>()?;
             let comp = self.host[i].ok_or("a host kernel without its computation")?;
-            let v =
-                Interpreter::new(&self.module).call(comp, &vals).map_err(|e| format!("%{}: {}", e.inst, e.message))?;
+            let mut interp = Interpreter::new(&self.module);
+            if let Some(hook) = hook.as_deref_mut() {
+                interp = interp.with_custom_call_hook(|inst, args| hook(inst, args));
+            }
+            let v = interp.call(comp, &vals).map_err(|e| format!("%{}: {}", e.inst, e.message))?;
             write_value(plan, &mut mirror, result, &v)?;
             for b in result.leaves() {
                 let (at, n) = span(plan, b);

@@ -249,8 +249,9 @@ impl Writer<'_> {
     fn body(&mut self, outer: &[u32], invocations: u64) {
         let e = self.e;
         if invocations == 0 {
-            // Never dispatched; an empty body (the outer positions would divide by 0).
-            self.out += "}\n";
+            // Never dispatched; an empty body (the outer positions would divide by 0)
+            // that still names the arena, so the pipeline's layout has its binding.
+            self.out += "  _ = arena[0];\n}\n";
             return;
         }
         if self.cooperative.is_some() {
@@ -679,10 +680,7 @@ fn binary(op: BinaryOp, elem: ElementType, a: &str, b: &str) -> Result<String, S
         Div if !pred => format!("({a} / {b})"),
         // HLO: x % 0 = x (WGSL gives 0).
         Rem if int => format!("select({a} % {b}, {a}, {b} == {zero})"),
-        // fmod: an infinite divisor leaves a finite dividend as it is.
-        Rem if !pred => format!(
-            "select({a} - {b} * trunc({a} / {b}), {a}, (bitcast<u32>({b}) & 0x7fffffffu) == 0x7f800000u && !is_nan({a}) && (bitcast<u32>({a}) & 0x7fffffffu) != 0x7f800000u)"
-        ),
+
         // NaN in, NaN out (WGSL's max and min need not propagate it).
         Max if elem == ElementType::F32 => format!("select(select(max({a}, {b}), {a}, is_nan({a})), {b}, is_nan({b}))"),
         Min if elem == ElementType::F32 => format!("select(select(min({a}, {b}), {a}, is_nan({a})), {b}, is_nan({b}))"),
@@ -690,7 +688,6 @@ fn binary(op: BinaryOp, elem: ElementType, a: &str, b: &str) -> Result<String, S
         Min if pred => format!("({a} && {b})"),
         Max => format!("max({a}, {b})"),
         Min => format!("min({a}, {b})"),
-        Atan2 if elem == ElementType::F32 => format!("atan2({a}, {b})"),
         And if pred => format!("({a} && {b})"),
         Or if pred => format!("({a} || {b})"),
         Xor if pred => format!("({a} != {b})"),

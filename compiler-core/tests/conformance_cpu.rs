@@ -29,7 +29,6 @@ use hloscope_core::kernel::KernelKind;
 use hloscope_core::passes::pipeline::{parse_pipeline_spec, run_pipeline, PipelineConfig};
 use hloscope_core::targets::cpu;
 use selection::{runnable_rows, COMPILED_OPS};
-use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Mutex;
 

@@ -226,7 +226,11 @@ fn compare(root: &Path, python: &str, dir: &Path, outputs: &Path) -> Result<Valu
     let verdict: Value = serde_json::from_slice(&check.stdout)
         .map_err(|e| format!("{name}: compare: {e} ({})", String::from_utf8_lossy(&check.stderr).trim()))?;
     if verdict["ok"] != Value::Bool(true) {
-        return Err(format!("{name}: hloscope's outputs in {} differ from XLA's: {}", outputs.display(), verdict["detail"]));
+        return Err(format!(
+            "{name}: hloscope's outputs in {} differ from XLA's: {}",
+            outputs.display(),
+            verdict["detail"]
+        ));
     }
     Ok(verdict)
 }

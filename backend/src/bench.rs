@@ -47,8 +47,8 @@ use clap::Args;
 use hloscope_core::cost;
 use hloscope_core::interp::Interpreter;
 use hloscope_core::ir::{CompId, InstId, Literal, Module, Op, Value};
-use hloscope_core::npy::params as inputs;
 use hloscope_core::kernel::KernelPlan;
+use hloscope_core::npy::params as inputs;
 use hloscope_core::targets::cpu::{self, CpuExecutable};
 use hloscope_core::targets::webgpu::{self, runtime::WebGpuExecutable};
 use std::cell::RefCell;
@@ -215,9 +215,16 @@ pub struct Device {
 /// as XLA's timed calls do; on webgpu the inputs stay in the device's arena).
 pub enum Runner {
     Interp(Module),
-    Cpu { exe: Rc<CpuExecutable>, inputs: Vec<AlignedBytes>, outputs: Vec<AlignedBytes> },
+    Cpu {
+        exe: Rc<CpuExecutable>,
+        inputs: Vec<AlignedBytes>,
+        outputs: Vec<AlignedBytes>,
+    },
     /// The executable and the module it was planned from (for the cost model).
-    WebGpu { exe: Box<WebGpuExecutable>, module: Module },
+    WebGpu {
+        exe: Box<WebGpuExecutable>,
+        module: Module,
+    },
 }
 
 /// Bytes at an 8-byte aligned address (the executable reads them in place).
@@ -508,7 +515,11 @@ pub fn measure(
         Runner::Cpu { exe, .. } => {
             let arena = exe.arena_assignment();
             let code = |k: usize| exe.code_summary(k).to_string();
-            (rows(exe.module(), exe.plan(), &code, false, &per_kernel, &nested_runs), arena.arena_bytes, arena.buffer_bytes)
+            (
+                rows(exe.module(), exe.plan(), &code, false, &per_kernel, &nested_runs),
+                arena.arena_bytes,
+                arena.buffer_bytes,
+            )
         }
         Runner::WebGpu { exe, module } => {
             let program = exe.program();

@@ -355,7 +355,10 @@ fn webgpu_run_verbose_times_each_kernel() {
     let o = hloscope(&["run", &module, "--target", "webgpu", "--random-inputs", "-v"]);
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     ok(o);
-    assert!(err.contains("kernels timed by gpu timestamps:") || err.contains("kernels timed by submit and wait"), "{err}");
+    assert!(
+        err.contains("kernels timed by gpu timestamps:") || err.contains("kernels timed by submit and wait"),
+        "{err}"
+    );
     let kernels: Vec<&str> = err.lines().filter(|l| l.starts_with("webgpu:   kernel ")).collect();
     assert_eq!(kernels.len(), 1, "{err}");
     assert!(kernels[0].contains(" on the device: ") && kernels[0].ends_with(" ms"), "{err}");

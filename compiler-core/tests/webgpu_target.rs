@@ -260,7 +260,8 @@ ENTRY %main (x: f32[65536]) -> (f32[65536], f32[]) {
         // loading gives the same result, and new inputs a new one.
         let module = optimize(&hloscope_core::parse::parse_module(DEVICE_HOST_DEVICE).unwrap()).unwrap();
         let exe = WebGpuExecutable::new(&module, webgpu::compile(&module).unwrap()).unwrap_or_else(|e| panic!("{e}"));
-        let (a, b) = (hloscope_core::interp::random_inputs(&module, 1), hloscope_core::interp::random_inputs(&module, 2));
+        let (a, b) =
+            (hloscope_core::interp::random_inputs(&module, 1), hloscope_core::interp::random_inputs(&module, 2));
         let first = exe.run(&a).unwrap().0;
         exe.execute(None).unwrap();
         assert_eq!(exe.read_result().unwrap(), first);
@@ -268,4 +269,3 @@ ENTRY %main (x: f32[65536]) -> (f32[65536], f32[]) {
         assert_ne!(other, first);
     }
 }
-

@@ -187,7 +187,12 @@ impl WebGpuExecutable {
             let count = 2 * dispatched;
             let size = u64::from(count) * u64::from(wgpu::QUERY_SIZE);
             let buffer = |label, usage| {
-                device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage, mapped_at_creation: false })
+                device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(label),
+                    size,
+                    usage,
+                    mapped_at_creation: false,
+                })
             };
             Timestamps {
                 set: device.create_query_set(&wgpu::QuerySetDescriptor {
@@ -314,8 +319,10 @@ impl WebGpuExecutable {
                 }
                 let mut alone = per_kernel.then(encoder);
                 let enc = alone.as_mut().unwrap_or(&mut pending);
-                let mut pass = enc
-                    .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(&k.name), timestamp_writes: writes });
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some(&k.name),
+                    timestamp_writes: writes,
+                });
                 pass.set_pipeline(pipeline);
                 pass.set_bind_group(0, bind, &[]);
                 pass.dispatch_workgroups(workgroups, 1, 1);

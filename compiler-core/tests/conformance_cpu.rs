@@ -28,7 +28,7 @@ use hloscope_core::ir::Value;
 use hloscope_core::kernel::KernelKind;
 use hloscope_core::passes::pipeline::{parse_pipeline_spec, run_pipeline, PipelineConfig};
 use hloscope_core::targets::cpu;
-use selection::{runnable_rows, COMPILED_OPS};
+use selection::{compiled_programs, runnable_rows};
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -133,16 +133,7 @@ fn run_all(dir: &Path, programs: &[String], spec: &str, tolerated: impl Fn(&str,
 #[test]
 fn compiled_programs_pass_their_checks() {
     let dir = corpus_dir();
-    let programs: Vec<String> = runnable_rows(&dir)
-        .into_iter()
-        .filter(|(_, _, ops)| {
-            ops.split(',').all(|op| match op.strip_prefix("stablehlo.") {
-                Some(name) => COMPILED_OPS.contains(&name),
-                None => op.starts_with("chlo."),
-            })
-        })
-        .map(|(path, _, _)| path)
-        .collect();
+    let programs = compiled_programs(&dir);
     run_all(&dir, &programs, cpu::PIPELINE, |_, _| false);
 }
 

@@ -18,7 +18,7 @@ mod selection;
 use hloscope_core::ir::Value;
 use hloscope_core::passes::pipeline::{parse_pipeline_spec, run_pipeline, PipelineConfig};
 use hloscope_core::targets::webgpu::{self, runtime::WebGpuExecutable};
-use selection::{runnable_rows, COMPILED_OPS};
+use selection::compiled_programs;
 use std::path::Path;
 
 /// How one program went: its kernels on the device and on the host, or the target's
@@ -71,16 +71,7 @@ fn run_program(dir: &Path, path: &str) -> Result<Outcome, String> {
 #[test]
 fn conformance_programs_pass_their_checks_on_the_device() {
     let dir = corpus::corpus_dir();
-    let programs: Vec<String> = runnable_rows(&dir)
-        .into_iter()
-        .filter(|(_, _, ops)| {
-            ops.split(',').all(|op| match op.strip_prefix("stablehlo.") {
-                Some(name) => COMPILED_OPS.contains(&name),
-                None => op.starts_with("chlo."),
-            })
-        })
-        .map(|(path, _, _)| path)
-        .collect();
+    let programs = compiled_programs(&dir);
     assert!(programs.len() > 1000, "only {} programs selected", programs.len());
     let (mut device, mut ran, mut refused) = (0, 0, Vec::new());
     let mut host: std::collections::BTreeMap<String, usize> = Default::default();

@@ -90,3 +90,17 @@ pub fn runnable_rows(dir: &Path) -> Vec<(String, String, String)> {
         })
         .collect()
 }
+
+/// The runnable programs using only [`COMPILED_OPS`] (and CHLO ops), by path.
+pub fn compiled_programs(dir: &Path) -> Vec<String> {
+    runnable_rows(dir)
+        .into_iter()
+        .filter(|(_, _, ops)| {
+            ops.split(',').all(|op| match op.strip_prefix("stablehlo.") {
+                Some(name) => COMPILED_OPS.contains(&name),
+                None => op.starts_with("chlo."),
+            })
+        })
+        .map(|(path, _, _)| path)
+        .collect()
+}

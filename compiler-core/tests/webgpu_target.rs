@@ -122,6 +122,7 @@ ENTRY main {
 #[cfg(feature = "webgpu")]
 mod on_a_device {
     use super::*;
+    use hloscope_approx::ulps;
     use hloscope_core::interp::Interpreter;
     use hloscope_core::ir::{Literal, Value};
     use hloscope_core::kernel::semantics::{cases, same_result};
@@ -254,18 +255,6 @@ ENTRY %main (a: s8[7], b: u8[7], c: s16[7], d: u16[7], e: f16[7], f: bf16[7], p:
                 assert_eq!(g.to_le_bytes(), w.to_le_bytes(), "output {i} (seed {seed}): {g:?} vs {w:?}");
             }
         }
-    }
-
-    /// Distance between two f32 in ulps (NaN only matches NaN).
-    fn ulps(a: f32, b: f32) -> u64 {
-        if a.is_nan() || b.is_nan() {
-            return if a.is_nan() && b.is_nan() { 0 } else { u64::MAX };
-        }
-        let key = |v: f32| {
-            let i = v.to_bits() as i32;
-            (if i < 0 { i32::MIN.wrapping_sub(i) } else { i }) as i64
-        };
-        (key(a) - key(b)).unsigned_abs()
     }
 
     #[test]

@@ -247,7 +247,6 @@ impl Writer<'_> {
 
     /// The grid-stride loop over the outer elements, each one the driver's element.
     fn body(&mut self, outer: &[u32], invocations: u64) {
-        let e = self.e;
         if invocations == 0 {
             // Never dispatched; an empty body (the outer positions would divide by 0)
             // that still names the arena, so the pipeline's layout has its binding.
@@ -262,23 +261,29 @@ impl Writer<'_> {
         }
         self.pad = "    ".into();
         // The outer variables from the invocation's row-major position among them.
-        let mut rest = "t".to_string();
-        for (k, &v) in outer.iter().enumerate().rev() {
-            let n = e.space[v as usize];
-            if k == 0 {
-                self.line(format_args!("let v{v} = i32({rest});"));
-            } else {
-                self.line(format_args!("let v{v} = i32({rest} % {n}u);"));
-                self.line(format_args!("let q{v} = {rest} / {n}u;"));
-                rest = format!("q{v}");
-            }
-        }
+        self.unravel("t", outer, "q");
         self.element();
         if self.cooperative.is_some() {
             // The next element's partials overwrite this one's only after all have read.
             self.line(format_args!("workgroupBarrier();"));
         }
         self.out += "  }\n}\n";
+    }
+
+    /// Defines variables `vars` (`v{k}`) from `flat`, their row-major position among
+    /// them; the quotients are named `{quotient}{k}`.
+    fn unravel(&mut self, flat: &str, vars: &[u32], quotient: &str) {
+        let mut rest = flat.to_string();
+        for (k, &v) in vars.iter().enumerate().rev() {
+            let n = self.e.space[v as usize];
+            if k == 0 {
+                self.line(format_args!("let v{v} = i32({rest});"));
+            } else {
+                self.line(format_args!("let v{v} = i32({rest} % {n}u);"));
+                self.line(format_args!("let {quotient}{v} = {rest} / {n}u;"));
+                rest = format!("{quotient}{v}");
+            }
+        }
     }
 
     fn int(&mut self, c: i64) -> String {
@@ -307,17 +312,7 @@ impl Writer<'_> {
         let (saved, saved_indices) = (self.memo.values.clone(), self.memo.indices.clone());
         self.line(format_args!("for (var r: u32 = lid.x; r < {n}u; r += {WORKGROUP}u) {{"));
         self.pad += "  ";
-        let mut rest = "r".to_string();
-        for (k, &v) in vars.iter().enumerate().rev() {
-            let len = e.space[v as usize];
-            if k == 0 {
-                self.line(format_args!("let v{v} = i32({rest});"));
-            } else {
-                self.line(format_args!("let v{v} = i32({rest} % {len}u);"));
-                self.line(format_args!("let rq{v} = {rest} / {len}u;"));
-                rest = format!("rq{v}");
-            }
-        }
+        self.unravel("r", vars, "rq");
         body(self);
         self.pad.truncate(self.pad.len() - 2);
         self.line(format_args!("}}"));

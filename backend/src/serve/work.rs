@@ -225,13 +225,9 @@ fn fusion_config(spec: &Option<String>) -> Result<FusionConfig, Failure> {
 
 /// The CPU target's pipeline with the request's fusion knobs.
 fn optimize_for_cpu(module: &Module, fusion: &FusionConfig) -> Result<Module, Failure> {
-    let passes = parse_pipeline_spec(cpu::PIPELINE).map_err(|e| Failure::bad_request(e.to_string()))?;
-    let config = PipelineConfig { passes, fusion: fusion.clone(), snapshots: false, ..Default::default() };
-    let mut m = module.clone();
-    run_pipeline(&mut m, &config).map_err(|e| {
+    hloscope_core::targets::optimize_with(module, fusion).map_err(|e| {
         Failure::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("optimizing for the cpu failed: {e}"))
-    })?;
-    Ok(m)
+    })
 }
 
 fn compile(req: &CompileRequest, args: &WorkerArgs) -> Result<CompileResponse, Failure> {

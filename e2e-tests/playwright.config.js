@@ -17,7 +17,9 @@ module.exports = defineConfig({
     launchOptions: {
       executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
       args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        // WebGPU (SwiftShader, a CPU adapter, here) for the browser-webgpu target.
+        "--enable-unsafe-webgpu"],
     },
   },
 });

@@ -117,6 +117,17 @@ ENTRY main {
             let v0 = i32(q1);
     "#]]
     .assert_eq(&source[..source.find("    let e0").unwrap()]);
+    // The lines that bind a value name the HLO instruction it implements; no others do.
+    let sh = program.shaders[0].as_ref().unwrap();
+    assert_eq!(sh.line_hlo.len(), source.lines().count());
+    let linked: Vec<(&str, &str)> =
+        source.lines().zip(&sh.line_hlo).filter(|(_, h)| !h.is_empty()).map(|(l, h)| (l.trim(), h.as_str())).collect();
+    assert!(linked.iter().all(|(l, _)| l.starts_with("let e")), "{linked:?}");
+    for inst in ["s", "t"] {
+        assert!(linked.iter().any(|(_, h)| *h == inst), "no line implements %{inst}: {linked:?}");
+    }
+    assert_eq!(sh.runs(), "6 invocations, workgroups of 64");
+    assert!(!sh.workgroup_reduction);
 }
 
 #[cfg(feature = "webgpu")]

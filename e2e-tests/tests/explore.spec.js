@@ -469,6 +469,78 @@ test("the kernels pane shows each kernel's Cranelift IR and machine code for eit
   await page.locator(".pane.decisions-pane").screenshot({ path: `${OUT}/kernels.png` });
 });
 
+test("the kernels pane shows each kernel's WGSL, its lines linked to the fusion's instructions", async ({ page }) => {
+  await open(page, "#example=softmax&pass=fusion");
+  await page.getByTestId("tab-kernels").click();
+  await page.getByTestId("kernel-machine").selectOption("webgpu");
+  const code = page.getByTestId("kernel-code");
+  await expect(code).toContainText("@compute @workgroup_size(64)");
+  await expect(code).toContainText("var<storage, read_write> arena: array<u32>");
+  await expect(page.getByTestId("kernel-form-wgsl")).toHaveClass(/active/);
+  await expect(page.getByTestId("kernel-form-asm")).toHaveCount(0);
+  const kernels = Number(await page.locator("[data-testid=pass][data-pass=schedule] td").nth(2).textContent());
+  await expect(page.getByTestId("kernel-row")).toHaveCount(kernels);
+  // softmax's rows are short: an invocation per row; every kernel is on the device.
+  await expect(page.getByTestId("kernel-runs").first()).toHaveText(/^\d+ invocations, workgroups of 64$/);
+  await expect(page.locator("[data-testid=kernel-runs]", { hasText: "host" })).toHaveCount(0);
+  // The exp-and-sum kernel: a line binding the exponential lights it up in the graph.
+  const second = page.getByTestId("kernel-row").nth(1);
+  const name = await second.getAttribute("data-name");
+  await second.click();
+  const line = code.locator('.line.linked[data-hlo^="exp"]').first();
+  await expect(line).toContainText("let e");
+  const hlo = await line.getAttribute("data-hlo");
+  await line.click();
+  await expect(page.locator(`[data-testid=graph-node][data-id="${name}/${hlo}"]`)).toHaveClass(/code-lit/);
+  await page.locator(".pane.decisions-pane").screenshot({ path: `${OUT}/kernels-wgsl.png` });
+});
+
+test("a browser-webgpu run on the page's adapter passes the check, each kernel timed, fused beside unfused", async ({ page }) => {
+  test.setTimeout(120_000);
+  await open(page, "#example=mlp_gelu_tanh");
+  await page.getByTestId("tab-run").click();
+  // Chromium with --enable-unsafe-webgpu offers SwiftShader here: no adapter fails the test.
+  const option = page.locator("[data-testid=run-target] option[value=browser-webgpu]");
+  await expect(option).toContainText("the WGSL kernels on", { timeout: 20_000 });
+  await expect(option).not.toBeDisabled();
+  await page.getByTestId("run-seed").fill("5");
+  await page.getByTestId("run-seed").blur();
+  await page.getByTestId("run-target").selectOption("browser-webgpu");
+  await page.getByTestId("run-unfused").check();
+  await page.getByTestId("run").click();
+  const result = page.getByTestId("run-result");
+  await expect(result).toHaveAttribute("data-check", "pass", { timeout: 90_000 });
+  await expect(page.locator("[data-testid=run-fused] h3")).toContainText("browser-webgpu");
+  await expect(page.locator("[data-testid=run-fused] [data-testid=run-device]")).toContainText(/kernels timed by .*: \d+ kernels on the device, \d+ on the host/);
+  const fused = await page.locator("[data-testid=run-fused] [data-testid=kernel-time]").count();
+  const unfused = await page.locator("[data-testid=run-unfused] [data-testid=kernel-time]").count();
+  expect(fused).toBeGreaterThan(0);
+  expect(unfused).toBeGreaterThan(fused);
+  const times = await page.locator("[data-testid=run-fused] [data-testid=kernel-time] .bar-time").allTextContents();
+  expect(times.every((t) => /^[\d.]+ (ns|µs|ms|s)$/.test(t))).toBe(true);
+  await expect(page.getByTestId("run-speedup")).toHaveText(/^fused .* against unfused .*: [\d.]+× \(\d+ kernels against \d+\)$/);
+  // The same outputs as the interpreter's in the worker, for the same seed.
+  const gpu = await page.locator("[data-testid=run-fused] [data-testid=run-output] td.first").first().textContent();
+  await page.locator(".pane.decisions-pane").screenshot({ path: `${OUT}/run-webgpu.png` });
+  await page.getByTestId("run-target").selectOption("browser-cpu");
+  await page.getByTestId("run").click();
+  await expect(page.locator("[data-testid=run-fused] h3")).toContainText("browser-cpu");
+  const cpu = await page.locator("[data-testid=run-fused] [data-testid=run-output] td.first").first().textContent();
+  const close = (a, b) => a.split(", ").every((x, i) => Math.abs(Number(x) - Number(b.split(", ")[i])) < 1e-4);
+  expect(close(gpu, cpu)).toBe(true);
+  // The output downloads from the worker, as a browser-cpu run's does.
+  await page.getByTestId("run-target").selectOption("browser-webgpu");
+  await page.locator("input[data-testid=run-unfused]").uncheck();
+  await page.getByTestId("run").click();
+  await expect(page.locator("[data-testid=run-fused] h3")).toContainText("browser-webgpu", { timeout: 60_000 });
+  const [download] = await Promise.all([
+    page.waitForEvent("download"),
+    page.locator("[data-testid=run-fused] [data-testid=run-output-download]").first().click(),
+  ]);
+  expect(download.suggestedFilename()).toBe("out0.npy");
+  expect(fs.readFileSync(await download.path()).subarray(1, 6).toString("latin1")).toBe("NUMPY");
+});
+
 test("a share link opened in a new page restores the source, pass, node, knobs and tab", async ({ page, context }) => {
   await open(page, "#example=mlp&pass=fusion");
   const source = fs.readFileSync(path.resolve(__dirname, "../../examples/mlp.mlir"), "utf8") + "// shared by the e2e test\n";
@@ -484,6 +556,10 @@ test("a share link opened in a new page restores the source, pass, node, knobs a
   const node = page.locator("[data-testid=graph-node][data-op=exponential]").first();
   const id = await node.getAttribute("data-id");
   await node.click();
+  // The run pane's target travels too (the lab stays the tab shown).
+  await page.getByTestId("tab-run").click();
+  await page.getByTestId("run-target").selectOption("server-cpu");
+  await page.getByTestId("tab-lab").click();
   await page.getByTestId("share").click();
   const link = page.getByTestId("share-link");
   await expect(link).toHaveValue(/\/\?share=[\w-]{12,}$/);
@@ -498,6 +574,8 @@ test("a share link opened in a new page restores the source, pass, node, knobs a
   await expect(other.locator("[data-testid=fusion-knob][data-knob=no-epilogue]")).toBeChecked();
   await expect(other.locator(`[data-testid=graph-node][data-id="${id}"]`)).toHaveClass(/selected/);
   await expect(other.getByTestId("diagnostic")).toHaveCount(0);
+  await other.getByTestId("tab-run").click();
+  await expect(other.getByTestId("run-target")).toHaveValue("server-cpu");
   // Edited, the page's link no longer names the share.
   await other.locator("[data-testid=editor] .cm-content").click();
   await other.keyboard.press("Control+End");

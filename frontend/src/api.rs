@@ -29,7 +29,8 @@ pub enum Answer {
         layout_ms: f64,
     },
     Viewed(PassView),
-    Ran(Box<RunView>),
+    /// A run, and its unfused twin when one was asked for.
+    Ran(Box<RunView>, Option<Box<RunView>>),
     /// A run that failed (its error is the run's, not the text's).
     RunFailed(String),
     /// The kernels pane's listing, or why there is none.
@@ -175,7 +176,7 @@ impl Compiler {
         }
         if r.id == self.0.last_run.get() {
             let answer = match r.result {
-                Outcome::Ran { run } => Answer::Ran(run),
+                Outcome::Ran { run, unfused } => Answer::Ran(run, unfused),
                 Outcome::Error { message, .. } => Answer::RunFailed(message),
                 other => Answer::RunFailed(format!("the worker answered a run with {other:?}")),
             };
@@ -282,11 +283,12 @@ impl Compiler {
         self.post(&Request::Compile { id, source: source.to_string(), view, config });
     }
 
-    /// Runs the last compile's module on `inputs` in the worker.
-    pub fn run(&self, inputs: RunInputs) {
+    /// Runs the last compile's module on `inputs` in the worker, on `target`
+    /// (`browser-cpu`, `browser-webgpu`); with `unfused`, with fusion off too.
+    pub fn run(&self, inputs: RunInputs, target: &str, unfused: bool) {
         let id = self.next_id();
         self.0.last_run.set(id);
-        self.post(&Request::Run { id, inputs });
+        self.post(&Request::Run { id, inputs, target: target.to_string(), unfused });
     }
 
     /// Keeps the file `name` holding `bytes` as parameter `param`'s input, and sends it to

@@ -138,6 +138,11 @@ pub fn App() -> impl IntoView {
     if let Some(tab) = &initial.tab {
         st.tab.set(tab.clone());
     }
+    if let Some(target) = &initial.target {
+        st.run_target.set(target.clone());
+    }
+    // Whether browser-webgpu can run here, asked once.
+    leptos::task::spawn_local(async move { st.webgpu.set(Some(components::run::probe_webgpu().await)) });
     let example = RwSignal::new(match (&initial.source, &initial.example) {
         (Some(_), _) => String::new(),
         (None, Some(id)) if examples::by_id(id).is_some() => id.clone(),
@@ -191,10 +196,10 @@ pub fn App() -> impl IntoView {
             cm::measure_after_paint();
         }
         api::Answer::Viewed(view) => st.view.set(Some(view)),
-        api::Answer::Ran(run) => {
+        api::Answer::Ran(run, unfused) => {
             st.run_busy.set(false);
             st.run_error.set(None);
-            st.run.set(Some(state::RunOutcome { fused: *run, unfused: None }));
+            st.run.set(Some(state::RunOutcome { fused: *run, unfused: unfused.map(|u| *u) }));
         }
         api::Answer::RunFailed(message) => {
             st.run_busy.set(false);
@@ -304,6 +309,7 @@ pub fn App() -> impl IntoView {
         fusion: Some(st.fusion.get()).filter(|f| !f.trim().is_empty()),
         profile: Some(st.profile.get()).filter(|p| *p != protocol::CompileConfig::default().profile),
         tab: Some(st.tab.get()).filter(|t| t != "decisions"),
+        target: Some(st.run_target.get()).filter(|t| t != "browser-cpu"),
     };
     Effect::new(move |_| {
         if st.shown_pass().is_none() {
@@ -449,6 +455,7 @@ pub fn App() -> impl IntoView {
                 st.fusion.set(s.fusion.unwrap_or_default());
                 st.profile.set(s.profile.unwrap_or_else(|| protocol::CompileConfig::default().profile));
                 st.tab.set(s.tab.unwrap_or_else(|| "decisions".into()));
+                st.run_target.set(s.target.unwrap_or_else(|| "browser-cpu".into()));
             }
             example.set(String::new());
             custom.set(Some(source.clone()));

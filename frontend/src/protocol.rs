@@ -34,8 +34,17 @@ pub enum Request {
     },
     /// Show another view of the last compile.
     View { id: u32, view: ViewSpec },
-    /// Run the last compile's module on `inputs` (`browser-cpu`).
-    Run { id: u32, inputs: RunInputs },
+    /// Run the last compile's module on `inputs` on `target`: `browser-cpu` (the
+    /// interpreter) or `browser-webgpu` (the WGSL kernels on the worker's
+    /// `navigator.gpu`); with `unfused`, the same pipeline with fusion off too.
+    Run {
+        id: u32,
+        inputs: RunInputs,
+        #[serde(default = "browser_cpu")]
+        target: String,
+        #[serde(default)]
+        unfused: bool,
+    },
     /// Keep the file `name` (the message's bytes) as parameter `param`'s input, or with
     /// no `name`, forget that parameter's file; answered with [`Outcome::Inputs`].
     Input { id: u32, param: u32, name: Option<String> },
@@ -43,9 +52,13 @@ pub enum Request {
     /// attached.
     OutputNpy { id: u32, output: u32 },
     /// The kernels pane: the compiled module's kernels on `machine` (`x86-64-v3`,
-    /// `aarch64`) and the code of kernel `kernel` (its plan index; the first compiled
-    /// one when absent).
+    /// `aarch64`: CLIF and machine code; `webgpu`: WGSL) and the code of kernel `kernel`
+    /// (its plan index; the first compiled one when absent).
     Kernels { id: u32, machine: String, kernel: Option<usize> },
+}
+
+fn browser_cpu() -> String {
+    "browser-cpu".into()
 }
 
 /// Where a run's inputs come from (as `POST /api/run`'s `inputs`: `{"random": {"seed":
@@ -152,7 +165,12 @@ pub enum Outcome {
     /// Another view of the same compile.
     Viewed { view: Box<ViewParts> },
     /// A run's results.
-    Ran { run: Box<RunView> },
+    /// A run, and with [`Request::Run`]'s `unfused` the same run with fusion off.
+    Ran {
+        run: Box<RunView>,
+        #[serde(default)]
+        unfused: Option<Box<RunView>>,
+    },
     /// The kernels pane's listing.
     Kernels { listing: Box<KernelsView> },
     /// The parameters of the last compile with the files kept for them, after a
@@ -438,6 +456,10 @@ pub struct KernelView {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunView {
     pub target: String,
+    /// What ran it, in words (a browser run on WebGPU: the adapter, how kernels were
+    /// timed, how many ran on the device and how many on the host).
+    #[serde(default)]
+    pub device: String,
     pub outputs: Vec<OutputView>,
     #[serde(default)]
     pub compile_s: f64,
@@ -499,6 +521,9 @@ pub struct OutputCheckView {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KernelsView {
     pub machine: String,
+    /// What `clif` holds: `clif` (with `asm` beside it) or `wgsl`.
+    #[serde(default)]
+    pub language: String,
     /// The machines code can be listed for.
     pub machines: Vec<String>,
     pub kernels: Vec<KernelRow>,

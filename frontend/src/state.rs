@@ -53,6 +53,9 @@ pub struct State {
     /// worker checked them (the bytes stay in `api::Compiler`).
     pub params: RwSignal<Vec<ParamView>>,
     pub run_unfused: RwSignal<bool>,
+    /// Whether this page has WebGPU: the adapter `navigator.gpu` offers, in words, or
+    /// why there is none (`None` while asking).
+    pub webgpu: RwSignal<Option<Result<String, String>>>,
     pub run_busy: RwSignal<bool>,
     pub run: RwSignal<Option<RunOutcome>>,
     pub run_error: RwSignal<Option<String>>,
@@ -110,6 +113,7 @@ impl State {
             run_seed: RwSignal::new(0),
             params: RwSignal::new(Vec::new()),
             run_unfused: RwSignal::new(false),
+            webgpu: RwSignal::new(None),
             run_busy: RwSignal::new(false),
             run: RwSignal::new(None),
             run_error: RwSignal::new(None),

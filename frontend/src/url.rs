@@ -1,7 +1,7 @@
 //! The page's state in the URL's hash (`#example=mlp&pass=fusion&against=dce&gdiff=1`,
 //! or `#src=...` once the text was edited), so a reload or a copied link shows the same
 //! thing: the source, the pass, the pass diffed against, the selected node, the fusion
-//! lab's settings and the view settings. Settings at their defaults are left out.
+//! lab's settings, the view settings and the run target. Settings at their defaults are left out.
 
 use leptos::prelude::window;
 use wasm_bindgen::JsValue;
@@ -20,6 +20,8 @@ pub struct UrlState {
     pub fusion: Option<String>,
     pub profile: Option<String>,
     pub tab: Option<String>,
+    /// The run pane's target (`browser-cpu` left out).
+    pub target: Option<String>,
 }
 
 fn decode(v: &str) -> Option<String> {
@@ -52,6 +54,7 @@ pub fn settings_json(state: &UrlState) -> serde_json::Map<String, serde_json::Va
     put("fusion", state.fusion.as_ref());
     put("profile", state.profile.as_ref());
     put("tab", state.tab.as_ref());
+    put("target", state.target.as_ref());
     for (k, on) in [("gdiff", state.graph_diff), ("changed", state.hide_unchanged), ("sbs", state.side_by_side)] {
         m.insert(k.into(), on.into());
     }
@@ -75,6 +78,7 @@ pub fn from_settings(v: &serde_json::Value) -> UrlState {
         fusion: text("fusion"),
         profile: text("profile"),
         tab: text("tab"),
+        target: text("target"),
     }
 }
 
@@ -95,6 +99,7 @@ pub fn read() -> UrlState {
             "fusion" => state.fusion = value,
             "profile" => state.profile = value,
             "tab" => state.tab = value,
+            "target" => state.target = value,
             "gdiff" => state.graph_diff = flag,
             "changed" => state.hide_unchanged = flag,
             "sbs" => state.side_by_side = flag,
@@ -121,6 +126,7 @@ pub fn write(state: &UrlState, share: Option<&str>) {
         ("fusion", &state.fusion),
         ("profile", &state.profile),
         ("tab", &state.tab),
+        ("target", &state.target),
     ];
     for (key, value) in fields {
         if let Some(v) = value {

@@ -1,6 +1,7 @@
 //! The generated code of each kernel: a list of the compiled module's kernels (what each
 //! implements, how it runs), and the chosen one's CLIF or machine code for a chosen
-//! machine, made in the worker by the CPU target's own emitter. The kernel follows the
+//! machine, made in the worker by the CPU target's own emitter, or its WGSL (machine
+//! `webgpu`) by the WebGPU target's. The kernel follows the
 //! selection: select a fusion (its cluster, a member, its cost row) and its kernel shows;
 //! pick a kernel and its fusion is selected in the graph.
 
@@ -73,7 +74,7 @@ pub fn Kernels() -> impl IntoView {
             let v: &KernelsView = v.as_ref()?;
             let shown = v.shown.as_ref()?;
             let name = v.kernels.iter().find(|k| k.index == shown.index).map(|k| k.name.clone()).unwrap_or_default();
-            let asm = st.kernel_form.get() == "asm";
+            let asm = st.kernel_form.get() == "asm" && v.language != "wgsl";
             let text = if asm { &shown.asm } else { &shown.clif };
             if text.is_empty() {
                 return Some(view! { <span class="line">"(no code: see above)"</span> }.into_any());
@@ -146,21 +147,30 @@ pub fn Kernels() -> impl IntoView {
                         }}
                     </select>
                 </label>
-                {[("clif", "Cranelift IR"), ("asm", "machine code")]
-                    .into_iter()
-                    .map(|(id, label)| {
-                        view! {
-                            <button
-                                class="toggle-button"
-                                data-testid=format!("kernel-form-{id}")
-                                class:active=move || st.kernel_form.get() == id
-                                on:click=move |_| st.kernel_form.set(id.to_string())
-                            >
-                                {label}
-                            </button>
-                        }
-                    })
-                    .collect_view()}
+                {move || {
+                    let wgsl = st.kernels.with(|v| v.as_ref().is_some_and(|v| v.language == "wgsl"));
+                    let forms: &[(&str, &str)] =
+                        if wgsl { &[("wgsl", "WGSL")] } else { &[("clif", "Cranelift IR"), ("asm", "machine code")] };
+                    forms
+                        .iter()
+                        .map(|&(id, label)| {
+                            view! {
+                                <button
+                                    class="toggle-button"
+                                    data-testid=format!("kernel-form-{id}")
+                                    class:active=move || wgsl || st.kernel_form.get() == id
+                                    on:click=move |_| {
+                                        if !wgsl {
+                                            st.kernel_form.set(id.to_string())
+                                        }
+                                    }
+                                >
+                                    {label}
+                                </button>
+                            }
+                        })
+                        .collect_view()
+                }}
                 <small data-testid="kernel-status">
                     {move || match (st.kernels_error.get(), st.kernels.with(|v| v.as_ref().map(|v| (v.kernels.len(), v.codegen_ms)))) {
                         (Some(e), _) => e,

@@ -1,12 +1,14 @@
 //! Run the compiled module and check it: in the page (`browser-cpu`: the reference
-//! interpreter in the worker, on the compiled module, until the WebAssembly kernels exist)
+//! interpreter in the worker, on the compiled module, until the WebAssembly kernels exist;
+//! `browser-webgpu`: the WGSL kernels on the worker's `navigator.gpu`, each timed)
 //! or on the server's native CPU code (`server-cpu`, `POST /api/run`), on random inputs
 //! from a seed or on an `.npy` file per parameter (picked or dropped; the worker checks
 //! each against its parameter at once, and the same files go to the server as base64).
 //! Every run's outputs are checked against the reference interpreter's, and each one
 //! downloads as `.npy` (a browser run's from the worker, which keeps them; a server run's
-//! from its answer, asked with `return_npy`); server runs have per-kernel times (bars,
-//! and a Chrome trace for Perfetto), and can run unfused beside fused.
+//! from its answer, asked with `return_npy`); server and WebGPU runs have per-kernel
+//! times (bars, and a Chrome trace for Perfetto), and every target runs unfused beside
+//! fused on request.
 
 use crate::format::{bytes, seconds};
 use crate::protocol::{ParamView, RunInputs, RunView};
@@ -15,12 +17,54 @@ use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-/// The targets, with what each runs (`browser-webgpu` needs the WGSL kernels first).
-const TARGETS: [(&str, &str, bool); 3] = [
-    ("browser-cpu", "browser-cpu: the interpreter in this page's worker (no WebAssembly kernels yet)", true),
-    ("server-cpu", "server-cpu: native code on the server's CPU", true),
-    ("browser-webgpu", "browser-webgpu: not available, the WGSL kernels are not built yet", false),
-];
+/// The targets, each with what it runs, or why it cannot run here.
+fn targets(st: State) -> Vec<(&'static str, String, bool)> {
+    let webgpu = match st.webgpu.get() {
+        None => ("browser-webgpu: asking navigator.gpu for an adapter…".to_string(), false),
+        Some(Ok(adapter)) => (format!("browser-webgpu: the WGSL kernels on {adapter}"), true),
+        Some(Err(why)) => (format!("browser-webgpu: not available: {why}"), false),
+    };
+    vec![
+        ("browser-cpu", "browser-cpu: the interpreter in this page's worker (no WebAssembly kernels yet)".into(), true),
+        ("browser-webgpu", webgpu.0, webgpu.1),
+        ("server-cpu", "server-cpu: native code on the server's CPU".into(), true),
+    ]
+}
+
+/// The adapter `navigator.gpu` offers this page, in words (vendor, architecture), or why
+/// there is none: no WebGPU in this browser, not a secure context, or no adapter.
+pub async fn probe_webgpu() -> Result<String, String> {
+    use js_sys::Reflect;
+    let global = js_sys::global();
+    let get = |o: &JsValue, k: &str| Reflect::get(o, &JsValue::from_str(k)).unwrap_or(JsValue::UNDEFINED);
+    let gpu = get(&get(&global, "navigator"), "gpu");
+    if gpu.is_undefined() {
+        return Err(if get(&global, "isSecureContext").as_bool() == Some(false) {
+            "the page is not a secure context (WebGPU needs https, localhost or 127.0.0.1)".into()
+        } else {
+            "this browser has no navigator.gpu (WebGPU is off or missing; Chromium on Linux needs --enable-unsafe-webgpu)".into()
+        });
+    }
+    let request: js_sys::Function =
+        get(&gpu, "requestAdapter").dyn_into().map_err(|_| "navigator.gpu has no requestAdapter".to_string())?;
+    let promise: js_sys::Promise = request
+        .call0(&gpu)
+        .and_then(|p| p.dyn_into().map_err(|_| JsValue::from_str("not a promise")))
+        .map_err(|e| format!("navigator.gpu.requestAdapter failed: {e:?}"))?;
+    let adapter = wasm_bindgen_futures::JsFuture::from(promise)
+        .await
+        .map_err(|e| format!("navigator.gpu.requestAdapter failed: {e:?}"))?;
+    if adapter.is_null() || adapter.is_undefined() {
+        return Err("navigator.gpu offers no adapter (no usable GPU, or its driver is blocklisted)".into());
+    }
+    let info = get(&adapter, "info");
+    let words: Vec<String> = ["vendor", "architecture", "description"]
+        .iter()
+        .filter_map(|k| get(&info, k).as_string())
+        .filter(|w| !w.is_empty())
+        .collect();
+    Ok(if words.is_empty() { "this browser's WebGPU adapter".into() } else { words.join(" ") })
+}
 
 fn num(v: Option<f64>) -> String {
     v.map_or_else(|| "—".into(), |v| format!("{v:.5}"))
@@ -113,7 +157,12 @@ fn download_output(st: State, label: &'static str, index: u32) {
     let name = if label == "unfused" { format!("unfused-out{index}.npy") } else { format!("out{index}.npy") };
     match found {
         // The worker keeps a browser run's outputs and answers with the file (lib.rs).
-        Some((target, _)) if target == "browser-cpu" => crate::with_compiler(|c| c.output_npy(index)),
+        Some((target, _)) if target.starts_with("browser-") && label == "fused" => {
+            crate::with_compiler(|c| c.output_npy(index))
+        }
+        Some((target, _)) if target.starts_with("browser-") => {
+            st.run_error.set(Some("the worker keeps the fused run's outputs only: download those".into()))
+        }
         Some((_, Some(b64))) => match crate::base64::decode(&b64) {
             Some(b) => crate::cm::download_bytes(&js_sys::Uint8Array::from(&b[..]), &name, "application/octet-stream"),
             None => st.run_error.set(Some(format!("output {index} of the server's answer is not base64"))),
@@ -217,6 +266,7 @@ fn result_view(st: State, r: &RunView, label: &'static str) -> impl IntoView {
                 <span data-testid="run-time">{seconds(r.run_median_s)}</span>
                 <small>{format!(" median of {}", r.iters)}</small>
             </h3>
+            {(!r.device.is_empty()).then(|| view! { <p class="run-device" data-testid="run-device">{r.device.clone()}</p> })}
             {check
                 .map(|c| {
                     view! {
@@ -308,13 +358,14 @@ pub fn Run() -> impl IntoView {
         st.run_busy.set(true);
         st.run_error.set(None);
         let target = st.run_target.get_untracked();
-        if target == "browser-cpu" {
+        if target.starts_with("browser-") {
             let inputs = if st.run_inputs.get_untracked() == "files" {
                 RunInputs::Files
             } else {
                 RunInputs::Random { seed: st.run_seed.get_untracked() }
             };
-            crate::with_compiler(|c| c.run(inputs));
+            let unfused = st.run_unfused.get_untracked();
+            crate::with_compiler(|c| c.run(inputs, &target, unfused));
             return;
         }
         let inputs = match server_inputs(st) {
@@ -358,16 +409,18 @@ pub fn Run() -> impl IntoView {
         <div class="run">
             <div class="run-controls">
                 <select data-testid="run-target" on:change=move |ev| st.run_target.set(event_target_value(&ev))>
-                    {TARGETS
-                        .into_iter()
-                        .map(|(id, label, on)| {
-                            view! {
-                                <option value=id disabled=!on prop:selected=move || st.run_target.get() == id>
-                                    {label}
-                                </option>
-                            }
-                        })
-                        .collect_view()}
+                    {move || {
+                        targets(st)
+                            .into_iter()
+                            .map(|(id, label, on)| {
+                                view! {
+                                    <option value=id disabled=!on prop:selected=move || st.run_target.get() == id>
+                                        {label}
+                                    </option>
+                                }
+                            })
+                            .collect_view()
+                    }}
                 </select>
                 <select
                     data-testid="run-input-mode"
@@ -400,11 +453,10 @@ pub fn Run() -> impl IntoView {
                             }
                         })
                 }}
-                <label class="toggle" title="the server runs the same module with fusion off too, side by side">
+                <label class="toggle" title="run the same module with fusion off too, side by side">
                     <input
                         type="checkbox"
                         data-testid="run-unfused"
-                        prop:disabled=move || st.run_target.get() != "server-cpu"
                         prop:checked=move || st.run_unfused.get()
                         on:change=move |ev| st.run_unfused.set(event_target_checked(&ev))
                     />

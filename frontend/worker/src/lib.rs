@@ -17,6 +17,8 @@ pub mod protocol;
 pub mod format;
 
 pub mod diff;
+#[cfg(target_arch = "wasm32")]
+mod gpu;
 pub mod layout;
 
 // The page's examples, for the test that compiles every one; the page's lookups are unused here.
@@ -88,6 +90,54 @@ pub fn handle(request: &str, file: Option<Vec<u8>>) -> String {
     serde_json::to_string(&response).unwrap_or_default()
 }
 
+/// [`handle`] for every request, as a promise: a `browser-webgpu` run awaits the
+/// device (`static/worker.js` awaits each answer before it takes the next message).
+#[wasm_bindgen]
+pub async fn handle_async(request: String, file: Option<Vec<u8>>) -> String {
+    #[cfg(target_arch = "wasm32")]
+    if let Ok(Request::Run { id, inputs, target, unfused }) = serde_json::from_str::<Request>(&request) {
+        if target == "browser-webgpu" {
+            let t0 = now_ms();
+            let result = run_on_webgpu(&inputs, unfused).await;
+            ATTACHMENT.with(|a| *a.borrow_mut() = None);
+            let response = Response { id, compile_ms: 0.0, layout_ms: now_ms() - t0, result };
+            return serde_json::to_string(&response).unwrap_or_default();
+        }
+    }
+    handle(&request, file)
+}
+
+/// A `browser-webgpu` run (and its unfused twin): jobs made from the session, then run
+/// without it ([`gpu`]).
+#[cfg(target_arch = "wasm32")]
+async fn run_on_webgpu(inputs: &RunInputs, unfused: bool) -> Outcome {
+    let jobs = WORKER.with(|w| {
+        let w = w.borrow();
+        let s = w.session.as_ref().ok_or_else(|| run_error("nothing compiled yet".into()))?;
+        let fused = prepare_run(s, inputs, &w.inputs, false)?;
+        let plain = if unfused { Some(prepare_run(s, inputs, &w.inputs, true)?) } else { None };
+        Ok::<_, Outcome>((fused, plain))
+    });
+    let (fused, plain) = match jobs {
+        Ok(jobs) => jobs,
+        Err(e) => return e,
+    };
+    let failed = |what: &str, e: String| run_error(format!("browser-webgpu{what}: {e}"));
+    let (run, outputs) = match gpu::run(fused, now_ms).await {
+        Ok(done) => done,
+        Err(e) => return failed("", e),
+    };
+    let unfused = match plain {
+        Some(job) => match gpu::run(job, now_ms).await {
+            Ok((view, _)) => Some(view),
+            Err(e) => return failed(" (unfused)", e),
+        },
+        None => None,
+    };
+    WORKER.with(|w| w.borrow_mut().outputs = outputs);
+    Outcome::Ran { run, unfused }
+}
+
 /// The file the last answer carries (an output's `.npy` bytes), once.
 #[wasm_bindgen]
 pub fn attachment() -> Option<Vec<u8>> {
@@ -115,6 +165,11 @@ pub struct Session {
     /// The module as written, and as the pipeline left it (what a run runs).
     input: Module,
     compiled: Module,
+    /// How it was compiled (an unfused run compiles the input again, fusion off).
+    config: CompileConfig,
+    /// Which compile this is, counted from the worker's start (keys what a target
+    /// made of it, such as the WebGPU pipelines).
+    generation: u64,
     snaps: Vec<Snapshot>,
     summaries: Vec<PassSummary>,
     cost: CostView,
@@ -124,8 +179,58 @@ pub struct Session {
     /// seeded with the one before, so they are made in order.
     layouts: Vec<Arc<GraphView>>,
     toggled: Vec<String>,
-    /// The compiled module's code listings, by machine, made when first asked for.
+    /// The compiled module's code listings, by machine, made when first asked for; and
+    /// its WGSL.
     listings: HashMap<Machine, Arc<Vec<KernelListing>>>,
+    wgsl: Option<Arc<Vec<KernelListing>>>,
+}
+
+/// The kernels pane's name for the WebGPU target's code (WGSL), beside the CPU's machines.
+const WEBGPU: &str = "webgpu";
+
+/// Every kernel of `module` as the WebGPU target compiles it: the WGSL of each kernel on
+/// the device (its lines' HLO instructions from the emitter), and for each kernel on the
+/// host why it is there.
+fn wgsl_listing(module: &Module) -> Result<Vec<KernelListing>, String> {
+    use hloscope_core::targets::webgpu;
+    let program = webgpu::compile(module)?;
+    Ok(program
+        .plan
+        .kernels
+        .iter()
+        .zip(&program.shaders)
+        .enumerate()
+        .map(|(index, (k, shader))| {
+            let (runs, notes, source, lines) = match shader {
+                Some(sh) => {
+                    let how = if sh.workgroup_reduction {
+                        "one workgroup per output: its invocations stride over the reduced elements and tree-reduce them in workgroup memory"
+                    } else {
+                        "one invocation per output element (a grid-stride loop past the dispatch limit)"
+                    };
+                    (sh.runs(), vec![how.to_string()], sh.source.clone(), sh.line_hlo.clone())
+                }
+                None => {
+                    let why = match &k.kind {
+                        hloscope_core::kernel::KernelKind::Opaque { reason } => reason.clone(),
+                        other => other.to_string(),
+                    };
+                    ("on the host (interpreter)".to_string(), vec![format!("not on the device: {why}")], String::new(), Vec::new())
+                }
+            };
+            KernelListing {
+                index,
+                name: k.name.clone(),
+                kind: k.kind.to_string(),
+                runs,
+                notes,
+                code_bytes: 0,
+                clif: source,
+                clif_hlo: lines,
+                asm: String::new(),
+            }
+        })
+        .collect())
 }
 
 /// Answers `req`, which carries no file: a compile replaces the session, a view reads it;
@@ -154,16 +259,22 @@ pub fn answer_with(
         },
         Request::View { view, .. } => (false, view),
         // A run reads the session and sends no view.
-        Request::Run { inputs, .. } => {
+        Request::Run { inputs, target, unfused, .. } => {
             let result = match session.as_ref() {
-                Some(s) => match run(s, inputs, &worker.inputs, clock) {
-                    Ok((run, outputs)) => {
-                        worker.outputs = outputs;
-                        Outcome::Ran { run }
+                Some(s) => {
+                    let run = |unfused| {
+                        prepare_run(s, inputs, &worker.inputs, unfused)
+                            .and_then(|job| run_interpreted(&job, target, clock))
+                    };
+                    match run(false).and_then(|fused| Ok((fused, if *unfused { Some(run(true)?.0) } else { None }))) {
+                        Ok(((run, outputs), unfused)) => {
+                            worker.outputs = outputs;
+                            Outcome::Ran { run, unfused }
+                        }
+                        Err(e) => e,
                     }
-                    Err(e) => e,
-                },
-                None => Outcome::Error { line: 0, col: 0, message: "nothing compiled yet".into(), in_config: false },
+                }
+                None => run_error("nothing compiled yet".into()),
             };
             return (reply(result), None);
         }
@@ -376,9 +487,18 @@ fn compile(source: &str, config: &CompileConfig, clock: fn() -> f64) -> Result<S
         })
         .collect();
     let cost = cost_view(&module, &pipeline.profile, default);
+    thread_local! {
+        static COMPILES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+    let generation = COMPILES.with(|c| {
+        c.set(c.get() + 1);
+        c.get()
+    });
     Ok(Session {
         input,
         compiled: module,
+        config: config.clone(),
+        generation,
         snaps,
         summaries,
         cost,
@@ -386,6 +506,7 @@ fn compile(source: &str, config: &CompileConfig, clock: fn() -> f64) -> Result<S
         layouts: Vec::new(),
         toggled: Vec::new(),
         listings: HashMap::new(),
+        wgsl: None,
     })
 }
 
@@ -393,27 +514,30 @@ impl Session {
     /// The kernels pane for `machine`: every kernel of the compiled module, and the code
     /// of kernel `shown` (the first with code when `None`).
     fn kernels_view(&mut self, machine: &str, shown: Option<usize>, clock: fn() -> f64) -> Outcome {
-        let m = match Machine::parse(machine) {
-            Ok(m) => m,
-            Err(e) => {
-                return Outcome::Error {
-                    line: 0,
-                    col: 0,
-                    message: format!("machine `{machine}`: {e}"),
-                    in_config: false,
-                }
-            }
-        };
+        let failed = |message: String| Outcome::Error { line: 0, col: 0, message, in_config: false };
         let t0 = clock();
-        let listing = match self.listings.get(&m) {
-            Some(l) => Arc::clone(l),
-            None => match listing::list(&self.compiled, m) {
-                Ok(l) => Arc::clone(self.listings.entry(m).or_insert(Arc::new(l))),
-                Err(e) => {
-                    let message = format!("cannot generate code for {machine}: {e}");
-                    return Outcome::Error { line: 0, col: 0, message, in_config: false };
-                }
-            },
+        let (name, language, listing) = if machine == WEBGPU {
+            let listing = match &self.wgsl {
+                Some(l) => Arc::clone(l),
+                None => match wgsl_listing(&self.compiled) {
+                    Ok(l) => Arc::clone(self.wgsl.insert(Arc::new(l))),
+                    Err(e) => return failed(format!("cannot generate WGSL: {e}")),
+                },
+            };
+            (WEBGPU.to_string(), "wgsl", listing)
+        } else {
+            let Ok(m) = Machine::parse(machine) else {
+                let known: Vec<&str> = Machine::ALL.iter().map(|m| m.name()).chain([WEBGPU]).collect();
+                return failed(format!("unknown machine `{machine}` (known: {})", known.join(", ")));
+            };
+            let listing = match self.listings.get(&m) {
+                Some(l) => Arc::clone(l),
+                None => match listing::list(&self.compiled, m) {
+                    Ok(l) => Arc::clone(self.listings.entry(m).or_insert(Arc::new(l))),
+                    Err(e) => return failed(format!("cannot generate code for {machine}: {e}")),
+                },
+            };
+            (m.name().to_string(), "clif", listing)
         };
         let codegen_ms = clock() - t0;
         let kernels = listing
@@ -434,8 +558,9 @@ impl Session {
             clif_hlo: k.clif_hlo.clone(),
             asm: k.asm.clone(),
         });
-        let machines = Machine::ALL.iter().map(|m| m.name().to_string()).collect();
-        let view = protocol::KernelsView { machine: m.name().to_string(), machines, kernels, shown, codegen_ms };
+        let machines = Machine::ALL.iter().map(|m| m.name().to_string()).chain([WEBGPU.to_string()]).collect();
+        let view =
+            protocol::KernelsView { machine: name, language: language.into(), machines, kernels, shown, codegen_ms };
         Outcome::Kernels { listing: Box::new(view) }
     }
 
@@ -535,39 +660,98 @@ impl Session {
 /// until it does: a runaway `while` must not keep it for minutes).
 const MAX_LOOP_ITERATIONS: u64 = 1_000_000;
 
-/// Runs the compiled module on `inputs` (random from a seed, or the kept `files`) with the
-/// reference interpreter (`browser-cpu` until the WebAssembly kernels exist), and checks
-/// its outputs against the interpreter's on the module as written: the passes must not
-/// change what it computes. The outputs come back too, for a download.
-fn run(
+/// What a run runs, made from the session before anything is awaited (a WebGPU run
+/// must not hold the session across its awaits): the arguments, the module to run (the
+/// compiled one, or with `unfused` the module as written through the same pipeline with
+/// fusion off) and the interpreter's outputs on the module as written, which every run
+/// is checked against: the passes and the target must not change what it computes.
+pub struct RunJob {
+    args: Vec<Value>,
+    module: Module,
+    want: Vec<Literal>,
+    unfused: bool,
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+    generation: u64,
+}
+
+fn run_error(message: String) -> Outcome {
+    Outcome::Error { line: 0, col: 0, message, in_config: false }
+}
+
+fn prepare_run(
     s: &Session,
     inputs: &RunInputs,
     files: &[Option<(String, Vec<u8>)>],
+    unfused: bool,
+) -> Result<RunJob, Outcome> {
+    use hloscope_core::interp::random_inputs;
+    let args = match inputs {
+        RunInputs::Random { seed } => random_inputs(&s.input, *seed),
+        RunInputs::Files => file_inputs(&s.input, files).map_err(run_error)?,
+    };
+    let module = if unfused {
+        let passes = parse_pipeline_spec(&s.config.pipeline).map_err(|e| run_error(e.to_string()))?;
+        let fusion = FusionConfig::from_spec("off").map_err(run_error)?;
+        let mut m = s.input.clone();
+        let config = PipelineConfig { passes, fusion, snapshots: false, ..PipelineConfig::default() };
+        run_pipeline(&mut m, &config).map_err(|e| run_error(format!("compiling unfused: {e}")))?;
+        m
+    } else {
+        s.compiled.clone()
+    };
+    let want = interpret(&s.input, &args, "input")?;
+    Ok(RunJob { args, module, want, unfused, generation: s.generation })
+}
+
+/// The module on the reference interpreter, its outputs flattened; a failure has the
+/// instruction's position.
+fn interpret(m: &Module, args: &[Value], what: &str) -> Result<Vec<Literal>, Outcome> {
+    use hloscope_core::interp::Interpreter;
+    let mut i = Interpreter::new(m);
+    i.max_loop_iterations = MAX_LOOP_ITERATIONS;
+    i.run(args).map(|v| v.flatten()).map_err(|e| {
+        let message = format!("running the {what} module failed at %{} ({}): {}", e.inst, e.loc, e.message);
+        Outcome::Error { line: e.loc.line, col: e.loc.col, message, in_config: false }
+    })
+}
+
+/// A `browser-cpu` run: the interpreter on the job's module, in this worker (the
+/// WebAssembly kernels are not built yet). The outputs come back too, for a download.
+fn run_interpreted(
+    job: &RunJob,
+    target: &str,
     clock: fn() -> f64,
 ) -> Result<(Box<protocol::RunView>, Vec<Literal>), Outcome> {
-    use hloscope_core::interp::{check, random_inputs, Interpreter};
-    let inputs = match inputs {
-        RunInputs::Random { seed } => random_inputs(&s.input, *seed),
-        RunInputs::Files => file_inputs(&s.input, files).map_err(|message| Outcome::Error {
-            line: 0,
-            col: 0,
-            message,
-            in_config: false,
-        })?,
-    };
-    let interpret = |m: &Module, what: &str| {
-        let mut i = Interpreter::new(m);
-        i.max_loop_iterations = MAX_LOOP_ITERATIONS;
-        i.run(&inputs).map(|v| v.flatten()).map_err(|e| {
-            let message = format!("running the {what} module failed at %{} ({}): {}", e.inst, e.loc, e.message);
-            Outcome::Error { line: e.loc.line, col: e.loc.col, message, in_config: false }
-        })
-    };
+    if target != "browser-cpu" {
+        return Err(run_error(format!("the worker runs on browser-cpu and browser-webgpu, not `{target}`")));
+    }
     let t0 = clock();
-    let got = interpret(&s.compiled, "compiled")?;
+    let got = interpret(&job.module, &job.args, if job.unfused { "unfused" } else { "compiled" })?;
     let run_s = (clock() - t0) / 1e3;
-    let want = interpret(&s.input, "input")?;
-    let c = check::check_outputs(&got, &want);
+    let timing = RunTiming {
+        target: "browser-cpu",
+        device: "the reference interpreter in this page's worker".into(),
+        compile_s: 0.0,
+        runs_s: vec![run_s],
+        kernels: Vec::new(),
+    };
+    Ok((run_view(job, &got, timing), got))
+}
+
+/// How a run went, beside its outputs.
+pub struct RunTiming {
+    target: &'static str,
+    device: String,
+    compile_s: f64,
+    /// Each timed run's total.
+    runs_s: Vec<f64>,
+    kernels: Vec<protocol::KernelTimingView>,
+}
+
+/// The run's view: a summary per output, checked against the interpreter's outputs.
+fn run_view(job: &RunJob, got: &[Literal], timing: RunTiming) -> Box<protocol::RunView> {
+    use hloscope_core::interp::check;
+    let c = check::check_outputs(got, &job.want);
     let outputs = got
         .iter()
         .enumerate()
@@ -601,17 +785,19 @@ fn run(
             })
             .collect(),
     };
-    let view = protocol::RunView {
-        target: "browser-cpu".into(),
+    let mut runs = timing.runs_s;
+    runs.sort_by(f64::total_cmp);
+    Box::new(protocol::RunView {
+        target: timing.target.into(),
+        device: timing.device,
         outputs,
-        compile_s: 0.0,
-        iters: 1,
-        run_median_s: run_s,
-        run_min_s: run_s,
-        kernels: Vec::new(),
+        compile_s: timing.compile_s,
+        iters: runs.len() as u32,
+        run_median_s: runs.get(runs.len() / 2).copied().unwrap_or(0.0),
+        run_min_s: runs.first().copied().unwrap_or(0.0),
+        kernels: timing.kernels,
         check: Some(check),
-    };
-    Ok((Box::new(view), got))
+    })
 }
 
 /// The entry arguments from the kept files, one per parameter; a parameter without one,
@@ -804,11 +990,32 @@ mod tests {
         }
     }
 
+    fn run_request(id: u32, inputs: RunInputs, unfused: bool) -> Request {
+        Request::Run { id, inputs, target: "browser-cpu".into(), unfused }
+    }
+
+    #[test]
+    fn an_unfused_run_beside_the_fused_one_computes_the_same_and_another_target_is_refused() {
+        let (mut worker, _) = compile_view(MLP, ViewSpec::default());
+        let r = answer(&mut worker, &run_request(5, RunInputs::Random { seed: 2 }, true), clock);
+        let Outcome::Ran { run, unfused: Some(plain) } = r.result else { panic!("{:?}", r.result) };
+        assert!(run.check.as_ref().unwrap().passed && plain.check.as_ref().unwrap().passed);
+        assert_eq!((run.target.as_str(), plain.target.as_str()), ("browser-cpu", "browser-cpu"));
+        assert_eq!(run.outputs[0].shape, plain.outputs[0].shape);
+        for (a, b) in run.outputs[0].first.iter().zip(&plain.outputs[0].first) {
+            assert!((a.unwrap() - b.unwrap()).abs() < 1e-6, "{a:?} {b:?}");
+        }
+        let server =
+            Request::Run { id: 6, inputs: RunInputs::Random { seed: 2 }, target: "server-cpu".into(), unfused: false };
+        let Outcome::Error { message, .. } = answer(&mut worker, &server, clock).result else { panic!() };
+        assert!(message.contains("server-cpu"), "{message}");
+    }
+
     #[test]
     fn a_browser_run_checks_the_compiled_module_against_the_input() {
         let (mut worker, _) = compile_view(MLP, ViewSpec::default());
-        let r = answer(&mut worker, &Request::Run { id: 9, inputs: RunInputs::Random { seed: 3 } }, clock);
-        let Outcome::Ran { run } = r.result else { panic!("{:?}", r.result) };
+        let r = answer(&mut worker, &run_request(9, RunInputs::Random { seed: 3 }, false), clock);
+        let Outcome::Ran { run, .. } = r.result else { panic!("{:?}", r.result) };
         let check = run.check.unwrap();
         assert!(check.passed, "{check:?}");
         assert_eq!(run.outputs.len(), 1);
@@ -819,8 +1026,8 @@ mod tests {
         let first: f64 = o.first[..3].iter().map(|v| v.unwrap()).sum();
         assert!((first - 1.0).abs() < 1e-5, "{first}");
         // Another seed, other inputs, other outputs.
-        let r = answer(&mut worker, &Request::Run { id: 10, inputs: RunInputs::Random { seed: 4 } }, clock);
-        let Outcome::Ran { run: other } = r.result else { panic!() };
+        let r = answer(&mut worker, &run_request(10, RunInputs::Random { seed: 4 }, false), clock);
+        let Outcome::Ran { run: other, .. } = r.result else { panic!() };
         assert_ne!(other.outputs[0].first, o.first);
     }
 
@@ -865,8 +1072,8 @@ mod tests {
             assert_eq!((file.name.clone(), file.error.clone()), (format!("in{i}.npy"), None));
             assert_eq!(file.bytes as usize, npy_file(v).len());
         }
-        let r = answer(&mut worker, &Request::Run { id: 30, inputs: RunInputs::Files }, clock);
-        let Outcome::Ran { run } = r.result else { panic!("{:?}", r.result) };
+        let r = answer(&mut worker, &run_request(30, RunInputs::Files, false), clock);
+        let Outcome::Ran { run, .. } = r.result else { panic!("{:?}", r.result) };
         assert!(run.check.as_ref().unwrap().passed, "{:?}", run.check);
         // The interpreter on the module as written, on the same values (what `hloscope run
         // --input` computes): the same summary, and the downloaded file holds the same bytes.
@@ -882,8 +1089,8 @@ mod tests {
         let r = answer(&mut worker, &Request::OutputNpy { id: 32, output: 1 }, clock);
         let Outcome::Error { message, .. } = r.result else { panic!("{:?}", r.result) };
         assert!(message.contains("no output 1"), "{message}");
-        let r = answer(&mut worker, &Request::Run { id: 33, inputs: RunInputs::Random { seed: 1 } }, clock);
-        let Outcome::Ran { run: random } = r.result else { panic!("{:?}", r.result) };
+        let r = answer(&mut worker, &run_request(33, RunInputs::Random { seed: 1 }, false), clock);
+        let Outcome::Ran { run: random, .. } = r.result else { panic!("{:?}", r.result) };
         assert_ne!(random.outputs[0].first, o.first);
         let (_, file) = answer_with(&mut worker, &Request::OutputNpy { id: 34, output: 0 }, None, clock);
         assert_ne!(file.unwrap(), npy_file(&want[0]));
@@ -893,7 +1100,7 @@ mod tests {
     fn a_file_that_does_not_fit_or_is_missing_names_its_parameter() {
         let (mut worker, _) = compile_view(MLP, ViewSpec::default());
         // No files at all: the first parameter is named.
-        let r = answer(&mut worker, &Request::Run { id: 1, inputs: RunInputs::Files }, clock);
+        let r = answer(&mut worker, &run_request(1, RunInputs::Files, false), clock);
         let Outcome::Error { message, .. } = r.result else { panic!("{:?}", r.result) };
         assert_eq!(message, "parameter 0 (%Arg.0: f32[4,8]) has no .npy file: pick one");
         // A file of the wrong shape is marked at once, and a run names it.
@@ -904,7 +1111,7 @@ mod tests {
             error,
             "x.npy: parameter 0 (%Arg.0: f32[4,8]) expects shape (4, 8), but the file holds shape (8, 4)"
         );
-        let r = answer(&mut worker, &Request::Run { id: 2, inputs: RunInputs::Files }, clock);
+        let r = answer(&mut worker, &run_request(2, RunInputs::Files, false), clock);
         let Outcome::Error { message, .. } = r.result else { panic!("{:?}", r.result) };
         assert_eq!(message, error);
         // Kept across compiles and checked against each: here a module whose %x is f32[8,4].
@@ -922,8 +1129,8 @@ mod tests {
         let Outcome::Compiled { params, .. } = r.result else { panic!("{:?}", r.result) };
         assert_eq!(params.len(), 1);
         assert_eq!(params[0].file.as_ref().map(|f| f.error.clone()), Some(None));
-        let r = answer(&mut worker, &Request::Run { id: 4, inputs: RunInputs::Files }, clock);
-        let Outcome::Ran { run } = r.result else { panic!("{:?}", r.result) };
+        let r = answer(&mut worker, &run_request(4, RunInputs::Files, false), clock);
+        let Outcome::Ran { run, .. } = r.result else { panic!("{:?}", r.result) };
         assert_eq!(run.outputs[0].first[0], Some(-0.0));
         // Forgotten, the parameter has no file again; a name without its bytes is refused.
         let r = answer(&mut worker, &Request::Input { id: 5, param: 0, name: None }, clock);
@@ -972,7 +1179,39 @@ mod tests {
         assert!(shown.asm.contains(".4s"), "{}", shown.asm);
         let req = Request::Kernels { id: 4, machine: "riscv".into(), kernel: None };
         let Outcome::Error { message, .. } = answer(&mut worker, &req, clock).result else { panic!() };
-        assert!(message.contains("x86-64-v3, aarch64"), "{message}");
+        assert!(message.contains("x86-64-v3, aarch64, webgpu"), "{message}");
+    }
+
+    #[test]
+    fn the_kernels_pane_shows_each_kernels_wgsl_with_its_lines_linked_to_the_fusion() {
+        let ex = crate::examples::by_id("softmax").unwrap();
+        let (mut worker, r) = compile_view(ex.source, ViewSpec::default());
+        let Outcome::Compiled { cost, .. } = r.result else { panic!("{:?}", r.result) };
+        let req = Request::Kernels { id: 3, machine: "webgpu".into(), kernel: Some(1) };
+        let Outcome::Kernels { listing } = answer(&mut worker, &req, clock).result else { panic!() };
+        assert_eq!((listing.machine.as_str(), listing.language.as_str()), ("webgpu", "wgsl"));
+        assert!(listing.machines.contains(&"webgpu".to_string()));
+        // The same kernels as the cost model counts, all on the device.
+        assert_eq!(listing.kernels.len(), cost.kernels.len());
+        assert!(listing.kernels.iter().all(|k| !k.runs.contains("host")), "{:?}", listing.kernels);
+        let shown = listing.shown.unwrap();
+        assert_eq!(shown.index, 1);
+        assert!(shown.clif.contains("@compute @workgroup_size(64)") && shown.asm.is_empty(), "{}", shown.clif);
+        // The lines binding a value link to the HLO instruction it implements: the
+        // exp-and-sum kernel's exponential among them.
+        assert_eq!(shown.clif_hlo.len(), shown.clif.lines().count());
+        let (line, hlo) = shown
+            .clif
+            .lines()
+            .zip(&shown.clif_hlo)
+            .find(|(_, h)| h.starts_with("exp"))
+            .unwrap_or_else(|| panic!("no line links to an exp: {:?}", shown.clif_hlo));
+        assert!(line.trim_start().starts_with("let e"), "{line} ({hlo})");
+        assert!(shown
+            .clif
+            .lines()
+            .zip(&shown.clif_hlo)
+            .all(|(l, h)| h.is_empty() || l.trim_start().starts_with("let e")));
     }
 
     #[test]

@@ -14,12 +14,19 @@
 //! (requested when the adapter has it); `TIMESTAMP_QUERY_INSIDE_ENCODERS` and
 //! `_INSIDE_PASSES`, for timestamps between commands, are not needed with one pass per
 //! kernel.
+//!
+//! The work is async ([`WebGpuExecutable::open`], [`WebGpuExecutable::run_measured`],
+//! ...), because a browser hands back mapped buffers and finished submissions only
+//! through its event loop (the explorer's worker awaits them); natively the same calls
+//! block on the device and the plain methods ([`WebGpuExecutable::new`],
+//! [`WebGpuExecutable::run`], ...) drive them with `pollster`.
 
 use super::WebGpuProgram;
 use crate::interp::{CustomCallHook, Interpreter};
 use crate::ir::{Literal, Module, Value};
 use crate::kernel::{BufferId, KernelBody, KernelPlan, ValueBufs};
-use std::time::{Duration, Instant};
+use clock::Stopwatch;
+use std::time::Duration;
 
 /// The adapter a device came from, in words (for the CLI and the bench).
 #[derive(Clone, Debug)]
@@ -107,15 +114,26 @@ pub struct WebGpuExecutable {
 }
 
 impl WebGpuExecutable {
-    /// Opens the system's default adapter (a real GPU if there is one), builds every
-    /// pipeline and writes the constants; errors say what is missing (no adapter, an
-    /// arena past its limits, a shader the driver refuses).
-    pub fn new(module: &Module, program: WebGpuProgram) -> Result<WebGpuExecutable, String> {
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
-        let adapter =
-            pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions::default())).map_err(|e| {
-                format!("no WebGPU adapter: {e} (on Linux without a GPU, install mesa-vulkan-drivers for lavapipe)")
-            })?;
+    /// Opens the system's default adapter (a real GPU if there is one; in a browser,
+    /// `navigator.gpu`'s), builds every pipeline and writes the constants; errors say
+    /// what is missing (no adapter, an arena past its limits, a shader the driver
+    /// refuses).
+    pub async fn open(module: &Module, program: WebGpuProgram) -> Result<WebGpuExecutable, String> {
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+        if cfg!(target_arch = "wasm32") {
+            desc.backends = wgpu::Backends::BROWSER_WEBGPU;
+        }
+        let instance = wgpu::Instance::new(desc);
+        let adapter = instance.request_adapter(&wgpu::RequestAdapterOptions::default()).await.map_err(|e| {
+            format!(
+                "no WebGPU adapter: {e} ({})",
+                if cfg!(target_arch = "wasm32") {
+                    "navigator.gpu offered none"
+                } else {
+                    "on Linux without a GPU, install mesa-vulkan-drivers for lavapipe"
+                }
+            )
+        })?;
         let info = adapter.get_info();
         let limits = adapter.limits();
         let bytes = program.plan.arena.arena_bytes.max(4).next_multiple_of(4);
@@ -141,13 +159,15 @@ impl WebGpuExecutable {
         let timestamps_wanted = method == TimingMethod::GpuTimestamps && dispatched > 0;
         let required_features =
             if timestamps_wanted { wgpu::Features::TIMESTAMP_QUERY } else { wgpu::Features::empty() };
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("hloscope"),
-            required_features,
-            required_limits: limits,
-            ..Default::default()
-        }))
-        .map_err(|e| format!("the adapter {} gave no device: {e}", info.name))?;
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("hloscope"),
+                required_features,
+                required_limits: limits,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| format!("the adapter {} gave no device: {e}", info.name))?;
         let arena = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("arena"),
             size: bytes,
@@ -173,7 +193,7 @@ impl WebGpuExecutable {
                 compilation_options: Default::default(),
                 cache: None,
             });
-            if let Some(e) = pollster::block_on(scope.pop()) {
+            if let Some(e) = scope.pop().await {
                 return Err(format!("kernel {i} (%{}): the shader was refused: {e}", program.plan.kernels[i].name));
             }
             let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -250,33 +270,20 @@ impl WebGpuExecutable {
         self.method
     }
 
-    /// Runs the program on `args` (one value per entry parameter): every kernel
-    /// recorded into one encoder between host kernels.
-    pub fn run(&self, args: &[Value]) -> Result<(Value, RunTimes), String> {
-        let start = Instant::now();
+    /// Runs the program on `args` (one value per entry parameter); with `timing`, each
+    /// kernel timed by that method (slower than a plain run, whose kernels are recorded
+    /// into one encoder between host kernels; timestamps where the adapter has none are
+    /// an error).
+    pub async fn run_measured(
+        &self,
+        args: &[Value],
+        timing: Option<TimingMethod>,
+    ) -> Result<(Value, RunTimes), String> {
+        let start = Stopwatch::start();
         self.load(args)?;
-        self.execute(None)?;
-        let out = self.read_result()?;
-        Ok((out, RunTimes { total: start.elapsed(), kernels: None }))
-    }
-
-    /// [`WebGpuExecutable::run`], each kernel timed by `method` (slower than a plain run
-    /// with submit and wait; timestamps where the adapter has none are an error).
-    pub fn run_timed(&self, args: &[Value], method: TimingMethod) -> Result<(Value, RunTimes), String> {
-        let start = Instant::now();
-        self.load(args)?;
-        let kernels = self.execute(Some(method))?;
-        let out = self.read_result()?;
+        let kernels = self.execute_with(timing, None).await?;
+        let out = self.read_result_async().await?;
         Ok((out, RunTimes { total: start.elapsed(), kernels }))
-    }
-
-    /// [`WebGpuExecutable::run`] with the custom calls the interpreter does not know
-    /// (the conformance corpus's `check.*` ops) answered by `hook`, as
-    /// `Interpreter::with_custom_call_hook`.
-    pub fn run_with_custom_calls(&self, args: &[Value], hook: &mut CustomCallHook) -> Result<Value, String> {
-        self.load(args)?;
-        self.execute_with(None, Some(hook))?;
-        self.read_result()
     }
 
     /// Writes the parameters into the arena (queued: the next submission carries them).
@@ -289,16 +296,13 @@ impl WebGpuExecutable {
     }
 
     /// Runs every kernel on what the arena holds (after [`WebGpuExecutable::load`]) and
-    /// waits until the device is done; with `timing`, times each kernel. The result
-    /// stays in the arena ([`WebGpuExecutable::read_result`]).
-    pub fn execute(&self, timing: Option<TimingMethod>) -> Result<Option<KernelTimes>, String> {
-        self.execute_with(timing, None)
-    }
-
-    fn execute_with(
+    /// waits until the device is done; with `timing`, times each kernel, and with
+    /// `hook`, answers the custom calls the interpreter does not know. The result stays
+    /// in the arena ([`WebGpuExecutable::read_result_async`]).
+    pub async fn execute_with(
         &self,
         timing: Option<TimingMethod>,
-        mut hook: Option<&mut CustomCallHook>,
+        mut hook: Option<&mut CustomCallHook<'_>>,
     ) -> Result<Option<KernelTimes>, String> {
         let plan = &self.program.plan;
         if timing == Some(TimingMethod::GpuTimestamps) && self.method != TimingMethod::GpuTimestamps {
@@ -309,7 +313,7 @@ impl WebGpuExecutable {
         let mut times = vec![Duration::ZERO; plan.kernels.len()];
         if timing.is_some() {
             // The parameters' upload is no kernel's time.
-            self.wait(self.queue.submit([]))?;
+            self.wait(self.queue.submit([])).await?;
         }
         let encoder = || self.device.create_command_encoder(&Default::default());
         let mut pending = encoder();
@@ -347,8 +351,8 @@ impl WebGpuExecutable {
                 stale = true;
                 match alone {
                     Some(enc) => {
-                        let t = Instant::now();
-                        self.wait(self.queue.submit([enc.finish()]))?;
+                        let t = Stopwatch::start();
+                        self.wait(self.queue.submit([enc.finish()])).await?;
                         times[i] = t.elapsed();
                     }
                     None => dirty = true,
@@ -362,13 +366,13 @@ impl WebGpuExecutable {
                 let idx = self.queue.submit([std::mem::replace(&mut pending, encoder()).finish()]);
                 if timing.is_some() {
                     // The device kernels before this one are theirs, not its time.
-                    self.wait(idx)?;
+                    self.wait(idx).await?;
                 }
                 dirty = false;
             }
-            let t = Instant::now();
+            let t = Stopwatch::start();
             if stale {
-                mirror = self.read(&[(0, self.arena.size())])?.pop().unwrap_or_default();
+                mirror = self.read(&[(0, self.arena.size())]).await?.pop().unwrap_or_default();
                 stale = false;
             }
             let vals: Vec<Value> = operands.iter().map(|o| read_value(plan, &mirror, o)).collect::<Result<_, _>>()?;
@@ -385,7 +389,7 @@ impl WebGpuExecutable {
                 self.queue.write_buffer(&self.arena, at as u64, &mirror[at..end]);
             }
             if timing.is_some() {
-                self.wait(self.queue.submit([]))?;
+                self.wait(self.queue.submit([])).await?;
             }
             times[i] = t.elapsed();
         }
@@ -396,11 +400,13 @@ impl WebGpuExecutable {
             pending.resolve_query_set(&t.set, 0..n, &t.resolve, 0);
             pending.copy_buffer_to_buffer(&t.resolve, 0, &t.readback, 0, u64::from(n) * u64::from(wgpu::QUERY_SIZE));
         }
-        self.wait(self.queue.submit([pending.finish()]))?;
+        self.wait(self.queue.submit([pending.finish()])).await?;
         if let (Some(t), false) = (timestamps, queried.is_empty()) {
-            let ticks = self.map_read(&t.readback, |bytes| {
-                bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect::<Vec<u64>>()
-            })?;
+            let ticks = self
+                .map_read(&t.readback, |bytes| {
+                    bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect::<Vec<u64>>()
+                })
+                .await?;
             for &(i, q) in &queried {
                 let (begin, end) = (ticks[q as usize], ticks[q as usize + 1]);
                 times[i] = Duration::from_nanos((end.saturating_sub(begin) as f64 * t.period).round() as u64);
@@ -418,8 +424,8 @@ impl WebGpuExecutable {
         }))
     }
 
-    /// The result of the last [`WebGpuExecutable::execute`], read from the device.
-    pub fn read_result(&self) -> Result<Value, String> {
+    /// The result of the last [`WebGpuExecutable::execute_with`], read from the device.
+    pub async fn read_result_async(&self) -> Result<Value, String> {
         let plan = &self.program.plan;
         let leaves = plan.result.leaves();
         let spans: Vec<(u64, u64)> = leaves
@@ -431,7 +437,7 @@ impl WebGpuExecutable {
             .collect();
         let literals = leaves
             .iter()
-            .zip(self.read(&spans)?)
+            .zip(self.read(&spans).await?)
             .map(|(&b, bytes)| {
                 let shape = &plan.buffers[b].shape;
                 Literal::from_le_bytes(shape.clone(), &bytes[..shape.byte_size()])
@@ -475,17 +481,30 @@ impl WebGpuExecutable {
         }
     }
 
-    /// Blocks until submission `idx` (and everything before it) is done.
-    fn wait(&self, idx: wgpu::SubmissionIndex) -> Result<(), String> {
-        self.device
-            .poll(wgpu::PollType::Wait { submission_index: Some(idx), timeout: None })
-            .map(|_| ())
-            .map_err(|e| format!("the device stopped: {e}"))
+    /// Until submission `idx` (and everything before it) is done: natively the device
+    /// is polled until then; a browser says so through a callback.
+    async fn wait(&self, idx: wgpu::SubmissionIndex) -> Result<(), String> {
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            self.device
+                .poll(wgpu::PollType::Wait { submission_index: Some(idx), timeout: None })
+                .map(|_| ())
+                .map_err(|e| format!("the device stopped: {e}"))
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            let _ = idx;
+            let (tx, rx) = futures_channel::oneshot::channel();
+            self.queue.on_submitted_work_done(move || {
+                let _ = tx.send(());
+            });
+            rx.await.map_err(|_| "the device stopped before the work was done".to_string())
+        }
     }
 
     /// The arena's bytes at each (offset, length), both multiples of 4, after
     /// everything submitted so far.
-    fn read(&self, spans: &[(u64, u64)]) -> Result<Vec<Vec<u8>>, String> {
+    async fn read(&self, spans: &[(u64, u64)]) -> Result<Vec<Vec<u8>>, String> {
         let size: u64 = spans.iter().map(|s| s.1).sum();
         if size == 0 {
             return Ok(spans.iter().map(|_| Vec::new()).collect());
@@ -516,18 +535,21 @@ impl WebGpuExecutable {
                 })
                 .collect()
         })
+        .await
     }
 
-    /// Maps `buffer` once the queue is done with it and reads it with `f`.
-    fn map_read<T>(&self, buffer: &wgpu::Buffer, f: impl FnOnce(&[u8]) -> T) -> Result<T, String> {
-        let (tx, rx) = std::sync::mpsc::channel();
+    /// Maps `buffer` once the queue is done with it and reads it with `f` (natively the
+    /// poll runs the mapping's callback; a browser runs it from its event loop, a no-op
+    /// poll).
+    async fn map_read<T>(&self, buffer: &wgpu::Buffer, f: impl FnOnce(&[u8]) -> T) -> Result<T, String> {
+        let (tx, rx) = futures_channel::oneshot::channel();
         buffer.slice(..).map_async(wgpu::MapMode::Read, move |r| {
             let _ = tx.send(r);
         });
         self.device
             .poll(wgpu::PollType::Wait { submission_index: None, timeout: None })
             .map_err(|e| format!("the device stopped: {e}"))?;
-        rx.recv()
+        rx.await
             .map_err(|_| "the readback never finished".to_string())?
             .map_err(|e| format!("readback failed: {e}"))?;
         let out = {
@@ -536,6 +558,87 @@ impl WebGpuExecutable {
         };
         buffer.unmap();
         Ok(out)
+    }
+}
+
+/// The blocking forms of the async calls, for the CLI, the bench and the tests (a
+/// browser cannot block: it awaits the async ones).
+#[cfg(not(target_arch = "wasm32"))]
+impl WebGpuExecutable {
+    /// [`WebGpuExecutable::open`], waited for.
+    pub fn new(module: &Module, program: WebGpuProgram) -> Result<WebGpuExecutable, String> {
+        pollster::block_on(Self::open(module, program))
+    }
+
+    /// Runs the program on `args` (one value per entry parameter).
+    pub fn run(&self, args: &[Value]) -> Result<(Value, RunTimes), String> {
+        pollster::block_on(self.run_measured(args, None))
+    }
+
+    /// [`WebGpuExecutable::run`], each kernel timed by `method`.
+    pub fn run_timed(&self, args: &[Value], method: TimingMethod) -> Result<(Value, RunTimes), String> {
+        pollster::block_on(self.run_measured(args, Some(method)))
+    }
+
+    /// [`WebGpuExecutable::run`] with the custom calls the interpreter does not know
+    /// (the conformance corpus's `check.*` ops) answered by `hook`, as
+    /// `Interpreter::with_custom_call_hook`.
+    pub fn run_with_custom_calls(&self, args: &[Value], hook: &mut CustomCallHook) -> Result<Value, String> {
+        self.load(args)?;
+        pollster::block_on(self.execute_with(None, Some(hook)))?;
+        self.read_result()
+    }
+
+    /// [`WebGpuExecutable::execute_with`] without a hook, waited for (a bench runs the
+    /// kernels again on what is loaded).
+    pub fn execute(&self, timing: Option<TimingMethod>) -> Result<Option<KernelTimes>, String> {
+        pollster::block_on(self.execute_with(timing, None))
+    }
+
+    /// [`WebGpuExecutable::read_result_async`], waited for.
+    pub fn read_result(&self) -> Result<Value, String> {
+        pollster::block_on(self.read_result_async())
+    }
+}
+
+/// Elapsed time on the host: `Instant` natively; in a browser, which has no `Instant`,
+/// `performance.now()` (a page's or a worker's).
+mod clock {
+    use std::time::Duration;
+
+    #[cfg(not(target_arch = "wasm32"))]
+    pub struct Stopwatch(std::time::Instant);
+
+    #[cfg(not(target_arch = "wasm32"))]
+    impl Stopwatch {
+        pub fn start() -> Stopwatch {
+            Stopwatch(std::time::Instant::now())
+        }
+
+        pub fn elapsed(&self) -> Duration {
+            self.0.elapsed()
+        }
+    }
+
+    #[cfg(target_arch = "wasm32")]
+    pub struct Stopwatch(f64);
+
+    #[cfg(target_arch = "wasm32")]
+    #[wasm_bindgen::prelude::wasm_bindgen]
+    extern "C" {
+        #[wasm_bindgen(js_namespace = performance, js_name = now)]
+        fn performance_now() -> f64;
+    }
+
+    #[cfg(target_arch = "wasm32")]
+    impl Stopwatch {
+        pub fn start() -> Stopwatch {
+            Stopwatch(performance_now())
+        }
+
+        pub fn elapsed(&self) -> Duration {
+            Duration::from_secs_f64(((performance_now() - self.0) / 1e3).max(0.0))
+        }
     }
 }
 

@@ -42,12 +42,26 @@ pub struct WgslKernel {
     pub source: String,
     /// Outer elements: one invocation each (0: nothing to run).
     pub invocations: u64,
+    /// A workgroup per output, its invocations sharing the reduction ([`cooperative_ops`]).
+    pub workgroup_reduction: bool,
+    /// Per line of `source`: the HLO instruction its value implements, or "" (the lines
+    /// that bind a node's value; loop control, loads and stores have none).
+    pub line_hlo: Vec<String>,
 }
 
 impl WgslKernel {
     /// Workgroups along x for one dispatch (the shader loops over the rest).
     pub fn workgroups(&self) -> u32 {
         self.invocations.div_ceil(WORKGROUP as u64).min(MAX_WORKGROUPS as u64) as u32
+    }
+
+    /// How it runs, in a few words (the kernels pane's "runs as").
+    pub fn runs(&self) -> String {
+        if self.workgroup_reduction {
+            format!("workgroup reduction: {} workgroups of {WORKGROUP}", self.workgroups())
+        } else {
+            format!("{} invocations, workgroups of {WORKGROUP}", self.invocations)
+        }
     }
 }
 
@@ -107,6 +121,7 @@ pub fn emit(e: &Elemental, title: &str, place: &Placement) -> Result<WgslKernel,
         tmps: 0,
         cooperative: cooperative.clone(),
         inits: Vec::new(),
+        bound: Vec::new(),
     };
     w.header(title, invocations);
     w.body(&outer, invocations);
@@ -114,8 +129,28 @@ pub fn emit(e: &Elemental, title: &str, place: &Placement) -> Result<WgslKernel,
     let invocations = if cooperative.is_some() { invocations * WORKGROUP as u64 } else { invocations };
     match w.err {
         Some(why) => Err(why),
-        None => Ok(WgslKernel { source: w.out, invocations }),
+        None => {
+            let line_hlo = line_origins(e, &w.out, &w.bound);
+            let workgroup_reduction = cooperative.is_some();
+            Ok(WgslKernel { source: w.out, invocations, workgroup_reduction, line_hlo })
+        }
     }
+}
+
+/// Per line of `source`, the HLO instruction of the node bound there (`bound`: byte
+/// offsets, in order).
+fn line_origins(e: &Elemental, source: &str, bound: &[(usize, u32)]) -> Vec<String> {
+    let mut names = vec![String::new(); source.lines().count()];
+    let (mut line, mut scanned) = (0, 0);
+    for &(offset, x) in bound {
+        line += source[scanned..offset].matches('\n').count();
+        scanned = offset;
+        let origin = e.origins.get(x as usize).copied().flatten();
+        if let (Some(slot), Some(name)) = (names.get_mut(line), origin.and_then(|o| e.origin_names.get(o as usize))) {
+            slot.clone_from(name);
+        }
+    }
+    names
 }
 
 /// The WGSL type a buffer element is read as (`None`: not stored on this target yet).
@@ -195,6 +230,8 @@ struct Writer<'a> {
     cooperative: Option<Vec<BinaryOp>>,
     /// A cooperative reduction's inits, combined with the workgroup's total at the end.
     inits: Vec<Vec<String>>,
+    /// Where in `out` each node's value was bound (byte offset, node): the lines' HLO.
+    bound: Vec<(usize, u32)>,
 }
 
 impl Writer<'_> {
@@ -588,6 +625,7 @@ impl<'a> Lower<'a> for Writer<'a> {
             return v;
         }
         let ty = value_type(expr.elem).unwrap_or("f32");
+        self.bound.push((self.out.len(), x.0));
         self.line(format_args!("let e{}: {ty} = {v};", x.0));
         format!("e{}", x.0)
     }

@@ -107,6 +107,7 @@ ENTRY main {
         @group(0) @binding(0) var<storage, read_write> arena: array<u32>;
 
         fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+        fn f32_bits(b: u32) -> f32 { return bitcast<f32>(b); }
         fn total_key(x: f32) -> i32 { let k = bitcast<i32>(x); return select(k, k ^ 0x7fffffff, k < 0); }
 
         @compute @workgroup_size(64)

@@ -310,7 +310,7 @@ test("a crash in the compiler shows a message, keeps the last result and restart
   await page.context().route("**/worker.js", async (route) => {
     const real = await route.fetch();
     const text = await real.text();
-    const line = "const answer = handle(json, file);";
+    const line = "const answer = await handle_async(json, file);";
     expect(text).toContain(line);
     const body = text.replace(line, `if (json.includes("hloscope-crash-test")) throw new Error("a trap in the compiler (injected by the test)");\n    ${line}`);
     await route.fulfill({ response: real, body });
@@ -420,6 +420,15 @@ test("the cost pane: a row per kernel, a roofline point per computing kernel, an
   await page.locator(".pane.decisions-pane").screenshot({ path: `${OUT}/cost.png` });
 });
 
+/** Wider tabs, for a picture: the splitter beside the diff dragged left. */
+async function widenTabs(page) {
+  const bar = await page.getByTestId("split-diff").boundingBox();
+  await page.mouse.move(bar.x + bar.width / 2, bar.y + bar.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(bar.x - 250, bar.y + bar.height / 2, { steps: 5 });
+  await page.mouse.up();
+}
+
 test("the kernels pane shows each kernel's Cranelift IR and machine code for either machine, following the selection", async ({ page }) => {
   await open(page, "#example=softmax&pass=fusion");
   await page.getByTestId("tab-kernels").click();
@@ -460,12 +469,7 @@ test("the kernels pane shows each kernel's Cranelift IR and machine code for eit
   const member = page.locator(`[data-testid=graph-node][data-id="${firstName}/${hlo}"]`);
   await expect(member).toHaveClass(/code-lit/);
   await expect(page.locator("[data-testid=graph-node].code-lit")).toHaveCount(1);
-  // Wider, for the picture: the splitter beside the diff dragged left.
-  const bar = await page.getByTestId("split-diff").boundingBox();
-  await page.mouse.move(bar.x + bar.width / 2, bar.y + bar.height / 2);
-  await page.mouse.down();
-  await page.mouse.move(bar.x - 250, bar.y + bar.height / 2, { steps: 5 });
-  await page.mouse.up();
+  await widenTabs(page);
   await page.locator(".pane.decisions-pane").screenshot({ path: `${OUT}/kernels.png` });
 });
 
@@ -492,6 +496,7 @@ test("the kernels pane shows each kernel's WGSL, its lines linked to the fusion'
   const hlo = await line.getAttribute("data-hlo");
   await line.click();
   await expect(page.locator(`[data-testid=graph-node][data-id="${name}/${hlo}"]`)).toHaveClass(/code-lit/);
+  await widenTabs(page);
   await page.locator(".pane.decisions-pane").screenshot({ path: `${OUT}/kernels-wgsl.png` });
 });
 
@@ -521,6 +526,7 @@ test("a browser-webgpu run on the page's adapter passes the check, each kernel t
   await expect(page.getByTestId("run-speedup")).toHaveText(/^fused .* against unfused .*: [\d.]+× \(\d+ kernels against \d+\)$/);
   // The same outputs as the interpreter's in the worker, for the same seed.
   const gpu = await page.locator("[data-testid=run-fused] [data-testid=run-output] td.first").first().textContent();
+  await widenTabs(page);
   await page.locator(".pane.decisions-pane").screenshot({ path: `${OUT}/run-webgpu.png` });
   await page.getByTestId("run-target").selectOption("browser-cpu");
   await page.getByTestId("run").click();

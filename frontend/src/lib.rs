@@ -199,7 +199,7 @@ pub fn App() -> impl IntoView {
         api::Answer::Ran(run, unfused) => {
             st.run_busy.set(false);
             st.run_error.set(None);
-            st.run.set(Some(state::RunOutcome { fused: *run, unfused: unfused.map(|u| *u) }));
+            st.show_run(state::RunOutcome { fused: *run, unfused: unfused.map(|u| *u) });
         }
         api::Answer::RunFailed(message) => {
             st.run_busy.set(false);

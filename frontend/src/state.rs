@@ -58,6 +58,8 @@ pub struct State {
     pub webgpu: RwSignal<Option<Result<String, String>>>,
     pub run_busy: RwSignal<bool>,
     pub run: RwSignal<Option<RunOutcome>>,
+    /// Runs shown so far (`data-runs` on the result: a test sees a new one arrive).
+    pub runs_shown: RwSignal<u32>,
     pub run_error: RwSignal<Option<String>>,
     /// Bumped by every good compile (what depends on the compiled module asks again).
     pub compiles: RwSignal<u32>,
@@ -84,6 +86,12 @@ pub struct RunOutcome {
 }
 
 impl State {
+    /// Shows a run's result.
+    pub fn show_run(&self, r: RunOutcome) {
+        self.run.set(Some(r));
+        self.runs_shown.update(|n| *n += 1);
+    }
+
     pub fn new() -> State {
         let view: RwSignal<Option<PassView>> = RwSignal::new(None);
         State {
@@ -116,6 +124,7 @@ impl State {
             webgpu: RwSignal::new(None),
             run_busy: RwSignal::new(false),
             run: RwSignal::new(None),
+            runs_shown: RwSignal::new(0),
             run_error: RwSignal::new(None),
             compiles: RwSignal::new(0),
             kernel_machine: RwSignal::new("x86-64-v3".into()),

@@ -389,12 +389,12 @@ pub fn Run() -> impl IntoView {
             }
             Ok(fused) if !unfused => {
                 st.run_busy.set(false);
-                st.run.set(Some(RunOutcome { fused, unfused: None }));
+                st.show_run(RunOutcome { fused, unfused: None });
             }
             Ok(fused) => server_run(&second, "off".into(), &second_inputs, move |plain| {
                 st.run_busy.set(false);
                 match plain {
-                    Ok(plain) => st.run.set(Some(RunOutcome { fused, unfused: Some(plain) })),
+                    Ok(plain) => st.show_run(RunOutcome { fused, unfused: Some(plain) }),
                     Err(e) => st.run_error.set(Some(format!("the unfused run failed: {e}"))),
                 }
             }),
@@ -497,7 +497,12 @@ pub fn Run() -> impl IntoView {
                             }
                         });
                         view! {
-                            <div class="run-result" data-testid="run-result" data-check=if passed { "pass" } else { "fail" }>
+                            <div
+                                class="run-result"
+                                data-testid="run-result"
+                                data-check=if passed { "pass" } else { "fail" }
+                                data-runs=move || st.runs_shown.get()
+                            >
                                 {speedup}
                                 <div class="run-sides">
                                     {result_view(st, &r.fused, "fused")}

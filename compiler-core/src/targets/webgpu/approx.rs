@@ -54,13 +54,18 @@ impl std::fmt::Display for Tmp {
     }
 }
 
-/// An f32 literal WGSL reads back to the same bits (non-finite and subnormal values
-/// through their bits).
+/// An f32 literal WGSL reads back to the same bits: subnormal values through their bits,
+/// and non-finite ones through the shader's `f32_bits` function, since a constant
+/// expression that evaluates to an infinity or a NaN is an error in WGSL (Chromium's
+/// compiler refuses `bitcast<f32>(0xff800000u)`; naga lets it pass) and a function call
+/// is not a constant expression.
 pub fn f32_literal(v: f32) -> String {
     if v.is_finite() && (v == 0.0 || v.abs() >= f32::MIN_POSITIVE) {
         format!("{v:?}f")
-    } else {
+    } else if v.is_finite() {
         format!("bitcast<f32>({:#010x}u)", v.to_bits())
+    } else {
+        format!("f32_bits({:#010x}u)", v.to_bits())
     }
 }
 

@@ -264,6 +264,7 @@ impl Writer<'_> {
         }
         self.out += "@group(0) @binding(0) var<storage, read_write> arena: array<u32>;\n\n";
         self.out += "fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }\n";
+        self.out += "fn f32_bits(b: u32) -> f32 { return bitcast<f32>(b); }\n";
         self.out +=
             "fn total_key(x: f32) -> i32 { let k = bitcast<i32>(x); return select(k, k ^ 0x7fffffff, k < 0); }\n\n";
         if self.cooperative.is_some() {
@@ -728,11 +729,12 @@ fn binary(op: BinaryOp, elem: ElementType, a: &str, b: &str) -> Result<String, S
         Or if int => format!("({a} | {b})"),
         Xor if int => format!("({a} ^ {b})"),
         // Shift counts are unsigned; at or past the width, left and logical shifts give 0
-        // and arithmetic ones the sign (WGSL would take the count modulo 32).
-        ShiftLeft if int => format!("select({a} << u32({b}), {zero}, u32({b}) >= 32u)"),
-        ShiftRightLogical if elem == ElementType::U32 => format!("select({a} >> {b}, 0u, {b} >= 32u)"),
+        // and arithmetic ones the sign (WGSL would take the count modulo 32). The count is
+        // masked even so: a constant count past the width is a WGSL error.
+        ShiftLeft if int => format!("select({a} << (u32({b}) & 31u), {zero}, u32({b}) >= 32u)"),
+        ShiftRightLogical if elem == ElementType::U32 => format!("select({a} >> ({b} & 31u), 0u, {b} >= 32u)"),
         ShiftRightLogical if int => {
-            format!("select(bitcast<i32>(bitcast<u32>({a}) >> u32({b})), 0, u32({b}) >= 32u)")
+            format!("select(bitcast<i32>(bitcast<u32>({a}) >> (u32({b}) & 31u)), 0, u32({b}) >= 32u)")
         }
         ShiftRightArithmetic if elem == ElementType::S32 => format!("({a} >> min(u32({b}), 31u))"),
         ShiftRightArithmetic if elem == ElementType::U32 => {

@@ -230,6 +230,19 @@ fn compile_run_share_restart_and_kill_9() {
     let (_, health) = server.get("/api/health");
     assert!(health["cache_hits"].as_u64().unwrap() >= 1, "{health}");
 
+    // The server's CPU as a cost profile: measured once, then the same numbers. Any real
+    // CPU moves more than 100 MB/s and computes more than 100 MFLOP/s; a kernel's
+    // overhead is under a millisecond.
+    let (status, profile) = server.get("/api/profile");
+    assert_eq!(status, 200, "{profile}");
+    assert_eq!(profile["name"], "server CPU (measured)");
+    for (key, least) in [("peak_f32", 1e8), ("peak_f64", 1e8), ("mem_bandwidth", 1e8)] {
+        assert!(profile[key].as_f64().unwrap() > least, "{key}: {profile}");
+    }
+    let overhead = profile["launch_overhead_s"].as_f64().unwrap();
+    assert!(overhead > 0.0 && overhead < 1e-3, "{profile}");
+    assert_eq!(server.get("/api/profile").1, profile);
+
     // Share, restart, load.
     let settings = json!({"pass": 6, "fusion": "no-multi-output"});
     let (status, _, shared) = server.post("/api/share", &json!({"source": mlp, "settings": settings}));

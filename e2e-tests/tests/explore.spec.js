@@ -412,6 +412,17 @@ test("the cost pane: a row per kernel, a roofline point per computing kernel, an
   await page.getByTestId("cost-profile").selectOption({ label: "generic CPU" });
   await expect(page).toHaveURL(/profile=generic/);
   await expect.poll(total).not.toBe(h100);
+  // The server's CPU, measured by GET /api/profile: its roofs, its estimates, and after a
+  // reload still chosen.
+  const generic = await total();
+  await page.getByTestId("cost-profile").selectOption({ label: "server CPU (measured)" });
+  await expect(page).toHaveURL(/profile=server/);
+  await expect.poll(total).not.toBe(generic);
+  await expect(page.locator(".cost p.hint")).toContainText("server CPU (measured)");
+  const measured = await total();
+  await page.reload();
+  await expect(page.getByTestId("cost-profile")).toHaveValue("server", { timeout: 20_000 });
+  await expect.poll(total).toBe(measured);
   // A kernel clicked in the table is the graph's selected node.
   const first = rows.first();
   const name = await first.getAttribute("data-kernel");
@@ -508,6 +519,11 @@ test("a browser-webgpu run on the page's adapter passes the check, each kernel t
   const option = page.locator("[data-testid=run-target] option[value=browser-webgpu]");
   await expect(option).toContainText("the WGSL kernels on", { timeout: 20_000 });
   await expect(option).not.toBeDisabled();
+  // The server's targets come from GET /api/targets: this one has no CUDA, and says so.
+  const cuda = page.locator("[data-testid=run-target] option[value=server-cuda]");
+  await expect(cuda).toBeDisabled();
+  await expect(cuda).toContainText("server-cuda: not available: ");
+  await expect(page.locator("[data-testid=run-target] option[value=server-cpu]")).not.toBeDisabled();
   await page.getByTestId("run-seed").fill("5");
   await page.getByTestId("run-seed").blur();
   await page.getByTestId("run-target").selectOption("browser-webgpu");
@@ -590,11 +606,20 @@ test("a share link opened in a new page restores the source, pass, node, knobs a
   await expect(other).toHaveURL(/src=/);
 });
 
-test("without the server's share store, sharing says what it needs", async ({ page }) => {
-  await page.route("**/api/share", (route) => route.fulfill({ status: 404, contentType: "text/plain", body: "not here" }));
+test("without the server, sharing and the server's targets say what they need", async ({ page }) => {
+  for (const api of ["share", "targets"]) {
+    await page.route(`**/api/${api}`, (route) => route.fulfill({ status: 404, contentType: "text/plain", body: "not here" }));
+  }
   await open(page);
   await page.getByTestId("share").click();
   await expect(page.getByTestId("share-error")).toContainText("sharing needs the hloscope server");
+  // Nor do the server's targets run: the menu says why; the browser's still do.
+  await page.getByTestId("tab-run").click();
+  const serverCpu = page.locator("[data-testid=run-target] option[value=server-cpu]");
+  await expect(serverCpu).toBeDisabled();
+  await expect(serverCpu).toContainText("server-cpu: not available: ");
+  await expect(page.locator("[data-testid=run-target] option[value=browser-cpu]")).not.toBeDisabled();
+  await page.getByTestId("tab-decisions").click();
   // A share id nobody stored: the page says so and shows the default example.
   await page.goto(`${process.env.HLOSCOPE_URL}/?share=AAAAAAAAAAAAAAAA`);
   await expect(page.getByTestId("graph-node").first()).toBeAttached();

@@ -181,6 +181,13 @@ export function postJson(path, body, onDone) {
     (e) => onDone(false, `no hloscope server answered (${e})`));
 }
 
+/** GETs the server's `path` (`api/targets`); `onDone(ok, text)` as for postJson. */
+export function getJson(path, onDone) {
+  fetch(`./${path}`).then(
+    async (r) => (r.ok ? onDone(true, await r.text()) : onDone(false, await failure(r))),
+    (e) => onDone(false, `no hloscope server answered (${e})`));
+}
+
 /** Downloads `text` (a string, or bytes: a Uint8Array) as a file `name` of type `mime`. */
 export function download(text, name, mime) {
   const url = URL.createObjectURL(new Blob([text], { type: mime }));

@@ -38,6 +38,9 @@ extern "C" {
     /// GETs `/api/share/{id}`; `on_done(ok, text)`.
     #[wasm_bindgen(js_name = getShare)]
     pub fn get_share(id: &str, on_done: &js_sys::Function);
+    /// GETs JSON from the server's `path`; `on_done(ok, text)`.
+    #[wasm_bindgen(js_name = getJson)]
+    pub fn get_json(path: &str, on_done: &js_sys::Function);
     /// POSTs JSON to the server's `path`; `on_done(ok, text)`.
     #[wasm_bindgen(js_name = postJson)]
     pub fn post_json(path: &str, body: &str, on_done: &js_sys::Function);

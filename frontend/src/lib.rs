@@ -120,6 +120,36 @@ impl Sizes {
     }
 }
 
+/// Asks the server what it runs (`GET /api/targets`) and for its CPU's measured cost
+/// profile (`GET /api/profile`); a page opened without the server says so in the run
+/// menu.
+fn ask_server(st: State) {
+    let on_targets = Closure::once_into_js(move |ok: bool, text: String| {
+        let targets = if ok {
+            serde_json::from_str::<protocol::TargetsView>(&text)
+                .map(|t| t.targets)
+                .map_err(|e| format!("the server's /api/targets is not understood: {e}"))
+        } else {
+            Err(text)
+        };
+        let answered = targets.is_ok();
+        st.server_targets.set(Some(targets));
+        if answered {
+            let on_profile = Closure::once_into_js(move |ok: bool, text: String| {
+                let profile = if ok {
+                    serde_json::from_str::<protocol::ProfileView>(&text)
+                        .map_err(|e| format!("the server's /api/profile is not understood: {e}"))
+                } else {
+                    Err(text)
+                };
+                st.server_profile.set(Some(profile));
+            });
+            cm::get_json("api/profile", on_profile.unchecked_ref());
+        }
+    });
+    cm::get_json("api/targets", on_targets.unchecked_ref());
+}
+
 #[component]
 pub fn App() -> impl IntoView {
     let st = State::new();
@@ -141,8 +171,10 @@ pub fn App() -> impl IntoView {
     if let Some(target) = &initial.target {
         st.run_target.set(target.clone());
     }
-    // Whether browser-webgpu can run here, asked once.
+    // Whether browser-webgpu can run here, what the server runs and its CPU's profile,
+    // asked once.
     leptos::task::spawn_local(async move { st.webgpu.set(Some(components::run::probe_webgpu().await)) });
+    ask_server(st);
     let example = RwSignal::new(match (&initial.source, &initial.example) {
         (Some(_), _) => String::new(),
         (None, Some(id)) if examples::by_id(id).is_some() => id.clone(),
@@ -233,7 +265,11 @@ pub fn App() -> impl IntoView {
         Ok(c) => COMPILER.with(|slot| *slot.borrow_mut() = Some(c)),
         Err(e) => problem.set(Some(Problem { line: 0, col: 0, message: format!("cannot start the worker: {e:?}") })),
     }
-    let compile = move |text: &str| with_compiler(|c| c.compile(text, st.spec(), st.config()));
+    let compile = move |text: &str| {
+        if !st.awaits_server_profile() {
+            with_compiler(|c| c.compile(text, st.spec(), st.config()))
+        }
+    };
 
     // The editor, once its element exists; compiles what it shows.
     let editor_ref = NodeRef::<leptos::html::Div>::new();
@@ -275,6 +311,11 @@ pub fn App() -> impl IntoView {
     // The fusion lab's settings changed: the same text again.
     Effect::new(move |first: Option<()>| {
         let _ = (st.pipeline.get(), st.fusion.get(), st.profile.get());
+        // The server's profile chosen: again when its numbers (or no server) arrive.
+        if st.profile.get() == protocol::SERVER_PROFILE {
+            st.server_profile.track();
+            st.server_targets.track();
+        }
         if first.is_some() {
             let mut text = String::new();
             with_editor(|e| text = cm::get_doc(e));

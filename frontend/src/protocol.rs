@@ -95,13 +95,20 @@ pub struct CompileConfig {
     /// Fusion knobs, as `--fusion` takes them (`off`, `no-multi-output`, `max-size=8`,
     /// `never=PRODUCER:CONSUMER`, ...).
     pub fusion: String,
-    /// The hardware profile the cost is estimated for (a built-in one's name).
+    /// The hardware profile the cost is estimated for: a built-in one's name, or
+    /// [`SERVER_PROFILE`] for `measured`'s numbers.
     pub profile: String,
+    /// The server's CPU as `GET /api/profile` measured it, when the page has it.
+    #[serde(default)]
+    pub measured: Option<ProfileView>,
 }
+
+/// The profile name of the server's measured CPU (`GET /api/profile`).
+pub const SERVER_PROFILE: &str = "server";
 
 impl Default for CompileConfig {
     fn default() -> Self {
-        CompileConfig { pipeline: "default".into(), fusion: String::new(), profile: "h100".into() }
+        CompileConfig { pipeline: "default".into(), fusion: String::new(), profile: "h100".into(), measured: None }
     }
 }
 
@@ -416,6 +423,22 @@ pub struct CostTotals {
     pub bytes_moved: u64,
     pub flops: u64,
     pub est_time_s: f64,
+}
+
+/// One target of `GET /api/targets`: what the server runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    /// The name `POST /api/run` takes (`cpu`, `cuda`, ...).
+    pub name: String,
+    pub available: bool,
+    /// What it is, or why it is not available.
+    pub description: String,
+}
+
+/// `GET /api/targets`'s answer (the page reads its targets).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TargetsView {
+    pub targets: Vec<TargetInfo>,
 }
 
 /// A hardware profile's roofs.

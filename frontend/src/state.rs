@@ -4,7 +4,7 @@
 use crate::protocol::{
     CompileConfig, CostView, DecisionView, DiffLine, GraphView, NodeView, PassSummary, PassView, ViewSpec,
 };
-use crate::protocol::{KernelsView, ParamView, RunView};
+use crate::protocol::{KernelsView, ParamView, ProfileView, RunView, TargetInfo};
 use leptos::prelude::*;
 
 #[derive(Clone, Copy)]
@@ -56,6 +56,12 @@ pub struct State {
     /// Whether this page has WebGPU: the adapter `navigator.gpu` offers, in words, or
     /// why there is none (`None` while asking).
     pub webgpu: RwSignal<Option<Result<String, String>>>,
+    /// What the server runs (`GET /api/targets`), or why no server answered (`None`
+    /// while asking).
+    pub server_targets: RwSignal<Option<Result<Vec<TargetInfo>, String>>>,
+    /// The server's CPU as a cost profile (`GET /api/profile`), or why there is none
+    /// (`None` while asking).
+    pub server_profile: RwSignal<Option<Result<ProfileView, String>>>,
     pub run_busy: RwSignal<bool>,
     pub run: RwSignal<Option<RunOutcome>>,
     /// Runs shown so far (`data-runs` on the result: a test sees a new one arrive).
@@ -122,6 +128,8 @@ impl State {
             params: RwSignal::new(Vec::new()),
             run_unfused: RwSignal::new(false),
             webgpu: RwSignal::new(None),
+            server_targets: RwSignal::new(None),
+            server_profile: RwSignal::new(None),
             run_busy: RwSignal::new(false),
             run: RwSignal::new(None),
             runs_shown: RwSignal::new(0),
@@ -175,12 +183,21 @@ impl State {
         }
     }
 
+    /// Whether a compile should wait: the server's measured profile is chosen and its
+    /// numbers are still on their way (what compiles waits for them, see `lib.rs`).
+    pub fn awaits_server_profile(&self) -> bool {
+        self.profile.get_untracked() == crate::protocol::SERVER_PROFILE
+            && self.server_profile.get_untracked().is_none()
+            && !matches!(self.server_targets.get_untracked(), Some(Err(_)))
+    }
+
     /// How to compile (read without tracking).
     pub fn config(&self) -> CompileConfig {
         CompileConfig {
             pipeline: self.pipeline.get_untracked(),
             fusion: self.fusion.get_untracked(),
             profile: self.profile.get_untracked(),
+            measured: self.server_profile.get_untracked().and_then(Result::ok),
         }
     }
 

@@ -383,6 +383,24 @@ pub struct TargetInfo {
     pub description: String,
 }
 
+/// `GET /api/profile`: this server's CPU as a hardware profile for the cost model,
+/// measured once (bandwidth, f32/f64 GEMM FLOP/s by the CPU target, kernel overhead).
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct ProfileResponse {
+    pub name: String,
+    /// FLOP/s for f32 (and integer) arithmetic.
+    pub peak_f32: f64,
+    /// FLOP/s for f16/bf16 dots (a CPU has no tensor units: the f32 peak).
+    pub peak_f16_tensor: f64,
+    pub peak_f64: f64,
+    /// Bytes per second between memory and the cores.
+    pub mem_bandwidth: f64,
+    /// Seconds added to every kernel.
+    pub launch_overhead_s: f64,
+    /// When it was measured (seconds since the Unix epoch).
+    pub measured_at: u64,
+}
+
 /// `POST /api/share`: the state of the app to store.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -437,6 +455,7 @@ pub struct Health {
         super::routes::compile,
         super::routes::run,
         super::routes::targets,
+        super::routes::profile,
         super::routes::share_create,
         super::routes::share_get,
         super::routes::health
@@ -451,7 +470,8 @@ pub struct Health {
         ShareCreated,
         SharedState,
         Health,
-        TargetsResponse
+        TargetsResponse,
+        ProfileResponse
     ))
 )]
 pub struct ApiDoc;

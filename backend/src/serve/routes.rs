@@ -53,6 +53,7 @@ pub fn app(state: Shared, static_dir: Option<PathBuf>, max_body: usize) -> Route
         .route("/api/compile", post(compile))
         .route("/api/run", post(run))
         .route("/api/targets", get(targets))
+        .route("/api/profile", get(profile))
         .route("/api/share", post(share_create))
         .route("/api/share/{id}", get(share_get))
         .route("/api/health", get(health))
@@ -199,6 +200,37 @@ pub async fn targets() -> Json<TargetsResponse> {
             TargetInfo { name: "cuda".into(), available: false, description: "not built into this server yet".into() },
         ],
     })
+}
+
+/// This server's CPU as a cost-model profile, measured at the first request (about a
+/// quarter of a second, off the async threads) and kept: the cost pane's "server CPU".
+#[utoipa::path(get, path = "/api/profile",
+    responses(
+        (status = 200, description = "The measured profile", body = ProfileResponse),
+        (status = 500, description = "The measurement failed", body = ErrorBody)))]
+pub async fn profile() -> Result<Json<ProfileResponse>, ApiError> {
+    static MEASURED: std::sync::OnceLock<Result<ProfileResponse, String>> = std::sync::OnceLock::new();
+    let measured = tokio::task::spawn_blocking(|| {
+        MEASURED
+            .get_or_init(|| {
+                let p = crate::probe::measure_cpu()?;
+                let measured_at =
+                    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+                Ok(ProfileResponse {
+                    name: "server CPU (measured)".into(),
+                    peak_f32: p.peak_f32,
+                    peak_f16_tensor: p.peak_f16_tensor,
+                    peak_f64: p.peak_f64,
+                    mem_bandwidth: p.mem_bandwidth,
+                    launch_overhead_s: p.launch_overhead_s,
+                    measured_at,
+                })
+            })
+            .clone()
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("the measurement stopped: {e}")))?;
+    measured.map(Json).map_err(|e| ApiError::internal(format!("measuring this CPU failed: {e}")))
 }
 
 /// Store the app's state; the id and the page that restores it.

@@ -5,7 +5,7 @@
 //! chart too, so the cost model's error shows. Clicking a kernel selects its node.
 
 use crate::format::seconds as time;
-use crate::protocol::{CostView, KernelView};
+use crate::protocol::{CostView, KernelView, SERVER_PROFILE};
 use crate::state::state;
 use leptos::prelude::*;
 
@@ -172,7 +172,7 @@ fn roofline(
     }
 }
 
-/// Each kernel's measured time in the last run that timed kernels (a server run), by name.
+/// Each kernel's measured time in the last run that timed kernels (a server or WebGPU run), by name.
 fn measured(st: crate::state::State) -> Option<(String, std::collections::HashMap<String, f64>)> {
     st.run.with(|r| {
         let r = r.as_ref()?;
@@ -197,16 +197,20 @@ pub fn Cost() -> impl IntoView {
                     on:change=move |ev| st.profile.set(event_target_value(&ev))
                 >
                     {move || {
+                        // The built-in profiles, and the server's CPU once it was measured.
+                        let server =
+                            st.server_profile.get().and_then(Result::ok).map(|p| (SERVER_PROFILE.to_string(), p.name));
                         st.cost
                             .with(|c| {
                                 c.as_ref()
                                     .map(|c| {
                                         c.profiles
                                             .iter()
-                                            .map(|p| {
-                                                let name = p.clone();
-                                                let chosen = c.profile.name == *p;
-                                                view! { <option value=name prop:selected=chosen>{p.clone()}</option> }
+                                            .map(|p| (p.clone(), p.clone()))
+                                            .chain(server)
+                                            .map(|(value, label)| {
+                                                let on = label == c.profile.name;
+                                                view! { <option value=value prop:selected=on>{label}</option> }
                                             })
                                             .collect_view()
                                     })

@@ -17,17 +17,30 @@ use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-/// The targets, each with what it runs, or why it cannot run here.
+/// The targets, each with what it runs, or why it cannot run here: the browser's from
+/// the page, the server's from `GET /api/targets` (`server-cuda` when it lists CUDA).
 fn targets(st: State) -> Vec<(&'static str, String, bool)> {
     let webgpu = match st.webgpu.get() {
         None => ("browser-webgpu: asking navigator.gpu for an adapter…".to_string(), false),
         Some(Ok(adapter)) => (format!("browser-webgpu: the WGSL kernels on {adapter}"), true),
         Some(Err(why)) => (format!("browser-webgpu: not available: {why}"), false),
     };
+    let server = |target: &'static str, name: &str| -> (&'static str, String, bool) {
+        match st.server_targets.get() {
+            None => (target, format!("{target}: asking the server…"), false),
+            Some(Err(why)) => (target, format!("{target}: not available: {why}"), false),
+            Some(Ok(list)) => match list.iter().find(|t| t.name == name) {
+                Some(t) if t.available => (target, format!("{target}: {}", t.description), true),
+                Some(t) => (target, format!("{target}: not available: {}", t.description), false),
+                None => (target, format!("{target}: not available: the server does not list `{name}`"), false),
+            },
+        }
+    };
     vec![
         ("browser-cpu", "browser-cpu: the interpreter in this page's worker (no WebAssembly kernels yet)".into(), true),
         ("browser-webgpu", webgpu.0, webgpu.1),
-        ("server-cpu", "server-cpu: native code on the server's CPU".into(), true),
+        server("server-cpu", "cpu"),
+        server("server-cuda", "cuda"),
     ]
 }
 
@@ -93,8 +106,10 @@ fn server_inputs(st: State) -> Result<serde_json::Value, String> {
     Ok(serde_json::Value::from(files))
 }
 
-/// A server run with `fusion` knobs on `inputs`; `then(result)`.
+/// A server run on `target` (`cpu`, `cuda`) with `fusion` knobs on `inputs`;
+/// `then(result)`.
 fn server_run(
+    target: &'static str,
     source: &str,
     fusion: String,
     inputs: &serde_json::Value,
@@ -102,7 +117,7 @@ fn server_run(
 ) {
     let body = serde_json::json!({
         "source": source,
-        "target": "cpu",
+        "target": target,
         "inputs": inputs,
         "iters": 5,
         "fusion": fusion,
@@ -113,7 +128,7 @@ fn server_run(
         let result = if ok {
             serde_json::from_str::<RunView>(&text)
                 .map(|mut r| {
-                    r.target = "server-cpu".into();
+                    r.target = format!("server-{target}");
                     r
                 })
                 .map_err(|e| format!("the server's answer is not a run: {e}"))
@@ -382,7 +397,8 @@ pub fn Run() -> impl IntoView {
         let fusion = st.fusion.get_untracked();
         let second = source.clone();
         let second_inputs = inputs.clone();
-        server_run(&source, fusion, &inputs, move |fused| match fused {
+        let on: &'static str = if target == "server-cuda" { "cuda" } else { "cpu" };
+        server_run(on, &source, fusion, &inputs, move |fused| match fused {
             Err(e) => {
                 st.run_busy.set(false);
                 st.run_error.set(Some(e));
@@ -391,7 +407,7 @@ pub fn Run() -> impl IntoView {
                 st.run_busy.set(false);
                 st.show_run(RunOutcome { fused, unfused: None });
             }
-            Ok(fused) => server_run(&second, "off".into(), &second_inputs, move |plain| {
+            Ok(fused) => server_run(on, &second, "off".into(), &second_inputs, move |plain| {
                 st.run_busy.set(false);
                 match plain {
                     Ok(plain) => st.show_run(RunOutcome { fused, unfused: Some(plain) }),

@@ -441,13 +441,30 @@ fn fusion_kernels(module: &Module, config: &PipelineConfig) -> HashMap<String, K
 
 /// Parse, verify and run the pipeline `config` asks for; an error carries its position
 /// (or says the config is wrong).
+/// The hardware profile `config` names: a built-in one, or the server's measured CPU
+/// with the numbers the page sent.
+fn profile_of(config: &CompileConfig) -> Result<Profile, Box<Outcome>> {
+    if config.profile == protocol::SERVER_PROFILE {
+        let m = config.measured.as_ref().ok_or_else(|| {
+            config_error("the server's measured profile has not come (it needs the hloscope server)".into())
+        })?;
+        let numbers = [m.peak_f32, m.peak_f16_tensor, m.peak_f64, m.mem_bandwidth, m.launch_overhead_s];
+        if numbers.iter().any(|v| !v.is_finite() || *v < 0.0) || m.mem_bandwidth == 0.0 || m.peak_f32 == 0.0 {
+            return Err(config_error(format!("the server's measured profile is not usable: {m:?}")));
+        }
+        let (f32, f16, f64, bw, launch) = (numbers[0], numbers[1], numbers[2], numbers[3], numbers[4]);
+        return Ok(Profile::measured(m.name.clone(), f32, f16, f64, bw, launch));
+    }
+    cost::profiles::by_name(&config.profile).ok_or_else(|| {
+        let known: Vec<String> = cost::profiles::all().iter().map(|p| p.name.to_string()).collect();
+        config_error(format!("unknown hardware profile `{}` (known: {})", config.profile, known.join(", ")))
+    })
+}
+
 fn compile(source: &str, config: &CompileConfig, clock: fn() -> f64) -> Result<Session, Box<Outcome>> {
     let passes = parse_pipeline_spec(&config.pipeline).map_err(|e| config_error(e.to_string()))?;
     let fusion = FusionConfig::from_spec(&config.fusion).map_err(config_error)?;
-    let profile = cost::profiles::by_name(&config.profile).ok_or_else(|| {
-        let known: Vec<String> = cost::profiles::all().iter().map(|p| p.name.to_string()).collect();
-        config_error(format!("unknown hardware profile `{}` (known: {})", config.profile, known.join(", ")))
-    })?;
+    let profile = profile_of(config)?;
     let mut module = hloscope_core::parse::parse_module(source).map_err(|e| error(e.line, e.col, e.message))?;
     hloscope_core::verify::verify(&module)
         .map_err(|e| error(e.loc.line, e.loc.col, format!("invalid module: {}", e.message)))?;
@@ -1000,6 +1017,39 @@ mod tests {
                 "{message}"
             );
             assert!(worker.session.is_none());
+        }
+    }
+
+    #[test]
+    fn the_servers_measured_profile_prices_the_kernels_by_its_numbers() {
+        let server = |bandwidth: f64| CompileConfig {
+            profile: protocol::SERVER_PROFILE.into(),
+            measured: Some(protocol::ProfileView {
+                name: "server CPU (measured)".into(),
+                peak_f32: 1e11,
+                peak_f16_tensor: 1e11,
+                peak_f64: 5e10,
+                mem_bandwidth: bandwidth,
+                launch_overhead_s: 0.0,
+            }),
+            ..CompileConfig::default()
+        };
+        let cost = |config: CompileConfig| match compile_with(MLP, ViewSpec::default(), config).1.result {
+            Outcome::Compiled { cost, .. } => cost,
+            other => panic!("{other:?}"),
+        };
+        let (slow, fast) = (cost(server(1e9)), cost(server(1e10)));
+        assert_eq!(slow.profile.name, "server CPU (measured)");
+        assert_eq!(slow.profile.mem_bandwidth, 1e9);
+        // A memory-bound kernel on a tenth of the bandwidth: ten times the time.
+        let k = slow.kernels.iter().position(|k| k.memory_bound).expect("a memory-bound kernel");
+        let ratio = slow.kernels[k].est_time_s / fast.kernels[k].est_time_s;
+        assert!((ratio - 10.0).abs() < 1e-6, "{ratio}");
+        // Without the numbers, or with unusable ones, the lab says so.
+        for config in [CompileConfig { measured: None, ..server(1e9) }, server(f64::NAN), server(-1.0)] {
+            let r = compile_with(MLP, ViewSpec::default(), config).1;
+            let Outcome::Error { in_config: true, message, .. } = r.result else { panic!("{:?}", r.result) };
+            assert!(message.contains("server's measured profile"), "{message}");
         }
     }
 

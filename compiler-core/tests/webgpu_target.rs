@@ -136,7 +136,7 @@ mod on_a_device {
     use super::*;
     use hloscope_approx::ulps;
     use hloscope_core::interp::Interpreter;
-    use hloscope_core::ir::{Literal, Value};
+    use hloscope_core::ir::{ElementType, Literal, Value};
     use hloscope_core::kernel::semantics::{cases, same_result};
     use hloscope_core::targets::webgpu::runtime::{TimingMethod, WebGpuExecutable};
 
@@ -266,6 +266,202 @@ ENTRY %main (a: s8[7], b: u8[7], c: s16[7], d: u16[7], e: f16[7], f: bf16[7], p:
             for (i, (g, w)) in got.flatten().iter().zip(&want).enumerate() {
                 assert_eq!(g.to_le_bytes(), w.to_le_bytes(), "output {i} (seed {seed}): {g:?} vs {w:?}");
             }
+        }
+    }
+
+    /// The bits of each element of `l`, a NaN of a float type as one pattern (the
+    /// interpreter keeps values as f64: a NaN's payload is not part of its result).
+    fn element_bits(l: &Literal) -> Vec<u64> {
+        let bytes = l.to_le_bytes();
+        let width = l.shape.elem.byte_size().max(1);
+        let nan = |b: u64| match l.shape.elem {
+            ElementType::F16 => b & 0x7c00 == 0x7c00 && b & 0x3ff != 0,
+            ElementType::BF16 => b & 0x7f80 == 0x7f80 && b & 0x7f != 0,
+            _ => false,
+        };
+        bytes
+            .chunks(width)
+            .map(|c| c.iter().rev().fold(0u64, |acc, &b| acc << 8 | u64::from(b)))
+            .map(|b| if nan(b) { u64::MAX } else { b })
+            .collect()
+    }
+
+    #[test]
+    fn narrow_stores_round_wrap_and_saturate_as_the_interpreter_does() {
+        // Every 4099th f32 bit pattern, and the edges of f16 and bf16 (the largest
+        // finite values, their halfway points to infinity and between neighbours, the
+        // subnormal range, signed zeros), converted to every narrow type and stored by
+        // one kernel: neighbouring invocations write parts of one word. Then s32s wrapped
+        // to the narrow integers. Bit for bit against the interpreter.
+        let mut x: Vec<f32> = (0..=u32::MAX / 4099).map(|k| f32::from_bits(k * 4099)).collect();
+        let p = |e: i32| 2f32.powi(e);
+        x.extend([
+            65504.0,
+            65519.0,
+            65520.0,
+            65536.0,
+            -65520.0,
+            p(-14),
+            p(-24),
+            p(-25),
+            p(-25) * 1.5,
+            p(-26),
+            1.0 + p(-11),
+            1.0 + 3.0 * p(-11),
+            1.0 + p(-8),
+            1.0 + 3.0 * p(-8),
+            -0.0,
+            0.0,
+            300.0,
+            -129.5,
+            255.9,
+            -1.5,
+            1e10,
+            -1e10,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            3.3895314e38,
+        ]);
+        let n = x.len();
+        let m = 4099;
+        let ints: Vec<i64> = (0..m as i64).map(|k| (k * 1_048_573) % (1 << 31) - (1 << 30)).collect();
+        let hlo = format!(
+            "HloModule m
+ENTRY %main (x: f32[{n}], i: s32[{m}]) -> (f16[{n}], bf16[{n}], s8[{n}], u8[{n}], s16[{n}], u16[{n}], pred[{n}], s8[{m}], u8[{m}], s16[{m}], u16[{m}], f16[{m}]) {{
+  %x = f32[{n}] parameter(0)
+  %i = s32[{m}] parameter(1)
+  %a = f16[{n}] convert(%x)
+  %b = bf16[{n}] convert(%x)
+  %c = s8[{n}] convert(%x)
+  %d = u8[{n}] convert(%x)
+  %e = s16[{n}] convert(%x)
+  %f = u16[{n}] convert(%x)
+  %g = pred[{n}] convert(%x)
+  %h = s8[{m}] convert(%i)
+  %j = u8[{m}] convert(%i)
+  %k = s16[{m}] convert(%i)
+  %l = u16[{m}] convert(%i)
+  %o = f16[{m}] convert(%i)
+  ROOT %t = (f16[{n}], bf16[{n}], s8[{n}], u8[{n}], s16[{n}], u16[{n}], pred[{n}], s8[{m}], u8[{m}], s16[{m}], u16[{m}], f16[{m}]) tuple(%a, %b, %c, %d, %e, %f, %g, %h, %j, %k, %l, %o)
+}}"
+        );
+        let module = hloscope_core::parse::parse_module(&hlo).unwrap();
+        let optimized = optimize(&module).unwrap();
+        let f32s = Literal::from_f64s(
+            hloscope_core::ir::Shape::new(ElementType::F32, [n as i64]),
+            &x.iter().map(|&v| v as f64).collect::<Vec<_>>(),
+        );
+        let s32s = Literal::from_i64s(hloscope_core::ir::Shape::new(ElementType::S32, [m as i64]), &ints);
+        let args = [Value::Array(f32s), Value::Array(s32s)];
+        let (got, program) = device_run(&optimized, &args);
+        assert_eq!(program.counts().1, 0, "everything runs on the device:\n{}", program.listing());
+        let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+        for (i, (g, w)) in got.flatten().iter().zip(&want).enumerate() {
+            let (gb, wb) = (element_bits(g), element_bits(w));
+            let wrong: Vec<String> = (0..gb.len())
+                .filter(|&k| gb[k] != wb[k])
+                .take(8)
+                .map(|k| {
+                    let input = if i < 7 { format!("{:e}", x[k]) } else { ints[k].to_string() };
+                    format!("{input} -> {:#x}, want {:#x}", gb[k], wb[k])
+                })
+                .collect();
+            assert!(wrong.is_empty(), "output {i} ({}): {}", w.shape, wrong.join("; "));
+        }
+    }
+
+    #[test]
+    fn narrow_arithmetic_runs_in_its_carrier_and_rounds_or_wraps_to_its_type() {
+        // f16 and bf16 add, multiply, divide and sqrt in f32 rounded again (f32 has more
+        // than twice their precision: the same as rounding once), a bf16 sum reduced in
+        // order, and 8- and 16-bit integer arithmetic wrapping, shifts at and past the
+        // width: bit for bit against the interpreter.
+        let hlo = "HloModule m
+%add (a: bf16[], b: bf16[]) -> bf16[] {
+  %a = bf16[] parameter(0)
+  %b = bf16[] parameter(1)
+  ROOT %s = bf16[] add(%a, %b)
+}
+ENTRY %main (a: f16[301], b: f16[301], c: bf16[301], d: bf16[301], i: s8[301], j: s8[301], u: u16[301], k: u16[301]) -> (f16[301], f16[301], bf16[301], bf16[], s8[301], s8[301], u16[301], u16[301]) {
+  %a = f16[301] parameter(0)
+  %b = f16[301] parameter(1)
+  %c = bf16[301] parameter(2)
+  %d = bf16[301] parameter(3)
+  %i = s8[301] parameter(4)
+  %j = s8[301] parameter(5)
+  %u = u16[301] parameter(6)
+  %k = u16[301] parameter(7)
+  %ab = f16[301] multiply(%a, %b)
+  %q = f16[301] divide(%ab, %b)
+  %s = f16[301] add(%q, %a)
+  %ab2 = f16[301] abs(%ab)
+  %r = f16[301] sqrt(%ab2)
+  %cd = bf16[301] multiply(%c, %d)
+  %cs = bf16[301] subtract(%cd, %c)
+  %z = bf16[] constant(0)
+  %sum = bf16[] reduce(%cs, %z), dimensions={0}, to_apply=%add
+  %ij = s8[301] multiply(%i, %j)
+  %ij2 = s8[301] add(%ij, %i)
+  %sh = s8[301] shift-left(%i, %j)
+  %uk = u16[301] multiply(%u, %k)
+  %us = u16[301] shift-right-logical(%u, %k)
+  ROOT %t = (f16[301], f16[301], bf16[301], bf16[], s8[301], s8[301], u16[301], u16[301]) tuple(%s, %r, %cs, %sum, %ij2, %sh, %uk, %us)
+}";
+        let module = hloscope_core::parse::parse_module(hlo).unwrap();
+        let optimized = optimize(&module).unwrap();
+        let program = webgpu::compile(&optimized).unwrap();
+        assert_eq!(program.counts().1, 0, "everything runs on the device:\n{}", program.listing());
+        for seed in [1, 2] {
+            let mut args = hloscope_core::interp::random_inputs(&module, seed);
+            // Shift counts from 0 to past the width.
+            for (slot, width) in [(5, 8), (7, 16)] {
+                if let Value::Array(l) = &mut args[slot] {
+                    let counts: Vec<i64> = (0..301).map(|k| k % (width + 3)).collect();
+                    *l = Literal::from_i64s(l.shape.clone(), &counts);
+                }
+            }
+            let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+            let (got, _) = device_run(&optimized, &args);
+            for (i, (g, w)) in got.flatten().iter().zip(&want).enumerate() {
+                assert_eq!(element_bits(g), element_bits(w), "output {i} (seed {seed}): {g:?} vs {w:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn narrow_data_moves_and_workgroup_reductions_store_narrow_results() {
+        // A bf16 transpose (loaded and stored narrow, odd sizes), and f32 row sums of
+        // long rows (a workgroup per row) stored as f16 by one invocation of each group.
+        let hlo = "HloModule m
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (x: bf16[5,7], y: f32[3,999]) -> (bf16[7,5], f16[3]) {
+  %x = bf16[5,7] parameter(0)
+  %t = bf16[7,5] transpose(%x), dimensions={1,0}
+  %y = f32[3,999] parameter(1)
+  %z = f32[] constant(0)
+  %r = f32[3] reduce(%y, %z), dimensions={1}, to_apply=%add
+  %h = f16[3] convert(%r)
+  ROOT %o = (bf16[7,5], f16[3]) tuple(%t, %h)
+}";
+        let module = hloscope_core::parse::parse_module(hlo).unwrap();
+        let optimized = optimize(&module).unwrap();
+        let program = webgpu::compile(&optimized).unwrap();
+        assert_eq!(program.counts().1, 0, "everything runs on the device:\n{}", program.listing());
+        assert!(program.shaders.iter().flatten().any(|s| s.workgroup_reduction), "{}", program.listing());
+        assert!(program.shaders.iter().flatten().all(|s| s.source.contains("array<atomic<u32>>")));
+        let args = hloscope_core::interp::random_inputs(&module, 4);
+        let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+        let (got, _) = device_run(&optimized, &args);
+        let got = got.flatten();
+        assert_eq!(got[0].to_le_bytes(), want[0].to_le_bytes(), "the transpose moves bits");
+        // A sum in another order rounds to f16 within one f16 ulp of the interpreter's.
+        for (g, w) in got[1].to_f64_vec().iter().zip(want[1].to_f64_vec()) {
+            assert!((g - w).abs() <= w.abs() * 2f64.powi(-10), "{g} vs {w}");
         }
     }
 

@@ -110,10 +110,42 @@ pub struct Literal {
 pub fn round_float(elem: ElementType, v: f64) -> f64 {
     match elem {
         ElementType::F32 => v as f32 as f64,
-        ElementType::F16 => f16::from_f64(v).to_f64(),
-        ElementType::BF16 => bf16::from_f64(v).to_f64(),
+        ElementType::F16 => to_f16(v).to_f64(),
+        ElementType::BF16 => to_bf16(v).to_f64(),
         _ => v,
     }
+}
+
+/// `v` rounded once to the nearest f16 (ties to even). `half`'s own f64 conversions
+/// round either the upper half of the f64's bits alone (a tie where the lower half
+/// says "above") or through f32 (rounding twice); rounding through f32 *to odd* first
+/// keeps every bit that decides, since f32 has more than two bits past f16's.
+pub fn to_f16(v: f64) -> f16 {
+    f16::from_f32(f32_round_to_odd(v))
+}
+
+/// `v` rounded once to the nearest bf16 (ties to even), as [`to_f16`].
+pub fn to_bf16(v: f64) -> bf16 {
+    bf16::from_f32(f32_round_to_odd(v))
+}
+
+/// `v` as the nearest f32 toward zero, its last bit set when that is inexact (round to
+/// odd): rounding the result again to a format at least two bits narrower rounds `v`
+/// itself. Infinities and NaN as they are; past the f32 range, the largest f32 (odd).
+fn f32_round_to_odd(v: f64) -> f32 {
+    if !v.is_finite() {
+        return v as f32;
+    }
+    let mut f = v as f32;
+    if f64::from(f).abs() > v.abs() {
+        // One step toward zero: the magnitude's bits less one (an infinity becomes the
+        // largest finite value).
+        f = f32::from_bits(f.to_bits() - 1);
+    }
+    if f64::from(f) != v {
+        f = f32::from_bits(f.to_bits() | 1);
+    }
+    f
 }
 
 /// Wraps a signed value to the width of `elem` (two's complement), sign-extended.
@@ -290,8 +322,8 @@ impl Literal {
             Data::F(v) => {
                 for &x in v {
                     match elem {
-                        ElementType::F16 => out.extend_from_slice(&f16::from_f64(x).to_le_bytes()),
-                        ElementType::BF16 => out.extend_from_slice(&bf16::from_f64(x).to_le_bytes()),
+                        ElementType::F16 => out.extend_from_slice(&to_f16(x).to_le_bytes()),
+                        ElementType::BF16 => out.extend_from_slice(&to_bf16(x).to_le_bytes()),
                         ElementType::F32 => out.extend_from_slice(&(x as f32).to_le_bytes()),
                         _ => out.extend_from_slice(&x.to_le_bytes()),
                     }
@@ -372,8 +404,8 @@ pub fn width_mask(elem: ElementType) -> u64 {
 /// The bit pattern of a float value of type `elem`.
 pub fn float_bits(elem: ElementType, v: f64) -> u64 {
     match elem {
-        ElementType::F16 => f16::from_f64(v).to_bits() as u64,
-        ElementType::BF16 => bf16::from_f64(v).to_bits() as u64,
+        ElementType::F16 => to_f16(v).to_bits() as u64,
+        ElementType::BF16 => to_bf16(v).to_bits() as u64,
         ElementType::F32 => (v as f32).to_bits() as u64,
         _ => v.to_bits(),
     }
@@ -408,6 +440,34 @@ pub fn float_to_unsigned(elem: ElementType, v: f64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn half_floats_round_once_to_nearest_even() {
+        // An f32 just above a bf16 tie only in its last bits (0x0200_8006: the rounding
+        // bit set, the rest in the low three bits): up, where rounding the f64's upper
+        // half alone says "tie, to even": down.
+        let x = f64::from(f32::from_bits(0x0200_8006));
+        assert_eq!(to_bf16(x).to_bits(), 0x0201);
+        // An exact tie goes to even, either way.
+        assert_eq!(to_bf16(f64::from(f32::from_bits(0x3f80_8000))).to_bits(), 0x3f80);
+        assert_eq!(to_bf16(f64::from(f32::from_bits(0x3f81_8000))).to_bits(), 0x3f82);
+        // A true f64 just above an f16 tie by less than an f32 ulp: rounding through f32
+        // makes it a tie (to even: down); once, it goes up.
+        let tie = 1.0 + 2f64.powi(-11);
+        assert_eq!(to_f16(tie).to_bits(), 0x3c00);
+        assert_eq!(to_f16(tie + 2f64.powi(-40)).to_bits(), 0x3c01);
+        assert_eq!(to_bf16(1.0 + 2f64.powi(-8) + 2f64.powi(-40)).to_bits(), 0x3f81);
+        // Signs, zeros, infinities, NaN, the f16 overflow and subnormal edges.
+        assert_eq!(to_f16(-0.0).to_bits(), 0x8000);
+        assert_eq!(to_f16(65519.0).to_bits(), 0x7bff);
+        assert_eq!(to_f16(65520.0).to_bits(), 0x7c00);
+        assert_eq!(to_f16(-1e300).to_bits(), 0xfc00);
+        assert_eq!(to_bf16(1e300).to_bits(), 0x7f80);
+        assert_eq!(to_f16(2f64.powi(-25)).to_bits(), 0x0000);
+        assert_eq!(to_f16(2f64.powi(-25) + 2f64.powi(-60)).to_bits(), 0x0001);
+        assert!(to_f16(f64::NAN).is_nan() && to_bf16(f64::NAN).is_nan());
+        assert_eq!(to_bf16(f64::NEG_INFINITY).to_bits(), 0xff80);
+    }
 
     #[test]
     fn normalizes_on_construction() {

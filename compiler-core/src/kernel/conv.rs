@@ -302,10 +302,13 @@ impl<'m> Planner<'m> {
 
 /// The batched GEMM `spec` as a reduction kernel, for targets without a GEMM library:
 /// space `[batch, m, n, k]`, `k` reduced, each operand read through its permutation
-/// (`lhs_dims`, `rhs_dims`: the operands' own dimensions).
+/// (`lhs_dims`, `rhs_dims`: the operands' own dimensions). f16 and bf16 products are
+/// summed in f32 and rounded once, as a dot is (the interpreter, XLA's GEMMs), not
+/// rounded at every step as a `reduce` in that type would be.
 fn gemm_as_reduction(comp: &Computation, spec: &DotSpec, lhs_dims: &[i64], rhs_dims: &[i64]) -> Elemental {
     let (nb, m, n, k) = (spec.batch as i64, spec.m as i64, spec.n as i64, spec.k as i64);
-    let elem = spec.elem;
+    let stored = spec.elem;
+    let elem = if matches!(stored, ElementType::F16 | ElementType::BF16) { ElementType::F32 } else { stored };
     let mut b = Builder::new(comp, HashMap::new());
     b.e.space = vec![nb, m, n, k];
     b.e.reduced = vec![false, false, false, true];
@@ -322,7 +325,12 @@ fn gemm_as_reduction(comp: &Computation, spec: &DotSpec, lhs_dims: &[i64], rhs_d
             src[d] = parts[i];
         }
         let linear = b.linearize(&src, dims);
-        b.node(Node::Load { input, linear }, elem)
+        let loaded = b.node(Node::Load { input, linear }, stored);
+        if elem == stored {
+            loaded
+        } else {
+            b.node(Node::Convert(loaded), elem)
+        }
     };
     let x = read(&mut b, 0, lhs_dims, &spec.lhs_perm, [v[0], v[1], v[3]], m, k);
     let y = read(&mut b, 1, rhs_dims, &spec.rhs_perm, [v[0], v[3], v[2]], k, n);
@@ -343,8 +351,11 @@ fn gemm_as_reduction(comp: &Computation, spec: &DotSpec, lhs_dims: &[i64], rhs_d
     let arg = b.node(Node::Arg { red: 0, i: 0 }, elem);
     let sum = b.node(Node::Binary(add, acc, arg), elem);
     b.e.reductions.push(super::elemental::Reduction { inits: vec![zero], values: vec![product], combiner: vec![sum] });
-    let result = b.node(Node::Reduced { red: 0, i: 0 }, elem);
-    b.e.outputs.push(Output { expr: result, inner: false, elem });
-    b.e.input_elems = vec![elem, elem];
+    let mut result = b.node(Node::Reduced { red: 0, i: 0 }, elem);
+    if elem != stored {
+        result = b.node(Node::Convert(result), stored);
+    }
+    b.e.outputs.push(Output { expr: result, inner: false, elem: stored });
+    b.e.input_elems = vec![stored, stored];
     b.e
 }

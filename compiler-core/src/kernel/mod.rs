@@ -961,9 +961,10 @@ impl<'m> Planner<'m> {
 
     /// A dot as an elemental reduction: both operands broadcast to
     /// `[batch, lhs free, rhs free, contracting]`, converted to the result type,
-    /// multiplied (and for pred) and summed (or) over the contracting variables.
-    /// Built through a scratch copy of the computation and of the module (for the
-    /// reduce body).
+    /// multiplied (and for pred) and summed (or) over the contracting variables; f16
+    /// and bf16 in f32, rounded once at the end, as a dot is (the interpreter, XLA's
+    /// GEMMs), not at every step as a `reduce` in that type would be. Built through a
+    /// scratch copy of the computation and of the module (for the reduce body).
     fn dot_as_reduction(
         &mut self,
         name: String,
@@ -977,7 +978,7 @@ impl<'m> Planner<'m> {
         let inst = comp.inst(id);
         let Op::Dot(d) = &inst.op else { return Err("not a dot".into()) };
         let out = inst.ty.as_array().ok_or("dot result")?.clone();
-        let elem = out.elem;
+        let elem = if matches!(out.elem, ElementType::F16 | ElementType::BF16) { ElementType::F32 } else { out.elem };
         let (l, r) = (inst.operands[0], inst.operands[1]);
         let lhs = comp.inst(l).ty.as_array().ok_or("dot lhs")?.clone();
         let rhs = comp.inst(r).ty.as_array().ok_or("dot rhs")?.clone();
@@ -1036,7 +1037,11 @@ impl<'m> Planner<'m> {
         let m = push(Op::Binary(product), vec![lb, rb], full_ty.clone());
         let zero = push(Op::Constant(Literal::zeros(Shape::scalar(elem))), vec![], scalar);
         let reduced: Vec<i64> = (out.rank()..full.len()).map(|i| i as i64).collect();
-        let red = push(Op::Reduce { dims: reduced, body: body_id }, vec![m, zero], Type::Array(out));
+        let summed = Type::Array(Shape::new(elem, out.dims.clone()));
+        let mut red = push(Op::Reduce { dims: reduced, body: body_id }, vec![m, zero], summed);
+        if elem != out.elem {
+            red = push(Op::Convert, vec![red], Type::Array(out));
+        }
         let mut slots = HashMap::new();
         slots.insert(l, 0);
         let mut ins = vec![inputs[0]];

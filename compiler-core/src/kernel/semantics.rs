@@ -197,6 +197,14 @@ pub fn cases() -> Vec<SemanticCase> {
         ),
         case("s32 to pred convert is != 0", "convert", "", &[(S32, I(&[0, 5, -1, MIN32]))], (Pred, I(&[0, 1, 1, 1]))),
         case("pred to f32 convert is 0 or 1", "convert", "", &[(Pred, I(&[0, 1]))], (F32, F(&[0.0, 1.0]))),
+        // NaN is not 0: true (a driver that assumes no NaN folds `NaN != 0` to false).
+        case(
+            "f32 to pred convert is != 0, NaN true",
+            "convert",
+            "",
+            &[(F32, F(&[0.0, -0.0, NAN, 1e-30, -INF]))],
+            (Pred, I(&[0, 0, 1, 1, 1])),
+        ),
         // Rounding to the narrow floats: to nearest, ties to even, overflow to inf.
         case(
             "f32 to f16 convert rounds to nearest even and overflows to inf",

@@ -12,17 +12,24 @@
 //! shifts past the width, NaN in max/min and float-to-int conversion, total-order
 //! compares), and `kernel::semantics` holds the cases it must meet.
 //!
-//! Types: values of f32, s32, u32 and pred; buffers of those written, and read too
-//! are 8- and 16-bit buffers (pred, s8, u8, s16, u16, f16, bf16, out of their words,
-//! carried exactly in a 32-bit value) where the kernel only converts what it reads.
-//! Other element types, narrow arithmetic and stores, and the few ops without a WGSL
-//! spelling here yet, refuse the kernel with a reason, and it runs on the host (the
-//! plan's opaque fallback).
+//! Types: values of f32, s32, u32 and pred; 8- and 16-bit buffers (pred, s8, u8, s16,
+//! u16, f16, bf16) are read out of their words and written into them, each value
+//! carried exactly in a 32-bit one ([`carrier`]): arithmetic on a narrow type runs in its
+//! carrier and its result is brought back to the type (integers wrapped, f16 and bf16
+//! rounded to nearest even in integer arithmetic: `f16_bits`, `bf16_bits`; f32 has more
+//! than twice their precision, so one f32 operation rounded again is the narrow
+//! operation rounded once). 64-bit types, the few narrow ops a carrier would get wrong
+//! (bit counts, shifts that see the carrier's extension, bitcasts), and the ops without
+//! a WGSL spelling here yet refuse the kernel with a reason, and it runs on the host
+//! (the plan's opaque fallback).
 //!
 //! Layout: `arena` is `array<u32>`, each buffer at its plan offset (a multiple of 256
 //! bytes: the target's alignment), so that a kernel binds one buffer whatever it reads
 //! and an output may take over its input's bytes in place as the arena allows (every
-//! load of an element happens before its stores).
+//! load of an element happens before its stores). A kernel that writes a narrow buffer
+//! has neighbouring invocations writing parts of one word: its arena is
+//! `array<atomic<u32>>`, every access atomic, and a narrow store clears its bits and
+//! sets them with `atomicAnd` and `atomicOr` (no invocation touches another's bits).
 
 use super::approx;
 use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
@@ -79,22 +86,25 @@ pub fn emit(e: &Elemental, title: &str, place: &Placement) -> Result<WgslKernel,
         }
     }
     for (i, o) in e.outputs.iter().enumerate() {
-        stored_type(o.elem).ok_or_else(|| {
-            format!("output {i} is {}: only f32, s32 and u32 buffers are written on webgpu yet", o.elem)
-        })?;
+        if stored_type(o.elem).is_none() && !narrow(o.elem) && o.elem != ElementType::Pred {
+            return Err(format!("output {i} is {}: 64-bit buffers are not written on webgpu yet", o.elem));
+        }
     }
     if let Some(n) = e.nodes.iter().find(|n| value_type(n.elem).is_none()) {
         return Err(format!("a {} value: webgpu computes in f32, s32, u32 and pred only yet", n.elem));
     }
-    // Narrow values are carried widened, exactly, from their load to a convert; any
-    // arithmetic on them would need rounding to their width after each op.
-    for (x, n) in e.nodes.iter().enumerate() {
-        let widened_only = e.nodes.iter().all(|m| match m.node {
-            Node::Convert(a) => a.0 as usize != x || !narrow(m.elem),
-            _ => !m.node.operands().iter().any(|a| a.0 as usize == x),
-        });
-        if narrow(n.elem) && !(matches!(n.node, Node::Load { .. }) && widened_only) {
-            return Err(format!("{} arithmetic: webgpu reads {} only to convert it yet", n.elem, n.elem));
+    // Narrow values live in their carriers; these ops would see the carrier's extra bits.
+    for n in &e.nodes {
+        let of = |a: ExprId| e.expr(a).elem;
+        let wrong = match n.node {
+            Node::BitcastConvert(a) => narrow(n.elem) || narrow(of(a)),
+            Node::Unary(UnaryOp::PopCnt | UnaryOp::Clz, a) => narrow(of(a)),
+            Node::Binary(BinaryOp::ShiftRightLogical, a, _) => matches!(of(a), ElementType::S8 | ElementType::S16),
+            Node::Binary(BinaryOp::ShiftRightArithmetic, a, _) => matches!(of(a), ElementType::U8 | ElementType::U16),
+            _ => false,
+        };
+        if wrong {
+            return Err(format!("{:?} on {}: webgpu carries {} in 32 bits", n.node, n.elem, n.elem));
         }
     }
     // Data indices saturate to 32 bits, which their clamp (inside the buffer) undoes; a
@@ -122,6 +132,7 @@ pub fn emit(e: &Elemental, title: &str, place: &Placement) -> Result<WgslKernel,
         cooperative: cooperative.clone(),
         inits: Vec::new(),
         bound: Vec::new(),
+        atomic: e.outputs.iter().any(|o| stored_type(o.elem).is_none()),
     };
     w.header(title, invocations);
     w.body(&outer, invocations);
@@ -183,6 +194,10 @@ fn cooperative_ops(e: &Elemental, outer_elements: u64) -> Option<Vec<BinaryOp>> 
     if reduced < MIN_COOPERATIVE || reduced > u32::MAX as i64 || !(rows || outer_elements < 4096) {
         return None;
     }
+    // A narrow sum rounds at every step: its order is part of its value.
+    if e.reductions.iter().any(|r| r.values.iter().any(|&v| narrow(e.expr(v).elem))) {
+        return None;
+    }
     (0..e.reductions.len()).map(|k| reduction::associative_op(e, k).ok()).collect()
 }
 
@@ -232,11 +247,22 @@ struct Writer<'a> {
     inits: Vec<Vec<String>>,
     /// Where in `out` each node's value was bound (byte offset, node): the lines' HLO.
     bound: Vec<(usize, u32)>,
+    /// The arena is `array<atomic<u32>>` (the kernel writes a narrow buffer).
+    atomic: bool,
 }
 
 impl Writer<'_> {
     fn line(&mut self, text: std::fmt::Arguments) {
         let _ = writeln!(self.out, "{}{text}", self.pad);
+    }
+
+    /// The arena's word at `index` (an expression of type u32), read.
+    fn word(&self, index: &str) -> String {
+        if self.atomic {
+            format!("atomicLoad(&arena[{index}])")
+        } else {
+            format!("arena[{index}]")
+        }
     }
 
     fn header(&mut self, title: &str, invocations: u64) {
@@ -262,8 +288,24 @@ impl Writer<'_> {
             let list: Vec<String> = names.iter().map(|n| format!("%{n}")).collect();
             let _ = writeln!(self.out, "// fuses {}", list.join(", "));
         }
-        self.out += "@group(0) @binding(0) var<storage, read_write> arena: array<u32>;\n\n";
+        self.out += if self.atomic {
+            "@group(0) @binding(0) var<storage, read_write> arena: array<atomic<u32>>;\n\n"
+        } else {
+            "@group(0) @binding(0) var<storage, read_write> arena: array<u32>;\n\n"
+        };
         self.out += "fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }\n";
+        let e = self.e;
+        // The rounding helpers where an f16 or bf16 value is made (not only loaded).
+        let makes = |t: ElementType| {
+            e.nodes.iter().any(|n| n.elem == t && !matches!(n.node, Node::Load { .. }))
+                || e.outputs.iter().any(|o| o.elem == t)
+        };
+        if makes(ElementType::F16) {
+            self.out += F16_BITS;
+        }
+        if makes(ElementType::BF16) {
+            self.out += BF16_BITS;
+        }
         self.out += "fn f32_bits(b: u32) -> f32 { return bitcast<f32>(b); }\n";
         self.out +=
             "fn total_key(x: f32) -> i32 { let k = bitcast<i32>(x); return select(k, k ^ 0x7fffffff, k < 0); }\n\n";
@@ -288,7 +330,8 @@ impl Writer<'_> {
         if invocations == 0 {
             // Never dispatched; an empty body (the outer positions would divide by 0)
             // that still names the arena, so the pipeline's layout has its binding.
-            self.out += "  _ = arena[0];\n}\n";
+            let word = self.word("0u");
+            let _ = writeln!(self.out, "  _ = {word};\n}}");
             return;
         }
         if self.cooperative.is_some() {
@@ -452,7 +495,7 @@ impl<'a> Lower<'a> for Writer<'a> {
         let elem = self.e.expr(x).elem;
         let bytes = elem.byte_size();
         if bytes == 4 {
-            let word = format!("arena[{base}u + u32({at})]");
+            let word = self.word(&format!("{base}u + u32({at})"));
             return match elem {
                 U32 => word,
                 _ => format!("bitcast<{}>({word})", value_type(elem).unwrap_or("f32")),
@@ -461,8 +504,8 @@ impl<'a> Lower<'a> for Writer<'a> {
         let per_word = 4 / bytes;
         let bits = bytes * 8;
         let mask = if bytes == 1 { "0xffu" } else { "0xffffu" };
-        let field =
-            format!("((arena[{base}u + u32({at}) / {per_word}u] >> ((u32({at}) % {per_word}u) * {bits}u)) & {mask})");
+        let word = self.word(&format!("{base}u + u32({at}) / {per_word}u"));
+        let field = format!("(({word} >> ((u32({at}) % {per_word}u) * {bits}u)) & {mask})");
         match elem {
             Pred => format!("({field} != 0u)"),
             U8 | U16 => field,
@@ -475,7 +518,8 @@ impl<'a> Lower<'a> for Writer<'a> {
     }
 
     fn constant(&mut self, elem: ElementType, s: Scalar) -> String {
-        let c = constant(s, elem);
+        // A narrow constant is its value in its carrier (exact).
+        let c = constant(s, carrier(elem));
         self.refuse(c)
     }
 
@@ -496,6 +540,7 @@ impl<'a> Lower<'a> for Writer<'a> {
         if op == UnaryOp::IsFinite && from == ElementType::F32 {
             return format!("((bitcast<u32>({a}) & 0x7f800000u) != 0x7f800000u)");
         }
+        let elem = carrier(elem);
         if elem == ElementType::F32 && approx::approximated(op) {
             let mut lanes = approx::WgslLanes { out: &mut self.out, pad: &self.pad, next: &mut self.tmps };
             if let Some(y) = approx::unary(&mut lanes, op, &a) {
@@ -507,12 +552,12 @@ impl<'a> Lower<'a> for Writer<'a> {
     }
 
     fn binary(&mut self, op: BinaryOp, elem: ElementType, a: String, b: String) -> String {
-        let r = binary(op, elem, &a, &b);
+        let r = binary(op, carrier(elem), &a, &b);
         self.refuse(r)
     }
 
     fn compare(&mut self, dir: CmpDir, total: bool, elem: ElementType, a: String, b: String) -> String {
-        let r = compare(dir, total, elem, &a, &b);
+        let r = compare(dir, total, carrier(elem), &a, &b);
         self.refuse(r)
     }
 
@@ -521,15 +566,16 @@ impl<'a> Lower<'a> for Writer<'a> {
     }
 
     fn clamp(&mut self, elem: ElementType, lo: String, x: String, hi: String) -> String {
+        let elem = carrier(elem);
         let low = binary(BinaryOp::Max, elem, &x, &lo).map(|low| format!("({low})"));
         let r = low.and_then(|low| binary(BinaryOp::Min, elem, &low, &hi));
         self.refuse(r)
     }
 
     fn convert(&mut self, from: ElementType, to: ElementType, v: String) -> String {
-        // Narrow values are exact in their carriers ([`carrier`]), and nothing converts to
-        // them (the check in `emit`).
-        let r = convert(carrier(from), to, &v);
+        // Narrow values are exact in their carriers ([`carrier`]); a convert to one
+        // rounds or wraps its 32-bit operand into the carrier (the check in `emit`).
+        let r = if narrow(to) { convert_to_narrow(from, to, &v) } else { convert(carrier(from), to, &v) };
         self.refuse(r)
     }
 
@@ -604,16 +650,53 @@ impl<'a> Lower<'a> for Writer<'a> {
     }
 
     fn store(&mut self, o: usize, v: String) {
+        use ElementType::*;
         let out = &self.e.outputs[o];
         // An outer output's store position (the plan's store strides over the kept
         // variables) is the invocation's own index `t`, by the mapping in `body`.
         let at = if out.inner { format!("u32({})", self.store_index(o)) } else { "t".into() };
-        let word = if out.elem == ElementType::U32 { v } else { format!("bitcast<u32>({v})") };
         let base = self.place.outputs[o];
         // A cooperative reduction's results: every invocation has them, one stores.
         let guard = if self.cooperative.is_some() && !out.inner { "if (lid.x == 0u) { " } else { "" };
         let end = if guard.is_empty() { "" } else { " }" };
-        self.line(format_args!("{guard}arena[{base}u + {at}] = {word};{end}"));
+        let bytes = out.elem.byte_size();
+        if bytes == 4 {
+            let bits = if out.elem == U32 { v } else { format!("bitcast<u32>({v})") };
+            let store = if self.atomic {
+                format!("atomicStore(&arena[{base}u + {at}], {bits});")
+            } else {
+                format!("arena[{base}u + {at}] = {bits};")
+            };
+            self.line(format_args!("{guard}{store}{end}"));
+            return;
+        }
+        // The element's bits from its carrier, exact: the carried value is already of the
+        // narrow type ([`carrier`]).
+        let bits = match out.elem {
+            Pred => format!("select(0u, 1u, {v})"),
+            S8 | S16 => format!("bitcast<u32>({v})"),
+            F16 => format!("f16_bits({v})"),
+            BF16 => format!("bf16_bits({v})"),
+            _ => v,
+        };
+        let (per_word, width) = (4 / bytes, bytes * 8);
+        let mask = if bytes == 1 { "0xffu" } else { "0xffffu" };
+        let t = self.tmps;
+        self.tmps += 1;
+        let word = format!("&arena[{base}u + ({at}) / {per_word}u]");
+        let pad = self.pad.clone();
+        if !guard.is_empty() {
+            self.line(format_args!("if (lid.x == 0u) {{"));
+            self.pad += "  ";
+        }
+        self.line(format_args!("let s{t} = (({at}) % {per_word}u) * {width}u;"));
+        self.line(format_args!("let b{t} = ({bits}) & {mask};"));
+        self.line(format_args!("atomicAnd({word}, ~({mask} << s{t}));"));
+        self.line(format_args!("atomicOr({word}, b{t} << s{t});"));
+        self.pad = pad;
+        if !guard.is_empty() {
+            self.line(format_args!("}}"));
+        }
     }
 
     /// Scopes are lexical: what is defined before a loop stays visible in it.
@@ -626,6 +709,10 @@ impl<'a> Lower<'a> for Writer<'a> {
             return v;
         }
         let ty = value_type(expr.elem).unwrap_or("f32");
+        // A narrow result computed in its carrier, back to its type (loads, converts and
+        // selects of narrow values are already of it).
+        let made = !matches!(expr.node, Node::Load { .. } | Node::Convert(_) | Node::Select { .. });
+        let v = if narrow(expr.elem) && made { to_narrow(expr.elem, &v) } else { v };
         self.bound.push((self.out.len(), x.0));
         self.line(format_args!("let e{}: {ty} = {v};", x.0));
         format!("e{}", x.0)
@@ -767,7 +854,8 @@ fn convert(from: ElementType, to: ElementType, v: &str) -> Result<String, String
     use ElementType::*;
     Ok(match (from, to) {
         (a, b) if a == b => v.to_string(),
-        (_, Pred) if from == F32 => format!("({v} != 0.0f)"),
+        // NaN is true; drivers may fold `NaN != 0` to false, so it is asked by its bits.
+        (_, Pred) if from == F32 => format!("({v} != 0.0f || is_nan({v}))"),
         (_, Pred) if from == U32 => format!("({v} != 0u)"),
         (_, Pred) => format!("({v} != 0)"),
         (Pred, F32) => format!("select(0.0f, 1.0f, {v})"),
@@ -784,3 +872,86 @@ fn convert(from: ElementType, to: ElementType, v: &str) -> Result<String, String
         (a, b) => return Err(format!("a convert from {a} to {b}")),
     })
 }
+
+/// A convert from a value of `from` (in its carrier) to the narrow type `to`, carried
+/// as [`carrier`] says: integers wrap, floats saturate to integers (NaN to 0) and round
+/// to nearest even to f16 and bf16 (a 32-bit integer to bf16 would round twice through
+/// f32: the host does it; narrower ones are exact in f32).
+fn convert_to_narrow(from: ElementType, to: ElementType, v: &str) -> Result<String, String> {
+    use ElementType::*;
+    let bits = to.bit_width();
+    if from == to {
+        return Ok(v.to_string());
+    }
+    if matches!((from, to), (S8 | U8 | S16 | U16, BF16)) {
+        return Ok(format!("bitcast<f32>(bf16_bits(f32({v})) << 16u)"));
+    }
+    Ok(match (carrier(from), to) {
+        (Pred, S8 | S16) => format!("select(0, 1, {v})"),
+        (Pred, U8 | U16) => format!("select(0u, 1u, {v})"),
+        (Pred, F16 | BF16) => format!("select(0.0f, 1.0f, {v})"),
+        (S32 | U32, S8 | S16) => {
+            format!("(bitcast<i32>(bitcast<u32>({v}) << {}u) >> {}u)", 32 - bits, 32 - bits)
+        }
+        (S32 | U32, U8 | U16) => format!("(bitcast<u32>({v}) & {:#x}u)", (1u32 << bits) - 1),
+        (F32, S8 | S16) => {
+            let (lo, hi) = (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1);
+            format!("select(i32(clamp({v}, {lo}.0f, {hi}.0f)), 0, is_nan({v}))")
+        }
+        (F32, U8 | U16) => format!("select(u32(clamp({v}, 0.0f, {}.0f)), 0u, is_nan({v}))", (1u64 << bits) - 1),
+        (F32, F16) => format!("unpack2x16float(f16_bits({v})).x"),
+        (F32, BF16) => format!("bitcast<f32>(bf16_bits({v}) << 16u)"),
+        // Exact in f32 up to 2^24, and past 65520 infinite either way.
+        (S32 | U32, F16) => format!("unpack2x16float(f16_bits(f32({v}))).x"),
+        (a, b) => return Err(format!("a convert from {a} to {b}")),
+    })
+}
+
+/// `v`, a value of `t`'s carrier, brought to the narrow type `t`: wrapped, or rounded to
+/// nearest even.
+fn to_narrow(t: ElementType, v: &str) -> String {
+    use ElementType::*;
+    match t {
+        S8 | S16 => {
+            let s = 32 - t.bit_width();
+            format!("(({v} << {s}u) >> {s}u)")
+        }
+        U8 | U16 => format!("({v} & {:#x}u)", (1u32 << t.bit_width()) - 1),
+        F16 => format!("unpack2x16float(f16_bits({v})).x"),
+        BF16 => format!("bitcast<f32>(bf16_bits({v}) << 16u)"),
+        _ => v.to_string(),
+    }
+}
+
+/// f32 to f16 bits, rounded to nearest even: NaN stays NaN (quieted, its payload's top
+/// bits kept), past the largest f16 is infinite, below the smallest normal subnormal.
+const F16_BITS: &str = "fn f16_bits(x: f32) -> u32 {
+  let b = bitcast<u32>(x);
+  let sign = (b >> 16u) & 0x8000u;
+  let a = b & 0x7fffffffu;
+  if (a > 0x7f800000u) { return sign | 0x7e00u | ((a >> 13u) & 0x3ffu); }
+  if (a >= 0x477ff000u) { return sign | 0x7c00u; }
+  if (a < 0x38800000u) {
+    let e = a >> 23u;
+    if (e < 102u) { return sign; }
+    let m = (a & 0x7fffffu) | 0x800000u;
+    let shift = 126u - e;
+    let q = m >> shift;
+    let r = m & ((1u << shift) - 1u);
+    let half = 1u << (shift - 1u);
+    return sign | (q + select(0u, 1u, r > half || (r == half && (q & 1u) == 1u)));
+  }
+  let n = a - 0x38000000u;
+  let q = n >> 13u;
+  let r = n & 0x1fffu;
+  return sign | (q + select(0u, 1u, r > 0x1000u || (r == 0x1000u && (q & 1u) == 1u)));
+}
+";
+
+/// f32 to bf16 bits, rounded to nearest even (NaN quieted).
+const BF16_BITS: &str = "fn bf16_bits(x: f32) -> u32 {
+  let b = bitcast<u32>(x);
+  if ((b & 0x7fffffffu) > 0x7f800000u) { return (b >> 16u) | 0x40u; }
+  return (b + 0x7fffu + ((b >> 16u) & 1u)) >> 16u;
+}
+";

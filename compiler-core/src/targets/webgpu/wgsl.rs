@@ -890,9 +890,7 @@ fn convert_to_narrow(from: ElementType, to: ElementType, v: &str) -> Result<Stri
         (Pred, S8 | S16) => format!("select(0, 1, {v})"),
         (Pred, U8 | U16) => format!("select(0u, 1u, {v})"),
         (Pred, F16 | BF16) => format!("select(0.0f, 1.0f, {v})"),
-        (S32 | U32, S8 | S16) => {
-            format!("(bitcast<i32>(bitcast<u32>({v}) << {}u) >> {}u)", 32 - bits, 32 - bits)
-        }
+        (S32 | U32, S8 | S16) => to_narrow(to, &format!("bitcast<i32>({v})")),
         (S32 | U32, U8 | U16) => format!("(bitcast<u32>({v}) & {:#x}u)", (1u32 << bits) - 1),
         (F32, S8 | S16) => {
             let (lo, hi) = (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1);
@@ -912,9 +910,11 @@ fn convert_to_narrow(from: ElementType, to: ElementType, v: &str) -> Result<Stri
 fn to_narrow(t: ElementType, v: &str) -> String {
     use ElementType::*;
     match t {
+        // Sign-extended by xor and subtract: no shift, which WGSL refuses in a constant
+        // expression when it overflows.
         S8 | S16 => {
-            let s = 32 - t.bit_width();
-            format!("(({v} << {s}u) >> {s}u)")
+            let (mask, sign) = ((1u32 << t.bit_width()) - 1, 1u32 << (t.bit_width() - 1));
+            format!("((({v} & {mask:#x}) ^ {sign:#x}) - {sign:#x})")
         }
         U8 | U16 => format!("({v} & {:#x}u)", (1u32 << t.bit_width()) - 1),
         F16 => format!("unpack2x16float(f16_bits({v})).x"),

@@ -17,7 +17,8 @@ use std::path::PathBuf;
 #[derive(Args, Debug)]
 pub struct PipelineArgs {
     /// The passes, e.g. `default`, `inline,simplify{max_rounds=4},cse,dce,fusion` or
-    /// `default,-cse` (passes: inline, simplify, constant-fold, cse, dce, fusion,
+    /// `default,-cse` (passes: inline, simplify, transpose-folding,
+    /// dot-strength-reduction, dot-merger, constant-fold, cse, dce, fusion,
     /// layout-assignment, schedule; an unknown name lists them).
     #[arg(long, value_name = "SPEC", default_value = "default")]
     pub pipeline: String,

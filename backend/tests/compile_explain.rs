@@ -125,12 +125,15 @@ fn dump_dir_writes_every_stage_in_order() {
         "00-input",
         "01-inline",
         "02-simplify",
-        "03-constant-fold",
-        "04-cse",
-        "05-dce",
-        "06-fusion",
-        "07-layout-assignment",
-        "08-schedule",
+        "03-transpose-folding",
+        "04-dot-strength-reduction",
+        "05-dot-merger",
+        "06-constant-fold",
+        "07-cse",
+        "08-dce",
+        "09-fusion",
+        "10-layout-assignment",
+        "11-schedule",
     ];
     let want: Vec<String> = stages.iter().flat_map(|s| ["dot", "hlo", "json"].map(|e| format!("{s}.{e}"))).collect();
     assert_eq!(names, want);
@@ -145,10 +148,10 @@ fn dump_dir_writes_every_stage_in_order() {
         assert!(json["changes"]["added"].is_array() && json["rewrites"].is_array() && json["decisions"].is_array());
     }
     let last: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("06-fusion.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.join("09-fusion.json")).unwrap()).unwrap();
     assert_eq!(last["cost"]["kernels"], 1);
     assert_eq!(last["decisions"].as_array().unwrap().len(), 3);
-    let dot = std::fs::read_to_string(dir.join("06-fusion.dot")).unwrap();
+    let dot = std::fs::read_to_string(dir.join("09-fusion.dot")).unwrap();
     assert_eq!(dot.matches("subgraph cluster_").count(), 1);
     assert!(dot.contains("\"dot.3\\ndot f32[4,16]\""), "{dot}");
     let dot = std::fs::read_to_string(dir.join("00-input.dot")).unwrap();

@@ -183,9 +183,22 @@ fn compile_run_share_restart_and_kill_9() {
     let passes: Vec<&str> = snaps.iter().map(|s| s["pass"].as_str().unwrap()).collect();
     assert_eq!(
         passes,
-        ["input", "inline", "simplify", "constant-fold", "cse", "dce", "fusion", "layout-assignment", "schedule"]
+        [
+            "input",
+            "inline",
+            "simplify",
+            "transpose-folding",
+            "dot-strength-reduction",
+            "dot-merger",
+            "constant-fold",
+            "cse",
+            "dce",
+            "fusion",
+            "layout-assignment",
+            "schedule"
+        ]
     );
-    let fusion = &snaps[6];
+    let fusion = &snaps[9];
     assert!(fusion["decisions"].as_array().unwrap().iter().any(|d| d["taken"] == true), "{fusion}");
     assert!(fusion["graph"]["nodes"].as_array().unwrap().iter().any(|n| n["fusion_group"].is_string()));
     assert!(snaps[0]["text"].as_str().unwrap().contains("ENTRY"));

@@ -168,7 +168,20 @@ fn snapshots_record_each_pass() {
     let names: Vec<&str> = snaps.iter().map(|s| s.pass.as_str()).collect();
     assert_eq!(
         names,
-        ["input", "inline", "simplify", "constant-fold", "cse", "dce", "fusion", "layout-assignment", "schedule"]
+        [
+            "input",
+            "inline",
+            "simplify",
+            "transpose-folding",
+            "dot-strength-reduction",
+            "dot-merger",
+            "constant-fold",
+            "cse",
+            "dce",
+            "fusion",
+            "layout-assignment",
+            "schedule"
+        ]
     );
     let input = &snaps[0];
     let fused = snaps.iter().find(|s| s.pass == "fusion").unwrap();
@@ -220,8 +233,17 @@ fn cross_entropy_fuses_like_xla() {
 fn pipeline_specs() {
     let names = |spec: &str| parse_pipeline_spec(spec).map(|p| p.into_iter().map(|p| p.name).collect::<Vec<_>>());
     assert_eq!(
-        names("default,-cse,-schedule").unwrap(),
-        ["inline", "simplify", "constant-fold", "dce", "fusion", "layout-assignment"]
+        names("default,-cse,-schedule,-dot-merger").unwrap(),
+        [
+            "inline",
+            "simplify",
+            "transpose-folding",
+            "dot-strength-reduction",
+            "constant-fold",
+            "dce",
+            "fusion",
+            "layout-assignment"
+        ]
     );
     assert_eq!(names("dce, simplify{max_rounds=2}").unwrap(), ["dce", "simplify"]);
     assert_eq!(
@@ -234,8 +256,10 @@ fn pipeline_specs() {
     };
     assert_eq!(
         err("cse,fuse"),
-        "unknown pass `fuse` (known: inline, simplify, constant-fold, cse, dce, fusion, layout-assignment, schedule)"
+        "unknown pass `fuse` (known: inline, simplify, transpose-folding, dot-strength-reduction, dot-merger, \
+         constant-fold, cse, dce, fusion, layout-assignment, schedule)"
     );
+    assert_eq!(err("dot-merger{max_bytes=-1}"), "dot-merger: knob max_bytes takes a whole number, not `-1`");
     assert_eq!(err("simplify{rounds=2}"), "simplify has no knob `rounds`");
     assert_eq!(
         err("constant-fold{max_elements=many}"),

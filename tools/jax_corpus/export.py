@@ -315,6 +315,21 @@ def train_step(rng):
     return f, mlp_params(rng, [4, 8, 2]) + [normal(rng, (6, 4)), normal(rng, (6, 2))]
 
 
+@program("backward pass of a 3-layer ReLU MLP: the gradients alone, weight gradients as transposed dots", tol=F32_DEEP)
+def mlp_grad(rng):
+    def loss(params, x, y):
+        h = x
+        for w, b in zip(params[:-2:2], params[1:-2:2]):
+            h = jax.nn.relu(h @ w + b)
+        p = h @ params[-2] + params[-1]
+        return jnp.mean((p - y) ** 2)
+
+    def f(w1, b1, w2, b2, w3, b3, x, y):
+        return jax.grad(loss)((w1, b1, w2, b2, w3, b3), x, y)
+
+    return f, mlp_params(rng, [16, 32, 32, 4]) + [normal(rng, (8, 16)), normal(rng, (8, 4))]
+
+
 @program("one Adam update with bias correction", tol=F32_DEEP)
 def adam_update(rng):
     def f(p, g, m, v, step):

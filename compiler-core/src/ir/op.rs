@@ -231,7 +231,7 @@ pub enum CmpKind {
     Unsigned,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub struct DotDims {
     pub lhs_batch: Vec<i64>,
     pub rhs_batch: Vec<i64>,

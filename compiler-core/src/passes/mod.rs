@@ -7,11 +7,13 @@ pub mod buffers;
 pub mod constant_fold;
 pub mod cse;
 pub mod dce;
+pub mod dot;
 pub mod fusion;
 pub mod inline;
 pub mod layout;
 pub mod pipeline;
 pub(crate) mod provenance;
+pub(crate) mod rewrite;
 pub mod schedule;
 pub mod simplify;
 

@@ -15,6 +15,7 @@
 use super::constant_fold::ConstantFold;
 use super::cse::Cse;
 use super::dce::Dce;
+use super::dot::{DotMerger, DotStrengthReduction, TransposeFolding};
 use super::fusion::{FusionConfig, FusionPass};
 use super::inline::Inline;
 use super::layout::LayoutAssignment;
@@ -29,12 +30,22 @@ use std::fmt;
 use std::sync::Arc;
 
 /// The default pipeline, in order.
-pub const DEFAULT_PIPELINE: &[&str] =
-    &["inline", "simplify", "constant-fold", "cse", "dce", "fusion", "layout-assignment", "schedule"];
+pub const DEFAULT_PIPELINE: &[&str] = &[
+    "inline",
+    "simplify",
+    "transpose-folding",
+    "dot-strength-reduction",
+    "dot-merger",
+    "constant-fold",
+    "cse",
+    "dce",
+    "fusion",
+    "layout-assignment",
+    "schedule",
+];
 
 /// Every pass a spec may name.
-pub const KNOWN_PASSES: &[&str] =
-    &["inline", "simplify", "constant-fold", "cse", "dce", "fusion", "layout-assignment", "schedule"];
+pub const KNOWN_PASSES: &[&str] = DEFAULT_PIPELINE;
 
 /// One pass of a pipeline with its knobs (`name{key=value,...}`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -306,6 +317,16 @@ fn make_pass(spec: &PassSpec, fusion: &FusionConfig) -> Result<Box<dyn Pass>, Pi
             }
             Ok(Box::new(pass))
         }
+        "dot-merger" => {
+            let mut pass = DotMerger::default();
+            for (k, v) in &spec.knobs {
+                match k.as_str() {
+                    "max_bytes" => pass.max_bytes = knob_usize(spec, k, v)?,
+                    _ => return Err(unknown_knob(k)),
+                }
+            }
+            Ok(Box::new(pass))
+        }
         "fusion" => match spec.knobs.first() {
             Some((k, _)) => Err(PipelineError::Spec(format!(
                 "fusion knobs go in the fusion config (`--fusion`), not the pipeline spec (`{k}`)"
@@ -321,6 +342,8 @@ fn make_pass(spec: &PassSpec, fusion: &FusionConfig) -> Result<Box<dyn Pass>, Pi
                 "cse" => Box::new(Cse),
                 "dce" => Box::new(Dce),
                 "layout-assignment" => Box::new(LayoutAssignment),
+                "transpose-folding" => Box::new(TransposeFolding),
+                "dot-strength-reduction" => Box::new(DotStrengthReduction),
                 "schedule" => Box::new(Scheduler),
                 other => return Err(PipelineError::Spec(format!("unknown pass `{other}`"))),
             })

@@ -817,26 +817,6 @@ fn dynamic_update_slice_full() {
     check_unchanged("%x = f32[2,3] parameter(0)\n %u = f32[1,3] parameter(1)\n %i = s32[] parameter(2)\n ROOT %d = f32[2,3] dynamic-update-slice(%x, %u, %i, %i)");
 }
 
-// ---- dot ------------------------------------------------------------------------------
-
-#[test]
-fn dot_transpose_operand() {
-    check(
-        "dot-transpose-operand",
-        "%a = f32[3,2] parameter(0)\n %b = f32[3,4] parameter(1)\n %t = f32[2,3] transpose(%a), dimensions={1,0}\n ROOT %d = f32[2,4] dot(%t, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
-        "%a = f32[3,2] parameter(0)\n %b = f32[3,4] parameter(1)\n ROOT %d = f32[2,4] dot(%a, %b), lhs_contracting_dims={0}, rhs_contracting_dims={0}",
-    );
-    check(
-        "dot-transpose-operand",
-        "%a = f32[5,2,3] parameter(0)\n %b = f32[5,4,3] parameter(1)\n %t = f32[5,3,4] transpose(%b), dimensions={0,2,1}\n ROOT %d = f32[5,2,4] dot(%a, %t), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}",
-        "%a = f32[5,2,3] parameter(0)\n %b = f32[5,4,3] parameter(1)\n ROOT %d = f32[5,2,4] dot(%a, %b), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={2}",
-    );
-    // The lhs free dims (2 and 4) would come out in the other order.
-    check_unchanged(
-        "%a = f32[4,2,3] parameter(0)\n %b = f32[3,5] parameter(1)\n %t = f32[2,4,3] transpose(%a), dimensions={1,0,2}\n ROOT %d = f32[2,4,5] dot(%t, %b), lhs_contracting_dims={2}, rhs_contracting_dims={0}",
-    );
-}
-
 // ---- reductions -----------------------------------------------------------------------
 
 #[test]

@@ -1,0 +1,243 @@
+//! The driver of local rewrite rules, shared by the passes made of them (the algebraic
+//! simplifier, transpose folding, dot strength reduction): each pass is a table of
+//! [`Rule`]s and [`run_rules`] applies it.
+//!
+//! The driver visits every live instruction of every reachable computation in order
+//! (operands before users) and applies the first rule that matches; rounds repeat until
+//! nothing fires, at most `max_rounds` times. A rule returns an [`Action`]:
+//! - `Use(y)`: every use of the instruction is replaced by the existing value `y`. The
+//!   driver refuses it unless `y`'s type is *exactly* the instruction's type, layouts
+//!   included (an unset layout stays unset), so no rule can silently change a type.
+//! - `Rewrite { op, operands }`: the instruction keeps its name, type and `loc` and gets
+//!   a new op and operands. Helper instructions a rule needs (a scalar constant, an inner
+//!   slice) are inserted just before it, with `Module::fresh_name` names.
+//!
+//! After each round that changed a computation, its unused instructions are removed
+//! (parameters and side effects stay), so computations the pass does not change are
+//! left exactly as they were.
+//!
+//! Provenance (in the graph's computations: the entry and its fusion bodies), recorded
+//! here in the driver, not in the rules: a helper a rule inserts is `created_by` the
+//! rule, a `Use(y)` is `replaced_by` y under the rule's name, and what the clean-up
+//! removes is `removed` by `dce`. A `Rewrite` keeps the instruction's name, so its id.
+
+use super::provenance::Scope;
+use super::{Changed, PassLog, Rewrite};
+use crate::ir::{CompId, Computation, InstId, Instruction, Literal, Loc, Module, Op, Scalar, Shape, Type};
+use cranelift_entity::EntityRef;
+use std::collections::HashSet;
+
+/// What a rule does to the instruction it matched. (Short-lived, one at a time: the size
+/// difference between the variants does not matter.)
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Action {
+    /// Replace every use by this existing value (its type must be exactly the same).
+    Use(InstId),
+    /// Give the instruction a new op and operands; its name, type and loc stay.
+    Rewrite { op: Op, operands: Vec<InstId> },
+}
+
+/// One rewrite rule: a stable name and the function that tries it.
+pub(crate) struct Rule {
+    pub name: &'static str,
+    pub apply: fn(&mut Ctx, InstId) -> Option<Action>,
+}
+
+/// A rule table: `rules!["name" => path::to_fn, ...]`.
+macro_rules! rules {
+    ($($name:literal => $f:path,)*) => { &[$(Rule { name: $name, apply: $f },)*] };
+}
+
+pub(crate) use rules;
+
+/// What a rule sees: the module and the computation being simplified.
+pub(crate) struct Ctx<'m> {
+    pub module: &'m mut Module,
+    pub comp: CompId,
+}
+
+impl Ctx<'_> {
+    pub fn inst(&self, id: InstId) -> &Instruction {
+        self.module.comp(self.comp).inst(id)
+    }
+    pub fn op(&self, id: InstId) -> &Op {
+        &self.inst(id).op
+    }
+    /// Operand `k` of `id`.
+    pub fn arg(&self, id: InstId, k: usize) -> InstId {
+        self.inst(id).operands[k]
+    }
+    pub fn args(&self, id: InstId) -> &[InstId] {
+        &self.inst(id).operands
+    }
+    /// The array shape of `id` (`None` for tuples and tokens).
+    pub fn shape(&self, id: InstId) -> Option<&Shape> {
+        self.inst(id).ty.as_array()
+    }
+    /// The dimensions of `id` (empty for non-arrays, which no rule matches anyway).
+    pub fn dims(&self, id: InstId) -> Vec<i64> {
+        self.shape(id).map(|s| s.dims.clone()).unwrap_or_default()
+    }
+
+    /// The single value every element of `id` holds, when `id` is a constant whose
+    /// elements all have the same bits, or a broadcast of one. Empty arrays have none.
+    pub fn splat(&self, id: InstId) -> Option<Scalar> {
+        match self.op(id) {
+            Op::Constant(l) => literal_splat(l),
+            Op::BroadcastInDim { .. } => self.splat(self.arg(id, 0)),
+            _ => None,
+        }
+    }
+
+    /// Inserts a new instruction just before `before` (so it dominates it), named
+    /// `fresh_name(base)`, carrying `before`'s loc.
+    pub fn insert_before(&mut self, before: InstId, base: &str, op: Op, operands: Vec<InstId>, ty: Type) -> InstId {
+        let name = self.module.fresh_name(base);
+        let comp = self.module.comp_mut(self.comp);
+        let loc: Loc = comp.inst(before).loc.clone();
+        let id = comp.insts.push(Instruction { name, op, operands, ty, loc });
+        let pos = comp.order.iter().position(|&i| i == before).unwrap_or(comp.order.len());
+        comp.order.insert(pos, id);
+        id
+    }
+
+    /// Rewrites `id` (an array of any shape) into a splat of `value`: a constant when it
+    /// is a scalar, else a broadcast of a new scalar constant (never a big literal).
+    pub fn splat_action(&mut self, id: InstId, value: Scalar) -> Option<Action> {
+        let shape = self.shape(id)?.clone();
+        let scalar = Literal::scalar_from(shape.elem, value);
+        if shape.rank() == 0 {
+            let lit = Literal { shape: Shape { layout: None, ..shape.clone() }, data: scalar.data };
+            return Some(Action::Rewrite { op: Op::Constant(lit), operands: vec![] });
+        }
+        let ty = Type::Array(scalar.shape.clone());
+        let c = self.insert_before(id, "constant", Op::Constant(scalar), vec![], ty);
+        Some(Action::Rewrite { op: Op::BroadcastInDim { dims: vec![] }, operands: vec![c] })
+    }
+}
+
+/// The common value of a literal whose elements all have the same bit pattern.
+pub(crate) fn literal_splat(l: &Literal) -> Option<Scalar> {
+    if l.num_elements() == 0 {
+        return None;
+    }
+    let first = l.bits(0);
+    (1..l.num_elements()).all(|i| l.bits(i) == first).then(|| l.get(0))
+}
+
+/// Whether `id` has the operands and attributes its op needs, so that rules may index
+/// them freely. The verifier guarantees this for verified modules; the check keeps the
+/// pass from panicking on one that was not verified (such instructions are skipped).
+fn well_formed(comp: &Computation, id: InstId) -> bool {
+    let inst = comp.inst(id);
+    let rank = |i: usize| inst.operands.get(i).and_then(|&o| comp.inst(o).ty.as_array()).map(Shape::rank);
+    let out_rank = inst.ty.as_array().map(Shape::rank);
+    let n = inst.operands.len();
+    match &inst.op {
+        Op::Unary(_) | Op::Convert | Op::Reshape | Op::GetTupleElement { .. } => n == 1,
+        Op::Binary(_) | Op::Compare { .. } | Op::Dot(_) | Op::Pad { .. } => n == 2,
+        Op::Select | Op::Clamp => n == 3,
+        Op::BroadcastInDim { dims } => {
+            n == 1 && rank(0) == Some(dims.len()) && dims.iter().all(|&d| d >= 0 && Some(d as usize) < out_rank)
+        }
+        Op::Transpose { perm } => {
+            let mut sorted = perm.clone();
+            sorted.sort_unstable();
+            n == 1 && rank(0) == Some(perm.len()) && sorted.iter().enumerate().all(|(i, &d)| d == i as i64)
+        }
+        Op::Slice { start, limit, stride } => {
+            n == 1 && rank(0) == Some(start.len()) && limit.len() == start.len() && stride.len() == start.len()
+        }
+        Op::Reverse { dims } => n == 1 && dims.iter().all(|&d| d >= 0 && Some(d as usize) < rank(0)),
+        Op::Concatenate { dim } => n >= 1 && *dim >= 0 && (0..n).all(|i| rank(i).is_some_and(|r| (*dim as usize) < r)),
+        Op::DynamicSlice { .. } => n >= 1,
+        Op::DynamicUpdateSlice => n >= 2,
+        Op::Reduce { .. } => n >= 2,
+        Op::Iota { dim } => *dim >= 0 && Some(*dim as usize) < out_rank,
+        _ => true,
+    }
+}
+
+/// One round over one computation: tries the rules on every live instruction.
+/// Records provenance when `scope` is given (the computation is in the graph).
+fn round(rules: &[Rule], module: &mut Module, comp: CompId, log: &mut PassLog, mut scope: Option<&mut Scope>) -> bool {
+    let order = module.comp(comp).order.clone();
+    let mut changed = false;
+    let mut replaced: HashSet<InstId> = HashSet::new();
+    for id in order {
+        if replaced.contains(&id) {
+            continue;
+        }
+        let mut cx = Ctx { module, comp };
+        if matches!(cx.op(id), Op::Parameter(_)) || cx.op(id).has_side_effect() {
+            continue;
+        }
+        // Rules look at the instruction and its operands (and their operands).
+        let c = cx.module.comp(comp);
+        if !well_formed(c, id) || !c.inst(id).operands.iter().all(|&o| well_formed(c, o)) {
+            continue;
+        }
+        for rule in rules {
+            let made_from = cx.module.comp(comp).insts.len();
+            let action = (rule.apply)(&mut cx, id);
+            // Helpers the rule inserted (whether or not its action is taken: one left
+            // unused is removed with the round's dead code).
+            if let Some(scope) = scope.as_deref_mut() {
+                for k in made_from..cx.module.comp(comp).insts.len() {
+                    scope.created(cx.module, comp, InstId::new(k), rule.name, log);
+                }
+            }
+            let Some(action) = action else { continue };
+            let c = cx.module.comp_mut(comp);
+            let name = c.inst(id).name.clone();
+            match action {
+                Action::Use(y) => {
+                    if y == id || c.inst(y).ty != c.inst(id).ty {
+                        continue;
+                    }
+                    c.replace_all_uses(id, y);
+                    replaced.insert(id);
+                    if let Some(scope) = scope.as_deref_mut() {
+                        scope.replaced(cx.module, comp, id, y, rule.name, log);
+                    }
+                }
+                Action::Rewrite { op, operands } => {
+                    let inst = c.inst_mut(id);
+                    inst.op = op;
+                    inst.operands = operands;
+                }
+            }
+            log.rewrites.push(Rewrite { rule: rule.name, inst: name });
+            changed = true;
+            break;
+        }
+    }
+    changed
+}
+
+/// Applies `rules` to every reachable computation of `module` until none fires (at most
+/// `max_rounds` rounds per computation); whether anything changed.
+pub(crate) fn run_rules(rules: &[Rule], max_rounds: usize, module: &mut Module, log: &mut PassLog) -> Changed {
+    let mut changed = false;
+    let mut scope = Scope::new(module);
+    for comp in module.post_order() {
+        let mut comp_changed = false;
+        let in_graph = scope.in_graph(module, comp);
+        for _ in 0..max_rounds {
+            if !round(rules, module, comp, log, in_graph.then_some(&mut scope)) {
+                break;
+            }
+            // Drop what the round left unused, so that the next round neither
+            // revisits it nor counts it as a user.
+            let dead = module.comp_mut(comp).remove_dead_ids();
+            if in_graph {
+                for id in dead {
+                    scope.removed(module, comp, id, "dce", log);
+                }
+            }
+            comp_changed = true;
+        }
+        changed |= comp_changed;
+    }
+    changed
+}

@@ -183,6 +183,7 @@ corpus_tests!(
     layernorm,
     mlp_gelu_erf,
     mlp_gelu_tanh,
+    mlp_grad,
     random_normal,
     reductions,
     rmsnorm,

@@ -77,28 +77,29 @@ fn same_observed(a: &Observed, b: &Observed) -> Result<(), String> {
 /// Runs the default pipeline on `module`, comparing after each pass. `Ok(None)` when the
 /// module cannot be interpreted to begin with (unsupported), `Ok(Some(passes))` when all
 /// passes kept its meaning.
-fn check_pipeline(mut module: Module, args: &[Value]) -> Result<Option<usize>, String> {
+fn check_pipeline(module: Module, args: &[Value]) -> Result<Option<usize>, String> {
+    check_passes(module, args, &PipelineConfig { snapshots: false, ..Default::default() })
+}
+
+/// [`check_pipeline`] with the passes of `config`.
+fn check_passes(mut module: Module, args: &[Value], config: &PipelineConfig) -> Result<Option<usize>, String> {
     let Ok(before) = observe(&module, args) else { return Ok(None) };
     let mut failure: Option<String> = None;
     let mut passes = 0;
-    let result = run_pipeline_observed(
-        &mut module,
-        &PipelineConfig { snapshots: false, ..Default::default() },
-        &mut |pass, m| {
-            passes += 1;
-            if failure.is_some() {
-                return;
-            }
-            match observe(m, args) {
-                Ok(after) => {
-                    if let Err(e) = same_observed(&before, &after) {
-                        failure = Some(format!("after {pass}: {e}"));
-                    }
+    let result = run_pipeline_observed(&mut module, config, &mut |pass, m| {
+        passes += 1;
+        if failure.is_some() {
+            return;
+        }
+        match observe(m, args) {
+            Ok(after) => {
+                if let Err(e) = same_observed(&before, &after) {
+                    failure = Some(format!("after {pass}: {e}"));
                 }
-                Err(e) => failure = Some(format!("after {pass}: the interpreter failed: {e}")),
             }
-        },
-    );
+            Err(e) => failure = Some(format!("after {pass}: the interpreter failed: {e}")),
+        }
+    });
     if let Err(e) = result {
         return Err(e.to_string());
     }
@@ -140,6 +141,22 @@ fn every_pass_preserves_the_conformance_corpus() {
 
 #[test]
 fn every_pass_preserves_the_jax_corpus() {
+    check_jax_corpus(&PipelineConfig { snapshots: false, ..Default::default() });
+}
+
+/// The passes outside the default pipeline too: dot canonicalization (after the other
+/// dot passes, as XLA runs its `DotDecomposer`), on both texts of every JAX program.
+#[test]
+fn dot_canonicalization_preserves_the_jax_corpus() {
+    let passes = parse_pipeline_spec(
+        "inline,simplify,transpose-folding,dot-strength-reduction,dot-merger,dot-canonicalize,\
+         constant-fold,cse,dce,fusion,layout-assignment,schedule",
+    )
+    .unwrap();
+    check_jax_corpus(&PipelineConfig { passes, snapshots: false, ..Default::default() });
+}
+
+fn check_jax_corpus(config: &PipelineConfig) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../backend/tests/corpus");
     let mut programs: Vec<_> = std::fs::read_dir(&dir).expect("the JAX corpus").map(|e| e.unwrap().path()).collect();
     programs.sort();
@@ -149,7 +166,7 @@ fn every_pass_preserves_the_jax_corpus() {
             let text = std::fs::read_to_string(program.join(file)).unwrap();
             let module = hloscope_core::parse::parse_module(&text).unwrap();
             let args = hloscope_core::interp::random_inputs(&module, 7);
-            match check_pipeline(module, &args) {
+            match check_passes(module, &args, config) {
                 Ok(Some(_)) => checked += 1,
                 Ok(None) => panic!("{}/{file} does not run on the interpreter", program.display()),
                 Err(e) => panic!("{}/{file}: {e}", program.display()),
@@ -257,7 +274,7 @@ fn pipeline_specs() {
     assert_eq!(
         err("cse,fuse"),
         "unknown pass `fuse` (known: inline, simplify, transpose-folding, dot-strength-reduction, dot-merger, \
-         constant-fold, cse, dce, fusion, layout-assignment, schedule)"
+         dot-canonicalize, constant-fold, cse, dce, fusion, layout-assignment, schedule)"
     );
     assert_eq!(err("dot-merger{max_bytes=-1}"), "dot-merger: knob max_bytes takes a whole number, not `-1`");
     assert_eq!(err("simplify{rounds=2}"), "simplify has no knob `rounds`");

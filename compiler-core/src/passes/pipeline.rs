@@ -15,7 +15,7 @@
 use super::constant_fold::ConstantFold;
 use super::cse::Cse;
 use super::dce::Dce;
-use super::dot::{DotMerger, DotStrengthReduction, TransposeFolding};
+use super::dot::{DotCanonicalize, DotMerger, DotStrengthReduction, TransposeFolding};
 use super::fusion::{FusionConfig, FusionPass};
 use super::inline::Inline;
 use super::layout::LayoutAssignment;
@@ -45,7 +45,20 @@ pub const DEFAULT_PIPELINE: &[&str] = &[
 ];
 
 /// Every pass a spec may name.
-pub const KNOWN_PASSES: &[&str] = DEFAULT_PIPELINE;
+pub const KNOWN_PASSES: &[&str] = &[
+    "inline",
+    "simplify",
+    "transpose-folding",
+    "dot-strength-reduction",
+    "dot-merger",
+    "dot-canonicalize",
+    "constant-fold",
+    "cse",
+    "dce",
+    "fusion",
+    "layout-assignment",
+    "schedule",
+];
 
 /// One pass of a pipeline with its knobs (`name{key=value,...}`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -344,6 +357,7 @@ fn make_pass(spec: &PassSpec, fusion: &FusionConfig) -> Result<Box<dyn Pass>, Pi
                 "layout-assignment" => Box::new(LayoutAssignment),
                 "transpose-folding" => Box::new(TransposeFolding),
                 "dot-strength-reduction" => Box::new(DotStrengthReduction),
+                "dot-canonicalize" => Box::new(DotCanonicalize),
                 "schedule" => Box::new(Scheduler),
                 other => return Err(PipelineError::Spec(format!("unknown pass `{other}`"))),
             })

@@ -247,3 +247,59 @@ fn weights_defined_after_a_sibling_s_users_are_reordered_before_the_merged_dot()
     assert!(pos("%q = f32[64,2] slice(") < pos("%e = "), "{text}");
     assert_same_results(&m, &after, 40);
 }
+
+// ---- canonicalization -----------------------------------------------------------------
+
+#[test]
+fn batch_dims_move_first_and_dims_group_into_one_matrix_product() {
+    use super::DotCanonicalize;
+    // Attention's scores, as JAX writes them: q [b, t, h, d] . k [b, s, h, d] over d,
+    // batched over b and h.
+    let m = module(
+        "",
+        "%q = f32[2,3,4,5] parameter(0)\n %k = f32[2,6,4,5] parameter(1)\n ROOT %s = f32[2,4,3,6] dot(%q, %k), lhs_batch_dims={0,2}, lhs_contracting_dims={3}, rhs_batch_dims={0,2}, rhs_contracting_dims={3}",
+    );
+    let (after, log, changed) = run(&DotCanonicalize, &m);
+    assert!(changed && log.rewrites.iter().all(|r| r.rule == "dot-canonical-form"));
+    assert_eq!(
+        entry_text(&after),
+        normalize(
+            "%q = f32[2,3,4,5] parameter(0)
+             %k = f32[2,6,4,5] parameter(1)
+             %transpose.0 = f32[2,4,3,5] transpose(%q), dimensions={0,2,1,3}
+             %transpose.1 = f32[2,4,5,6] transpose(%k), dimensions={0,2,3,1}
+             ROOT %s = f32[2,4,3,6] dot(%transpose.0, %transpose.1), lhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_batch_dims={0,1}, rhs_contracting_dims={2}"
+        )
+    );
+    assert_same_results(&m, &after, 40);
+    // Two contracting dims and two free dims: grouped by reshapes, no transpose needed.
+    let m = module(
+        "",
+        "%a = f32[2,3,4,5] parameter(0)\n %b = f32[4,5,6] parameter(1)\n ROOT %d = f32[2,3,6] dot(%a, %b), lhs_contracting_dims={2,3}, rhs_contracting_dims={0,1}",
+    );
+    let (after, _, changed) = run(&DotCanonicalize, &m);
+    let text = entry_text(&after);
+    assert!(changed && !text.contains("transpose"), "{text}");
+    assert!(text.contains("f32[6,20] reshape(%a)") && text.contains("f32[20,6] reshape(%b)"), "{text}");
+    assert!(text.contains("ROOT %d = f32[2,3,6] reshape(%dot."), "{text}");
+    assert_same_results(&m, &after, 40);
+    assert!(!run(&DotCanonicalize, &after).2, "not a fixed point");
+}
+
+#[test]
+fn canonical_dots_stay_as_they_are() {
+    use super::DotCanonicalize;
+    // A matmul, one with its lhs transposed (contracting first), a batched one.
+    check_unchanged(
+        &DotCanonicalize,
+        "%a = f32[2,3] parameter(0)\n %b = f32[3,4] parameter(1)\n ROOT %d = f32[2,4] dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+    );
+    check_unchanged(
+        &DotCanonicalize,
+        "%a = f32[3,2] parameter(0)\n %b = f32[4,3] parameter(1)\n ROOT %d = f32[2,4] dot(%a, %b), lhs_contracting_dims={0}, rhs_contracting_dims={1}",
+    );
+    check_unchanged(
+        &DotCanonicalize,
+        "%a = f32[5,2,3] parameter(0)\n %b = f32[5,3,4] parameter(1)\n ROOT %d = f32[5,2,4] dot(%a, %b), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}",
+    );
+}

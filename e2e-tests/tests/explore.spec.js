@@ -872,6 +872,31 @@ test("a 1 MiB .npy input uploads, runs in the browser and downloads", async ({ p
   console.log("1 MiB .npy input:", JSON.stringify(result));
 });
 
+test("a dot pass lists its rewrites, each selecting its instruction, with no fusion overrides", async ({ page }) => {
+  // JAX writes both weight gradients of train_step as transpose(dot(g, x)); transpose
+  // folding makes each one dot with its operands swapped.
+  await open(page, "#example=train_step&pass=transpose-folding");
+  const rows = page.getByTestId("rewrite");
+  await expect(rows).toHaveCount(2);
+  await expect(rows.nth(0).locator("td")).toHaveText(["transposed-dot-swaps-operands", "transpose.50"]);
+  await expect(rows.nth(1).locator("td")).toHaveText(["transposed-dot-swaps-operands", "transpose.69"]);
+  await expect(page.getByTestId("rewrites").locator("th").first()).toHaveText("2 rewrites: rule");
+  await expect(page.getByTestId("decision")).toHaveCount(0);
+  await rows.nth(0).click();
+  await expect(rows.nth(0)).toHaveClass(/selected/);
+  const detail = (dt) => page.locator(`[data-testid=node-details] dt:text-is('${dt}') + dd`);
+  await expect(detail("name")).toHaveText("transpose.50");
+  await expect(detail("op")).toHaveText("dot");
+  await expect(page.locator("[data-testid=graph-node][data-id='transpose.50']")).toHaveClass(/selected/);
+  await page.locator(".pane.decisions-pane").screenshot({ path: `${OUT}/rewrites.png` });
+  // The fusion pass's decisions keep their override buttons; a pass with neither
+  // decisions nor rewrites says so.
+  await page.locator("[data-testid=pass][data-pass=fusion]").click();
+  await expect(page.getByTestId("decision-override").first()).toBeVisible();
+  await page.locator("[data-testid=pass][data-pass=dot-merger]").click();
+  await expect(page.locator(".decisions .empty")).toContainText("nothing decided or rewritten in this pass");
+});
+
 test("every guided tour runs to its end, each step showing its pass and selection", async ({ page }) => {
   const dir = path.resolve(__dirname, "../../frontend/tours");
   const tours = fs.readdirSync(dir).map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")));

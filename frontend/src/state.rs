@@ -18,6 +18,8 @@ pub struct State {
     /// (pass, against, lines).
     pub diff: Memo<Option<(usize, usize, Vec<DiffLine>)>>,
     pub decisions: Memo<Vec<DecisionView>>,
+    /// The rewrites the pass on screen applied: (rule, instruction).
+    pub rewrites: Memo<Vec<(String, String)>>,
     /// The pass chosen by name (None: the worker's default, the fusion pass).
     pub pass: RwSignal<Option<String>>,
     /// The pass the diffs are against (None: the previous one).
@@ -106,6 +108,7 @@ impl State {
             graph: Memo::new(move |_| view.with(|v| v.as_ref().map(|v| v.graph.clone()))),
             diff: Memo::new(move |_| view.with(|v| v.as_ref().map(|v| (v.pass, v.against, v.diff.clone())))),
             decisions: Memo::new(move |_| view.with(|v| v.as_ref().map(|v| v.decisions.clone()).unwrap_or_default())),
+            rewrites: Memo::new(move |_| view.with(|v| v.as_ref().map(|v| v.rewrites.clone()).unwrap_or_default())),
             pass: RwSignal::new(None),
             against: RwSignal::new(None),
             graph_diff: RwSignal::new(false),

@@ -1,7 +1,9 @@
-//! The selected pass's fusion decisions: producer, consumer, taken or refused, the rule
-//! and its reason, the bytes of memory traffic saved. Linked both ways with the graph:
-//! clicking a row (or j/k) lights up its producer, consumer and cluster there, and the
-//! rows about the node selected in the graph are marked.
+//! The selected pass's decisions (fusion's, and the dot merger's): producer, consumer,
+//! taken or refused, the rule and its reason, the bytes of memory traffic saved. Linked
+//! both ways with the graph: clicking a row (or j/k) lights up its producer, consumer and
+//! cluster there, and the rows about the node selected in the graph are marked. Below
+//! them, the rewrites the pass applied (the simplifier's and the dot passes' rules), each
+//! selecting its instruction in the graph.
 
 use crate::knobs::{self, Override};
 use crate::state::state;
@@ -36,10 +38,16 @@ pub fn Decisions() -> impl IntoView {
     });
     // Enough rows to show the selected one.
     let shown = Memo::new(move |_| limit.get().max(st.decision.get().map_or(0, |i| i + PAGE / 2)));
+    // The fusion lab's overrides steer fusion only: other passes' decisions have none.
+    let fusion_pass = Memo::new(move |_| {
+        let pass = st.view.with(|v| v.as_ref().map(|v| v.pass));
+        pass.is_some_and(|i| st.passes.with(|ps| ps.get(i).is_some_and(|p| p.name == "fusion")))
+    });
     view! {
         <div class="decisions">
             {move || {
                 let has_view = st.view.with(Option::is_some);
+                let has_rewrites = st.rewrites.with(|r| !r.is_empty());
                 st.decisions
                     .with(|decisions| match decisions {
                         d if !d.is_empty() => {
@@ -76,6 +84,7 @@ pub fn Decisions() -> impl IntoView {
                                             <td class="num">{d.bytes_saved}</td>
                                             <td>
                                                 <button
+                                                    hidden=move || !fusion_pass.get()
                                                     class="flip"
                                                     data-testid="decision-override"
                                                     data-action=if d.taken { "never" } else { "force" }
@@ -120,13 +129,76 @@ pub fn Decisions() -> impl IntoView {
                             }
                                 .into_any()
                         }
-                        _ if has_view => {
-                            view! { <p class="empty">"no fusion decisions in this pass: select the fusion pass"</p> }
+                        _ if has_view && !has_rewrites => {
+                            view! {
+                                <p class="empty">
+                                    "nothing decided or rewritten in this pass: fusion and the dot merger decide, simplify and the dot passes rewrite"
+                                </p>
+                            }
                                 .into_any()
                         }
                         _ => ().into_any(),
                     })
             }}
+            <Rewrites />
         </div>
+    }
+}
+
+/// The rewrites the pass on screen applied, one row each: rule, instruction. Clicking a
+/// row selects the instruction in the graph (it keeps its name through a rewrite).
+#[component]
+fn Rewrites() -> impl IntoView {
+    let st = state();
+    let limit = RwSignal::new(PAGE);
+    Effect::new(move |_| {
+        st.rewrites.track();
+        limit.set(PAGE);
+    });
+    move || {
+        st.rewrites.with(|rewrites| {
+            if rewrites.is_empty() {
+                return ().into_any();
+            }
+            let more = rewrites.len().saturating_sub(limit.get());
+            let rows = rewrites
+                .iter()
+                .take(limit.get())
+                .map(|(rule, inst)| {
+                    let (id, selected_id) = (inst.clone(), inst.clone());
+                    view! {
+                        <tr
+                            data-testid="rewrite"
+                            class:selected=move || st.node.with(|n| n.as_deref() == Some(selected_id.as_str()))
+                            on:click=move |_| st.node.set(Some(id.clone()))
+                        >
+                            <td>{rule.clone()}</td>
+                            <td>{inst.clone()}</td>
+                        </tr>
+                    }
+                })
+                .collect_view();
+            let count = rewrites.len();
+            view! {
+                <table class="rewrites" data-testid="rewrites">
+                    <thead>
+                        <tr>
+                            <th>{format!("{count} rewrite{}: rule", if count == 1 { "" } else { "s" })}</th>
+                            <th>"instruction"</th>
+                        </tr>
+                    </thead>
+                    <tbody>{rows}</tbody>
+                </table>
+                {(more > 0)
+                    .then(|| {
+                        view! {
+                            <button class="more" on:click=move |_| limit.update(|l| *l += PAGE)>
+                                {format!("{more} more rewrites: show {}", more.min(PAGE))}
+                            </button>
+                        }
+                    })}
+            }
+            .into_any()
+        })
     }
 }

@@ -22,7 +22,7 @@
 use crate::ir::{CompId, Computation, DotDims, InstId, Instruction, Module, Op, Shape, Type};
 use crate::passes::provenance::Scope;
 use crate::passes::{Changed, Decision, Pass, PassLog, Rewrite};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// The dot merger; see the module documentation.
 pub struct DotMerger {
@@ -139,13 +139,18 @@ impl DotMerger {
                 }
             }
         }
-        let users = comp.users();
+        // Users are needed only once a group has two members.
+        let mut users = None;
         for (key, members) in groups {
+            if members.len() < 2 {
+                continue;
+            }
             let members = independent(comp, &members);
             if members.len() < 2 || refused.contains(&members) {
                 continue;
             }
-            let estimate = self.estimate(comp, &key, &members, &users);
+            let users = users.get_or_insert_with(|| comp.users());
+            let estimate = self.estimate(comp, &key, &members, users);
             let merged_bytes: u64 = members.iter().map(|&d| bytes(comp, d)).sum();
             let first = comp.inst(members[0]).name.clone();
             let shared = &comp.inst(key.shared).name;
@@ -293,28 +298,19 @@ impl DotMerger {
     }
 }
 
-/// The members that depend on no other member, in order (a member reachable from
-/// another cannot be computed in the same dot).
+/// The members that depend on no other member, in order: no two of them depend on each
+/// other, so they can be one dot. One walk, remembering only whether each instruction
+/// depends on some member (linear, however many members share the operand).
 fn independent(comp: &Computation, members: &[InstId]) -> Vec<InstId> {
     let set: HashSet<InstId> = members.iter().copied().collect();
-    // For each instruction, the members it depends on (transitively).
-    let mut depends: HashMap<InstId, HashSet<InstId>> = HashMap::new();
+    let mut after_member: HashSet<InstId> = HashSet::new();
     let mut out = Vec::new();
     for &id in &comp.order {
-        let mut deps: HashSet<InstId> = HashSet::new();
-        for o in &comp.inst(id).operands {
-            if let Some(d) = depends.get(o) {
-                deps.extend(d);
-            }
-            if set.contains(o) {
-                deps.insert(*o);
-            }
-        }
-        if set.contains(&id) && deps.is_empty() {
+        let depends = comp.inst(id).operands.iter().any(|o| set.contains(o) || after_member.contains(o));
+        if depends {
+            after_member.insert(id);
+        } else if set.contains(&id) {
             out.push(id);
-        }
-        if !deps.is_empty() {
-            depends.insert(id, deps);
         }
     }
     out

@@ -34,7 +34,8 @@
 //! `--fusion KNOBS` (cpu and webgpu) takes the fusion knobs of `compile` and `explain`
 //! (`off`, `no-multi-output`, ...), for fused-against-unfused comparisons.
 //!
-//! `--json` prints one line: `{"target", "fusion", "compile_s", "run_median_s",
+//! `--json` prints one line: `{"target", "fusion", "compile_s", "compile_peak_rss_bytes"
+//! (the process's peak resident memory once compiled, inputs included), "run_median_s",
 //! "run_min_s", "iters", "arena_bytes", "buffer_bytes", "kernels": [{"name", "time_s",
 //! "bytes", "flops", "calls", "code"}]}` (`code`: how the kernels run, e.g. `simd 4x4 +
 //! native exp`, `scalar`, `gemm`, `interpreter`, `wgsl`, `interpreter (host)`); webgpu
@@ -66,7 +67,7 @@ const TARGET_TOTAL_S: f64 = 1.5;
 
 #[derive(Args, Debug)]
 #[command(after_help = "\
-JSON (--json): one line {\"target\", \"fusion\", \"compile_s\", \"run_median_s\", \"run_min_s\", \"iters\", \
+JSON (--json): one line {\"target\", \"fusion\", \"compile_s\", \"compile_peak_rss_bytes\", \"run_median_s\", \"run_min_s\", \"iters\", \
 \"arena_bytes\", \"buffer_bytes\", \"kernels\": [{\"name\", \"time_s\", \"bytes\", \"flops\", \"calls\", \"code\"}]}; \
 a kernel's time is its median over the timed runs (summed over its calls in a run: kernels \
 inside while bodies and branches are rows named like while.3/body/fusion.7); bytes and \
@@ -193,6 +194,9 @@ struct Report {
     /// On webgpu: the adapter and how its kernels were timed.
     device: Option<Device>,
     compile_s: f64,
+    /// The process's peak resident memory once the module is compiled (inputs loaded
+    /// included), where the system tells it.
+    compile_peak_rss_bytes: Option<u64>,
     run_median_s: f64,
     run_min_s: f64,
     iters: usize,
@@ -435,6 +439,7 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
         }
     };
     let compile_s = (parse_s + started.elapsed()).as_secs_f64();
+    let compile_peak_rss_bytes = peak_rss_bytes();
     let fail = |e: String| RunError(format!("{source_name}: running on the {} failed: {e}", target_name(args.target)));
     let iters = args.iters.map(|n| n as usize);
     let m = measure(runner, &arguments, iters, args.warmup, true).map_err(fail)?;
@@ -446,6 +451,7 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
         fusion: args.fusion.trim().to_string(),
         device,
         compile_s,
+        compile_peak_rss_bytes,
         run_median_s: m.run_median_s,
         run_min_s: m.run_min_s,
         iters: m.iters,
@@ -746,10 +752,11 @@ fn json(r: &Report) -> String {
         )
     });
     format!(
-        "{{\"target\":{},\"fusion\":{},{device}\"compile_s\":{},\"run_median_s\":{},\"run_min_s\":{},\"iters\":{},\"arena_bytes\":{},\"buffer_bytes\":{},\"kernels\":[{}]}}\n",
+        "{{\"target\":{},\"fusion\":{},{device}\"compile_s\":{},\"compile_peak_rss_bytes\":{},\"run_median_s\":{},\"run_min_s\":{},\"iters\":{},\"arena_bytes\":{},\"buffer_bytes\":{},\"kernels\":[{}]}}\n",
         quote(target_name(r.target)),
         quote(&r.fusion),
         num(r.compile_s),
+        r.compile_peak_rss_bytes.map_or("null".to_string(), |b| b.to_string()),
         num(r.run_median_s),
         num(r.run_min_s),
         r.iters,
@@ -850,4 +857,12 @@ impl Progress {
             eprint!("\r\x1b[K");
         }
     }
+}
+
+/// The process's peak resident set so far (Linux's `VmHWM`), in bytes.
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.trim_start_matches("VmHWM:").trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kib * 1024)
 }

@@ -47,6 +47,9 @@ fn cpu_json_has_every_field_and_explains_kernels() {
         let j = bench_json(program, inputs, "cpu");
         assert_eq!(j["target"], "cpu");
         positive(&j["compile_s"]);
+        // The peak resident memory holds at least the binary's own pages and the inputs.
+        let peak = j["compile_peak_rss_bytes"].as_u64().expect("Linux reports VmHWM");
+        assert!(peak > 1 << 20 && peak < 1 << 34, "{peak}");
         let median = positive(&j["run_median_s"]);
         let min = positive(&j["run_min_s"]);
         assert!(min <= median, "{program}: min {min} > median {median}");

@@ -1,8 +1,9 @@
 """The XLA side of `cargo xtask bench`: each benchmark program built in JAX, its StableHLO,
 its inputs, XLA:CPU's compile and run times, and its outputs.
 
-    python tools/bench/xla_bench.py export OUT_DIR [--quick] [--only NAME...]
-        For each program writes OUT_DIR/<name>/ with
+    python tools/bench/xla_bench.py export OUT_DIR [--quick] [--depth] [--only NAME...]
+        For each program (with --depth: each program of the depth suite, a GPT-2-small
+        sized stack at 1, 4, 12 and 48 layers) writes OUT_DIR/<name>/ with
           module.mlir     jax.jit(f).lower(*args).as_text()
           in0.npy ...     the arguments, in entry-parameter order
           xla_out0.npy .. XLA's results, tuples flattened
@@ -161,6 +162,70 @@ corpus_program("adam_update")
 corpus_program("rmsnorm")
 
 
+# The depth suite (`cargo xtask bench --depth`): compile time against depth. Its programs
+# are only exported with --depth.
+DEPTH_PROGRAMS = []
+DEPTH_LAYERS = (1, 4, 12, 48)
+
+
+def gpt2_stack(layers):
+    """A GPT-2-small-sized decoder stack: 128 tokens, width 768, 12 causal heads, a tanh-GELU
+    MLP 4x wide, pre-norm, `layers` blocks. The blocks share one set of weights, so the
+    inputs stay at one layer's 28 MB; each block is still its own code for both compilers."""
+
+    def make(rng, quick):
+        t, d, nh = (16, 64, 2) if quick else (128, 768, 12)
+
+        def block(x, g1, b1, wqkv, bqkv, wo, bo, g2, b2, w1, c1, w2, c2):
+            q, k, v = jnp.split(ln(x, g1, b1) @ wqkv + bqkv, 3, axis=-1)
+            heads = lambda a: a.reshape(t, nh, d // nh).transpose(1, 0, 2)  # noqa: E731
+            q, k, v = heads(q), heads(k), heads(v)
+            s = jnp.einsum("hqd,hkd->hqk", q, k) / np.float32(np.sqrt(d // nh))
+            s = jnp.where(jnp.tril(jnp.ones((t, t), bool)), s, -1e9)
+            o = jnp.einsum("hqk,hkd->hqd", jax.nn.softmax(s, axis=-1), v)
+            x = x + o.transpose(1, 0, 2).reshape(t, d) @ wo + bo
+            return x + jax.nn.gelu(ln(x, g2, b2) @ w1 + c1) @ w2 + c2
+
+        def f(x, *weights):
+            for _ in range(layers):
+                x = block(x, *weights)
+            return x
+
+        s = 1 / np.sqrt(d)
+        # Small residual branches (as GPT-2 scales its output projections by depth), so
+        # that 48 blocks keep the activations in range.
+        r = 0.5 * s / np.sqrt(max(layers, 1))
+        return f, [
+            normal(rng, (t, d)),
+            1 + normal(rng, (d,), 0.1),
+            normal(rng, (d,), 0.1),
+            normal(rng, (d, 3 * d), s),
+            normal(rng, (3 * d,), 0.02),
+            normal(rng, (d, d), r),
+            normal(rng, (d,), 0.02),
+            1 + normal(rng, (d,), 0.1),
+            normal(rng, (d,), 0.1),
+            normal(rng, (d, 4 * d), s),
+            normal(rng, (4 * d,), 0.02),
+            normal(rng, (4 * d, d), r),
+            normal(rng, (d,), 0.02),
+        ]
+
+    make.__name__ = f"gpt2_depth_{layers}"
+    DEPTH_PROGRAMS.append(
+        dict(
+            name=make.__name__,
+            description=f"GPT-2-small-sized stack, {layers} layer(s): 128 tokens, width 768, 12 heads",
+            make=make,
+            tol=dict(rtol=1e-2, atol=1e-2),
+        )
+    )
+
+
+for _layers in DEPTH_LAYERS:
+    gpt2_stack(_layers)
+
+
 def timed_runs(fn, args, budget_s=1.0, max_iters=1000, min_iters=5):
     for _ in range(3):
         jax.block_until_ready(fn(*args))
@@ -227,7 +292,7 @@ def export(prog, out_root, quick):
 
 
 def time_again(out_root, names):
-    by_name = {p["name"]: p for p in PROGRAMS}
+    by_name = {p["name"]: p for p in PROGRAMS + DEPTH_PROGRAMS}
     for name in names:
         folder = os.path.join(out_root, name)
         with open(os.path.join(folder, "xla.json")) as f:
@@ -277,6 +342,7 @@ def main():
     ex.add_argument("out")
     ex.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
     ex.add_argument("--only", nargs="*", help="program names")
+    ex.add_argument("--depth", action="store_true", help="the depth suite instead of the main one")
     again = sub.add_parser("time")
     again.add_argument("out")
     again.add_argument("names", nargs="+")
@@ -291,7 +357,7 @@ def main():
         time_again(a.out, a.names)
         return
     names = []
-    for prog in PROGRAMS:
+    for prog in DEPTH_PROGRAMS if a.depth else PROGRAMS:
         if a.only and prog["name"] not in a.only:
             continue
         meta = export(prog, a.out, a.quick)

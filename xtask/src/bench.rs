@@ -16,6 +16,11 @@
 //!
 //! `--quick` runs every program at small sizes (a smoke test of the whole chain).
 //!
+//! `--depth` runs the depth suite instead, the same way: a GPT-2-small-sized stack at 1,
+//! 4, 12 and 48 layers, compile and run against XLA:CPU (the question there is how
+//! compile time grows with depth). It writes `target/bench/depth.{json,md,png}` and the
+//! table between `<!-- bench-depth:begin -->` and `<!-- bench-depth:end -->` in README.md.
+//!
 //! `--target webgpu` measures fusion instead, on the system's WebGPU adapter: each
 //! program of the same suite (the same export, XLA's outputs the reference) runs through
 //! `hloscope bench --target webgpu` fused and with `--fusion off`, alternating, in rounds
@@ -38,6 +43,8 @@ struct Row {
     hs_run_s: f64,
     xla_compile_s: f64,
     hs_compile_s: f64,
+    /// hloscope's peak resident memory once compiled (`hloscope bench`'s report).
+    hs_compile_peak_bytes: u64,
     /// The cost model's bytes moved by one run (all kernels).
     bytes: u64,
     kernels: usize,
@@ -74,10 +81,11 @@ struct Suite {
     names: Vec<String>,
 }
 
-/// Exports the programs from JAX (timing XLA:CPU) and builds hloscope (release).
-fn prepare(root: &Path, quick: bool) -> Result<Suite, String> {
+/// Exports the programs (the depth suite's with `depth`) from JAX, timing XLA:CPU, and
+/// builds hloscope (release).
+fn prepare(root: &Path, quick: bool, depth: bool) -> Result<Suite, String> {
     let out = root.join("target").join("bench");
-    let programs_dir = out.join("programs");
+    let programs_dir = out.join(if depth { "depth" } else { "programs" });
     std::fs::create_dir_all(&programs_dir).map_err(|e| format!("cannot create {}: {e}", programs_dir.display()))?;
 
     let python = python(root)?;
@@ -85,6 +93,9 @@ fn prepare(root: &Path, quick: bool) -> Result<Suite, String> {
     let mut export = vec!["tools/bench/xla_bench.py".to_string(), "export".into(), programs_dir.display().to_string()];
     if quick {
         export.push("--quick".into());
+    }
+    if depth {
+        export.push("--depth".into());
     }
     crate::run_in(root, &python, &export.iter().map(String::as_str).collect::<Vec<_>>())?;
 
@@ -102,25 +113,29 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
         return crate::server_bench::run(root, args);
     }
     let quick = args.iter().any(|a| a == "--quick");
+    let depth = args.iter().any(|a| a == "--depth");
     let mut target = "cpu";
     let mut rest = args.iter();
     while let Some(a) = rest.next() {
         match a.as_str() {
-            "--quick" => {}
+            "--quick" | "--depth" => {}
             "--target" => target = rest.next().map(String::as_str).unwrap_or(""),
-            bad => return Err(format!("bench: unknown argument {bad:?} (only --quick and --target cpu|webgpu)")),
+            bad => {
+                return Err(format!("bench: unknown argument {bad:?} (only --quick, --depth and --target cpu|webgpu)"))
+            }
         }
     }
     match target {
-        "cpu" => cpu(root, quick),
+        "cpu" => cpu(root, quick, depth),
+        "webgpu" if depth => Err("bench: --depth runs on the CPU target only".into()),
         "webgpu" => webgpu(root, quick),
         other => Err(format!("bench: --target {other:?}: cpu or webgpu")),
     }
 }
 
-/// hloscope's CPU target against XLA:CPU.
-fn cpu(root: &Path, quick: bool) -> Result<(), String> {
-    let Suite { out, programs_dir, python, hloscope, names } = prepare(root, quick)?;
+/// hloscope's CPU target against XLA:CPU, on the main suite or the depth suite.
+fn cpu(root: &Path, quick: bool, depth: bool) -> Result<(), String> {
+    let Suite { out, programs_dir, python, hloscope, names } = prepare(root, quick, depth)?;
     let mut rows = Vec::new();
     for name in &names {
         let dir = programs_dir.join(name);
@@ -141,6 +156,7 @@ fn cpu(root: &Path, quick: bool) -> Result<(), String> {
             hs_run_s: num(&report["run_median_s"]),
             xla_compile_s: num(&xla["xla_compile_s"]),
             hs_compile_s: num(&report["compile_s"]),
+            hs_compile_peak_bytes: report["compile_peak_rss_bytes"].as_u64().unwrap_or(0),
             bytes: kernels.iter().map(|k| k["bytes"].as_u64().unwrap_or(0)).sum(),
             kernels: kernels.len(),
             max_abs_err: num(&verdict["max_abs_err"]),
@@ -191,21 +207,48 @@ fn cpu(root: &Path, quick: bool) -> Result<(), String> {
     let stream = stream(quick);
     progress(&format!("copy {:.1} GB/s, triad {:.1} GB/s ({} threads)", stream.copy, stream.triad, stream.threads));
 
-    let table = markdown(&rows, &stream, quick, rounds);
-    std::fs::write(out.join("results.md"), &table).map_err(|e| format!("cannot write results.md: {e}"))?;
-    std::fs::write(out.join("results.json"), json(&rows, &stream, quick))
-        .map_err(|e| format!("cannot write results.json: {e}"))?;
+    let mut table = markdown(&rows, &stream, quick, rounds);
+    let (file, key, heading) = if depth {
+        table += &depth_reading(&rows);
+        ("depth", "bench-depth", "Compile time against depth: hloscope vs XLA:CPU")
+    } else {
+        ("results", "bench", "hloscope vs XLA:CPU")
+    };
+    let write = |ext: &str, bytes: &[u8]| {
+        std::fs::write(out.join(format!("{file}.{ext}")), bytes).map_err(|e| format!("cannot write {file}.{ext}: {e}"))
+    };
+    write("md", table.as_bytes())?;
+    write("json", json(&rows, &stream, quick).as_bytes())?;
     let png = crate::chart::bar_chart(
         "hloscope run time / XLA:CPU run time (log scale; below 1: hloscope faster)",
         &rows.iter().map(|r| (r.name.clone(), r.slowdown())).collect::<Vec<_>>(),
     );
-    std::fs::write(out.join("results.png"), png).map_err(|e| format!("cannot write results.png: {e}"))?;
+    write("png", &png)?;
     if !quick {
-        update_readme(&root.join("README.md"), &table, ("bench", "hloscope vs XLA:CPU"))?;
+        update_readme(&root.join("README.md"), &table, (key, heading))?;
     }
     print!("{table}");
-    progress(&format!("wrote {}/results.{{json,md,png}}", out.display()));
+    progress(&format!("wrote {}/{file}.{{json,md,png}}", out.display()));
     Ok(())
+}
+
+/// The depth suite's reading: each compiler's compile time at each depth against its
+/// own one-layer compile (the goal: hloscope's 12 layers within 2x of its one).
+fn depth_reading(rows: &[Row]) -> String {
+    let Some(one) = rows.first() else { return String::new() };
+    let mut t = String::from("\nCompile time against the same compiler's 1-layer compile:");
+    for r in rows {
+        t += &format!(
+            " {}: hloscope {:.1}x ({:.0} MiB peak resident), XLA {:.1}x;",
+            r.name,
+            r.hs_compile_s / one.hs_compile_s,
+            r.hs_compile_peak_bytes as f64 / (1u64 << 20) as f64,
+            r.xla_compile_s / one.xla_compile_s
+        );
+    }
+    t.pop();
+    t += ".\n";
+    t
 }
 
 /// Timing rounds per side (the first is the export's for XLA; `--quick` makes 2).
@@ -483,7 +526,7 @@ fn top_level(report: &Value) -> (usize, u64, u64) {
 /// Fusion against `--fusion off` on the WebGPU adapter, each program in the same run.
 fn webgpu(root: &Path, quick: bool) -> Result<(), String> {
     crate::ensure_lavapipe()?;
-    let Suite { out, programs_dir, python, hloscope, names } = prepare(root, quick)?;
+    let Suite { out, programs_dir, python, hloscope, names } = prepare(root, quick, false)?;
     let fused_args: &[&str] = &["--target", "webgpu"];
     let unfused_args: &[&str] = &["--target", "webgpu", "--fusion", "off"];
     let mut rows = Vec::new();

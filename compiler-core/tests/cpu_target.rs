@@ -712,3 +712,49 @@ ENTRY main {
         assert!(close(g, w, 4), "{g:?} vs {w:?}; plan:\n{}", exe.plan().summary());
     }
 }
+
+/// Three layers of `tanh(h · w)`: the first two layers' epilogues are the same code on
+/// different buffers, so the second runs the first one's machine code and says so (the
+/// third writes the program's result, a difference in its code); all agree with the
+/// interpreter.
+#[test]
+fn kernels_that_differ_only_in_their_buffers_share_machine_code() {
+    let hlo = "HloModule m
+ENTRY %main (x: f32[8,8], w: f32[8,8]) -> f32[8,8] {
+  %x = f32[8,8] parameter(0)
+  %w = f32[8,8] parameter(1)
+  %d1 = f32[8,8] dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %h1 = f32[8,8] tanh(%d1)
+  %d2 = f32[8,8] dot(%h1, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %h2 = f32[8,8] tanh(%d2)
+  %d3 = f32[8,8] dot(%h2, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %h3 = f32[8,8] tanh(%d3)
+}";
+    let x: Vec<f64> = (0..64).map(|i| ((i * 7 % 13) as f64 - 6.0) / 8.0).collect();
+    let w: Vec<f64> = (0..64).map(|i| ((i * 5 % 11) as f64 - 5.0) / 10.0).collect();
+    let args = [f32s(&[8, 8], &x), f32s(&[8, 8], &w)];
+    // GEMM's blocked sums and the kernels' tanh each differ from the interpreter by an ulp
+    // or so, and three layers compound that (with cancellation in the sums): within 1e-6
+    // of values of order 0.1 to 1. A kernel reading another's buffers would be off by far
+    // more.
+    run_against_interpreter(hlo, &args, |g, w| {
+        let worst = g.to_f64_vec().iter().zip(w.to_f64_vec()).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        if worst <= 1e-6 {
+            Ok(())
+        } else {
+            Err(format!("off by {worst}: {g:?} vs {w:?}"))
+        }
+    });
+    let module = hloscope_core::parse::parse_module(hlo).unwrap();
+    let exe = cpu::compile(&cpu::optimize(&module).unwrap()).unwrap();
+    let kernels = &exe.plan().kernels;
+    let sharing: Vec<usize> = (0..kernels.len()).filter(|&i| exe.code_summary(i).contains(", code of ")).collect();
+    assert_eq!(sharing.len(), 1, "{:?}", (0..kernels.len()).map(|i| exe.code_summary(i)).collect::<Vec<_>>());
+    let i = sharing[0];
+    // The two epilogues (each dot kernel is followed by its loop kernel): 1 and 3.
+    assert_eq!(i, 3);
+    assert!(!exe.code_summary(1).contains("code of"), "{}", exe.code_summary(1));
+    let (j, first) = (1, format!("kernel 1 ({})", kernels[1].name));
+    // The same function, so the same shape of code.
+    assert_eq!(exe.code_summary(i), format!("{}, code of {first}", exe.code_summary(j)));
+}

@@ -168,6 +168,10 @@ fn kernel_fingerprint(k: &kernel::Kernel) -> u64 {
     artifact::hash_debug(&(&k.name, &k.inputs, &k.outputs, &k.kind, loops))
 }
 
+/// A kernel's code seen while compiling a plan: its key and the kernel that compiled
+/// it (or why it could not be compiled).
+type CodeSeen = (codegen::CodeKey, Result<usize, String>);
+
 /// Compiles computation `comp_id`: plans it, emits every kernel Cranelift can take (a
 /// source whose kernel fails becomes opaque as a whole), and compiles while and
 /// conditional computations on their own. Returns the executable and its artifact.
@@ -192,8 +196,29 @@ fn build(
         block_lanes: if options.block_math { super::block_math::native_lanes() } else { 0 },
         inline_half: options.inline_half_floats,
     };
+    // Kernels that are the same code up to their buffers (the layers of a stack) are
+    // compiled once: a kernel reads its buffers' addresses from the table it is called
+    // with, so the first one's function serves them all. `shared[i]` is that first one.
+    let mut codes: HashMap<u64, Vec<CodeSeen>> = HashMap::new();
+    let mut shared: HashMap<usize, usize> = HashMap::new();
     for (i, k) in plan.kernels.iter().enumerate() {
-        match codegen::emit_kernel(&mut jit, &helper_ids, k, i, &results, emit_options) {
+        let key = codegen::code_key(k, &results, emit_options);
+        let same = key.as_ref().and_then(|key| {
+            codes.get(&key.hash())?.iter().find(|(other, _)| other == key).map(|(_, first)| first.clone())
+        });
+        let outcome = match same {
+            Some(Ok(first)) => {
+                shared.insert(i, first);
+                continue;
+            }
+            Some(Err(reason)) => Some(Err(reason)),
+            None => codegen::emit_kernel(&mut jit, &helper_ids, k, i, &results, emit_options),
+        };
+        if let (Some(key), Some(outcome)) = (key, &outcome) {
+            let first = outcome.as_ref().map(|_| i).map_err(Clone::clone);
+            codes.entry(key.hash()).or_default().push((key, first));
+        }
+        match outcome {
             None => {}
             Some(Ok(em)) => {
                 let code = KernelCode {
@@ -220,6 +245,7 @@ fn build(
         let demoted = failed.into_iter().map(|(inst, reason)| (inst, format!("codegen: {reason}"))).collect();
         let moved = plan.demote_to_opaque(module, &demoted)?;
         emitted = emitted.into_iter().filter_map(|(i, e)| Some((moved[i]?, e))).collect();
+        shared = shared.into_iter().filter_map(|(i, first)| Some((moved[i]?, moved[first]?))).collect();
     }
     jit.finalize_definitions().map_err(|e| format!("cannot finalize machine code: {e}"))?;
 
@@ -227,17 +253,33 @@ fn build(
     let mut kernels = Vec::new();
     let mut funcs = HashMap::new();
     let mut texts = Vec::with_capacity(plan.kernels.len());
+    // The first kernel of each shared code, kept for the kernels that reuse it.
+    let mut firsts: HashMap<usize, (FuncId, KernelCode, CodeShape)> = HashMap::new();
+    let reused: std::collections::HashSet<usize> = shared.values().copied().collect();
     for (i, k) in plan.kernels.iter().enumerate() {
-        match emitted.remove(&i) {
-            Some((id, mut kc, shape)) => {
-                funcs.insert(i, id);
-                texts.push(Some(KernelText { shape, clif: kc.clif.clone(), asm: kc.asm.clone() }));
-                kc.index = i as u32;
-                kc.fingerprint = kernel_fingerprint(k);
-                kernels.push(kc);
+        let own = emitted.remove(&i);
+        let (id, mut kc, shape, shares) = match (own, shared.get(&i)) {
+            (Some((id, kc, shape)), _) => {
+                if reused.contains(&i) {
+                    firsts.insert(i, (id, kc.clone(), shape.clone()));
+                }
+                (id, kc, shape, None)
             }
-            None => texts.push(None),
-        }
+            (None, Some(first)) => match firsts.get(first) {
+                Some((id, kc, shape)) => (*id, kc.clone(), shape.clone(), Some(*first)),
+                None => return Err(format!("kernel {i} shares the code of kernel {first}, which has none")),
+            },
+            (None, None) => {
+                texts.push(None);
+                continue;
+            }
+        };
+        funcs.insert(i, id);
+        texts.push(Some(KernelText { shape, clif: kc.clif.clone(), asm: kc.asm.clone(), shares }));
+        kc.index = i as u32;
+        kc.name = k.name.clone();
+        kc.fingerprint = kernel_fingerprint(k);
+        kernels.push(kc);
     }
     let plan_bytes = artifact::encode(&plan)?;
     let mut children = Vec::new();
@@ -320,7 +362,7 @@ fn load(module: Module, comp_id: CompId, depth: usize, art: CompArtifact, isa: &
     let mut texts: Vec<Option<KernelText>> = (0..plan.kernels.len()).map(|_| None).collect();
     for (&i, kc) in elemental.iter().zip(art.kernels) {
         let shape = artifact::decode("code shape", &kc.shape)?;
-        texts[i] = Some(KernelText { shape, clif: kc.clif, asm: kc.asm });
+        texts[i] = Some(KernelText { shape, clif: kc.clif, asm: kc.asm, shares: None });
     }
     let mut stored = art.children.into_iter();
     // The children's executables keep a module of their own (the entry's gets wrappers).
@@ -407,6 +449,9 @@ struct KernelText {
     /// The function alone (the executable's listing puts `shape.header()` above it).
     clif: String,
     asm: String,
+    /// The earlier kernel whose machine code this one runs (the same code up to the
+    /// buffers), if any.
+    shares: Option<usize>,
 }
 
 /// The executable of computation `comp_id` from its final `plan` and finalized `jit`
@@ -463,7 +508,10 @@ fn assemble(
         .iter()
         .zip(&texts)
         .map(|(k, text)| match &k.body {
-            KernelBody::Elemental(_) => text.as_ref().map_or(String::new(), |t| t.shape.to_string()),
+            KernelBody::Elemental(_) => text.as_ref().map_or(String::new(), |t| match t.shares {
+                Some(first) => format!("{}, code of kernel {first} ({})", t.shape, plan.kernels[first].name),
+                None => t.shape.to_string(),
+            }),
             KernelBody::Dot(_) => "gemm".into(),
             KernelBody::Sort(_) => "runtime sort, jit comparator".into(),
             KernelBody::Scatter(_) => "runtime scatter, jit combiner".into(),
@@ -471,14 +519,23 @@ fn assemble(
             KernelBody::Opaque { .. } | KernelBody::While { .. } | KernelBody::Case { .. } => "interpreter".into(),
         })
         .collect();
+    let listings = texts
+        .into_iter()
+        .map(|t| {
+            t.map_or_else(Default::default, |t| {
+                let shares = t.shares.map_or(String::new(), |first| {
+                    let name = &plan.kernels[first].name;
+                    format!("; machine code shared with kernel {first} ({name}): the same code up to its buffers\n")
+                });
+                (shares + &t.shape.header() + &t.clif, t.asm)
+            })
+        })
+        .collect();
     Ok(CpuExecutable {
         plan,
         code,
         module: wrapped,
-        listings: texts
-            .into_iter()
-            .map(|t| t.map_or_else(Default::default, |t| (t.shape.header() + &t.clif, t.asm)))
-            .collect(),
+        listings,
         summaries,
         jit: Some(jit),
         arena: Default::default(),

@@ -138,7 +138,7 @@ pub(super) fn signature<M: Module>(m: &M) -> Signature {
 }
 
 /// How a kernel is emitted.
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct EmitOptions {
     /// The f32 lanes of the native block functions (`block_math`) that strip-mined loops
     /// call: the running CPU's ([`block_math::native_lanes`]) for the JIT, the chosen
@@ -211,6 +211,54 @@ pub(super) fn compiled_function(k: &crate::kernel::Kernel) -> Option<(&Elemental
     }
 }
 
+/// Everything a kernel's machine code depends on: what kind of function it is, its
+/// elemental description (the names of the HLO instructions it came from aside: they
+/// only label listings), its input count, which outputs are the program's results, and
+/// the options. Kernels with equal keys compile to the same code whatever buffers they
+/// touch, since a kernel reads its buffers' addresses from the table it is called with.
+#[derive(Debug, PartialEq)]
+pub(super) struct CodeKey {
+    kind: &'static str,
+    e: Elemental,
+    n_inputs: usize,
+    is_result: Vec<bool>,
+    options: EmitOptions,
+}
+
+impl CodeKey {
+    pub fn hash(&self) -> u64 {
+        super::artifact::hash_debug(self)
+    }
+}
+
+/// The [`CodeKey`] of a kernel that compiles to a function ([`compiled_function`]).
+pub(super) fn code_key(
+    k: &crate::kernel::Kernel,
+    results: &std::collections::HashSet<crate::kernel::BufferId>,
+    options: EmitOptions,
+) -> Option<CodeKey> {
+    let (e, n_inputs) = compiled_function(k)?;
+    let kind = match &k.body {
+        crate::kernel::KernelBody::Elemental(_) => "elemental",
+        crate::kernel::KernelBody::Sort(_) => "sort comparator",
+        _ => "scatter combiner",
+    };
+    let mut e = e.clone();
+    e.origin_names.clear();
+    Some(CodeKey { kind, e, n_inputs, is_result: result_outputs(k, results), options })
+}
+
+/// Which of an elemental kernel's outputs are the program's results.
+fn result_outputs(
+    k: &crate::kernel::Kernel,
+    results: &std::collections::HashSet<crate::kernel::BufferId>,
+) -> Vec<bool> {
+    match &k.body {
+        crate::kernel::KernelBody::Elemental(_) => k.outputs.iter().map(|b| results.contains(b)).collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// Emits kernel `index` of a plan as function `kernel{index}`, if it compiles to a
 /// function at all ([`compiled_function`]); `results` holds the plan's result buffers
 /// (never sharing bytes with another buffer, so block functions may write them
@@ -224,10 +272,7 @@ pub(super) fn emit_kernel<M: Module>(
     options: EmitOptions,
 ) -> Option<Result<Emitted, String>> {
     let (e, n_inputs) = compiled_function(k)?;
-    let is_result: Vec<bool> = match &k.body {
-        crate::kernel::KernelBody::Elemental(_) => k.outputs.iter().map(|b| results.contains(b)).collect(),
-        _ => Vec::new(),
-    };
+    let is_result = result_outputs(k, results);
     Some(emit(m, helpers, e, &format!("kernel{index}"), n_inputs, options, &is_result))
 }
 

@@ -1248,6 +1248,24 @@ mod tests {
     }
 
     #[test]
+    fn the_kernels_pane_says_which_kernels_run_an_earlier_kernels_code() {
+        // The transformer block's two layer norms are the same code on different buffers.
+        let ex = crate::examples::by_id("transformer_block").unwrap();
+        let (mut worker, _) = compile_view(ex.source, ViewSpec::default());
+        let req = Request::Kernels { id: 3, machine: "x86-64-v3".into(), kernel: None };
+        let Outcome::Kernels { listing } = answer(&mut worker, &req, clock).result else { panic!() };
+        let sharing: Vec<_> = listing.kernels.iter().filter(|k| k.runs.contains(", code of kernel ")).collect();
+        assert!(!sharing.is_empty(), "{:?}", listing.kernels.iter().map(|k| &k.runs).collect::<Vec<_>>());
+        for k in sharing {
+            let first: usize =
+                k.runs.rsplit(", code of kernel ").next().unwrap().split(' ').next().unwrap().parse().unwrap();
+            let earlier = &listing.kernels[first];
+            assert!(first < k.index && !earlier.runs.contains("code of"), "{} shares {}", k.runs, earlier.runs);
+            assert_eq!(k.runs, format!("{}, code of kernel {first} ({})", earlier.runs, earlier.name));
+        }
+    }
+
+    #[test]
     fn the_kernels_pane_shows_each_kernels_wgsl_with_its_lines_linked_to_the_fusion() {
         let ex = crate::examples::by_id("softmax").unwrap();
         let (mut worker, r) = compile_view(ex.source, ViewSpec::default());

@@ -204,7 +204,11 @@ fn build(
     for (i, k) in plan.kernels.iter().enumerate() {
         let key = codegen::code_key(k, &results, emit_options);
         let same = key.as_ref().and_then(|key| {
-            codes.get(&key.hash())?.iter().find(|(other, _)| other == key).map(|(_, first)| first.clone())
+            codes
+                .get(&artifact::hash_debug(key))?
+                .iter()
+                .find(|(other, _)| other == key)
+                .map(|(_, first)| first.clone())
         });
         let outcome = match same {
             Some(Ok(first)) => {
@@ -216,7 +220,7 @@ fn build(
         };
         if let (Some(key), Some(outcome)) = (key, &outcome) {
             let first = outcome.as_ref().map(|_| i).map_err(Clone::clone);
-            codes.entry(key.hash()).or_default().push((key, first));
+            codes.entry(artifact::hash_debug(&key)).or_default().push((key, first));
         }
         match outcome {
             None => {}

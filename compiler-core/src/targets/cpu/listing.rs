@@ -123,8 +123,15 @@ pub fn list(module: &Module, machine: Machine) -> Result<Vec<KernelListing>, Str
     let results: std::collections::HashSet<_> = plan.result.leaves().into_iter().collect();
     let options = EmitOptions { block_lanes: machine.block_lanes(), inline_half: false };
     let mut out = Vec::with_capacity(plan.kernels.len());
+    // The first kernel of each distinct code: the JIT compiles it once for all.
+    let mut firsts: Vec<(codegen::CodeKey, usize)> = Vec::new();
     for (index, k) in plan.kernels.iter().enumerate() {
-        let (runs, notes, clif, asm, code_bytes) =
+        let key = codegen::code_key(k, &results, options);
+        let shares = key.as_ref().and_then(|key| firsts.iter().find(|(other, _)| other == key).map(|&(_, i)| i));
+        if let (Some(key), None) = (key, shares) {
+            firsts.push((key, index));
+        }
+        let (mut runs, mut notes, clif, asm, code_bytes) =
             match codegen::emit_kernel(&mut m, &helpers, k, index, &results, options) {
                 Some(Ok(em)) => {
                     // The pane's listings end without a newline.
@@ -145,6 +152,13 @@ pub fn list(module: &Module, machine: Machine) -> Result<Vec<KernelListing>, Str
                     (runs, vec![note], String::new(), String::new(), 0)
                 }
             };
+        if let Some(first) = shares.filter(|_| code_bytes > 0) {
+            let name = &plan.kernels[first].name;
+            runs += &format!(", code of kernel {first} ({name})");
+            notes.push(format!(
+                "The same code as kernel {first} ({name}) up to the buffers it reads and writes: the JIT compiles that one and runs its function here too."
+            ));
+        }
         let origins = codegen::compiled_function(k).map(|(e, _)| e.origin_names.as_slice()).unwrap_or_default();
         let clif_hlo = clif.lines().map(|l| line_origin(l, origins).unwrap_or_default().to_string()).collect();
         out.push(KernelListing {

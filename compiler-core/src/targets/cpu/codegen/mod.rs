@@ -225,12 +225,6 @@ pub(super) struct CodeKey {
     options: EmitOptions,
 }
 
-impl CodeKey {
-    pub fn hash(&self) -> u64 {
-        super::artifact::hash_debug(self)
-    }
-}
-
 /// The [`CodeKey`] of a kernel that compiles to a function ([`compiled_function`]).
 pub(super) fn code_key(
     k: &crate::kernel::Kernel,

@@ -306,38 +306,34 @@ fn knob_usize(spec: &PassSpec, key: &str, value: &str) -> Result<usize, Pipeline
         .map_err(|_| PipelineError::Spec(format!("{}: knob {key} takes a whole number, not `{value}`", spec.name)))
 }
 
+/// Sets each of a pass's whole-number knobs that `spec` gives; any other knob is an error.
+fn set_usize_knobs(spec: &PassSpec, knobs: &mut [(&str, &mut usize)]) -> Result<(), PipelineError> {
+    for (k, v) in &spec.knobs {
+        let Some((_, field)) = knobs.iter_mut().find(|(name, _)| name == k) else {
+            return Err(PipelineError::Spec(format!("{} has no knob `{k}`", spec.name)));
+        };
+        **field = knob_usize(spec, k, v)?;
+    }
+    Ok(())
+}
+
 /// Builds the pass a spec names.
 fn make_pass(spec: &PassSpec, fusion: &FusionConfig) -> Result<Box<dyn Pass>, PipelineError> {
     let unknown_knob = |key: &str| PipelineError::Spec(format!("{} has no knob `{key}`", spec.name));
     match spec.name.as_str() {
         "simplify" => {
             let mut pass = AlgebraicSimplifier::default();
-            for (k, v) in &spec.knobs {
-                match k.as_str() {
-                    "max_rounds" => pass.max_rounds = knob_usize(spec, k, v)?,
-                    _ => return Err(unknown_knob(k)),
-                }
-            }
+            set_usize_knobs(spec, &mut [("max_rounds", &mut pass.max_rounds)])?;
             Ok(Box::new(pass))
         }
         "constant-fold" => {
             let mut pass = ConstantFold::default();
-            for (k, v) in &spec.knobs {
-                match k.as_str() {
-                    "max_elements" => pass.max_elements = knob_usize(spec, k, v)?,
-                    _ => return Err(unknown_knob(k)),
-                }
-            }
+            set_usize_knobs(spec, &mut [("max_elements", &mut pass.max_elements)])?;
             Ok(Box::new(pass))
         }
         "dot-merger" => {
             let mut pass = DotMerger::default();
-            for (k, v) in &spec.knobs {
-                match k.as_str() {
-                    "max_bytes" => pass.max_bytes = knob_usize(spec, k, v)?,
-                    _ => return Err(unknown_knob(k)),
-                }
-            }
+            set_usize_knobs(spec, &mut [("max_bytes", &mut pass.max_bytes)])?;
             Ok(Box::new(pass))
         }
         "fusion" => match spec.knobs.first() {

@@ -51,6 +51,7 @@ use hloscope_core::ir::{CompId, InstId, Literal, Module, Op, Value};
 use hloscope_core::kernel::KernelPlan;
 use hloscope_core::npy::params as inputs;
 use hloscope_core::targets::cpu::{self, CpuExecutable};
+use hloscope_core::targets::cuda::{self, runtime::CudaExecutable};
 use hloscope_core::targets::webgpu::{self, runtime::WebGpuExecutable};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -229,6 +230,11 @@ pub enum Runner {
         exe: Box<WebGpuExecutable>,
         module: Module,
     },
+    /// The executable and the module it was planned from (for the cost model).
+    Cuda {
+        exe: Box<CudaExecutable>,
+        module: Module,
+    },
 }
 
 /// Bytes at an 8-byte aligned address (the executable reads them in place).
@@ -264,6 +270,9 @@ impl Runner {
         if let Runner::WebGpu { exe, .. } = self {
             return exe.load(arguments);
         }
+        if let Runner::Cuda { exe, .. } = self {
+            return exe.load(arguments);
+        }
         if let Runner::Cpu { exe, inputs, outputs } = self {
             *inputs = arguments
                 .iter()
@@ -294,6 +303,19 @@ impl Runner {
                 times.total = Some(t.elapsed().as_secs_f64());
                 let timed = exe.execute(Some(exe.timing_method()))?.ok_or("a timed run gave no kernel times")?;
                 for (slot, k) in times.top.iter_mut().zip(&timed.kernels) {
+                    *slot = k.time.as_secs_f64();
+                }
+                Ok(None)
+            }
+            // A plain execution for the run's time, then a timed one (CUDA events
+            // around each launch) for the kernels'.
+            Runner::Cuda { exe, .. } => {
+                times.clear();
+                let t = Instant::now();
+                exe.execute(false)?;
+                times.total = Some(t.elapsed().as_secs_f64());
+                let timed = exe.execute(true)?.ok_or("a timed run gave no kernel times")?;
+                for (slot, k) in times.top.iter_mut().zip(&timed) {
                     *slot = k.time.as_secs_f64();
                 }
                 Ok(None)
@@ -361,6 +383,7 @@ impl Runner {
         match self {
             Runner::Interp(_) => Ok(last.map(Value::flatten).unwrap_or_default()),
             Runner::WebGpu { exe, .. } => Ok(exe.read_result()?.flatten()),
+            Runner::Cuda { exe, .. } => Ok(exe.read_result()?.flatten()),
             Runner::Cpu { exe, outputs, .. } => {
                 let plan = exe.plan();
                 plan.result
@@ -381,6 +404,7 @@ impl Runner {
             Runner::Interp(_) => 0,
             Runner::Cpu { exe, .. } => exe.plan().kernels.len(),
             Runner::WebGpu { exe, .. } => exe.program().plan.kernels.len(),
+            Runner::Cuda { exe, .. } => exe.program().plan.kernels.len(),
         }
     }
 }
@@ -436,6 +460,23 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
                 timing: exe.timing_method().label(),
             });
             Runner::WebGpu { exe: Box::new(exe), module: optimized }
+        }
+        Target::Cuda => {
+            let failed = |e: String| RunError(format!("{source_name}: cuda: {e}"));
+            if let Some(why) = hloscope_core::targets::cuda::runtime::unavailable() {
+                return Err(failed(why));
+            }
+            let optimized = hloscope_core::targets::optimize_with(&module, &fusion).map_err(failed)?;
+            let program = cuda::compile(&optimized).map_err(failed)?;
+            let exe = CudaExecutable::new(&optimized, program).map_err(failed)?;
+            let d = &exe.device;
+            device = Some(Device {
+                adapter: d.name.clone(),
+                backend: format!("cuda sm_{}", d.arch),
+                driver: format!("NVRTC from {}", d.toolkit),
+                timing: "cuda events",
+            });
+            Runner::Cuda { exe: Box::new(exe), module: optimized }
         }
     };
     let compile_s = (parse_s + started.elapsed()).as_secs_f64();
@@ -533,6 +574,16 @@ pub fn measure(
             let arena = &program.plan.arena;
             (rows(module, &program.plan, &code, true, &per_kernel, &nested_runs), arena.arena_bytes, arena.buffer_bytes)
         }
+        Runner::Cuda { exe, module } => {
+            let program = exe.program();
+            let code = |k: usize| match &program.kernels[k] {
+                Some(f) if f.block_reduction => "cuda block reduction".to_string(),
+                Some(_) => "cuda".to_string(),
+                None => "interpreter (host)".to_string(),
+            };
+            let arena = &program.plan.arena;
+            (rows(module, &program.plan, &code, true, &per_kernel, &nested_runs), arena.arena_bytes, arena.buffer_bytes)
+        }
     };
     Ok(Measurement {
         iters,
@@ -550,6 +601,7 @@ fn target_name(t: Target) -> &'static str {
         Target::Interp => "interp",
         Target::Cpu => "cpu",
         Target::Webgpu => "webgpu",
+        Target::Cuda => "cuda",
     }
 }
 

@@ -111,6 +111,15 @@ pub enum Emit {
     /// The WebGPU target's compute shaders (WGSL), one per kernel on the device; kernels
     /// that run on the host say why.
     Wgsl,
+    /// The CUDA target's kernels as one CUDA C translation unit (needs `--target cuda`);
+    /// kernels that run on the host say why in comments.
+    Cuda,
+    /// The CUDA target's PTX, compiled by NVRTC for `--arch` (needs `--target cuda` and
+    /// NVRTC).
+    Ptx,
+    /// The CUDA target's SASS for `--arch`: PTX assembled by ptxas and disassembled by
+    /// cuobjdump or nvdisasm (needs `--target cuda`, NVRTC and those tools).
+    Sass,
 }
 
 /// What `compile --emit object` compiles for.
@@ -120,6 +129,8 @@ pub enum AotTarget {
     Cpu,
     /// WebGPU (WGSL).
     Webgpu,
+    /// CUDA (CUDA C, PTX, SASS).
+    Cuda,
 }
 
 #[derive(Args, Debug)]
@@ -162,9 +173,15 @@ pub struct CompileArgs {
     pub machine: Option<String>,
 
     /// The object file `--emit object` writes (NAME.o; the header goes to NAME.h and the
-    /// entry point is NAME_run).
-    #[arg(short = 'o', long = "output", value_name = "FILE.o")]
+    /// entry point is NAME_run); with `--emit cuda|ptx|sass`, the file the listing goes
+    /// to instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// With `--target cuda --emit ptx|sass`: the GPU architecture, as its compute
+    /// capability (90: sm_90, Hopper).
+    #[arg(long, value_name = "SM", default_value_t = hloscope_core::targets::cuda::DEFAULT_ARCH)]
+    pub arch: u32,
 }
 
 pub fn compile(args: &CompileArgs) -> Result<String, RunError> {
@@ -172,6 +189,7 @@ pub fn compile(args: &CompileArgs) -> Result<String, RunError> {
         Emit::Object => return compile_object(args),
         Emit::Clif | Emit::Asm => return kernel_listings(args),
         Emit::Wgsl => return wgsl_listing(args),
+        Emit::Cuda | Emit::Ptx | Emit::Sass => return cuda_listing(args),
         Emit::Hlo => hloscope_core::print::hlo::print_module,
         Emit::Stablehlo => hloscope_core::print::stablehlo::print_module,
         Emit::Json | Emit::Plan => |_| String::new(),
@@ -187,6 +205,10 @@ pub fn compile(args: &CompileArgs) -> Result<String, RunError> {
         // the host, else the CPU's.
         Emit::Plan if args.target == Some(AotTarget::Webgpu) => hloscope_core::targets::webgpu::compile(&module)
             .map_err(|e| RunError(format!("{}: cannot plan the kernels for webgpu: {e}", args.module)))?
+            .plan
+            .to_string(),
+        Emit::Plan if args.target == Some(AotTarget::Cuda) => hloscope_core::targets::cuda::compile(&module)
+            .map_err(|e| RunError(format!("{}: cannot plan the kernels for cuda: {e}", args.module)))?
             .plan
             .to_string(),
         Emit::Plan => hloscope_core::kernel::plan(&module)
@@ -208,6 +230,49 @@ fn wgsl_listing(args: &CompileArgs) -> Result<String, RunError> {
     let failed = |e: String| RunError(format!("{source_name}: compiling for webgpu failed: {e}"));
     let program = webgpu::compile(&optimize_with(&module, &fusion).map_err(failed)?).map_err(failed)?;
     Ok(program.listing())
+}
+
+/// `--emit cuda|ptx|sass`: the CUDA target's kernels (after the target's pipeline with
+/// `--fusion`'s knobs) as CUDA C, or compiled for `--arch`; written to `-o FILE` when
+/// given.
+fn cuda_listing(args: &CompileArgs) -> Result<String, RunError> {
+    use hloscope_core::targets::cuda::{self, nvrtc, toolkit::Toolkit};
+    if args.target != Some(AotTarget::Cuda) {
+        return Err(RunError("--emit cuda, ptx and sass are the cuda target's (--target cuda)".into()));
+    }
+    let fusion = fusion_config(&args.pipeline.fusion)?;
+    let (source_name, module) = load_module(&args.module)?;
+    let failed = |e: String| RunError(format!("{source_name}: compiling for cuda failed: {e}"));
+    let program =
+        cuda::compile(&hloscope_core::targets::optimize_with(&module, &fusion).map_err(failed)?).map_err(failed)?;
+    let text = match args.emit {
+        Emit::Cuda => program.listing(),
+        _ => {
+            let tk = Toolkit::locate().map_err(|e| RunError(format!("--emit {}: {e}", emit_name(args.emit))))?;
+            let ptx = nvrtc::compile_ptx(&tk, &program.listing(), args.arch).map_err(failed)?;
+            if args.emit == Emit::Ptx {
+                ptx
+            } else {
+                let cubin = nvrtc::ptxas(&tk, &ptx, args.arch).map_err(failed)?;
+                nvrtc::sass(&tk, &cubin).map_err(RunError)?
+            }
+        }
+    };
+    match &args.output {
+        Some(path) => {
+            std::fs::write(path, &text).map_err(|e| RunError(format!("cannot write {}: {e}", path.display())))?;
+            Ok(format!("wrote {} ({} bytes)\n", path.display(), text.len()))
+        }
+        None => Ok(text),
+    }
+}
+
+fn emit_name(e: Emit) -> &'static str {
+    match e {
+        Emit::Ptx => "ptx",
+        Emit::Sass => "sass",
+        _ => "cuda",
+    }
 }
 
 /// `--emit clif|asm`: every kernel the CPU target compiles, in plan order.

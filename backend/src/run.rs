@@ -11,8 +11,7 @@ use hloscope_core::npy::{self, params as inputs, NpyArray};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// Where the module runs: the reference interpreter, or a compiled target (webgpu and
-/// cuda become new variants here).
+/// Where the module runs: the reference interpreter, or a compiled target.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum Target {
     /// The reference interpreter (exact semantics, slow).
@@ -25,6 +24,11 @@ pub enum Target {
     /// WGSL compute shader per loop and reduction kernel, the interpreter on the host for
     /// the rest. The adapter is named on standard error.
     Webgpu,
+    /// CUDA on an NVIDIA GPU: CUDA C per loop and reduction kernel, compiled by NVRTC
+    /// (found through $HLOSCOPE_CUDA_LIB, $HLOSCOPE_CUDA_VENV or the library path) for
+    /// the device's architecture, the interpreter on the host for the rest. Needs the
+    /// CUDA driver and a device; the device is named on standard error.
+    Cuda,
 }
 
 #[derive(Args, Debug)]
@@ -118,6 +122,13 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
             let (exe, parsed) = compile_cpu(args, &text, &source_name, started, &parse)?;
             (Some(exe), parsed)
         }
+        Target::Cuda => {
+            // Said before anything else: nothing can run here.
+            if let Some(why) = hloscope_core::targets::cuda::runtime::unavailable() {
+                return Err(RunError(format!("--target cuda: {why}")));
+            }
+            (None, Some(parse()?))
+        }
         Target::Interp | Target::Webgpu => (None, Some(parse()?)),
     };
     let module: &Module = match (&parsed, &exe) {
@@ -135,6 +146,7 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
             exe.run(&arguments).map_err(|e| RunError(format!("{source_name}: running on the cpu failed: {e}")))?
         }
         None if args.target == Target::Webgpu => run_webgpu(module, &arguments, &source_name, args.verbose)?,
+        None if args.target == Target::Cuda => run_cuda(module, &arguments, &source_name, args.verbose)?,
         None => interpret(module, &arguments, &source_name)?,
     };
     let outputs = result.flatten();
@@ -173,6 +185,37 @@ fn run_webgpu(module: &Module, args: &[Value], source_name: &str, verbose: bool)
     for (i, k) in kernels.kernels.iter().enumerate() {
         let place = if k.on_host { "host" } else { "device" };
         eprintln!("webgpu:   kernel {i} %{} on the {place}: {:.3} ms", k.name, ms(k.time));
+    }
+    Ok(value)
+}
+
+/// Runs the module on CUDA device 0, naming it on standard error.
+fn run_cuda(module: &Module, args: &[Value], source_name: &str, verbose: bool) -> Result<Value, RunError> {
+    use hloscope_core::targets::{cuda, optimize};
+    let failed = |e: String| RunError(format!("{source_name}: cuda: {e}"));
+    let started = std::time::Instant::now();
+    let optimized = optimize(module).map_err(failed)?;
+    let program = cuda::compile(&optimized).map_err(failed)?;
+    let (on_device, on_host) = program.counts();
+    let mut exe = cuda::runtime::CudaExecutable::new(&optimized, program).map_err(failed)?;
+    let d = &exe.device;
+    eprintln!(
+        "cuda: {} (sm_{}, NVRTC from {}): {on_device} kernels on the device, {on_host} on the host",
+        d.name, d.arch, d.toolkit
+    );
+    if verbose {
+        eprintln!("cuda: parse to loaded module in {:.2} ms", started.elapsed().as_secs_f64() * 1e3);
+    }
+    if !verbose {
+        return Ok(exe.run(args).map_err(failed)?.0);
+    }
+    let (value, times) = exe.run_timed(args).map_err(failed)?;
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let kernels = times.kernels.ok_or_else(|| failed("a timed run gave no kernel times".into()))?;
+    eprintln!("cuda: run in {:.2} ms, kernels timed by cuda events:", ms(times.total));
+    for (i, k) in kernels.iter().enumerate() {
+        let place = if k.on_host { "host" } else { "device" };
+        eprintln!("cuda:   kernel {i} %{} on the {place}: {:.3} ms", k.name, ms(k.time));
     }
     Ok(value)
 }

@@ -116,6 +116,7 @@ fn test(extra: &[String]) -> Result<(), String> {
     // The wasm32 build of hloscope-core: its featureless form is checked by the lint's
     // clippy; with the browser's features (listing, webgpu) it is built by the web app.
     ensure_lavapipe()?;
+    ensure_cuda_wheels()?;
     let mut args = vec!["test", "--workspace"];
     args.extend(extra.iter().map(String::as_str));
     run("cargo", &args)?;
@@ -144,6 +145,40 @@ fn ensure_lavapipe() -> Result<(), String> {
         }
         std::env::set_var("XDG_RUNTIME_DIR", dir);
     }
+    Ok(())
+}
+
+/// NVIDIA's wheels the CUDA target's tests compile with (NVRTC, ptxas; no GPU needed),
+/// pinned to CUDA 13.0 (the GPU machines' driver), as `../shared/RECIPES.md` says.
+pub const CUDA_WHEELS: [&str; 7] = [
+    "nvidia-cuda-nvrtc==13.0.88",
+    "nvidia-cuda-nvcc==13.0.88",
+    "nvidia-cuda-crt==13.0.88",
+    "nvidia-nvvm==13.0.88",
+    "nvidia-cuda-runtime==13.0.96",
+    "nvidia-cuda-cuobjdump==13.2.51",
+    "nvidia-cuda-nvdisasm==13.2.51",
+];
+
+/// Installs [`CUDA_WHEELS`] into `.venv-cuda` at the workspace root when NVRTC is not
+/// there, and names the venv in `$HLOSCOPE_CUDA_VENV` for the tests (unless it or
+/// `$HLOSCOPE_CUDA_LIB` is set already).
+fn ensure_cuda_wheels() -> Result<(), String> {
+    if std::env::var_os("HLOSCOPE_CUDA_VENV").is_some() || std::env::var_os("HLOSCOPE_CUDA_LIB").is_some() {
+        return Ok(());
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let venv = root.join(".venv-cuda");
+    let has_nvrtc = std::fs::read_dir(venv.join("lib")).is_ok_and(|entries| {
+        entries.flatten().any(|e| e.path().join("site-packages/nvidia/cu13/lib/libnvrtc.so.13").is_file())
+    });
+    if !has_nvrtc {
+        let venv_arg = venv.display().to_string();
+        run("python3", &["-m", "venv", &venv_arg])?;
+        let pip = venv.join("bin/pip").display().to_string();
+        run(&pip, &[&["install", "--quiet"][..], &CUDA_WHEELS].concat())?;
+    }
+    std::env::set_var("HLOSCOPE_CUDA_VENV", &venv);
     Ok(())
 }
 

@@ -197,9 +197,23 @@ pub async fn targets() -> Json<TargetsResponse> {
                 available: true,
                 description: "native code: Cranelift JIT kernels, gemm for dots, the interpreter for the rest".into(),
             },
-            TargetInfo { name: "cuda".into(), available: false, description: "not built into this server yet".into() },
+            TargetInfo { name: "cuda".into(), available: false, description: cuda_status() },
         ],
     })
+}
+
+/// Why the server does not run `cuda`, probed once: no driver or device here, or, where
+/// there is one, that runs go through the command line for now.
+fn cuda_status() -> String {
+    static STATUS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    STATUS
+        .get_or_init(|| match hloscope_core::targets::cuda::runtime::unavailable() {
+            Some(why) => why,
+            None => "a CUDA device is present, but the server does not run cuda yet: use `hloscope run --target \
+                     cuda`"
+                .into(),
+        })
+        .clone()
 }
 
 /// This server's CPU as a cost-model profile, measured at the first request (about a

@@ -7,6 +7,11 @@
 //!
 //! `webgpu`: WGSL per elemental kernel (always built: text only), run through wgpu with
 //! feature `webgpu`; other kernels run on the host in the interpreter.
+//!
+//! `cuda`: CUDA C per elemental kernel (always built: text only), compiled by NVRTC and
+//! run through the CUDA driver with feature `cuda` (both loaded at run time); other
+//! kernels run on the host in the interpreter. `cstyle` is what the WGSL and CUDA C
+//! emitters share.
 
 use crate::ir::Module;
 use crate::passes::fusion::FusionConfig;
@@ -14,6 +19,8 @@ use crate::passes::fusion::FusionConfig;
 #[cfg(feature = "cpu-codegen")]
 pub mod cpu;
 
+pub mod cstyle;
+pub mod cuda;
 pub mod webgpu;
 
 /// The pipeline [`optimize`] runs (part of the compilation cache's key).

@@ -36,6 +36,7 @@ use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
 use crate::kernel::lower::{loop_invariants, Lower, Memo};
 use crate::kernel::reduction;
+use crate::targets::cstyle::{cooperative_ops, fused_names, line_origins, narrow};
 use std::fmt::Write;
 
 /// Invocations per workgroup.
@@ -148,22 +149,6 @@ pub fn emit(e: &Elemental, title: &str, place: &Placement) -> Result<WgslKernel,
     }
 }
 
-/// Per line of `source`, the HLO instruction of the node bound there (`bound`: byte
-/// offsets, in order).
-fn line_origins(e: &Elemental, source: &str, bound: &[(usize, u32)]) -> Vec<String> {
-    let mut names = vec![String::new(); source.lines().count()];
-    let (mut line, mut scanned) = (0, 0);
-    for &(offset, x) in bound {
-        line += source[scanned..offset].matches('\n').count();
-        scanned = offset;
-        let origin = e.origins.get(x as usize).copied().flatten();
-        if let (Some(slot), Some(name)) = (names.get_mut(line), origin.and_then(|o| e.origin_names.get(o as usize))) {
-            slot.clone_from(name);
-        }
-    }
-    names
-}
-
 /// The WGSL type a buffer element is read as (`None`: not stored on this target yet).
 fn stored_type(t: ElementType) -> Option<&'static str> {
     match t {
@@ -172,39 +157,6 @@ fn stored_type(t: ElementType) -> Option<&'static str> {
         ElementType::U32 => Some("u32"),
         _ => None,
     }
-}
-
-/// The fewest elements a reduction reduces per output for a workgroup to share it.
-const MIN_COOPERATIVE: i64 = 128;
-
-/// When the reduced elements of each output are spread over one workgroup's
-/// invocations and tree-reduced in workgroup memory (rather than one invocation's serial
-/// loop): every reduction is one associative op ([`reduction::associative_op`], so the
-/// order may change), an output reduces at least [`MIN_COOPERATIVE`] elements, and either
-/// the rows are contiguous (the innermost variable is reduced) or there are too few
-/// outputs to fill the device one per invocation. Column reductions with many outputs
-/// stay serial: neighbouring invocations then read neighbouring elements. The ops, per
-/// reduction.
-fn cooperative_ops(e: &Elemental, outer_elements: u64) -> Option<Vec<BinaryOp>> {
-    if !e.is_reduction() {
-        return None;
-    }
-    let reduced: i64 = (0..e.space.len()).filter(|&v| e.reduced[v]).map(|v| e.space[v]).product();
-    let rows = e.reduced.last() == Some(&true);
-    if reduced < MIN_COOPERATIVE || reduced > u32::MAX as i64 || !(rows || outer_elements < 4096) {
-        return None;
-    }
-    // A narrow sum rounds at every step: its order is part of its value.
-    if e.reductions.iter().any(|r| r.values.iter().any(|&v| narrow(e.expr(v).elem))) {
-        return None;
-    }
-    (0..e.reductions.len()).map(|k| reduction::associative_op(e, k).ok()).collect()
-}
-
-/// Whether `t` is stored in less than a word (and read out of its word; pred aside).
-fn narrow(t: ElementType) -> bool {
-    use ElementType::*;
-    matches!(t, S8 | U8 | S16 | U16 | F16 | BF16)
 }
 
 /// The WGSL type a value of `t` is carried in: narrow types widened (integers extended
@@ -266,15 +218,7 @@ impl Writer<'_> {
     }
 
     fn header(&mut self, title: &str, invocations: u64) {
-        let names: Vec<&str> = {
-            let mut seen = Vec::new();
-            for n in &self.e.origin_names {
-                if !seen.contains(&n.as_str()) {
-                    seen.push(n.as_str());
-                }
-            }
-            seen
-        };
+        let names = fused_names(self.e);
         match self.cooperative {
             Some(_) => {
                 let _ =

@@ -1,0 +1,287 @@
+//! The CUDA target without a GPU: golden CUDA C for three kernels (`tests/golden/cuda/`,
+//! refreshed with `UPDATE_EXPECT=1`), and, with feature `cuda`, every program of the
+//! conformance and JAX corpora compiled by NVRTC to PTX and assembled by
+//! `ptxas -arch=sm_90` (NVIDIA's wheels: `cargo xtask test` installs them into
+//! `.venv-cuda` and names it in `$HLOSCOPE_CUDA_VENV`). A failure prints the program's
+//! source with line numbers and the compiler's message.
+//!
+//! Running kernels needs a GPU: the GPU check kit (`cargo xtask gpu-check --prepare`)
+//! does that on a machine that has one.
+
+use hloscope_core::ir::Module;
+use hloscope_core::targets::{cuda, optimize};
+
+#[path = "common/corpus.rs"]
+mod corpus;
+
+fn parse(hlo: &str) -> Module {
+    hloscope_core::parse::parse_module(hlo).unwrap_or_else(|e| panic!("{e:?}"))
+}
+
+/// The CUDA program of `hlo` after the target's pipeline.
+fn program(hlo: &str) -> cuda::CudaProgram {
+    cuda::compile(&optimize(&parse(hlo)).unwrap()).unwrap()
+}
+
+#[test]
+fn a_fused_loop_kernel_as_cuda() {
+    let p = program(
+        "HloModule m
+ENTRY main {
+  x = f32[2,3] parameter(0)
+  b = f32[3] parameter(1)
+  bb = f32[2,3] broadcast(b), dimensions={1}
+  s = f32[2,3] add(x, bb)
+  ROOT t = f32[2,3] maximum(s, x)
+}",
+    );
+    assert_eq!(p.counts(), (1, 0));
+    let k = p.kernels[0].as_ref().unwrap();
+    expect_test::expect_file!["golden/cuda/fused_loop.cu"].assert_eq(&k.source);
+    assert_eq!(k.runs(), "6 threads, blocks of 256");
+    assert_eq!(k.blocks(), 1);
+    // The lines that bind a value name the HLO instruction it implements; no others do.
+    assert_eq!(k.line_hlo.len(), k.source.lines().count());
+    let linked: Vec<(&str, &str)> =
+        k.source.lines().zip(&k.line_hlo).filter(|(_, h)| !h.is_empty()).map(|(l, h)| (l.trim(), h.as_str())).collect();
+    assert!(linked.iter().all(|(l, _)| l.starts_with("const ") && l.contains(" e")), "{linked:?}");
+    for inst in ["s", "t"] {
+        assert!(linked.iter().any(|(_, h)| *h == inst), "no line implements %{inst}: {linked:?}");
+    }
+}
+
+#[test]
+fn a_long_row_reduction_is_shared_by_a_block_with_warp_shuffles() {
+    let p = program(
+        "HloModule m
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (x: f32[4,1000]) -> f32[4] {
+  %x = f32[4,1000] parameter(0)
+  %e = f32[4,1000] exponential(%x)
+  %z = f32[] constant(0)
+  ROOT %r = f32[4] reduce(%e, %z), dimensions={1}, to_apply=%add
+}",
+    );
+    assert_eq!(p.counts(), (1, 0));
+    let k = p.kernels[0].as_ref().unwrap();
+    assert!(k.block_reduction);
+    assert_eq!(k.runs(), "block reduction: 4 blocks of 256");
+    expect_test::expect_file!["golden/cuda/row_sum_of_exp.cu"].assert_eq(&k.source);
+}
+
+#[test]
+fn half_floats_and_narrow_integers_compute_in_their_carriers() {
+    // f16 arithmetic rounded back after each op; s8 wrapped; f64 and s64 native.
+    let p = program(
+        "HloModule m
+ENTRY main {
+  a = f16[5] parameter(0)
+  b = f16[5] parameter(1)
+  i = s8[5] parameter(2)
+  d = f64[5] parameter(3)
+  l = s64[5] parameter(4)
+  m = f16[5] multiply(a, b)
+  s = f16[5] add(m, a)
+  j = s8[5] multiply(i, i)
+  e = f64[5] divide(d, d)
+  q = s64[5] divide(l, l)
+  ROOT t = (f16[5], s8[5], f64[5], s64[5]) tuple(s, j, e, q)
+}",
+    );
+    assert_eq!(p.counts().1, 0, "everything runs on the device:\n{}", p.listing());
+    let sources: Vec<&str> = p.kernels.iter().flatten().map(|k| k.source.as_str()).collect();
+    expect_test::expect_file!["golden/cuda/carriers.cu"].assert_eq(&sources.join("\n"));
+}
+
+#[test]
+fn the_listing_names_every_kernel_and_why_some_run_on_the_host() {
+    // A sort stays on the host; the listing says so, in a comment of the unit.
+    let p = program(
+        "HloModule m
+%lt (a: f32[], b: f32[]) -> pred[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = pred[] compare(%a, %b), direction=LT
+}
+ENTRY main {
+  x = f32[8] parameter(0)
+  n = f32[8] negate(x)
+  ROOT s = f32[8] sort(n), dimensions={0}, to_apply=%lt
+}",
+    );
+    let listing = p.listing();
+    assert!(listing.starts_with(cuda::cuda_c::PRELUDE), "{listing}");
+    assert!(listing.contains("// ---- kernel 0 %"), "{listing}");
+    assert!(listing.contains(": on the host: "), "{listing}");
+    assert_eq!(p.counts(), (1, 1), "{listing}");
+}
+
+#[cfg(feature = "cuda")]
+mod with_nvrtc {
+    //! NVRTC and ptxas on every program of the corpora.
+
+    use super::*;
+    use hloscope_core::targets::cuda::nvrtc;
+    use hloscope_core::targets::cuda::toolkit::{Toolkit, LIB_ENV, VENV_ENV};
+    use std::path::Path;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    use std::time::Instant;
+
+    /// The toolkit the tests compile with: as `$HLOSCOPE_CUDA_VENV` or
+    /// `$HLOSCOPE_CUDA_LIB` say, else the workspace's `.venv-cuda` (what `cargo xtask
+    /// test` installs), else the library path. Missing, the test fails saying how to
+    /// install it: the compile checks are part of every test run.
+    fn toolkit() -> Toolkit {
+        let named = std::env::var_os(VENV_ENV).is_some() || std::env::var_os(LIB_ENV).is_some();
+        let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv-cuda");
+        let found = if !named && venv.is_dir() { Toolkit::in_venv(&venv) } else { Toolkit::locate() };
+        found.unwrap_or_else(|e| panic!("{e} (`cargo xtask test` installs the wheels into .venv-cuda itself)"))
+    }
+
+    /// One NVRTC translation unit: a program's kernels (several programs' kernels
+    /// merged, each program's entries renamed apart).
+    struct Unit {
+        name: String,
+        source: String,
+        kernels: usize,
+    }
+
+    /// The programs' kernels in one unit: program `p`'s entries `hs_k{i}` become
+    /// `hs_p{p}_k{i}` (extern "C" names must differ within a unit).
+    fn unit(name: &str, programs: &[cuda::CudaProgram]) -> Option<Unit> {
+        let mut source = String::from(cuda::cuda_c::PRELUDE);
+        let mut kernels = 0;
+        for (p, program) in programs.iter().enumerate() {
+            for k in program.kernels.iter().flatten() {
+                let renamed = format!("hs_p{p}_k{}", &k.entry["hs_k".len()..]);
+                source.push('\n');
+                source += &k.source.replace(&format!(" {}(", k.entry), &format!(" {renamed}("));
+                kernels += 1;
+            }
+        }
+        (kernels > 0).then(|| Unit { name: name.to_string(), source, kernels })
+    }
+
+    fn numbered(source: &str) -> String {
+        source.lines().enumerate().map(|(i, l)| format!("{:5} {l}\n", i + 1)).collect()
+    }
+
+    /// NVRTC then ptxas on every unit, on every core: (kernels compiled, failures).
+    fn compile_all(units: &[Unit]) -> (usize, Vec<String>) {
+        let tk = toolkit();
+        let next = AtomicUsize::new(0);
+        let compiled = AtomicUsize::new(0);
+        let failures = Mutex::new(Vec::new());
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(8);
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(u) = units.get(i) else { break };
+                    let checked = nvrtc::compile_ptx(&tk, &u.source, cuda::DEFAULT_ARCH)
+                        .and_then(|ptx| nvrtc::ptxas(&tk, &ptx, cuda::DEFAULT_ARCH));
+                    match checked {
+                        Ok(_) => {
+                            compiled.fetch_add(u.kernels, Ordering::Relaxed);
+                        }
+                        Err(e) => failures.lock().unwrap().push(format!("{}: {e}\n{}", u.name, numbered(&u.source))),
+                    }
+                });
+            }
+        });
+        (compiled.into_inner(), failures.into_inner().unwrap())
+    }
+
+    fn report(what: &str, units: &[Unit], started: Instant) {
+        let started_compile = Instant::now();
+        let (kernels, failures) = compile_all(units);
+        eprintln!(
+            "{what}: {} units, {kernels} kernels compiled by NVRTC and ptxas (sm_{}), {} failed; {:.1} s \
+             ({:.1} s compiling)",
+            units.len(),
+            cuda::DEFAULT_ARCH,
+            failures.len(),
+            started.elapsed().as_secs_f64(),
+            started_compile.elapsed().as_secs_f64()
+        );
+        assert!(
+            failures.is_empty(),
+            "{} of {} units fail to compile:\n{}",
+            failures.len(),
+            units.len(),
+            failures[..failures.len().min(3)].join("\n\n")
+        );
+    }
+
+    #[test]
+    fn every_conformance_kernel_compiles_with_nvrtc_and_ptxas() {
+        let started = Instant::now();
+        let cases = corpus::collect_cases(&corpus::corpus_dir());
+        let mut units = Vec::new();
+        for case in &cases {
+            let Ok(module) = hloscope_core::parse::mlir::parse(&case.text) else { continue };
+            if hloscope_core::verify::verify(&module).is_err() {
+                continue;
+            }
+            // As given (one kernel per instruction) and as the target compiles it.
+            let programs: Vec<cuda::CudaProgram> = [Some(module.clone()), optimize(&module).ok()]
+                .into_iter()
+                .flatten()
+                .filter_map(|m| cuda::compile(&m).ok())
+                .collect();
+            units.extend(unit(&case.name, &programs));
+        }
+        let kernels: usize = units.iter().map(|u| u.kernels).sum();
+        assert!(kernels > 2000, "only {kernels} kernels were generated");
+        report("conformance", &units, started);
+    }
+
+    #[test]
+    fn every_jax_corpus_kernel_compiles_with_nvrtc_and_ptxas() {
+        let started = Instant::now();
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../backend/tests/corpus");
+        let mut paths: Vec<_> = std::fs::read_dir(&dir).expect("the JAX corpus").map(|e| e.unwrap().path()).collect();
+        paths.sort();
+        assert!(paths.len() >= 20, "the JAX corpus is missing");
+        let mut units = Vec::new();
+        for p in &paths {
+            let text = std::fs::read_to_string(p.join("module.mlir")).unwrap();
+            let module = parse(&text);
+            let programs: Vec<cuda::CudaProgram> = [module.clone(), optimize(&module).unwrap()]
+                .iter()
+                .map(|m| cuda::compile(m).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+                .collect();
+            units.extend(unit(&p.file_name().unwrap().to_string_lossy(), &programs));
+        }
+        let kernels: usize = units.iter().map(|u| u.kernels).sum();
+        assert!(kernels >= 100, "only {kernels} kernels");
+        report("JAX corpus", &units, started);
+    }
+
+    #[test]
+    fn the_golden_kernels_compile() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/cuda");
+        let mut units = Vec::new();
+        for name in ["fused_loop.cu", "row_sum_of_exp.cu", "carriers.cu"] {
+            let text = std::fs::read_to_string(dir.join(name)).unwrap();
+            units.push(Unit { name: name.into(), source: format!("{}\n{text}", cuda::cuda_c::PRELUDE), kernels: 1 });
+        }
+        let (kernels, failures) = compile_all(&units);
+        assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+        assert_eq!(kernels, 3);
+    }
+
+    #[test]
+    fn nvrtc_messages_come_back_whole() {
+        let tk = toolkit();
+        let e = nvrtc::compile_ptx(&tk, "extern \"C\" __global__ void k() { undeclared = 1; }", 90).unwrap_err();
+        assert!(e.starts_with("NVRTC refused the program:") && e.contains("undeclared"), "{e}");
+        let e = nvrtc::ptxas(&tk, ".version 8.0\n.target sm_90\nnot ptx", 90).unwrap_err();
+        assert!(e.starts_with("ptxas refused the PTX:"), "{e}");
+    }
+}

@@ -210,7 +210,7 @@ mod with_nvrtc {
                         compiled.fetch_add(batch.iter().map(|p| p.kernels.len()).sum(), Ordering::Relaxed);
                         continue;
                     }
-                    for p in batch {
+                    for p in batch.iter() {
                         let source = unit(&[p]);
                         match check(&source) {
                             Ok(()) => {

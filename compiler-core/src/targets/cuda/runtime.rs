@@ -226,7 +226,7 @@ impl CudaExecutable {
         // Whether the host mirror misses the device's stores (it starts empty).
         let mut stale = true;
         let mut mirror: Vec<u8> = Vec::new();
-        for i in 0..n {
+        for (i, time) in times.iter_mut().enumerate() {
             if let Some(f) = &self.functions[i] {
                 let k = self.program.kernels[i].as_ref().ok_or("a function without its kernel")?;
                 if k.outer == 0 {
@@ -288,7 +288,7 @@ impl CudaExecutable {
             if timed {
                 self.stream.synchronize().map_err(driver("the device failed"))?;
             }
-            times[i] = t.elapsed();
+            *time = t.elapsed();
         }
         self.stream.synchronize().map_err(driver("a kernel failed"))?;
         for (i, a, b) in &events {

@@ -84,6 +84,13 @@ pub struct RunArgs {
     /// (GPU timestamps where the adapter has them, else submit and wait per kernel).
     #[arg(short, long)]
     pub verbose: bool,
+
+    /// Answer the StableHLO conformance corpus's `check.expect_*` custom calls (testdata
+    /// tolerances) and print how many passed; a failed check is an error. With
+    /// `--target cuda` the module is compiled without constant folding, so its
+    /// constants are computed on the device (the GPU check kit's conformance run).
+    #[arg(long, hide = true)]
+    pub conformance_checks: bool,
 }
 
 /// A message for the person running the command; never a bug report.
@@ -93,6 +100,51 @@ pub struct RunError(pub String);
 impl std::fmt::Display for RunError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+/// The conformance corpus's checks, shared with compiler-core's conformance tests.
+#[path = "../../compiler-core/tests/conformance/checks.rs"]
+#[allow(dead_code)] // the tests use the rest of it
+mod conformance_checks;
+
+/// `run --conformance-checks`: runs a conformance program (no parameters) on the
+/// interpreter or on cuda, answering its checks.
+fn run_checked(args: &RunArgs, module: &Module, source_name: &str) -> Result<String, RunError> {
+    let mut failures = Vec::new();
+    let mut passed = 0;
+    let mut hook = |inst: &hloscope_core::ir::Instruction, vals: &[Value]| {
+        match conformance_checks::run_check(inst, vals, "testdata") {
+            Ok(()) => passed += 1,
+            Err(e) => failures.push(e),
+        }
+        Ok(Value::Tuple(vec![]))
+    };
+    match args.target {
+        Target::Interp => {
+            Interpreter::new(module)
+                .with_custom_call_hook(&mut hook)
+                .run(&[])
+                .map_err(|e| RunError(format!("{source_name}: running %{} failed: {}", e.inst, e.message)))?;
+        }
+        Target::Cuda => {
+            use hloscope_core::passes::pipeline::{parse_pipeline_spec, run_pipeline, PipelineConfig};
+            use hloscope_core::targets::cuda;
+            let failed = |e: String| RunError(format!("{source_name}: cuda: {e}"));
+            let spec = format!("{},-constant-fold", hloscope_core::targets::PIPELINE);
+            let passes = parse_pipeline_spec(&spec).map_err(|e| failed(e.to_string()))?;
+            let mut optimized = module.clone();
+            let config = PipelineConfig { passes, snapshots: false, ..Default::default() };
+            run_pipeline(&mut optimized, &config).map_err(|e| failed(e.to_string()))?;
+            let program = cuda::compile(&optimized).map_err(failed)?;
+            let mut exe = cuda::runtime::CudaExecutable::new(&optimized, program).map_err(failed)?;
+            exe.run_with_custom_calls(&[], &mut hook).map_err(failed)?;
+        }
+        _ => return Err(RunError("--conformance-checks runs on --target interp or cuda".into())),
+    }
+    match failures.first() {
+        Some(first) => Err(RunError(format!("{source_name}: {} checks failed, the first: {first}", failures.len()))),
+        None => Ok(format!("{passed} checks passed\n")),
     }
 }
 
@@ -131,6 +183,10 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
         }
         Target::Interp | Target::Webgpu => (None, Some(parse()?)),
     };
+    if args.conformance_checks {
+        let module = parsed.as_ref().ok_or_else(|| RunError("--conformance-checks needs the module parsed".into()))?;
+        return run_checked(args, module, &source_name);
+    }
     let module: &Module = match (&parsed, &exe) {
         (Some(m), _) => m,
         (None, Some(exe)) => exe.module(),

@@ -3,6 +3,7 @@
 mod bench;
 mod chart;
 mod fusion_vs_xla;
+mod gpu_check;
 mod schemathesis;
 mod serve;
 mod server_bench;
@@ -46,6 +47,13 @@ Commands:
   bench --server [--clients N] [--seconds S]
            Load test of `hloscope serve` (release build): 64 clients compile
            and run the transformer block for 20 s; writes target/bench/server.json.
+  gpu-check --prepare DIR [--binary PATH]
+           The GPU check kit: builds hloscope (release, cuda) and gathers it, NVRTC
+           from .venv-cuda, the conformance and JAX corpora, the bench suite's JAX
+           side and one script into DIR. On a machine with an NVIDIA GPU, its driver,
+           JAX and PyTorch (no Rust), `DIR/run.sh RESULTS [--quick]` runs both corpora
+           on --target cuda against the interpreter and JAX, the bench suite against
+           XLA:GPU and a copy bandwidth probe, into RESULTS/results.{json,md}.
   help     Show this text.
 ";
 
@@ -58,6 +66,7 @@ fn main() -> ExitCode {
         Some("web") => web::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()),
         Some("test-web") => web::test(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap(), true),
         Some("fusion-vs-xla") => fusion_vs_xla::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()),
+        Some("gpu-check") => gpu_check::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap(), &args[1..]),
         Some("bench") => bench::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap(), &args[1..]),
         Some("help") | Some("--help") | Some("-h") | None => {
             print!("{HELP}");

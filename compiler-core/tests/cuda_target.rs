@@ -312,3 +312,23 @@ mod with_nvrtc {
         assert!(e.starts_with("ptxas refused the PTX:"), "{e}");
     }
 }
+
+#[test]
+fn an_output_in_place_of_an_input_of_another_type_stores_behind_a_compiler_barrier() {
+    // Unfused, `u` (s32) takes over `t`'s bytes (f32, dying there): the load of `t` must
+    // stay before the store of `u`, which differ in type, so the store is fenced.
+    let m = parse(
+        "HloModule m
+ENTRY main {
+  p = f32[64] parameter(0)
+  t = f32[64] exponential(p)
+  u = s32[64] convert(t)
+  ROOT v = s32[64] add(u, u)
+}",
+    );
+    let p = cuda::compile(&m).unwrap();
+    let fenced: Vec<&str> =
+        p.kernels.iter().flatten().filter(|k| k.source.contains("asm volatile")).map(|k| k.source.as_str()).collect();
+    assert_eq!(fenced.len(), 1, "{}", p.listing());
+    assert!(fenced[0].contains("__float2int_rz"), "{}", fenced[0]);
+}

@@ -138,6 +138,13 @@ pub fn emit(e: &Elemental, entry: &str, title: &str, place: &Placement) -> Resul
         inits: Vec::new(),
         bound: Vec::new(),
         idx: if wide_index { "long long" } else { "int" },
+        fence: place.inputs.iter().enumerate().any(|(i, at)| {
+            place
+                .outputs
+                .iter()
+                .enumerate()
+                .any(|(o, out)| at == out && stored_type(e.input_elems[i]) != stored_type(e.outputs[o].elem))
+        }),
     };
     w.header(entry, title, outer_elements);
     w.body(&outer, outer_elements);
@@ -221,6 +228,10 @@ struct Writer<'a> {
     bound: Vec<(usize, u32)>,
     /// The index type: `int` or `long long`.
     idx: &'static str,
+    /// An output takes over the bytes of an input of another C type (in place): a
+    /// compiler barrier before each store keeps the element's loads before it, which
+    /// type-based alias analysis would otherwise let the compiler move past the store.
+    fence: bool,
 }
 
 impl Writer<'_> {
@@ -644,6 +655,9 @@ impl<'a> Lower<'a> for Writer<'a> {
         };
         // A block reduction's results: every thread has them, one stores.
         let guard = if self.cooperative.is_some() && !out.inner { "if (threadIdx.x == 0) " } else { "" };
+        if self.fence {
+            self.line(format_args!("asm volatile(\"\" ::: \"memory\");"));
+        }
         self.line(format_args!("{guard}out{o}[{at}] = {bits};"));
     }
 

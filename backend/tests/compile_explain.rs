@@ -317,3 +317,52 @@ fn measured_profile_probes_this_cpu() {
     assert!(t > 0.0 && t < 1e-3, "estimated {t} s");
     assert_ne!(measured["est_time_s"], h100["est_time_s"]);
 }
+
+/// `--emit cuda` prints one translation unit with a function per kernel on the device,
+/// `--emit ptx` and `--emit sass` compile it (NVRTC from `$HLOSCOPE_CUDA_VENV`, which
+/// `cargo xtask test` sets), and `run --target cuda` gives the interpreter's results
+/// where a CUDA driver and device are, else says why not in one line (exit 2).
+#[test]
+fn cuda_emits_c_ptx_and_sass_and_runs_or_says_why_not() {
+    let module = example("dense_relu.mlir");
+    let c = ok(hloscope(&["compile", "--target", "cuda", "--emit", "cuda", &module]));
+    let on_device = c.lines().filter(|l| l.starts_with("// ---- kernel") && !l.contains("on the host")).count();
+    assert!(on_device >= 1, "{c}");
+    assert_eq!(c.matches("extern \"C\" __global__").count(), on_device, "{c}");
+    fails_with(hloscope(&["compile", "--emit", "cuda", &module]), &["--target cuda"]);
+    let ptx = ok(hloscope(&["compile", "--target", "cuda", "--emit", "ptx", "--arch", "90", &module]));
+    assert!(ptx.contains(".target sm_90") && ptx.contains(".entry hs_k0("), "{ptx}");
+    let dir = scratch("cuda");
+    let file = dir.join("k.sass");
+    let wrote = ok(hloscope(&["compile", "--target", "cuda", "--emit", "sass", "-o", file.to_str().unwrap(), &module]));
+    assert!(wrote.starts_with("wrote "), "{wrote}");
+    let sass = std::fs::read_to_string(&file).unwrap();
+    assert!(sass.contains("Function : hs_k0"), "{sass}");
+    let run = |target: &str| {
+        let out = dir.join(target);
+        let o = hloscope(&["run", "--random-inputs", "--target", target, "--out-dir", out.to_str().unwrap(), &module]);
+        (o, out)
+    };
+    match hloscope_core::targets::cuda::runtime::unavailable() {
+        Some(why) => {
+            let (o, _) = run("cuda");
+            let err = String::from_utf8_lossy(&o.stderr).to_string();
+            assert_eq!(err.lines().count(), 1, "{err}");
+            fails_with(o, &["--target cuda", &why]);
+        }
+        None => {
+            let ((o, gpu), (i, interp)) = (run("cuda"), run("interp"));
+            ok(o);
+            ok(i);
+            let values = |path: PathBuf| {
+                let a = hloscope_core::npy::read(&std::fs::read(path).unwrap()).unwrap();
+                a.to_literal(a.elem).unwrap().to_f64_vec()
+            };
+            let (g, w) = (values(gpu.join("out0.npy")), values(interp.join("out0.npy")));
+            assert_eq!(g.len(), w.len());
+            for (a, b) in g.iter().zip(&w) {
+                assert!((a - b).abs() <= 1e-4 * b.abs().max(1.0), "cuda {a} vs interpreter {b}");
+            }
+        }
+    }
+}

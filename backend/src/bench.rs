@@ -192,7 +192,7 @@ impl RunTimes {
 struct Report {
     target: Target,
     fusion: String,
-    /// On webgpu: the adapter and how its kernels were timed.
+    /// On webgpu and cuda: the device and how its kernels were timed.
     device: Option<Device>,
     compile_s: f64,
     /// The process's peak resident memory once the module is compiled (inputs loaded
@@ -206,7 +206,7 @@ struct Report {
     rows: Vec<Row>,
 }
 
-/// The WebGPU adapter a bench ran on.
+/// The device a bench ran on (a WebGPU adapter, a CUDA device).
 pub struct Device {
     pub adapter: String,
     pub backend: String,

@@ -312,14 +312,29 @@ def markdown():
     return "\n".join(lines) + "\n"
 
 
+def preflight():
+    """NVRTC and the driver, checked on one program before the long steps."""
+    module = os.path.join(KIT, "jax-corpus", "softmax", "module.mlir")
+    rc, _, err = hloscope("compile", module, "--target", "cuda", "--emit", "ptx")
+    if rc != 0:
+        sys.exit(f"gpu-check: NVRTC does not work here: {err}")
+    rc, _, err = hloscope("run", module, "--target", "cuda", "--random-inputs")
+    if rc != 0:
+        sys.exit(f"gpu-check: --target cuda does not run here: {err}")
+    log(f"preflight: {err.splitlines()[0] if err else 'ok'}")
+
+
 def main():
     gpu()
+    preflight()
+    started = time.time()
     for step in (jax_corpus, conformance, copy_bandwidth, bench):
         try:
             step()
         except Exception as e:  # one step's failure must not lose the others' results
             results[step.__name__ + "_error"] = repr(e)
             log(f"{step.__name__} failed: {e!r}")
+        results["seconds"] = round(time.time() - started, 1)
         json.dump(results, open(os.path.join(OUT, "results.json"), "w"), indent=2)
     open(os.path.join(OUT, "results.md"), "w").write(markdown())
     log(f"results in {OUT}/results.json and results.md")

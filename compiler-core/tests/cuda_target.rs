@@ -332,3 +332,13 @@ ENTRY main {
     assert_eq!(fenced.len(), 1, "{}", p.listing());
     assert!(fenced[0].contains("__float2int_rz"), "{}", fenced[0]);
 }
+
+#[test]
+fn every_semantic_case_is_emitted_for_the_device() {
+    // CUDA computes every element type, so no case falls back to the host (WebGPU
+    // refuses the 64-bit ones and a few narrow ops).
+    for c in hloscope_core::kernel::semantics::cases() {
+        let p = cuda::compile(&parse(&c.hlo)).unwrap();
+        assert_eq!(p.counts(), (1, 0), "{}:\n{}", c.name, p.listing());
+    }
+}

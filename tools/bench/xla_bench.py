@@ -116,23 +116,9 @@ def gelu_mlp(rng, quick):
     ]
 
 
-@program("pre-norm transformer block: 128 tokens, d=256, 4 causal heads, GELU MLP 4x", tol=TOL_DEEP)
-def transformer_block(rng, quick):
-    t, d, nh = (16, 32, 2) if quick else (128, 256, 4)
-
-    def f(x, g1, b1, wqkv, wo, g2, b2, w1, w2):
-        q, k, v = jnp.split(ln(x, g1, b1) @ wqkv, 3, axis=-1)
-        heads = lambda a: a.reshape(t, nh, d // nh).transpose(1, 0, 2)  # noqa: E731
-        q, k, v = heads(q), heads(k), heads(v)
-        s = jnp.einsum("hqd,hkd->hqk", q, k) / np.float32(np.sqrt(d // nh))
-        s = jnp.where(jnp.tril(jnp.ones((t, t), bool)), s, -1e9)
-        o = jnp.einsum("hqk,hkd->hqd", jax.nn.softmax(s, axis=-1), v)
-        x = x + o.transpose(1, 0, 2).reshape(t, d) @ wo
-        return x + jax.nn.gelu(ln(x, g2, b2) @ w1) @ w2
-
-    s = 1 / np.sqrt(d)
-    return f, [
-        normal(rng, (t, d)),
+def block_weights(rng, d, s):
+    """ln1 scale and bias, W_qkv, W_o, ln2 scale and bias, W_1, W_2 of a pre-norm block."""
+    return [
         1 + normal(rng, (d,), 0.1),
         normal(rng, (d,), 0.1),
         normal(rng, (d, 3 * d), s),
@@ -142,6 +128,62 @@ def transformer_block(rng, quick):
         normal(rng, (d, 4 * d), s),
         normal(rng, (4 * d, d), 0.5 * s),
     ]
+
+
+def causal_attention(q, k, v):
+    """softmax(q k^T / sqrt(dh), causal) v over [..., heads, tokens, dh]."""
+    t, dh = q.shape[-2], q.shape[-1]
+    s = jnp.einsum("...qd,...kd->...qk", q, k) / np.float32(np.sqrt(dh))
+    s = jnp.where(jnp.tril(jnp.ones((t, t), bool)), s, -1e9)
+    return jnp.einsum("...qk,...kd->...qd", jax.nn.softmax(s, axis=-1), v)
+
+
+def transformer(batch):
+    """A pre-norm transformer block (d=256, 4 causal heads, GELU MLP 4x) over `batch`
+    sequences of 128 tokens."""
+
+    def make(rng, quick):
+        t, d, nh = (16, 32, 2) if quick else (128, 256, 4)
+        lead = (batch,) if batch > 1 else ()
+
+        def f(x, g1, b1, wqkv, wo, g2, b2, w1, w2):
+            q, k, v = jnp.split(ln(x, g1, b1) @ wqkv, 3, axis=-1)
+            heads = lambda a: jnp.moveaxis(a.reshape(*lead, t, nh, d // nh), -2, -3)  # noqa: E731
+            o = causal_attention(heads(q), heads(k), heads(v))
+            x = x + jnp.moveaxis(o, -3, -2).reshape(*lead, t, d) @ wo
+            return x + jax.nn.gelu(ln(x, g2, b2) @ w1) @ w2
+
+        return f, [normal(rng, (*lead, t, d))] + block_weights(rng, d, 1 / np.sqrt(d))
+
+    return make
+
+
+@program("pre-norm transformer block: 128 tokens, d=256, 4 causal heads, GELU MLP 4x", tol=TOL_DEEP)
+def transformer_block(rng, quick):
+    return transformer(1)(rng, quick)
+
+
+@program("the same block over a batch of 4 sequences (4x128 tokens)", tol=TOL_DEEP)
+def transformer_block_b4(rng, quick):
+    return transformer(4)(rng, quick)
+
+
+@program("causal attention alone: 4 sequences x 8 heads, 128 tokens, head dim 64", tol=TOL_DEEP)
+def causal_attention_4x8(rng, quick):
+    b, h, t, dh = (2, 2, 16, 16) if quick else (4, 8, 128, 64)
+    return causal_attention, [normal(rng, (b, h, t, dh)) for _ in range(3)]
+
+
+@program("batched small dots: 16 products of 128x64 by 64x128 (attention's scores)", tol=TOL_DEEP)
+def batched_dots_128x128x64(rng, quick):
+    b, t, dh = (2, 16, 16) if quick else (16, 128, 64)
+    return (lambda q, k: jnp.einsum("bqd,bkd->bqk", q, k)), [normal(rng, (b, t, dh)), normal(rng, (b, t, dh))]
+
+
+@program("one large GEMM, 1024x1024 by 1024x1024 (the machine's GEMM rate)", tol=TOL_DEEP)
+def gemm_1024(rng, quick):
+    n = 64 if quick else 1024
+    return (lambda a, b: a @ b), [normal(rng, (n, n)), normal(rng, (n, n), 1 / np.sqrt(n))]
 
 
 def corpus_program(name, tol=TOL_DEEP):

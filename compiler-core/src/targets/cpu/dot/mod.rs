@@ -1,0 +1,198 @@
+//! Dots as batched GEMMs: every (batch, block of rows) is a task on the thread pool, so
+//! a batch of small products (attention's heads) spreads over the cores as well as one
+//! large product does. f32 runs on this target's own register tiles (`tiles.rs`: no
+//! allocation or set-up per call, which dominates a 128x128x64 product), f64 and CPUs
+//! without AVX2 through the `gemm` crate, one single-threaded call per task.
+//!
+//! f32 and f64 operands are read in place: each is viewed as `[batch, rows, cols]`
+//! through strides when its dimension numbers allow (`operand.rs`: a transposed operand,
+//! or heads split out of a `[b, s, h, d]` tensor, need no copy), and copied into that
+//! order otherwise. The result `[batch, m, n]` is written straight into the output
+//! buffer. f16/bf16 are computed in f32 and rounded once at the end.
+
+mod operand;
+mod tiles;
+
+use operand::Operand;
+
+use crate::ir::{ElementType, Literal, Shape};
+use crate::kernel::{BufferId, DotSpec, KernelPlan};
+
+/// Computes the dot of the operands in buffers `lb` and `rb` into buffer `ob`.
+///
+/// # Safety
+/// `lhs`, `rhs` and `out` point to the bytes of those buffers (of their plan sizes),
+/// aligned to their element types; `out` overlaps neither operand.
+pub unsafe fn run(
+    spec: &DotSpec,
+    plan: &KernelPlan,
+    (lb, lhs): (BufferId, *const u8),
+    (rb, rhs): (BufferId, *const u8),
+    (ob, out): (BufferId, *mut u8),
+) -> Result<(), String> {
+    let (ls, rs) = (&plan.buffers[lb].shape, &plan.buffers[rb].shape);
+    let len = spec.batch * spec.m * spec.n;
+    if plan.buffers[ob].shape.num_elements() != len {
+        return Err("the dot's output buffer has the wrong size".into());
+    }
+    let lhs_sizes = [spec.batch, spec.m, spec.k];
+    let rhs_sizes = [spec.batch, spec.k, spec.n];
+    match spec.elem {
+        ElementType::F64 => {
+            let a = Operand::<f64>::new(ls, lhs, &spec.lhs_perm, lhs_sizes);
+            let b = Operand::<f64>::new(rs, rhs, &spec.rhs_perm, rhs_sizes);
+            batched(spec, &a, &b, out as *mut f64);
+        }
+        ElementType::F32 => {
+            let a = Operand::<f32>::new(ls, lhs, &spec.lhs_perm, lhs_sizes);
+            let b = Operand::<f32>::new(rs, rhs, &spec.rhs_perm, rhs_sizes);
+            batched(spec, &a, &b, out as *mut f32);
+        }
+        elem => {
+            let widen = |shape: &Shape, p: *const u8, perm: &[usize], sizes| -> Result<Operand<f32>, String> {
+                let bytes = std::slice::from_raw_parts(p, shape.byte_size());
+                let lit = Literal::from_le_bytes(shape.clone(), bytes).ok_or("dot operand of the wrong size")?;
+                let vals: Vec<f32> = lit.to_f64_vec().iter().map(|&x| x as f32).collect();
+                let f32_shape = Shape::new(ElementType::F32, shape.dims.clone());
+                Ok(Operand::owned(&f32_shape, vals, perm, sizes))
+            };
+            let a = widen(ls, lhs, &spec.lhs_perm, lhs_sizes)?;
+            let b = widen(rs, rhs, &spec.rhs_perm, rhs_sizes)?;
+            let mut c = vec![0f32; len];
+            batched(spec, &a, &b, c.as_mut_ptr());
+            let wide: Vec<f64> = c.iter().map(|&x| x as f64).collect();
+            let bytes = Literal::from_f64s(Shape::new(elem, vec![len as i64]), &wide).to_le_bytes();
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), out, bytes.len());
+        }
+    }
+    Ok(())
+}
+
+/// Multiply-adds (`m * n * k` over the batch) below which a dot runs on one thread.
+const PARALLEL_FLOPS: usize = 1 << 18;
+
+/// Tasks per pool thread where the product allows: a thread slowed by other work on its
+/// core takes fewer.
+const TASKS_PER_THREAD: usize = 4;
+
+/// Depth up to which f32 products run on [`tiles`]: a tile's rows of A (`MR x k`) then
+/// stay in L1 across a chunk's panels. Deeper ones go to the `gemm` crate, which blocks
+/// `k` too.
+const TILES_MAX_K: usize = 512;
+
+/// The element types dots compute in, each with a single-threaded GEMM of a block.
+trait Element: Copy + Default + Send + Sync + 'static {
+    /// The block GEMM for depth `k`, if this CPU has one for the type.
+    fn tiles(k: usize) -> Option<&'static tiles::Tiles>;
+    fn one() -> Self;
+}
+
+impl Element for f32 {
+    fn tiles(k: usize) -> Option<&'static tiles::Tiles> {
+        tiles::Tiles::detect().filter(|_| k <= TILES_MAX_K)
+    }
+    fn one() -> f32 {
+        1.0
+    }
+}
+
+impl Element for f64 {
+    fn tiles(_: usize) -> Option<&'static tiles::Tiles> {
+        None
+    }
+    fn one() -> f64 {
+        1.0
+    }
+}
+
+/// The operands and result of one dot, shared by its tasks (each writes its own block
+/// of C).
+struct Shared<'a, T> {
+    a: &'a Operand<T>,
+    b: &'a Operand<T>,
+    c: *mut T,
+}
+// SAFETY: the operands are only read, and tasks write disjoint blocks of C; everything
+// outlives the job (`pool::run` waits for every task).
+unsafe impl<T> Send for Shared<'_, T> {}
+unsafe impl<T> Sync for Shared<'_, T> {}
+
+/// `out[b] = a[b] x b[b]` for every batch, `out` row-major `[batch, m, n]`: tasks of
+/// (batch, block of rows, block of columns).
+fn batched<T: Element>(spec: &DotSpec, a: &Operand<T>, b: &Operand<T>, out: *mut T) {
+    let (m, n, k) = (spec.m, spec.n, spec.k);
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        // An empty sum: zeros.
+        // SAFETY: `out` holds batch * m * n elements.
+        unsafe { std::slice::from_raw_parts_mut(out, spec.batch * m * n).fill(T::default()) };
+        return;
+    }
+    let tiles = T::tiles(k);
+    let threads = super::pool::threads();
+    let parallel = spec.batch * m * n * k >= PARALLEL_FLOPS && threads > 1;
+    // Columns: a chunk of packed panels each for the tiles; all of them for `gemm`,
+    // which blocks its columns itself.
+    let cols = tiles.map_or(n, |t| t.task_cols(k).min(n));
+    let col_blocks = n.div_ceil(cols);
+    // Rows: whole tiles, at least two each, split until every thread has a few tasks.
+    let tile_rows = tiles.map_or(16, |t| t.mr());
+    let wanted = if parallel { threads * TASKS_PER_THREAD } else { 1 };
+    let row_blocks = wanted.div_ceil(spec.batch * col_blocks).min(m.div_ceil(2 * tile_rows)).max(1);
+    let rows = m.div_ceil(row_blocks).div_ceil(tile_rows) * tile_rows;
+    let row_blocks = m.div_ceil(rows);
+    let shared = Shared { a, b, c: out };
+    let task = |t: usize| {
+        let Shared { a, b, c } = &shared;
+        let (bi, rest) = (t / (row_blocks * col_blocks), t % (row_blocks * col_blocks));
+        let (r0, c0) = ((rest / col_blocks) * rows, (rest % col_blocks) * cols);
+        let (r1, c1) = ((r0 + rows).min(m), (c0 + cols).min(n));
+        // SAFETY: the block lies inside batch `bi` of each operand (by their strides)
+        // and of C, and blocks of C are disjoint.
+        unsafe {
+            let a_at = a.base.offset(a.batch_offset(bi));
+            let b_at = b.base.offset(b.batch_offset(bi));
+            let c_at = c.add(bi * m * n);
+            match tiles {
+                // `tiles` is only Some for f32.
+                Some(t) => t.block(
+                    (k, n),
+                    (a_at as *const f32, a.rows, a.cols),
+                    (b_at as *const f32, b.rows, b.cols),
+                    c_at as *mut f32,
+                    (r0, r1),
+                    (c0, c1),
+                ),
+                None => gemm::gemm(
+                    r1 - r0,
+                    c1 - c0,
+                    k,
+                    c_at.add(r0 * n + c0),
+                    1,
+                    n as isize,
+                    false,
+                    a_at.offset(r0 as isize * a.rows),
+                    a.cols,
+                    a.rows,
+                    b_at.offset(c0 as isize * b.cols),
+                    b.cols,
+                    b.rows,
+                    T::default(),
+                    T::one(),
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                ),
+            }
+        }
+    };
+    let tasks = spec.batch * row_blocks * col_blocks;
+    if parallel {
+        super::pool::run(tasks, &task);
+    } else {
+        (0..tasks).for_each(task);
+    }
+}

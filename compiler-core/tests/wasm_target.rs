@@ -174,6 +174,66 @@ mod on_wasmtime {
         assert!(failures.is_empty(), "{}", failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
     }
 
+    #[test]
+    fn loops_and_row_reductions_run_in_simd128_with_scalar_tails() {
+        // Rows of 4k + 3 elements: every vector path and its tail. A loop (exp, a
+        // compare, a select, a convert), a row max (exact in any order) and a row sum
+        // (reassociated: within rounding) against the interpreter.
+        let hlo = "HloModule m
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(%a, %b)
+}
+%add (a: s32[], b: s32[]) -> s32[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  ROOT %s = s32[] add(%a, %b)
+}
+ENTRY %main (x: f32[5,39], y: s32[5,39]) -> (f32[5,39], f32[5], s32[5]) {
+  %x = f32[5,39] parameter(0)
+  %y = s32[5,39] parameter(1)
+  %e = f32[5,39] exponential(%x)
+  %z = f32[] constant(0)
+  %zs = f32[5,39] broadcast(%z), dimensions={}
+  %p = pred[5,39] compare(%x, %zs), direction=GT
+  %c = f32[5,39] convert(%y)
+  %s = f32[5,39] select(%p, %e, %c)
+  %l = f32[] constant(-inf)
+  %m = f32[5] reduce(%x, %l), dimensions={1}, to_apply=%max
+  %zi = s32[] constant(0)
+  %r = s32[5] reduce(%y, %zi), dimensions={1}, to_apply=%add
+  ROOT %t = (f32[5,39], f32[5], s32[5]) tuple(%s, %m, %r)
+}";
+        let module = optimize(&hloscope_core::parse::parse_module(hlo).unwrap()).unwrap();
+        let args = hloscope_core::interp::random_inputs(&module, 3);
+        let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+        let (got, program) = wasm_run(&module, &args);
+        let shapes: Vec<&str> = program.kernels.iter().flatten().map(|k| k.shape.as_str()).collect();
+        assert!(shapes.iter().all(|s| s.starts_with("simd128")), "{shapes:?}");
+        // Fusion makes one kernel: the loop is stored inside the row reductions' loop.
+        assert_eq!(shapes, ["simd128 4 lanes, row reduction (maximum, add)"]);
+        let got = got.flatten();
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(&want) {
+            assert!(close(g, w, 2e-7), "got {g:?}, want {w:?}");
+        }
+        // A loop kernel alone.
+        let loop_only =
+            hlo.replace("ROOT %t = (f32[5,39], f32[5], s32[5]) tuple(%s, %m, %r)", "ROOT %t = f32[5,39] tuple(%s)");
+        let loop_only = loop_only
+            .replace("-> (f32[5,39], f32[5], s32[5])", "-> f32[5,39]")
+            .replace("ROOT %t = f32[5,39] tuple(%s)", "ROOT %o = f32[5,39] negate(%s)");
+        let module = optimize(&hloscope_core::parse::parse_module(&loop_only).unwrap()).unwrap();
+        let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+        let (got, program) = wasm_run(&module, &args);
+        let shapes: Vec<&str> = program.kernels.iter().flatten().map(|k| k.shape.as_str()).collect();
+        assert_eq!(shapes, ["simd128 4 lanes"]);
+        // exp is the approximation (within its ulp bound), the rest exact.
+        let got = got.flatten();
+        assert!(close(&got[0], &want[0], 2e-7), "{got:?}\n{want:?}");
+    }
+
     /// Equal within `rel` relative (plus a tiny absolute) error; NaN matches NaN;
     /// integers and preds bit for bit.
     fn close(got: &Literal, want: &Literal, rel: f64) -> bool {
@@ -192,7 +252,7 @@ mod on_wasmtime {
     #[test]
     fn the_jax_corpus_matches_the_interpreter() {
         let mut failures = Vec::new();
-        let (mut compiled, mut host) = (0, 0);
+        let (mut compiled, mut host, mut simd) = (0, 0, 0);
         for (name, module) in jax_corpus() {
             let optimized = optimize(&module).unwrap();
             let args = hloscope_core::interp::random_inputs(&module, 7);
@@ -201,13 +261,15 @@ mod on_wasmtime {
             let (c, h) = program.counts();
             compiled += c;
             host += h;
+            simd += program.kernels.iter().flatten().filter(|k| k.shape.starts_with("simd128")).count();
             let got = got.flatten();
             if got.len() != want.len() || got.iter().zip(&want).any(|(g, w)| !close(g, w, 2e-4)) {
                 failures.push(format!("{name}: the outputs differ from the interpreter's\n{}", program.summary()));
             }
         }
-        println!("JAX corpus: {compiled} kernels in WebAssembly, {host} on the host");
+        println!("JAX corpus: {compiled} kernels in WebAssembly ({simd} of them SIMD128), {host} on the host");
         assert!(failures.is_empty(), "{}", failures.join("\n"));
+        assert!(simd >= 40, "only {simd} kernels were vectorized");
         assert!(compiled >= 80, "only {compiled} kernels were compiled");
     }
 

@@ -26,7 +26,9 @@ use super::approx::{self, WasmLanes};
 use super::helpers;
 use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, IdxId, Node};
+use crate::kernel::index::IndexAnalysis;
 use crate::kernel::lower::{loop_invariants, Lower, Memo};
+use crate::kernel::vector::{self, VecKind, VecPlan};
 use wasm_encoder::{BlockType, Function, Instruction as I, MemArg, ValType};
 
 /// A function body under construction: its extra locals and its instructions.
@@ -83,7 +85,12 @@ pub struct Emitted {
     pub shape: String,
 }
 
-/// The WebAssembly function of `e`, or why it is not emitted.
+#[path = "simd.rs"]
+mod simd;
+
+/// The WebAssembly function of `e`, or why it is not emitted: SIMD128 code where
+/// [`vector::plan`] vectorizes the kernel in 32-bit lanes as a loop or a row reduction
+/// and every op has a SIMD128 form here, else scalar code.
 pub fn emit(e: &Elemental, place: &Placement) -> Result<Emitted, String> {
     let outer = e.outer_vars();
     let extent = match outer.first() {
@@ -93,13 +100,63 @@ pub fn emit(e: &Elemental, place: &Placement) -> Result<Emitted, String> {
     if extent > i32::MAX as u64 {
         return Err(format!("a parallel extent of {extent} past 32 bits"));
     }
-    let mut w =
-        Writer { e, place, code: Code::new(2), memo: Memo::default(), err: None, vars: Vec::new(), accs: Vec::new() };
+    let why_scalar = match simd_plan(e) {
+        Ok(plan) => {
+            let shape = match &plan.kind {
+                VecKind::Row(ops) => {
+                    let names: Vec<&str> = ops.iter().map(|op| op.hlo_name()).collect();
+                    format!("simd128 4 lanes, row reduction ({})", names.join(", "))
+                }
+                _ => "simd128 4 lanes".to_string(),
+            };
+            match write(e, place, &outer, Some(plan)) {
+                Ok(body) => return Ok(Emitted { body, extent, shape }),
+                Err(why) if why.starts_with(simd::NO_FORM) => why,
+                Err(why) => return Err(why),
+            }
+        }
+        Err(why) => why,
+    };
+    let body = write(e, place, &outer, None)?;
+    Ok(Emitted { body, extent, shape: format!("scalar ({why_scalar})") })
+}
+
+/// The shared vectorization plan, where this target takes it: 32-bit lanes, a loop or
+/// a row reduction.
+fn simd_plan(e: &Elemental) -> Result<VecPlan, String> {
+    let plan = vector::plan(e)?;
+    if plan.width != 4 {
+        return Err(format!("{}-byte lanes", plan.width));
+    }
+    if plan.kind == VecKind::Column {
+        return Err("a column reduction".into());
+    }
+    let ok = |t: ElementType| matches!(t, ElementType::F32 | ElementType::S32 | ElementType::U32 | ElementType::Pred);
+    if e.nodes.iter().any(|x| !ok(x.elem)) || e.input_elems.iter().any(|&t| !ok(t)) {
+        return Err("a type other than f32, s32, u32 and pred".into());
+    }
+    Ok(plan)
+}
+
+fn write(e: &Elemental, place: &Placement, outer: &[u32], vplan: Option<VecPlan>) -> Result<Function, String> {
+    let mut w = Writer {
+        e,
+        place,
+        code: Code::new(2),
+        memo: Memo::default(),
+        err: None,
+        vars: Vec::new(),
+        accs: Vec::new(),
+        vector: false,
+        vplan,
+        analysis: IndexAnalysis::new(e),
+        vaccs: Vec::new(),
+    };
     w.vars = (0..e.space.len()).map(|_| w.code.local(ValType::I64)).collect();
-    w.body(&outer);
+    w.body(outer);
     match w.err {
         Some(why) => Err(why),
-        None => Ok(Emitted { body: w.code.finish(), extent, shape: "scalar".into() }),
+        None => Ok(w.code.finish()),
     }
 }
 
@@ -135,6 +192,13 @@ struct Writer<'a> {
     vars: Vec<u32>,
     /// The local of each reduction's accumulators.
     accs: Vec<Vec<u32>>,
+    /// Whether values are `v128` vectors of 4 lanes (else scalars).
+    vector: bool,
+    /// The vectorization this code follows, if any.
+    vplan: Option<VecPlan>,
+    analysis: IndexAnalysis<'a>,
+    /// A row reduction's vector accumulators, in its vector loop.
+    vaccs: Vec<Vec<u32>>,
 }
 
 impl Writer<'_> {
@@ -168,20 +232,30 @@ impl Writer<'_> {
             self.code.op(I::End);
             return;
         };
-        let pv = self.vars[p as usize];
         let rest = rest.to_vec();
-        self.for_range(pv, &[I::LocalGet(0), I::I64ExtendI32S], &[I::LocalGet(1), I::I64ExtendI32S], &mut |w| {
+        self.var_range(p, &[I::LocalGet(0), I::I64ExtendI32S], &[I::LocalGet(1), I::I64ExtendI32S], &mut |w| {
             w.kept(&rest)
         });
     }
 
     fn kept(&mut self, vars: &[u32]) {
         let Some((&v, rest)) = vars.split_first() else {
+            // Each element's code on its own: the vector step's and the tail's.
+            self.memo.clear();
             return self.element();
         };
-        let (local, n) = (self.vars[v as usize], self.e.space[v as usize]);
+        let n = self.e.space[v as usize];
         let rest = rest.to_vec();
-        self.for_range(local, &[I::I64Const(0)], &[I::I64Const(n)], &mut |w| w.kept(&rest));
+        self.var_range(v, &[I::I64Const(0)], &[I::I64Const(n)], &mut |w| w.kept(&rest));
+    }
+
+    /// A kept variable's loop: in vectors and a tail for a vectorized loop kernel's
+    /// vector variable, else one element at a time.
+    fn var_range(&mut self, v: u32, start: &[I<'static>], end: &[I<'static>], inner: &mut dyn FnMut(&mut Self)) {
+        if self.vector_kind() == Some(&VecKind::Loop) && self.vplan.as_ref().is_some_and(|p| p.var == v) {
+            return self.vector_range(v, start, end, inner);
+        }
+        self.for_range(self.vars[v as usize], start, end, inner);
     }
 
     /// `Err`'s reason recorded, and a placeholder local for the discarded kernel.
@@ -656,6 +730,9 @@ impl<'a> Lower<'a> for Writer<'a> {
 
     fn load(&mut self, x: ExprId, input: u32, linear: IdxId) -> u32 {
         use ElementType::*;
+        if self.vector {
+            return self.v_load(x, input, linear);
+        }
         let at = self.index(linear);
         let elem = self.e.expr(x).elem;
         let size = elem.byte_size() as i32;
@@ -682,6 +759,9 @@ impl<'a> Lower<'a> for Writer<'a> {
 
     fn constant(&mut self, elem: ElementType, s: Scalar) -> u32 {
         use ElementType::*;
+        if self.vector {
+            return self.v_constant(elem, s);
+        }
         let signed = match s {
             Scalar::S(v) => v,
             Scalar::U(v) => v as i64,
@@ -707,6 +787,9 @@ impl<'a> Lower<'a> for Writer<'a> {
 
     fn iota(&mut self, i: IdxId, elem: ElementType) -> u32 {
         use ElementType::*;
+        if self.vector {
+            return self.v_iota(i, elem);
+        }
         let v = self.index(i);
         let op = match carrier(elem) {
             _ if elem == Pred => {
@@ -722,12 +805,18 @@ impl<'a> Lower<'a> for Writer<'a> {
     }
 
     fn in_range(&mut self, i: IdxId, lo: i64, hi: i64) -> u32 {
+        if self.vector {
+            return self.v_in_range(i, lo, hi);
+        }
         let v = self.index(i);
         self.ops([I::LocalGet(v), I::I64Const(lo), I::I64GeS, I::LocalGet(v), I::I64Const(hi), I::I64LtS, I::I32And]);
         self.fresh(ValType::I32)
     }
 
     fn unary(&mut self, op: UnaryOp, from: ElementType, elem: ElementType, a: u32) -> u32 {
+        if self.vector {
+            return self.v_unary(op, from, elem, a);
+        }
         if op == UnaryOp::IsFinite {
             let d = carrier(from) == ValType::F64;
             self.get(a);
@@ -746,6 +835,9 @@ impl<'a> Lower<'a> for Writer<'a> {
     }
 
     fn binary(&mut self, op: BinaryOp, elem: ElementType, a: u32, b: u32) -> u32 {
+        if self.vector {
+            return self.v_binary(op, elem, a, b);
+        }
         if elem == ElementType::Pred {
             self.pred_binary(op, a, b)
         } else if elem.is_float() {
@@ -757,6 +849,9 @@ impl<'a> Lower<'a> for Writer<'a> {
 
     fn compare(&mut self, dir: CmpDir, total: bool, elem: ElementType, a: u32, b: u32) -> u32 {
         use CmpDir::*;
+        if self.vector {
+            return self.v_compare(dir, total, elem, a, b);
+        }
         let ty = carrier(elem);
         let (a, b, ty, signed) = if elem.is_float() && total {
             let (ka, kb) = (self.total_key(elem, a), self.total_key(elem, b));
@@ -803,6 +898,9 @@ impl<'a> Lower<'a> for Writer<'a> {
     }
 
     fn select(&mut self, p: u32, t: u32, f: u32) -> u32 {
+        if self.vector {
+            return self.v_select(p, t, f);
+        }
         let ty = self.code.locals[(t - self.code.params) as usize];
         self.sel(ty, p, t, f)
     }
@@ -816,6 +914,9 @@ impl<'a> Lower<'a> for Writer<'a> {
     /// conversion to a float rounds once, to nearest even.
     fn convert(&mut self, from: ElementType, to: ElementType, v: u32) -> u32 {
         use ElementType::*;
+        if self.vector {
+            return self.v_convert(from, to, v);
+        }
         if from == to {
             return v;
         }
@@ -890,6 +991,9 @@ impl<'a> Lower<'a> for Writer<'a> {
 
     fn bitcast(&mut self, from: ElementType, to: ElementType, v: u32) -> u32 {
         use ElementType::*;
+        if self.vector {
+            return self.v_bitcast(from, to, v);
+        }
         if from == Pred || to == Pred || from.bit_width() != to.bit_width() {
             return self.refuse(format!("a bitcast-convert from {from} to {to}"), carrier(to));
         }
@@ -929,6 +1033,9 @@ impl<'a> Lower<'a> for Writer<'a> {
     }
 
     fn accumulator(&mut self, red: u32, i: u32) -> u32 {
+        if self.vector {
+            return self.vaccs[red as usize][i as usize];
+        }
         self.accs[red as usize][i as usize]
     }
 
@@ -939,7 +1046,13 @@ impl<'a> Lower<'a> for Writer<'a> {
             self.value(x);
         }
         let (saved, saved_indices) = (self.memo.values.clone(), self.memo.indices.clone());
-        self.reduced_loops(vars, body);
+        match self.vector_kind() {
+            Some(VecKind::Row(ops)) if vars.last() == self.vplan.as_ref().map(|p| &p.var) => {
+                let ops = ops.clone();
+                self.row_nest(vars, &ops, body);
+            }
+            _ => self.reduced_loops(vars, body),
+        }
         self.memo.values = saved;
         self.memo.indices = saved_indices;
     }
@@ -969,13 +1082,17 @@ impl<'a> Lower<'a> for Writer<'a> {
             self.get(*v);
         }
         for (k, i, _) in updates.iter().rev() {
-            let acc = self.accs[*k as usize][*i as usize];
+            let accs = if self.vector { &self.vaccs } else { &self.accs };
+            let acc = accs[*k as usize][*i as usize];
             self.code.op(I::LocalSet(acc));
         }
     }
 
     fn store(&mut self, o: usize, v: u32) {
         use ElementType::*;
+        if self.vector {
+            return self.v_store(o, v);
+        }
         let at = self.store_index(o);
         let elem = self.e.outputs[o].elem;
         let size = elem.byte_size() as i32;

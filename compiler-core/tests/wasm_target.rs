@@ -234,6 +234,38 @@ ENTRY %main (x: f32[5,39], y: s32[5,39]) -> (f32[5,39], f32[5], s32[5]) {
         assert!(close(&got[0], &want[0], 2e-7), "{got:?}\n{want:?}");
     }
 
+    #[test]
+    fn the_gemm_gives_the_interpreters_bits() {
+        // Edge tiles (m, n not multiples of 4 and 8), a batch, a transposed lhs, a
+        // transposed rhs and a long k: every f32 output summed in k order, as the
+        // interpreter sums it.
+        let dots = [
+            ("f32[7,9]", "f32[9,13]", "f32[7,13]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
+            ("f32[9,7]", "f32[9,13]", "f32[7,13]", "lhs_contracting_dims={0}, rhs_contracting_dims={0}"),
+            ("f32[7,9]", "f32[13,9]", "f32[7,13]", "lhs_contracting_dims={1}, rhs_contracting_dims={1}"),
+            (
+                "f32[3,5,300]",
+                "f32[3,300,17]",
+                "f32[3,5,17]",
+                "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}",
+            ),
+            ("f64[6,5]", "f64[5,3]", "f64[6,3]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
+            ("bf16[6,5]", "bf16[5,3]", "bf16[6,3]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
+        ];
+        for (a, b, out, dims) in dots {
+            let hlo = format!(
+                "HloModule m\nENTRY %main (a: {a}, b: {b}) -> {out} {{\n  %a = {a} parameter(0)\n  %b = {b} parameter(1)\n  ROOT %d = {out} dot(%a, %b), {dims}\n}}"
+            );
+            let module = hloscope_core::parse::parse_module(&hlo).unwrap();
+            let args = hloscope_core::interp::random_inputs(&module, 11);
+            let want = Interpreter::new(&module).run(&args).unwrap();
+            let (got, program) = wasm_run(&module, &args);
+            assert_eq!(program.counts(), (1, 0), "{hlo}\n{}", program.summary());
+            let (Value::Array(g), Value::Array(w)) = (&got, &want) else { panic!("not arrays") };
+            assert!(same_result(g, w), "{hlo}: got {g:?}, want {w:?}");
+        }
+    }
+
     /// Equal within `rel` relative (plus a tiny absolute) error; NaN matches NaN;
     /// integers and preds bit for bit.
     fn close(got: &Literal, want: &Literal, rel: f64) -> bool {

@@ -2,8 +2,8 @@
 //! ([`emit`]), run by the browser's engine (the explorer's worker) and natively by
 //! wasmtime (feature `wasm-run`, [`runtime`]).
 //!
-//! Planning for WebAssembly ([`caps`]): no GEMM library (dots are reduction kernels),
-//! buffers at 16-byte offsets (a SIMD128 vector's), no row chains (chunk-by-chunk rows are
+//! Planning for WebAssembly ([`caps`]): a GEMM of its own for f32 dots ([`gemm`], in the
+//! module, the epilogue a kernel after it), buffers at 16-byte offsets (a SIMD128 vector's), no row chains (chunk-by-chunk rows are
 //! a policy of the native CPU target's thread pool), and every element type computed.
 //! Each elemental kernel the emitter takes becomes one exported function `k{index}(begin,
 //! end)` over a range of its parallel variable; the others (sorts, scatters, control
@@ -18,6 +18,7 @@
 
 pub mod approx;
 pub mod emit;
+pub mod gemm;
 pub mod helpers;
 
 #[cfg(all(feature = "wasm-run", not(target_arch = "wasm32")))]
@@ -38,7 +39,7 @@ pub const PAGE: u64 = 65536;
 pub fn caps() -> TargetCaps {
     TargetCaps {
         name: "wasm".into(),
-        library_dot: false,
+        library_dot: true,
         arena_alignment: 16,
         row_chains: false,
         refused_elems: Vec::new(),
@@ -103,7 +104,10 @@ pub fn compile(module: &Module) -> Result<WasmProgram, String> {
                 Err(why) => why,
             },
             KernelBody::Opaque { .. } => continue,
-            KernelBody::Dot(_) => "dots run as reductions on wasm".into(),
+            KernelBody::Dot(d) => match emit_dot(&plan, k, d, 0) {
+                Ok(_) => continue,
+                Err(why) => why,
+            },
             KernelBody::Sort(_) => "sorts are not compiled for wasm yet".into(),
             KernelBody::Scatter(_) => "scatters are not compiled for wasm yet".into(),
             KernelBody::While { .. } | KernelBody::Case { .. } => {
@@ -118,6 +122,23 @@ pub fn compile(module: &Module) -> Result<WasmProgram, String> {
     if plan.arena.arena_bytes > u32::MAX as u64 {
         return Err(format!("the arena ({} bytes) does not fit a 32-bit WebAssembly memory", plan.arena.arena_bytes));
     }
+    // The GEMMs' scratch memory, after the arena.
+    let scratch = plan.arena.arena_bytes.next_multiple_of(16);
+    let scratch_bytes = plan
+        .kernels
+        .iter()
+        .map(|k| match &k.body {
+            KernelBody::Dot(d) => gemm::scratch_bytes(d),
+            _ => 0,
+        })
+        .max()
+        .unwrap_or(0);
+    if scratch + scratch_bytes > u32::MAX as u64 {
+        return Err(format!(
+            "the arena and the GEMM's scratch ({} bytes) do not fit a 32-bit memory",
+            scratch + scratch_bytes
+        ));
+    }
     let mut bodies = Vec::new();
     let mut kernels = Vec::new();
     for (i, k) in plan.kernels.iter().enumerate() {
@@ -131,10 +152,15 @@ pub fn compile(module: &Module) -> Result<WasmProgram, String> {
                 }));
                 bodies.push(emitted.body);
             }
+            KernelBody::Dot(d) => {
+                bodies.push(emit_dot(&plan, k, d, scratch)?);
+                let shape = format!("simd128 gemm {}x{} tiles, {}x{}x{}", gemm::MR, gemm::NR, d.m, d.n, d.k);
+                kernels.push(Some(WasmKernel { export: format!("k{i}"), extent: d.batch as u64, shape }));
+            }
             _ => kernels.push(None),
         }
     }
-    let pages = plan.arena.arena_bytes.div_ceil(PAGE).max(1);
+    let pages = (scratch + scratch_bytes).div_ceil(PAGE).max(1);
     let bytes = assemble(&plan, &kernels, bodies, pages);
     Ok(WasmProgram { plan, kernels, bytes, pages })
 }
@@ -143,6 +169,24 @@ fn emit_kernel(plan: &KernelPlan, k: &kernel::Kernel, e: &kernel::Elemental) -> 
     let bytes = |bs: &[kernel::BufferId]| bs.iter().map(|&b| plan.arena.offset(b)).collect::<Vec<_>>();
     let (inputs, outputs) = (bytes(&k.inputs), bytes(&k.outputs));
     emit::emit(e, &emit::Placement { inputs: &inputs, outputs: &outputs })
+}
+
+fn emit_dot(
+    plan: &KernelPlan,
+    k: &kernel::Kernel,
+    d: &kernel::DotSpec,
+    scratch: u64,
+) -> Result<wasm_encoder::Function, String> {
+    let (lhs, rhs) = (k.inputs[0], k.inputs[1]);
+    let place = gemm::DotPlace {
+        lhs: plan.arena.offset(lhs),
+        rhs: plan.arena.offset(rhs),
+        out: plan.arena.offset(k.outputs[0]),
+        lhs_dims: &plan.buffers[lhs].shape.dims,
+        rhs_dims: &plan.buffers[rhs].shape.dims,
+        scratch,
+    };
+    gemm::emit(d, &place)
 }
 
 /// The module: type 0 is every kernel's `(i32, i32) -> ()`, then the helpers' types;

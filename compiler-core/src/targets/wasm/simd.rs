@@ -309,23 +309,26 @@ impl Writer<'_> {
         self.ops([I::LocalGet(var), I::I64Const(1), I::I64Add, I::LocalSet(var), I::Br(0), I::End, I::End]);
     }
 
-    /// A row reduction's reduced loops: vector accumulators at the ops' identities, the
-    /// innermost loop in vectors and a scalar tail (the values read unchanged, splat
-    /// once before it), then each vector accumulator's lanes combined into its scalar
-    /// accumulator.
+    /// A row reduction's reduced loops: `unroll` sets of vector accumulators (the plan's
+    /// unroll: independent chains, so the steps overlap) at the ops' identities, the
+    /// innermost loop in steps of `unroll` vectors and a scalar tail (the values read
+    /// unchanged splat once before it), then the sets combined vector by vector and
+    /// each one's lanes into its scalar accumulator.
     pub(super) fn row_nest(&mut self, vars: &[u32], ops: &[BinaryOp], body: &mut dyn FnMut(&mut Self)) {
         let e = self.e;
         let elems: Vec<ElementType> = e.reductions.iter().map(|r| e.expr(r.values[0]).elem).collect();
-        let mut vaccs = Vec::new();
+        let unroll = self.vplan.as_ref().map_or(1, |p| p.unroll.max(1)) as usize;
+        let mut sets: Vec<Vec<Vec<u32>>> = vec![Vec::new(); unroll];
         for (k, &op) in ops.iter().enumerate() {
             let Some(id) = reduction::identity(op, elems[k]) else {
                 self.vfail(format!("no identity of {} on {}", op.hlo_name(), elems[k]));
                 return;
             };
             let c = self.constant(elems[k], id);
-            vaccs.push(vec![self.splat(elems[k], c)]);
+            for set in sets.iter_mut() {
+                set.push(vec![self.splat(elems[k], c)]);
+            }
         }
-        self.vaccs = vaccs;
         let (last, outer) = vars.split_last().expect("a row reduction reduces a variable");
         let last = *last;
         self.reduced_loops(outer, &mut |w| {
@@ -339,18 +342,44 @@ impl Writer<'_> {
             }
             let n = w.e.space[last as usize];
             let saved_indices = w.memo.indices.clone();
-            let mut first = true;
-            w.vector_range(last, &[I::I64Const(0)], &[I::I64Const(n)], &mut |w| {
-                w.memo.values = if first { vector_memo.clone() } else { scalar_memo.clone() };
+            let var = w.vars[last as usize];
+            let step = LANES * unroll as i64;
+            // The vector loop: `unroll` vectors per step, each with its accumulators.
+            w.ops([I::I64Const(0), I::LocalSet(var), I::Block(BlockType::Empty), I::Loop(BlockType::Empty)]);
+            w.ops([I::LocalGet(var), I::I64Const(step), I::I64Add, I::I64Const(n), I::I64GtS, I::BrIf(1)]);
+            w.get(var);
+            let base = w.fresh(ValType::I64);
+            w.vector = true;
+            for (u, set) in sets.iter().enumerate() {
+                if u > 0 {
+                    w.ops([I::LocalGet(base), I::I64Const(LANES * u as i64), I::I64Add, I::LocalSet(var)]);
+                }
+                w.vaccs = set.clone();
+                w.memo.values = vector_memo.clone();
                 w.memo.indices = saved_indices.clone();
-                first = false;
                 body(w);
-            });
+            }
+            w.vector = false;
+            w.ops([I::LocalGet(base), I::I64Const(step), I::I64Add, I::LocalSet(var), I::Br(0), I::End, I::End]);
+            // The scalar tail.
+            w.ops([I::Block(BlockType::Empty), I::Loop(BlockType::Empty)]);
+            w.ops([I::LocalGet(var), I::I64Const(n), I::I64GeS, I::BrIf(1)]);
+            w.memo.values = scalar_memo.clone();
+            w.memo.indices = saved_indices.clone();
+            body(w);
+            w.ops([I::LocalGet(var), I::I64Const(1), I::I64Add, I::LocalSet(var), I::Br(0), I::End, I::End]);
             w.memo.values = scalar_memo;
             w.memo.indices = saved_indices;
         });
         for (k, &op) in ops.iter().enumerate() {
-            let (vacc, acc) = (self.vaccs[k][0], self.accs[k][0]);
+            // The sets, vector by vector, then the lanes.
+            self.vector = true;
+            let mut vacc = sets[0][k][0];
+            for set in &sets[1..] {
+                vacc = self.v_binary(op, elems[k], vacc, set[k][0]);
+            }
+            self.vector = false;
+            let acc = self.accs[k][0];
             for j in 0..LANES as u8 {
                 self.get(vacc);
                 if elems[k] == ElementType::F32 {

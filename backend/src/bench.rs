@@ -52,6 +52,7 @@ use hloscope_core::kernel::KernelPlan;
 use hloscope_core::npy::params as inputs;
 use hloscope_core::targets::cpu::{self, CpuExecutable};
 use hloscope_core::targets::cuda::{self, runtime::CudaExecutable};
+use hloscope_core::targets::wasm::{self, runtime::WasmExecutable};
 use hloscope_core::targets::webgpu::{self, runtime::WebGpuExecutable};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -231,6 +232,11 @@ pub enum Runner {
         module: Module,
     },
     /// The executable and the module it was planned from (for the cost model).
+    Wasm {
+        exe: Box<WasmExecutable>,
+        module: Module,
+    },
+    /// The executable and the module it was planned from (for the cost model).
     Cuda {
         exe: Box<CudaExecutable>,
         module: Module,
@@ -273,6 +279,9 @@ impl Runner {
         if let Runner::Cuda { exe, .. } = self {
             return exe.load(arguments);
         }
+        if let Runner::Wasm { exe, .. } = self {
+            return exe.load(arguments);
+        }
         if let Runner::Cpu { exe, inputs, outputs } = self {
             *inputs = arguments
                 .iter()
@@ -303,6 +312,19 @@ impl Runner {
                 times.total = Some(t.elapsed().as_secs_f64());
                 let timed = exe.execute(Some(exe.timing_method()))?.ok_or("a timed run gave no kernel times")?;
                 for (slot, k) in times.top.iter_mut().zip(&timed.kernels) {
+                    *slot = k.time.as_secs_f64();
+                }
+                Ok(None)
+            }
+            // A plain execution for the run's time, then a timed one (the host's clock
+            // around each call) for the kernels'.
+            Runner::Wasm { exe, .. } => {
+                times.clear();
+                let t = Instant::now();
+                exe.execute(false)?;
+                times.total = Some(t.elapsed().as_secs_f64());
+                let timed = exe.execute(true)?.ok_or("a timed run gave no kernel times")?;
+                for (slot, k) in times.top.iter_mut().zip(&timed) {
                     *slot = k.time.as_secs_f64();
                 }
                 Ok(None)
@@ -384,6 +406,7 @@ impl Runner {
             Runner::Interp(_) => Ok(last.map(Value::flatten).unwrap_or_default()),
             Runner::WebGpu { exe, .. } => Ok(exe.read_result()?.flatten()),
             Runner::Cuda { exe, .. } => Ok(exe.read_result()?.flatten()),
+            Runner::Wasm { exe, .. } => Ok(exe.read_result()?.flatten()),
             Runner::Cpu { exe, outputs, .. } => {
                 let plan = exe.plan();
                 plan.result
@@ -405,6 +428,7 @@ impl Runner {
             Runner::Cpu { exe, .. } => exe.plan().kernels.len(),
             Runner::WebGpu { exe, .. } => exe.program().plan.kernels.len(),
             Runner::Cuda { exe, .. } => exe.program().plan.kernels.len(),
+            Runner::Wasm { exe, .. } => exe.program().plan.kernels.len(),
         }
     }
 }
@@ -460,6 +484,13 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
                 timing: exe.timing_method().label(),
             });
             Runner::WebGpu { exe: Box::new(exe), module: optimized }
+        }
+        Target::Wasm => {
+            let failed = |e: String| RunError(format!("{source_name}: wasm: {e}"));
+            let optimized = hloscope_core::targets::optimize_with(&module, &fusion).map_err(failed)?;
+            let program = wasm::compile(&optimized).map_err(failed)?;
+            let exe = WasmExecutable::new(&optimized, program).map_err(failed)?;
+            Runner::Wasm { exe: Box::new(exe), module: optimized }
         }
         Target::Cuda => {
             let failed = |e: String| RunError(format!("{source_name}: cuda: {e}"));
@@ -574,6 +605,15 @@ pub fn measure(
             let arena = &program.plan.arena;
             (rows(module, &program.plan, &code, true, &per_kernel, &nested_runs), arena.arena_bytes, arena.buffer_bytes)
         }
+        Runner::Wasm { exe, module } => {
+            let program = exe.program();
+            let code = |k: usize| match &program.kernels[k] {
+                Some(w) => format!("wasm {}", w.shape),
+                None => "interpreter (host)".to_string(),
+            };
+            let arena = &program.plan.arena;
+            (rows(module, &program.plan, &code, true, &per_kernel, &nested_runs), arena.arena_bytes, arena.buffer_bytes)
+        }
         Runner::Cuda { exe, module } => {
             let program = exe.program();
             let code = |k: usize| match &program.kernels[k] {
@@ -602,6 +642,7 @@ fn target_name(t: Target) -> &'static str {
         Target::Cpu => "cpu",
         Target::Webgpu => "webgpu",
         Target::Cuda => "cuda",
+        Target::Wasm => "wasm",
     }
 }
 

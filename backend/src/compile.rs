@@ -120,6 +120,11 @@ pub enum Emit {
     /// The CUDA target's SASS for `--arch`: PTX assembled by ptxas and disassembled by
     /// cuobjdump or nvdisasm (needs `--target cuda`, NVRTC and those tools).
     Sass,
+    /// The WebAssembly target's module in the text format (WAT), headed by one comment
+    /// line per kernel (its export, or why the host runs it); `--target wasm`.
+    Wat,
+    /// The WebAssembly target's binary module (`--target wasm`; needs `-o FILE`).
+    Wasm,
 }
 
 /// What `compile --emit object` compiles for.
@@ -131,6 +136,8 @@ pub enum AotTarget {
     Webgpu,
     /// CUDA (CUDA C, PTX, SASS).
     Cuda,
+    /// WebAssembly (SIMD128): one module per program.
+    Wasm,
 }
 
 #[derive(Args, Debug)]
@@ -190,6 +197,7 @@ pub fn compile(args: &CompileArgs) -> Result<String, RunError> {
         Emit::Clif | Emit::Asm => return kernel_listings(args),
         Emit::Wgsl => return wgsl_listing(args),
         Emit::Cuda | Emit::Ptx | Emit::Sass => return cuda_listing(args),
+        Emit::Wat | Emit::Wasm => return wasm_listing(args),
         Emit::Hlo => hloscope_core::print::hlo::print_module,
         Emit::Stablehlo => hloscope_core::print::stablehlo::print_module,
         Emit::Json | Emit::Plan => |_| String::new(),
@@ -205,6 +213,10 @@ pub fn compile(args: &CompileArgs) -> Result<String, RunError> {
         // the host, else the CPU's.
         Emit::Plan if args.target == Some(AotTarget::Webgpu) => hloscope_core::targets::webgpu::compile(&module)
             .map_err(|e| RunError(format!("{}: cannot plan the kernels for webgpu: {e}", args.module)))?
+            .plan
+            .to_string(),
+        Emit::Plan if args.target == Some(AotTarget::Wasm) => hloscope_core::targets::wasm::compile(&module)
+            .map_err(|e| RunError(format!("{}: cannot plan the kernels for wasm: {e}", args.module)))?
             .plan
             .to_string(),
         Emit::Plan if args.target == Some(AotTarget::Cuda) => hloscope_core::targets::cuda::compile(&module)
@@ -230,6 +242,34 @@ fn wgsl_listing(args: &CompileArgs) -> Result<String, RunError> {
     let failed = |e: String| RunError(format!("{source_name}: compiling for webgpu failed: {e}"));
     let program = webgpu::compile(&optimize_with(&module, &fusion).map_err(failed)?).map_err(failed)?;
     Ok(program.listing())
+}
+
+/// `--emit wat|wasm`: the WebAssembly target's module (after the target's pipeline with
+/// `--fusion`'s knobs), as text or, to `-o FILE`, as the binary.
+fn wasm_listing(args: &CompileArgs) -> Result<String, RunError> {
+    use hloscope_core::targets::{optimize_with, wasm};
+    if args.target != Some(AotTarget::Wasm) {
+        return Err(RunError("--emit wat and wasm are the wasm target's (--target wasm)".into()));
+    }
+    let fusion = fusion_config(&args.pipeline.fusion)?;
+    let (source_name, module) = load_module(&args.module)?;
+    let failed = |e: String| RunError(format!("{source_name}: compiling for wasm failed: {e}"));
+    let program = wasm::compile(&optimize_with(&module, &fusion).map_err(failed)?).map_err(failed)?;
+    if args.emit == Emit::Wasm {
+        let out =
+            args.output.as_ref().ok_or_else(|| RunError("--emit wasm writes a binary: give -o FILE.wasm".into()))?;
+        std::fs::write(out, &program.bytes).map_err(|e| RunError(format!("{}: {e}", out.display())))?;
+        return Ok(format!("wrote {}\n", out.display()));
+    }
+    let text = wasmprinter::print_bytes(&program.bytes).map_err(|e| failed(format!("printing the module: {e}")))?;
+    let text = program.summary() + &text + "\n";
+    match &args.output {
+        Some(out) => {
+            std::fs::write(out, &text).map_err(|e| RunError(format!("{}: {e}", out.display())))?;
+            Ok(format!("wrote {}\n", out.display()))
+        }
+        None => Ok(text),
+    }
 }
 
 /// `--emit cuda|ptx|sass`: the CUDA target's kernels (after the target's pipeline with

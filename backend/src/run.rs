@@ -29,6 +29,10 @@ pub enum Target {
     /// the device's architecture, the interpreter on the host for the rest. Needs the
     /// CUDA driver and a device; the device is named on standard error.
     Cuda,
+    /// WebAssembly (SIMD128), as a browser runs it: one module per program, a function
+    /// per loop and reduction kernel, run natively by wasmtime; the interpreter on the
+    /// host for the rest.
+    Wasm,
 }
 
 #[derive(Args, Debug)]
@@ -181,7 +185,7 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
             }
             (None, Some(parse()?))
         }
-        Target::Interp | Target::Webgpu => (None, Some(parse()?)),
+        Target::Interp | Target::Webgpu | Target::Wasm => (None, Some(parse()?)),
     };
     if args.conformance_checks {
         let module = parsed.as_ref().ok_or_else(|| RunError("--conformance-checks needs the module parsed".into()))?;
@@ -203,6 +207,7 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
         }
         None if args.target == Target::Webgpu => run_webgpu(module, &arguments, &source_name, args.verbose)?,
         None if args.target == Target::Cuda => run_cuda(module, &arguments, &source_name, args.verbose)?,
+        None if args.target == Target::Wasm => run_wasm(module, &arguments, &source_name, args.verbose)?,
         None => interpret(module, &arguments, &source_name)?,
     };
     let outputs = result.flatten();
@@ -241,6 +246,38 @@ fn run_webgpu(module: &Module, args: &[Value], source_name: &str, verbose: bool)
     for (i, k) in kernels.kernels.iter().enumerate() {
         let place = if k.on_host { "host" } else { "device" };
         eprintln!("webgpu:   kernel {i} %{} on the {place}: {:.3} ms", k.name, ms(k.time));
+    }
+    Ok(value)
+}
+
+/// Runs the module's WebAssembly kernels under wasmtime, saying how many are compiled.
+fn run_wasm(module: &Module, args: &[Value], source_name: &str, verbose: bool) -> Result<Value, RunError> {
+    use hloscope_core::targets::{optimize, wasm};
+    let failed = |e: String| RunError(format!("{source_name}: wasm: {e}"));
+    let started = std::time::Instant::now();
+    let optimized = optimize(module).map_err(failed)?;
+    let program = wasm::compile(&optimized).map_err(failed)?;
+    let (compiled, on_host) = program.counts();
+    let bytes = program.bytes.len();
+    let exe = wasm::runtime::WasmExecutable::new(&optimized, program).map_err(failed)?;
+    eprintln!("wasm: wasmtime: {compiled} kernels in WebAssembly ({bytes} bytes), {on_host} on the host");
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    if verbose {
+        eprintln!(
+            "wasm: parse to instance in {:.2} ms (wasmtime compile and instantiate {:.2} ms)",
+            ms(started.elapsed()),
+            ms(exe.compile_time)
+        );
+    }
+    if !verbose {
+        return Ok(exe.run(args).map_err(failed)?.0);
+    }
+    let (value, times) = exe.run_timed(args).map_err(failed)?;
+    let kernels = times.kernels.ok_or_else(|| failed("a timed run gave no kernel times".into()))?;
+    eprintln!("wasm: run in {:.2} ms:", ms(times.total));
+    for (i, k) in kernels.iter().enumerate() {
+        let place = if k.on_host { "host" } else { "wasm" };
+        eprintln!("wasm:   kernel {i} %{} on the {place}: {:.3} ms", k.name, ms(k.time));
     }
     Ok(value)
 }

@@ -366,3 +366,37 @@ fn cuda_emits_c_ptx_and_sass_and_runs_or_says_why_not() {
         }
     }
 }
+
+/// `--emit wat` prints the WebAssembly target's module as text, `--emit wasm -o FILE`
+/// writes the binary, and `run --target wasm` (wasmtime) gives the interpreter's results.
+#[test]
+fn wasm_emits_wat_and_a_binary_and_runs_like_the_interpreter() {
+    let module = example("dense_relu.mlir");
+    let wat = ok(hloscope(&["compile", "--target", "wasm", "--emit", "wat", &module]));
+    assert!(wat.contains("(module") && wat.contains("(export \"memory\"") && wat.contains("(export \"k0\""), "{wat}");
+    assert!(wat.starts_with(";; kernel 0 %"), "{wat}");
+    fails_with(hloscope(&["compile", "--emit", "wat", &module]), &["--target wasm"]);
+    let dir = scratch("wasm");
+    let file = dir.join("m.wasm");
+    let wrote = ok(hloscope(&["compile", "--target", "wasm", "--emit", "wasm", "-o", file.to_str().unwrap(), &module]));
+    assert!(wrote.starts_with("wrote "), "{wrote}");
+    assert!(std::fs::read(&file).unwrap().starts_with(b"\0asm"));
+    let run = |target: &str| {
+        let out = dir.join(target);
+        let o = hloscope(&["run", "--random-inputs", "--target", target, "--out-dir", out.to_str().unwrap(), &module]);
+        (o, out)
+    };
+    let ((o, wasm), (i, interp)) = (run("wasm"), run("interp"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("kernels in WebAssembly"));
+    ok(o);
+    ok(i);
+    let values = |path: PathBuf| {
+        let a = hloscope_core::npy::read(&std::fs::read(path).unwrap()).unwrap();
+        a.to_literal(a.elem).unwrap().to_f64_vec()
+    };
+    let (g, w) = (values(wasm.join("out0.npy")), values(interp.join("out0.npy")));
+    assert_eq!(g.len(), w.len());
+    for (a, b) in g.iter().zip(&w) {
+        assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "wasm {a} vs interpreter {b}");
+    }
+}

@@ -21,6 +21,10 @@
 //! compile time grows with depth). It writes `target/bench/depth.{json,md,png}` and the
 //! table between `<!-- bench-depth:begin -->` and `<!-- bench-depth:end -->` in README.md.
 //!
+//! `--target wasm` runs each program on the WebAssembly target (wasmtime) and on the
+//! native CPU target, alternating in rounds, and writes `target/bench/wasm.md` and the
+//! table between `<!-- bench-wasm:begin -->` and `<!-- bench-wasm:end -->` in README.md.
+//!
 //! `--target webgpu` measures fusion instead, on the system's WebGPU adapter: each
 //! program of the same suite (the same export, XLA's outputs the reference) runs through
 //! `hloscope bench --target webgpu` fused and with `--fusion off`, alternating, in rounds
@@ -121,7 +125,9 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
             "--quick" | "--depth" => {}
             "--target" => target = rest.next().map(String::as_str).unwrap_or(""),
             bad => {
-                return Err(format!("bench: unknown argument {bad:?} (only --quick, --depth and --target cpu|webgpu)"))
+                return Err(format!(
+                    "bench: unknown argument {bad:?} (only --quick, --depth and --target cpu|webgpu|wasm)"
+                ))
             }
         }
     }
@@ -129,7 +135,9 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
         "cpu" => cpu(root, quick, depth),
         "webgpu" if depth => Err("bench: --depth runs on the CPU target only".into()),
         "webgpu" => webgpu(root, quick),
-        other => Err(format!("bench: --target {other:?}: cpu or webgpu")),
+        "wasm" if depth => Err("bench: --depth runs on the CPU target only".into()),
+        "wasm" => wasm(root, quick),
+        other => Err(format!("bench: --target {other:?}: cpu, webgpu or wasm")),
     }
 }
 
@@ -603,6 +611,104 @@ fn webgpu(root: &Path, quick: bool) -> Result<(), String> {
     update_readme(&root.join("README.md"), &table, ("bench-webgpu", "Fusion on WebGPU"))?;
     print!("{table}");
     progress(&format!("wrote {}/webgpu.{{json,md}}", out.display()));
+    Ok(())
+}
+
+/// One program on the WebAssembly target (wasmtime) and on the native CPU target.
+struct WasmRow {
+    name: String,
+    wasm_s: f64,
+    cpu_s: f64,
+    wasm_compile_s: f64,
+    cpu_compile_s: f64,
+    /// FLOPs over bytes moved (the cost model's, fused).
+    intensity: f64,
+}
+
+impl WasmRow {
+    /// The WebAssembly kernels' speed as a fraction of the native target's.
+    fn ratio(&self) -> f64 {
+        self.cpu_s / self.wasm_s
+    }
+}
+
+/// The WebAssembly target under wasmtime against the native CPU target, each program in
+/// the same run, alternating in rounds (each side keeps its best); both outputs checked
+/// against XLA's.
+fn wasm(root: &Path, quick: bool) -> Result<(), String> {
+    let Suite { out, programs_dir, python, hloscope, names } = prepare(root, quick, false)?;
+    let (wasm_args, cpu_args): (&[&str], &[&str]) = (&["--target", "wasm"], &["--target", "cpu"]);
+    let mut rows = Vec::new();
+    for name in &names {
+        let dir = programs_dir.join(name);
+        progress(&format!("{name}: hloscope bench --target wasm and --target cpu"));
+        let (wasm_out, cpu_out) = (dir.join("wasm_out"), dir.join("wasm_cpu_out"));
+        let _ = std::fs::remove_dir_all(&wasm_out);
+        let _ = std::fs::remove_dir_all(&cpu_out);
+        let w = hloscope_bench(&hloscope, &dir, Some(&wasm_out), wasm_args)?;
+        let c = hloscope_bench(&hloscope, &dir, Some(&cpu_out), cpu_args)?;
+        compare(root, &python, &dir, &wasm_out)?;
+        compare(root, &python, &dir, &cpu_out)?;
+        let (_, bytes, flops) = top_level(&w);
+        rows.push(WasmRow {
+            name: name.clone(),
+            wasm_s: num(&w["run_median_s"]),
+            cpu_s: num(&c["run_median_s"]),
+            wasm_compile_s: num(&w["compile_s"]),
+            cpu_compile_s: num(&c["compile_s"]),
+            intensity: flops as f64 / bytes.max(1) as f64,
+        });
+    }
+    let rounds = if quick { 2 } else { ROUNDS };
+    for round in 2..=rounds {
+        progress(&format!("round {round} of {rounds}: wasm and cpu again"));
+        for row in &mut rows {
+            let dir = programs_dir.join(&row.name);
+            let w = hloscope_bench(&hloscope, &dir, None, wasm_args)?;
+            let c = hloscope_bench(&hloscope, &dir, None, cpu_args)?;
+            row.wasm_s = row.wasm_s.min(num(&w["run_median_s"]));
+            row.cpu_s = row.cpu_s.min(num(&c["run_median_s"]));
+        }
+    }
+    let mut t = String::new();
+    if quick {
+        t += "(quick mode: the suite at small sizes)\n\n";
+    }
+    t += "| program | wasm run | cpu run | wasm speed / cpu | wasm compile | cpu compile | FLOP/B | memory-bound |\n";
+    t += "|---|---:|---:|---:|---:|---:|---:|:---:|\n";
+    for r in &rows {
+        let bound = r.intensity < MEMORY_BOUND_FLOPS_PER_BYTE;
+        t += &format!(
+            "| {} | {} | {} | {:.2}x | {} | {} | {:.2} | {} |\n",
+            r.name,
+            ms(r.wasm_s),
+            ms(r.cpu_s),
+            r.ratio(),
+            ms(r.wasm_compile_s),
+            ms(r.cpu_compile_s),
+            r.intensity,
+            if bound { "yes" } else { "no" }
+        );
+    }
+    let bound = rows.iter().filter(|r| r.intensity < MEMORY_BOUND_FLOPS_PER_BYTE);
+    t += &format!(
+        "| **geomean** | | | **{:.2}x** (memory-bound: **{:.2}x**) | | | | |\n",
+        geomean(rows.iter().map(WasmRow::ratio)),
+        geomean(bound.map(WasmRow::ratio))
+    );
+    t += &format!(
+        "\nwasm speed / cpu: the native CPU target's run time over the WebAssembly target's (wasmtime, one \
+thread; the CPU target uses every core), so 1 is parity. Run: `hloscope bench --target wasm` and `--target cpu` \
+on the inputs exported for the cpu suite, the median of timed runs, the best of {rounds} rounds that alternate \
+the two; both outputs matched XLA:CPU's within tolerance. Compile: parse to a ready executable (wasmtime's \
+compile and instantiate included).\n"
+    );
+    std::fs::write(out.join("wasm.md"), &t).map_err(|e| format!("cannot write wasm.md: {e}"))?;
+    if !quick {
+        update_readme(&root.join("README.md"), &t, ("bench-wasm", "WebAssembly against the native CPU target"))?;
+    }
+    print!("{t}");
+    progress(&format!("wrote {}/wasm.md", out.display()));
     Ok(())
 }
 

@@ -44,6 +44,11 @@ Commands:
            program of the same suite fused and with --fusion off, alternating in
            rounds, outputs checked against XLA's; writes target/bench/webgpu.
            {json,md} and the README's WebGPU table (--quick: small sizes).
+  bench --target wasm [--quick]
+           The WebAssembly target (wasmtime) against the native CPU target on
+           the same suite, alternating in rounds, outputs checked against XLA's:
+           run and compile times; writes target/bench/wasm.md and the README's
+           table (--quick: small sizes, README untouched).
   bench --server [--clients N] [--seconds S]
            Load test of `hloscope serve` (release build): 64 clients compile
            and run the transformer block for 20 s; writes target/bench/server.json.

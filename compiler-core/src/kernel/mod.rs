@@ -38,6 +38,7 @@ pub mod lower;
 pub mod print;
 pub mod reduction;
 pub mod semantics;
+pub mod vector;
 pub mod verify;
 
 use crate::ir::{CompId, DotDims, ElementType, InstId, Literal, Module, Op, Shape, Type};

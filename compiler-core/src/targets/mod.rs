@@ -12,6 +12,10 @@
 //! run through the CUDA driver with feature `cuda` (both loaded at run time); other
 //! kernels run on the host in the interpreter. `cstyle` is what the WGSL and CUDA C
 //! emitters share.
+//!
+//! `wasm`: one WebAssembly module per program (always built: bytes only), run by the
+//! browser's engine and natively by wasmtime with feature `wasm-run`; other kernels run
+//! on the host in the interpreter.
 
 use crate::ir::Module;
 use crate::passes::fusion::FusionConfig;
@@ -21,6 +25,7 @@ pub mod cpu;
 
 pub mod cstyle;
 pub mod cuda;
+pub mod wasm;
 pub mod webgpu;
 
 /// The pipeline [`optimize`] runs (part of the compilation cache's key).

@@ -16,7 +16,7 @@
 //! decoded from the buffers.
 //!
 //! Speed: the innermost loop of a kernel runs 128-bit SIMD vectors with a scalar tail
-//! where its ops and types allow (`vector.rs` says when: loops, row reductions with
+//! where its ops and types allow (`kernel/vector.rs` says when: loops, row reductions with
 //! vector accumulators, column reductions across the kept minor dimension). Large
 //! kernels are split across threads along a kept loop variable (`runtime.rs`, on the
 //! persistent pool of `pool.rs`), and large dots into row blocks of single-threaded
@@ -63,7 +63,7 @@ mod half_floats;
 pub mod helpers;
 pub mod listing;
 pub mod math;
-mod vector;
+use crate::kernel::vector;
 
 // The JIT, its runtime and the AOT objects (feature `cpu`, native only).
 #[cfg(feature = "cpu")]

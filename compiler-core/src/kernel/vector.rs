@@ -1,5 +1,8 @@
 //! Which kernels get SIMD code, and in which shape: the vectorization plan of one
-//! elemental kernel, decided before any code is emitted.
+//! elemental kernel, decided before any code is emitted, shared by the targets with
+//! 128-bit vectors (the CPU target's Cranelift code, WebAssembly's SIMD128), each of
+//! which may still refuse a plan's op it has no vector form of (and emit the kernel
+//! scalar).
 //!
 //! Cranelift's x86-64 backend has 128-bit vectors, so a kernel whose non-pred element
 //! types all have one byte width W runs `16 / W` lanes per step (f32/s32: 4, f64/s64: 2,

@@ -1,0 +1,311 @@
+//! The plan's dot kernels (`KernelBody::Dot`: a batched GEMM `out[b, m, n] = sum_k
+//! lhs[b, m, k] rhs[b, k, n]`) as a blocked SIMD128 GEMM over f32: per batch (the
+//! parallel variable), the rhs is packed into panels of [`NR`] columns (`k` rows of
+//! [`NR`] contiguous floats, zero past `n`), each block of [`MR`] lhs rows into `k`
+//! groups of [`MR`] floats (zero past `m`), and a register tile of [`MR`] x [`NR`]
+//! outputs (8 `f32x4` accumulators) runs over `k`. Packing reads the operands through
+//! their strides, so transposed operands cost nothing more. Each output sums its products
+//! in `k` order, rounded at every step (`mul`, then `add`, from +0): the interpreter's
+//! f32 dot, bit for bit. Edge tiles go through a scratch tile and are stored element by
+//! element.
+//!
+//! The packed panels and the tile live in scratch memory after the arena
+//! ([`scratch_bytes`]). f64, f16 and bf16 dots are a plain loop per output in `k` order.
+//! A dot whose operand layout is not a stride per group (batch, free, contracting
+//! dimensions) is refused: the host runs it.
+
+use super::emit::Code;
+use super::helpers;
+use crate::ir::ElementType;
+use crate::kernel::DotSpec;
+use wasm_encoder::{BlockType, Function, Instruction as I, MemArg, ValType};
+
+/// Rows of a register tile.
+pub const MR: u32 = 4;
+/// Columns of a register tile (two vectors).
+pub const NR: u32 = 8;
+
+/// Where a dot kernel's buffers are (byte offsets) and its operands' dims.
+pub struct DotPlace<'a> {
+    pub lhs: u64,
+    pub rhs: u64,
+    pub out: u64,
+    pub lhs_dims: &'a [i64],
+    pub rhs_dims: &'a [i64],
+    /// The start of the scratch memory (16-byte aligned).
+    pub scratch: u64,
+}
+
+/// Scratch bytes the dot needs: the packed rhs, one packed lhs block and a tile.
+pub fn scratch_bytes(d: &DotSpec) -> u64 {
+    let panels = (d.n as u64).div_ceil(NR as u64);
+    4 * (panels * NR as u64 * d.k as u64 + MR as u64 * d.k as u64 + (MR * NR) as u64)
+}
+
+/// The element strides of `perm`'s dims of an array of `dims`, grouped by `sizes`
+/// (the products of each group: batch, free, contracting, in perm order), each group
+/// flattened to one stride; none when a group's dims are not laid out so.
+fn group_strides(dims: &[i64], perm: &[usize], sizes: [usize; 3]) -> Option<[i64; 3]> {
+    let mut strides = vec![1i64; dims.len()];
+    for d in (0..dims.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * dims[d + 1];
+    }
+    let mut out = [0i64; 3];
+    let mut it = perm.iter().copied().peekable();
+    for (g, &size) in sizes.iter().enumerate() {
+        // This group's dims: taken while the product stays within its size (size-1 dims
+        // go anywhere: their coordinate is always 0).
+        let mut group = Vec::new();
+        let mut product = 1usize;
+        while let Some(&d) = it.peek() {
+            let n = dims[d] as usize;
+            if product * n > size || (product == size && n != 1) {
+                break;
+            }
+            product *= n;
+            group.push(d);
+            it.next();
+        }
+        if product != size {
+            return None;
+        }
+        let real: Vec<usize> = group.into_iter().filter(|&d| dims[d] != 1).collect();
+        for w in real.windows(2) {
+            if strides[w[0]] != strides[w[1]] * dims[w[1]] {
+                return None;
+            }
+        }
+        out[g] = real.last().map_or(0, |&d| strides[d]);
+    }
+    it.next().is_none().then_some(out)
+}
+
+fn mem(offset: u64, align: u32) -> MemArg {
+    MemArg { offset, align, memory_index: 0 }
+}
+
+/// The GEMM function of `d`, or why it is not emitted.
+pub fn emit(d: &DotSpec, place: &DotPlace) -> Result<Function, String> {
+    let (a_s, b_s) = (
+        group_strides(place.lhs_dims, &d.lhs_perm, [d.batch, d.m, d.k]),
+        group_strides(place.rhs_dims, &d.rhs_perm, [d.batch, d.k, d.n]),
+    );
+    let (Some(a), Some(b)) = (a_s, b_s) else {
+        return Err("a dot operand whose grouped dimensions are not one stride each".into());
+    };
+    match d.elem {
+        ElementType::F32 => Ok(blocked(d, place, a, b)),
+        ElementType::F64 | ElementType::F16 | ElementType::BF16 => Ok(plain(d, place, a, b)),
+        t => Err(format!("a {t} dot")),
+    }
+}
+
+/// f64, f16 and bf16 dots: one output at a time, its products summed in `k` order (f64
+/// in f64; f16 and bf16 in f32, whose products of them are exact, rounded once at the
+/// end), as the dots the planner turns into reductions are.
+fn plain(d: &DotSpec, place: &DotPlace, [sab, sam, sak]: [i64; 3], [sbb, sbk, sbn]: [i64; 3]) -> Function {
+    let wide = d.elem == ElementType::F64;
+    let size = if wide { 8 } else { 2 };
+    let ty = if wide { ValType::F64 } else { ValType::F32 };
+    let (m, n, k) = (d.m as i32, d.n as i32, d.k as i32);
+    let mut c = Code::new(2);
+    let l = |c: &mut Code| c.local(ValType::I32);
+    let (b, i, j, p) = (l(&mut c), l(&mut c), l(&mut c), l(&mut c));
+    let acc = c.local(ty);
+    let load = |c: &mut Code, base: u64| match d.elem {
+        ElementType::F64 => c.op(I::F64Load(mem(base, 3))),
+        ElementType::F16 => c.ops([I::I32Load16U(mem(base, 1)), I::Call(helpers::F16_TO_F32)]),
+        _ => c.ops([I::I32Load16U(mem(base, 1)), I::I32Const(16), I::I32Shl, I::F32ReinterpretI32]),
+    };
+    range(&mut c, b, I::LocalGet(0), &[I::LocalGet(1)], 1, &mut |c| {
+        range(c, i, I::I32Const(0), &[I::I32Const(m)], 1, &mut |c| {
+            range(c, j, I::I32Const(0), &[I::I32Const(n)], 1, &mut |c| {
+                c.op(if wide { I::F64Const(0.0.into()) } else { I::F32Const(0.0f32.into()) });
+                c.op(I::LocalSet(acc));
+                range(c, p, I::I32Const(0), &[I::I32Const(k)], 1, &mut |c| {
+                    c.op(I::LocalGet(acc));
+                    c.ops([
+                        I::LocalGet(b),
+                        I::I32Const(sab as i32),
+                        I::I32Mul,
+                        I::LocalGet(i),
+                        I::I32Const(sam as i32),
+                    ]);
+                    c.ops([I::I32Mul, I::I32Add, I::LocalGet(p), I::I32Const(sak as i32), I::I32Mul, I::I32Add]);
+                    c.ops([I::I32Const(size), I::I32Mul]);
+                    load(c, place.lhs);
+                    c.ops([
+                        I::LocalGet(b),
+                        I::I32Const(sbb as i32),
+                        I::I32Mul,
+                        I::LocalGet(p),
+                        I::I32Const(sbk as i32),
+                    ]);
+                    c.ops([I::I32Mul, I::I32Add, I::LocalGet(j), I::I32Const(sbn as i32), I::I32Mul, I::I32Add]);
+                    c.ops([I::I32Const(size), I::I32Mul]);
+                    load(c, place.rhs);
+                    c.ops(if wide { [I::F64Mul, I::F64Add] } else { [I::F32Mul, I::F32Add] });
+                    c.op(I::LocalSet(acc));
+                });
+                c.ops([
+                    I::LocalGet(b),
+                    I::I32Const(m),
+                    I::I32Mul,
+                    I::LocalGet(i),
+                    I::I32Add,
+                    I::I32Const(n),
+                    I::I32Mul,
+                ]);
+                c.ops([I::LocalGet(j), I::I32Add, I::I32Const(size), I::I32Mul, I::LocalGet(acc)]);
+                match d.elem {
+                    ElementType::F64 => c.op(I::F64Store(mem(place.out, 3))),
+                    ElementType::F16 => c.ops([I::Call(helpers::F32_TO_F16), I::I32Store16(mem(place.out, 1))]),
+                    _ => c.ops([I::Call(helpers::F32_TO_BF16), I::I32Store16(mem(place.out, 1))]),
+                }
+            });
+        });
+    });
+    c.finish()
+}
+
+/// for v in start..end (i32), `end` pushed by `end`.
+fn range(c: &mut Code, v: u32, start: I<'static>, end: &[I<'static>], step: i32, body: &mut dyn FnMut(&mut Code)) {
+    c.ops([start, I::LocalSet(v), I::Block(BlockType::Empty), I::Loop(BlockType::Empty), I::LocalGet(v)]);
+    c.ops.extend(end.iter().cloned());
+    c.ops([I::I32GeS, I::BrIf(1)]);
+    body(c);
+    c.ops([I::LocalGet(v), I::I32Const(step), I::I32Add, I::LocalSet(v), I::Br(0), I::End, I::End]);
+}
+
+/// f32: packed operands and register tiles.
+fn blocked(d: &DotSpec, place: &DotPlace, [sab, sam, sak]: [i64; 3], [sbb, sbk, sbn]: [i64; 3]) -> Function {
+    let (m, n, k) = (d.m as i32, d.n as i32, d.k as i32);
+    let panels = (d.n as u32).div_ceil(NR) as i32;
+    let pb = place.scratch;
+    let pa = pb + 4 * (panels as u64 * NR as u64 * d.k as u64);
+    let tile = pa + 4 * (MR as u64 * d.k as u64);
+    let mut c = Code::new(2);
+    let l = |c: &mut Code| c.local(ValType::I32);
+    let (b, i0, jp, p, r, col, at) = (l(&mut c), l(&mut c), l(&mut c), l(&mut c), l(&mut c), l(&mut c), l(&mut c));
+    let accs: Vec<u32> = (0..8).map(|_| c.local(ValType::V128)).collect();
+    let (bv0, bv1, av) = (c.local(ValType::V128), c.local(ValType::V128), c.local(ValType::V128));
+
+    range(&mut c, b, I::LocalGet(0), &[I::LocalGet(1)], 1, &mut |c| {
+        // Pack the rhs: panel jp, row p, column c: rhs[b, p, jp*NR + c] or 0 past n.
+        range(c, jp, I::I32Const(0), &[I::I32Const(panels)], 1, &mut |c| {
+            range(c, p, I::I32Const(0), &[I::I32Const(k)], 1, &mut |c| {
+                // at = ((jp * k + p) * NR) * 4 + pb
+                c.ops([I::LocalGet(jp), I::I32Const(k), I::I32Mul, I::LocalGet(p), I::I32Add]);
+                c.ops([I::I32Const(4 * NR as i32), I::I32Mul, I::LocalSet(at)]);
+                for cc in 0..NR as i32 {
+                    // col = jp*NR + cc; the element (at a clamped column), or 0.
+                    c.ops([
+                        I::LocalGet(jp),
+                        I::I32Const(NR as i32),
+                        I::I32Mul,
+                        I::I32Const(cc),
+                        I::I32Add,
+                        I::LocalSet(col),
+                    ]);
+                    c.ops([I::LocalGet(at)]);
+                    c.ops([I::LocalGet(b), I::I32Const(sbb as i32), I::I32Mul]);
+                    c.ops([I::LocalGet(p), I::I32Const(sbk as i32), I::I32Mul, I::I32Add]);
+                    c.ops([
+                        I::LocalGet(col),
+                        I::I32Const(n - 1),
+                        I::LocalGet(col),
+                        I::I32Const(n),
+                        I::I32LtS,
+                        I::Select,
+                    ]);
+                    c.ops([I::I32Const(sbn as i32), I::I32Mul, I::I32Add, I::I32Const(4), I::I32Mul]);
+                    c.ops([I::F32Load(mem(place.rhs, 2)), I::F32Const(0.0f32.into())]);
+                    c.ops([I::LocalGet(col), I::I32Const(n), I::I32LtS, I::Select]);
+                    c.op(I::F32Store(mem(pb + 4 * cc as u64, 2)));
+                }
+            });
+        });
+        range(c, i0, I::I32Const(0), &[I::I32Const(m)], MR as i32, &mut |c| {
+            // Pack MR lhs rows: row p holds lhs[b, i0 + r, p] for each r, or 0 past m.
+            range(c, p, I::I32Const(0), &[I::I32Const(k)], 1, &mut |c| {
+                for rr in 0..MR as i32 {
+                    c.ops([I::LocalGet(i0), I::I32Const(rr), I::I32Add, I::LocalSet(r)]);
+                    c.ops([I::LocalGet(p), I::I32Const(4 * MR as i32), I::I32Mul]);
+                    c.ops([I::LocalGet(b), I::I32Const(sab as i32), I::I32Mul]);
+                    c.ops([I::LocalGet(r), I::I32Const(m - 1), I::LocalGet(r), I::I32Const(m), I::I32LtS, I::Select]);
+                    c.ops([I::I32Const(sam as i32), I::I32Mul, I::I32Add]);
+                    c.ops([I::LocalGet(p), I::I32Const(sak as i32), I::I32Mul, I::I32Add, I::I32Const(4), I::I32Mul]);
+                    c.ops([I::F32Load(mem(place.lhs, 2)), I::F32Const(0.0f32.into())]);
+                    c.ops([I::LocalGet(r), I::I32Const(m), I::I32LtS, I::Select]);
+                    c.op(I::F32Store(mem(pa + 4 * rr as u64, 2)));
+                }
+            });
+            range(c, jp, I::I32Const(0), &[I::I32Const(panels)], 1, &mut |c| {
+                for &a in &accs {
+                    c.ops([I::V128Const(0), I::LocalSet(a)]);
+                }
+                // at: this panel's packed rows.
+                c.ops([I::LocalGet(jp), I::I32Const(k * 4 * NR as i32), I::I32Mul, I::LocalSet(at)]);
+                range(c, p, I::I32Const(0), &[I::I32Const(k)], 1, &mut |c| {
+                    c.ops([I::LocalGet(at), I::V128Load(mem(pb, 4)), I::LocalSet(bv0)]);
+                    c.ops([I::LocalGet(at), I::V128Load(mem(pb + 16, 4)), I::LocalSet(bv1)]);
+                    for rr in 0..MR as usize {
+                        c.ops([I::LocalGet(p), I::I32Const(4 * MR as i32), I::I32Mul]);
+                        c.ops([I::V128Load32Splat(mem(pa + 4 * rr as u64, 2)), I::LocalSet(av)]);
+                        for (h, bv) in [bv0, bv1].into_iter().enumerate() {
+                            let acc = accs[rr * 2 + h];
+                            c.ops([I::LocalGet(acc), I::LocalGet(av), I::LocalGet(bv), I::F32x4Mul, I::F32x4Add]);
+                            c.op(I::LocalSet(acc));
+                        }
+                    }
+                    c.ops([I::LocalGet(at), I::I32Const(4 * NR as i32), I::I32Add, I::LocalSet(at)]);
+                });
+                // A whole tile straight to the output, an edge tile through the scratch one.
+                c.ops([I::LocalGet(i0), I::I32Const(MR as i32), I::I32Add, I::I32Const(m), I::I32LeS]);
+                c.ops([I::LocalGet(jp), I::I32Const(NR as i32), I::I32Mul, I::I32Const(NR as i32), I::I32Add]);
+                c.ops([I::I32Const(n), I::I32LeS, I::I32And, I::If(BlockType::Empty)]);
+                for rr in 0..MR as usize {
+                    // at = ((b*m + i0 + rr) * n + jp*NR) * 4
+                    c.ops([I::LocalGet(b), I::I32Const(m), I::I32Mul, I::LocalGet(i0), I::I32Add]);
+                    c.ops([I::I32Const(rr as i32), I::I32Add, I::I32Const(n), I::I32Mul]);
+                    c.ops([I::LocalGet(jp), I::I32Const(NR as i32), I::I32Mul, I::I32Add, I::I32Const(4), I::I32Mul]);
+                    c.op(I::LocalTee(col));
+                    c.ops([I::LocalGet(accs[rr * 2]), I::V128Store(mem(place.out, 2))]);
+                    c.ops([I::LocalGet(col), I::LocalGet(accs[rr * 2 + 1]), I::V128Store(mem(place.out + 16, 2))]);
+                }
+                c.op(I::Else);
+                for (q, &a) in accs.iter().enumerate() {
+                    c.ops([I::I32Const(0), I::LocalGet(a), I::V128Store(mem(tile + 16 * q as u64, 4))]);
+                }
+                range(c, r, I::I32Const(0), &[I::I32Const(MR as i32)], 1, &mut |c| {
+                    range(c, p, I::I32Const(0), &[I::I32Const(NR as i32)], 1, &mut |c| {
+                        // row i0 + r < m and column jp*NR + p < n: out[...] = tile[r*NR + p]
+                        c.ops([I::LocalGet(i0), I::LocalGet(r), I::I32Add, I::I32Const(m), I::I32LtS]);
+                        c.ops([I::LocalGet(jp), I::I32Const(NR as i32), I::I32Mul, I::LocalGet(p), I::I32Add]);
+                        c.ops([I::I32Const(n), I::I32LtS, I::I32And, I::If(BlockType::Empty)]);
+                        c.ops([I::LocalGet(b), I::I32Const(m), I::I32Mul, I::LocalGet(i0), I::I32Add, I::LocalGet(r)]);
+                        c.ops([
+                            I::I32Add,
+                            I::I32Const(n),
+                            I::I32Mul,
+                            I::LocalGet(jp),
+                            I::I32Const(NR as i32),
+                            I::I32Mul,
+                        ]);
+                        c.ops([I::I32Add, I::LocalGet(p), I::I32Add, I::I32Const(4), I::I32Mul]);
+                        c.ops([I::LocalGet(r), I::I32Const(NR as i32), I::I32Mul, I::LocalGet(p), I::I32Add]);
+                        c.ops([
+                            I::I32Const(4),
+                            I::I32Mul,
+                            I::F32Load(mem(tile, 2)),
+                            I::F32Store(mem(place.out, 2)),
+                            I::End,
+                        ]);
+                    });
+                });
+                c.op(I::End);
+            });
+        });
+    });
+    c.finish()
+}

@@ -1,0 +1,110 @@
+//! The module's own helper functions, the same in every module (function indices
+//! [`F32_TO_F16`] ... before the kernels'): the f16 and bf16 conversions, rounded to
+//! nearest even as the `half` crate (and so the interpreter) rounds, and the f64 to f32
+//! rounding to odd that makes f64 → f16/bf16 round once.
+
+use super::emit::Code;
+use wasm_encoder::{BlockType, Function, Instruction as I, ValType};
+
+/// `(f32) -> i32`: the f16 bits of an f32, rounded to nearest even (NaN stays a quiet
+/// NaN with the top of its payload).
+pub const F32_TO_F16: u32 = 0;
+/// `(i32) -> f32`: the f32 value of f16 bits (exact).
+pub const F16_TO_F32: u32 = 1;
+/// `(f32) -> i32`: the bf16 bits of an f32, rounded to nearest even.
+pub const F32_TO_BF16: u32 = 2;
+/// `(f64) -> f32`: rounded to odd (toward zero, the last bit set when inexact), so
+/// that rounding it again to a narrower float gives the f64 rounded once.
+pub const F64_TO_F32_ODD: u32 = 3;
+/// How many helpers precede the kernels.
+pub const COUNT: u32 = 4;
+
+/// The helpers' signatures (params, results), in function-index order.
+pub fn signatures() -> [(Vec<ValType>, Vec<ValType>); COUNT as usize] {
+    use ValType::*;
+    [(vec![F32], vec![I32]), (vec![I32], vec![F32]), (vec![F32], vec![I32]), (vec![F64], vec![F32])]
+}
+
+/// The helpers' bodies, in function-index order.
+pub fn bodies() -> Vec<Function> {
+    vec![f32_to_f16(), f16_to_f32(), f32_to_bf16(), f64_to_f32_odd()]
+}
+
+fn f32_to_f16() -> Function {
+    let mut c = Code::new(1);
+    // b: the bits; s: the sign at bit 15; a: |b|.
+    let (b, s, a) = (c.local(ValType::I32), c.local(ValType::I32), c.local(ValType::I32));
+    c.ops([I::LocalGet(0), I::I32ReinterpretF32, I::LocalSet(b)]);
+    c.ops([I::LocalGet(b), I::I32Const(16), I::I32ShrU, I::I32Const(0x8000), I::I32And, I::LocalSet(s)]);
+    c.ops([I::LocalGet(b), I::I32Const(0x7fff_ffff), I::I32And, I::LocalSet(a)]);
+    // NaN: quiet, the payload's top bits.
+    c.ops([I::LocalGet(a), I::I32Const(0x7f80_0000), I::I32GtU, I::If(BlockType::Empty)]);
+    c.ops([I::LocalGet(s), I::I32Const(0x7e00), I::I32Or, I::LocalGet(a), I::I32Const(13), I::I32ShrU]);
+    c.ops([I::I32Const(0x3ff), I::I32And, I::I32Or, I::Return, I::End]);
+    // From 65520 (half-way past the largest f16) up: infinity.
+    c.ops([I::LocalGet(a), I::I32Const(0x477f_f000), I::I32GeU, I::If(BlockType::Empty)]);
+    c.ops([I::LocalGet(s), I::I32Const(0x7c00), I::I32Or, I::Return, I::End]);
+    // Normal f16: rebias the exponent (127 - 15 = 112), round the 13 dropped bits.
+    c.ops([I::LocalGet(a), I::I32Const(0x3880_0000), I::I32GeU, I::If(BlockType::Empty)]);
+    c.ops([I::LocalGet(a), I::I32Const(0x3800_0000), I::I32Sub, I::LocalTee(a), I::I32Const(0xfff), I::I32Add]);
+    c.ops([I::LocalGet(a), I::I32Const(13), I::I32ShrU, I::I32Const(1), I::I32And, I::I32Add]);
+    c.ops([I::I32Const(13), I::I32ShrU, I::LocalGet(s), I::I32Or, I::Return, I::End]);
+    // Subnormal or zero: adding 0.5 (whose ulp is f16's smallest subnormal, 2^-24)
+    // rounds to a multiple of it, which the low bits then count.
+    c.ops([I::LocalGet(a), I::F32ReinterpretI32, I::F32Const(0.5f32.into()), I::F32Add, I::I32ReinterpretF32]);
+    c.ops([I::I32Const(0x3f00_0000), I::I32Sub, I::LocalGet(s), I::I32Or]);
+    c.finish()
+}
+
+fn f16_to_f32() -> Function {
+    let mut c = Code::new(1);
+    let (s, e) = (c.local(ValType::I32), c.local(ValType::I32));
+    c.ops([I::LocalGet(0), I::I32Const(0x8000), I::I32And, I::I32Const(16), I::I32Shl, I::LocalSet(s)]);
+    c.ops([I::LocalGet(0), I::I32Const(10), I::I32ShrU, I::I32Const(0x1f), I::I32And, I::LocalSet(e)]);
+    // Infinity and NaN.
+    c.ops([I::LocalGet(e), I::I32Const(0x1f), I::I32Eq, I::If(BlockType::Empty)]);
+    c.ops([I::LocalGet(s), I::I32Const(0x7f80_0000), I::I32Or, I::LocalGet(0), I::I32Const(0x3ff), I::I32And]);
+    c.ops([I::I32Const(13), I::I32Shl, I::I32Or, I::F32ReinterpretI32, I::Return, I::End]);
+    // Subnormal and zero: the mantissa times 2^-24, exactly.
+    c.ops([I::LocalGet(e), I::I32Eqz, I::If(BlockType::Empty)]);
+    c.ops([
+        I::LocalGet(0),
+        I::I32Const(0x3ff),
+        I::I32And,
+        I::F32ConvertI32U,
+        I::F32Const((1.0f32 / 16_777_216.0).into()),
+    ]);
+    c.ops([I::F32Mul, I::I32ReinterpretF32, I::LocalGet(s), I::I32Or, I::F32ReinterpretI32, I::Return, I::End]);
+    // Normal: exponent and mantissa moved up, the exponent rebiased by 112.
+    c.ops([I::LocalGet(0), I::I32Const(0x7fff), I::I32And, I::I32Const(13), I::I32Shl, I::I32Const(0x3800_0000)]);
+    c.ops([I::I32Add, I::LocalGet(s), I::I32Or, I::F32ReinterpretI32]);
+    c.finish()
+}
+
+fn f32_to_bf16() -> Function {
+    let mut c = Code::new(1);
+    let b = c.local(ValType::I32);
+    c.ops([I::LocalGet(0), I::I32ReinterpretF32, I::LocalSet(b)]);
+    c.ops([I::LocalGet(b), I::I32Const(0x7fff_ffff), I::I32And, I::I32Const(0x7f80_0000), I::I32GtU]);
+    c.ops([I::If(BlockType::Empty), I::LocalGet(b), I::I32Const(16), I::I32ShrU, I::I32Const(0x40), I::I32Or]);
+    c.ops([I::Return, I::End]);
+    c.ops([I::LocalGet(b), I::I32Const(0x7fff), I::I32Add, I::LocalGet(b), I::I32Const(16), I::I32ShrU]);
+    c.ops([I::I32Const(1), I::I32And, I::I32Add, I::I32Const(16), I::I32ShrU]);
+    c.finish()
+}
+
+fn f64_to_f32_odd() -> Function {
+    let mut c = Code::new(1);
+    let (f, b) = (c.local(ValType::F32), c.local(ValType::I32));
+    c.ops([I::LocalGet(0), I::F32DemoteF64, I::LocalSet(f)]);
+    // Inexact (NaN aside: NaN != NaN).
+    c.ops([I::LocalGet(f), I::F64PromoteF32, I::LocalGet(0), I::F64Ne, I::LocalGet(0), I::LocalGet(0), I::F64Eq]);
+    c.ops([I::I32And, I::If(BlockType::Empty)]);
+    c.ops([I::LocalGet(f), I::I32ReinterpretF32, I::LocalSet(b)]);
+    // Rounded away from zero: one step back toward it.
+    c.ops([I::LocalGet(f), I::F64PromoteF32, I::F64Abs, I::LocalGet(0), I::F64Abs, I::F64Gt, I::If(BlockType::Empty)]);
+    c.ops([I::LocalGet(b), I::I32Const(1), I::I32Sub, I::LocalSet(b), I::End]);
+    c.ops([I::LocalGet(b), I::I32Const(1), I::I32Or, I::F32ReinterpretI32, I::LocalSet(f), I::End]);
+    c.op(I::LocalGet(f));
+    c.finish()
+}

@@ -1,0 +1,476 @@
+//! The WebAssembly target: every module it emits for the conformance and JAX corpora
+//! validates with wasmparser (no engine needed); and, with feature `wasm-run`
+//! (wasmtime), the semantic cases, the approximations' ulp bounds, the conformance
+//! corpus (by its own `check.*` expectations) and the JAX corpus (against the
+//! interpreter) run on the target, and the same modules give the same bytes in Node's
+//! V8 (the browser's engine) as under wasmtime.
+
+use hloscope_core::ir::Module;
+use hloscope_core::targets::{optimize, wasm};
+use std::path::Path;
+
+#[path = "conformance/checks.rs"]
+#[cfg(feature = "wasm-run")]
+mod checks;
+#[path = "common/corpus.rs"]
+mod corpus;
+#[path = "conformance/selection.rs"]
+#[cfg(feature = "wasm-run")]
+mod selection;
+
+/// wasmparser's verdict on a module, with every feature the browsers ship (SIMD128,
+/// saturating conversions, sign extension, bulk memory).
+fn validate(bytes: &[u8]) -> Result<(), String> {
+    wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::default())
+        .validate_all(bytes)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+fn jax_corpus() -> Vec<(String, Module)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../backend/tests/corpus");
+    let mut programs: Vec<_> = std::fs::read_dir(&dir).expect("the JAX corpus").map(|e| e.unwrap().path()).collect();
+    programs.sort();
+    assert!(programs.len() >= 20, "the JAX corpus is missing");
+    programs
+        .iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(p.join("module.mlir")).unwrap();
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            (name, hloscope_core::parse::parse_module(&text).unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn every_conformance_module_validates() {
+    let cases = corpus::collect_cases(&corpus::corpus_dir());
+    let (mut modules, mut kernels, mut failures) = (0, 0, Vec::new());
+    for case in &cases {
+        let Ok(module) = hloscope_core::parse::mlir::parse(&case.text) else { continue };
+        if hloscope_core::verify::verify(&module).is_err() {
+            continue;
+        }
+        // As written (constant inputs are buffers) and after the target's pipeline.
+        for m in [Some(module.clone()), optimize(&module).ok()].into_iter().flatten() {
+            let Ok(program) = wasm::compile(&m) else { continue };
+            match validate(&program.bytes) {
+                Ok(()) => {
+                    modules += 1;
+                    kernels += program.counts().0;
+                }
+                Err(e) => failures.push(format!("{}: {e}", case.name)),
+            }
+        }
+    }
+    println!("{modules} conformance modules ({kernels} kernels) validate");
+    assert!(
+        failures.is_empty(),
+        "{} modules do not validate:\n{}",
+        failures.len(),
+        failures[..failures.len().min(5)].join("\n")
+    );
+    assert!(kernels > 1500, "only {kernels} kernels were emitted");
+}
+
+#[test]
+fn every_jax_corpus_module_validates() {
+    let mut kernels = 0;
+    for (name, module) in jax_corpus() {
+        let program = wasm::compile(&optimize(&module).unwrap()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        validate(&program.bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+        kernels += program.counts().0;
+    }
+    assert!(kernels >= 80, "only {kernels} kernels were emitted");
+}
+
+#[cfg(feature = "wasm-run")]
+mod on_wasmtime {
+    use super::*;
+    use hloscope_approx::ulps;
+    use hloscope_core::interp::Interpreter;
+    use hloscope_core::ir::{Literal, Value};
+    use hloscope_core::kernel::semantics::{cases, same_result};
+    use hloscope_core::targets::wasm::runtime::WasmExecutable;
+
+    fn wasm_run(module: &Module, args: &[Value]) -> (Value, wasm::WasmProgram) {
+        let program = wasm::compile(module).unwrap_or_else(|e| panic!("{e}"));
+        let exe = WasmExecutable::new(module, program.clone()).unwrap_or_else(|e| panic!("{e}"));
+        (exe.run(args).unwrap_or_else(|e| panic!("{e}")).0, program)
+    }
+
+    #[test]
+    fn the_semantic_cases_hold_in_webassembly() {
+        let (mut compiled, mut failures) = (0, Vec::new());
+        for c in cases().iter().flat_map(|c| [c.clone(), c.repeated(70)]) {
+            let module = hloscope_core::parse::parse_module(&c.hlo).unwrap();
+            let args: Vec<Value> = c.inputs.iter().cloned().map(Value::Array).collect();
+            let (got, program) = wasm_run(&module, &args);
+            if program.counts() == (1, 0) {
+                compiled += 1;
+            }
+            match got {
+                Value::Array(l) if same_result(&l, &c.want) => {}
+                other => failures.push(format!("{}: got {other:?}, want {:?}\n{}", c.name, c.want, program.summary())),
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+        assert!(compiled >= 60, "only {compiled} cases were compiled");
+    }
+
+    #[test]
+    fn the_approximations_meet_their_bounds() {
+        // hloscope-approx's algorithms in WebAssembly (`targets/wasm/approx.rs`), on every
+        // 4099th f32 bit pattern against the f64 library rounded to f32: the CPU target's
+        // unfused bounds (`tests/cpu_math.rs`), subnormals counted absolutely.
+        let x: Vec<f32> = (0..=u32::MAX / 4099).map(|k| f32::from_bits(k * 4099)).collect();
+        let n = x.len();
+        let input = Literal::from_f64s(
+            hloscope_core::ir::Shape::new(hloscope_core::ir::ElementType::F32, [n as i64]),
+            &x.iter().map(|&v| v as f64).collect::<Vec<_>>(),
+        );
+        let logistic = |v: f64| 1.0 / (1.0 + (-v).exp());
+        type Check = (&'static str, fn(f64) -> f64, u64);
+        let checks: [Check; 7] = [
+            ("exponential", f64::exp, 1),
+            ("exponential-minus-one", f64::exp_m1, 1),
+            ("log", f64::ln, 1),
+            ("log-plus-one", f64::ln_1p, 1),
+            ("tanh", f64::tanh, 2),
+            ("logistic", logistic, 2),
+            ("erf", libm::erf, 2),
+        ];
+        let mut failures = Vec::new();
+        for (op, reference, bound) in checks {
+            let hlo = format!(
+                "HloModule m\nENTRY %main (x: f32[{n}]) -> f32[{n}] {{\n  %x = f32[{n}] parameter(0)\n  ROOT %y = f32[{n}] {op}(%x)\n}}"
+            );
+            let module = hloscope_core::parse::parse_module(&hlo).unwrap();
+            let (got, program) = wasm_run(&module, &[Value::Array(input.clone())]);
+            assert_eq!(program.counts(), (1, 0), "{op} is compiled");
+            let Value::Array(got) = got else { panic!("{op}: not an array") };
+            let got = got.to_f64_vec();
+            let (mut worst, mut at) = (0, 0.0f32);
+            for (i, &xi) in x.iter().enumerate() {
+                let want = reference(xi as f64) as f32;
+                let g = got[i] as f32;
+                let tiny = |v: f32| v != 0.0 && v.abs() < f32::MIN_POSITIVE;
+                if tiny(xi) || tiny(want) {
+                    if (g - want).abs() > f32::MIN_POSITIVE {
+                        failures.push(format!("{op}({xi:e}) = {g:e}, want {want:e}"));
+                    }
+                    continue;
+                }
+                let u = ulps(g, want);
+                if u > worst {
+                    (worst, at) = (u, xi);
+                }
+            }
+            println!("{op:22} max {worst} ulp (at x = {at:e}) over {n} inputs");
+            if worst > bound {
+                failures.push(format!("{op}: {worst} ulp at x = {at:e}, bound {bound}"));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
+    }
+
+    #[test]
+    fn loops_and_row_reductions_run_in_simd128_with_scalar_tails() {
+        // Rows of 4k + 3 elements: every vector path and its tail. A loop (exp, a
+        // compare, a select, a convert), a row max (exact in any order) and a row sum
+        // (reassociated: within rounding) against the interpreter.
+        let hlo = "HloModule m
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(%a, %b)
+}
+%add (a: s32[], b: s32[]) -> s32[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  ROOT %s = s32[] add(%a, %b)
+}
+ENTRY %main (x: f32[5,39], y: s32[5,39]) -> (f32[5,39], f32[5], s32[5]) {
+  %x = f32[5,39] parameter(0)
+  %y = s32[5,39] parameter(1)
+  %e = f32[5,39] exponential(%x)
+  %z = f32[] constant(0)
+  %zs = f32[5,39] broadcast(%z), dimensions={}
+  %p = pred[5,39] compare(%x, %zs), direction=GT
+  %c = f32[5,39] convert(%y)
+  %s = f32[5,39] select(%p, %e, %c)
+  %l = f32[] constant(-inf)
+  %m = f32[5] reduce(%x, %l), dimensions={1}, to_apply=%max
+  %zi = s32[] constant(0)
+  %r = s32[5] reduce(%y, %zi), dimensions={1}, to_apply=%add
+  ROOT %t = (f32[5,39], f32[5], s32[5]) tuple(%s, %m, %r)
+}";
+        let module = optimize(&hloscope_core::parse::parse_module(hlo).unwrap()).unwrap();
+        let args = hloscope_core::interp::random_inputs(&module, 3);
+        let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+        let (got, program) = wasm_run(&module, &args);
+        let shapes: Vec<&str> = program.kernels.iter().flatten().map(|k| k.shape.as_str()).collect();
+        assert!(shapes.iter().all(|s| s.starts_with("simd128")), "{shapes:?}");
+        // Fusion makes one kernel: the loop is stored inside the row reductions' loop.
+        assert_eq!(shapes, ["simd128 4 lanes, row reduction (maximum, add)"]);
+        let got = got.flatten();
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(&want) {
+            assert!(close(g, w, 2e-7), "got {g:?}, want {w:?}");
+        }
+        // A loop kernel alone.
+        let loop_only =
+            hlo.replace("ROOT %t = (f32[5,39], f32[5], s32[5]) tuple(%s, %m, %r)", "ROOT %t = f32[5,39] tuple(%s)");
+        let loop_only = loop_only
+            .replace("-> (f32[5,39], f32[5], s32[5])", "-> f32[5,39]")
+            .replace("ROOT %t = f32[5,39] tuple(%s)", "ROOT %o = f32[5,39] negate(%s)");
+        let module = optimize(&hloscope_core::parse::parse_module(&loop_only).unwrap()).unwrap();
+        let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+        let (got, program) = wasm_run(&module, &args);
+        let shapes: Vec<&str> = program.kernels.iter().flatten().map(|k| k.shape.as_str()).collect();
+        assert_eq!(shapes, ["simd128 4 lanes"]);
+        // exp is the approximation (within its ulp bound), the rest exact.
+        let got = got.flatten();
+        assert!(close(&got[0], &want[0], 2e-7), "{got:?}\n{want:?}");
+    }
+
+    #[test]
+    fn the_gemm_gives_the_interpreters_bits() {
+        // Edge tiles (m, n not multiples of 4 and 8), a batch, a transposed lhs, a
+        // transposed rhs and a long k: every f32 output summed in k order, as the
+        // interpreter sums it.
+        let dots = [
+            ("f32[7,9]", "f32[9,13]", "f32[7,13]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
+            ("f32[9,7]", "f32[9,13]", "f32[7,13]", "lhs_contracting_dims={0}, rhs_contracting_dims={0}"),
+            ("f32[7,9]", "f32[13,9]", "f32[7,13]", "lhs_contracting_dims={1}, rhs_contracting_dims={1}"),
+            (
+                "f32[3,5,300]",
+                "f32[3,300,17]",
+                "f32[3,5,17]",
+                "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}",
+            ),
+            ("f64[6,5]", "f64[5,3]", "f64[6,3]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
+            ("bf16[6,5]", "bf16[5,3]", "bf16[6,3]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
+        ];
+        for (a, b, out, dims) in dots {
+            let hlo = format!(
+                "HloModule m\nENTRY %main (a: {a}, b: {b}) -> {out} {{\n  %a = {a} parameter(0)\n  %b = {b} parameter(1)\n  ROOT %d = {out} dot(%a, %b), {dims}\n}}"
+            );
+            let module = hloscope_core::parse::parse_module(&hlo).unwrap();
+            let args = hloscope_core::interp::random_inputs(&module, 11);
+            let want = Interpreter::new(&module).run(&args).unwrap();
+            let (got, program) = wasm_run(&module, &args);
+            assert_eq!(program.counts(), (1, 0), "{hlo}\n{}", program.summary());
+            let (Value::Array(g), Value::Array(w)) = (&got, &want) else { panic!("not arrays") };
+            assert!(same_result(g, w), "{hlo}: got {g:?}, want {w:?}");
+        }
+    }
+
+    /// Equal within `rel` relative (plus a tiny absolute) error; NaN matches NaN;
+    /// integers and preds bit for bit.
+    fn close(got: &Literal, want: &Literal, rel: f64) -> bool {
+        if got.shape.dims != want.shape.dims || got.shape.elem != want.shape.elem {
+            return false;
+        }
+        if !want.shape.elem.is_float() {
+            return got.to_le_bytes() == want.to_le_bytes();
+        }
+        got.to_f64_vec()
+            .iter()
+            .zip(want.to_f64_vec())
+            .all(|(&g, w)| (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= 1e-6 + rel * w.abs())
+    }
+
+    #[test]
+    fn the_jax_corpus_matches_the_interpreter() {
+        let mut failures = Vec::new();
+        let (mut compiled, mut host, mut simd) = (0, 0, 0);
+        for (name, module) in jax_corpus() {
+            let optimized = optimize(&module).unwrap();
+            let args = hloscope_core::interp::random_inputs(&module, 7);
+            let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+            let (got, program) = wasm_run(&optimized, &args);
+            let (c, h) = program.counts();
+            compiled += c;
+            host += h;
+            simd += program.kernels.iter().flatten().filter(|k| k.shape.starts_with("simd128")).count();
+            let got = got.flatten();
+            if got.len() != want.len() || got.iter().zip(&want).any(|(g, w)| !close(g, w, 2e-4)) {
+                failures.push(format!("{name}: the outputs differ from the interpreter's\n{}", program.summary()));
+            }
+        }
+        println!("JAX corpus: {compiled} kernels in WebAssembly ({simd} of them SIMD128), {host} on the host");
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        assert!(simd >= 40, "only {simd} kernels were vectorized");
+        assert!(compiled >= 80, "only {compiled} kernels were compiled");
+    }
+
+    /// Runs the manifest's programs in Node (V8): each module instantiated as it is, its
+    /// parameters written at their offsets, its kernels called in order, its result's
+    /// bytes written beside it.
+    const NODE_RUNNER: &str = r#"
+const fs = require('fs');
+const dir = process.argv[2];
+(async () => {
+  for (const p of JSON.parse(fs.readFileSync(dir + '/programs.json'))) {
+    const { instance } = await WebAssembly.instantiate(fs.readFileSync(`${dir}/${p.name}.wasm`));
+    const mem = new Uint8Array(instance.exports.memory.buffer);
+    for (const [offset, file] of p.params) mem.set(fs.readFileSync(`${dir}/${file}`), offset);
+    for (const [name, extent] of p.calls) instance.exports[name](0, extent);
+    const out = p.result.map(([offset, len]) => Buffer.from(mem.subarray(offset, offset + len)));
+    fs.writeFileSync(`${dir}/${p.name}.out`, Buffer.concat(out));
+  }
+})().catch((e) => { console.error(e); process.exit(1); });
+"#;
+
+    #[test]
+    fn v8_gives_the_bytes_wasmtime_gives() {
+        // Every JAX corpus program whose kernels are all WebAssembly, and every semantic
+        // case: one Node process runs them all.
+        let node = std::process::Command::new("node").arg("--version").output();
+        assert!(node.is_ok_and(|o| o.status.success()), "this test needs Node.js (`node`) on the PATH");
+        let dir = std::env::temp_dir().join(format!("hloscope-wasm-v8-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut programs: Vec<(String, Module, Vec<Value>)> = jax_corpus()
+            .into_iter()
+            .map(|(name, m)| {
+                let args = hloscope_core::interp::random_inputs(&m, 7);
+                (name, optimize(&m).unwrap(), args)
+            })
+            .collect();
+        for (i, c) in cases().iter().enumerate() {
+            let m = hloscope_core::parse::parse_module(&c.repeated(9).hlo).unwrap();
+            let args = c.repeated(9).inputs.iter().cloned().map(Value::Array).collect();
+            programs.push((format!("case{i}"), m, args));
+        }
+        let mut manifest = Vec::new();
+        let mut wanted = Vec::new();
+        for (name, m, args) in &programs {
+            let program = wasm::compile(m).unwrap();
+            if program.counts().1 > 0 {
+                continue;
+            }
+            let plan = &program.plan;
+            let mut params = Vec::new();
+            for (k, (p, v)) in plan.params.iter().zip(args).enumerate() {
+                let Value::Array(l) = v else { continue };
+                let [b] = p.leaves()[..] else { continue };
+                let file = format!("{name}.p{k}");
+                std::fs::write(dir.join(&file), l.to_le_bytes()).unwrap();
+                params.push(format!("[{}, \"{file}\"]", plan.arena.offset(b)));
+            }
+            let calls: Vec<String> =
+                program.kernels.iter().flatten().map(|k| format!("[\"{}\", {}]", k.export, k.extent)).collect();
+            let result: Vec<String> = plan
+                .result
+                .leaves()
+                .iter()
+                .map(|&b| format!("[{}, {}]", plan.arena.offset(b), plan.buffers[b].shape.byte_size()))
+                .collect();
+            std::fs::write(dir.join(format!("{name}.wasm")), &program.bytes).unwrap();
+            manifest.push(format!(
+                "{{\"name\": \"{name}\", \"params\": [{}], \"calls\": [{}], \"result\": [{}]}}",
+                params.join(", "),
+                calls.join(", "),
+                result.join(", ")
+            ));
+            let exe = WasmExecutable::new(m, program.clone()).unwrap();
+            let got = exe.run(args).unwrap().0.flatten();
+            wanted.push((name.clone(), got));
+        }
+        std::fs::write(dir.join("programs.json"), format!("[{}]", manifest.join(",\n"))).unwrap();
+        std::fs::write(dir.join("run.js"), NODE_RUNNER).unwrap();
+        let out = std::process::Command::new("node").arg(dir.join("run.js")).arg(&dir).output().unwrap();
+        assert!(out.status.success(), "node failed: {}", String::from_utf8_lossy(&out.stderr));
+        let mut failures = Vec::new();
+        for (name, want) in &wanted {
+            let bytes = std::fs::read(dir.join(format!("{name}.out"))).unwrap();
+            let mut at = 0;
+            for w in want {
+                let n = w.to_le_bytes().len();
+                let got = Literal::from_le_bytes(w.shape.clone(), &bytes[at..at + n]).unwrap();
+                at += n;
+                if !same_result(&got, w) {
+                    failures.push(format!("{name}: V8 and wasmtime differ"));
+                }
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        println!("{} programs give the same results in V8 and wasmtime", wanted.len());
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        assert!(wanted.len() >= 50, "only {} programs ran in V8", wanted.len());
+    }
+
+    /// One conformance program on the target, after its pipeline without constant
+    /// folding (the programs' inputs are constants, which folding would evaluate on the
+    /// host), checked by its own `check.*` custom calls: (kernels in WebAssembly, why
+    /// each other kernel is on the host, the checks aside).
+    fn conformance_program(dir: &Path, path: &str) -> Result<(usize, Vec<String>), String> {
+        use hloscope_core::passes::pipeline::{parse_pipeline_spec, run_pipeline, PipelineConfig};
+        let text = std::fs::read_to_string(dir.join(path)).unwrap();
+        let mut module = hloscope_core::parse::parse_module(&text).map_err(|e| format!("parse: {e:?}"))?;
+        let spec = format!("{},-constant-fold", hloscope_core::targets::PIPELINE);
+        let passes = parse_pipeline_spec(&spec).map_err(|e| e.to_string())?;
+        let config = PipelineConfig { passes, snapshots: false, ..Default::default() };
+        run_pipeline(&mut module, &config).map_err(|e| e.to_string())?;
+        let program = wasm::compile(&module).map_err(|e| format!("compile: {e}"))?;
+        let compiled = program.counts().0;
+        let host: Vec<String> = program
+            .plan
+            .kernels
+            .iter()
+            .zip(&program.kernels)
+            .filter(|(k, w)| w.is_none() && !k.kind.to_string().contains("custom-call"))
+            .map(|(k, _)| k.kind.to_string())
+            .collect();
+        let summary = program.summary();
+        let exe = WasmExecutable::new(&module, program)?;
+        let mut failures = Vec::new();
+        exe.run_with_custom_calls(&[], &mut |inst, args| {
+            if let Err(e) = checks::run_check(inst, args, "testdata") {
+                failures.push(e);
+            }
+            Ok(Value::Tuple(vec![]))
+        })?;
+        if let Some(first) = failures.first() {
+            return Err(format!("check: {first}\n{summary}"));
+        }
+        Ok((compiled, host))
+    }
+
+    #[test]
+    fn conformance_programs_pass_their_checks() {
+        // Every program using only the ops the compiled targets take (the CPU test's
+        // selection, `conformance/selection.rs`): every one must pass.
+        let dir = corpus::corpus_dir();
+        let programs = selection::compiled_programs(&dir);
+        assert!(programs.len() > 1000, "only {} programs selected", programs.len());
+        let (mut compiled, mut ran) = (0, 0);
+        let mut host: std::collections::BTreeMap<String, usize> = Default::default();
+        let mut failures = Vec::new();
+        for p in &programs {
+            match conformance_program(&dir, p) {
+                Ok((c, h)) => {
+                    (compiled, ran) = (compiled + c, ran + 1);
+                    for why in h {
+                        *host.entry(why).or_default() += 1;
+                    }
+                }
+                Err(e) => failures.push(format!("{p}: {e}")),
+            }
+        }
+        let on_host: usize = host.values().sum();
+        println!(
+            "{} programs: {ran} ran ({compiled} kernels in WebAssembly, {on_host} on the host besides the checks), {} failed",
+            programs.len(),
+            failures.len()
+        );
+        let mut reasons: Vec<(&String, &usize)> = host.iter().collect();
+        reasons.sort_by(|a, b| b.1.cmp(a.1));
+        for (why, n) in reasons.iter().take(12) {
+            println!("  {n:5} on the host: {why}");
+        }
+        assert!(failures.is_empty(), "{} programs fail on wasm:\n{}", failures.len(), failures.join("\n\n"));
+        assert!(ran > 1200 && compiled > 1000, "only {ran} programs ran, {compiled} kernels compiled");
+    }
+}

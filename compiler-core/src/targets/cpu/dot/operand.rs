@@ -166,7 +166,8 @@ mod tests {
         // Evenly strided batch dims merge into one.
         let v = view(&f32_shape(&[2, 3, 5, 7]), &[0, 1, 2, 3], [6, 5, 7]);
         assert_eq!(v, strides(&[(6, 35)], 7, 1));
-        let op = Operand::<f32> { base: std::ptr::null(), batch: vec![(4, 1000), (4, 10)], rows: 0, cols: 0, _copy: vec![] };
+        let op =
+            Operand::<f32> { base: std::ptr::null(), batch: vec![(4, 1000), (4, 10)], rows: 0, cols: 0, _copy: vec![] };
         assert_eq!(op.batch_offset(6), 1000 + 2 * 10);
     }
 

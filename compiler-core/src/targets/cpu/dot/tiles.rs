@@ -19,7 +19,8 @@ const CHUNK_BYTES: usize = 256 << 10;
 
 /// A register tile of `rows` rows: `C[0..rows, 0..cols] = A[0..rows, 0..k] x P`, P a
 /// packed panel (`k` steps of `NR` floats), C with row stride `ldc`.
-type TileFn = unsafe fn(k: usize, a: *const f32, a_rs: isize, a_cs: isize, p: *const f32, c: *mut f32, ldc: usize, cols: usize);
+type TileFn =
+    unsafe fn(k: usize, a: *const f32, a_rs: isize, a_cs: isize, p: *const f32, c: *mut f32, ldc: usize, cols: usize);
 
 /// One instruction set's tiles: `tiles[r - 1]` computes `r` rows.
 pub(super) struct Tiles {
@@ -105,7 +106,12 @@ thread_local! {
 ///
 /// # Safety
 /// B's elements `(p, j)` for `p < k`, `j < n` exist.
-unsafe fn pack(out: &mut [f32], (k, n, nr): (usize, usize, usize), (b, rs, cs): (*const f32, isize, isize), first: usize) {
+unsafe fn pack(
+    out: &mut [f32],
+    (k, n, nr): (usize, usize, usize),
+    (b, rs, cs): (*const f32, isize, isize),
+    first: usize,
+) {
     for (i, panel) in out.chunks_exact_mut(k * nr).enumerate() {
         let j0 = (first + i) * nr;
         let cols = (n - j0).min(nr);
@@ -252,7 +258,9 @@ mod tests {
     fn blocks_match_the_definition() {
         let Some(tiles) = Tiles::detect() else {
             // Only x86-64 has tiles; every x86-64 machine this runs on has AVX2.
-            assert!(cfg!(not(target_arch = "x86_64")), "an x86-64 CPU without AVX2 and FMA");
+            #[cfg(target_arch = "x86_64")]
+            panic!("an x86-64 CPU without AVX2 and FMA");
+            #[cfg(not(target_arch = "x86_64"))]
             return;
         };
         for &(m, n, k) in &[(1, 1, 1), (13, 33, 7), (25, 70, 64), (12, 32, 300), (7, 5, 3)] {
@@ -279,7 +287,9 @@ mod tests {
                 // And the whole product as one block.
                 let mut whole = vec![f32::NAN; m * n];
                 // SAFETY: as above.
-                unsafe { tiles.block((k, n), (a.as_ptr(), k as isize, 1), (bp, rs, cs), whole.as_mut_ptr(), (0, m), (0, n)) };
+                unsafe {
+                    tiles.block((k, n), (a.as_ptr(), k as isize, 1), (bp, rs, cs), whole.as_mut_ptr(), (0, m), (0, n))
+                };
                 assert_eq!(whole, want, "{m}x{n}x{k} whole");
                 assert_eq!(c, want, "{m}x{n}x{k}, B strides ({rs}, {cs})");
             }

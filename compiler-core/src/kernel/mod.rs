@@ -29,6 +29,7 @@
 //! major, little endian, pred as one byte, f16/bf16 as their 16-bit patterns).
 
 pub mod arena;
+mod arena_bytes;
 pub mod caps;
 pub mod chains;
 mod conv;

@@ -24,7 +24,7 @@ use super::toolkit::{self, Toolkit};
 use super::{nvrtc, CudaProgram};
 use crate::interp::{CustomCallHook, Interpreter};
 use crate::ir::{Literal, Module, Value};
-use crate::kernel::{BufferId, KernelBody, KernelPlan, ValueBufs};
+use crate::kernel::{BufferId, KernelBody, ValueBufs};
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
 };
@@ -269,16 +269,16 @@ impl CudaExecutable {
                 stale = false;
             }
             let plan = &self.program.plan;
-            let vals: Vec<Value> = operands.iter().map(|o| read_value(plan, &mirror, o)).collect::<Result<_, _>>()?;
+            let vals: Vec<Value> = operands.iter().map(|o| plan.read_value(&mirror, o)).collect::<Result<_, _>>()?;
             let comp = self.host[i].ok_or("a host kernel without its computation")?;
             let mut interp = Interpreter::new(&self.module);
             if let Some(hook) = hook.as_deref_mut() {
                 interp = interp.with_custom_call_hook(|inst, args| hook(inst, args));
             }
             let v = interp.call(comp, &vals).map_err(|e| format!("%{}: {}", e.inst, e.message))?;
-            write_value(plan, &mut mirror, &result, &v)?;
+            plan.write_value(&mut mirror, &result, &v)?;
             for b in result.leaves() {
-                let (at, len) = span(&self.program.plan, b);
+                let (at, len) = self.program.plan.span(b);
                 if len > 0 {
                     self.stream
                         .memcpy_htod(&mirror[at..at + len], &mut self.arena.slice_mut(at..at + len))
@@ -311,7 +311,7 @@ impl CudaExecutable {
     pub fn read_result(&self) -> Result<Value, String> {
         let plan = &self.program.plan;
         let leaves = plan.result.leaves();
-        let spans: Vec<(usize, usize)> = leaves.iter().map(|&b| span(plan, b)).collect();
+        let spans: Vec<(usize, usize)> = leaves.iter().map(|&b| plan.span(b)).collect();
         let literals = leaves
             .iter()
             .zip(self.read(&spans)?)
@@ -333,7 +333,7 @@ impl CudaExecutable {
 
     /// Writes buffer `b`'s bytes, `lit`, into the arena.
     fn upload(&mut self, b: BufferId, lit: &Literal) -> Result<(), String> {
-        let (at, n) = span(&self.program.plan, b);
+        let (at, n) = self.program.plan.span(b);
         let bytes = lit.to_le_bytes();
         if bytes.len() != n {
             return Err(format!("{b} holds {n} bytes, the value {}", bytes.len()));
@@ -372,44 +372,4 @@ impl CudaExecutable {
         self.stream.synchronize().map_err(driver("the device failed"))?;
         Ok(out)
     }
-}
-
-/// Byte offset and size of buffer `b` in the arena.
-fn span(plan: &KernelPlan, b: BufferId) -> (usize, usize) {
-    (plan.arena.offset(b) as usize, plan.buffers[b].shape.byte_size())
-}
-
-fn place(plan: &KernelPlan, mirror: &mut [u8], b: BufferId, lit: &Literal) -> Result<(), String> {
-    let (at, n) = span(plan, b);
-    let bytes = lit.to_le_bytes();
-    if bytes.len() != n {
-        return Err(format!("{b} holds {n} bytes, the value {}", bytes.len()));
-    }
-    mirror[at..at + n].copy_from_slice(&bytes);
-    Ok(())
-}
-
-fn write_value(plan: &KernelPlan, mirror: &mut [u8], at: &ValueBufs, v: &Value) -> Result<(), String> {
-    match (at, v) {
-        (ValueBufs::Array(b), Value::Array(l)) => place(plan, mirror, *b, l),
-        (ValueBufs::Tuple(ps), Value::Tuple(vs)) if ps.len() == vs.len() => {
-            ps.iter().zip(vs).try_for_each(|(p, v)| write_value(plan, mirror, p, v))
-        }
-        (ValueBufs::Token, _) => Ok(()),
-        _ => Err("a value of another structure than its buffers".into()),
-    }
-}
-
-fn read_value(plan: &KernelPlan, mirror: &[u8], at: &ValueBufs) -> Result<Value, String> {
-    Ok(match at {
-        ValueBufs::Array(b) => {
-            let (off, n) = span(plan, *b);
-            Value::Array(
-                Literal::from_le_bytes(plan.buffers[*b].shape.clone(), &mirror[off..off + n])
-                    .ok_or_else(|| format!("{b} has the wrong size"))?,
-            )
-        }
-        ValueBufs::Tuple(ps) => Value::Tuple(ps.iter().map(|p| read_value(plan, mirror, p)).collect::<Result<_, _>>()?),
-        ValueBufs::Token => Value::Token,
-    })
 }

@@ -12,8 +12,8 @@
 
 use super::WasmProgram;
 use crate::interp::{CustomCallHook, Interpreter};
-use crate::ir::{CompId, Literal, Module, Value};
-use crate::kernel::{BufferId, KernelBody, KernelPlan, ValueBufs};
+use crate::ir::{CompId, Module, Value};
+use crate::kernel::KernelBody;
 use std::cell::RefCell;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -136,7 +136,7 @@ impl WasmExecutable {
         }
         let mut store = self.store.borrow_mut();
         let mem = self.memory.data_mut(&mut *store);
-        plan.params.iter().zip(args).try_for_each(|(p, v)| write_value(plan, mem, p, v))
+        plan.params.iter().zip(args).try_for_each(|(p, v)| plan.write_value(mem, p, v))
     }
 
     /// Runs every kernel on what the memory holds (after [`WasmExecutable::load`]);
@@ -166,7 +166,7 @@ impl WasmExecutable {
                 };
                 let vals: Vec<Value> = {
                     let mem = self.memory.data(&*store);
-                    operands.iter().map(|o| read_value(plan, mem, o)).collect::<Result<_, _>>()?
+                    operands.iter().map(|o| plan.read_value(mem, o)).collect::<Result<_, _>>()?
                 };
                 let comp = self.host[i].ok_or("a host kernel without its computation")?;
                 let mut interp = Interpreter::new(&self.module);
@@ -174,7 +174,7 @@ impl WasmExecutable {
                     interp = interp.with_custom_call_hook(|inst, args| hook(inst, args));
                 }
                 let v = interp.call(comp, &vals).map_err(|e| format!("%{}: {}", e.inst, e.message))?;
-                write_value(plan, self.memory.data_mut(&mut *store), result, &v)?;
+                plan.write_value(self.memory.data_mut(&mut *store), result, &v)?;
             }
             if timed {
                 times.push(KernelTime { name: k.name.clone(), on_host: self.funcs[i].is_none(), time: t.elapsed() });
@@ -187,46 +187,6 @@ impl WasmExecutable {
     pub fn read_result(&self) -> Result<Value, String> {
         let plan = &self.program.plan;
         let store = self.store.borrow();
-        read_value(plan, self.memory.data(&*store), &plan.result)
+        plan.read_value(self.memory.data(&*store), &plan.result)
     }
-}
-
-/// Byte offset and size of buffer `b` in the arena.
-fn span(plan: &KernelPlan, b: BufferId) -> (usize, usize) {
-    (plan.arena.offset(b) as usize, plan.buffers[b].shape.byte_size())
-}
-
-fn place(plan: &KernelPlan, mem: &mut [u8], b: BufferId, lit: &Literal) -> Result<(), String> {
-    let (at, n) = span(plan, b);
-    let bytes = lit.to_le_bytes();
-    if bytes.len() != n {
-        return Err(format!("{b} holds {n} bytes, the value {}", bytes.len()));
-    }
-    mem[at..at + n].copy_from_slice(&bytes);
-    Ok(())
-}
-
-fn write_value(plan: &KernelPlan, mem: &mut [u8], at: &ValueBufs, v: &Value) -> Result<(), String> {
-    match (at, v) {
-        (ValueBufs::Array(b), Value::Array(l)) => place(plan, mem, *b, l),
-        (ValueBufs::Tuple(ps), Value::Tuple(vs)) if ps.len() == vs.len() => {
-            ps.iter().zip(vs).try_for_each(|(p, v)| write_value(plan, mem, p, v))
-        }
-        (ValueBufs::Token, _) => Ok(()),
-        _ => Err("a value of another structure than its buffers".into()),
-    }
-}
-
-fn read_value(plan: &KernelPlan, mem: &[u8], at: &ValueBufs) -> Result<Value, String> {
-    Ok(match at {
-        ValueBufs::Array(b) => {
-            let (off, n) = span(plan, *b);
-            Value::Array(
-                Literal::from_le_bytes(plan.buffers[*b].shape.clone(), &mem[off..off + n])
-                    .ok_or_else(|| format!("{b} has the wrong size"))?,
-            )
-        }
-        ValueBufs::Tuple(ps) => Value::Tuple(ps.iter().map(|p| read_value(plan, mem, p)).collect::<Result<_, _>>()?),
-        ValueBufs::Token => Value::Token,
-    })
 }

@@ -24,7 +24,7 @@
 use super::WebGpuProgram;
 use crate::interp::{CustomCallHook, Interpreter};
 use crate::ir::{Literal, Module, Value};
-use crate::kernel::{BufferId, KernelBody, KernelPlan, ValueBufs};
+use crate::kernel::{BufferId, KernelBody, ValueBufs};
 use clock::Stopwatch;
 use std::time::Duration;
 
@@ -375,16 +375,16 @@ impl WebGpuExecutable {
                 mirror = self.read(&[(0, self.arena.size())]).await?.pop().unwrap_or_default();
                 stale = false;
             }
-            let vals: Vec<Value> = operands.iter().map(|o| read_value(plan, &mirror, o)).collect::<Result<_, _>>()?;
+            let vals: Vec<Value> = operands.iter().map(|o| plan.read_value(&mirror, o)).collect::<Result<_, _>>()?;
             let comp = self.host[i].ok_or("a host kernel without its computation")?;
             let mut interp = Interpreter::new(&self.module);
             if let Some(hook) = hook.as_deref_mut() {
                 interp = interp.with_custom_call_hook(|inst, args| hook(inst, args));
             }
             let v = interp.call(comp, &vals).map_err(|e| format!("%{}: {}", e.inst, e.message))?;
-            write_value(plan, &mut mirror, result, &v)?;
+            plan.write_value(&mut mirror, result, &v)?;
             for b in result.leaves() {
-                let (at, n) = span(plan, b);
+                let (at, n) = plan.span(b);
                 let end = (at + n).next_multiple_of(4).min(mirror.len());
                 self.queue.write_buffer(&self.arena, at as u64, &mirror[at..end]);
             }
@@ -431,7 +431,7 @@ impl WebGpuExecutable {
         let spans: Vec<(u64, u64)> = leaves
             .iter()
             .map(|&b| {
-                let (at, n) = span(plan, b);
+                let (at, n) = plan.span(b);
                 (at as u64, (n as u64).next_multiple_of(4))
             })
             .collect();
@@ -457,7 +457,7 @@ impl WebGpuExecutable {
 
     /// Queues buffer `b`'s bytes, `lit`, for the arena.
     fn upload(&self, b: BufferId, lit: &Literal) -> Result<(), String> {
-        let (at, n) = span(&self.program.plan, b);
+        let (at, n) = self.program.plan.span(b);
         let mut bytes = lit.to_le_bytes();
         if bytes.len() != n {
             return Err(format!("{b} holds {n} bytes, the value {}", bytes.len()));
@@ -640,44 +640,4 @@ mod clock {
             Duration::from_secs_f64(((performance_now() - self.0) / 1e3).max(0.0))
         }
     }
-}
-
-/// Byte offset and size of buffer `b` in the arena.
-fn span(plan: &KernelPlan, b: BufferId) -> (usize, usize) {
-    (plan.arena.offset(b) as usize, plan.buffers[b].shape.byte_size())
-}
-
-fn place(plan: &KernelPlan, mirror: &mut [u8], b: BufferId, lit: &Literal) -> Result<(), String> {
-    let (at, n) = span(plan, b);
-    let bytes = lit.to_le_bytes();
-    if bytes.len() != n {
-        return Err(format!("{b} holds {n} bytes, the value {}", bytes.len()));
-    }
-    mirror[at..at + n].copy_from_slice(&bytes);
-    Ok(())
-}
-
-fn write_value(plan: &KernelPlan, mirror: &mut [u8], at: &ValueBufs, v: &Value) -> Result<(), String> {
-    match (at, v) {
-        (ValueBufs::Array(b), Value::Array(l)) => place(plan, mirror, *b, l),
-        (ValueBufs::Tuple(ps), Value::Tuple(vs)) if ps.len() == vs.len() => {
-            ps.iter().zip(vs).try_for_each(|(p, v)| write_value(plan, mirror, p, v))
-        }
-        (ValueBufs::Token, _) => Ok(()),
-        _ => Err("a value of another structure than its buffers".into()),
-    }
-}
-
-fn read_value(plan: &KernelPlan, mirror: &[u8], at: &ValueBufs) -> Result<Value, String> {
-    Ok(match at {
-        ValueBufs::Array(b) => {
-            let (off, n) = span(plan, *b);
-            Value::Array(
-                Literal::from_le_bytes(plan.buffers[*b].shape.clone(), &mirror[off..off + n])
-                    .ok_or_else(|| format!("{b} has the wrong size"))?,
-            )
-        }
-        ValueBufs::Tuple(ps) => Value::Tuple(ps.iter().map(|p| read_value(plan, mirror, p)).collect::<Result<_, _>>()?),
-        ValueBufs::Token => Value::Token,
-    })
 }

@@ -11,8 +11,7 @@ use hloscope_core::ir::{
 };
 use hloscope_core::parse::chlo::{decompose, ChloAttrs, RaggedDotDims};
 
-#[path = "common/corpus.rs"]
-mod corpus;
+use crate::corpus;
 #[path = "chlo_data/xla_reference.rs"]
 mod xla_reference;
 

@@ -16,12 +16,9 @@
 
 #![cfg(feature = "cpu")]
 
-#[path = "conformance/checks.rs"]
-mod checks;
-#[path = "common/corpus.rs"]
-mod corpus;
-#[path = "conformance/selection.rs"]
-mod selection;
+use crate::checks;
+use crate::corpus;
+use crate::selection;
 
 use corpus::corpus_dir;
 use hloscope_core::ir::Value;

@@ -8,12 +8,9 @@
 
 #![cfg(feature = "webgpu")]
 
-#[path = "conformance/checks.rs"]
-mod checks;
-#[path = "common/corpus.rs"]
-mod corpus;
-#[path = "conformance/selection.rs"]
-mod selection;
+use crate::checks;
+use crate::corpus;
+use crate::selection;
 
 use hloscope_core::ir::Value;
 use hloscope_core::passes::pipeline::{parse_pipeline_spec, run_pipeline, PipelineConfig};

@@ -9,10 +9,8 @@
 
 #![cfg(feature = "cpu")]
 
-#[path = "common/cpu.rs"]
-mod common;
-#[path = "common/math_kernel.rs"]
-mod math_kernel;
+use crate::common;
+use crate::math_kernel;
 
 use common::{math_inputs, Rng};
 

@@ -4,8 +4,7 @@
 
 #![cfg(feature = "cpu")]
 
-#[path = "common/cpu.rs"]
-mod common;
+use crate::common;
 
 use common::{f32s, lit, run_against_interpreter, s32, Rng};
 use hloscope_core::ir::{ElementType, Literal, Shape};

@@ -5,8 +5,7 @@
 //! reassociated sums are checked with stated bounds in `cpu_math.rs` and `cpu_simd.rs`.
 #![cfg(feature = "cpu")]
 
-#[path = "common/random_graphs.rs"]
-mod random_graphs;
+use crate::random_graphs;
 
 use hloscope_core::interp::Interpreter;
 use hloscope_core::kernel::KernelKind;

@@ -12,8 +12,7 @@
 
 #![cfg(feature = "cpu")]
 
-#[path = "common/cpu.rs"]
-mod common;
+use crate::common;
 
 use common::{ulps, Rng};
 

@@ -10,10 +10,8 @@
 
 #![cfg(feature = "cpu")]
 
-#[path = "common/cpu.rs"]
-mod common;
-#[path = "common/random_graphs.rs"]
-mod random_graphs;
+use crate::common;
+use crate::random_graphs;
 
 use common::{f32s, ulps, Rng};
 use hloscope_core::interp::Interpreter;

@@ -5,8 +5,7 @@
 
 #![cfg(feature = "cpu")]
 
-#[path = "common/cpu.rs"]
-mod common;
+use crate::common;
 
 use common::{f32s, run_against_interpreter, s32, ulps};
 use hloscope_core::ir::{ElementType, Literal, Shape};

@@ -11,8 +11,7 @@
 use hloscope_core::ir::Module;
 use hloscope_core::targets::{cuda, optimize};
 
-#[path = "common/corpus.rs"]
-mod corpus;
+use crate::corpus;
 
 fn parse(hlo: &str) -> Module {
     hloscope_core::parse::parse_module(hlo).unwrap_or_else(|e| panic!("{e:?}"))

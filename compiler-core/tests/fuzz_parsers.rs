@@ -13,8 +13,7 @@
 //! `$HLOSCOPE_FUZZ_SECONDS` (default 15; no round starts after it) so CI time stays
 //! bounded; the seed is `$HLOSCOPE_FUZZ_SEED` or the clock.
 
-#[path = "common/corpus.rs"]
-mod corpus;
+use crate::corpus;
 
 use hloscope_core::ir::Module;
 use hloscope_core::limits::{check_module, Limits};

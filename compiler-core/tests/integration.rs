@@ -2,7 +2,28 @@
 //! file (each would link the whole compiler, its JITs and GPU runtimes), which keeps a
 //! clean CI build within its time and disk. Each file stays a module of its own.
 
+// The helpers several tests share, declared once.
+#[allow(dead_code)]
+#[path = "conformance/checks.rs"]
+mod checks;
+#[cfg(feature = "cpu")]
+#[path = "common/cpu.rs"]
+mod common;
+#[path = "common/corpus.rs"]
+mod corpus;
+#[cfg(feature = "cpu")]
+#[path = "common/math_kernel.rs"]
+mod math_kernel;
+#[path = "common/random_graphs.rs"]
+mod random_graphs;
+#[allow(dead_code)]
+#[path = "conformance/selection.rs"]
+mod selection;
+
+// The tests, a module per file (the interpreter's conformance suite in its folder).
 mod chlo;
+#[path = "conformance/main.rs"]
+mod conformance;
 mod conformance_cpu;
 mod conformance_webgpu;
 mod cpu_block_math;

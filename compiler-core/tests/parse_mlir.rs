@@ -5,8 +5,7 @@ use hloscope_core::ir::*;
 use hloscope_core::parse::mlir::{function_names, parse, parse_with_entry};
 use std::path::PathBuf;
 
-#[path = "common/corpus.rs"]
-mod corpus;
+use crate::corpus;
 
 /// Parses, panicking with the error (tests only).
 fn ok(text: &str) -> Module {

@@ -5,8 +5,7 @@
 //! pass the interpreter's results — the root value and the operands of every `check.*`
 //! call — must equal, bit for bit, the results before any pass ran (NaNs match NaNs).
 
-#[path = "common/corpus.rs"]
-mod corpus;
+use crate::corpus;
 
 use hloscope_core::interp::Interpreter;
 use hloscope_core::ir::{Data, Literal, Module, Value};

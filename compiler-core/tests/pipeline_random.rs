@@ -3,8 +3,7 @@
 //! `common/random_graphs.rs`), and the whole default pipeline must leave their results
 //! bit-identical on the interpreter, with no more kernels than before.
 
-#[path = "common/random_graphs.rs"]
-mod random_graphs;
+use crate::random_graphs;
 
 use hloscope_core::interp::Interpreter;
 use hloscope_core::passes::pipeline::{run_pipeline, PipelineConfig};

@@ -13,8 +13,7 @@ use hloscope_core::kernel::{self, verify::verify, KernelBody, KernelPlan, Target
 use hloscope_core::passes::pipeline::{run_pipeline, PipelineConfig};
 use std::path::Path;
 
-#[path = "common/corpus.rs"]
-mod corpus;
+use crate::corpus;
 
 /// A target unlike the CPU in every capability the planner reads.
 fn other_caps() -> TargetCaps {

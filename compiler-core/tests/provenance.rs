@@ -9,10 +9,8 @@
 //! and on hand-written modules for the exact records of CSE, the simplifier, DCE, fusion
 //! and inlining.
 
-#[path = "common/corpus.rs"]
-mod corpus;
-#[path = "common/random_graphs.rs"]
-mod random_graphs;
+use crate::corpus;
+use crate::random_graphs;
 
 use hloscope_core::ir::Module;
 use hloscope_core::passes::pipeline::{parse_pipeline_spec, run_pipeline, PipelineConfig, Snapshot};

@@ -15,8 +15,7 @@ use hloscope_core::parse::parse_module;
 use hloscope_core::verify::verify;
 use std::path::{Path, PathBuf};
 
-#[path = "common/corpus.rs"]
-mod corpus;
+use crate::corpus;
 
 /// `(name, text)` of each module in the corpus, in a stable order.
 fn modules(dir: &Path) -> Vec<(String, String)> {

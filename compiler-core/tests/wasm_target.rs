@@ -9,14 +9,11 @@ use hloscope_core::ir::Module;
 use hloscope_core::targets::{optimize, wasm};
 use std::path::Path;
 
-#[path = "conformance/checks.rs"]
 #[cfg(feature = "wasm-run")]
-mod checks;
-#[path = "common/corpus.rs"]
-mod corpus;
-#[path = "conformance/selection.rs"]
+use crate::checks;
+use crate::corpus;
 #[cfg(feature = "wasm-run")]
-mod selection;
+use crate::selection;
 
 /// wasmparser's verdict on a module, with every feature the browsers ship (SIMD128,
 /// saturating conversions, sign extension, bulk memory).

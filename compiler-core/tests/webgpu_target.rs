@@ -7,8 +7,7 @@ use hloscope_core::ir::Module;
 use hloscope_core::targets::{optimize, webgpu};
 use std::path::Path;
 
-#[path = "common/corpus.rs"]
-mod corpus;
+use crate::corpus;
 
 /// naga's verdict on one shader (WGSL front end, then the full validator).
 fn validate(source: &str) -> Result<(), String> {

@@ -7,9 +7,8 @@
 //! results disagree, so a fix or a regression is never silent. `HLOSCOPE_BLESS=1`
 //! rewrites the list.
 
-mod checks;
-#[path = "../common/corpus.rs"]
-mod corpus;
+use crate::checks;
+use crate::corpus;
 
 use corpus::{collect_cases, corpus_dir, Case};
 

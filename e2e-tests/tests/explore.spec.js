@@ -637,6 +637,9 @@ test("a browser-cpu run checks the compiled module against the interpreter", asy
   const result = page.getByTestId("run-result");
   await expect(result).toHaveAttribute("data-check", "pass");
   await expect(page.getByTestId("run-check")).toContainText("matches the reference interpreter");
+  // Compiled WebAssembly kernels, not the interpreter: the module's kernels, each timed.
+  await expect(page.getByTestId("run-device")).toContainText(/WebAssembly \(SIMD128\) in this page's worker: [1-9]\d* kernels compiled, \d+ on the host/);
+  expect(await page.getByTestId("kernel-time").count()).toBeGreaterThan(0);
   const first = await page.getByTestId("run-output").first().locator("td.first").textContent();
   expect(first).toMatch(/^-?\d+\.\d{5}/);
   // Another seed, other values; the same seed again, the same values.

@@ -57,7 +57,7 @@ test("every built-in example runs on browser-cpu, browser-webgpu and server-cpu,
         unfused_ms: Math.round(unfused.ms * 1e4) / 1e4,
         kernels: [fused.kernels, unfused.kernels],
       };
-      if (target === "browser-webgpu") {
+      if (target === "browser-webgpu" || target === "browser-cpu") {
         const device = await page.locator("[data-testid=run-fused] [data-testid=run-device]").textContent();
         report[id][target].on_host = Number(device.match(/(\d+) on the host/)[1]);
       }

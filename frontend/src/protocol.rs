@@ -35,7 +35,7 @@ pub enum Request {
     /// Show another view of the last compile.
     View { id: u32, view: ViewSpec },
     /// Run the last compile's module on `inputs` on `target`: `browser-cpu` (the
-    /// interpreter) or `browser-webgpu` (the WGSL kernels on the worker's
+    /// WebAssembly kernels) or `browser-webgpu` (the WGSL kernels on the worker's
     /// `navigator.gpu`); with `unfused`, the same pipeline with fusion off too.
     Run {
         id: u32,

@@ -4,6 +4,35 @@
 
 use super::{BufferId, KernelPlan, ValueBufs};
 use crate::ir::{Literal, Value};
+use std::borrow::Cow;
+
+/// Bytes an arena lives in: a slice of this process's memory, or memory the runtime
+/// reaches only by copying (a browser's `WebAssembly.Memory` seen from the worker).
+pub trait ArenaMemory {
+    /// `len` bytes from `offset`, or why not (they lie outside).
+    fn read_bytes(&self, offset: usize, len: usize) -> Result<Cow<'_, [u8]>, String>;
+    /// Writes `bytes` at `offset`, or says why not.
+    fn write_bytes(&mut self, offset: usize, bytes: &[u8]) -> Result<(), String>;
+}
+
+impl ArenaMemory for [u8] {
+    fn read_bytes(&self, offset: usize, len: usize) -> Result<Cow<'_, [u8]>, String> {
+        let end = offset.checked_add(len).ok_or("a span past the address space")?;
+        self.get(offset..end).map(Cow::Borrowed).ok_or_else(|| outside(offset, len, self.len()))
+    }
+
+    fn write_bytes(&mut self, offset: usize, bytes: &[u8]) -> Result<(), String> {
+        let size = self.len();
+        let end = offset.checked_add(bytes.len()).ok_or("a span past the address space")?;
+        self.get_mut(offset..end).ok_or_else(|| outside(offset, bytes.len(), size))?.copy_from_slice(bytes);
+        Ok(())
+    }
+}
+
+/// The error of a span that does not fit the memory.
+pub fn outside(offset: usize, len: usize, size: usize) -> String {
+    format!("bytes {offset}..{} lie outside the arena's {size} bytes", offset as u128 + len as u128)
+}
 
 impl KernelPlan {
     /// Byte offset and size of buffer `b` in the arena.
@@ -12,7 +41,7 @@ impl KernelPlan {
     }
 
     /// Writes `v` into the buffers `at` of the arena bytes `mem`.
-    pub fn write_value(&self, mem: &mut [u8], at: &ValueBufs, v: &Value) -> Result<(), String> {
+    pub fn write_value<M: ArenaMemory + ?Sized>(&self, mem: &mut M, at: &ValueBufs, v: &Value) -> Result<(), String> {
         match (at, v) {
             (ValueBufs::Array(b), Value::Array(l)) => self.place(mem, *b, l),
             (ValueBufs::Tuple(ps), Value::Tuple(vs)) if ps.len() == vs.len() => {
@@ -24,13 +53,13 @@ impl KernelPlan {
     }
 
     /// Reads the value in the buffers `at` of the arena bytes `mem`.
-    pub fn read_value(&self, mem: &[u8], at: &ValueBufs) -> Result<Value, String> {
+    pub fn read_value<M: ArenaMemory + ?Sized>(&self, mem: &M, at: &ValueBufs) -> Result<Value, String> {
         Ok(match at {
             ValueBufs::Array(b) => {
                 let (off, n) = self.span(*b);
-                let bytes = mem.get(off..off + n).ok_or_else(|| format!("{b} lies outside the arena"))?;
+                let bytes = mem.read_bytes(off, n).map_err(|e| format!("{b}: {e}"))?;
                 Value::Array(
-                    Literal::from_le_bytes(self.buffers[*b].shape.clone(), bytes)
+                    Literal::from_le_bytes(self.buffers[*b].shape.clone(), &bytes)
                         .ok_or_else(|| format!("{b} has the wrong size"))?,
                 )
             }
@@ -39,13 +68,12 @@ impl KernelPlan {
         })
     }
 
-    fn place(&self, mem: &mut [u8], b: BufferId, lit: &Literal) -> Result<(), String> {
+    fn place<M: ArenaMemory + ?Sized>(&self, mem: &mut M, b: BufferId, lit: &Literal) -> Result<(), String> {
         let (at, n) = self.span(b);
         let bytes = lit.to_le_bytes();
         if bytes.len() != n {
             return Err(format!("{b} holds {n} bytes, the value {}", bytes.len()));
         }
-        mem.get_mut(at..at + n).ok_or_else(|| format!("{b} lies outside the arena"))?.copy_from_slice(&bytes);
-        Ok(())
+        mem.write_bytes(at, &bytes).map_err(|e| format!("{b}: {e}"))
     }
 }

@@ -30,6 +30,7 @@
 
 pub mod arena;
 mod arena_bytes;
+pub use arena_bytes::{outside as arena_outside, ArenaMemory};
 pub mod caps;
 pub mod chains;
 mod conv;

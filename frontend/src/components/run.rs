@@ -1,5 +1,5 @@
-//! Run the compiled module and check it: in the page (`browser-cpu`: the reference
-//! interpreter in the worker, on the compiled module, until the WebAssembly kernels exist;
+//! Run the compiled module and check it: in the page (`browser-cpu`: the compiled
+//! module's WebAssembly kernels in the worker, each timed;
 //! `browser-webgpu`: the WGSL kernels on the worker's `navigator.gpu`, each timed)
 //! or on the server's native CPU code (`server-cpu`, `POST /api/run`), on random inputs
 //! from a seed or on an `.npy` file per parameter (picked or dropped; the worker checks
@@ -37,7 +37,7 @@ fn targets(st: State) -> Vec<(&'static str, String, bool)> {
         }
     };
     vec![
-        ("browser-cpu", "browser-cpu: the interpreter in this page's worker (no WebAssembly kernels yet)".into(), true),
+        ("browser-cpu", "browser-cpu: WebAssembly kernels in this page's worker".into(), true),
         ("browser-webgpu", webgpu.0, webgpu.1),
         server("server-cpu", "cpu"),
         server("server-cuda", "cuda"),

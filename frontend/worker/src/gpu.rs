@@ -9,9 +9,8 @@
 //! Nothing here holds the session across an await: `static/worker.js` answers one
 //! message at a time, and the job is made before the first await.
 
-use crate::protocol::{KernelTimingView, RunView};
-use crate::{run_view, RunJob, RunTiming};
-use hloscope_core::cost;
+use crate::protocol::RunView;
+use crate::{kernel_times, run_view, RunJob, RunTiming};
 use hloscope_core::ir::Literal;
 use hloscope_core::targets::webgpu::{self, runtime::WebGpuExecutable};
 use std::cell::RefCell;
@@ -61,7 +60,7 @@ pub async fn run(job: RunJob, clock: fn() -> f64) -> Result<(Box<RunView>, Vec<L
         "{adapter}, kernels timed by {}: {on_device} kernels on the device, {on_host} on the host",
         method.label()
     );
-    let kernels = kernel_times(&job, &exe, &per_kernel);
+    let kernels = kernel_times(&job, &exe.program().plan.kernels, &per_kernel);
     let timing = RunTiming { target: "browser-webgpu", device, compile_s, runs_s, kernels };
     Ok((run_view(&job, &got, timing), got))
 }
@@ -84,29 +83,4 @@ async fn executable(job: &RunJob, clock: fn() -> f64) -> Result<(Rc<WebGpuExecut
         e.push((key, Rc::clone(&exe), compile_s));
     });
     Ok((exe, compile_s))
-}
-
-/// Per instruction (a fusion's kernels together), its median time over the timed runs,
-/// with the cost model's bytes and FLOPs for it, in plan order.
-fn kernel_times(job: &RunJob, exe: &WebGpuExecutable, per_kernel: &[Vec<f64>]) -> Vec<KernelTimingView> {
-    let costs = cost::module_cost(&job.module, &cost::profiles::all()[0]);
-    let mut out: Vec<KernelTimingView> = Vec::new();
-    for (k, times) in exe.program().plan.kernels.iter().zip(per_kernel) {
-        let mut sorted = times.clone();
-        sorted.sort_by(f64::total_cmp);
-        let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0.0);
-        if let Some(row) = out.iter_mut().find(|r| r.name == k.name) {
-            row.time_s += median;
-            continue;
-        }
-        let cost = costs.kernels.iter().find(|c| c.name == k.name);
-        out.push(KernelTimingView {
-            name: k.name.clone(),
-            time_s: median,
-            bytes: cost.map_or(0, |c| c.bytes_read + c.bytes_written),
-            flops: cost.map_or(0, |c| c.flops),
-            calls: 1,
-        });
-    }
-    out
 }

@@ -16,6 +16,8 @@ pub mod protocol;
 #[path = "../../src/format.rs"]
 pub mod format;
 
+#[cfg(target_arch = "wasm32")]
+mod cpu;
 pub mod diff;
 #[cfg(target_arch = "wasm32")]
 mod gpu;
@@ -263,8 +265,7 @@ pub fn answer_with(
             let result = match session.as_ref() {
                 Some(s) => {
                     let run = |unfused| {
-                        prepare_run(s, inputs, &worker.inputs, unfused)
-                            .and_then(|job| run_interpreted(&job, target, clock))
+                        prepare_run(s, inputs, &worker.inputs, unfused).and_then(|job| run_on_cpu(&job, target, clock))
                     };
                     match run(false).and_then(|fused| Ok((fused, if *unfused { Some(run(true)?.0) } else { None }))) {
                         Ok(((run, outputs), unfused)) => {
@@ -732,12 +733,9 @@ fn interpret(m: &Module, args: &[Value], what: &str) -> Result<Vec<Literal>, Out
     })
 }
 
-/// A `browser-cpu` run: the interpreter on the job's module, in this worker (the
-/// WebAssembly kernels are not built yet). A worker's clock ticks in tenths of a
-/// millisecond, so each timed run is the mean of a batch of runs that takes about 2 ms;
-/// five batches, or fewer past a fifth of a second. The outputs come back too, for a
-/// download.
-fn run_interpreted(
+/// A `browser-cpu` run: in the browser, the compiled module's WebAssembly kernels
+/// ([`cpu`]). The outputs come back too, for a download.
+fn run_on_cpu(
     job: &RunJob,
     target: &str,
     clock: fn() -> f64,
@@ -745,6 +743,18 @@ fn run_interpreted(
     if target != "browser-cpu" {
         return Err(run_error(format!("the worker runs on browser-cpu and browser-webgpu, not `{target}`")));
     }
+    #[cfg(target_arch = "wasm32")]
+    return cpu::run(job, clock).map_err(|e| run_error(format!("browser-cpu: {e}")));
+    #[cfg(not(target_arch = "wasm32"))]
+    run_interpreted(job, clock)
+}
+
+/// Natively (this crate's unit tests, which have no browser engine), `browser-cpu` is
+/// the interpreter on the job's module. A worker's clock ticks in tenths of a
+/// millisecond, so each timed run is the mean of a batch of runs that takes about 2 ms;
+/// five batches, or fewer past a fifth of a second.
+#[cfg(not(target_arch = "wasm32"))]
+fn run_interpreted(job: &RunJob, clock: fn() -> f64) -> Result<(Box<protocol::RunView>, Vec<Literal>), Outcome> {
     let what = if job.unfused { "unfused" } else { "compiled" };
     let started = clock();
     let got = interpret(&job.module, &job.args, what)?;
@@ -766,6 +776,36 @@ fn run_interpreted(
         kernels: Vec::new(),
     };
     Ok((run_view(job, &got, timing), got))
+}
+
+/// Per instruction (a fusion's kernels together), its median time over the timed runs,
+/// with the cost model's bytes and FLOPs for it, in plan order.
+#[cfg(target_arch = "wasm32")]
+fn kernel_times(
+    job: &RunJob,
+    plan_kernels: &[hloscope_core::kernel::Kernel],
+    per_kernel: &[Vec<f64>],
+) -> Vec<protocol::KernelTimingView> {
+    let costs = cost::module_cost(&job.module, &cost::profiles::all()[0]);
+    let mut out: Vec<protocol::KernelTimingView> = Vec::new();
+    for (k, times) in plan_kernels.iter().zip(per_kernel) {
+        let mut sorted = times.clone();
+        sorted.sort_by(f64::total_cmp);
+        let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0.0);
+        if let Some(row) = out.iter_mut().find(|r| r.name == k.name) {
+            row.time_s += median;
+            continue;
+        }
+        let cost = costs.kernels.iter().find(|c| c.name == k.name);
+        out.push(protocol::KernelTimingView {
+            name: k.name.clone(),
+            time_s: median,
+            bytes: cost.map_or(0, |c| c.bytes_read + c.bytes_written),
+            flops: cost.map_or(0, |c| c.flops),
+            calls: 1,
+        });
+    }
+    out
 }
 
 /// How a run went, beside its outputs.

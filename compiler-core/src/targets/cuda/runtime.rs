@@ -269,14 +269,15 @@ impl CudaExecutable {
                 stale = false;
             }
             let plan = &self.program.plan;
-            let vals: Vec<Value> = operands.iter().map(|o| plan.read_value(&mirror, o)).collect::<Result<_, _>>()?;
+            let vals: Vec<Value> =
+                operands.iter().map(|o| plan.read_value(&mirror[..], o)).collect::<Result<_, _>>()?;
             let comp = self.host[i].ok_or("a host kernel without its computation")?;
             let mut interp = Interpreter::new(&self.module);
             if let Some(hook) = hook.as_deref_mut() {
                 interp = interp.with_custom_call_hook(|inst, args| hook(inst, args));
             }
             let v = interp.call(comp, &vals).map_err(|e| format!("%{}: {}", e.inst, e.message))?;
-            plan.write_value(&mut mirror, &result, &v)?;
+            plan.write_value(&mut mirror[..], &result, &v)?;
             for b in result.leaves() {
                 let (at, len) = self.program.plan.span(b);
                 if len > 0 {

@@ -20,6 +20,7 @@ pub mod approx;
 pub mod emit;
 pub mod gemm;
 pub mod helpers;
+pub mod host;
 
 #[cfg(all(feature = "wasm-run", not(target_arch = "wasm32")))]
 pub mod runtime;

@@ -1,8 +1,7 @@
 //! Runs a [`WasmProgram`] natively through wasmtime (feature `wasm-run`): the module
 //! compiled by Cranelift, instantiated once per executable; its linear memory is the
-//! plan's arena. Kernels run in plan order, each compiled kernel called once over its
-//! whole parallel range, each host kernel (opaque: the interpreter) reading its operands
-//! straight from the memory and writing its result back. Constants are the module's data
+//! plan's arena. The steps of a run (kernels in plan order, host kernels on the
+//! interpreter) are [`super::host`]'s, shared with the browser. Constants are the module's data
 //! segments; parameters are written before each run ([`WasmExecutable::load`]), and the
 //! arena pins both, so a bench can run the kernels again on what is loaded
 //! ([`WasmExecutable::execute`]).
@@ -10,14 +9,16 @@
 //! One [`wasmtime::Engine`] serves the whole process (its set-up is paid once, not per
 //! program).
 
+use super::host::{HostKernels, Instance};
 use super::WasmProgram;
-use crate::interp::{CustomCallHook, Interpreter};
-use crate::ir::{CompId, Module, Value};
-use crate::kernel::KernelBody;
+use crate::interp::CustomCallHook;
+use crate::ir::{Module, Value};
+use crate::kernel::ArenaMemory;
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-use wasmtime::{Config, Engine, Instance, Memory, OptLevel, Store, TypedFunc};
+use wasmtime::{Config, Engine, Memory, OptLevel, Store, TypedFunc};
 
 /// The process's engine: Cranelift at its speed setting, SIMD128 on (as in every
 /// browser).
@@ -50,15 +51,36 @@ pub struct RunTimes {
     pub kernels: Option<Vec<KernelTime>>,
 }
 
+/// The module instantiated in wasmtime: its store, memory and kernel functions.
+struct Wasmtime {
+    store: Store<()>,
+    memory: Memory,
+    funcs: Vec<Option<TypedFunc<(i32, i32), ()>>>,
+}
+
+impl Instance for Wasmtime {
+    fn call(&mut self, kernel: usize, extent: u64) -> Result<(), String> {
+        let f = self.funcs[kernel].as_ref().ok_or("a kernel without a function")?;
+        let end = i32::try_from(extent).map_err(|_| format!("a range of {extent} past 32 bits"))?;
+        f.call(&mut self.store, (0, end)).map_err(|e| format!("{e:?}"))
+    }
+}
+
+impl ArenaMemory for Wasmtime {
+    fn read_bytes(&self, offset: usize, len: usize) -> Result<Cow<'_, [u8]>, String> {
+        self.memory.data(&self.store).read_bytes(offset, len)
+    }
+
+    fn write_bytes(&mut self, offset: usize, bytes: &[u8]) -> Result<(), String> {
+        self.memory.data_mut(&mut self.store).write_bytes(offset, bytes)
+    }
+}
+
 /// A program's module, compiled and instantiated.
 pub struct WasmExecutable {
     program: WasmProgram,
-    /// The module with a host computation per host kernel.
-    module: Module,
-    host: Vec<Option<CompId>>,
-    store: RefCell<Store<()>>,
-    memory: Memory,
-    funcs: Vec<Option<TypedFunc<(i32, i32), ()>>>,
+    host: HostKernels,
+    instance: RefCell<Wasmtime>,
     /// Compiling the module and instantiating it.
     pub compile_time: Duration,
 }
@@ -69,7 +91,7 @@ impl WasmExecutable {
         let start = Instant::now();
         let compiled = wasmtime::Module::new(engine(), &program.bytes).map_err(|e| format!("wasmtime: {e:?}"))?;
         let mut store = Store::new(engine(), ());
-        let instance = Instance::new(&mut store, &compiled, &[]).map_err(|e| format!("wasmtime: {e:?}"))?;
+        let instance = wasmtime::Instance::new(&mut store, &compiled, &[]).map_err(|e| format!("wasmtime: {e:?}"))?;
         let memory = instance.get_memory(&mut store, "memory").ok_or("the module exports no memory")?;
         let funcs = program
             .kernels
@@ -83,19 +105,9 @@ impl WasmExecutable {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let compile_time = start.elapsed();
-        let mut wrapped = module.clone();
-        let host = program
-            .plan
-            .kernels
-            .iter()
-            .map(|k| match &k.body {
-                KernelBody::Opaque { inst, .. } => {
-                    Some(crate::kernel::host_computation(&mut wrapped, program.plan.comp, *inst))
-                }
-                _ => None,
-            })
-            .collect();
-        Ok(WasmExecutable { program, module: wrapped, host, store: RefCell::new(store), memory, funcs, compile_time })
+        let host = HostKernels::new(module, &program);
+        let instance = RefCell::new(Wasmtime { store, memory, funcs });
+        Ok(WasmExecutable { program, host, instance, compile_time })
     }
 
     pub fn program(&self) -> &WasmProgram {
@@ -130,13 +142,7 @@ impl WasmExecutable {
 
     /// Writes the parameters into the memory.
     pub fn load(&self, args: &[Value]) -> Result<(), String> {
-        let plan = &self.program.plan;
-        if args.len() != plan.params.len() {
-            return Err(format!("{} arguments for {} parameters", args.len(), plan.params.len()));
-        }
-        let mut store = self.store.borrow_mut();
-        let mem = self.memory.data_mut(&mut *store);
-        plan.params.iter().zip(args).try_for_each(|(p, v)| plan.write_value(mem, p, v))
+        self.host.load(&self.program, &mut *self.instance.borrow_mut(), args)
     }
 
     /// Runs every kernel on what the memory holds (after [`WasmExecutable::load`]);
@@ -148,45 +154,26 @@ impl WasmExecutable {
     fn execute_with(
         &self,
         timed: bool,
-        mut hook: Option<&mut CustomCallHook<'_>>,
+        hook: Option<&mut CustomCallHook<'_>>,
     ) -> Result<Option<Vec<KernelTime>>, String> {
-        let plan = &self.program.plan;
-        let mut store = self.store.borrow_mut();
-        let mut times = Vec::new();
-        for (i, k) in plan.kernels.iter().enumerate() {
-            let t = Instant::now();
-            if let (Some(f), Some(wk)) = (&self.funcs[i], &self.program.kernels[i]) {
-                if wk.extent > 0 {
-                    f.call(&mut *store, (0, wk.extent as i32))
-                        .map_err(|e| format!("kernel {i} (%{}): {e:?}", k.name))?;
-                }
-            } else {
-                let KernelBody::Opaque { operands, result, .. } = &k.body else {
-                    return Err(format!("kernel {i} (%{}) has neither a function nor a host computation", k.name));
-                };
-                let vals: Vec<Value> = {
-                    let mem = self.memory.data(&*store);
-                    operands.iter().map(|o| plan.read_value(mem, o)).collect::<Result<_, _>>()?
-                };
-                let comp = self.host[i].ok_or("a host kernel without its computation")?;
-                let mut interp = Interpreter::new(&self.module);
-                if let Some(hook) = hook.as_deref_mut() {
-                    interp = interp.with_custom_call_hook(|inst, args| hook(inst, args));
-                }
-                let v = interp.call(comp, &vals).map_err(|e| format!("%{}: {}", e.inst, e.message))?;
-                plan.write_value(self.memory.data_mut(&mut *store), result, &v)?;
-            }
-            if timed {
-                times.push(KernelTime { name: k.name.clone(), on_host: self.funcs[i].is_none(), time: t.elapsed() });
-            }
-        }
-        Ok(timed.then_some(times))
+        let epoch = Instant::now();
+        let clock = move || epoch.elapsed().as_secs_f64();
+        let clock: Option<&dyn Fn() -> f64> = if timed { Some(&clock) } else { None };
+        let times = self.host.execute(&self.program, &mut *self.instance.borrow_mut(), clock, hook)?;
+        Ok(timed.then(|| {
+            let plan = &self.program.plan;
+            (plan.kernels.iter().zip(&self.program.kernels).zip(times))
+                .map(|((k, compiled), t)| KernelTime {
+                    name: k.name.clone(),
+                    on_host: compiled.is_none(),
+                    time: Duration::from_secs_f64(t),
+                })
+                .collect()
+        }))
     }
 
     /// The result of the last run, read from the memory.
     pub fn read_result(&self) -> Result<Value, String> {
-        let plan = &self.program.plan;
-        let store = self.store.borrow();
-        plan.read_value(self.memory.data(&*store), &plan.result)
+        self.host.read_result(&self.program, &*self.instance.borrow())
     }
 }

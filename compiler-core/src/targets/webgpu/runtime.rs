@@ -375,14 +375,15 @@ impl WebGpuExecutable {
                 mirror = self.read(&[(0, self.arena.size())]).await?.pop().unwrap_or_default();
                 stale = false;
             }
-            let vals: Vec<Value> = operands.iter().map(|o| plan.read_value(&mirror, o)).collect::<Result<_, _>>()?;
+            let vals: Vec<Value> =
+                operands.iter().map(|o| plan.read_value(&mirror[..], o)).collect::<Result<_, _>>()?;
             let comp = self.host[i].ok_or("a host kernel without its computation")?;
             let mut interp = Interpreter::new(&self.module);
             if let Some(hook) = hook.as_deref_mut() {
                 interp = interp.with_custom_call_hook(|inst, args| hook(inst, args));
             }
             let v = interp.call(comp, &vals).map_err(|e| format!("%{}: {}", e.inst, e.message))?;
-            plan.write_value(&mut mirror, result, &v)?;
+            plan.write_value(&mut mirror[..], result, &v)?;
             for b in result.leaves() {
                 let (at, n) = plan.span(b);
                 let end = (at + n).next_multiple_of(4).min(mirror.len());

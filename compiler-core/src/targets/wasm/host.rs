@@ -1,0 +1,97 @@
+//! Running a [`WasmProgram`] on whichever engine instantiated it: wasmtime natively
+//! ([`super::runtime`]), the browser's `WebAssembly` in the explorer's worker. The
+//! engine gives an [`Instance`] (call kernel `i` over its range, reach the linear
+//! memory); this driver writes the parameters, calls the kernels in plan order, runs
+//! each host kernel (opaque: the reference interpreter) on operands read from the
+//! memory, and reads the result back — the same steps, in one place, for every engine.
+
+use super::WasmProgram;
+use crate::interp::{CustomCallHook, Interpreter};
+use crate::ir::{CompId, Module, Value};
+use crate::kernel::{ArenaMemory, KernelBody};
+
+/// An instantiated module, as an engine holds it; its bytes are the module's linear
+/// memory (the `memory` export).
+pub trait Instance: ArenaMemory {
+    /// Calls kernel `kernel`'s export (`k{kernel}`) over `0..extent` of its parallel
+    /// variable.
+    fn call(&mut self, kernel: usize, extent: u64) -> Result<(), String>;
+}
+
+/// What the host keeps beside a program's module: the module with a computation per
+/// host kernel, for the interpreter to run.
+pub struct HostKernels {
+    module: Module,
+    computations: Vec<Option<CompId>>,
+}
+
+impl HostKernels {
+    pub fn new(module: &Module, program: &WasmProgram) -> HostKernels {
+        let mut wrapped = module.clone();
+        let computations = program
+            .plan
+            .kernels
+            .iter()
+            .map(|k| match &k.body {
+                KernelBody::Opaque { inst, .. } => {
+                    Some(crate::kernel::host_computation(&mut wrapped, program.plan.comp, *inst))
+                }
+                _ => None,
+            })
+            .collect();
+        HostKernels { module: wrapped, computations }
+    }
+
+    /// Writes the parameters (one value per entry parameter) into the memory.
+    pub fn load(&self, program: &WasmProgram, instance: &mut dyn Instance, args: &[Value]) -> Result<(), String> {
+        let plan = &program.plan;
+        if args.len() != plan.params.len() {
+            return Err(format!("{} arguments for {} parameters", args.len(), plan.params.len()));
+        }
+        plan.params.iter().zip(args).try_for_each(|(p, v)| plan.write_value(&mut *instance, p, v))
+    }
+
+    /// Runs every kernel on what the memory holds, in plan order. With a `clock`
+    /// (seconds), each kernel's time, in plan order.
+    pub fn execute(
+        &self,
+        program: &WasmProgram,
+        instance: &mut dyn Instance,
+        clock: Option<&dyn Fn() -> f64>,
+        mut hook: Option<&mut CustomCallHook<'_>>,
+    ) -> Result<Vec<f64>, String> {
+        let plan = &program.plan;
+        let mut times = Vec::new();
+        for (i, (k, compiled)) in plan.kernels.iter().zip(&program.kernels).enumerate() {
+            let started = clock.map(|c| c());
+            if let Some(wk) = compiled {
+                if wk.extent > 0 {
+                    instance.call(i, wk.extent).map_err(|e| format!("kernel {i} (%{}): {e}", k.name))?;
+                }
+            } else {
+                let KernelBody::Opaque { operands, result, .. } = &k.body else {
+                    return Err(format!("kernel {i} (%{}) has neither a function nor a host computation", k.name));
+                };
+                let comp = self.computations[i].ok_or("a host kernel without its computation")?;
+                let vals: Vec<Value> =
+                    operands.iter().map(|o| plan.read_value(&*instance, o)).collect::<Result<_, _>>()?;
+                let mut interp = Interpreter::new(&self.module);
+                if let Some(hook) = hook.as_deref_mut() {
+                    interp = interp.with_custom_call_hook(|inst, args| hook(inst, args));
+                }
+                let v = interp.call(comp, &vals).map_err(|e| format!("%{}: {}", e.inst, e.message))?;
+                plan.write_value(&mut *instance, result, &v)?;
+            }
+            if let (Some(clock), Some(started)) = (clock, started) {
+                times.push(clock() - started);
+            }
+        }
+        Ok(times)
+    }
+
+    /// The result of the last run, read from the memory.
+    pub fn read_result(&self, program: &WasmProgram, instance: &dyn Instance) -> Result<Value, String> {
+        let plan = &program.plan;
+        plan.read_value(instance, &plan.result)
+    }
+}

@@ -1,0 +1,169 @@
+//! `browser-cpu` runs: the compiled module's WebAssembly kernels (the wasm target's
+//! module, SIMD128), instantiated by this worker's engine (`new WebAssembly.Module`,
+//! which a worker may do synchronously at any size) and run on the module's linear
+//! memory by the target's host driver (`targets::wasm::host`, the steps wasmtime runs
+//! natively); the host kernels run in the interpreter. Checked against the interpreter
+//! like every run.
+//!
+//! Instantiated modules are kept in memory, keyed by the module's text (fused and
+//! unfused apart), so compiling the same program again reuses them. A worker's clock
+//! ticks in tenths of a millisecond: each timed round runs a batch of runs that takes
+//! about 2 ms, each kernel read from the clock every time, and the round's per-kernel
+//! times are the batch's means; the view's are medians over the rounds.
+
+use crate::protocol::RunView;
+use crate::{kernel_times, run_view, RunJob, RunTiming};
+use hloscope_core::ir::Literal;
+use hloscope_core::kernel::ArenaMemory;
+use hloscope_core::targets::wasm::{self, host::HostKernels, host::Instance, WasmProgram};
+use js_sys::{Function, Object, Reflect, Uint8Array, WebAssembly};
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::rc::Rc;
+use wasm_bindgen::{JsCast, JsValue};
+
+/// Timed rounds: at most this many, and no more once they have taken
+/// [`TIMED_BUDGET_MS`].
+const MAX_ROUNDS: usize = 5;
+const TIMED_BUDGET_MS: f64 = 300.0;
+/// Instantiated modules kept (the most recent first).
+const KEPT: usize = 4;
+
+/// The module instantiated by the browser's engine.
+struct Browser {
+    memory: WebAssembly::Memory,
+    /// Per plan kernel, its export (none for a host kernel).
+    funcs: Vec<Option<Function>>,
+}
+
+impl Browser {
+    /// A view of `len` bytes at `offset` of the memory, or why it does not fit.
+    fn view(&self, offset: usize, len: usize) -> Result<Uint8Array, String> {
+        let buffer = self.memory.buffer().unchecked_into::<js_sys::ArrayBuffer>();
+        let size = buffer.byte_length() as usize;
+        if offset.checked_add(len).is_none_or(|end| end > size) {
+            return Err(hloscope_core::kernel::arena_outside(offset, len, size));
+        }
+        Ok(Uint8Array::new_with_byte_offset_and_length(&buffer, offset as u32, len as u32))
+    }
+}
+
+impl ArenaMemory for Browser {
+    fn read_bytes(&self, offset: usize, len: usize) -> Result<Cow<'_, [u8]>, String> {
+        Ok(Cow::Owned(self.view(offset, len)?.to_vec()))
+    }
+
+    fn write_bytes(&mut self, offset: usize, bytes: &[u8]) -> Result<(), String> {
+        self.view(offset, bytes.len())?.copy_from(bytes);
+        Ok(())
+    }
+}
+
+impl Instance for Browser {
+    fn call(&mut self, kernel: usize, extent: u64) -> Result<(), String> {
+        let f = self.funcs[kernel].as_ref().ok_or("a kernel without a function")?;
+        let end = i32::try_from(extent).map_err(|_| format!("a range of {extent} past 32 bits"))?;
+        f.call2(&JsValue::UNDEFINED, &JsValue::from(0), &JsValue::from(end)).map(drop).map_err(js_error)
+    }
+}
+
+/// A program's module, instantiated, with what its host kernels need.
+struct Executable {
+    program: WasmProgram,
+    host: HostKernels,
+    instance: Browser,
+    /// Emitting the module, compiling and instantiating it.
+    compile_ms: f64,
+}
+
+/// (module text, unfused), the executable.
+type Kept = ((String, bool), Rc<RefCell<Executable>>);
+
+thread_local! {
+    static EXECUTABLES: RefCell<Vec<Kept>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `job` on the WebAssembly kernels: its view and outputs, or why not (a module the
+/// engine refused, a failed kernel), in words.
+pub fn run(job: &RunJob, clock: fn() -> f64) -> Result<(Box<RunView>, Vec<Literal>), String> {
+    let (exe, fresh) = executable(job, clock)?;
+    let mut exe = exe.borrow_mut();
+    let Executable { program, host, instance, compile_ms } = &mut *exe;
+    // The first run is untimed: it gives the outputs and sizes the batches.
+    let t0 = clock();
+    host.load(program, instance, &job.args)?;
+    host.execute(program, instance, None, None)?;
+    let got = host.read_result(program, instance)?.flatten();
+    let once_ms = (clock() - t0).max(0.01);
+    let batch = ((2.0 / once_ms).ceil() as usize).clamp(1, 1000);
+    let seconds = || clock() / 1e3;
+    let mut runs_s = Vec::new();
+    let mut per_kernel: Vec<Vec<f64>> = vec![Vec::new(); program.kernels.len()];
+    let started = clock();
+    while runs_s.len() < MAX_ROUNDS && (runs_s.is_empty() || clock() - started < TIMED_BUDGET_MS) {
+        let mut sums = vec![0.0; program.kernels.len()];
+        let round = clock();
+        for _ in 0..batch {
+            let times = host.execute(program, instance, Some(&seconds), None)?;
+            sums.iter_mut().zip(times).for_each(|(s, t)| *s += t);
+        }
+        runs_s.push((clock() - round) / 1e3 / batch as f64);
+        per_kernel.iter_mut().zip(sums).for_each(|(k, s)| k.push(s / batch as f64));
+    }
+    let (compiled, on_host) = program.counts();
+    let cached = if fresh { "" } else { ", the module kept from an earlier run" };
+    let device = format!(
+        "WebAssembly (SIMD128) in this page's worker: {compiled} kernels compiled, {on_host} on the host \
+         (interpreter){cached}; timed by performance.now() over batches of {batch} runs"
+    );
+    let kernels = kernel_times(job, &program.plan.kernels, &per_kernel);
+    let compile_s = if fresh { *compile_ms / 1e3 } else { 0.0 };
+    let timing = RunTiming { target: "browser-cpu", device, compile_s, runs_s, kernels };
+    Ok((run_view(job, &got, timing), got))
+}
+
+/// The job's executable, and whether it was made now: a kept one for the same module
+/// text, or a new one (emitted, compiled and instantiated), timed.
+fn executable(job: &RunJob, clock: fn() -> f64) -> Result<(Rc<RefCell<Executable>>, bool), String> {
+    let key = (hloscope_core::print::hlo::print_module(&job.module), job.unfused);
+    let kept = EXECUTABLES.with(|e| e.borrow().iter().find(|(k, _)| *k == key).map(|(_, x)| Rc::clone(x)));
+    if let Some(kept) = kept {
+        return Ok((kept, false));
+    }
+    let t0 = clock();
+    let program = wasm::compile(&job.module)?;
+    let bytes = Uint8Array::from(program.bytes.as_slice());
+    let module = WebAssembly::Module::new(&bytes.into()).map_err(js_error)?;
+    let instance = WebAssembly::Instance::new(&module, &Object::new()).map_err(js_error)?;
+    let exports = instance.exports();
+    let export = |name: &str| Reflect::get(&exports, &JsValue::from_str(name)).map_err(js_error);
+    let memory = export("memory")?.dyn_into::<WebAssembly::Memory>().map_err(|_| "the module exports no memory")?;
+    let funcs = program
+        .kernels
+        .iter()
+        .map(|k| match k {
+            Some(k) => export(&k.export)?
+                .dyn_into::<Function>()
+                .map(Some)
+                .map_err(|_| format!("the module does not export {}", k.export)),
+            None => Ok(None),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let host = HostKernels::new(&job.module, &program);
+    let compile_ms = clock() - t0;
+    let exe = Rc::new(RefCell::new(Executable { program, host, instance: Browser { memory, funcs }, compile_ms }));
+    EXECUTABLES.with(|e| {
+        let mut e = e.borrow_mut();
+        e.insert(0, (key, Rc::clone(&exe)));
+        e.truncate(KEPT);
+    });
+    Ok((exe, true))
+}
+
+/// A JavaScript exception in words.
+fn js_error(e: JsValue) -> String {
+    e.dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| format!("{e:?}"))
+}

@@ -66,8 +66,27 @@ pub trait Lanes {
     fn sshr(&mut self, a: Self::I, n: u32) -> Self::I;
     /// The signed integer as a float (exact for the small integers used here).
     fn to_float(&mut self, a: Self::I) -> Self::F;
+    /// The float rounded toward zero, as a float.
+    fn trunc(&mut self, a: Self::F) -> Self::F;
+    /// The float rounded toward zero, as a signed integer (saturating; used in range).
+    fn to_int(&mut self, a: Self::F) -> Self::I;
 
     // Conveniences built on the primitives.
+
+    /// Where the integer lane is not zero. By default through its float value (exact in
+    /// sign and in being zero); a backend with integer compares overrides it.
+    #[inline(always)]
+    fn nonzero(&mut self, a: Self::I) -> Self::Mask {
+        let f = self.to_float(a);
+        let f = self.abs(f);
+        self.cmpc(Cmp::Gt, f, 0.0)
+    }
+    /// Where the integer lane is negative (a float's sign bit, seen in its bits).
+    #[inline(always)]
+    fn negative(&mut self, a: Self::I) -> Self::Mask {
+        let f = self.to_float(a);
+        self.cmpc(Cmp::Lt, f, 0.0)
+    }
 
     /// `n = round(x·k)` to the nearest integer (ties to even; `|x·k| < 2^22`), with
     /// `t = n + SHIFT`, whose low mantissa bits hold `n`: by default the one multiply-add
@@ -274,5 +293,21 @@ impl<const FMA: bool> Lanes for Scalar<FMA> {
     #[inline(always)]
     fn to_float(&mut self, a: i32) -> f32 {
         a as f32
+    }
+    #[inline(always)]
+    fn trunc(&mut self, a: f32) -> f32 {
+        a.trunc()
+    }
+    #[inline(always)]
+    fn to_int(&mut self, a: f32) -> i32 {
+        a as i32
+    }
+    #[inline(always)]
+    fn nonzero(&mut self, a: i32) -> bool {
+        a != 0
+    }
+    #[inline(always)]
+    fn negative(&mut self, a: i32) -> bool {
+        a < 0
     }
 }

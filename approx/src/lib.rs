@@ -1,9 +1,10 @@
 //! hloscope's f32 transcendental approximations (exp, expm1, log, log1p, tanh, logistic,
-//! erf), written once and shared by every backend that computes them.
+//! erf, sin, cos, tan, atan2, pow, cbrt), written once and shared by every backend that computes them.
 //!
 //! - [`lanes`]: the lane primitives ([`Lanes`]) the approximations are written in, one
 //!   IEEE or exact bit operation each, and native `f32` lanes ([`Scalar`]).
-//! - [`algorithms`]: the approximations themselves, generic over [`Lanes`]. The CPU
+//! - [`algorithms`]: the approximations themselves, generic over [`Lanes`], and
+//!   [`circular`]: sin, cos, tan, atan2, pow and cbrt, the same way. The CPU
 //!   target's JIT emitter (`hloscope-core`, `targets/cpu/math.rs`) instantiates them as
 //!   Cranelift instructions, the WebGPU target's (`targets/webgpu/approx.rs`) as WGSL
 //!   statements; the CUDA emitter is to do the same.
@@ -21,6 +22,7 @@
 
 pub mod algorithms;
 pub mod block;
+pub mod circular;
 pub mod lanes;
 
 pub use block::{BlockOp, Level};

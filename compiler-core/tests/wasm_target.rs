@@ -172,6 +172,82 @@ mod on_wasmtime {
     }
 
     #[test]
+    fn the_circular_functions_are_the_shared_algorithms_bit_for_bit() {
+        // sin, cos, tan, cbrt, pow and atan2 in WebAssembly (SIMD128 with scalar tails)
+        // give the bits of hloscope-approx's native unfused lanes on every 4099th f32
+        // bit pattern (pairs: against the same patterns reversed); within the CPU
+        // target's unfused bounds where the table states them (`targets/cpu/math.rs`).
+        use hloscope_approx::{circular, Scalar};
+        let x: Vec<f32> = (0..=u32::MAX / 4099).map(|k| f32::from_bits(k * 4099)).collect();
+        let y: Vec<f32> = x.iter().rev().copied().collect();
+        let n = x.len();
+        let f32s = |v: &[f32]| {
+            Literal::from_f64s(
+                hloscope_core::ir::Shape::new(hloscope_core::ir::ElementType::F32, [n as i64]),
+                &v.iter().map(|&v| v as f64).collect::<Vec<_>>(),
+            )
+        };
+        let (xs, ys) = (f32s(&x), f32s(&y));
+        let mut l = Scalar::<false>;
+        type Unary = fn(&mut Scalar<false>, f32) -> f32;
+        type Binary = fn(&mut Scalar<false>, f32, f32) -> f32;
+        let unary: [(&str, Unary, fn(f64) -> f64, u64, f32); 4] = [
+            ("sine", circular::sin, f64::sin, 2, 4096.0),
+            ("cosine", circular::cos, f64::cos, 2, 4096.0),
+            ("tan", circular::tan, f64::tan, 4, 4096.0),
+            ("cbrt", circular::cbrt, f64::cbrt, 1, f32::MAX),
+        ];
+        let binary: [(&str, Binary); 2] = [("power", circular::pow), ("atan2", circular::atan2)];
+        let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+        let mut failures = Vec::new();
+        let run = |op: &str, arity: usize| {
+            let params = (0..arity).map(|i| format!("p{i}: f32[{n}]")).collect::<Vec<_>>().join(", ");
+            let decls: String = (0..arity).map(|i| format!("  %p{i} = f32[{n}] parameter({i})\n")).collect();
+            let uses = (0..arity).map(|i| format!("%p{i}")).collect::<Vec<_>>().join(", ");
+            let hlo = format!(
+                "HloModule m\nENTRY %main ({params}) -> f32[{n}] {{\n{decls}  ROOT %r = f32[{n}] {op}({uses})\n}}"
+            );
+            let module = hloscope_core::parse::parse_module(&hlo).unwrap();
+            let args = [Value::Array(xs.clone()), Value::Array(ys.clone())];
+            let (got, program) = wasm_run(&module, &args[..arity]);
+            assert_eq!(program.counts(), (1, 0), "{op} is compiled:\n{}", program.summary());
+            let Value::Array(got) = got else { panic!("{op}: not an array") };
+            got.to_f64_vec().into_iter().map(|v| v as f32).collect::<Vec<_>>()
+        };
+        for (op, f, reference, bound, domain) in unary {
+            let got = run(op, 1);
+            let (mut worst, mut at) = (0, 0.0f32);
+            for (i, &xi) in x.iter().enumerate() {
+                let want = f(&mut l, xi);
+                if !same(got[i], want) {
+                    failures.push(format!("{op}({xi:e}) = {:e} in wasm, {want:e} natively", got[i]));
+                }
+                let exact = reference(xi as f64) as f32;
+                if xi.abs() <= domain && exact.abs() >= 1e-3 && exact.abs() >= f32::MIN_POSITIVE {
+                    let u = ulps(got[i], exact);
+                    if u > worst {
+                        (worst, at) = (u, xi);
+                    }
+                }
+            }
+            println!("{op:8} max {worst} ulp (at x = {at:e}) for |x| <= {domain:e}");
+            if worst > bound {
+                failures.push(format!("{op}: {worst} ulp at x = {at:e}, bound {bound}"));
+            }
+        }
+        for (op, f) in binary {
+            let got = run(op, 2);
+            for i in 0..n {
+                let want = f(&mut l, x[i], y[i]);
+                if !same(got[i], want) {
+                    failures.push(format!("{op}({:e}, {:e}) = {:e} in wasm, {want:e} natively", x[i], y[i], got[i]));
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
+    }
+
+    #[test]
     fn loops_and_row_reductions_run_in_simd128_with_scalar_tails() {
         // Rows of 4k + 3 elements: every vector path and its tail. A loop (exp, a
         // compare, a select, a convert), a row max (exact in any order) and a row sum

@@ -792,14 +792,16 @@ test("uploaded .npy inputs give the outputs of hloscope run on the same files, i
   await expect(page.getByTestId("run-result")).toHaveAttribute("data-check", "pass");
   await expect(page.getByTestId("run-error")).toHaveCount(0);
 
-  // hloscope run on the same files.
+  // hloscope run on the same files, on the same WebAssembly kernels (wasmtime there, the
+  // page's V8 here).
   const bin = process.env.HLOSCOPE_BIN || path.resolve(__dirname, "../../target/debug/hloscope");
   const module = path.resolve(__dirname, "../../examples/mlp.mlir");
   const outDir = path.join(dir, "cli");
   fs.rmSync(outDir, { recursive: true, force: true });
-  execFileSync(bin, ["run", module, ...files.flatMap((f) => ["--input", f]), "--out-dir", outDir]);
+  const cliArgs = ["run", module, "--target", "wasm", ...files.flatMap((f) => ["--input", f])];
+  execFileSync(bin, [...cliArgs, "--out-dir", outDir]);
   const cli = fs.readFileSync(path.join(outDir, "out0.npy"));
-  const printed = execFileSync(bin, ["run", module, ...files.flatMap((f) => ["--input", f])], { encoding: "utf8" });
+  const printed = execFileSync(bin, cliArgs, { encoding: "utf8" });
   // The page's summary is the CLI's output's, and the download is the CLI's file, byte for byte.
   const shown = await outputRow(page, "[data-testid=run-fused]", 0);
   expect(shown).toEqual(summaryOf(readNpyF32(cli)));

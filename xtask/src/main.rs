@@ -31,6 +31,8 @@ Commands:
            tests, and the app built (`web`) and driven in headless Chromium by
            Playwright (e2e-tests/; chromium from apt-get when missing).
   test-web Only the web app's tests (the last part of `test`).
+  lint     Only the checks: formatting, then `cargo clippy` on every target of
+           both workspaces (native, and wasm32 for the web app) with warnings denied.
   fusion-vs-xla
            Compare our fusion with XLA's on the JAX corpus (kernels, bytes moved)
            and write docs/fusion-vs-xla.md.
@@ -66,6 +68,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
+        Some("lint") => lint(),
         Some("serve") => serve::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap(), &args[1..]),
         // xtask lives one folder below the workspace root.
         Some("web") => web::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()),
@@ -101,9 +104,15 @@ fn run(program: &str, args: &[&str]) -> Result<(), String> {
 
 /// Runs a command in folder `dir`, echoing it first; fails with its name when it fails.
 fn run_in(dir: &Path, program: &str, args: &[&str]) -> Result<(), String> {
+    run_in_env(dir, program, args, &[])
+}
+
+/// [`run_in`] with environment variables set for the command alone.
+fn run_in_env(dir: &Path, program: &str, args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
     eprintln!("$ {program} {}", args.join(" "));
     let status = Command::new(program)
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(dir)
         .status()
         .map_err(|e| format!("cannot start {program}: {e}"))?;
@@ -119,9 +128,16 @@ fn run_in(dir: &Path, program: &str, args: &[&str]) -> Result<(), String> {
 /// keeps exploring; set these variables to repeat one of its runs.
 const TEST_SEEDS: [(&str, &str); 2] = [("PROPTEST_RNG_SEED", "20261130"), ("HLOSCOPE_FUZZ_SEED", "20261130")];
 
+/// Clippy's lints, warnings denied, on a workspace's own crates while cargo compiles them
+/// for real: clippy's driver as the workspace's compiler wrapper. The tests' build
+/// lints what `cargo clippy` would, without a second pass over every dependency (a
+/// clean CI build spent ten minutes on that pass alone).
+pub const LINTED_BUILD: [(&str, &str); 2] =
+    [("RUSTC_WORKSPACE_WRAPPER", "clippy-driver"), ("CLIPPY_ARGS", "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__")];
+
 fn test(extra: &[String]) -> Result<(), String> {
     ensure_wasm_target()?;
-    lint()?;
+    check_format_and_wasm32()?;
     for (var, seed) in TEST_SEEDS {
         if std::env::var_os(var).is_none() {
             std::env::set_var(var, seed);
@@ -131,9 +147,13 @@ fn test(extra: &[String]) -> Result<(), String> {
     // clippy; with the browser's features (listing, webgpu) it is built by the web app.
     ensure_lavapipe()?;
     ensure_cuda_wheels()?;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    // Every target built (and so linted, benches included), then the tests run.
+    let linted = |e: String| format!("{e}: fix what clippy or the compiler reports above (warnings are denied)");
+    run_in_env(root, "cargo", &["test", "--workspace", "--all-targets", "--no-run"], &LINTED_BUILD).map_err(linted)?;
     let mut args = vec!["test", "--workspace"];
     args.extend(extra.iter().map(String::as_str));
-    run("cargo", &args)?;
+    run_in_env(root, "cargo", &args, &LINTED_BUILD)?;
     // After the workspace's tests, which built the server's debug binary.
     web::test(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap(), false)?;
     schemathesis::run(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap())
@@ -196,18 +216,24 @@ fn ensure_cuda_wheels() -> Result<(), String> {
     Ok(())
 }
 
-/// The checks before the tests: the formatting, then clippy with warnings denied on
-/// every target of the workspace and on hloscope-core's wasm32 build. Each failure
-/// fails the command, saying what to do.
+/// The checks: the formatting, then clippy with warnings denied on every target of the
+/// workspace and on hloscope-core's wasm32 build. Each failure fails the command, saying
+/// what to do.
 fn lint() -> Result<(), String> {
+    check_format_and_wasm32()?;
+    let native = ["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"];
+    run("cargo", &native).map_err(|e| format!("{e}: fix what clippy reports above (warnings are denied)"))?;
+    web::lint(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap())
+}
+
+/// The formatting, and clippy on hloscope-core's featureless wasm32 build (no test
+/// builds it; the web app's builds give it the browser's features).
+fn check_format_and_wasm32() -> Result<(), String> {
     ensure_component("rustfmt")?;
     ensure_component("clippy")?;
     run("cargo", &["fmt", "--check"])
         .map_err(|e| format!("{e}: the code is not formatted as rustfmt.toml says (run `cargo fmt`)"))?;
-    let deny = ["--", "-D", "warnings"];
-    let native = [&["clippy", "--workspace", "--all-targets"][..], &deny].concat();
-    run("cargo", &native).map_err(|e| format!("{e}: fix what clippy reports above (warnings are denied)"))?;
-    let wasm = [&["clippy", "-p", "hloscope-core", "--target", "wasm32-unknown-unknown"][..], &deny].concat();
+    let wasm = ["clippy", "-p", "hloscope-core", "--target", "wasm32-unknown-unknown", "--", "-D", "warnings"];
     run("cargo", &wasm)
         .map_err(|e| format!("{e}: fix what clippy reports above for the wasm32 build (warnings are denied)"))
 }

@@ -21,9 +21,51 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 /// `build_server`; `cargo xtask test` has just built it). Installs chromium (and Node.js
 /// with npm) with apt-get when missing.
 pub fn test(root: &Path, build_server: bool) -> Result<(), String> {
-    // The frontend workspace's own checks: formatting, clippy for its only target, and the
-    // unit tests of both crates (natively: they touch no browser API).
+    // The frontend workspace's own checks: formatting, and the unit tests of both crates
+    // (natively: they touch no browser API).
     crate::run_in(root, "cargo", &["fmt", "--manifest-path", "frontend/Cargo.toml", "--all", "--check"])?;
+    // Clippy's lints come with the builds (`LINTED_BUILD`): these unit tests natively,
+    // the app for wasm32 below.
+    crate::run_in_env(
+        root,
+        "cargo",
+        &[
+            "test",
+            "--locked",
+            "--manifest-path",
+            "frontend/Cargo.toml",
+            "-p",
+            "hloscope-worker",
+            "-p",
+            "hloscope-web",
+            "--target-dir",
+            "target/frontend",
+        ],
+        &crate::LINTED_BUILD,
+    )?;
+    let has_npm = Command::new("npm").arg("--version").output().is_ok_and(|o| o.status.success());
+    let mut missing: Vec<&str> = Vec::new();
+    if !Path::new(CHROMIUM).exists() {
+        missing.push("chromium");
+    }
+    if !has_npm {
+        missing.extend(["nodejs", "npm"]);
+    }
+    if !missing.is_empty() {
+        crate::run("apt-get", &["update"])?;
+        crate::run("apt-get", &[&["install", "-y"][..], &missing].concat())?;
+    }
+    build(root, true)?;
+    if build_server {
+        crate::run_in(root, "cargo", &["build", "-p", "hloscope"])?;
+    }
+    let e2e = root.join("e2e-tests");
+    npm_ci_if_stale(&e2e)?;
+    crate::run_in(&e2e, &e2e.join("node_modules/.bin/playwright").to_string_lossy(), &["test"])
+}
+
+/// Clippy on the web app's crates, wasm32 and every target, warnings denied.
+pub fn lint(root: &Path) -> Result<(), String> {
     crate::ensure_wasm_target()?;
     crate::run_in(
         root,
@@ -43,48 +85,20 @@ pub fn test(root: &Path, build_server: bool) -> Result<(), String> {
             "-D",
             "warnings",
         ],
-    )?;
-    crate::run_in(
-        root,
-        "cargo",
-        &[
-            "test",
-            "--locked",
-            "--manifest-path",
-            "frontend/Cargo.toml",
-            "-p",
-            "hloscope-worker",
-            "-p",
-            "hloscope-web",
-            "--target-dir",
-            "target/frontend",
-        ],
-    )?;
-    let has_npm = Command::new("npm").arg("--version").output().is_ok_and(|o| o.status.success());
-    let mut missing: Vec<&str> = Vec::new();
-    if !Path::new(CHROMIUM).exists() {
-        missing.push("chromium");
-    }
-    if !has_npm {
-        missing.extend(["nodejs", "npm"]);
-    }
-    if !missing.is_empty() {
-        crate::run("apt-get", &["update"])?;
-        crate::run("apt-get", &[&["install", "-y"][..], &missing].concat())?;
-    }
-    run(root)?;
-    if build_server {
-        crate::run_in(root, "cargo", &["build", "-p", "hloscope"])?;
-    }
-    let e2e = root.join("e2e-tests");
-    npm_ci_if_stale(&e2e)?;
-    crate::run_in(&e2e, &e2e.join("node_modules/.bin/playwright").to_string_lossy(), &["test"])
+    )
 }
 
 /// The crates of `frontend/`, as their wasm files are named.
 const CRATES: [&str; 2] = ["hloscope_web", "hloscope_worker"];
 
 pub fn run(root: &Path) -> Result<(), String> {
+    build(root, false)
+}
+
+/// Builds the app into `static/pkg`. `for_tests`: linted as it compiles
+/// ([`crate::LINTED_BUILD`]) and without whole-program optimization, which only makes
+/// the shipped files smaller and faster and would cost a clean CI build minutes.
+fn build(root: &Path, for_tests: bool) -> Result<(), String> {
     crate::ensure_wasm_target()?;
     let frontend = root.join("frontend");
     let pkg = root.join("static/pkg");
@@ -104,7 +118,10 @@ pub fn run(root: &Path) -> Result<(), String> {
         ],
     )?;
     ensure_wasm_bindgen(&frontend.join("Cargo.lock"))?;
-    crate::run_in(
+    let test_profile = [("CARGO_PROFILE_RELEASE_LTO", "off"), ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16")];
+    let env: Vec<(&str, &str)> =
+        if for_tests { [&crate::LINTED_BUILD[..], &test_profile].concat() } else { Vec::new() };
+    crate::run_in_env(
         root,
         "cargo",
         &[
@@ -119,6 +136,7 @@ pub fn run(root: &Path) -> Result<(), String> {
             "target/frontend",
             "--workspace",
         ],
+        &env,
     )?;
     for krate in CRATES {
         let wasm = format!("target/frontend/wasm32-unknown-unknown/release/{krate}.wasm");
@@ -154,8 +172,15 @@ fn ensure_wasm_bindgen(lock: &Path) -> Result<(), String> {
     if have.as_deref() == Some(format!("wasm-bindgen {version}").as_str()) {
         return Ok(());
     }
-    // Not --locked: the CLI's own lock file does not resolve here.
-    crate::run("cargo", &["install", "wasm-bindgen-cli", "--version", &version])
+    // Not --locked: the CLI's own lock file does not resolve here. Only the binary the
+    // build runs, at a lighter optimization (it runs for a second per build): a third of
+    // the time of a full install.
+    crate::run_in_env(
+        Path::new("."),
+        "cargo",
+        &["install", "wasm-bindgen-cli", "--version", &version, "--bin", "wasm-bindgen"],
+        &[("CARGO_PROFILE_RELEASE_OPT_LEVEL", "1")],
+    )
 }
 
 /// The version of package `name` in a Cargo.lock.

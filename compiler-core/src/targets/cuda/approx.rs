@@ -150,6 +150,13 @@ impl Lanes for CudaLanes<'_> {
     fn to_float(&mut self, a: Tmp) -> Tmp {
         self.f(format_args!("(float)({a})"))
     }
+    fn trunc(&mut self, a: Tmp) -> Tmp {
+        self.f(format_args!("truncf({a})"))
+    }
+    /// Rounds toward zero, saturating.
+    fn to_int(&mut self, a: Tmp) -> Tmp {
+        self.i(format_args!("__float2int_rz({a})"))
+    }
 }
 
 /// Whether f32 `op` is one of the approximations.

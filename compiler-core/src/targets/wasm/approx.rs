@@ -1,5 +1,5 @@
-//! `hloscope-approx`'s f32 approximations (exp, expm1, log, log1p, tanh, logistic, erf)
-//! in WebAssembly: its lane primitives implemented as instructions on locals, scalar
+//! `hloscope-approx`'s f32 approximations (exp, expm1, log, log1p, tanh, logistic, erf,
+//! sin, cos, tan, cbrt, pow, atan2) in WebAssembly: its lane primitives implemented as instructions on locals, scalar
 //! (`f32`) or SIMD128 (`f32x4`), so the kernels compute the CPU target's algorithms with
 //! its measured (unfused) ulp bounds.
 //!
@@ -8,8 +8,9 @@
 //! algorithms' unfused form, whose bounds `tests/cpu_math.rs` measures.
 
 use super::emit::Code;
-use crate::ir::UnaryOp;
+use crate::ir::{BinaryOp, UnaryOp};
 use hloscope_approx::algorithms::{erf, exp_clamped, expm1, log, log1p, logistic, tanh};
+use hloscope_approx::circular::{atan2, cbrt, cos, pow, sin, tan};
 use hloscope_approx::{Cmp, Lanes};
 use wasm_encoder::{Instruction as I, ValType};
 
@@ -188,12 +189,38 @@ impl Lanes for WasmLanes<'_> {
         let op = self.pick(I::F32ConvertI32S, I::F32x4ConvertI32x4S);
         self.un(self.ty(), a, op)
     }
+    fn trunc(&mut self, a: u32) -> u32 {
+        let op = self.pick(I::F32Trunc, I::F32x4Trunc);
+        self.un(self.ty(), a, op)
+    }
+    fn to_int(&mut self, a: u32) -> u32 {
+        let op = self.pick(I::I32TruncSatF32S, I::I32x4TruncSatF32x4S);
+        self.un(self.ity(), a, op)
+    }
+    fn nonzero(&mut self, a: u32) -> u32 {
+        if self.vector {
+            self.code.ops([I::LocalGet(a), I::V128Const(0), I::I32x4Ne]);
+        } else {
+            self.code.ops([I::LocalGet(a), I::I32Const(0), I::I32Ne]);
+        }
+        let ty = self.ity();
+        self.code.set_new(ty)
+    }
+    fn negative(&mut self, a: u32) -> u32 {
+        if self.vector {
+            self.code.ops([I::LocalGet(a), I::V128Const(0), I::I32x4LtS]);
+        } else {
+            self.code.ops([I::LocalGet(a), I::I32Const(0), I::I32LtS]);
+        }
+        let ty = self.ity();
+        self.code.set_new(ty)
+    }
 }
 
 /// Whether f32 `op` is one of the approximations.
 pub fn approximated(op: UnaryOp) -> bool {
     use UnaryOp::*;
-    matches!(op, Exp | Expm1 | Log | Log1p | Tanh | Logistic | Erf)
+    matches!(op, Exp | Expm1 | Log | Log1p | Tanh | Logistic | Erf | Sin | Cos | Tan | Cbrt)
 }
 
 /// f32 `op` of local `x` (scalar or `f32x4`), NaN passed through: the result's local.
@@ -207,9 +234,23 @@ pub fn unary(l: &mut WasmLanes, op: UnaryOp, x: u32) -> Option<u32> {
         Tanh => tanh(l, x),
         Logistic => logistic(l, x, exp_clamped),
         Erf => erf(l, x, exp_clamped),
+        Sin => sin(l, x),
+        Cos => cos(l, x),
+        Tan => tan(l, x),
+        Cbrt => cbrt(l, x),
         _ => return None,
     };
     // x != x: NaN lanes keep their input.
     let nan = if l.vector { l.bin(ValType::V128, x, x, I::F32x4Ne) } else { l.bin(ValType::I32, x, x, I::F32Ne) };
     Some(l.sel(nan, x, y))
+}
+
+/// f32 pow or atan2 of locals `x`, `y` (scalar or `f32x4`): the result's local. Their
+/// special cases (NaN included) are the algorithms' own.
+pub fn binary(l: &mut WasmLanes, op: BinaryOp, x: u32, y: u32) -> Option<u32> {
+    match op {
+        BinaryOp::Pow => Some(pow(l, x, y)),
+        BinaryOp::Atan2 => Some(atan2(l, x, y)),
+        _ => None,
+    }
 }

@@ -18,9 +18,9 @@
 //! Types: pred and 8- to 32-bit integers in `i32` (narrow ones wrapped back to their width
 //! after each op that makes one), 64-bit integers in `i64`, f32 and f64 natively, f16 and
 //! bf16 in `f32` rounded to nearest even after each op (the module's helpers, `helpers.rs`).
-//! f32 exp, log, tanh, ... are `hloscope-approx`'s algorithms (`approx.rs`); the other
-//! transcendentals (sin, cos, pow, atan2, f64 exp, ...) and float remainder are refused,
-//! and their kernels run on the host.
+//! f32 exp, log, tanh, sin, pow, atan2, ... are `hloscope-approx`'s algorithms
+//! (`approx.rs`); the f64 transcendentals and float remainder are refused, and their
+//! kernels run on the host.
 
 use super::approx::{self, WasmLanes};
 use super::helpers;
@@ -579,6 +579,10 @@ impl Writer<'_> {
                 } else {
                     I::F32Min
                 }
+            }
+            op @ (Pow | Atan2) if ty == ValType::F32 => {
+                let mut lanes = WasmLanes { code: &mut self.code, vector: false };
+                return approx::binary(&mut lanes, op, a, b).expect("an approximated op");
             }
             other => return self.refuse(format!("{} on {elem} is not emitted for wasm", other.hlo_name()), ty),
         };

@@ -176,6 +176,10 @@ impl Writer<'_> {
             (S32 | U32, And) | (Pred, And | Mul | Min) => I::V128And,
             (S32 | U32, Or) | (Pred, Or | Add | Max) => I::V128Or,
             (S32 | U32 | Pred, Xor) => I::V128Xor,
+            (F32, Pow | Atan2) => {
+                let mut lanes = WasmLanes { code: &mut self.code, vector: true };
+                return approx::binary(&mut lanes, op, a, b).expect("an approximated op");
+            }
             (t, op) => return self.vfail(format!("{} on {t}", op.hlo_name())),
         };
         self.vbin(a, b, i)

@@ -155,6 +155,13 @@ impl Lanes for WgslLanes<'_> {
     fn to_float(&mut self, a: Tmp) -> Tmp {
         self.f(format_args!("f32({a})"))
     }
+    fn trunc(&mut self, a: Tmp) -> Tmp {
+        self.f(format_args!("trunc({a})"))
+    }
+    /// WGSL's conversion rounds toward zero and clamps.
+    fn to_int(&mut self, a: Tmp) -> Tmp {
+        self.i(format_args!("i32({a})"))
+    }
     /// Through `round`: drivers fold the default's `(x·k + SHIFT) - SHIFT` to `x·k`.
     fn round_scaled(&mut self, x: Tmp, k: f32) -> (Tmp, Tmp) {
         let k = f32_literal(k);

@@ -191,7 +191,9 @@ mod on_wasmtime {
         let mut l = Scalar::<false>;
         type Unary = fn(&mut Scalar<false>, f32) -> f32;
         type Binary = fn(&mut Scalar<false>, f32, f32) -> f32;
-        let unary: [(&str, Unary, fn(f64) -> f64, u64, f32); 4] = [
+        /// The op, its algorithm, its reference, its bound in ulp and the domain of it.
+        type Check = (&'static str, Unary, fn(f64) -> f64, u64, f32);
+        let unary: [Check; 4] = [
             ("sine", circular::sin, f64::sin, 2, 4096.0),
             ("cosine", circular::cos, f64::cos, 2, 4096.0),
             ("tan", circular::tan, f64::tan, 4, 4096.0),

@@ -8,7 +8,7 @@
 //! Instantiated modules are kept in memory, keyed by the module's text (fused and
 //! unfused apart), so compiling the same program again reuses them. A worker's clock
 //! ticks in tenths of a millisecond: each timed round runs a batch of runs that takes
-//! about 2 ms, each kernel read from the clock every time, and the round's per-kernel
+//! at least 2 ms (its size found by doubling), each kernel read from the clock every time, and the round's per-kernel
 //! times are the batch's means; the view's are medians over the rounds.
 
 use crate::protocol::RunView;
@@ -26,6 +26,9 @@ use wasm_bindgen::{JsCast, JsValue};
 /// [`TIMED_BUDGET_MS`].
 const MAX_ROUNDS: usize = 5;
 const TIMED_BUDGET_MS: f64 = 300.0;
+/// A timed batch of runs lasts at least this long, of at most [`MAX_BATCH`] runs.
+const BATCH_MS: f64 = 2.0;
+const MAX_BATCH: usize = 1 << 14;
 /// Instantiated modules kept (the most recent first).
 const KEPT: usize = 4;
 
@@ -89,13 +92,22 @@ pub fn run(job: &RunJob, clock: fn() -> f64) -> Result<(Box<RunView>, Vec<Litera
     let (exe, fresh) = executable(job, clock)?;
     let mut exe = exe.borrow_mut();
     let Executable { program, host, instance, compile_ms } = &mut *exe;
-    // The first run is untimed: it gives the outputs and sizes the batches.
-    let t0 = clock();
+    // The first run is untimed: it gives the outputs. Then batches double until one
+    // takes [`BATCH_MS`] (the clock ticks in 0.1 ms; a small program runs in µs).
     host.load(program, instance, &job.args)?;
     host.execute(program, instance, None, None)?;
     let got = host.read_result(program, instance)?.flatten();
-    let once_ms = (clock() - t0).max(0.01);
-    let batch = ((2.0 / once_ms).ceil() as usize).clamp(1, 1000);
+    let mut batch = 1;
+    loop {
+        let t0 = clock();
+        for _ in 0..batch {
+            host.execute(program, instance, None, None)?;
+        }
+        if clock() - t0 >= BATCH_MS || batch >= MAX_BATCH {
+            break;
+        }
+        batch *= 2;
+    }
     let seconds = || clock() / 1e3;
     let mut runs_s = Vec::new();
     let mut per_kernel: Vec<Vec<f64>> = vec![Vec::new(); program.kernels.len()];

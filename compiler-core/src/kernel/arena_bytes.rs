@@ -35,6 +35,21 @@ pub fn outside(offset: usize, len: usize, size: usize) -> String {
 }
 
 impl KernelPlan {
+    /// `module` with a computation per opaque kernel (what the host's interpreter runs
+    /// between a device's kernels), and each kernel's computation, in plan order.
+    pub fn host_computations(&self, module: &crate::ir::Module) -> (crate::ir::Module, Vec<Option<crate::ir::CompId>>) {
+        let mut wrapped = module.clone();
+        let computations = self
+            .kernels
+            .iter()
+            .map(|k| match &k.body {
+                super::KernelBody::Opaque { inst, .. } => Some(super::host_computation(&mut wrapped, self.comp, *inst)),
+                _ => None,
+            })
+            .collect();
+        (wrapped, computations)
+    }
+
     /// Byte offset and size of buffer `b` in the arena.
     pub fn span(&self, b: BufferId) -> (usize, usize) {
         (self.arena.offset(b) as usize, self.buffers[b].shape.byte_size())

@@ -142,18 +142,7 @@ impl CudaExecutable {
         let arena = stream.alloc_zeros::<u8>(bytes).map_err(|e| {
             format!("cannot allocate the arena ({}) on {name}: {e:?}", crate::limits::format_bytes(bytes as u64))
         })?;
-        let mut wrapped = module.clone();
-        let host = program
-            .plan
-            .kernels
-            .iter()
-            .map(|k| match &k.body {
-                KernelBody::Opaque { inst, .. } => {
-                    Some(crate::kernel::host_computation(&mut wrapped, program.plan.comp, *inst))
-                }
-                _ => None,
-            })
-            .collect();
+        let (wrapped, host) = program.plan.host_computations(module);
         let device = DeviceInfo { name, arch, toolkit: tk.from.clone() };
         let mut exe = CudaExecutable { program, module: wrapped, host, ctx, stream, arena, functions, device };
         let constants = exe.program.plan.constants.clone();

@@ -27,19 +27,8 @@ pub struct HostKernels {
 
 impl HostKernels {
     pub fn new(module: &Module, program: &WasmProgram) -> HostKernels {
-        let mut wrapped = module.clone();
-        let computations = program
-            .plan
-            .kernels
-            .iter()
-            .map(|k| match &k.body {
-                KernelBody::Opaque { inst, .. } => {
-                    Some(crate::kernel::host_computation(&mut wrapped, program.plan.comp, *inst))
-                }
-                _ => None,
-            })
-            .collect();
-        HostKernels { module: wrapped, computations }
+        let (module, computations) = program.plan.host_computations(module);
+        HostKernels { module, computations }
     }
 
     /// Writes the parameters (one value per entry parameter) into the memory.

@@ -225,18 +225,7 @@ impl WebGpuExecutable {
                 period: f64::from(queue.get_timestamp_period()),
             }
         });
-        let mut wrapped = module.clone();
-        let host = program
-            .plan
-            .kernels
-            .iter()
-            .map(|k| match &k.body {
-                KernelBody::Opaque { inst, .. } => {
-                    Some(crate::kernel::host_computation(&mut wrapped, program.plan.comp, *inst))
-                }
-                _ => None,
-            })
-            .collect();
+        let (wrapped, host) = program.plan.host_computations(module);
         let adapter = AdapterInfo {
             name: info.name.clone(),
             backend: format!("{:?}", info.backend),

@@ -46,6 +46,14 @@ impl WasmLanes<'_> {
         self.code.ops([I::LocalGet(a), op]);
         self.code.set_new(ty)
     }
+    /// An integer lane compared with zero: `scalar` or `vector`'s comparison.
+    fn compare_zero(&mut self, a: u32, scalar: I<'static>, vector: I<'static>) -> u32 {
+        let zero = if self.vector { I::V128Const(0) } else { I::I32Const(0) };
+        let op = self.pick(scalar, vector);
+        self.code.ops([I::LocalGet(a), zero, op]);
+        let ty = self.ity();
+        self.code.set_new(ty)
+    }
     fn pick<'a>(&self, scalar: I<'a>, vector: I<'a>) -> I<'a> {
         if self.vector {
             vector
@@ -198,22 +206,10 @@ impl Lanes for WasmLanes<'_> {
         self.un(self.ity(), a, op)
     }
     fn nonzero(&mut self, a: u32) -> u32 {
-        if self.vector {
-            self.code.ops([I::LocalGet(a), I::V128Const(0), I::I32x4Ne]);
-        } else {
-            self.code.ops([I::LocalGet(a), I::I32Const(0), I::I32Ne]);
-        }
-        let ty = self.ity();
-        self.code.set_new(ty)
+        self.compare_zero(a, I::I32Ne, I::I32x4Ne)
     }
     fn negative(&mut self, a: u32) -> u32 {
-        if self.vector {
-            self.code.ops([I::LocalGet(a), I::V128Const(0), I::I32x4LtS]);
-        } else {
-            self.code.ops([I::LocalGet(a), I::I32Const(0), I::I32LtS]);
-        }
-        let ty = self.ity();
-        self.code.set_new(ty)
+        self.compare_zero(a, I::I32LtS, I::I32x4LtS)
     }
 }
 

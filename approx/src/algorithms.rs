@@ -162,8 +162,12 @@ pub fn exp_fast<L: Lanes>(l: &mut L, x: L::F) -> L::F {
 /// factors so that a subnormal result rounds once.
 #[inline(always)]
 pub fn exp_clamped<L: Lanes>(l: &mut L, x: L::F) -> L::F {
-    // Beyond these, the result is inf or 0 anyway; min/max keep NaN.
-    let x = l.max(x, -104.0);
+    // Below -104 the result rounds to +0: those lanes compute exp(0) and are replaced,
+    // because an underflowing multiply costs x86 a microcode assist (~100 cycles) per
+    // vector, and masked attention scores (-1e9) are full of them. NaN is not `gone`.
+    let gone = l.cmpc(Cmp::Lt, x, -104.0);
+    let x = l.selc(gone, 0.0, x);
+    // Beyond this the result is inf anyway; min keeps NaN.
     let x = l.min(x, 89.0);
     let (r, ni) = reduce_ln2(l, x);
     let p = exp_poly(l, r);
@@ -173,7 +177,8 @@ pub fn exp_clamped<L: Lanes>(l: &mut L, x: L::F) -> L::F {
     let s1 = pow2i(l, n1, 127);
     let s2 = pow2i(l, n2, 127);
     let y = l.mad(p, s1, s1);
-    l.mul(y, s2)
+    let y = l.mul(y, s2);
+    l.selc(gone, 0.0, y)
 }
 
 /// expm1 over all f32 (`x` itself below `2^-25`; clamped to `[-18, 89]`, where the

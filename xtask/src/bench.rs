@@ -51,6 +51,8 @@ struct Row {
     hs_compile_peak_bytes: u64,
     /// The cost model's bytes moved by one run (all kernels).
     bytes: u64,
+    /// The cost model's floating-point operations of one run (all kernels).
+    flops: u64,
     kernels: usize,
     max_abs_err: f64,
 }
@@ -166,6 +168,7 @@ fn cpu(root: &Path, quick: bool, depth: bool) -> Result<(), String> {
             hs_compile_s: num(&report["compile_s"]),
             hs_compile_peak_bytes: report["compile_peak_rss_bytes"].as_u64().unwrap_or(0),
             bytes: kernels.iter().map(|k| k["bytes"].as_u64().unwrap_or(0)).sum(),
+            flops: kernels.iter().map(|k| k["flops"].as_u64().unwrap_or(0)).sum(),
             kernels: kernels.len(),
             max_abs_err: num(&verdict["max_abs_err"]),
         });
@@ -442,7 +445,22 @@ bandwidth of this machine ({} threads, {} MiB arrays): copy {:.1} GB/s, triad {:
 hloscope output matched XLA's within tolerance.\n",
         rounds, s.threads, s.array_mib, s.copy, s.triad
     );
+    t += &dot_rates(rows);
     t
+}
+
+/// The batched small products' rate against the large GEMM's, both measured in this run
+/// (the goal: at least half), when the suite has both programs.
+fn dot_rates(rows: &[Row]) -> String {
+    let rate = |name: &str| rows.iter().find(|r| r.name == name).map(|r| r.flops as f64 / r.hs_run_s / 1e9);
+    let (Some(small), Some(large)) = (rate("batched_dots_128x128x64"), rate("gemm_1024")) else {
+        return String::new();
+    };
+    format!(
+        "\nDot rates (hloscope, this run): batched 128x128x64 products {small:.0} GFLOP/s, the 1024x1024x1024 \
+GEMM {large:.0} GFLOP/s: the small products at {:.0}% of the large GEMM's rate (goal: at least 50%).\n",
+        100.0 * small / large
+    )
 }
 
 fn json(rows: &[Row], s: &Stream, quick: bool) -> String {

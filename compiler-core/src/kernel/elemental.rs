@@ -211,9 +211,55 @@ pub fn build(
     outputs: &[InstId],
     slots: &HashMap<InstId, u32>,
 ) -> Result<(Elemental, Vec<(InstId, Literal)>), String> {
+    let built = build_with_split(module, comp, outputs, slots, None)?;
+    match reshape_split(&built.0) {
+        Some(k) => build_with_split(module, comp, outputs, slots, Some(k)),
+        None => Ok(built),
+    }
+}
+
+/// The factor to split a loop kernel's last variable by, when its indices read it only
+/// through `v / k` and `v % k` for one `k` (a transpose or slice seen through a reshape
+/// that merged dimensions: `[b, s, h*d]` read from `[b, h, s, d]`). Split into
+/// `[n / k, k]`, the loads become affine in the new inner variable (contiguous vectors
+/// instead of a division and a remainder per lane), and the stores stay where they
+/// were: outputs are stored at the row-major position of the whole space.
+fn reshape_split(e: &Elemental) -> Option<i64> {
+    if e.is_reduction() {
+        return None;
+    }
+    let last = e.space.len().checked_sub(1)? as u32;
+    let n = e.space[last as usize];
+    let mut factors = e.idx.iter().filter_map(|i| match *i {
+        Idx::Div(a, k) | Idx::Rem(a, k) if e.idx[a.0 as usize] == Idx::Var(last) => Some(k),
+        _ => None,
+    });
+    let k = factors.next()?;
+    (factors.all(|j| j == k) && k >= 4 && k < n && n % k == 0).then_some(k)
+}
+
+/// [`build`], with the last variable of a loop kernel split by `split` ([`reshape_split`]).
+fn build_with_split(
+    module: &Module,
+    comp: &Computation,
+    outputs: &[InstId],
+    slots: &HashMap<InstId, u32>,
+    split: Option<i64>,
+) -> Result<(Elemental, Vec<(InstId, Literal)>), String> {
     let mut b = Builder::new(comp, slots.clone());
     b.setup_space(outputs)?;
-    let outer: Vec<IdxId> = b.e.outer_vars().iter().map(|&v| b.idx(Idx::Var(v))).collect();
+    if let Some(k) = split {
+        let last = b.e.space.pop().ok_or("a split of a rank-0 space")?;
+        b.e.space.extend([last / k, k]);
+        b.e.reduced.push(false);
+    }
+    let mut outer: Vec<IdxId> = b.e.outer_vars().iter().map(|&v| b.idx(Idx::Var(v))).collect();
+    if let Some(k) = split {
+        // The output's last dimension is `hi * k + lo` over the variables `[n / k, k]`.
+        let (lo, hi) = (outer.pop(), outer.pop());
+        let scaled = b.idx(Idx::Mul(hi.ok_or("a split of a rank-0 space")?, k));
+        outer.push(b.add(scaled, lo.ok_or("a split of a rank-0 space")?));
+    }
     let full: Vec<IdxId> = (0..b.e.space.len() as u32).map(|v| b.idx(Idx::Var(v))).collect();
     let kept_dims: Vec<i64> = b.e.outer_vars().iter().map(|&v| b.e.space[v as usize]).collect();
     for &o in outputs {
@@ -515,18 +561,11 @@ impl<'c> Builder<'c> {
                 if r.0 >= 0 && r.1 < k {
                     return Idx::Const(0);
                 }
-                // (x*k*m + y) / k = x*m + y/k when 0 <= y.
-                if let Idx::Add(p, q) = self.e.idx[a.0 as usize].clone() {
-                    for (m, rest) in [(p, q), (q, p)] {
-                        if let Idx::Mul(x, j) = self.e.idx[m.0 as usize].clone() {
-                            if j % k == 0 && self.range(rest).0 >= 0 {
-                                let hi = self.idx(Idx::Mul(x, j / k));
-                                let lo = self.idx(Idx::Div(rest, k));
-                                let sum = self.idx(Idx::Add(hi, lo));
-                                return self.e.idx[sum.0 as usize].clone();
-                            }
-                        }
-                    }
+                // (k*q + y) / k = q + y/k when 0 <= y.
+                if let Some((q, rest)) = self.split_multiple(a, k) {
+                    let lo = self.idx(Idx::Div(rest, k));
+                    let sum = self.idx(Idx::Add(q, lo));
+                    return self.e.idx[sum.0 as usize].clone();
                 }
                 Idx::Div(a, k)
             }
@@ -538,16 +577,10 @@ impl<'c> Builder<'c> {
                 if r.0 >= 0 && r.1 < k {
                     return self.e.idx[a.0 as usize].clone();
                 }
-                // (x*k*m + y) % k = y % k when 0 <= y.
-                if let Idx::Add(p, q) = self.e.idx[a.0 as usize].clone() {
-                    for (m, rest) in [(p, q), (q, p)] {
-                        if let Idx::Mul(_, j) = self.e.idx[m.0 as usize].clone() {
-                            if j % k == 0 && self.range(rest).0 >= 0 {
-                                let id = self.idx(Idx::Rem(rest, k));
-                                return self.e.idx[id.0 as usize].clone();
-                            }
-                        }
-                    }
+                // (k*q + y) % k = y % k when 0 <= y.
+                if let Some((_, rest)) = self.split_multiple(a, k) {
+                    let id = self.idx(Idx::Rem(rest, k));
+                    return self.e.idx[id.0 as usize].clone();
                 }
                 Idx::Rem(a, k)
             }
@@ -561,6 +594,40 @@ impl<'c> Builder<'c> {
             }
             n => n,
         }
+    }
+
+    /// `a` as `k * q + rest`, when some of its terms are multiples of `k` and the others
+    /// (`rest`) are never negative: `q` sums those terms over `k`. A row-major position
+    /// read through a reshape (`(s0*v0 + s1*v1 + v2) / k` with `k` dividing the strides)
+    /// then loses every division but the innermost variable's.
+    fn split_multiple(&mut self, a: IdxId, k: i64) -> Option<(IdxId, IdxId)> {
+        let mut terms = Vec::new();
+        let mut stack = vec![(a, 1i64)];
+        let mut constant = 0i64;
+        while let Some((t, m)) = stack.pop() {
+            match self.e.idx[t.0 as usize] {
+                Idx::Add(p, q) => stack.extend([(p, m), (q, m)]),
+                Idx::Mul(x, j) => terms.push((x, j.checked_mul(m)?)),
+                Idx::Const(c) => constant = constant.checked_add(c.checked_mul(m)?)?,
+                _ => terms.push((t, m)),
+            }
+        }
+        if !terms.iter().any(|&(_, m)| m % k == 0) {
+            return None;
+        }
+        let (mut q, mut rest) = (self.konst(0), self.konst(constant.rem_euclid(k)));
+        let carried = self.konst(constant.div_euclid(k));
+        q = self.add(q, carried);
+        for (x, m) in terms {
+            if m % k == 0 {
+                let t = self.idx(Idx::Mul(x, m / k));
+                q = self.add(q, t);
+            } else {
+                let t = self.idx(Idx::Mul(x, m));
+                rest = self.add(rest, t);
+            }
+        }
+        (self.range(rest).0 >= 0).then_some((q, rest))
     }
 
     pub(crate) fn add(&mut self, a: IdxId, b: IdxId) -> IdxId {

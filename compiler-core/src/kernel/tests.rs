@@ -72,6 +72,51 @@ ENTRY %main (x: f32[2,3]) -> f32[2,3] {
 }
 
 #[test]
+fn a_transpose_read_through_a_reshape_splits_the_last_variable_instead_of_dividing() {
+    // Attention's heads merged back: [b, h, s, d] -> [b, s, h, d] -> [b, s, h*d]. Over the
+    // output's own space the load is at `(v2 / 64) * 1024 + v1 * 64 + v2 % 64`, a division
+    // and a remainder per element; split as [4, 16, 4, 64] it is affine.
+    let p = planned(
+        "HloModule m
+ENTRY %main (x: f32[2,4,16,64]) -> f32[2,16,256] {
+  %x = f32[2,4,16,64] parameter(0)
+  %t = f32[2,16,4,64] transpose(%x), dimensions={0,2,1,3}
+  ROOT %r = f32[2,16,256] reshape(%t)
+}",
+    );
+    assert_eq!(p.kernels.len(), 1);
+    let e = elemental(&p.kernels[0]);
+    assert_eq!(e.space, vec![2, 16, 4, 64]);
+    assert!(!e.idx.iter().any(|i| matches!(i, Idx::Div(..) | Idx::Rem(..))), "{:?}", e.idx);
+    let a = index::IndexAnalysis::new(e);
+    let linear = e.nodes.iter().find_map(|n| match n.node {
+        Node::Load { linear, .. } => Some(linear),
+        _ => None,
+    });
+    let form = a.affine(linear.unwrap()).unwrap();
+    assert_eq!((form.coeffs.clone(), form.atoms.len()), (vec![4096, 64, 1024, 1], 0));
+    // Stored at the output's row-major position: v1*256 + (v2*64 + v3).
+    let strides: Vec<i64> = index::store_strides(e, &e.outputs[0]).iter().map(|&(_, s)| s).collect();
+    assert_eq!(strides, vec![4096, 256, 64, 1]);
+}
+
+#[test]
+fn sums_of_strided_terms_divide_term_by_term() {
+    // A slice of the last dimension read through a reshape that splits it: the divisor
+    // (64) divides the outer strides, so only the innermost variable is divided.
+    let p = planned(
+        "HloModule m
+ENTRY %main (x: f32[2,8,768]) -> f32[2,8,4,64] {
+  %x = f32[2,8,768] parameter(0)
+  %s = f32[2,8,256] slice(%x), slice={[0:2], [0:8], [256:512]}
+  ROOT %r = f32[2,8,4,64] reshape(%s)
+}",
+    );
+    let e = elemental(&p.kernels[0]);
+    assert!(!e.idx.iter().any(|i| matches!(i, Idx::Div(..) | Idx::Rem(..))), "{:?}", e.idx);
+}
+
+#[test]
 fn reductions_are_row_or_column_by_their_reduced_dimensions() {
     let p = planned(
         "HloModule m

@@ -139,7 +139,13 @@ fn batched<T: Element>(spec: &DotSpec, a: &Operand<T>, b: &Operand<T>, out: *mut
     let col_blocks = n.div_ceil(cols);
     // Rows: whole tiles, at least two each, split until every thread has a few tasks.
     let tile_rows = tiles.map_or(16, |t| t.mr());
-    let wanted = if parallel { threads * TASKS_PER_THREAD } else { 1 };
+    // `gemm` packs all of B for each call, so it gets one task per thread (several cost a
+    // GELU MLP's 256-row products 3x); the tiles pack only a task's own columns.
+    let wanted = match (parallel, tiles) {
+        (false, _) => 1,
+        (true, Some(_)) => threads * TASKS_PER_THREAD,
+        (true, None) => threads,
+    };
     let row_blocks = wanted.div_ceil(spec.batch * col_blocks).min(m.div_ceil(2 * tile_rows)).max(1);
     let rows = m.div_ceil(row_blocks).div_ceil(tile_rows) * tile_rows;
     let row_blocks = m.div_ceil(rows);

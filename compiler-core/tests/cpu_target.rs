@@ -575,6 +575,26 @@ ENTRY %main (x: f32[4,40000], y: f32[4,40000], u: f32[2,100], i: s32[], j: s32[]
     assert_eq!(exe.run(&args).unwrap(), want);
 }
 
+#[test]
+fn kernels_compiled_on_several_threads_give_the_same_code_every_time() {
+    // The transformer block's kernels compile on every core, each thread taking the next
+    // kernel: which thread compiles what varies from run to run, the code must not (nor
+    // its order in the artifact, nor the results).
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../backend/tests/corpus/transformer_block/module.mlir");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let module = cpu::optimize(&hloscope_core::parse::mlir::parse(&text).unwrap()).unwrap();
+    let args = hloscope_core::interp::random_inputs(&module, 3);
+    let (first, bytes) = cpu::compile_to_artifact(&module).unwrap();
+    assert!(first.plan().kernels.len() >= 10, "{}", first.plan().summary());
+    let want = first.run(&args).unwrap();
+    for _ in 0..3 {
+        let (exe, again) = cpu::compile_to_artifact(&module).unwrap();
+        assert!(again == bytes, "a compile gave another artifact");
+        assert_eq!(exe.run(&args).unwrap(), want);
+    }
+}
+
 /// The JAX corpus's softmax (4x10) or layernorm (4x16, mean over 16 columns) with its
 /// shapes scaled to `rows` x `cols`.
 fn scaled_corpus(name: &str, rows: i64, cols: i64) -> hloscope_core::ir::Module {
@@ -756,4 +776,14 @@ ENTRY %main (x: f32[8,8], w: f32[8,8]) -> f32[8,8] {
     let (j, first) = (1, format!("kernel 1 ({})", kernels[1].name));
     // The same function, so the same shape of code.
     assert_eq!(exe.code_summary(i), format!("{}, code of {first}", exe.code_summary(j)));
+    // An artifact stores the shared code once: loaded, the kernel still runs (and names)
+    // its first's code, and the results are the same.
+    let (fresh, bytes) = cpu::compile_to_artifact(&cpu::optimize(&module).unwrap()).unwrap();
+    let loaded = cpu::load_artifact(&bytes).unwrap();
+    assert_eq!(loaded.code_summary(i), exe.code_summary(i));
+    assert_eq!(loaded.asm(i), loaded.asm(j));
+    let args = args.map(hloscope_core::ir::Value::Array);
+    assert_eq!(loaded.run(&args).unwrap(), fresh.run(&args).unwrap());
+    let code = loaded.asm(j).unwrap();
+    assert!(!code.is_empty());
 }

@@ -35,7 +35,7 @@ use cranelift_module::{FuncId, Module, ModuleReloc, ModuleRelocTarget};
 /// types (2: the module and plans as postcard sections instead of HLO text; 3: plans
 /// carry their row chains; 4: kernels carry how their code runs, and their CLIF without
 /// the comments that said so).
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 
 const MAGIC: &[u8; 8] = b"HSCPUART";
 
@@ -81,12 +81,32 @@ pub struct KernelCode {
     pub name: String,
     /// Hash of the kernel as planned (its elemental body, buffers): must match on load.
     pub fingerprint: u64,
+    /// The earlier kernel (by plan position) whose code this one runs, the same code up
+    /// to its buffers (`codegen::CodeKey`): then the code, shape and listings are that
+    /// kernel's and stored only there (a stack's layers store one copy, not one each).
+    pub shares: Option<u32>,
     pub code: FunctionCode,
     /// How the code runs (a `CodeShape`), postcard-encoded ([`encode`]).
     pub shape: Vec<u8>,
     /// The function's CLIF, without the header of notes listings put above it.
     pub clif: String,
     pub asm: String,
+}
+
+impl KernelCode {
+    /// Kernel `index` running the code of kernel `first` (nothing of its own stored).
+    pub fn sharing(index: u32, name: String, fingerprint: u64, first: u32) -> KernelCode {
+        KernelCode {
+            index,
+            name,
+            fingerprint,
+            shares: Some(first),
+            code: FunctionCode { alignment: 1, bytes: Vec::new(), relocs: Vec::new() },
+            shape: Vec::new(),
+            clif: String::new(),
+            asm: String::new(),
+        }
+    }
 }
 
 /// The compiled form of one computation (the entry, a while cond/body, a branch).
@@ -307,6 +327,11 @@ impl Writer {
             self.u32(k.index);
             self.str(&k.name);
             self.u64(k.fingerprint);
+            if let Some(first) = k.shares {
+                self.u32(first + 1);
+                continue;
+            }
+            self.u32(0);
             self.u64(k.code.alignment);
             self.bytes(&k.code.bytes);
             self.u32(k.code.relocs.len() as u32);
@@ -393,6 +418,10 @@ impl<'a> Reader<'a> {
             let index = self.u32()?;
             let name = self.str()?;
             let fingerprint = self.u64()?;
+            if let Some(first) = self.u32()?.checked_sub(1) {
+                kernels.push(KernelCode::sharing(index, name, fingerprint, first));
+                continue;
+            }
             let alignment = self.u64()?;
             if !alignment.is_power_of_two() || alignment > 4096 {
                 return Err(format!("a code alignment of {alignment}"));
@@ -419,6 +448,7 @@ impl<'a> Reader<'a> {
                 index,
                 name,
                 fingerprint,
+                shares: None,
                 code: FunctionCode { alignment, bytes, relocs },
                 shape,
                 clif,
@@ -498,24 +528,28 @@ mod tests {
                 buffers_fingerprint: 7,
                 fallbacks: vec![("add.1".into(), "why".into())],
                 plan: vec![4, 5],
-                kernels: vec![KernelCode {
-                    index: 2,
-                    name: "k".into(),
-                    fingerprint: 9,
-                    code: FunctionCode {
-                        alignment: 16,
-                        bytes: vec![0x90; 32],
-                        relocs: vec![Relocation {
-                            offset: 4,
-                            kind: Reloc::Abs8,
-                            target: Target::Symbol("hs_unary_f64".into()),
-                            addend: -3,
-                        }],
+                kernels: vec![
+                    KernelCode {
+                        index: 2,
+                        name: "k".into(),
+                        fingerprint: 9,
+                        shares: None,
+                        code: FunctionCode {
+                            alignment: 16,
+                            bytes: vec![0x90; 32],
+                            relocs: vec![Relocation {
+                                offset: 4,
+                                kind: Reloc::Abs8,
+                                target: Target::Symbol("hs_unary_f64".into()),
+                                addend: -3,
+                            }],
+                        },
+                        shape: vec![6, 7],
+                        clif: "function".into(),
+                        asm: "nop".into(),
                     },
-                    shape: vec![6, 7],
-                    clif: "function".into(),
-                    asm: "nop".into(),
-                }],
+                    KernelCode::sharing(5, "k2".into(), 11, 2),
+                ],
                 children: vec![CompArtifact::default()],
             },
         }

@@ -161,16 +161,53 @@ const MAX_DEPTH: usize = 16;
 /// compiler version and the stored plan already pin that down; this catches code
 /// attached to the wrong kernel, cheaply).
 fn kernel_fingerprint(k: &kernel::Kernel) -> u64 {
+    artifact::hash_debug(&(&k.name, &k.inputs, &k.outputs, &k.kind, loops_fingerprint(k)))
+}
+
+/// A fingerprint of what a kernel's function assumes whatever its buffers: its kind and
+/// the shape of its loops. Kernels sharing code must agree on it.
+fn loops_fingerprint(k: &kernel::Kernel) -> u64 {
     let loops = codegen::compiled_function(k).map(|(e, n_inputs)| {
         let outputs: Vec<_> = e.outputs.iter().map(|o| (o.inner, o.elem)).collect();
         (&e.space, &e.reduced, &e.input_elems, outputs, n_inputs)
     });
-    artifact::hash_debug(&(&k.name, &k.inputs, &k.outputs, &k.kind, loops))
+    artifact::hash_debug(&(&k.kind, loops))
 }
 
-/// A kernel's code seen while compiling a plan: its key and the kernel that compiled
-/// it (or why it could not be compiled).
-type CodeSeen = (codegen::CodeKey, Result<usize, String>);
+/// Compiles `functions` with Cranelift on up to one thread per core, each taking the
+/// next function when it is done with one; the outcomes in the same order.
+fn compile_all(
+    isa: &dyn cranelift_codegen::isa::TargetIsa,
+    functions: Vec<&mut codegen::Pending>,
+) -> Vec<Result<(), String>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(functions.len());
+    if threads < 2 {
+        return functions.into_iter().map(|f| f.compile(isa)).collect();
+    }
+    let slots: Vec<std::sync::Mutex<(&mut codegen::Pending, Option<Result<(), String>>)>> =
+        functions.into_iter().map(|f| std::sync::Mutex::new((f, None))).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        while let Some(slot) = slots.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
+            let mut slot = slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let outcome = slot.0.compile(isa);
+            slot.1 = Some(outcome);
+        }
+    };
+    std::thread::scope(|s| {
+        for _ in 1..threads {
+            s.spawn(work);
+        }
+        work();
+    });
+    slots
+        .into_iter()
+        .map(|slot| {
+            let (_, outcome) = slot.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+            outcome.unwrap_or_else(|| Err("a kernel was not compiled".into()))
+        })
+        .collect()
+}
 
 /// Compiles computation `comp_id`: plans it, emits every kernel Cranelift can take (a
 /// source whose kernel fails becomes opaque as a whole), and compiles while and
@@ -199,36 +236,44 @@ fn build(
     // Kernels that are the same code up to their buffers (the layers of a stack) are
     // compiled once: a kernel reads its buffers' addresses from the table it is called
     // with, so the first one's function serves them all. `shared[i]` is that first one.
-    let mut codes: HashMap<u64, Vec<CodeSeen>> = HashMap::new();
+    let mut codes: HashMap<u64, Vec<(codegen::CodeKey, usize)>> = HashMap::new();
     let mut shared: HashMap<usize, usize> = HashMap::new();
+    let mut pending = Vec::new();
     for (i, k) in plan.kernels.iter().enumerate() {
-        let key = codegen::code_key(k, &results, emit_options);
-        let same = key.as_ref().and_then(|key| {
-            codes
-                .get(&artifact::hash_debug(key))?
-                .iter()
-                .find(|(other, _)| other == key)
-                .map(|(_, first)| first.clone())
-        });
-        let outcome = match same {
-            Some(Ok(first)) => {
+        let key = codegen::code_key(k, &results, emit_options).map(|key| (artifact::hash_debug(&key), key));
+        if let Some((hash, key)) = &key {
+            if let Some(&(_, first)) = codes.get(hash).and_then(|seen| seen.iter().find(|(other, _)| other == key)) {
                 shared.insert(i, first);
                 continue;
             }
-            Some(Err(reason)) => Some(Err(reason)),
-            None => codegen::emit_kernel(&mut jit, &helper_ids, k, i, &results, emit_options),
-        };
-        if let (Some(key), Some(outcome)) = (key, &outcome) {
-            let first = outcome.as_ref().map(|_| i).map_err(Clone::clone);
-            codes.entry(artifact::hash_debug(&key)).or_default().push((key, first));
         }
-        match outcome {
-            None => {}
-            Some(Ok(em)) => {
+        let Some(prepared) = codegen::prepare_kernel(&mut jit, &helper_ids, k, i, &results, emit_options) else {
+            continue;
+        };
+        if let Some((hash, key)) = key {
+            codes.entry(hash).or_default().push((key, i));
+        }
+        pending.push((i, prepared));
+    }
+    // Cranelift's compiles, most of the time spent here, run on every core; the
+    // functions are then defined in kernel order.
+    let compiled = compile_all(jit.isa(), pending.iter_mut().filter_map(|(_, p)| p.as_mut().ok()).collect());
+    let mut compiled = compiled.into_iter();
+    let mut unusable: HashMap<usize, String> = HashMap::new();
+    for (i, prepared) in pending {
+        let k = &plan.kernels[i];
+        let finished = prepared.and_then(|p| {
+            let (e, n_inputs) = codegen::compiled_function(k).ok_or("a prepared kernel without a function")?;
+            let outcome = compiled.next().ok_or("a prepared kernel was not compiled")?;
+            p.finish(&mut jit, &helper_ids, e, n_inputs, emit_options, outcome)
+        });
+        match finished {
+            Ok(em) => {
                 let code = KernelCode {
                     index: 0,
                     name: k.name.clone(),
                     fingerprint: 0,
+                    shares: None,
                     code: em.code,
                     shape: artifact::encode(&em.shape)?,
                     clif: em.clif,
@@ -236,13 +281,27 @@ fn build(
                 };
                 emitted.insert(i, (em.id, code, em.shape));
             }
-            Some(Err(reason)) => {
-                failed.entry(k.source).or_insert_with(|| {
-                    fallbacks.push((comp.inst(k.source).name.clone(), reason.clone()));
-                    reason
-                });
+            Err(reason) => {
+                unusable.insert(i, reason);
             }
         }
+    }
+    // A kernel whose code could not be made takes the kernels sharing it along.
+    shared.retain(|&i, first| match unusable.get(first) {
+        Some(reason) => {
+            unusable.insert(i, reason.clone());
+            false
+        }
+        None => true,
+    });
+    let mut unusable: Vec<(usize, String)> = unusable.into_iter().collect();
+    unusable.sort();
+    for (i, reason) in unusable {
+        let source = plan.kernels[i].source;
+        failed.entry(source).or_insert_with(|| {
+            fallbacks.push((comp.inst(source).name.clone(), reason.clone()));
+            reason
+        });
     }
     if !failed.is_empty() {
         // The runs and the artifact use this final plan, its chains and its arena.
@@ -256,34 +315,26 @@ fn build(
     let buffers_fingerprint = artifact::hash_debug(&plan.buffers.values().collect::<Vec<_>>());
     let mut kernels = Vec::new();
     let mut funcs = HashMap::new();
-    let mut texts = Vec::with_capacity(plan.kernels.len());
-    // The first kernel of each shared code, kept for the kernels that reuse it.
-    let mut firsts: HashMap<usize, (FuncId, KernelCode, CodeShape)> = HashMap::new();
-    let reused: std::collections::HashSet<usize> = shared.values().copied().collect();
+    let mut texts: Vec<Option<KernelText>> = Vec::with_capacity(plan.kernels.len());
     for (i, k) in plan.kernels.iter().enumerate() {
-        let own = emitted.remove(&i);
-        let (id, mut kc, shape, shares) = match (own, shared.get(&i)) {
-            (Some((id, kc, shape)), _) => {
-                if reused.contains(&i) {
-                    firsts.insert(i, (id, kc.clone(), shape.clone()));
-                }
-                (id, kc, shape, None)
-            }
-            (None, Some(first)) => match firsts.get(first) {
-                Some((id, kc, shape)) => (*id, kc.clone(), shape.clone(), Some(*first)),
-                None => return Err(format!("kernel {i} shares the code of kernel {first}, which has none")),
-            },
-            (None, None) => {
-                texts.push(None);
-                continue;
-            }
-        };
-        funcs.insert(i, id);
-        texts.push(Some(KernelText { shape, clif: kc.clif.clone(), asm: kc.asm.clone(), shares }));
-        kc.index = i as u32;
-        kc.name = k.name.clone();
-        kc.fingerprint = kernel_fingerprint(k);
-        kernels.push(kc);
+        if let Some((id, mut kc, shape)) = emitted.remove(&i) {
+            funcs.insert(i, id);
+            texts.push(Some(KernelText { shape, clif: kc.clif.clone(), asm: kc.asm.clone(), shares: None }));
+            kc.index = i as u32;
+            kc.name = k.name.clone();
+            kc.fingerprint = kernel_fingerprint(k);
+            kernels.push(kc);
+        } else if let Some(&first) = shared.get(&i) {
+            // The first kernel of a code comes before the kernels sharing it.
+            let (Some(&id), Some(Some(text))) = (funcs.get(&first), texts.get(first)) else {
+                return Err(format!("kernel {i} shares the code of kernel {first}, which has none"));
+            };
+            funcs.insert(i, id);
+            texts.push(Some(KernelText { shares: Some(first), ..text.clone() }));
+            kernels.push(KernelCode::sharing(i as u32, k.name.clone(), kernel_fingerprint(k), first as u32));
+        } else {
+            texts.push(None);
+        }
     }
     let plan_bytes = artifact::encode(&plan)?;
     let mut children = Vec::new();
@@ -330,12 +381,34 @@ fn load(module: Module, comp_id: CompId, depth: usize, art: CompArtifact, isa: &
         if kc.index as usize != i || kc.name != k.name || kc.fingerprint != kernel_fingerprint(k) {
             return Err(format!("stale artifact: kernel {i} ({}) does not match the plan", k.name));
         }
-        ids.push(jit.declare_function(symbol, Linkage::Local, &sig).map_err(|e| e.to_string())?);
+        ids.push(match kc.shares {
+            None => Some(jit.declare_function(symbol, Linkage::Local, &sig).map_err(|e| e.to_string())?),
+            // Only an earlier compiled kernel with the same loops may lend its code.
+            Some(first) => {
+                let first = first as usize;
+                if first >= i
+                    || !elemental.contains(&first)
+                    || loops_fingerprint(&plan.kernels[first]) != loops_fingerprint(k)
+                {
+                    return Err(format!(
+                        "stale artifact: kernel {i} ({}) cannot run the code of kernel {first}",
+                        k.name
+                    ));
+                }
+                None
+            }
+        });
     }
     let blocks = super::block_math::block_symbols();
     let helper_names: Vec<&str> = helper_symbols().iter().chain(&blocks).map(|h| h.0).collect();
     let mut funcs = HashMap::new();
     for ((&i, kc), &id) in elemental.iter().zip(&art.kernels).zip(&ids) {
+        let (Some(id), None) = (id, kc.shares) else {
+            let first = kc.shares.map_or(i, |f| f as usize);
+            let id = *funcs.get(&first).ok_or_else(|| format!("stale artifact: kernel {first} has no code for {i}"))?;
+            funcs.insert(i, id);
+            continue;
+        };
         let mut lookup = |s: &str| -> Option<FuncId> {
             if !artifact::known_symbol(s, &helper_names, &symbols) {
                 return None;
@@ -365,8 +438,16 @@ fn load(module: Module, comp_id: CompId, depth: usize, art: CompArtifact, isa: &
 
     let mut texts: Vec<Option<KernelText>> = (0..plan.kernels.len()).map(|_| None).collect();
     for (&i, kc) in elemental.iter().zip(art.kernels) {
-        let shape = artifact::decode("code shape", &kc.shape)?;
-        texts[i] = Some(KernelText { shape, clif: kc.clif, asm: kc.asm, shares: None });
+        texts[i] = Some(match kc.shares {
+            Some(first) => {
+                let text = texts[first as usize].clone().ok_or("stale artifact: a shared code without text")?;
+                KernelText { shares: Some(first as usize), ..text }
+            }
+            None => {
+                let shape = artifact::decode("code shape", &kc.shape)?;
+                KernelText { shape, clif: kc.clif, asm: kc.asm, shares: None }
+            }
+        });
     }
     let mut stored = art.children.into_iter();
     // The children's executables keep a module of their own (the entry's gets wrappers).
@@ -448,6 +529,7 @@ fn check_plan(module: &Module, comp_id: CompId, plan: &KernelPlan) -> Result<(),
 }
 
 /// A compiled kernel's code as text: how it runs and its listings.
+#[derive(Clone)]
 struct KernelText {
     shape: CodeShape,
     /// The function alone (the executable's listing puts `shape.header()` above it).

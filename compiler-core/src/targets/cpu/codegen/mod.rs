@@ -51,7 +51,7 @@ use cranelift_codegen::ir::{
     StackSlotKind, Type, Value,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
-use cranelift_module::{FuncId, Linkage, Module};
+use cranelift_module::{FuncId, Linkage, Module, ModuleReloc};
 use std::collections::HashMap;
 
 mod instructions;
@@ -282,22 +282,115 @@ pub fn emit<M: Module>(
     options: EmitOptions,
     results: &[bool],
 ) -> Result<Emitted, String> {
+    let mut p = prepare(m, helpers, e, name, n_inputs, options, results)?;
+    let compiled = p.compile(m.isa());
+    p.finish(m, helpers, e, n_inputs, options, compiled)
+}
+
+/// A kernel's function built but not compiled yet. Cranelift's compile, most of the
+/// time spent, needs only the ISA: a caller may compile several at once on threads of
+/// its own ([`Pending::compile`]), then define them in its module ([`Pending::finish`]).
+pub struct Pending {
+    id: FuncId,
+    ctx: cranelift_codegen::Context,
+    shape: CodeShape,
+    clif: String,
+    par_extent: i64,
+}
+
+/// Kernel `index` of a plan (`results`: its result buffers) as a [`Pending`] function `kernel{index}`, if it compiles to
+/// a function at all ([`compiled_function`]); `Some(Err)`: its source must run otherwise.
+pub(super) fn prepare_kernel<M: Module>(
+    m: &mut M,
+    helpers: &Helpers,
+    k: &crate::kernel::Kernel,
+    index: usize,
+    results: &std::collections::HashSet<crate::kernel::BufferId>,
+    options: EmitOptions,
+) -> Option<Result<Pending, String>> {
+    let (e, n_inputs) = compiled_function(k)?;
+    Some(prepare(m, helpers, e, &format!("kernel{index}"), n_inputs, options, &result_outputs(k, results)))
+}
+
+/// Declares function `name` and builds its body: vectorized when [`vector::plan`]
+/// allows and the vector body builds, scalar otherwise.
+fn prepare<M: Module>(
+    m: &mut M,
+    helpers: &Helpers,
+    e: &Elemental,
+    name: &str,
+    n_inputs: usize,
+    options: EmitOptions,
+    results: &[bool],
+) -> Result<Pending, String> {
     let id = m.declare_function(name, Linkage::Local, &signature(m)).map_err(|e| e.to_string())?;
-    let par = parallel_var(e);
     let indices = IndexAnalysis::new(e);
     let reason = match vector::plan(e) {
         Ok(vp) => {
             let blocks = blocked_ops(e, &indices, &vp, results, options.block_lanes);
             let shape = vector_shape(e, vp, &blocks);
-            match emit_as(m, helpers, e, &indices, id, n_inputs, par, shape, blocks, options.inline_half) {
-                Ok(em) => return Ok(em),
+            match build(m, helpers, e, &indices, id, n_inputs, shape, blocks, options.inline_half) {
+                Ok(p) => return Ok(p),
                 Err(why) => format!("vector code failed: {why}"),
             }
         }
         Err(why) => why,
     };
+    build_scalar(m, helpers, e, &indices, id, n_inputs, options, reason)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_scalar<M: Module>(
+    m: &mut M,
+    helpers: &Helpers,
+    e: &Elemental,
+    indices: &IndexAnalysis,
+    id: FuncId,
+    n_inputs: usize,
+    options: EmitOptions,
+    reason: String,
+) -> Result<Pending, String> {
     let shape = CodeShape::Scalar { reason };
-    emit_as(m, helpers, e, &indices, id, n_inputs, par, shape, Vec::new(), options.inline_half)
+    build(m, helpers, e, indices, id, n_inputs, shape, Vec::new(), options.inline_half)
+}
+
+impl Pending {
+    /// Compiles the function to machine code (the part that may run on any thread).
+    pub fn compile(&mut self, isa: &dyn cranelift_codegen::isa::TargetIsa) -> Result<(), String> {
+        let mut ctrl = cranelift_codegen::control::ControlPlane::default();
+        self.ctx.compile(isa, &mut ctrl).map(|_| ()).map_err(|e| format!("cranelift: {:?}", e.inner))
+    }
+
+    /// Defines the compiled function in `m`: this code when `compiled` succeeded, else,
+    /// for vector code Cranelift could not lower, the kernel's scalar form (built and
+    /// compiled here).
+    pub fn finish<M: Module>(
+        mut self,
+        m: &mut M,
+        helpers: &Helpers,
+        e: &Elemental,
+        n_inputs: usize,
+        options: EmitOptions,
+        compiled: Result<(), String>,
+    ) -> Result<Emitted, String> {
+        if let Err(why) = compiled {
+            if !matches!(self.shape, CodeShape::Vector { .. }) {
+                return Err(why);
+            }
+            let indices = IndexAnalysis::new(e);
+            let reason = format!("vector code failed: {why}");
+            self = build_scalar(m, helpers, e, &indices, self.id, n_inputs, options, reason)?;
+            self.compile(m.isa())?;
+        }
+        let code = self.ctx.compiled_code().ok_or("a kernel defined before it was compiled")?;
+        let relocs: Vec<ModuleReloc> =
+            code.buffer.relocs().iter().map(|r| ModuleReloc::from_mach_reloc(r, &self.ctx.func, self.id)).collect();
+        m.define_function_bytes(self.id, code.buffer.alignment as u64, code.code_buffer(), &relocs)
+            .map_err(|e| format!("cranelift: {e:?}"))?;
+        let asm = code.vcode.clone().unwrap_or_default();
+        let code = super::artifact::capture(m, &self.ctx, self.id)?;
+        Ok(Emitted { id: self.id, code, shape: self.shape, clif: self.clif, asm, par_extent: self.par_extent })
+    }
 }
 
 /// How a kernel runs with vector plan `vp`, strip-mining `blocks`.
@@ -314,19 +407,20 @@ fn vector_shape(e: &Elemental, vp: VecPlan, blocks: &[BlockedOp]) -> CodeShape {
     CodeShape::Vector { plan: vp, fast_extrema, strip_mined }
 }
 
+/// Builds function `id`'s body in the given shape (not compiled yet).
 #[allow(clippy::too_many_arguments)]
-fn emit_as<M: Module>(
+fn build<M: Module>(
     m: &mut M,
     helpers: &Helpers,
     e: &Elemental,
     indices: &IndexAnalysis,
     id: FuncId,
     n_inputs: usize,
-    par: Option<u32>,
     shape: CodeShape,
     blocked: Vec<BlockedOp>,
     inline_half: bool,
-) -> Result<Emitted, String> {
+) -> Result<Pending, String> {
+    let par = parallel_var(e);
     let vp = match &shape {
         CodeShape::Vector { plan, .. } => Some(plan.clone()),
         CodeShape::Scalar { .. } => None,
@@ -417,16 +511,8 @@ fn emit_as<M: Module>(
         em.b.finalize(m.isa().frontend_config());
     }
     let clif = ctx.func.display().to_string();
-    let defined = m.define_function(id, &mut ctx).map_err(|e| format!("cranelift: {e:?}"));
-    let asm = ctx.compiled_code().and_then(|c| c.vcode.clone()).unwrap_or_default();
-    let code = match defined {
-        Ok(()) => super::artifact::capture(m, &ctx, id),
-        Err(e) => Err(e),
-    };
-    m.clear_context(&mut ctx);
-    let code = code?;
     let par_extent = par.map_or(1, |v| e.space[v as usize]);
-    Ok(Emitted { id, code, shape, clif, asm, par_extent })
+    Ok(Pending { id, ctx, shape, clif, par_extent })
 }
 
 struct Emit<'a, 'f> {

@@ -184,8 +184,9 @@ fn compile_all(
     if threads < 2 {
         return functions.into_iter().map(|f| f.compile(isa)).collect();
     }
-    let slots: Vec<std::sync::Mutex<(&mut codegen::Pending, Option<Result<(), String>>)>> =
-        functions.into_iter().map(|f| std::sync::Mutex::new((f, None))).collect();
+    /// A function and, once compiled, the outcome.
+    type Slot<'f> = std::sync::Mutex<(&'f mut codegen::Pending, Option<Result<(), String>>)>;
+    let slots: Vec<Slot> = functions.into_iter().map(|f| std::sync::Mutex::new((f, None))).collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let work = || {
         while let Some(slot) = slots.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {

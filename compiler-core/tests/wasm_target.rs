@@ -312,8 +312,8 @@ ENTRY %main (x: f32[5,39], y: s32[5,39]) -> (f32[5,39], f32[5], s32[5]) {
     #[test]
     fn the_gemm_gives_the_interpreters_bits() {
         // Edge tiles (m, n not multiples of 4 and 8), a batch, a transposed lhs, a
-        // transposed rhs and a long k: every f32 output summed in k order, as the
-        // interpreter sums it.
+        // transposed rhs, a long k and batch dims apart from each other: every f32
+        // output summed in k order, as the interpreter sums it.
         let dots = [
             ("f32[7,9]", "f32[9,13]", "f32[7,13]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
             ("f32[9,7]", "f32[9,13]", "f32[7,13]", "lhs_contracting_dims={0}, rhs_contracting_dims={0}"),
@@ -323,6 +323,27 @@ ENTRY %main (x: f32[5,39], y: s32[5,39]) -> (f32[5,39], f32[5], s32[5]) {
                 "f32[3,300,17]",
                 "f32[3,5,17]",
                 "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}",
+            ),
+            // Attention's heads read in place: batch dims (0, 2) of [b, s, h, d] on both
+            // sides, then on the rhs only (the weighted sum of values); f64 through the
+            // plain loop.
+            (
+                "f32[2,5,3,4]",
+                "f32[2,6,3,4]",
+                "f32[2,3,5,6]",
+                "lhs_batch_dims={0,2}, rhs_batch_dims={0,2}, lhs_contracting_dims={3}, rhs_contracting_dims={3}",
+            ),
+            (
+                "f32[2,3,5,6]",
+                "f32[2,6,3,4]",
+                "f32[2,3,5,4]",
+                "lhs_batch_dims={0,1}, rhs_batch_dims={0,2}, lhs_contracting_dims={3}, rhs_contracting_dims={1}",
+            ),
+            (
+                "f64[2,3,5,6]",
+                "f64[2,6,3,4]",
+                "f64[2,3,5,4]",
+                "lhs_batch_dims={0,1}, rhs_batch_dims={0,2}, lhs_contracting_dims={3}, rhs_contracting_dims={1}",
             ),
             ("f64[6,5]", "f64[5,3]", "f64[6,3]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
             ("bf16[6,5]", "bf16[5,3]", "bf16[6,3]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),

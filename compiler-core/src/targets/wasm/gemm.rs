@@ -11,8 +11,10 @@
 //!
 //! The packed panels and the tile live in scratch memory after the arena
 //! ([`scratch_bytes`]). f64, f16 and bf16 dots are a plain loop per output in `k` order.
-//! A dot whose operand layout is not a stride per group (batch, free, contracting
-//! dimensions) is refused: the host runs it.
+//! The batch dimensions may lie anywhere in an operand (attention's heads split out of
+//! `[b, s, h, d]`): each batch's offset is computed from its coordinates once per
+//! batch. A dot whose free or contracting dimensions are not one stride each is
+//! refused: the host runs it.
 
 use super::emit::Code;
 use super::helpers;
@@ -42,15 +44,23 @@ pub fn scratch_bytes(d: &DotSpec) -> u64 {
     4 * (panels * NR as u64 * d.k as u64 + MR as u64 * d.k as u64 + (MR * NR) as u64)
 }
 
-/// The element strides of `perm`'s dims of an array of `dims`, grouped by `sizes`
-/// (the products of each group: batch, free, contracting, in perm order), each group
-/// flattened to one stride; none when a group's dims are not laid out so.
-fn group_strides(dims: &[i64], perm: &[usize], sizes: [usize; 3]) -> Option<[i64; 3]> {
+/// How one operand's elements are addressed: each batch dimension as (size, stride),
+/// outermost first, and the one stride of its free and of its contracting group.
+struct Layout {
+    batch: Vec<(i64, i64)>,
+    strides: [i64; 2],
+}
+
+/// The element strides of `perm`'s dims of an array of `dims`, grouped by `sizes` (the
+/// products of each group: batch, free, contracting, in perm order): the batch dims
+/// each with its own stride, the other two groups flattened to one stride each; none
+/// when those are not laid out so.
+fn layout(dims: &[i64], perm: &[usize], sizes: [usize; 3]) -> Option<Layout> {
     let mut strides = vec![1i64; dims.len()];
     for d in (0..dims.len().saturating_sub(1)).rev() {
         strides[d] = strides[d + 1] * dims[d + 1];
     }
-    let mut out = [0i64; 3];
+    let mut out = Layout { batch: Vec::new(), strides: [0; 2] };
     let mut it = perm.iter().copied().peekable();
     for (g, &size) in sizes.iter().enumerate() {
         // This group's dims: taken while the product stays within its size (size-1 dims
@@ -70,14 +80,36 @@ fn group_strides(dims: &[i64], perm: &[usize], sizes: [usize; 3]) -> Option<[i64
             return None;
         }
         let real: Vec<usize> = group.into_iter().filter(|&d| dims[d] != 1).collect();
+        if g == 0 {
+            out.batch = real.iter().map(|&d| (dims[d], strides[d])).collect();
+            continue;
+        }
         for w in real.windows(2) {
             if strides[w[0]] != strides[w[1]] * dims[w[1]] {
                 return None;
             }
         }
-        out[g] = real.last().map_or(0, |&d| strides[d]);
+        out.strides[g - 1] = real.last().map_or(0, |&d| strides[d]);
     }
     it.next().is_none().then_some(out)
+}
+
+/// Pushes batch `b`'s element offset in an operand with batch dims `batch`: the sum of
+/// each coordinate (from `b`, row-major over the dims) times its stride.
+fn batch_offset(c: &mut Code, b: u32, batch: &[(i64, i64)]) {
+    c.op(I::I32Const(0));
+    let mut inner = 1i64;
+    for (i, &(n, stride)) in batch.iter().enumerate().rev() {
+        c.op(I::LocalGet(b));
+        if inner > 1 {
+            c.ops([I::I32Const(inner as i32), I::I32DivU]);
+        }
+        if i > 0 {
+            c.ops([I::I32Const(n as i32), I::I32RemU]);
+        }
+        c.ops([I::I32Const(stride as i32), I::I32Mul, I::I32Add]);
+        inner *= n;
+    }
 }
 
 fn mem(offset: u64, align: u32) -> MemArg {
@@ -87,11 +119,11 @@ fn mem(offset: u64, align: u32) -> MemArg {
 /// The GEMM function of `d`, or why it is not emitted.
 pub fn emit(d: &DotSpec, place: &DotPlace) -> Result<Function, String> {
     let (a_s, b_s) = (
-        group_strides(place.lhs_dims, &d.lhs_perm, [d.batch, d.m, d.k]),
-        group_strides(place.rhs_dims, &d.rhs_perm, [d.batch, d.k, d.n]),
+        layout(place.lhs_dims, &d.lhs_perm, [d.batch, d.m, d.k]),
+        layout(place.rhs_dims, &d.rhs_perm, [d.batch, d.k, d.n]),
     );
     let (Some(a), Some(b)) = (a_s, b_s) else {
-        return Err("a dot operand whose grouped dimensions are not one stride each".into());
+        return Err("a dot operand whose free or contracting dimensions are not one stride each".into());
     };
     match d.elem {
         ElementType::F32 => Ok(blocked(d, place, a, b)),
@@ -103,7 +135,8 @@ pub fn emit(d: &DotSpec, place: &DotPlace) -> Result<Function, String> {
 /// f64, f16 and bf16 dots: one output at a time, its products summed in `k` order (f64
 /// in f64; f16 and bf16 in f32, whose products of them are exact, rounded once at the
 /// end), as the dots the planner turns into reductions are.
-fn plain(d: &DotSpec, place: &DotPlace, [sab, sam, sak]: [i64; 3], [sbb, sbk, sbn]: [i64; 3]) -> Function {
+fn plain(d: &DotSpec, place: &DotPlace, a: Layout, b_layout: Layout) -> Function {
+    let ([sam, sak], [sbk, sbn]) = (a.strides, b_layout.strides);
     let wide = d.elem == ElementType::F64;
     let size = if wide { 8 } else { 2 };
     let ty = if wide { ValType::F64 } else { ValType::F32 };
@@ -111,6 +144,7 @@ fn plain(d: &DotSpec, place: &DotPlace, [sab, sam, sak]: [i64; 3], [sbb, sbk, sb
     let mut c = Code::new(2);
     let l = |c: &mut Code| c.local(ValType::I32);
     let (b, i, j, p) = (l(&mut c), l(&mut c), l(&mut c), l(&mut c));
+    let (a_at, b_at) = (l(&mut c), l(&mut c));
     let acc = c.local(ty);
     let load = |c: &mut Code, base: u64| match d.elem {
         ElementType::F64 => c.op(I::F64Load(mem(base, 3))),
@@ -118,29 +152,21 @@ fn plain(d: &DotSpec, place: &DotPlace, [sab, sam, sak]: [i64; 3], [sbb, sbk, sb
         _ => c.ops([I::I32Load16U(mem(base, 1)), I::I32Const(16), I::I32Shl, I::F32ReinterpretI32]),
     };
     range(&mut c, b, I::LocalGet(0), &[I::LocalGet(1)], 1, &mut |c| {
+        batch_offset(c, b, &a.batch);
+        c.op(I::LocalSet(a_at));
+        batch_offset(c, b, &b_layout.batch);
+        c.op(I::LocalSet(b_at));
         range(c, i, I::I32Const(0), &[I::I32Const(m)], 1, &mut |c| {
             range(c, j, I::I32Const(0), &[I::I32Const(n)], 1, &mut |c| {
                 c.op(if wide { I::F64Const(0.0.into()) } else { I::F32Const(0.0f32.into()) });
                 c.op(I::LocalSet(acc));
                 range(c, p, I::I32Const(0), &[I::I32Const(k)], 1, &mut |c| {
                     c.op(I::LocalGet(acc));
-                    c.ops([
-                        I::LocalGet(b),
-                        I::I32Const(sab as i32),
-                        I::I32Mul,
-                        I::LocalGet(i),
-                        I::I32Const(sam as i32),
-                    ]);
+                    c.ops([I::LocalGet(a_at), I::LocalGet(i), I::I32Const(sam as i32)]);
                     c.ops([I::I32Mul, I::I32Add, I::LocalGet(p), I::I32Const(sak as i32), I::I32Mul, I::I32Add]);
                     c.ops([I::I32Const(size), I::I32Mul]);
                     load(c, place.lhs);
-                    c.ops([
-                        I::LocalGet(b),
-                        I::I32Const(sbb as i32),
-                        I::I32Mul,
-                        I::LocalGet(p),
-                        I::I32Const(sbk as i32),
-                    ]);
+                    c.ops([I::LocalGet(b_at), I::LocalGet(p), I::I32Const(sbk as i32)]);
                     c.ops([I::I32Mul, I::I32Add, I::LocalGet(j), I::I32Const(sbn as i32), I::I32Mul, I::I32Add]);
                     c.ops([I::I32Const(size), I::I32Mul]);
                     load(c, place.rhs);
@@ -178,7 +204,8 @@ fn range(c: &mut Code, v: u32, start: I<'static>, end: &[I<'static>], step: i32,
 }
 
 /// f32: packed operands and register tiles.
-fn blocked(d: &DotSpec, place: &DotPlace, [sab, sam, sak]: [i64; 3], [sbb, sbk, sbn]: [i64; 3]) -> Function {
+fn blocked(d: &DotSpec, place: &DotPlace, a: Layout, b_layout: Layout) -> Function {
+    let ([sam, sak], [sbk, sbn]) = (a.strides, b_layout.strides);
     let (m, n, k) = (d.m as i32, d.n as i32, d.k as i32);
     let panels = (d.n as u32).div_ceil(NR) as i32;
     let pb = place.scratch;
@@ -187,10 +214,15 @@ fn blocked(d: &DotSpec, place: &DotPlace, [sab, sam, sak]: [i64; 3], [sbb, sbk, 
     let mut c = Code::new(2);
     let l = |c: &mut Code| c.local(ValType::I32);
     let (b, i0, jp, p, r, col, at) = (l(&mut c), l(&mut c), l(&mut c), l(&mut c), l(&mut c), l(&mut c), l(&mut c));
+    let (a_at, b_at) = (l(&mut c), l(&mut c));
     let accs: Vec<u32> = (0..8).map(|_| c.local(ValType::V128)).collect();
     let (bv0, bv1, av) = (c.local(ValType::V128), c.local(ValType::V128), c.local(ValType::V128));
 
     range(&mut c, b, I::LocalGet(0), &[I::LocalGet(1)], 1, &mut |c| {
+        batch_offset(c, b, &a.batch);
+        c.op(I::LocalSet(a_at));
+        batch_offset(c, b, &b_layout.batch);
+        c.op(I::LocalSet(b_at));
         // Pack the rhs: panel jp, row p, column c: rhs[b, p, jp*NR + c] or 0 past n.
         range(c, jp, I::I32Const(0), &[I::I32Const(panels)], 1, &mut |c| {
             range(c, p, I::I32Const(0), &[I::I32Const(k)], 1, &mut |c| {
@@ -208,7 +240,7 @@ fn blocked(d: &DotSpec, place: &DotPlace, [sab, sam, sak]: [i64; 3], [sbb, sbk, 
                         I::LocalSet(col),
                     ]);
                     c.ops([I::LocalGet(at)]);
-                    c.ops([I::LocalGet(b), I::I32Const(sbb as i32), I::I32Mul]);
+                    c.op(I::LocalGet(b_at));
                     c.ops([I::LocalGet(p), I::I32Const(sbk as i32), I::I32Mul, I::I32Add]);
                     c.ops([
                         I::LocalGet(col),
@@ -231,7 +263,7 @@ fn blocked(d: &DotSpec, place: &DotPlace, [sab, sam, sak]: [i64; 3], [sbb, sbk, 
                 for rr in 0..MR as i32 {
                     c.ops([I::LocalGet(i0), I::I32Const(rr), I::I32Add, I::LocalSet(r)]);
                     c.ops([I::LocalGet(p), I::I32Const(4 * MR as i32), I::I32Mul]);
-                    c.ops([I::LocalGet(b), I::I32Const(sab as i32), I::I32Mul]);
+                    c.op(I::LocalGet(a_at));
                     c.ops([I::LocalGet(r), I::I32Const(m - 1), I::LocalGet(r), I::I32Const(m), I::I32LtS, I::Select]);
                     c.ops([I::I32Const(sam as i32), I::I32Mul, I::I32Add]);
                     c.ops([I::LocalGet(p), I::I32Const(sak as i32), I::I32Mul, I::I32Add, I::I32Const(4), I::I32Mul]);

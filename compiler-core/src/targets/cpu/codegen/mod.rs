@@ -266,8 +266,11 @@ pub(super) fn emit_kernel<M: Module>(
     options: EmitOptions,
 ) -> Option<Result<Emitted, String>> {
     let (e, n_inputs) = compiled_function(k)?;
-    let is_result = result_outputs(k, results);
-    Some(emit(m, helpers, e, &format!("kernel{index}"), n_inputs, options, &is_result))
+    let prepared = prepare_kernel(m, helpers, k, index, results, options)?;
+    Some(prepared.and_then(|mut p| {
+        let compiled = p.compile(m.isa());
+        p.finish(m, helpers, e, n_inputs, options, compiled)
+    }))
 }
 
 /// Emits the kernel as function `name`: vectorized when [`vector::plan`] allows and

@@ -132,14 +132,14 @@ fn run_checked(args: &RunArgs, module: &Module, source_name: &str) -> Result<Str
                 .map_err(|e| RunError(format!("{source_name}: running %{} failed: {}", e.inst, e.message)))?;
         }
         Target::Cuda => {
-            use hloscope_core::passes::pipeline::{parse_pipeline_spec, run_pipeline, PipelineConfig};
+            use hloscope_core::passes::pipeline::{parse_pipeline_spec, run_passes, PipelineConfig};
             use hloscope_core::targets::cuda;
             let failed = |e: String| RunError(format!("{source_name}: cuda: {e}"));
             let spec = format!("{},-constant-fold", hloscope_core::targets::PIPELINE);
             let passes = parse_pipeline_spec(&spec).map_err(|e| failed(e.to_string()))?;
             let mut optimized = module.clone();
             let config = PipelineConfig { passes, snapshots: false, ..Default::default() };
-            run_pipeline(&mut optimized, &config).map_err(|e| failed(e.to_string()))?;
+            run_passes(&mut optimized, &config).map_err(|e| failed(e.to_string()))?;
             let program = cuda::compile(&optimized).map_err(failed)?;
             let mut exe = cuda::runtime::CudaExecutable::new(&optimized, program).map_err(failed)?;
             exe.run_with_custom_calls(&[], &mut hook).map_err(failed)?;

@@ -367,6 +367,23 @@ pub fn run_pipeline(module: &mut Module, config: &PipelineConfig) -> Result<Vec<
     run_pipeline_observed(module, config, &mut |_, _| {})
 }
 
+/// Runs the pipeline on `module` in place, taking no snapshot: what a target's compile
+/// wants (a snapshot costs about as much as the passes themselves: the cost model and
+/// every instruction's signature). With `config.verify` each pass is still verified.
+pub fn run_passes(module: &mut Module, config: &PipelineConfig) -> Result<(), PipelineError> {
+    let passes: Vec<Box<dyn Pass>> =
+        config.passes.iter().map(|p| make_pass(p, &config.fusion)).collect::<Result<_, _>>()?;
+    crate::limits::check_module(module, &crate::limits::Limits::default()).map_err(PipelineError::Limit)?;
+    for pass in &passes {
+        pass.run(module, &mut PassLog::default());
+        if config.verify {
+            crate::verify::verify_structure(module)
+                .map_err(|e| PipelineError::Broken { pass: pass.name().to_string(), error: e.to_string() })?;
+        }
+    }
+    Ok(())
+}
+
 /// [`run_pipeline`], calling `after_pass(name, module)` after each pass has run and been
 /// verified (differential tests compare the module's meaning before and after).
 pub fn run_pipeline_observed(

@@ -52,12 +52,12 @@ enum Place {
 /// epilogue fusion, so that dots stay on their own (planned as reductions here).
 pub fn optimize(module: &Module) -> Result<Module, String> {
     use crate::passes::fusion::FusionConfig;
-    use crate::passes::pipeline::{parse_pipeline_spec, run_pipeline, PipelineConfig};
+    use crate::passes::pipeline::{parse_pipeline_spec, run_passes, PipelineConfig};
     let mut m = module.clone();
     let passes = parse_pipeline_spec(super::PIPELINE).map_err(|e| e.to_string())?;
     let fusion = FusionConfig::from_spec("no-epilogue").map_err(|e| e.to_string())?;
     let config = PipelineConfig { passes, fusion, snapshots: false, ..Default::default() };
-    run_pipeline(&mut m, &config).map_err(|e| e.to_string())?;
+    run_passes(&mut m, &config).map_err(|e| e.to_string())?;
     Ok(m)
 }
 

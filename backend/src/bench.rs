@@ -136,6 +136,19 @@ pub struct BenchArgs {
     /// their loops into calls of the native block functions (same results, for comparing).
     #[arg(long)]
     pub no_block_math: bool,
+
+    /// The engine that runs `--target wasm`: wasmtime (in this process) or V8, the
+    /// browser's engine, in a Node.js child process (`node` on the PATH; programs whose
+    /// kernels are all WebAssembly).
+    #[arg(long, value_enum, default_value_t = Engine::Wasmtime)]
+    pub engine: Engine,
+}
+
+/// What runs `--target wasm`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Engine {
+    Wasmtime,
+    V8,
 }
 
 /// One row of the report: an instruction's kernels, timed together.
@@ -236,6 +249,11 @@ pub enum Runner {
         exe: Box<WasmExecutable>,
         module: Module,
     },
+    /// The program in V8 (Node.js) and the module it was planned from.
+    V8 {
+        engine: Box<crate::v8::V8Engine>,
+        module: Module,
+    },
     /// The executable and the module it was planned from (for the cost model).
     Cuda {
         exe: Box<CudaExecutable>,
@@ -282,6 +300,9 @@ impl Runner {
         if let Runner::Wasm { exe, .. } = self {
             return exe.load(arguments);
         }
+        if let Runner::V8 { engine, .. } = self {
+            return engine.load(arguments);
+        }
         if let Runner::Cpu { exe, inputs, outputs } = self {
             *inputs = arguments
                 .iter()
@@ -326,6 +347,15 @@ impl Runner {
                 let timed = exe.execute(true)?.ok_or("a timed run gave no kernel times")?;
                 for (slot, k) in times.top.iter_mut().zip(&timed) {
                     *slot = k.time.as_secs_f64();
+                }
+                Ok(None)
+            }
+            Runner::V8 { engine, .. } => {
+                times.clear();
+                let (total, kernels) = engine.run()?;
+                times.total = Some(total);
+                for (slot, t) in times.top.iter_mut().zip(kernels) {
+                    *slot = t;
                 }
                 Ok(None)
             }
@@ -401,12 +431,13 @@ impl Runner {
     }
 
     /// The last run's results, flattened.
-    fn results(&self, last: Option<Value>) -> Result<Vec<Literal>, String> {
+    fn results(&mut self, last: Option<Value>) -> Result<Vec<Literal>, String> {
         match self {
             Runner::Interp(_) => Ok(last.map(Value::flatten).unwrap_or_default()),
             Runner::WebGpu { exe, .. } => Ok(exe.read_result()?.flatten()),
             Runner::Cuda { exe, .. } => Ok(exe.read_result()?.flatten()),
             Runner::Wasm { exe, .. } => Ok(exe.read_result()?.flatten()),
+            Runner::V8 { engine, .. } => engine.result(),
             Runner::Cpu { exe, outputs, .. } => {
                 let plan = exe.plan();
                 plan.result
@@ -429,6 +460,7 @@ impl Runner {
             Runner::WebGpu { exe, .. } => exe.program().plan.kernels.len(),
             Runner::Cuda { exe, .. } => exe.program().plan.kernels.len(),
             Runner::Wasm { exe, .. } => exe.program().plan.kernels.len(),
+            Runner::V8 { engine, .. } => engine.program().plan.kernels.len(),
         }
     }
 }
@@ -458,8 +490,12 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
     if args.target == Target::Interp && !args.fusion.trim().is_empty() {
         return Err(RunError("--fusion is for the compiled targets (--target cpu or webgpu)".into()));
     }
+    if args.engine != Engine::Wasmtime && args.target != Target::Wasm {
+        return Err(RunError("--engine chooses the engine of --target wasm".into()));
+    }
     let started = Instant::now();
     let mut device = None;
+    let mut not_compiling = Duration::ZERO;
     let runner = match args.target {
         Target::Interp => Runner::Interp(module),
         Target::Cpu => {
@@ -489,8 +525,25 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
             let failed = |e: String| RunError(format!("{source_name}: wasm: {e}"));
             let optimized = hloscope_core::targets::optimize_with(&module, &fusion).map_err(failed)?;
             let program = wasm::compile(&optimized).map_err(failed)?;
-            let exe = WasmExecutable::new(&optimized, program).map_err(failed)?;
-            Runner::Wasm { exe: Box::new(exe), module: optimized }
+            match args.engine {
+                Engine::Wasmtime => {
+                    let exe = WasmExecutable::new(&optimized, program).map_err(failed)?;
+                    Runner::Wasm { exe: Box::new(exe), module: optimized }
+                }
+                Engine::V8 => {
+                    // The compile is ours plus V8's compile and instantiate, not Node's start.
+                    let spawned = Instant::now();
+                    let engine = crate::v8::V8Engine::start(program).map_err(failed)?;
+                    not_compiling = spawned.elapsed().saturating_sub(Duration::from_secs_f64(engine.instantiate_s));
+                    device = Some(Device {
+                        adapter: format!("V8 (Node.js {})", engine.node),
+                        backend: "node".into(),
+                        driver: engine.node.clone(),
+                        timing: "performance.now around each call",
+                    });
+                    Runner::V8 { engine: Box::new(engine), module: optimized }
+                }
+            }
         }
         Target::Cuda => {
             let failed = |e: String| RunError(format!("{source_name}: cuda: {e}"));
@@ -510,7 +563,7 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
             Runner::Cuda { exe: Box::new(exe), module: optimized }
         }
     };
-    let compile_s = (parse_s + started.elapsed()).as_secs_f64();
+    let compile_s = (parse_s + started.elapsed().saturating_sub(not_compiling)).as_secs_f64();
     let compile_peak_rss_bytes = peak_rss_bytes();
     let fail = |e: String| RunError(format!("{source_name}: running on the {} failed: {e}", target_name(args.target)));
     let iters = args.iters.map(|n| n as usize);
@@ -605,15 +658,8 @@ pub fn measure(
             let arena = &program.plan.arena;
             (rows(module, &program.plan, &code, true, &per_kernel, &nested_runs), arena.arena_bytes, arena.buffer_bytes)
         }
-        Runner::Wasm { exe, module } => {
-            let program = exe.program();
-            let code = |k: usize| match &program.kernels[k] {
-                Some(w) => format!("wasm {}", w.shape),
-                None => "interpreter (host)".to_string(),
-            };
-            let arena = &program.plan.arena;
-            (rows(module, &program.plan, &code, true, &per_kernel, &nested_runs), arena.arena_bytes, arena.buffer_bytes)
-        }
+        Runner::Wasm { exe, module } => wasm_rows(exe.program(), module, &per_kernel, &nested_runs),
+        Runner::V8 { engine, module } => wasm_rows(engine.program(), module, &per_kernel, &nested_runs),
         Runner::Cuda { exe, module } => {
             let program = exe.program();
             let code = |k: usize| match &program.kernels[k] {
@@ -644,6 +690,22 @@ fn target_name(t: Target) -> &'static str {
         Target::Cuda => "cuda",
         Target::Wasm => "wasm",
     }
+}
+
+/// The report's rows of a WebAssembly program (wasmtime's or V8's run), its arena bytes
+/// and its buffers' bytes.
+fn wasm_rows(
+    program: &wasm::WasmProgram,
+    module: &Module,
+    per_kernel: &[Vec<f64>],
+    nested_runs: &[Vec<NestedKernel>],
+) -> (Vec<Row>, u64, u64) {
+    let code = |k: usize| match &program.kernels[k] {
+        Some(w) => format!("wasm {}", w.shape),
+        None => "interpreter (host)".to_string(),
+    };
+    let arena = &program.plan.arena;
+    (rows(module, &program.plan, &code, true, per_kernel, nested_runs), arena.arena_bytes, arena.buffer_bytes)
 }
 
 /// One row per instruction (in order of its first kernel): the median of the summed

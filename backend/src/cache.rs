@@ -1,8 +1,9 @@
-//! The compilation cache for the CPU target, keyed like `jax.jit`'s: a hash of the module
-//! text, the entry's parameter shapes and dtypes, the target, the pipeline options and
-//! the compiler version. A hit skips parsing, the pass pipeline, planning and Cranelift:
-//! the artifact's module, kernel plans and machine code are loaded as they are
-//! (`cpu::load_artifact`).
+//! The compilation cache for the CPU and WebAssembly targets, keyed like `jax.jit`'s: a
+//! hash of the module text, the entry's parameter shapes and dtypes, the target, the
+//! pipeline options and the compiler version. A hit skips parsing, the pass pipeline,
+//! planning and code generation: the artifact's module, kernel plans and machine code
+//! are loaded as they are (`cpu::load_artifact`, `wasm::artifact::load`: the WebAssembly
+//! module as wasmtime compiled it).
 //!
 //! Two levels: an in-memory LRU of loaded executables (for a long-lived server; one CLI
 //! run uses it once) and a folder on disk, `$HLOSCOPE_CACHE_DIR` or the user's cache
@@ -12,7 +13,9 @@
 //! is under its size cap. An entry that does not load (corrupt, truncated, another
 //! compiler, another CPU) is reported as a note, rebuilt and overwritten.
 
+use hloscope_core::ir::Module;
 use hloscope_core::targets::cpu::{self, CpuExecutable};
+use hloscope_core::targets::wasm::{self, runtime::WasmExecutable};
 use lru::LruCache;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
@@ -57,17 +60,44 @@ pub enum Outcome {
     Rebuilt(String),
 }
 
-pub struct Cache {
+/// What the cache keeps: an executable that loads from its artifact's bytes.
+pub trait Entry: Sized {
+    /// The executable of `bytes`, or why they are unusable (corrupt, stale).
+    fn load(bytes: &[u8]) -> Result<Self, String>;
+}
+
+impl Entry for CpuExecutable {
+    fn load(bytes: &[u8]) -> Result<Self, String> {
+        cpu::load_artifact(bytes)
+    }
+}
+
+/// The WebAssembly target's entry: the executable and its optimized module (a run reads
+/// the entry's parameters from it).
+pub struct WasmEntry {
+    pub exe: WasmExecutable,
+    pub module: Module,
+}
+
+impl Entry for WasmEntry {
+    fn load(bytes: &[u8]) -> Result<Self, String> {
+        wasm::artifact::load(bytes).map(|(exe, module)| WasmEntry { exe, module })
+    }
+}
+
+/// Entries of one kind (one target's) in memory and on disk; the kinds share the folder
+/// and its cap (the key names the target).
+pub struct Cache<E: Entry = CpuExecutable> {
     dir: Option<PathBuf>,
     max_bytes: u64,
-    memory: LruCache<Key, Rc<CpuExecutable>>,
+    memory: LruCache<Key, Rc<E>>,
     /// Problems worth a note on stderr that did not stop the compile (a failed write).
     pub notes: Vec<String>,
 }
 
-impl Cache {
+impl<E: Entry> Cache<E> {
     /// A cache over folder `dir` (None: memory only) capped at `max_bytes` on disk.
-    pub fn new(dir: Option<PathBuf>, max_bytes: u64) -> Cache {
+    pub fn new(dir: Option<PathBuf>, max_bytes: u64) -> Self {
         Cache {
             dir,
             max_bytes,
@@ -78,7 +108,7 @@ impl Cache {
 
     /// The folder from the environment: `$HLOSCOPE_CACHE_DIR`, else the user's cache
     /// folder + `hloscope`; the cap from `$HLOSCOPE_CACHE_MAX_BYTES`.
-    pub fn from_env() -> Cache {
+    pub fn from_env() -> Self {
         let dir = std::env::var_os("HLOSCOPE_CACHE_DIR")
             .filter(|d| !d.is_empty())
             .map(PathBuf::from)
@@ -90,13 +120,13 @@ impl Cache {
 
     /// The executable for `key` from memory or disk; else how the lookup missed
     /// (`Miss`, or `Rebuilt` with the reason the disk entry was unusable).
-    pub fn lookup(&mut self, key: Key) -> Result<(Rc<CpuExecutable>, Outcome), Outcome> {
+    pub fn lookup(&mut self, key: Key) -> Result<(Rc<E>, Outcome), Outcome> {
         if let Some(exe) = self.memory.get(&key) {
             return Ok((exe.clone(), Outcome::MemoryHit));
         }
         let Some(path) = self.path(key) else { return Err(Outcome::Miss) };
         match std::fs::read(&path) {
-            Ok(bytes) => match cpu::load_artifact(&bytes) {
+            Ok(bytes) => match E::load(&bytes) {
                 Ok(exe) => {
                     // Refresh the age: eviction removes the least recently used.
                     if let Ok(f) = std::fs::File::options().append(true).open(&path) {
@@ -115,7 +145,7 @@ impl Cache {
 
     /// Keeps a freshly compiled executable under `key`, in memory and (its artifact
     /// `bytes`) on disk.
-    pub fn insert(&mut self, key: Key, exe: CpuExecutable, bytes: &[u8]) -> Rc<CpuExecutable> {
+    pub fn insert(&mut self, key: Key, exe: E, bytes: &[u8]) -> Rc<E> {
         if let Some(path) = self.path(key) {
             if let Err(e) = self.store(&path, bytes) {
                 self.notes.push(format!("could not write the cache entry {}: {e}", path.display()));

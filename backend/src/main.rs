@@ -13,6 +13,7 @@ mod probe;
 mod run;
 mod serve;
 mod summary;
+mod v8;
 
 use clap::{Parser, Subcommand};
 use std::io::Write;

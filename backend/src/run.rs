@@ -45,7 +45,7 @@ each result is printed.
 Inputs: one --input per entry parameter, in order. A bf16 parameter takes a float32 (<f4) \
 file, rounded to nearest even.
 
-Compilation cache (--target cpu): compiled modules are kept in $HLOSCOPE_CACHE_DIR (default: \
+Compilation cache (--target cpu and wasm): compiled modules are kept in $HLOSCOPE_CACHE_DIR (default: \
 the user's cache folder + hloscope), capped at $HLOSCOPE_CACHE_MAX_BYTES (default 512 MiB, \
 oldest entries removed first); a second run of the same module and parameter types loads \
 the machine code instead of compiling. --no-cache skips it; an unusable entry is rebuilt \
@@ -79,7 +79,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
 
-    /// Compile afresh: neither read nor write the compilation cache (--target cpu).
+    /// Compile afresh: neither read nor write the compilation cache (--target cpu and wasm).
     #[arg(long)]
     pub no_cache: bool,
 
@@ -173,10 +173,15 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
     // Compiling first keeps making the inputs out of the compile time `-v` reports. A
     // cache hit needs no parse of the source: the executable's module has the same
     // parameters.
+    let mut wasm = None;
     let (exe, parsed) = match args.target {
         Target::Cpu => {
             let (exe, parsed) = compile_cpu(args, &text, &source_name, started, &parse)?;
             (Some(exe), parsed)
+        }
+        Target::Wasm if !args.conformance_checks => {
+            wasm = Some(compile_wasm(args, &text, &source_name, started, &parse)?);
+            (None, None)
         }
         Target::Cuda => {
             // Said before anything else: nothing can run here.
@@ -191,10 +196,11 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
         let module = parsed.as_ref().ok_or_else(|| RunError("--conformance-checks needs the module parsed".into()))?;
         return run_checked(args, module, &source_name);
     }
-    let module: &Module = match (&parsed, &exe) {
-        (Some(m), _) => m,
-        (None, Some(exe)) => exe.module(),
-        (None, None) => return Err(RunError("internal error: no module to run".into())),
+    let module: &Module = match (&parsed, &exe, &wasm) {
+        (Some(m), _, _) => m,
+        (None, Some(exe), _) => exe.module(),
+        (None, None, Some(entry)) => &entry.module,
+        (None, None, None) => return Err(RunError("internal error: no module to run".into())),
     };
     let arguments = if args.random_inputs {
         hloscope_core::interp::random_inputs(module, args.seed)
@@ -207,7 +213,10 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
         }
         None if args.target == Target::Webgpu => run_webgpu(module, &arguments, &source_name, args.verbose)?,
         None if args.target == Target::Cuda => run_cuda(module, &arguments, &source_name, args.verbose)?,
-        None if args.target == Target::Wasm => run_wasm(module, &arguments, &source_name, args.verbose)?,
+        None if args.target == Target::Wasm => {
+            let entry = wasm.as_ref().ok_or_else(|| RunError("internal error: no wasm executable".into()))?;
+            run_wasm(&entry.exe, &arguments, &source_name, args.verbose)?
+        }
         None => interpret(module, &arguments, &source_name)?,
     };
     let outputs = result.flatten();
@@ -250,25 +259,15 @@ fn run_webgpu(module: &Module, args: &[Value], source_name: &str, verbose: bool)
     Ok(value)
 }
 
-/// Runs the module's WebAssembly kernels under wasmtime, saying how many are compiled.
-fn run_wasm(module: &Module, args: &[Value], source_name: &str, verbose: bool) -> Result<Value, RunError> {
-    use hloscope_core::targets::{optimize, wasm};
+/// Runs the WebAssembly executable under wasmtime; with `verbose`, each kernel timed.
+fn run_wasm(
+    exe: &hloscope_core::targets::wasm::runtime::WasmExecutable,
+    args: &[Value],
+    source_name: &str,
+    verbose: bool,
+) -> Result<Value, RunError> {
     let failed = |e: String| RunError(format!("{source_name}: wasm: {e}"));
-    let started = std::time::Instant::now();
-    let optimized = optimize(module).map_err(failed)?;
-    let program = wasm::compile(&optimized).map_err(failed)?;
-    let (compiled, on_host) = program.counts();
-    let bytes = program.bytes.len();
-    let exe = wasm::runtime::WasmExecutable::new(&optimized, program).map_err(failed)?;
-    eprintln!("wasm: wasmtime: {compiled} kernels in WebAssembly ({bytes} bytes), {on_host} on the host");
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-    if verbose {
-        eprintln!(
-            "wasm: parse to instance in {:.2} ms (wasmtime compile and instantiate {:.2} ms)",
-            ms(started.elapsed()),
-            ms(exe.compile_time)
-        );
-    }
     if !verbose {
         return Ok(exe.run(args).map_err(failed)?.0);
     }
@@ -331,42 +330,89 @@ fn compile_cpu(
     started: std::time::Instant,
     parse: &dyn Fn() -> Result<Module, RunError>,
 ) -> Result<(std::rc::Rc<hloscope_core::targets::cpu::CpuExecutable>, Option<Module>), RunError> {
-    use crate::cache::{Cache, Key, Outcome};
     use hloscope_core::targets::cpu;
     let failed = |e: String| RunError(format!("{source_name}: compiling for the cpu failed: {e}"));
-    let (exe, parsed, what) = if args.no_cache {
-        let module = parse()?;
-        let exe = cpu::optimize(&module).and_then(|m| cpu::compile(&m)).map_err(failed)?;
-        (std::rc::Rc::new(exe), Some(module), "cache off".to_string())
-    } else {
-        let mut cache = Cache::from_env();
-        let key = Key::new(text, "cpu", cpu::PIPELINE, &cpu::compiler_version());
-        let at = cache.path(key).map(|p| p.display().to_string()).unwrap_or_default();
-        match cache.lookup(key) {
-            Ok((exe, _)) => (exe, None, format!("cache hit ({at})")),
-            Err(outcome) => {
-                let module = parse()?;
-                let (exe, bytes) =
-                    cpu::compile_to_artifact(&cpu::optimize(&module).map_err(failed)?).map_err(failed)?;
-                let exe = cache.insert(key, exe, &bytes);
-                for note in &cache.notes {
-                    eprintln!("note: {note}");
-                }
-                let what = match outcome {
-                    Outcome::Rebuilt(reason) => {
-                        eprintln!("note: the compilation cache entry {at} was unusable ({reason}); rebuilt it");
-                        "cache miss (rebuilt)".to_string()
-                    }
-                    _ => format!("cache miss (stored {at})"),
-                };
-                (exe, Some(module), what)
-            }
-        }
-    };
+    let compile = |module: &Module| cpu::compile_to_artifact(&cpu::optimize(module)?);
+    let (exe, parsed, what) = compile_cached(args, text, "cpu", parse, compile, &failed)?;
     if args.verbose {
         eprintln!("cpu: {what}; parse to executable in {:.2} ms", started.elapsed().as_secs_f64() * 1e3);
     }
     Ok((exe, parsed))
+}
+
+/// Compiles for WebAssembly (wasmtime) through the compilation cache, as [`compile_cpu`].
+fn compile_wasm(
+    args: &RunArgs,
+    text: &str,
+    source_name: &str,
+    started: std::time::Instant,
+    parse: &dyn Fn() -> Result<Module, RunError>,
+) -> Result<std::rc::Rc<crate::cache::WasmEntry>, RunError> {
+    use hloscope_core::targets::{optimize, wasm};
+    let failed = |e: String| RunError(format!("{source_name}: wasm: {e}"));
+    let compile = |module: &Module| {
+        let optimized = optimize(module)?;
+        let (exe, bytes) = wasm::artifact::compile(&optimized, wasm::compile(&optimized)?)?;
+        Ok((crate::cache::WasmEntry { exe, module: optimized }, bytes))
+    };
+    let (entry, _, what) = compile_cached(args, text, "wasm", parse, compile, &failed)?;
+    let program = entry.exe.program();
+    let (compiled, on_host) = program.counts();
+    eprintln!(
+        "wasm: wasmtime: {compiled} kernels in WebAssembly ({} bytes), {on_host} on the host",
+        program.bytes.len()
+    );
+    if args.verbose {
+        eprintln!(
+            "wasm: {what}; parse to instance in {:.2} ms (wasmtime compile or load, and instantiate {:.2} ms)",
+            started.elapsed().as_secs_f64() * 1e3,
+            entry.exe.compile_time.as_secs_f64() * 1e3
+        );
+    }
+    Ok(entry)
+}
+
+/// Target `target`'s executable for module `text` from the compilation cache, or made by
+/// `compile` (from the module `parse` gives; its errors go through `failed`) and stored,
+/// unless --no-cache; notes on stderr for unusable entries. Returns the executable, the
+/// parsed source module unless the cache had it, and what the cache did (for --verbose).
+fn compile_cached<E: crate::cache::Entry>(
+    args: &RunArgs,
+    text: &str,
+    target: &str,
+    parse: &dyn Fn() -> Result<Module, RunError>,
+    compile: impl FnOnce(&Module) -> Result<(E, Vec<u8>), String>,
+    failed: &dyn Fn(String) -> RunError,
+) -> Result<(std::rc::Rc<E>, Option<Module>, String), RunError> {
+    use crate::cache::{Cache, Key, Outcome};
+    use hloscope_core::targets::cpu;
+    if args.no_cache {
+        let module = parse()?;
+        let (exe, _) = compile(&module).map_err(failed)?;
+        return Ok((std::rc::Rc::new(exe), Some(module), "cache off".to_string()));
+    }
+    let mut cache = Cache::<E>::from_env();
+    let key = Key::new(text, target, cpu::PIPELINE, &cpu::compiler_version());
+    let at = cache.path(key).map(|p| p.display().to_string()).unwrap_or_default();
+    match cache.lookup(key) {
+        Ok((exe, _)) => Ok((exe, None, format!("cache hit ({at})"))),
+        Err(outcome) => {
+            let module = parse()?;
+            let (exe, bytes) = compile(&module).map_err(failed)?;
+            let exe = cache.insert(key, exe, &bytes);
+            for note in &cache.notes {
+                eprintln!("note: {note}");
+            }
+            let what = match outcome {
+                Outcome::Rebuilt(reason) => {
+                    eprintln!("note: the compilation cache entry {at} was unusable ({reason}); rebuilt it");
+                    "cache miss (rebuilt)".to_string()
+                }
+                _ => format!("cache miss (stored {at})"),
+            };
+            Ok((exe, Some(module), what))
+        }
+    }
 }
 
 /// The module text and the name to use for it in messages.

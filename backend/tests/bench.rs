@@ -394,3 +394,39 @@ fn cpu_bench_takes_the_fusion_knobs() {
         assert!(err.contains(needle), "{err}");
     }
 }
+
+/// `--engine v8` runs the WebAssembly target's module in Node.js: the same result bytes
+/// as wasmtime's, a time for every kernel, the engine named; programs with host kernels
+/// and other targets are refused with the reason.
+#[test]
+fn wasm_bench_in_v8_gives_wasmtimes_bytes() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-v8");
+    let _ = std::fs::remove_dir_all(&dir);
+    let module = corpus("transformer_block", "module.mlir");
+    let run = |engine: &str| {
+        let out = dir.join(engine).display().to_string();
+        let args =
+            ["bench", &module, "--target", "wasm", "--engine", engine, "--json", "--iters", "3", "--out-dir", &out];
+        let json: Value = serde_json::from_str(&ok(hloscope(&args))).unwrap();
+        (json, std::fs::read(dir.join(engine).join("out0.npy")).unwrap())
+    };
+    let ((v8, v8_out), (wasmtime, wasmtime_out)) = (run("v8"), run("wasmtime"));
+    assert_eq!(v8_out, wasmtime_out, "V8 and wasmtime compute the same bytes");
+    assert!(v8["adapter"].as_str().unwrap().starts_with("V8 (Node.js v"), "{v8}");
+    assert!(wasmtime.get("adapter").is_none(), "{wasmtime}");
+    positive(&v8["run_median_s"]);
+    positive(&v8["compile_s"]);
+    let kernels = v8["kernels"].as_array().unwrap();
+    assert_eq!(kernels.len(), wasmtime["kernels"].as_array().unwrap().len());
+    for k in kernels {
+        assert!(k["code"].as_str().unwrap().starts_with("wasm "), "{k}");
+        assert!(k["time_s"].as_f64().unwrap() >= 0.0, "{k}");
+    }
+
+    let o = hloscope(&["bench", &corpus("sort_argsort", "module.mlir"), "--target", "wasm", "--engine", "v8"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("kernels are all WebAssembly") && err.contains("run on the host"), "{err}");
+    let o = hloscope(&["bench", &module, "--engine", "v8"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--engine chooses the engine of --target wasm"));
+}

@@ -1,7 +1,8 @@
 //! The compilation cache of `hloscope run --target cpu`, across processes: a second run
 //! hits and gives the same bytes; a corrupt or truncated entry is rebuilt with a note,
 //! also when the damage is in the binary module or plan sections (even under a valid
-//! checksum); another parameter shape misses; --no-cache neither reads nor writes.
+//! checksum); another parameter shape misses; --no-cache neither reads nor writes. The
+//! same for `--target wasm`, whose entries hold the module as wasmtime compiled it.
 //! (Another compiler version: `cache.rs` unit tests, which can forge one.)
 
 use std::path::{Path, PathBuf};
@@ -20,11 +21,23 @@ fn temp(name: &str) -> PathBuf {
     d
 }
 
-/// Runs the transformer block corpus program on the cpu with its inputs.
+/// Runs a corpus program on the cpu with its inputs.
 fn run(module: &Path, inputs: &[PathBuf], cache: &Path, out: &Path, extra: &[&str]) -> (Output, String) {
+    run_on("cpu", module, inputs, cache, out, extra)
+}
+
+/// Runs a corpus program on `target` with its inputs.
+fn run_on(
+    target: &str,
+    module: &Path,
+    inputs: &[PathBuf],
+    cache: &Path,
+    out: &Path,
+    extra: &[&str],
+) -> (Output, String) {
     let mut cmd = Command::new(BIN);
     cmd.env("HLOSCOPE_CACHE_DIR", cache)
-        .args(["run", module.to_str().unwrap(), "--target", "cpu", "-v", "--out-dir", out.to_str().unwrap()])
+        .args(["run", module.to_str().unwrap(), "--target", target, "-v", "--out-dir", out.to_str().unwrap()])
         .args(extra);
     for p in inputs {
         cmd.arg("--input").arg(p);
@@ -197,5 +210,48 @@ ENTRY %main (x: f32[4]) -> (s32[], f32[4]) {
         assert_eq!(out, reference);
         assert_eq!(std::fs::read(&entry).unwrap(), bytes, "the rebuilt entry is the original one");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn wasm_entries_hit_and_damaged_ones_are_rebuilt() {
+    let dir = temp("wasm");
+    let cache = dir.join("cache");
+    let module = corpus("layernorm").join("module.mlir");
+    let ins = inputs("layernorm");
+    let wasm = |out: &str| run_on("wasm", &module, &ins, &cache, &dir.join(out), &[]);
+    let (_, err) = wasm("a");
+    assert!(err.contains("wasm: cache miss (stored"), "{err}");
+    let files = entries(&cache);
+    assert_eq!(files.len(), 1);
+    let reference = std::fs::read(dir.join("a/out0.npy")).unwrap();
+
+    let (_, err) = wasm("b");
+    assert!(err.contains("wasm: cache hit"), "{err}");
+    assert!(err.contains("kernels in WebAssembly"), "{err}");
+    assert_eq!(std::fs::read(dir.join("b/out0.npy")).unwrap(), reference);
+
+    // Damaged in the middle (the compiled code): a note, a rebuild, the same outputs.
+    let mut bytes = std::fs::read(&files[0]).unwrap();
+    let mid = bytes.len() / 2;
+    for b in &mut bytes[mid..mid + 8] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&files[0], &bytes).unwrap();
+    let (_, err) = wasm("c");
+    assert!(err.contains("checksum mismatch") && err.contains("wasm: cache miss (rebuilt)"), "{err}");
+    assert_eq!(std::fs::read(dir.join("c/out0.npy")).unwrap(), reference);
+
+    // The cpu's entry for the same module is another entry; both stay.
+    let (_, err) = run(&module, &ins, &cache, &dir.join("d"), &[]);
+    assert!(err.contains("cpu: cache miss (stored"), "{err}");
+    assert_eq!(entries(&cache).len(), 2);
+    let (_, err) = wasm("e");
+    assert!(err.contains("wasm: cache hit"), "{err}");
+
+    // --no-cache neither reads nor writes.
+    let (_, err) = run_on("wasm", &module, &ins, &cache, &dir.join("f"), &["--no-cache"]);
+    assert!(err.contains("wasm: cache off"), "{err}");
+    assert_eq!(std::fs::read(dir.join("f/out0.npy")).unwrap(), reference);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -25,6 +25,8 @@ pub mod cpu;
 
 pub mod cstyle;
 pub mod cuda;
+#[cfg(any(feature = "cpu-codegen", feature = "wasm-run"))]
+pub mod envelope;
 pub mod wasm;
 pub mod webgpu;
 

@@ -39,12 +39,7 @@ pub const FORMAT_VERSION: u32 = 5;
 
 const MAGIC: &[u8; 8] = b"HSCPUART";
 
-/// This compiler's identity: an artifact from any other is stale.
-pub fn compiler_version() -> String {
-    // The sources' fingerprint (`build.rs`): any change to the passes, the planner, the
-    // emitter or the approximations makes older artifacts stale.
-    format!("hloscope-core {} source {}", env!("CARGO_PKG_VERSION"), env!("HLOSCOPE_SOURCE_HASH"))
-}
+pub use crate::targets::envelope::{compiler_version, decode, encode};
 
 /// Where a relocation points.
 #[derive(Clone, Debug, PartialEq)]
@@ -134,21 +129,6 @@ pub struct Artifact {
     /// The optimized module, postcard-encoded ([`encode`]).
     pub module: Vec<u8>,
     pub entry: CompArtifact,
-}
-
-/// A value in the artifact's binary form (postcard over its serde derive).
-pub fn encode<T: serde::Serialize>(v: &T) -> Result<Vec<u8>, String> {
-    postcard::to_allocvec(v).map_err(|e| format!("cannot encode the artifact: {e}"))
-}
-
-/// Decodes an artifact section (`what` names it in the error); the whole section must be
-/// consumed.
-pub fn decode<'a, T: serde::Deserialize<'a>>(what: &str, bytes: &'a [u8]) -> Result<T, String> {
-    match postcard::take_from_bytes(bytes) {
-        Ok((v, [])) => Ok(v),
-        Ok((_, rest)) => Err(format!("the artifact's {what} section has {} trailing bytes", rest.len())),
-        Err(e) => Err(format!("the artifact's {what} section does not decode: {e}")),
-    }
 }
 
 /// A 64-bit hash of `s` (fingerprints; not for security).
@@ -471,35 +451,13 @@ impl Artifact {
         w.str(&self.isa);
         w.bytes(&self.module);
         w.comp(&self.entry);
-        let payload = w.0;
-        let mut out = Vec::with_capacity(payload.len() + 28);
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-        out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-        out.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&payload).to_le_bytes());
-        out.extend_from_slice(&payload);
-        out
+        crate::targets::envelope::seal(MAGIC, FORMAT_VERSION, &w.0)
     }
 
     /// Decodes and checks the envelope (magic, format version, length, checksum) and the
     /// compiler version; the CPU is checked when loading.
     pub fn from_bytes(bytes: &[u8]) -> Result<Artifact, String> {
-        if bytes.len() < 28 || &bytes[..8] != MAGIC {
-            return Err("not an hloscope cpu artifact (bad magic or too short)".into());
-        }
-        let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-        if version != FORMAT_VERSION {
-            return Err(format!("artifact format {version}, this compiler reads format {FORMAT_VERSION}"));
-        }
-        let len = u64::from_le_bytes(bytes[12..20].try_into().expect("8 bytes"));
-        let sum = u64::from_le_bytes(bytes[20..28].try_into().expect("8 bytes"));
-        let payload = &bytes[28..];
-        if payload.len() as u64 != len {
-            return Err(format!("truncated or padded: the payload is {} bytes, the header says {len}", payload.len()));
-        }
-        if xxhash_rust::xxh3::xxh3_64(payload) != sum {
-            return Err("checksum mismatch (the artifact is corrupt)".into());
-        }
+        let payload = crate::targets::envelope::open(MAGIC, FORMAT_VERSION, "cpu artifact", bytes)?;
         let mut r = Reader { at: payload };
         let compiler = r.str()?;
         if compiler != compiler_version() {

@@ -352,7 +352,7 @@ fn build(
 /// against the plan, then handed to a JIT module, which only patches relocations.
 fn load(module: Module, comp_id: CompId, depth: usize, art: CompArtifact, isa: &str) -> Result<CpuExecutable, String> {
     let plan: KernelPlan = artifact::decode("plan", &art.plan)?;
-    check_plan(&module, comp_id, &plan)?;
+    kernel::verify::check_stored(&module, comp_id, &plan)?;
     let mut jit = new_jit()?;
     // The machine code embodies the options it was compiled with; only the CPU must match.
     let here = isa_description(&jit);
@@ -468,65 +468,6 @@ fn load(module: Module, comp_id: CompId, depth: usize, art: CompArtifact, isa: &
 fn needs_children(plan: &KernelPlan, depth: usize) -> bool {
     depth < MAX_DEPTH
         && plan.kernels.iter().any(|k| matches!(k.body, KernelBody::While { .. } | KernelBody::Case { .. }))
-}
-
-/// Checks that a stored plan fits its module: the computation, every instruction and
-/// computation it names and every buffer it uses exist, and the arena places every
-/// buffer. (The checksum already rules out corruption; this keeps a plan that was
-/// stored for another module from reaching the runtime.)
-fn check_plan(module: &Module, comp_id: CompId, plan: &KernelPlan) -> Result<(), String> {
-    let bad = |what: &str| Err(format!("stale artifact: the stored plan {what}"));
-    let Some(comp) = module.comps.get(comp_id) else { return bad("names a computation the module lacks") };
-    if plan.comp != comp_id {
-        return bad("is for another computation");
-    }
-    let n = plan.buffers.len();
-    let buf_ok = |b: &kernel::BufferId| cranelift_entity::EntityRef::index(*b) < n;
-    let vals_ok = |v: &kernel::ValueBufs| v.leaves().iter().all(buf_ok);
-    let inst_ok = |i: &crate::ir::InstId| comp.insts.get(*i).is_some();
-    let comp_ok = |c: &CompId| module.comps.get(*c).is_some();
-    let arena = &plan.arena;
-    if !arena.is_current(plan) || arena.live.len() != n || arena.pinned.len() != n {
-        return bad("has an arena assignment for other kernels");
-    }
-    // The runtime allocates this many bytes: never more than a compile would plan.
-    if arena.arena_bytes > crate::limits::Limits::default().max_total_bytes {
-        return bad("has an arena over the limit on a module's bytes");
-    }
-    for b in plan.buffers.keys() {
-        let end = plan.buffers[b].shape.checked_byte_size().and_then(|size| arena.offset(b).checked_add(size));
-        if end.is_none_or(|e| e > arena.arena_bytes) {
-            return bad("places a buffer outside the arena");
-        }
-    }
-    let kernels_ok = plan.kernels.iter().all(|k| {
-        inst_ok(&k.source)
-            && k.inputs.iter().all(buf_ok)
-            && k.outputs.iter().all(buf_ok)
-            && match &k.body {
-                KernelBody::Opaque { inst, operands, result } => {
-                    inst_ok(inst) && operands.iter().all(vals_ok) && vals_ok(result)
-                }
-                KernelBody::While { cond, body, operands, result } => {
-                    comp_ok(cond) && comp_ok(body) && operands.iter().all(vals_ok) && vals_ok(result)
-                }
-                KernelBody::Case { branches, operands, result, .. } => {
-                    branches.iter().all(comp_ok) && operands.iter().all(vals_ok) && vals_ok(result)
-                }
-                _ => true,
-            }
-    });
-    if plan.chains.iter().any(|c| c.start >= c.end || c.end > plan.kernels.len()) {
-        return bad("has a row chain outside its kernels");
-    }
-    if !kernels_ok
-        || !plan.params.iter().all(vals_ok)
-        || !vals_ok(&plan.result)
-        || !plan.constants.iter().all(|(b, _)| buf_ok(b))
-    {
-        return bad("names an instruction, computation or buffer that does not exist");
-    }
-    Ok(())
 }
 
 /// A compiled kernel's code as text: how it runs and its listings.

@@ -17,6 +17,8 @@
 //! the result's buffers. [`compile`] needs no engine.
 
 pub mod approx;
+#[cfg(all(feature = "wasm-run", not(target_arch = "wasm32")))]
+pub mod artifact;
 pub mod emit;
 pub mod gemm;
 pub mod helpers;
@@ -48,7 +50,7 @@ pub fn caps() -> TargetCaps {
 }
 
 /// One plan kernel's exported function.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct WasmKernel {
     /// Its export's name (`k{index}`).
     pub export: String,
@@ -59,7 +61,7 @@ pub struct WasmKernel {
 }
 
 /// A module planned and translated to one WebAssembly module.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct WasmProgram {
     pub plan: KernelPlan,
     /// Per kernel: its function, or `None` for a kernel the host runs (opaque).

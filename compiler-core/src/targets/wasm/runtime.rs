@@ -90,8 +90,19 @@ impl WasmExecutable {
     pub fn new(module: &Module, program: WasmProgram) -> Result<WasmExecutable, String> {
         let start = Instant::now();
         let compiled = wasmtime::Module::new(engine(), &program.bytes).map_err(|e| format!("wasmtime: {e:?}"))?;
+        Self::instantiate(module, program, &compiled, start)
+    }
+
+    /// Instantiates `compiled` (the program's module, compiled by wasmtime; `start`: when
+    /// that began, for [`WasmExecutable::compile_time`]).
+    pub(super) fn instantiate(
+        module: &Module,
+        program: WasmProgram,
+        compiled: &wasmtime::Module,
+        start: Instant,
+    ) -> Result<WasmExecutable, String> {
         let mut store = Store::new(engine(), ());
-        let instance = wasmtime::Instance::new(&mut store, &compiled, &[]).map_err(|e| format!("wasmtime: {e:?}"))?;
+        let instance = wasmtime::Instance::new(&mut store, compiled, &[]).map_err(|e| format!("wasmtime: {e:?}"))?;
         let memory = instance.get_memory(&mut store, "memory").ok_or("the module exports no memory")?;
         let funcs = program
             .kernels

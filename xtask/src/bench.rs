@@ -639,6 +639,9 @@ struct WasmRow {
     cpu_s: f64,
     wasm_compile_s: f64,
     cpu_compile_s: f64,
+    /// The same module in V8 (Node.js): run and compile time; none where the program
+    /// has host kernels (V8 runs only WebAssembly).
+    v8: Option<(f64, f64)>,
     /// FLOPs over bytes moved (the cost model's, fused).
     intensity: f64,
 }
@@ -648,24 +651,44 @@ impl WasmRow {
     fn ratio(&self) -> f64 {
         self.cpu_s / self.wasm_s
     }
+
+    /// The same in V8.
+    fn v8_ratio(&self) -> Option<f64> {
+        self.v8.map(|(run, _)| self.cpu_s / run)
+    }
 }
 
-/// The WebAssembly target under wasmtime against the native CPU target, each program in
-/// the same run, alternating in rounds (each side keeps its best); both outputs checked
-/// against XLA's.
+/// `hloscope bench --target wasm --engine v8` on one program: its JSON, or none when the
+/// program has host kernels (anything else is an error).
+fn v8_bench(hloscope: &Path, dir: &Path, out: Option<&Path>) -> Result<Option<Value>, String> {
+    match hloscope_bench(hloscope, dir, out, &["--target", "wasm", "--engine", "v8"]) {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.contains("kernels are all WebAssembly") => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The WebAssembly target under wasmtime and in V8 (Node.js) against the native CPU
+/// target, each program in the same run, alternating in rounds (each side keeps its
+/// best); every output checked against XLA's.
 fn wasm(root: &Path, quick: bool) -> Result<(), String> {
     let Suite { out, programs_dir, python, hloscope, names } = prepare(root, quick, false)?;
     let (wasm_args, cpu_args): (&[&str], &[&str]) = (&["--target", "wasm"], &["--target", "cpu"]);
     let mut rows = Vec::new();
     for name in &names {
         let dir = programs_dir.join(name);
-        progress(&format!("{name}: hloscope bench --target wasm and --target cpu"));
-        let (wasm_out, cpu_out) = (dir.join("wasm_out"), dir.join("wasm_cpu_out"));
-        let _ = std::fs::remove_dir_all(&wasm_out);
-        let _ = std::fs::remove_dir_all(&cpu_out);
+        progress(&format!("{name}: hloscope bench --target wasm (wasmtime, v8) and --target cpu"));
+        let (wasm_out, v8_out, cpu_out) = (dir.join("wasm_out"), dir.join("wasm_v8_out"), dir.join("wasm_cpu_out"));
+        for d in [&wasm_out, &v8_out, &cpu_out] {
+            let _ = std::fs::remove_dir_all(d);
+        }
         let w = hloscope_bench(&hloscope, &dir, Some(&wasm_out), wasm_args)?;
+        let v = v8_bench(&hloscope, &dir, Some(&v8_out))?;
         let c = hloscope_bench(&hloscope, &dir, Some(&cpu_out), cpu_args)?;
         compare(root, &python, &dir, &wasm_out)?;
+        if v.is_some() {
+            compare(root, &python, &dir, &v8_out)?;
+        }
         compare(root, &python, &dir, &cpu_out)?;
         let (_, bytes, flops) = top_level(&w);
         rows.push(WasmRow {
@@ -674,15 +697,19 @@ fn wasm(root: &Path, quick: bool) -> Result<(), String> {
             cpu_s: num(&c["run_median_s"]),
             wasm_compile_s: num(&w["compile_s"]),
             cpu_compile_s: num(&c["compile_s"]),
+            v8: v.map(|v| (num(&v["run_median_s"]), num(&v["compile_s"]))),
             intensity: flops as f64 / bytes.max(1) as f64,
         });
     }
     let rounds = if quick { 2 } else { ROUNDS };
     for round in 2..=rounds {
-        progress(&format!("round {round} of {rounds}: wasm and cpu again"));
+        progress(&format!("round {round} of {rounds}: wasm (wasmtime, v8) and cpu again"));
         for row in &mut rows {
             let dir = programs_dir.join(&row.name);
             let w = hloscope_bench(&hloscope, &dir, None, wasm_args)?;
+            if let (Some(v), Some((run, _))) = (v8_bench(&hloscope, &dir, None)?, row.v8.as_mut()) {
+                *run = run.min(num(&v["run_median_s"]));
+            }
             let c = hloscope_bench(&hloscope, &dir, None, cpu_args)?;
             row.wasm_s = row.wasm_s.min(num(&w["run_median_s"]));
             row.cpu_s = row.cpu_s.min(num(&c["run_median_s"]));
@@ -692,34 +719,40 @@ fn wasm(root: &Path, quick: bool) -> Result<(), String> {
     if quick {
         t += "(quick mode: the suite at small sizes)\n\n";
     }
-    t += "| program | wasm run | cpu run | wasm speed / cpu | wasm compile | cpu compile | FLOP/B | memory-bound |\n";
-    t += "|---|---:|---:|---:|---:|---:|---:|:---:|\n";
+    t += "| program | wasmtime run | V8 run | cpu run | wasmtime speed / cpu | V8 speed / cpu | wasmtime compile | V8 compile | cpu compile | FLOP/B | memory-bound |\n";
+    t += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|\n";
     for r in &rows {
         let bound = r.intensity < MEMORY_BOUND_FLOPS_PER_BYTE;
+        let (v8_run, v8_compile) = r.v8.map_or(("host kernels".into(), "".into()), |(run, c)| (ms(run), ms(c)));
         t += &format!(
-            "| {} | {} | {} | {:.2}x | {} | {} | {:.2} | {} |\n",
+            "| {} | {} | {v8_run} | {} | {:.2}x | {} | {} | {v8_compile} | {} | {:.2} | {} |\n",
             r.name,
             ms(r.wasm_s),
             ms(r.cpu_s),
             r.ratio(),
+            r.v8_ratio().map_or(String::new(), |x| format!("{x:.2}x")),
             ms(r.wasm_compile_s),
             ms(r.cpu_compile_s),
             r.intensity,
             if bound { "yes" } else { "no" }
         );
     }
-    let bound = rows.iter().filter(|r| r.intensity < MEMORY_BOUND_FLOPS_PER_BYTE);
+    let bound = |r: &&WasmRow| r.intensity < MEMORY_BOUND_FLOPS_PER_BYTE;
     t += &format!(
-        "| **geomean** | | | **{:.2}x** (memory-bound: **{:.2}x**) | | | | |\n",
+        "| **geomean** | | | | **{:.2}x** (memory-bound: **{:.2}x**) | **{:.2}x** (memory-bound: **{:.2}x**) | | | | | |\n",
         geomean(rows.iter().map(WasmRow::ratio)),
-        geomean(bound.map(WasmRow::ratio))
+        geomean(rows.iter().filter(bound).map(WasmRow::ratio)),
+        geomean(rows.iter().filter_map(WasmRow::v8_ratio)),
+        geomean(rows.iter().filter(bound).filter_map(WasmRow::v8_ratio))
     );
     t += &format!(
-        "\nwasm speed / cpu: the native CPU target's run time over the WebAssembly target's (wasmtime, one \
-thread; the CPU target uses every core), so 1 is parity. Run: `hloscope bench --target wasm` and `--target cpu` \
-on the inputs exported for the cpu suite, the median of timed runs, the best of {rounds} rounds that alternate \
-the two; both outputs matched XLA:CPU's within tolerance. Compile: parse to a ready executable (wasmtime's \
-compile and instantiate included).\n"
+        "\nspeed / cpu: the native CPU target's run time over the WebAssembly target's (one thread; the CPU \
+target uses every core), so 1 is parity; V8 geomeans over the programs it ran (a program with host kernels \
+runs only under wasmtime). Run: `hloscope bench --target wasm` (wasmtime), `--target wasm --engine v8` \
+(Node.js, timed inside it with `performance.now`) and `--target cpu` on the inputs exported for the cpu suite, \
+the median of timed runs, the best of {rounds} rounds that alternate them; every output matched XLA:CPU's \
+within tolerance. Compile: parse to a ready executable (the engine's compile and instantiate included; not \
+Node's start).\n"
     );
     std::fs::write(out.join("wasm.md"), &t).map_err(|e| format!("cannot write wasm.md: {e}"))?;
     if !quick {

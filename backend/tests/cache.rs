@@ -62,6 +62,16 @@ fn entries(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// Flips 8 bytes in the middle of the file at `path`.
+fn flip_middle_bytes(path: &Path) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let mid = bytes.len() / 2;
+    for b in &mut bytes[mid..mid + 8] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(path, &bytes).unwrap();
+}
+
 #[test]
 fn hit_corrupt_truncated_and_no_cache() {
     let dir = temp("main");
@@ -81,12 +91,7 @@ fn hit_corrupt_truncated_and_no_cache() {
     assert_eq!(std::fs::read(dir.join("b/out0.npy")).unwrap(), reference);
 
     // Flipped bytes in the middle of the entry: a note, a rebuild, the same outputs.
-    let mut bytes = std::fs::read(&files[0]).unwrap();
-    let mid = bytes.len() / 2;
-    for b in &mut bytes[mid..mid + 8] {
-        *b ^= 0x5a;
-    }
-    std::fs::write(&files[0], &bytes).unwrap();
+    flip_middle_bytes(&files[0]);
     let (_, err) = run(&module, &ins, &cache, &dir.join("c"), &[]);
     assert!(err.contains("note: the compilation cache entry") && err.contains("checksum mismatch"), "{err}");
     assert!(err.contains("cache miss (rebuilt)"), "{err}");
@@ -232,12 +237,7 @@ fn wasm_entries_hit_and_damaged_ones_are_rebuilt() {
     assert_eq!(std::fs::read(dir.join("b/out0.npy")).unwrap(), reference);
 
     // Damaged in the middle (the compiled code): a note, a rebuild, the same outputs.
-    let mut bytes = std::fs::read(&files[0]).unwrap();
-    let mid = bytes.len() / 2;
-    for b in &mut bytes[mid..mid + 8] {
-        *b ^= 0x5a;
-    }
-    std::fs::write(&files[0], &bytes).unwrap();
+    flip_middle_bytes(&files[0]);
     let (_, err) = wasm("c");
     assert!(err.contains("checksum mismatch") && err.contains("wasm: cache miss (rebuilt)"), "{err}");
     assert_eq!(std::fs::read(dir.join("c/out0.npy")).unwrap(), reference);

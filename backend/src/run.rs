@@ -332,7 +332,14 @@ fn compile_cpu(
 ) -> Result<(std::rc::Rc<hloscope_core::targets::cpu::CpuExecutable>, Option<Module>), RunError> {
     use hloscope_core::targets::cpu;
     let failed = |e: String| RunError(format!("{source_name}: compiling for the cpu failed: {e}"));
-    let compile = |module: &Module| cpu::compile_to_artifact(&cpu::optimize(module)?);
+    let compile = |module: &Module, store: bool| {
+        let optimized = cpu::optimize(module)?;
+        if store {
+            cpu::compile_to_artifact(&optimized).map(|(exe, bytes)| (exe, Some(bytes)))
+        } else {
+            Ok((cpu::compile(&optimized)?, None))
+        }
+    };
     let (exe, parsed, what) = compile_cached(args, text, "cpu", parse, compile, &failed)?;
     if args.verbose {
         eprintln!("cpu: {what}; parse to executable in {:.2} ms", started.elapsed().as_secs_f64() * 1e3);
@@ -350,9 +357,15 @@ fn compile_wasm(
 ) -> Result<std::rc::Rc<crate::cache::WasmEntry>, RunError> {
     use hloscope_core::targets::{optimize, wasm};
     let failed = |e: String| RunError(format!("{source_name}: wasm: {e}"));
-    let compile = |module: &Module| {
+    let compile = |module: &Module, store: bool| {
         let optimized = optimize(module)?;
-        let (exe, bytes) = wasm::artifact::compile(&optimized, wasm::compile(&optimized)?)?;
+        let program = wasm::compile(&optimized)?;
+        let (exe, bytes) = if store {
+            let (exe, bytes) = wasm::artifact::compile(&optimized, program)?;
+            (exe, Some(bytes))
+        } else {
+            (wasm::runtime::WasmExecutable::new(&optimized, program)?, None)
+        };
         Ok((crate::cache::WasmEntry { exe, module: optimized }, bytes))
     };
     let (entry, _, what) = compile_cached(args, text, "wasm", parse, compile, &failed)?;
@@ -373,7 +386,8 @@ fn compile_wasm(
 }
 
 /// Target `target`'s executable for module `text` from the compilation cache, or made by
-/// `compile` (from the module `parse` gives; its errors go through `failed`) and stored,
+/// `compile` (from the module `parse` gives, with its artifact's bytes when it is to be
+/// stored; its errors go through `failed`) and stored,
 /// unless --no-cache; notes on stderr for unusable entries. Returns the executable, the
 /// parsed source module unless the cache had it, and what the cache did (for --verbose).
 fn compile_cached<E: crate::cache::Entry>(
@@ -381,14 +395,14 @@ fn compile_cached<E: crate::cache::Entry>(
     text: &str,
     target: &str,
     parse: &dyn Fn() -> Result<Module, RunError>,
-    compile: impl FnOnce(&Module) -> Result<(E, Vec<u8>), String>,
+    compile: impl FnOnce(&Module, bool) -> Result<(E, Option<Vec<u8>>), String>,
     failed: &dyn Fn(String) -> RunError,
 ) -> Result<(std::rc::Rc<E>, Option<Module>, String), RunError> {
     use crate::cache::{Cache, Key, Outcome};
     use hloscope_core::targets::cpu;
     if args.no_cache {
         let module = parse()?;
-        let (exe, _) = compile(&module).map_err(failed)?;
+        let (exe, _) = compile(&module, false).map_err(failed)?;
         return Ok((std::rc::Rc::new(exe), Some(module), "cache off".to_string()));
     }
     let mut cache = Cache::<E>::from_env();
@@ -398,7 +412,8 @@ fn compile_cached<E: crate::cache::Entry>(
         Ok((exe, _)) => Ok((exe, None, format!("cache hit ({at})"))),
         Err(outcome) => {
             let module = parse()?;
-            let (exe, bytes) = compile(&module).map_err(failed)?;
+            let (exe, bytes) = compile(&module, true).map_err(failed)?;
+            let bytes = bytes.ok_or_else(|| failed("the compile made no artifact to store".into()))?;
             let exe = cache.insert(key, exe, &bytes);
             for note in &cache.notes {
                 eprintln!("note: {note}");

@@ -27,9 +27,36 @@ fn main() {
         fastest(runs, || hloscope_core::targets::optimize_with(&module, &fusion).expect("the pipeline runs"));
     let (codegen, exe) =
         fastest(runs, || hloscope_core::targets::cpu::compile(&optimized).expect("the module compiles"));
+    if std::env::var_os("TIME_PASSES").is_some() {
+        print_pass_times(&module, runs);
+    }
     let total = parse + verify + passes + codegen;
     println!(
         "parse {parse:.2?}, verify {verify:.2?}, passes {passes:.2?}, codegen {codegen:.2?}: {total:.2?} ({} kernels)",
         exe.plan().kernels.len()
     );
+}
+
+/// Each pass of the targets' pipeline with its fastest time of `runs` (set `TIME_PASSES`).
+fn print_pass_times(module: &hloscope_core::ir::Module, runs: usize) {
+    use hloscope_core::passes::pipeline::{parse_pipeline_spec, run_pipeline, PipelineConfig};
+    fn now_ms() -> f64 {
+        static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+        START.get_or_init(Instant::now).elapsed().as_secs_f64() * 1e3
+    }
+    let passes = parse_pipeline_spec(hloscope_core::targets::PIPELINE).expect("the targets' pipeline parses");
+    let config = PipelineConfig { passes, clock: Some(now_ms), ..Default::default() };
+    let mut best: Vec<(String, f64)> = Vec::new();
+    for _ in 0..runs {
+        let snapshots = run_pipeline(&mut module.clone(), &config).expect("the pipeline runs");
+        let times = snapshots.iter().skip(1).map(|s| (s.pass.clone(), s.time_ms));
+        if best.is_empty() {
+            best = times.collect();
+        } else {
+            best.iter_mut().zip(times).for_each(|(b, (_, t))| b.1 = b.1.min(t));
+        }
+    }
+    for (pass, ms) in best {
+        println!("  {pass:<24} {ms:.2} ms");
+    }
 }

@@ -87,7 +87,7 @@ pub fn compile(module: &Module) -> Result<CpuExecutable, String> {
 
 /// Compiles `module` with `options`.
 pub fn compile_with(module: &Module, options: CompileOptions) -> Result<CpuExecutable, String> {
-    Ok(build(module, module.entry, 0, options)?.0)
+    Ok(build(module, module.entry, 0, options, false)?.0)
 }
 
 /// Compiles `module` (normally after simplification and fusion) and returns, with the
@@ -100,7 +100,8 @@ pub fn compile_to_artifact(module: &Module) -> Result<(CpuExecutable, Vec<u8>), 
 
 /// [`compile_to_artifact`] with `options` (which the artifact records).
 pub fn compile_to_artifact_with(module: &Module, options: CompileOptions) -> Result<(CpuExecutable, Vec<u8>), String> {
-    let (exe, entry) = build(module, module.entry, 0, options)?;
+    let (exe, entry) = build(module, module.entry, 0, options, true)?;
+    let entry = entry.ok_or("no artifact was made")?;
     let isa = format!("{} | {}", isa_description(exe.jit.as_ref().ok_or("no machine code")?), options_text(options));
     let art = Artifact { compiler: artifact::compiler_version(), isa, module: artifact::encode(module)?, entry };
     Ok((exe, art.to_bytes()))
@@ -212,19 +213,21 @@ fn compile_all(
 
 /// Compiles computation `comp_id`: plans it, emits every kernel Cranelift can take (a
 /// source whose kernel fails becomes opaque as a whole), and compiles while and
-/// conditional computations on their own. Returns the executable and its artifact.
+/// conditional computations on their own. Returns the executable and, when `artifact`
+/// is asked for, its artifact (whose encodings and fingerprints a plain compile skips).
 fn build(
     module: &Module,
     comp_id: CompId,
     depth: usize,
     options: CompileOptions,
-) -> Result<(CpuExecutable, CompArtifact), String> {
+    artifact: bool,
+) -> Result<(CpuExecutable, Option<CompArtifact>), String> {
     let mut plan = kernel::plan_computation(module, comp_id)?;
     let mut jit = new_jit()?;
     let helper_ids = codegen::Helpers::declare(&mut jit)?;
     let comp = module.comp(comp_id);
 
-    let mut emitted: HashMap<usize, (FuncId, KernelCode, CodeShape)> = HashMap::new();
+    let mut emitted: HashMap<usize, (FuncId, KernelCode, KernelText)> = HashMap::new();
     let mut failed: HashMap<crate::ir::InstId, String> = HashMap::new();
     let mut fallbacks = Vec::new();
     // Results never share bytes with another buffer (`kernel::arena`), so a kernel's
@@ -241,9 +244,9 @@ fn build(
     let mut shared: HashMap<usize, usize> = HashMap::new();
     let mut pending = Vec::new();
     for (i, k) in plan.kernels.iter().enumerate() {
-        let key = codegen::code_key(k, &results, emit_options).map(|key| (artifact::hash_debug(&key), key));
-        if let Some((hash, key)) = &key {
-            if let Some(&(_, first)) = codes.get(hash).and_then(|seen| seen.iter().find(|(other, _)| other == key)) {
+        let key = codegen::code_key(k, &results, emit_options).map(|key| (key.bucket(), key));
+        if let Some((bucket, key)) = &key {
+            if let Some(&(_, first)) = codes.get(bucket).and_then(|seen| seen.iter().find(|(other, _)| other == key)) {
                 shared.insert(i, first);
                 continue;
             }
@@ -251,11 +254,12 @@ fn build(
         let Some(prepared) = codegen::prepare_kernel(&mut jit, &helper_ids, k, i, &results, emit_options) else {
             continue;
         };
-        if let Some((hash, key)) = key {
-            codes.entry(hash).or_default().push((key, i));
+        if let Some((bucket, key)) = key {
+            codes.entry(bucket).or_default().push((key, i));
         }
         pending.push((i, prepared));
     }
+    drop(codes);
     // Cranelift's compiles, most of the time spent here, run on every core; the
     // functions are then defined in kernel order.
     let compiled = compile_all(jit.isa(), pending.iter_mut().filter_map(|(_, p)| p.as_mut().ok()).collect());
@@ -272,15 +276,16 @@ fn build(
             Ok(em) => {
                 let code = KernelCode {
                     index: 0,
-                    name: k.name.clone(),
+                    name: String::new(),
                     fingerprint: 0,
                     shares: None,
                     code: em.code,
-                    shape: artifact::encode(&em.shape)?,
-                    clif: em.clif,
-                    asm: em.asm,
+                    shape: if artifact { artifact::encode(&em.shape)? } else { Vec::new() },
+                    clif: String::new(),
+                    asm: String::new(),
                 };
-                emitted.insert(i, (em.id, code, em.shape));
+                let text = KernelText { shape: em.shape, clif: em.clif.into(), asm: em.asm.into(), shares: None };
+                emitted.insert(i, (em.id, code, text));
             }
             Err(reason) => {
                 unusable.insert(i, reason);
@@ -308,23 +313,26 @@ fn build(
         // The runs and the artifact use this final plan, its chains and its arena.
         let demoted = failed.into_iter().map(|(inst, reason)| (inst, format!("codegen: {reason}"))).collect();
         let moved = plan.demote_to_opaque(module, &demoted)?;
-        emitted = emitted.into_iter().filter_map(|(i, e)| Some((moved[i]?, e))).collect();
-        shared = shared.into_iter().filter_map(|(i, first)| Some((moved[i]?, moved[first]?))).collect();
+        (emitted, shared) = renumber_codes(emitted, shared, &moved);
     }
     jit.finalize_definitions().map_err(|e| format!("cannot finalize machine code: {e}"))?;
 
-    let buffers_fingerprint = artifact::hash_debug(&plan.buffers.values().collect::<Vec<_>>());
     let mut kernels = Vec::new();
     let mut funcs = HashMap::new();
     let mut texts: Vec<Option<KernelText>> = Vec::with_capacity(plan.kernels.len());
     for (i, k) in plan.kernels.iter().enumerate() {
-        if let Some((id, mut kc, shape)) = emitted.remove(&i) {
+        if let Some((id, mut kc, text)) = emitted.remove(&i) {
             funcs.insert(i, id);
-            texts.push(Some(KernelText { shape, clif: kc.clif.clone(), asm: kc.asm.clone(), shares: None }));
-            kc.index = i as u32;
-            kc.name = k.name.clone();
-            kc.fingerprint = kernel_fingerprint(k);
-            kernels.push(kc);
+            texts.push(Some(text));
+            if artifact {
+                kc.index = i as u32;
+                kc.name = k.name.clone();
+                kc.fingerprint = kernel_fingerprint(k);
+                if let Some(Some(text)) = texts.last() {
+                    (kc.clif, kc.asm) = (text.clif.to_string(), text.asm.to_string());
+                }
+                kernels.push(kc);
+            }
         } else if let Some(&first) = shared.get(&i) {
             // The first kernel of a code comes before the kernels sharing it.
             let (Some(&id), Some(Some(text))) = (funcs.get(&first), texts.get(first)) else {
@@ -332,19 +340,64 @@ fn build(
             };
             funcs.insert(i, id);
             texts.push(Some(KernelText { shares: Some(first), ..text.clone() }));
-            kernels.push(KernelCode::sharing(i as u32, k.name.clone(), kernel_fingerprint(k), first as u32));
+            if artifact {
+                kernels.push(KernelCode::sharing(i as u32, k.name.clone(), kernel_fingerprint(k), first as u32));
+            }
         } else {
             texts.push(None);
         }
     }
-    let plan_bytes = artifact::encode(&plan)?;
+    let stored = if artifact {
+        let buffers_fingerprint = artifact::hash_debug(&plan.buffers.values().collect::<Vec<_>>());
+        Some((buffers_fingerprint, artifact::encode(&plan)?))
+    } else {
+        None
+    };
     let mut children = Vec::new();
     let exe = assemble(module.clone(), comp_id, depth, plan, jit, &funcs, texts, &mut |c| {
-        let (exe, a) = build(module, c, depth + 1, options)?;
-        children.push(a);
+        let (exe, a) = build(module, c, depth + 1, options, artifact)?;
+        children.extend(a);
         Ok(exe)
     })?;
-    Ok((exe, CompArtifact { buffers_fingerprint, fallbacks, plan: plan_bytes, kernels, children }))
+    let art = stored.map(|(buffers_fingerprint, plan)| CompArtifact {
+        buffers_fingerprint,
+        fallbacks,
+        plan,
+        kernels,
+        children,
+    });
+    Ok((exe, art))
+}
+
+/// The compiled kernels and the kernels sharing their code, renumbered after a demotion
+/// moved the plan's kernels (`moved[i]`: kernel `i`'s new position, `None` when it is
+/// gone). When a code's first kernel is gone but kernels sharing it remain, the earliest
+/// of those takes the code over: its function was compiled and stays valid.
+fn renumber_codes<Code>(
+    emitted: HashMap<usize, Code>,
+    shared: HashMap<usize, usize>,
+    moved: &[Option<usize>],
+) -> (HashMap<usize, Code>, HashMap<usize, usize>) {
+    let mut sharers: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (i, first) in shared {
+        if let Some(i) = moved[i] {
+            sharers.entry(first).or_default().push(i);
+        }
+    }
+    let mut new_emitted = HashMap::new();
+    let mut new_shared = HashMap::new();
+    for (first, code) in emitted {
+        let mut users = sharers.remove(&first).unwrap_or_default();
+        users.sort_unstable();
+        let new_first = match moved[first] {
+            Some(f) => f,
+            None if !users.is_empty() => users.remove(0),
+            None => continue,
+        };
+        new_emitted.insert(new_first, code);
+        new_shared.extend(users.into_iter().map(|u| (u, new_first)));
+    }
+    (new_emitted, new_shared)
 }
 
 /// Loads computation `comp_id` of `module` from its artifact `art`, compiled for CPU
@@ -446,7 +499,7 @@ fn load(module: Module, comp_id: CompId, depth: usize, art: CompArtifact, isa: &
             }
             None => {
                 let shape = artifact::decode("code shape", &kc.shape)?;
-                KernelText { shape, clif: kc.clif, asm: kc.asm, shares: None }
+                KernelText { shape, clif: kc.clif.into(), asm: kc.asm.into(), shares: None }
             }
         });
     }
@@ -470,13 +523,17 @@ fn needs_children(plan: &KernelPlan, depth: usize) -> bool {
         && plan.kernels.iter().any(|k| matches!(k.body, KernelBody::While { .. } | KernelBody::Case { .. }))
 }
 
+/// A kernel's CLIF (with the header of how it runs) and machine code listing.
+pub(super) type Listing = (std::sync::Arc<str>, std::sync::Arc<str>);
+
 /// A compiled kernel's code as text: how it runs and its listings.
 #[derive(Clone)]
 struct KernelText {
     shape: CodeShape,
-    /// The function alone (the executable's listing puts `shape.header()` above it).
-    clif: String,
-    asm: String,
+    /// The function alone (the executable's listing puts `shape.header()` above it);
+    /// kernels sharing a code share its texts.
+    clif: std::sync::Arc<str>,
+    asm: std::sync::Arc<str>,
     /// The earlier kernel whose machine code this one runs (the same code up to the
     /// buffers), if any.
     shares: Option<usize>,
@@ -547,18 +604,17 @@ fn assemble(
             KernelBody::Opaque { .. } | KernelBody::While { .. } | KernelBody::Case { .. } => "interpreter".into(),
         })
         .collect();
-    let listings = texts
-        .into_iter()
-        .map(|t| {
-            t.map_or_else(Default::default, |t| {
-                let shares = t.shares.map_or(String::new(), |first| {
-                    let name = &plan.kernels[first].name;
-                    format!("; machine code shared with kernel {first} ({name}): the same code up to its buffers\n")
-                });
-                (shares + &t.shape.header() + &t.clif, t.asm)
-            })
-        })
-        .collect();
+    // A code's listing is made once; the kernels sharing it point at it (their summary
+    // names the kernel whose code they run).
+    let mut listings: Vec<Listing> = Vec::with_capacity(texts.len());
+    for t in &texts {
+        let listing = match t {
+            Some(KernelText { shares: Some(first), .. }) => listings.get(*first).cloned().unwrap_or_default(),
+            Some(t) => (format!("{}{}", t.shape.header(), t.clif).into(), t.asm.clone()),
+            None => Listing::default(),
+        };
+        listings.push(listing);
+    }
     Ok(CpuExecutable {
         plan,
         code,
@@ -593,3 +649,27 @@ fn libm_signature(jit: &JITModule, name: &str) -> Option<cranelift_codegen::ir::
 }
 
 pub use crate::targets::{optimize, PIPELINE};
+
+#[cfg(test)]
+mod tests {
+    use super::renumber_codes;
+    use std::collections::HashMap;
+
+    #[test]
+    fn a_demoted_first_hands_its_code_to_the_earliest_remaining_sharer() {
+        // Kernels 0..6: code A first at 1 (shared by 3 and 5), code B first at 2 (shared
+        // by 4). A demotion removes kernels 1 and 4 and moves the rest down.
+        let emitted = HashMap::from([(1, "A"), (2, "B")]);
+        let shared = HashMap::from([(3, 1), (5, 1), (4, 2)]);
+        let moved = [Some(0), None, Some(1), Some(2), None, Some(3)];
+        let (emitted, shared) = renumber_codes(emitted, shared, &moved);
+        assert_eq!(emitted, HashMap::from([(2, "A"), (1, "B")]));
+        assert_eq!(shared, HashMap::from([(3, 2)]));
+    }
+
+    #[test]
+    fn a_code_with_no_kernel_left_is_dropped() {
+        let (emitted, shared) = renumber_codes(HashMap::from([(0, "A")]), HashMap::from([(1, 0)]), &[None, None]);
+        assert!(emitted.is_empty() && shared.is_empty());
+    }
+}

@@ -16,7 +16,7 @@ pub struct CpuExecutable {
     /// those).
     pub(super) module: Module,
     /// Per kernel: its CLIF and machine code listing (empty when not JIT-compiled).
-    pub(super) listings: Vec<(String, String)>,
+    pub(super) listings: Vec<super::compile::Listing>,
     /// Per kernel: how its code runs ([`KernelInfo::code`]).
     pub(super) summaries: Vec<String>,
     /// Owns the machine code; freed on drop.

@@ -373,12 +373,12 @@ impl CpuExecutable {
 
     /// Kernel `i`'s Cranelift IR, if it was JIT-compiled.
     pub fn clif(&self, i: usize) -> Option<&str> {
-        self.listings.get(i).map(|l| l.0.as_str()).filter(|s| !s.is_empty())
+        self.listings.get(i).map(|l| &*l.0).filter(|s| !s.is_empty())
     }
 
     /// Kernel `i`'s machine code listing, if it was JIT-compiled.
     pub fn asm(&self, i: usize) -> Option<&str> {
-        self.listings.get(i).map(|l| l.1.as_str()).filter(|s| !s.is_empty())
+        self.listings.get(i).map(|l| &*l.1).filter(|s| !s.is_empty())
     }
 
     /// Runs the module on `args` (one value per entry parameter).

@@ -216,29 +216,64 @@ pub(super) fn compiled_function(k: &crate::kernel::Kernel) -> Option<(&Elemental
 /// only label listings), its input count, which outputs are the program's results, and
 /// the options. Kernels with equal keys compile to the same code whatever buffers they
 /// touch, since a kernel reads its buffers' addresses from the table it is called with.
-#[derive(Debug, PartialEq)]
-pub(super) struct CodeKey {
+#[derive(Debug)]
+pub(super) struct CodeKey<'k> {
     kind: &'static str,
-    e: Elemental,
+    e: &'k Elemental,
     n_inputs: usize,
     is_result: Vec<bool>,
     options: EmitOptions,
 }
 
+impl PartialEq for CodeKey<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        // Every field of the description but `origin_names`, listed so that a new field
+        // is not forgotten.
+        let Elemental {
+            idx,
+            idx_range,
+            nodes,
+            space,
+            reduced,
+            reductions,
+            outputs,
+            input_elems,
+            origins,
+            origin_names: _,
+        } = self.e;
+        let o = other.e;
+        (self.kind, self.n_inputs, &self.is_result, self.options)
+            == (other.kind, other.n_inputs, &other.is_result, other.options)
+            && (space, reduced, input_elems) == (&o.space, &o.reduced, &o.input_elems)
+            && (idx, idx_range, nodes) == (&o.idx, &o.idx_range, &o.nodes)
+            && (reductions, outputs, origins) == (&o.reductions, &o.outputs, &o.origins)
+    }
+}
+
+impl CodeKey<'_> {
+    /// A cheap hash of the key's shape (equal keys have equal buckets): kernels are
+    /// grouped by it before the full comparison.
+    pub(super) fn bucket(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (self.kind, self.n_inputs, &self.is_result, &self.e.space, &self.e.reduced).hash(&mut h);
+        (self.e.nodes.len(), self.e.idx.len(), self.e.outputs.len(), self.e.reductions.len()).hash(&mut h);
+        h.finish()
+    }
+}
+
 /// The [`CodeKey`] of a kernel that compiles to a function ([`compiled_function`]).
-pub(super) fn code_key(
-    k: &crate::kernel::Kernel,
+pub(super) fn code_key<'k>(
+    k: &'k crate::kernel::Kernel,
     results: &std::collections::HashSet<crate::kernel::BufferId>,
     options: EmitOptions,
-) -> Option<CodeKey> {
+) -> Option<CodeKey<'k>> {
     let (e, n_inputs) = compiled_function(k)?;
     let kind = match &k.body {
         crate::kernel::KernelBody::Elemental(_) => "elemental",
         crate::kernel::KernelBody::Sort(_) => "sort comparator",
         _ => "scatter combiner",
     };
-    let mut e = e.clone();
-    e.origin_names.clear();
     Some(CodeKey { kind, e, n_inputs, is_result: result_outputs(k, results), options })
 }
 

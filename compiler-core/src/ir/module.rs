@@ -7,7 +7,7 @@
 
 use super::op::Op;
 use super::types::Type;
-use cranelift_entity::{entity_impl, packed_option::ReservedValue, PrimaryMap, SecondaryMap};
+use cranelift_entity::{entity_impl, packed_option::ReservedValue, EntityRef, PrimaryMap, SecondaryMap};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fmt;
@@ -136,6 +136,45 @@ impl Computation {
         }
     }
 
+    /// Frees the arena slots of instructions no longer in `order` (dead, or replaced by a
+    /// pass) and renumbers the rest in `order`, operands before users. For a module that
+    /// is done changing, the one a target compiles: passes leave most slots dead, and
+    /// every clone, plan and stored artifact would carry them.
+    pub fn compact(&mut self) {
+        let mut keep: Vec<InstId> = self.order.clone();
+        let mut kept: HashSet<InstId> = keep.iter().copied().collect();
+        // Parameters and the root are in `order` in a well-formed computation; never lose one.
+        for id in self.params.iter().copied().chain(self.has_root().then_some(self.root)) {
+            if kept.insert(id) {
+                keep.insert(0, id);
+            }
+        }
+        // Live instructions read only live ones (the verifier checks it); should one not,
+        // the computation stays as it is rather than lose a value.
+        if keep.iter().any(|&id| self.insts[id].operands.iter().any(|op| !kept.contains(op))) {
+            return;
+        }
+        let mut slots: Vec<Option<Instruction>> =
+            std::mem::take(&mut self.insts).into_iter().map(|(_, i)| Some(i)).collect();
+        let mut new_id: SecondaryMap<InstId, InstId> = SecondaryMap::with_default(InstId::reserved_value());
+        for &id in &keep {
+            if let Some(inst) = slots[id.index()].take() {
+                new_id[id] = self.insts.push(inst);
+            }
+        }
+        for inst in self.insts.values_mut() {
+            for op in inst.operands.iter_mut() {
+                *op = new_id[*op];
+            }
+        }
+        for id in self.order.iter_mut().chain(self.params.iter_mut()) {
+            *id = new_id[*id];
+        }
+        if self.has_root() {
+            self.root = new_id[self.root];
+        }
+    }
+
     /// Drops from `order` every instruction not reachable from the root, keeping
     /// parameters and side-effecting instructions. Returns how many were removed.
     pub fn remove_dead(&mut self) -> usize {
@@ -179,6 +218,13 @@ pub struct Module {
 impl Module {
     pub fn new(name: impl Into<String>) -> Module {
         Module { name: name.into(), comps: PrimaryMap::new(), entry: CompId::reserved_value(), next_name: 0 }
+    }
+
+    /// [`Computation::compact`] on every computation.
+    pub fn compact(&mut self) {
+        for comp in self.comps.values_mut() {
+            comp.compact();
+        }
     }
 
     pub fn add_computation(&mut self, comp: Computation) -> CompId {
@@ -263,5 +309,29 @@ pub mod serde_primary_map {
         d: D,
     ) -> Result<PrimaryMap<K, V>, D::Error> {
         Ok(PrimaryMap::from(Vec::<V>::deserialize(d)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn compact_frees_dead_slots_and_keeps_the_meaning() {
+        let text = "HloModule m\n\nENTRY main {\n  p = f32[4] parameter(0)\n  e = f32[4] exponential(p)\n  n = f32[4] negate(e)\n  ROOT a = f32[4] add(p, n)\n}\n";
+        let mut m = crate::parse::parse_module(text).expect("parses");
+        // A pass replaced `n` by `e`'s users reading `p`: `e` and `n` are now dead.
+        let entry = m.entry;
+        let c = &mut m.comps[entry];
+        let (p, n) = (c.params[0], c.order[2]);
+        c.replace_all_uses(n, p);
+        assert_eq!(c.remove_dead(), 2);
+        let before = crate::print::hlo::print_module(&m);
+        let args = crate::interp::random_inputs(&m, 7);
+        let want = crate::interp::run(&m, &args).expect("runs");
+        m.compact();
+        let c = m.comp(m.entry);
+        assert_eq!((c.insts.len(), c.order.len()), (2, 2));
+        assert_eq!(crate::print::hlo::print_module(&m), before);
+        assert_eq!(crate::interp::run(&m, &args).expect("runs"), want);
+        crate::verify::verify(&m).expect("still valid");
     }
 }

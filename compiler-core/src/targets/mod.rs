@@ -48,5 +48,7 @@ pub fn optimize_with(module: &Module, fusion: &FusionConfig) -> Result<Module, S
     let passes = parse_pipeline_spec(PIPELINE).map_err(|e| e.to_string())?;
     let config = PipelineConfig { passes, fusion: fusion.clone(), snapshots: false, ..Default::default() };
     run_passes(&mut m, &config).map_err(|e| e.to_string())?;
+    // The module is final: what the passes left behind need not be cloned, planned or stored.
+    m.compact();
     Ok(m)
 }

@@ -36,12 +36,12 @@ ENTRY main {
               buf1 f32[3]{0} %b: param 1 @64
               buf2 f32[2,3]{1,0} %fusion.3: result @128
             kernels:
-              0 %fusion.3: loop (buf1, buf0) -> (buf2)
+              0 %fusion.3: loop (buf0, buf1) -> (buf2)
                 space: v0 < 2, v1 < 3
                 i3 = v0 * 3  [0, 3]
                 i4 = v1 + i3  [0, 5]
-                e0: f32 = load in1[i4]  ; %param_1.2
-                e1: f32 = load in0[v1]  ; %param_0.1
+                e0: f32 = load in0[i4]  ; %param_1.2
+                e1: f32 = load in1[v1]  ; %param_0.1
                 e2: f32 = add e0, e1  ; %s
                 e3: f32 = tanh e2  ; %t
                 out0 <- e3
@@ -94,12 +94,12 @@ ENTRY main {
                 e5: f32 = maximum e3, e4  ; %mx
                 red0: init e1; value e0; combine e5
                 out0 <- e2
-              1 %fusion.13: reduction(row) (buf1, buf0) -> (buf2, buf3)
+              1 %fusion.13: reduction(row) (buf0, buf1) -> (buf2, buf3)
                 space: v0 < 512, v1 < 1024 reduced
                 i3 = v0 * 1024  [0, 523264]
                 i4 = v1 + i3  [0, 524287]
-                e0: f32 = load in1[i4]  ; %param_1.11
-                e1: f32 = load in0[v0]  ; %param_0.10
+                e0: f32 = load in0[i4]  ; %param_1.11
+                e1: f32 = load in1[v0]  ; %param_0.10
                 e2: f32 = subtract e0, e1  ; %s
                 e3: f32 = exponential e2  ; %e
                 e4: f32 = 0  ; %z
@@ -110,12 +110,12 @@ ENTRY main {
                 red0: init e4; value e3; combine e8
                 out0 <- e3 (inside the reduced loop)
                 out1 <- e5
-              2 %fusion.19: loop (buf3, buf2) -> (buf4)
+              2 %fusion.19: loop (buf2, buf3) -> (buf4)
                 space: v0 < 512, v1 < 1024
                 i3 = v0 * 1024  [0, 523264]
                 i4 = v1 + i3  [0, 524287]
-                e0: f32 = load in1[i4]  ; %param_1.18
-                e1: f32 = load in0[v0]  ; %param_0.17
+                e0: f32 = load in0[i4]  ; %param_1.18
+                e1: f32 = load in1[v0]  ; %param_0.17
                 e2: f32 = divide e0, e1  ; %d
                 out0 <- e2
             row chain 0..3: %fusion.8, %fusion.13, %fusion.19
@@ -140,25 +140,25 @@ fn a_dot_is_a_gemm_call_then_its_epilogue() {
         DENSE_RELU,
         &TargetCaps::cpu(),
         expect![[r#"
-        plan for cpu (library dot, row chains, arena aligned to 64 B)
-        buffers:
-          buf0 f32[4,8]{1,0} %x: param 0 @0
-          buf1 f32[8,16]{1,0} %w: param 1 @128
-          buf2 f32[4,16]{1,0} %fusion.3: result @640
-          buf3 f32[4,16]{1,0} %fusion.3.dot @896
-        kernels:
-          0 %fusion.3: library(dot) (buf0, buf1) -> (buf3)
-            gemm 1 x [4x8] * [8x16], lhs order [0, 1], rhs order [0, 1], f32
-          1 %fusion.3: loop (buf0, buf1, buf3) -> (buf2)
-            space: v0 < 4, v1 < 16
-            i3 = v0 * 16  [0, 48]
-            i4 = v1 + i3  [0, 63]
-            e0: f32 = load in2[i4]  ; %d
-            e1: f32 = 0  ; %z
-            e2: f32 = maximum e0, e1  ; %r
-            out0 <- e2
-        arena 1152 B for 1152 B of buffers (4 regions, 0 outputs in place)
-    "#]],
+            plan for cpu (library dot, row chains, arena aligned to 64 B)
+            buffers:
+              buf0 f32[4,8]{1,0} %x: param 0 @0
+              buf1 f32[8,16]{1,0} %w: param 1 @128
+              buf2 f32[4,16]{1,0} %fusion.3: result @640
+              buf3 f32[4,16]{1,0} %fusion.3.dot @896
+            kernels:
+              0 %fusion.3: library(dot) (buf0, buf1) -> (buf3)
+                gemm 1 x [4x8] * [8x16], lhs order [0, 1], rhs order [0, 1], f32
+              1 %fusion.3: loop (buf3, buf0, buf1) -> (buf2)
+                space: v0 < 4, v1 < 16
+                i3 = v0 * 16  [0, 48]
+                i4 = v1 + i3  [0, 63]
+                e0: f32 = load in0[i4]  ; %d
+                e1: f32 = 0  ; %z
+                e2: f32 = maximum e0, e1  ; %r
+                out0 <- e2
+            arena 1152 B for 1152 B of buffers (4 regions, 0 outputs in place)
+        "#]],
     );
 }
 
@@ -198,11 +198,11 @@ fn without_a_gemm_library_a_dot_is_a_reduction() {
                 e7: f32 = add e5, e6  ; %d.part
                 red0: init e3; value e2; combine e7
                 out0 <- e4
-              1 %fusion.3: loop (buf0, buf1, buf3) -> (buf2)
+              1 %fusion.3: loop (buf3, buf0, buf1) -> (buf2)
                 space: v0 < 4, v1 < 16
                 i3 = v0 * 16  [0, 48]
                 i4 = v1 + i3  [0, 63]
-                e0: f32 = load in2[i4]  ; %d
+                e0: f32 = load in0[i4]  ; %d
                 e1: f32 = 0  ; %z
                 e2: f32 = maximum e0, e1  ; %r
                 out0 <- e2
@@ -228,13 +228,13 @@ ENTRY main {
               buf1 s32[]{} %i: param 1 @64
               buf2 f32[3]{0} %d: result @128
             kernels:
-              0 %d: loop (buf0, buf1) -> (buf2)
+              0 %d: loop (buf1, buf0) -> (buf2)
                 space: v0 < 3
-                e0: s32 = load in1[0]  ; %i
+                e0: s32 = load in0[0]  ; %i
                 i2 = data(e0)  [-2147483648, 2147483647]
                 i3 = clamp(i2, 0, 5)  [0, 5]
                 i4 = v0 + i3  [0, 7]
-                e1: f32 = load in0[i4]  ; %x
+                e1: f32 = load in1[i4]  ; %x
                 out0 <- e1
             arena 192 B for 48 B of buffers (3 regions, 0 outputs in place)
         "#]],

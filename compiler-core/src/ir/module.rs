@@ -7,7 +7,7 @@
 
 use super::op::Op;
 use super::types::Type;
-use cranelift_entity::{entity_impl, packed_option::ReservedValue, EntityRef, PrimaryMap, SecondaryMap};
+use cranelift_entity::{entity_impl, packed_option::ReservedValue, PrimaryMap, SecondaryMap};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fmt;
@@ -141,24 +141,23 @@ impl Computation {
     /// is done changing, the one a target compiles: passes leave most slots dead, and
     /// every clone, plan and stored artifact would carry them.
     pub fn compact(&mut self) {
-        let mut keep: Vec<InstId> = self.order.clone();
-        let mut kept: HashSet<InstId> = keep.iter().copied().collect();
         // Parameters and the root are in `order` in a well-formed computation; never lose one.
-        for id in self.params.iter().copied().chain(self.has_root().then_some(self.root)) {
-            if kept.insert(id) {
-                keep.insert(0, id);
-            }
+        let mut live: SecondaryMap<InstId, bool> = SecondaryMap::with_capacity(self.insts.len());
+        let roots = self.params.iter().chain(self.has_root().then_some(&self.root));
+        for &id in self.order.iter().chain(roots) {
+            live[id] = true;
         }
         // Live instructions read only live ones (the verifier checks it); should one not,
         // the computation stays as it is rather than lose a value.
-        if keep.iter().any(|&id| self.insts[id].operands.iter().any(|op| !kept.contains(op))) {
+        let reads_dead = |id: InstId| self.insts[id].operands.iter().any(|&op| !live[op]);
+        if self.insts.keys().any(|id| live[id] && reads_dead(id)) {
             return;
         }
-        let mut slots: Vec<Option<Instruction>> =
-            std::mem::take(&mut self.insts).into_iter().map(|(_, i)| Some(i)).collect();
+        // Kept instructions keep their relative order (`order` says which come first).
+        let kept = self.insts.keys().filter(|&id| live[id]).count();
         let mut new_id: SecondaryMap<InstId, InstId> = SecondaryMap::with_default(InstId::reserved_value());
-        for &id in &keep {
-            if let Some(inst) = slots[id.index()].take() {
+        for (id, inst) in std::mem::replace(&mut self.insts, PrimaryMap::with_capacity(kept)) {
+            if live[id] {
                 new_id[id] = self.insts.push(inst);
             }
         }

@@ -191,6 +191,46 @@ impl Elemental {
     pub fn outer_vars(&self) -> Vec<u32> {
         (0..self.space.len() as u32).filter(|&v| !self.reduced[v as usize]).collect()
     }
+    /// Renumbers the input slots in the order the nodes first load them (slots never
+    /// loaded keep their order, after those), permuting `inputs` (the kernel's buffers,
+    /// one per slot) to match. The order of a fusion's operands follows program order,
+    /// which differs between the layers of a stack; the nodes' order follows the
+    /// computation's structure, so kernels that are the same up to their buffers get the
+    /// same description and share code.
+    pub fn canonicalize_inputs<T>(&mut self, inputs: &mut Vec<T>) {
+        let n = self.input_elems.len();
+        if inputs.len() != n {
+            return;
+        }
+        let mut order: Vec<u32> = Vec::with_capacity(n);
+        let mut seen = vec![false; n];
+        let loaded = self.nodes.iter().filter_map(|x| match x.node {
+            Node::Load { input, .. } => Some(input),
+            _ => None,
+        });
+        for slot in loaded.chain(0..n as u32) {
+            if let Some(s) = seen.get_mut(slot as usize).filter(|s| !**s) {
+                *s = true;
+                order.push(slot);
+            }
+        }
+        if order.iter().enumerate().all(|(new, &old)| new as u32 == old) {
+            return;
+        }
+        let mut new_slot = vec![0u32; n];
+        for (new, &old) in order.iter().enumerate() {
+            new_slot[old as usize] = new as u32;
+        }
+        for x in &mut self.nodes {
+            if let Node::Load { input, .. } = &mut x.node {
+                *input = new_slot[*input as usize];
+            }
+        }
+        self.input_elems = order.iter().map(|&old| self.input_elems[old as usize]).collect();
+        let mut old: Vec<Option<T>> = std::mem::take(inputs).into_iter().map(Some).collect();
+        inputs.extend(order.iter().filter_map(|&o| old[o as usize].take()));
+    }
+
     /// Whether this is a reduction kernel.
     pub fn is_reduction(&self) -> bool {
         !self.reductions.is_empty()

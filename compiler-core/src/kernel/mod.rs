@@ -951,12 +951,13 @@ impl<'m> Planner<'m> {
         mut inputs: Vec<BufferId>,
         outputs: Vec<BufferId>,
     ) -> Result<(), String> {
-        let (e, extra) = elemental::build(self.module, comp, roots, &slots)?;
+        let (mut e, extra) = elemental::build(self.module, comp, roots, &slots)?;
         for (_, lit) in extra {
             let b = self.buffer(lit.shape.clone(), format!("{name}.const"));
             self.plan.constants.push((b, lit));
             inputs.push(b);
         }
+        e.canonicalize_inputs(&mut inputs);
         let kind = elemental_kind(&e);
         self.plan.kernels.push(Kernel { name, source, kind, inputs, outputs, body: KernelBody::Elemental(e) });
         Ok(())

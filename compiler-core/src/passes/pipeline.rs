@@ -375,7 +375,7 @@ pub fn run_passes(module: &mut Module, config: &PipelineConfig) -> Result<(), Pi
         config.passes.iter().map(|p| make_pass(p, &config.fusion)).collect::<Result<_, _>>()?;
     crate::limits::check_module(module, &crate::limits::Limits::default()).map_err(PipelineError::Limit)?;
     for pass in &passes {
-        pass.run(module, &mut PassLog::default());
+        pass.run(module, &mut PassLog { quiet: true, ..Default::default() });
         if config.verify {
             crate::verify::verify_structure(module)
                 .map_err(|e| PipelineError::Broken { pass: pass.name().to_string(), error: e.to_string() })?;

@@ -136,19 +136,29 @@ fn judge(
 /// Fuses `p`, all of whose users `us` are in group `c`, into that group.
 fn fuse_into(f: &mut Fuser, p: InstId, c: usize, us: &[InstId]) {
     let Some(pc) = f.cluster(p) else { return };
-    let effect = f.effect(&f.clusters[pc], &f.clusters[c]);
     let (refusal, forced) = judge(f, p, p, c, us, None);
-    let (producer, consumer) = (f.name(p), f.name(us[0]));
+    // What the decision saves and why: only for a log that is read.
+    let explained =
+        |f: &Fuser| f.explain.then(|| (f.effect(&f.clusters[pc], &f.clusters[c]), f.name(p), f.name(us[0])));
     match refusal {
-        Some(r) if !forced => f.log(producer, consumer, false, r.rule, r.reason, effect),
+        Some(r) if !forced => {
+            if let Some((effect, producer, consumer)) = explained(f) {
+                f.log(producer, consumer, false, r.rule, r.reason, effect);
+            }
+        }
         lifted => {
             let rule = if forced { "force-fuse" } else { fusion_rule(f, p, c) };
-            let reason = match lifted {
-                Some(r) => format!("forced by an override, lifting {}: {}", r.rule, r.reason),
-                None => describe(f, p, us),
-            };
+            let explanation = explained(f).map(|(effect, producer, consumer)| {
+                let reason = match lifted {
+                    Some(r) => format!("forced by an override, lifting {}: {}", r.rule, r.reason),
+                    None => describe(f, p, us),
+                };
+                (effect, producer, consumer, reason)
+            });
             f.merge(c, pc, rule);
-            f.log(producer, consumer, true, rule, reason, effect);
+            if let Some((effect, producer, consumer, reason)) = explanation {
+                f.log(producer, consumer, true, rule, reason, effect);
+            }
         }
     }
 }

@@ -120,6 +120,7 @@ impl Pass for FusionPass {
         let mut changed = false;
         for comp in kernel_computations(module) {
             let mut f = Fuser::new(module, comp, &self.config);
+            f.explain = !log.quiet;
             loop_fusion::run(&mut f);
             if self.config.multi_output {
                 multi_output::run(&mut f);
@@ -185,6 +186,9 @@ pub(super) struct Fuser<'a> {
     library: Vec<bool>,
     cluster_of: HashMap<InstId, usize>,
     decisions: Vec<Decision>,
+    /// Whether decisions are recorded with their reasons and savings (not when the
+    /// pass's log is quiet).
+    explain: bool,
     /// Multi-output refusals already logged (producer, consumer, rule): a pair retried
     /// after a group grew is not logged again.
     refusals_logged: HashSet<(String, String, &'static str)>,
@@ -228,6 +232,7 @@ impl<'a> Fuser<'a> {
             library: Vec::new(),
             cluster_of: HashMap::new(),
             decisions: Vec::new(),
+            explain: true,
             refusals_logged: HashSet::new(),
             refused_edges: HashSet::new(),
             joined: HashMap::new(),
@@ -403,6 +408,9 @@ impl<'a> Fuser<'a> {
     }
 
     fn log(&mut self, producer: String, consumer: String, taken: bool, rule: &'static str, reason: String, e: Effect) {
+        if !self.explain {
+            return;
+        }
         self.decisions.push(Decision {
             producer,
             consumer,

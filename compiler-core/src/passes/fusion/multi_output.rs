@@ -149,13 +149,17 @@ fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: Inst
             // The same refusal for the same edge, retried after a group grew, is logged
             // once.
             f.refused_edges.insert((producer, consumer, r.rule));
-            if f.refusals_logged.insert((pn.clone(), cn.clone(), r.rule)) {
+            if f.explain && f.refusals_logged.insert((pn.clone(), cn.clone(), r.rule)) {
                 let effect: Effect = f.effect(&f.clusters[a], &f.clusters[b]);
                 f.log(pn, cn, false, r.rule, r.reason, effect);
             }
             false
         }
         None => {
+            if !f.explain {
+                f.merge(a, b, rule);
+                return true;
+            }
             let reason = if rule == "sibling-multi-output-fusion" {
                 format!(
                     "the kernels of {} and {cn} both read {pn}; one kernel reads it once and writes both results",

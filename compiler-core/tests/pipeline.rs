@@ -176,6 +176,38 @@ fn check_jax_corpus(config: &PipelineConfig) {
     assert!(checked >= 40);
 }
 
+/// A target's pipeline runs the passes quietly (no decision reasons composed) and
+/// compacts the result: on every JAX program it must give the module the explorer's
+/// pipeline (the same passes, every decision explained) ends with, and these pipelines
+/// do decide (each StableHLO text at least).
+#[test]
+fn the_targets_quiet_pipeline_decides_as_the_explained_one() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../backend/tests/corpus");
+    let mut programs: Vec<_> = std::fs::read_dir(&dir).expect("the JAX corpus").map(|e| e.unwrap().path()).collect();
+    programs.sort();
+    let passes = parse_pipeline_spec(hloscope_core::targets::PIPELINE).unwrap();
+    let (mut compared, mut fusions, mut decided) = (0, 0, 0);
+    for program in &programs {
+        for file in ["module.mlir", "xla.hlo"] {
+            let text = std::fs::read_to_string(program.join(file)).unwrap();
+            let module = hloscope_core::parse::parse_module(&text).unwrap();
+            let quiet = hloscope_core::targets::optimize_with(&module, &Default::default()).unwrap();
+            let mut explained = module.clone();
+            let config = PipelineConfig { passes: passes.clone(), ..Default::default() };
+            let snapshots = run_pipeline(&mut explained, &config).unwrap();
+            decided += snapshots.iter().any(|s| !s.decisions.is_empty()) as usize;
+            let printed = hloscope_core::print::hlo::print_module(&quiet);
+            assert_eq!(printed, hloscope_core::print::hlo::print_module(&explained), "{}/{file}", program.display());
+            fusions += printed.matches(" fusion(").count();
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, programs.len() * 2);
+    // XLA's texts come fused already; the StableHLO ones are fused here.
+    assert!(compared >= 40 && decided >= compared / 2, "{compared} programs, {decided} with decisions");
+    assert!(fusions >= compared, "{compared} programs, {fusions} fusions");
+}
+
 #[test]
 fn snapshots_record_each_pass() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../backend/tests/corpus/softmax/module.mlir");

@@ -62,6 +62,9 @@ fn consider_producer(f: &mut Fuser, p: InstId) {
     }
     let (groups, outside) = consumer_groups(f, p);
     if r == Role::Opaque {
+        if !f.explain {
+            return;
+        }
         let reason =
             format!("{} ({}) is not fused as a producer: {}", f.name(p), f.inst(p).op, opaque_reason(&f.inst(p).op));
         for (_, us) in &groups {
@@ -237,6 +240,9 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
         match refusal {
             Some(r) if !forced => {
                 unclone(f, p, clone, &us);
+                if !f.explain {
+                    continue;
+                }
                 f.log(inst.name.clone(), f.name(us[0]), false, r.rule, r.reason, effect);
             }
             lifted => accepted.push(Candidate { group: c, users: us, clone, lifted, effect }),
@@ -258,6 +264,9 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
         let n = accepted.len();
         for Candidate { users: us, clone, effect, .. } in accepted {
             unclone(f, p, clone, &us);
+            if !f.explain {
+                continue;
+            }
             let reason = format!(
                 "copies of {} in {n} kernels would save {} bytes of memory traffic (and {} kernels): not worth recomputing it",
                 inst.name, total.bytes, total.kernels
@@ -273,6 +282,9 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
         let c2 = f.new_cluster(clone);
         f.merge(c, c2, rule);
         last_rule = rule;
+        if !f.explain {
+            continue;
+        }
         let reason = match lifted {
             Some(r) => format!("forced by an override, lifting {}: {}", r.rule, r.reason),
             None => format!(

@@ -22,7 +22,7 @@ pub mod profiles;
 
 use crate::ir::{CompId, Computation, ElementType, FusionKind, InstId, Module, Op, Type};
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 
 /// FLOPs charged per element for a transcendental op (exp, log, tanh, ...): range
 /// reduction plus a short polynomial take several instructions. A modelling choice, not a
@@ -357,7 +357,11 @@ pub fn try_module_cost(module: &Module, profile: &Profile) -> Result<ModuleCost,
 /// distinct values it reads from outside plus the members it must write because someone
 /// outside (or the computation's root) uses them. A group of only trivial instructions
 /// moves nothing. `users` is `comp`'s user lists.
-pub fn group_traffic(comp: &Computation, members: &BTreeSet<InstId>, users: &HashMap<InstId, Vec<InstId>>) -> u64 {
+pub fn group_traffic(
+    comp: &Computation,
+    members: &BTreeSet<InstId>,
+    users: &rustc_hash::FxHashMap<InstId, Vec<InstId>>,
+) -> u64 {
     if members.iter().all(|&m| is_trivial(&comp.inst(m).op)) {
         return 0;
     }

@@ -14,7 +14,8 @@ use super::rules::check_group;
 use super::Fuser;
 use crate::ir::{Computation, InstId, Instruction, Op, Type};
 use crate::passes::Provenance;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::BTreeSet;
 
 /// Returns whether any fusion was made.
 pub(super) fn run(f: &mut Fuser) -> bool {
@@ -32,15 +33,15 @@ pub(super) fn run(f: &mut Fuser) -> bool {
     let record = f.comp == f.module.entry;
     if groups.is_empty() {
         if record {
-            record_copies(f, &HashSet::new());
+            record_copies(f, &HashSet::default());
         }
         return false;
     }
-    let mut replace: HashMap<InstId, InstId> = HashMap::new();
+    let mut replace: HashMap<InstId, InstId> = HashMap::default();
     // The instructions (fusion, then its get-tuple-elements) that take the place of each
     // group's last member.
-    let mut placed: HashMap<InstId, Vec<InstId>> = HashMap::new();
-    let mut fused: HashSet<InstId> = HashSet::new();
+    let mut placed: HashMap<InstId, Vec<InstId>> = HashMap::default();
+    let mut fused: HashSet<InstId> = HashSet::default();
     for (members, kind) in groups {
         let mut sorted: Vec<InstId> = members.iter().copied().collect();
         sorted.sort_by_key(|m| pos.get(m).copied().unwrap_or(usize::MAX));
@@ -64,7 +65,7 @@ pub(super) fn run(f: &mut Fuser) -> bool {
         }
         let body_name = f.module.fresh_name("fused_computation");
         let mut body = Computation::new(body_name);
-        let mut map: HashMap<InstId, InstId> = HashMap::new();
+        let mut map: HashMap<InstId, InstId> = HashMap::default();
         for (i, &o) in operands.iter().enumerate() {
             let name = f.module.fresh_name(&format!("param_{i}"));
             let ty = f.inst(o).ty.clone();
@@ -208,8 +209,8 @@ fn record_copies(f: &mut Fuser, fused: &HashSet<InstId>) {
 /// as it is, for the verifier to report, rather than looping.
 fn topo_sort(comp: &Computation, order: &[InstId]) -> Vec<InstId> {
     let live: HashSet<InstId> = order.iter().copied().collect();
-    let mut done: HashSet<InstId> = HashSet::new();
-    let mut open: HashSet<InstId> = HashSet::new();
+    let mut done: HashSet<InstId> = HashSet::default();
+    let mut open: HashSet<InstId> = HashSet::default();
     let mut out = Vec::with_capacity(order.len());
     for &start in order {
         let mut stack = vec![(start, false)];

@@ -55,7 +55,8 @@ use crate::cost::{group_traffic, is_trivial};
 use crate::ir::{CompId, Computation, InstId, Instruction, Module, Op};
 use cranelift_entity::SecondaryMap;
 use rules::Graph;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Where an instruction sits in program order: (index in the original order, copy
 /// number). A copy of `p` sits right after `p` and before older copies of `p`, so copies
@@ -137,7 +138,7 @@ impl Pass for FusionPass {
 /// of while / conditional / call (not reduction bodies, comparators or fusion bodies).
 fn kernel_computations(module: &Module) -> Vec<CompId> {
     let mut out = Vec::new();
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     let mut stack = vec![module.entry];
     while let Some(c) = stack.pop() {
         if module.comps.get(c).is_none() || !seen.insert(c) {
@@ -191,7 +192,7 @@ pub(super) struct Fuser<'a> {
     explain: bool,
     /// Multi-output refusals already logged (producer, consumer, rule): a pair retried
     /// after a group grew is not logged again.
-    refusals_logged: HashSet<(String, String, &'static str)>,
+    refusals_logged: std::collections::HashSet<(String, String, &'static str)>,
     /// The same, by instruction (cheap to look up before building names).
     refused_edges: HashSet<(InstId, InstId, &'static str)>,
     /// For provenance: the rule of the merge by which each instruction joined a group of
@@ -219,23 +220,23 @@ impl<'a> Fuser<'a> {
             module,
             comp,
             cfg,
-            users: HashMap::new(),
+            users: HashMap::default(),
             pos: SecondaryMap::new(),
             pos_topological: true,
             copies: 0,
             added: Vec::new(),
-            removed: HashSet::new(),
+            removed: HashSet::default(),
             multi_output_groups: false,
             reach: None,
             clusters: Vec::new(),
             kernel: Vec::new(),
             library: Vec::new(),
-            cluster_of: HashMap::new(),
+            cluster_of: HashMap::default(),
             decisions: Vec::new(),
             explain: true,
-            refusals_logged: HashSet::new(),
-            refused_edges: HashSet::new(),
-            joined: HashMap::new(),
+            refusals_logged: std::collections::HashSet::new(),
+            refused_edges: HashSet::default(),
+            joined: HashMap::default(),
             clone_of: BTreeMap::new(),
             dropped: Vec::new(),
             provenance: Vec::new(),
@@ -308,7 +309,7 @@ impl<'a> Fuser<'a> {
     /// Recomputes the user lists (after an instruction is cloned or removed).
     fn refresh_users(&mut self) {
         let comp = self.module.comp(self.comp);
-        let mut users: HashMap<InstId, Vec<InstId>> = HashMap::new();
+        let mut users: HashMap<InstId, Vec<InstId>> = HashMap::default();
         for &id in &comp.order {
             for &o in &comp.inst(id).operands {
                 users.entry(o).or_default().push(id);
@@ -389,7 +390,7 @@ impl<'a> Fuser<'a> {
         if self.cfg.never_fuse.is_empty() {
             return None;
         }
-        let names = |s: &BTreeSet<InstId>| s.iter().map(|&i| self.name(i)).collect::<HashSet<_>>();
+        let names = |s: &BTreeSet<InstId>| s.iter().map(|&i| self.name(i)).collect::<std::collections::HashSet<_>>();
         let (na, nb) = (names(a), names(b));
         self.cfg
             .never_fuse

@@ -23,14 +23,15 @@ use super::reach::Reach;
 use super::rules::{check_group, is_expensive, role, Refusal, Role};
 use super::{Effect, Fuser};
 use crate::ir::InstId;
-use std::collections::{BTreeSet, HashSet};
+use rustc_hash::FxHashSet as HashSet;
+use std::collections::BTreeSet;
 
 pub(super) fn run(f: &mut Fuser) {
     // Groups may get several outputs from here on, and the instructions no longer
     // change: answer cycle checks from reachability rows between groups.
     f.multi_output_groups = true;
     f.reach = Reach::new(&f.comp().order, &f.users, &f.cluster_of, f.clusters.len());
-    let mut tried: HashSet<Pair> = HashSet::new();
+    let mut tried: HashSet<Pair> = HashSet::default();
     let mut dirty: BTreeSet<usize> = (0..f.clusters.len()).collect();
     while producer_consumer_step(f, &mut tried, &mut dirty) {}
     siblings(f, &mut tried);

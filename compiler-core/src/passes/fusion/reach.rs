@@ -14,7 +14,8 @@
 //! Built only for at most [`Reach::MAX`] nodes, to bound its memory (`n * n / 8` bytes).
 
 use crate::ir::InstId;
-use std::collections::{BTreeSet, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeSet;
 
 pub(super) struct Reach {
     /// The node of every instruction of the computation.
@@ -43,7 +44,7 @@ impl Reach {
         group_of: &HashMap<InstId, usize>,
         groups: usize,
     ) -> Option<Reach> {
-        let mut node = HashMap::with_capacity(order.len());
+        let mut node = HashMap::with_capacity_and_hasher(order.len(), Default::default());
         let mut group_node = vec![u32::MAX; groups];
         let mut nodes = 0;
         for &id in order {
@@ -217,7 +218,7 @@ mod tests {
     /// Instructions 0..n with the edges (operand, user).
     fn graph(n: usize, edges: &[(usize, usize)]) -> (Vec<InstId>, HashMap<InstId, Vec<InstId>>) {
         let ids: Vec<InstId> = (0..n).map(InstId::new).collect();
-        let mut users: HashMap<InstId, Vec<InstId>> = HashMap::new();
+        let mut users: HashMap<InstId, Vec<InstId>> = HashMap::default();
         for &(o, u) in edges {
             users.entry(ids[o]).or_default().push(ids[u]);
         }
@@ -228,7 +229,7 @@ mod tests {
     fn a_multi_output_group_links_instructions_without_a_path() {
         // 0 -> 1 and 2 -> 3; group {1, 2} makes 0 reach 3 through the kernel.
         let (ids, users) = graph(4, &[(0, 1), (2, 3)]);
-        let group_of: HashMap<InstId, usize> = [(ids[0], 0), (ids[1], 1), (ids[2], 1), (ids[3], 2)].into();
+        let group_of: HashMap<InstId, usize> = HashMap::from_iter([(ids[0], 0), (ids[1], 1), (ids[2], 1), (ids[3], 2)]);
         let reach = Reach::new(&ids, &users, &group_of, 3).expect("acyclic");
         let set = |xs: &[usize]| xs.iter().map(|&i| ids[i]).collect::<BTreeSet<_>>();
         assert_eq!(reach.creates_cycle(&set(&[0, 3])), Some(true));
@@ -242,7 +243,7 @@ mod tests {
         // 0 reach 3, so merging 0 with 3 afterwards would wait on the middle kernel.
         let (ids, users) = graph(4, &[(0, 1), (2, 3)]);
         // Group 1 is empty: nodes are numbered over the others.
-        let group_of: HashMap<InstId, usize> = [(ids[0], 0), (ids[1], 2), (ids[2], 3), (ids[3], 4)].into();
+        let group_of: HashMap<InstId, usize> = HashMap::from_iter([(ids[0], 0), (ids[1], 2), (ids[2], 3), (ids[3], 4)]);
         let mut reach = Reach::new(&ids, &users, &group_of, 5).expect("acyclic");
         let set = |xs: &[usize]| xs.iter().map(|&i| ids[i]).collect::<BTreeSet<_>>();
         assert_eq!(reach.creates_cycle(&set(&[0, 3])), Some(false));
@@ -256,7 +257,7 @@ mod tests {
     #[test]
     fn a_cycle_between_groups_gives_no_rows() {
         let (ids, users) = graph(4, &[(0, 1), (2, 3)]);
-        let group_of: HashMap<InstId, usize> = [(ids[0], 0), (ids[3], 0), (ids[1], 1), (ids[2], 1)].into();
+        let group_of: HashMap<InstId, usize> = HashMap::from_iter([(ids[0], 0), (ids[3], 0), (ids[1], 1), (ids[2], 1)]);
         assert!(Reach::new(&ids, &users, &group_of, 2).is_none());
     }
 }

@@ -12,7 +12,8 @@ use super::reach::Reach;
 use super::{epilogue, reduction, FusionConfig, Pos};
 use crate::ir::{BinaryOp, Computation, FusionKind, InstId, Instruction, Op};
 use cranelift_entity::SecondaryMap;
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::{BTreeSet, VecDeque};
 
 /// What part an instruction can play in a fused kernel.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -125,7 +126,7 @@ impl Graph<'_> {
 
     /// Members of `members` that (transitively, through members) use `from`.
     pub fn downstream(&self, members: &BTreeSet<InstId>, from: InstId) -> Vec<InstId> {
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         let mut queue: VecDeque<InstId> = VecDeque::from([from]);
         let mut out = Vec::new();
         while let Some(id) = queue.pop_front() {
@@ -171,7 +172,7 @@ impl Graph<'_> {
             (Some(pos), Some(last)) => pos[id] < last,
             _ => true,
         };
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         let mut stack: Vec<InstId> = Vec::new();
         for &m in members {
             stack.extend(self.users_of(m).iter().copied().filter(|&u| !members.contains(&u) && may_return(u)));
@@ -199,8 +200,8 @@ impl Graph<'_> {
         group_of: &HashMap<InstId, usize>,
         groups: &[BTreeSet<InstId>],
     ) -> bool {
-        let mut seen = HashSet::new();
-        let mut expanded = HashSet::new();
+        let mut seen = HashSet::default();
+        let mut expanded = HashSet::default();
         let mut stack: Vec<InstId> = Vec::new();
         for &m in members {
             stack.extend(self.users_of(m).iter().copied().filter(|&u| !members.contains(&u)));

@@ -39,7 +39,7 @@ fn fuse(m: &Module, cfg: FusionConfig) -> (Module, Vec<Decision>) {
             assert_bits_eq(&g.to_f64_vec(), &w.to_f64_vec());
         }
     }
-    let mut names = HashSet::new();
+    let mut names = std::collections::HashSet::new();
     for c in fused.post_order() {
         for &i in &fused.comp(c).order {
             assert!(names.insert(fused.comp(c).inst(i).name.clone()), "duplicate name {}", fused.comp(c).inst(i).name);

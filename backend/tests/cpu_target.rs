@@ -260,7 +260,7 @@ fn emitted_clif_shows_row_chains_and_strip_mining() {
     );
     if wide {
         assert!(clif.contains("hs_block_exp_f32 (stage 1)"));
-        assert!(clif.contains("hs_block_div_f32 (stage 1, from input 1, into output 0)"));
+        assert!(clif.contains("hs_block_div_f32 (stage 1, from input 0, into output 0)"));
     }
     assert!(clif.contains("; max/min rows: one maxps/minps per vector"));
 }

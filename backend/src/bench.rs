@@ -21,7 +21,9 @@
 //! three kernels) is timed as one execution; at top level its time is shared among its
 //! members in proportion to the bytes each moves (so the rows still add up to the run),
 //! inside control flow it all goes to the chain's first kernel. `--no-row-chains` runs
-//! the members one by one instead.
+//! the members one by one instead. A dot whose epilogue runs inside its tasks, block of
+//! rows by block of rows, is timed the same way, as a chain of two;
+//! `--no-tile-epilogues` runs the epilogue after the whole dot instead.
 //!
 //! On webgpu (`--target webgpu`) each timed run is two executions of the kernels on the
 //! loaded inputs: a plain one (one submission between host kernels), whose time is the
@@ -127,6 +129,11 @@ pub struct BenchArgs {
     /// interleaved chunk by chunk of rows.
     #[arg(long)]
     pub no_row_chains: bool,
+
+    /// Run each dot fusion's epilogue after the whole dot instead of inside the dot's
+    /// tasks, on each block of rows while it is in cache.
+    #[arg(long)]
+    pub no_tile_epilogues: bool,
 
     /// Working set of one chunk of a row chain, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = cpu::DEFAULT_CHAIN_BYTES)]
@@ -505,6 +512,7 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
             let exe = cpu::compile_with(&optimized, options)
                 .map_err(|e| RunError(format!("{source_name}: compiling for the cpu failed: {e}")))?;
             exe.set_row_chains((!args.no_row_chains).then_some(args.row_chain_bytes));
+            exe.set_tile_epilogues(!args.no_tile_epilogues);
             Runner::cpu(std::rc::Rc::new(exe))
         }
         Target::Webgpu => {

@@ -787,3 +787,66 @@ ENTRY %main (x: f32[8,8], w: f32[8,8]) -> f32[8,8] {
     let code = loaded.asm(j).unwrap();
     assert!(!code.is_empty());
 }
+
+#[test]
+fn dot_epilogues_run_tile_by_tile_with_the_same_bits() {
+    // relu(dot + bias) as one output fusion: its epilogue runs inside the dot's tasks,
+    // block of rows by block of rows. Small and large products (one thread and the
+    // pool), the register tiles and `gemm` (k > 512), f64, free dims that make one
+    // epilogue row several result rows, and batches that a task's block spans. Running
+    // the epilogue after the whole dot must give the same bits, and both the
+    // interpreter's values within the reassociated sums' rounding.
+    let cases: [(&str, &str, &str, &str, &str); 6] = [
+        ("f32", "[300,64]", "[64,96]", "[300,96]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
+        ("f32", "[17,3]", "[3,7]", "[17,7]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
+        ("f32", "[256,600]", "[600,64]", "[256,64]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
+        ("f64", "[200,32]", "[32,48]", "[200,48]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
+        ("f32", "[20,8,16]", "[16,24]", "[20,8,24]", "lhs_contracting_dims={2}, rhs_contracting_dims={0}"),
+        (
+            "f32",
+            "[16,20,16]",
+            "[16,16,12]",
+            "[16,20,12]",
+            "lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}",
+        ),
+    ];
+    for (t, a, b, d, dims) in cases {
+        let last: &str = d.trim_matches(['[', ']']).rsplit(',').next().unwrap();
+        let rank = d.matches(',').count() + 1;
+        let hlo = format!(
+            "HloModule m
+ENTRY %main (a: {t}{a}, b: {t}{b}, c: {t}[{last}]) -> {t}{d} {{
+  %a = {t}{a} parameter(0)
+  %b = {t}{b} parameter(1)
+  %c = {t}[{last}] parameter(2)
+  %d = {t}{d} dot(%a, %b), {dims}
+  %cs = {t}{d} broadcast(%c), dimensions={{{}}}
+  %s = {t}{d} add(%d, %cs)
+  %z = {t}[] constant(0)
+  %zs = {t}{d} broadcast(%z), dimensions={{}}
+  ROOT %r = {t}{d} maximum(%s, %zs)
+}}",
+            rank - 1
+        );
+        let module = hloscope_core::parse::parse_module(&hlo).unwrap_or_else(|e| panic!("{e:?}\n{hlo}"));
+        let exe = cpu::compile(&cpu::optimize(&module).unwrap()).unwrap();
+        let kinds: Vec<&KernelKind> = exe.plan().kernels.iter().map(|k| &k.kind).collect();
+        assert_eq!(kinds, [&KernelKind::Dot, &KernelKind::Loop], "{a} x {b}");
+        let args = hloscope_core::interp::random_inputs(&module, 3);
+        exe.set_tile_epilogues(false);
+        let (after, one) = run_counting_chains(&exe, &args);
+        exe.set_tile_epilogues(true);
+        let (tiled, two) = run_counting_chains(&exe, &args);
+        assert_eq!((one, two), (1, 2), "{a} x {b}: the epilogue ran inside the dot's tasks");
+        let bits =
+            |v: &hloscope_core::ir::Value| v.clone().flatten().iter().map(|l| l.to_le_bytes()).collect::<Vec<_>>();
+        assert!(bits(&after) == bits(&tiled), "{a} x {b}: tile by tile differs");
+        let want = hloscope_core::interp::Interpreter::new(&module).run(&args).unwrap().flatten();
+        let got = tiled.flatten();
+        let k = a.trim_matches(['[', ']']).rsplit(',').next().unwrap().parse::<f64>().unwrap();
+        for i in 0..want[0].num_elements() {
+            let (w, g) = (want[0].get(i).as_f64(), got[0].get(i).as_f64());
+            assert!((w - g).abs() <= 1e-6 * k * w.abs().max(1.0), "{a} x {b} [{i}]: {g} vs {w}");
+        }
+    }
+}

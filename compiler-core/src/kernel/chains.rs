@@ -111,6 +111,52 @@ pub fn chain_rows(plan: &KernelPlan, k: &Kernel) -> Option<i64> {
     Some(n)
 }
 
+/// A dot whose next kernel, its epilogue, reads the dot's result only at the epilogue's
+/// own rows ([`tile_epilogue`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TileEpilogue {
+    /// The epilogue's rows: the extent of its first loop variable.
+    pub rows: usize,
+    /// Rows of the dot's `[batch * m, n]` result that one epilogue row reads (the
+    /// epilogue's row `r` reads result rows `r * dot_rows..(r + 1) * dot_rows`).
+    pub dot_rows: usize,
+}
+
+/// Whether kernel `i`, a dot, and kernel `i + 1` may run row block by row block: each
+/// block of the dot's result rows computed, then the epilogue on the rows that read
+/// exactly that block, while it is still in cache (a permission like a chain: running
+/// the two one after the other is just as correct).
+///
+/// Sound when the epilogue reads the dot's result only at its own row (as a chain member
+/// reads an earlier member's output, [`reads_own_row`]) and that row is whole rows of
+/// the result viewed as `[batch * m, n]`, the order a dot writes it in. The dot writes
+/// nothing else, and every other input of the epilogue was computed before the dot. What
+/// this cannot see is where the buffers lie: the epilogue's outputs must not share bytes
+/// with the dot's operands (the arena may hand a dead operand's bytes to them), which a
+/// target checks on the addresses it runs with.
+pub fn tile_epilogue(plan: &KernelPlan, i: usize) -> Option<TileEpilogue> {
+    let (dot, epilogue) = (plan.kernels.get(i)?, plan.kernels.get(i + 1)?);
+    let KernelBody::Dot(spec) = &dot.body else { return None };
+    let KernelBody::Elemental(e) = &epilogue.body else { return None };
+    let rows = chain_rows(plan, epilogue)?;
+    let result = *dot.outputs.first()?;
+    let count = plan.buffers[result].shape.num_elements() as i64;
+    let n = spec.n as i64;
+    if rows < 2 || n == 0 || count % rows != 0 || (count / rows) % n != 0 {
+        return None;
+    }
+    let indices = IndexAnalysis::new(e);
+    let slots = epilogue.inputs.iter().enumerate().filter(|(_, &b)| b == result);
+    let mut reads = false;
+    for (slot, _) in slots {
+        reads = true;
+        if !reads_own_row(e, &indices, slot as u32, count / rows) {
+            return None;
+        }
+    }
+    reads.then_some(TileEpilogue { rows: rows as usize, dot_rows: (count / rows / n) as usize })
+}
+
 /// Whether kernel `k` (with `rows` rows) may join a chain whose members wrote `written`
 /// and touched `touched`.
 fn joins(plan: &KernelPlan, k: &Kernel, rows: i64, written: &HashSet<BufferId>, touched: &HashSet<BufferId>) -> bool {

@@ -690,3 +690,52 @@ ENTRY %main (x: f32[256,1024]) -> f32[256,1024] {
     assert!(p.chains.is_empty(), "{:?}", p.chains);
     assert_eq!(p.arena, arena::assign_arena(&p));
 }
+
+#[test]
+fn a_dot_epilogue_reading_its_own_rows_may_run_tile_by_tile() {
+    use super::chains::{tile_epilogue, TileEpilogue};
+    // relu(a x b): epilogue row r reads result row r.
+    let p = planned(
+        "HloModule m
+ENTRY %main (a: f32[32,3], b: f32[3,8]) -> f32[32,8] {
+  %a = f32[32,3] parameter(0)
+  %b = f32[3,8] parameter(1)
+  %d = f32[32,8] dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %z = f32[] constant(0)
+  %zs = f32[32,8] broadcast(%z), dimensions={}
+  ROOT %r = f32[32,8] maximum(%d, %zs)
+}",
+    );
+    assert_eq!(tile_epilogue(&p, 0), Some(TileEpilogue { rows: 32, dot_rows: 1 }));
+    assert_eq!(tile_epilogue(&p, 1), None, "a loop kernel is no dot");
+    // Free dims [2, 16] of a: epilogue row r (of 2) reads the 16 result rows of r.
+    let p = planned(
+        "HloModule m
+ENTRY %main (a: f32[2,16,3], b: f32[3,8], c: f32[8]) -> f32[2,16,8] {
+  %a = f32[2,16,3] parameter(0)
+  %b = f32[3,8] parameter(1)
+  %c = f32[8] parameter(2)
+  %d = f32[2,16,8] dot(%a, %b), lhs_contracting_dims={2}, rhs_contracting_dims={0}
+  %cs = f32[2,16,8] broadcast(%c), dimensions={2}
+  ROOT %r = f32[2,16,8] add(%d, %cs)
+}",
+    );
+    assert_eq!(tile_epilogue(&p, 0), Some(TileEpilogue { rows: 2, dot_rows: 16 }));
+}
+
+#[test]
+fn a_dot_read_at_other_rows_runs_before_its_reader() {
+    // The reverse reads row 31 - r at row r: the whole result must exist first.
+    let p = planned(
+        "HloModule m
+ENTRY %main (a: f32[32,3], b: f32[3,8]) -> f32[32,8] {
+  %a = f32[32,3] parameter(0)
+  %b = f32[3,8] parameter(1)
+  %d = f32[32,8] dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %v = f32[32,8] reverse(%d), dimensions={0}
+  ROOT %r = f32[32,8] exponential(%v)
+}",
+    );
+    assert_eq!(p.kernels[0].kind, KernelKind::Dot);
+    assert_eq!(super::chains::tile_epilogue(&p, 0), None, "{}", p.summary());
+}

@@ -588,6 +588,7 @@ fn assemble(
         });
     }
     let chains = runtime::runnable_chains(&plan, &code);
+    let epilogues = runtime::runnable_epilogues(&plan, &code);
     let summaries = plan
         .kernels
         .iter()
@@ -625,6 +626,8 @@ fn assemble(
         arena: Default::default(),
         chains,
         chain_bytes: std::sync::atomic::AtomicUsize::new(super::DEFAULT_CHAIN_BYTES),
+        epilogues,
+        tile_epilogues: std::sync::atomic::AtomicBool::new(true),
     })
 }
 

@@ -28,6 +28,12 @@ pub struct CpuExecutable {
     pub(super) chains: Vec<runtime::Chain>,
     /// Bytes of one chunk of a row chain; 0: chains off ([`CpuExecutable::set_row_chains`]).
     pub(super) chain_bytes: std::sync::atomic::AtomicUsize,
+    /// Per kernel: for a dot whose epilogue (the next kernel) may run inside its tasks,
+    /// how its rows map to the dot's (see [`runtime::runnable_epilogues`]).
+    pub(super) epilogues: Vec<Option<kernel::chains::TileEpilogue>>,
+    /// Whether such epilogues run inside their dots' tasks
+    /// ([`CpuExecutable::set_tile_epilogues`]).
+    pub(super) tile_epilogues: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for CpuExecutable {
@@ -112,8 +118,9 @@ pub struct KernelInfo<'a> {
     /// How its code runs: `simd 4x4` (lanes x unrolled vectors), `simd 4x4 + native exp`
     /// (strip-mined), `scalar`, `gemm`, `interpreter`, ...
     pub code: &'a str,
-    /// The kernels (plan positions) this execution runs: `index..index + 1`, or a whole
+    /// The kernels (plan positions) this execution runs: `index..index + 1`, a whole
     /// row chain headed by this kernel, its members interleaved chunk by chunk of rows
-    /// and so timed together ([`CpuExecutable::set_row_chains`]).
+    /// and so timed together ([`CpuExecutable::set_row_chains`]), or a dot and its
+    /// epilogue run block by block of rows ([`CpuExecutable::set_tile_epilogues`]).
     pub chained: std::ops::Range<usize>,
 }

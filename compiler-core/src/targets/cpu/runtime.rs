@@ -137,6 +137,46 @@ pub(super) fn runnable_chains(plan: &KernelPlan, code: &[Code]) -> Vec<Chain> {
     out
 }
 
+/// Per kernel: the dots whose epilogue this code can run inside the dot's tasks (the
+/// plan's permission, [`kernel::chains::tile_epilogue`], for a dot computed in its own
+/// type, f32 or f64, and an epilogue that is native code split along its rows).
+pub(super) fn runnable_epilogues(plan: &KernelPlan, code: &[Code]) -> Vec<Option<kernel::chains::TileEpilogue>> {
+    let along_rows = |j: usize, rows: usize| match (&plan.kernels[j].body, &code[j]) {
+        (kernel::KernelBody::Elemental(e), Code::Native { par_extent, .. }) => {
+            super::codegen::parallel_var(e) == Some(0) && *par_extent == rows as i64
+        }
+        _ => false,
+    };
+    (0..code.len())
+        .map(|i| match (&code[i], code.get(i + 1)) {
+            (Code::Dot(spec), Some(_))
+                if matches!(spec.elem, crate::ir::ElementType::F32 | crate::ir::ElementType::F64) =>
+            {
+                kernel::chains::tile_epilogue(plan, i).filter(|e| along_rows(i + 1, e.rows))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether a dot's epilogue may write where it does while the dot still runs: none of
+/// its outputs shares bytes with the dot's operands, and each either shares none with
+/// the dot's result or is that result's bytes exactly (in place, where each of its rows
+/// overwrites only the block that row read).
+fn epilogue_writes_apart(bufs: &mut Arena, dot: &kernel::Kernel, epilogue: &kernel::Kernel) -> bool {
+    let mut span = |b: BufferId| {
+        let at = bufs.addr(b) as usize;
+        (at, at + bufs.spans[b.index()].1)
+    };
+    let operands: Vec<(usize, usize)> = dot.inputs.iter().map(|&b| span(b)).collect();
+    let result = span(dot.outputs[0]);
+    let apart = |x: (usize, usize), y: (usize, usize)| x.1 <= y.0 || y.1 <= x.0;
+    epilogue.outputs.iter().all(|&o| {
+        let out = span(o);
+        operands.iter().all(|&x| apart(out, x)) && (apart(out, result) || out == result)
+    })
+}
+
 /// The chain-local buffers of chain `kernels` (see [`Chain::local_uses`]).
 fn chain_locals(
     plan: &KernelPlan,
@@ -341,9 +381,23 @@ impl CpuExecutable {
         Some(self.chain_bytes.load(Ordering::Relaxed)).filter(|&b| b > 0)
     }
 
+    /// Runs a dot fusion's epilogue inside the dot's tasks, each block of the dot's rows
+    /// followed by the epilogue rows that read it while it is in cache (`true`, the
+    /// default, where the plan allows it), or after the whole dot (`false`). Like
+    /// [`CpuExecutable::set_row_chains`] a setting of the executable, so the same code can
+    /// be measured both ways; both give the same results bit for bit.
+    pub fn set_tile_epilogues(&self, on: bool) {
+        self.tile_epilogues.store(on, Ordering::Relaxed);
+    }
+
     /// The scope of a run of this executable as the top level.
     fn top_scope<'w>(&self, nested: Option<&'w ScopedWrap<'w>>) -> Scope<'w> {
-        Scope { path: String::new(), nested, chain_bytes: self.row_chains() }
+        Scope {
+            path: String::new(),
+            nested,
+            chain_bytes: self.row_chains(),
+            tile_epilogues: self.tile_epilogues.load(Ordering::Relaxed),
+        }
     }
 
     pub fn plan(&self) -> &KernelPlan {
@@ -540,6 +594,30 @@ impl CpuExecutable {
         Ok(())
     }
 
+    /// Runs dot kernel `i` with its epilogue, kernel `i + 1`, inside the dot's tasks.
+    fn run_dot_with_epilogue(
+        &self,
+        bufs: &mut Arena,
+        i: usize,
+        spec: &kernel::DotSpec,
+        e: kernel::chains::TileEpilogue,
+    ) -> Result<(), String> {
+        let (k, epilogue) = (&self.plan.kernels[i], &self.plan.kernels[i + 1]);
+        let Code::Native { f, .. } = self.code[i + 1] else {
+            return Err("a dot's epilogue that is not native code".into());
+        };
+        let pointers = bufs.pointers(epilogue.inputs.iter().chain(&epilogue.outputs).copied());
+        let table = Table(pointers.as_ptr());
+        let (l, r, o) = (k.inputs[0], k.inputs[1], k.outputs[0]);
+        let p = bufs.pointers([l, r, o].into_iter());
+        let run = |r0: usize, r1: usize| f(table.ptr(), r0 as i64, r1 as i64);
+        let epilogue = dot::Epilogue { rows: e.rows, dot_rows: e.dot_rows, run: &run };
+        // SAFETY: as for a dot alone (see `run_kernels`); the epilogue's rows read only the
+        // dot's rows computed before them (the plan's permission), and its outputs share
+        // no bytes with anything the dot reads or writes elsewhere (`epilogue_writes_apart`).
+        unsafe { dot::run(spec, &self.plan, (l, p[0]), (r, p[1]), (o, p[2]), Some(&epilogue)) }
+    }
+
     /// Runs every kernel in plan order on `bufs`.
     fn run_kernels(
         &self,
@@ -557,6 +635,15 @@ impl CpuExecutable {
             }
             while chains.next_if(|c| c.kernels.start < i).is_some() {}
             let chain = chains.next_if(|c| c.kernels.start == i);
+            // A dot with its epilogue, unless the epilogue heads a chain of its own.
+            let paired = match (code, self.epilogues.get(i).copied().flatten()) {
+                (Code::Dot(_), Some(e)) if scope.tile_epilogues && chain.is_none() => {
+                    let epilogue = &self.plan.kernels[i + 1];
+                    let chained = chains.peek().is_some_and(|c| c.kernels.start == i + 1);
+                    (!chained && epilogue_writes_apart(bufs, k, epilogue)).then_some(e)
+                }
+                _ => None,
+            };
             let info = KernelInfo {
                 index: i,
                 name: &k.name,
@@ -565,12 +652,22 @@ impl CpuExecutable {
                 comp: self.plan.comp,
                 source: k.source,
                 code: self.summaries.get(i).map_or("", String::as_str),
-                chained: chain.map_or(i..i + 1, |c| c.kernels.clone()),
+                chained: match (chain, paired) {
+                    (Some(c), _) => c.kernels.clone(),
+                    (None, Some(_)) => i..i + 2,
+                    (None, None) => i..i + 1,
+                },
             };
             if let Some(chain) = chain {
                 let mut exec = || self.run_chain(bufs, chain, budget.unwrap_or(DEFAULT_CHAIN_BYTES));
                 wrap(&info, &mut exec).map_err(|e| format!("kernel {}: {e}", k.name))?;
                 skip_to = chain.kernels.end;
+                continue;
+            }
+            if let (Some(e), Code::Dot(spec)) = (paired, code) {
+                let mut exec = || self.run_dot_with_epilogue(bufs, i, spec, e);
+                wrap(&info, &mut exec).map_err(|err| format!("kernel {}: {err}", k.name))?;
+                skip_to = i + 2;
                 continue;
             }
             let mut exec = || -> Result<(), String> {
@@ -586,7 +683,7 @@ impl CpuExecutable {
                         // SAFETY: the buffers' own bytes, aligned (arena lines, or caller
                         // memory checked for 8-byte alignment); the output is a buffer of
                         // its own (the arena never puts a dot's output in place).
-                        unsafe { dot::run(spec, &self.plan, (l, p[0]), (r, p[1]), (o, p[2])) }
+                        unsafe { dot::run(spec, &self.plan, (l, p[0]), (r, p[1]), (o, p[2]), None) }
                     }
                     Code::Sort { spec, cmp } => {
                         for (i, o) in k.inputs.iter().zip(&k.outputs) {
@@ -709,13 +806,16 @@ struct Scope<'w> {
     /// the top executable's setting ([`CpuExecutable::set_row_chains`]), for everything
     /// run inside it.
     chain_bytes: Option<usize>,
+    /// Whether dots run their epilogues in their tasks: the top executable's setting
+    /// ([`CpuExecutable::set_tile_epilogues`]).
+    tile_epilogues: bool,
 }
 
 impl<'w> Scope<'w> {
     /// The scope of `part` (`body`, `cond`, `branch1`) of control-flow kernel `name`.
     fn inner(&self, name: &str, part: &str) -> Scope<'w> {
         let path = if self.path.is_empty() { format!("{name}/{part}") } else { format!("{}/{name}/{part}", self.path) };
-        Scope { path, nested: self.nested, chain_bytes: self.chain_bytes }
+        Scope { path, nested: self.nested, chain_bytes: self.chain_bytes, tile_epilogues: self.tile_epilogues }
     }
 
     /// Runs `exec` through the nested wrapper, if any.

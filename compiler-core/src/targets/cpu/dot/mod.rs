@@ -9,6 +9,11 @@
 //! or heads split out of a `[b, s, h, d]` tensor, need no copy), and copied into that
 //! order otherwise. The result `[batch, m, n]` is written straight into the output
 //! buffer. f16/bf16 are computed in f32 and rounded once at the end.
+//!
+//! A dot fusion's epilogue may run inside the dot's tasks ([`Epilogue`], when the plan
+//! allows it: `kernel::chains::tile_epilogue`): each task computes a block of whole rows
+//! of the result, then runs the epilogue on the rows that read exactly that block, while
+//! it is still in the task's cache, instead of a second pass over the whole result.
 
 mod operand;
 mod tiles;
@@ -18,7 +23,18 @@ use operand::Operand;
 use crate::ir::{ElementType, Literal, Shape};
 use crate::kernel::{BufferId, DotSpec, KernelPlan};
 
-/// Computes the dot of the operands in buffers `lb` and `rb` into buffer `ob`.
+/// The epilogue of a dot run block by block of the dot's rows: `run(r0, r1)` computes its
+/// rows `r0..r1`, which read only the dot's result rows `r0 * dot_rows..r1 * dot_rows`
+/// (the result viewed as `[batch * m, n]`), and writes nothing the dot reads.
+pub struct Epilogue<'a> {
+    pub rows: usize,
+    pub dot_rows: usize,
+    pub run: &'a (dyn Fn(usize, usize) + Sync),
+}
+
+/// Computes the dot of the operands in buffers `lb` and `rb` into buffer `ob`, and then
+/// `epilogue` (each task's rows as soon as they are computed, for f32 and f64; after the
+/// whole dot for the types computed in f32).
 ///
 /// # Safety
 /// `lhs`, `rhs` and `out` point to the bytes of those buffers (of their plan sizes),
@@ -29,6 +45,7 @@ pub unsafe fn run(
     (lb, lhs): (BufferId, *const u8),
     (rb, rhs): (BufferId, *const u8),
     (ob, out): (BufferId, *mut u8),
+    epilogue: Option<&Epilogue>,
 ) -> Result<(), String> {
     let (ls, rs) = (&plan.buffers[lb].shape, &plan.buffers[rb].shape);
     let len = spec.batch * spec.m * spec.n;
@@ -41,12 +58,12 @@ pub unsafe fn run(
         ElementType::F64 => {
             let a = Operand::<f64>::new(ls, lhs, &spec.lhs_perm, lhs_sizes);
             let b = Operand::<f64>::new(rs, rhs, &spec.rhs_perm, rhs_sizes);
-            batched(spec, &a, &b, out as *mut f64);
+            batched(spec, &a, &b, out as *mut f64, epilogue);
         }
         ElementType::F32 => {
             let a = Operand::<f32>::new(ls, lhs, &spec.lhs_perm, lhs_sizes);
             let b = Operand::<f32>::new(rs, rhs, &spec.rhs_perm, rhs_sizes);
-            batched(spec, &a, &b, out as *mut f32);
+            batched(spec, &a, &b, out as *mut f32, epilogue);
         }
         elem => {
             let widen = |shape: &Shape, p: *const u8, perm: &[usize], sizes| -> Result<Operand<f32>, String> {
@@ -59,10 +76,13 @@ pub unsafe fn run(
             let a = widen(ls, lhs, &spec.lhs_perm, lhs_sizes)?;
             let b = widen(rs, rhs, &spec.rhs_perm, rhs_sizes)?;
             let mut c = vec![0f32; len];
-            batched(spec, &a, &b, c.as_mut_ptr());
+            batched(spec, &a, &b, c.as_mut_ptr(), None);
             let wide: Vec<f64> = c.iter().map(|&x| x as f64).collect();
             let bytes = Literal::from_f64s(Shape::new(elem, vec![len as i64]), &wide).to_le_bytes();
             std::ptr::copy_nonoverlapping(bytes.as_ptr(), out, bytes.len());
+            if let Some(e) = epilogue {
+                (e.run)(0, e.rows);
+            }
         }
     }
     Ok(())
@@ -117,22 +137,33 @@ struct Shared<'a, T> {
 unsafe impl<T> Send for Shared<'_, T> {}
 unsafe impl<T> Sync for Shared<'_, T> {}
 
+/// Bytes of the result one task of a dot with an epilogue computes, when the product
+/// leaves the choice: the block must still be in the core's L2 when the epilogue reads it.
+const EPILOGUE_TASK_BYTES: usize = 128 << 10;
+
 /// `out[b] = a[b] x b[b]` for every batch, `out` row-major `[batch, m, n]`: tasks of
-/// (batch, block of rows, block of columns).
-fn batched<T: Element>(spec: &DotSpec, a: &Operand<T>, b: &Operand<T>, out: *mut T) {
+/// (batch, block of rows, block of columns), or with an epilogue, of blocks of whole
+/// rows of `[batch * m, n]` (see [`with_epilogue`]).
+fn batched<T: Element>(spec: &DotSpec, a: &Operand<T>, b: &Operand<T>, out: *mut T, epilogue: Option<&Epilogue>) {
     let (m, n, k) = (spec.m, spec.n, spec.k);
-    if m == 0 || n == 0 {
-        return;
-    }
-    if k == 0 {
-        // An empty sum: zeros.
-        // SAFETY: `out` holds batch * m * n elements.
-        unsafe { std::slice::from_raw_parts_mut(out, spec.batch * m * n).fill(T::default()) };
+    if m == 0 || n == 0 || k == 0 {
+        if k == 0 {
+            // An empty sum: zeros.
+            // SAFETY: `out` holds batch * m * n elements.
+            unsafe { std::slice::from_raw_parts_mut(out, spec.batch * m * n).fill(T::default()) };
+        }
+        if let Some(e) = epilogue {
+            (e.run)(0, e.rows);
+        }
         return;
     }
     let tiles = T::tiles(k);
     let threads = super::pool::threads();
     let parallel = spec.batch * m * n * k >= PARALLEL_FLOPS && threads > 1;
+    let shared = Shared { a, b, c: out };
+    if let Some(e) = epilogue {
+        return with_epilogue(spec, &shared, tiles, parallel, e);
+    }
     // Columns: a chunk of packed panels each for the tiles; all of them for `gemm`,
     // which blocks its columns itself.
     let cols = tiles.map_or(n, |t| t.task_cols(k).min(n));
@@ -149,56 +180,108 @@ fn batched<T: Element>(spec: &DotSpec, a: &Operand<T>, b: &Operand<T>, out: *mut
     let row_blocks = wanted.div_ceil(spec.batch * col_blocks).min(m.div_ceil(2 * tile_rows)).max(1);
     let rows = m.div_ceil(row_blocks).div_ceil(tile_rows) * tile_rows;
     let row_blocks = m.div_ceil(rows);
-    let shared = Shared { a, b, c: out };
     let task = |t: usize| {
-        let Shared { a, b, c } = &shared;
         let (bi, rest) = (t / (row_blocks * col_blocks), t % (row_blocks * col_blocks));
         let (r0, c0) = ((rest / col_blocks) * rows, (rest % col_blocks) * cols);
-        let (r1, c1) = ((r0 + rows).min(m), (c0 + cols).min(n));
-        // SAFETY: the block lies inside batch `bi` of each operand (by their strides)
-        // and of C, and blocks of C are disjoint.
-        unsafe {
-            let a_at = a.base.offset(a.batch_offset(bi));
-            let b_at = b.base.offset(b.batch_offset(bi));
-            let c_at = c.add(bi * m * n);
-            match tiles {
-                // `tiles` is only Some for f32.
-                Some(t) => t.block(
-                    (k, n),
-                    (a_at as *const f32, a.rows, a.cols),
-                    (b_at as *const f32, b.rows, b.cols),
-                    c_at as *mut f32,
-                    (r0, r1),
-                    (c0, c1),
-                ),
-                None => gemm::gemm(
-                    r1 - r0,
-                    c1 - c0,
-                    k,
-                    c_at.add(r0 * n + c0),
-                    1,
-                    n as isize,
-                    false,
-                    a_at.offset(r0 as isize * a.rows),
-                    a.cols,
-                    a.rows,
-                    b_at.offset(c0 as isize * b.cols),
-                    b.cols,
-                    b.rows,
-                    T::default(),
-                    T::one(),
-                    false,
-                    false,
-                    false,
-                    gemm::Parallelism::None,
-                ),
-            }
-        }
+        // SAFETY: tasks' blocks of C are disjoint and inside the result.
+        unsafe { block(spec, &shared, tiles, bi, (r0, (r0 + rows).min(m)), (c0, (c0 + cols).min(n))) };
     };
     let tasks = spec.batch * row_blocks * col_blocks;
     if parallel {
         super::pool::run(tasks, &task);
     } else {
         (0..tasks).for_each(task);
+    }
+}
+
+/// The dot in tasks of whole epilogue rows: each computes the result rows those read
+/// (every column, across batches where a block spans them), then runs the epilogue on
+/// them. A task's block is about [`EPILOGUE_TASK_BYTES`], at least two register tiles
+/// high, and there are a few tasks per thread when the dot is large (one per thread
+/// through `gemm`, which packs all of B for each call).
+fn with_epilogue<T: Element>(
+    spec: &DotSpec,
+    shared: &Shared<T>,
+    tiles: Option<&'static tiles::Tiles>,
+    parallel: bool,
+    e: &Epilogue,
+) {
+    let (m, n) = (spec.m, spec.n);
+    let threads = super::pool::threads();
+    let row_bytes = e.dot_rows * n * std::mem::size_of::<T>();
+    let tall_enough = (2 * tiles.map_or(16, |t| t.mr())).div_ceil(e.dot_rows);
+    let mut per = (EPILOGUE_TASK_BYTES / row_bytes.max(1)).max(tall_enough).max(1);
+    if parallel {
+        let wanted = if tiles.is_some() { threads * TASKS_PER_THREAD } else { threads };
+        per = per.min(e.rows.div_ceil(wanted)).max(1);
+    } else if tiles.is_none() {
+        per = e.rows;
+    }
+    let task = |t: usize| {
+        let (r0, r1) = (t * per, ((t + 1) * per).min(e.rows));
+        let (f0, f1) = (r0 * e.dot_rows, r1 * e.dot_rows);
+        for bi in f0 / m..f1.div_ceil(m) {
+            let (lo, hi) = (f0.max(bi * m) - bi * m, f1.min((bi + 1) * m) - bi * m);
+            // SAFETY: the tasks' row blocks are disjoint and inside the result.
+            unsafe { block(spec, shared, tiles, bi, (lo, hi), (0, n)) };
+        }
+        (e.run)(r0, r1);
+    };
+    let tasks = e.rows.div_ceil(per);
+    if parallel {
+        super::pool::run(tasks, &task);
+    } else {
+        (0..tasks).for_each(task);
+    }
+}
+
+/// `C[bi][r0..r1, c0..c1]` of the dot, on the tiles (f32) or through `gemm`.
+///
+/// # Safety
+/// The block lies inside batch `bi` of the result, and no other thread writes it.
+unsafe fn block<T: Element>(
+    spec: &DotSpec,
+    Shared { a, b, c }: &Shared<T>,
+    tiles: Option<&'static tiles::Tiles>,
+    bi: usize,
+    (r0, r1): (usize, usize),
+    (c0, c1): (usize, usize),
+) {
+    let (m, n, k) = (spec.m, spec.n, spec.k);
+    // SAFETY: batch `bi` of each operand lies at its batch offset (by their strides).
+    let a_at = a.base.offset(a.batch_offset(bi));
+    let b_at = b.base.offset(b.batch_offset(bi));
+    let c_at = c.add(bi * m * n);
+    match tiles {
+        // `tiles` is only Some for f32.
+        Some(t) => t.block(
+            (k, n),
+            (a_at as *const f32, a.rows, a.cols),
+            (b_at as *const f32, b.rows, b.cols),
+            c_at as *mut f32,
+            (r0, r1),
+            (c0, c1),
+        ),
+        None => gemm::gemm(
+            r1 - r0,
+            c1 - c0,
+            k,
+            c_at.add(r0 * n + c0),
+            1,
+            n as isize,
+            false,
+            a_at.offset(r0 as isize * a.rows),
+            a.cols,
+            a.rows,
+            b_at.offset(c0 as isize * b.cols),
+            b.cols,
+            b.rows,
+            T::default(),
+            T::one(),
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        ),
     }
 }

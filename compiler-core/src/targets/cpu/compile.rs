@@ -593,11 +593,15 @@ fn assemble(
         .kernels
         .iter()
         .zip(&texts)
-        .map(|(k, text)| match &k.body {
+        .enumerate()
+        .map(|(i, (k, text))| match &k.body {
             KernelBody::Elemental(_) => text.as_ref().map_or(String::new(), |t| match t.shares {
                 Some(first) => format!("{}, code of kernel {first} ({})", t.shape, plan.kernels[first].name),
                 None => t.shape.to_string(),
             }),
+            KernelBody::Dot(_) if epilogues[i].is_some() => {
+                format!("gemm, epilogue {} per block of rows", plan.kernels[i + 1].name)
+            }
             KernelBody::Dot(_) => "gemm".into(),
             KernelBody::Sort(_) => "runtime sort, jit comparator".into(),
             KernelBody::Scatter(_) => "runtime scatter, jit combiner".into(),

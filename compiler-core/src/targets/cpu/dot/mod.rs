@@ -139,7 +139,10 @@ unsafe impl<T> Sync for Shared<'_, T> {}
 
 /// Bytes of the result one task of a dot with an epilogue computes, when the product
 /// leaves the choice: the block must still be in the core's L2 when the epilogue reads it.
-const EPILOGUE_TASK_BYTES: usize = 128 << 10;
+const EPILOGUE_TASK_BYTES: usize = 256 << 10;
+
+/// Fewest result rows of one such task on the tiles (see [`with_epilogue`]).
+const EPILOGUE_TASK_ROWS: usize = 64;
 
 /// `out[b] = a[b] x b[b]` for every batch, `out` row-major `[batch, m, n]`: tasks of
 /// (batch, block of rows, block of columns), or with an epilogue, of blocks of whole
@@ -196,9 +199,10 @@ fn batched<T: Element>(spec: &DotSpec, a: &Operand<T>, b: &Operand<T>, out: *mut
 
 /// The dot in tasks of whole epilogue rows: each computes the result rows those read
 /// (every column, across batches where a block spans them), then runs the epilogue on
-/// them. A task's block is about [`EPILOGUE_TASK_BYTES`], at least two register tiles
-/// high, and there are a few tasks per thread when the dot is large (one per thread
-/// through `gemm`, which packs all of B for each call).
+/// them. On the tiles a task's block is about [`EPILOGUE_TASK_BYTES`] and at least
+/// [`EPILOGUE_TASK_ROWS`] rows (each task packs all of B, which that many rows repay),
+/// through `gemm` one block per thread; a parallel dot's tasks are a multiple of the
+/// threads, so none waits for a last odd task.
 fn with_epilogue<T: Element>(
     spec: &DotSpec,
     shared: &Shared<T>,
@@ -209,14 +213,15 @@ fn with_epilogue<T: Element>(
     let (m, n) = (spec.m, spec.n);
     let threads = super::pool::threads();
     let row_bytes = e.dot_rows * n * std::mem::size_of::<T>();
-    let tall_enough = (2 * tiles.map_or(16, |t| t.mr())).div_ceil(e.dot_rows);
-    let mut per = (EPILOGUE_TASK_BYTES / row_bytes.max(1)).max(tall_enough).max(1);
+    let per = match tiles {
+        Some(_) => (EPILOGUE_TASK_BYTES / row_bytes.max(1)).max(EPILOGUE_TASK_ROWS.div_ceil(e.dot_rows)).max(1),
+        None => e.rows,
+    };
+    let mut tasks = e.rows.div_ceil(per);
     if parallel {
-        let wanted = if tiles.is_some() { threads * TASKS_PER_THREAD } else { threads };
-        per = per.min(e.rows.div_ceil(wanted)).max(1);
-    } else if tiles.is_none() {
-        per = e.rows;
+        tasks = tasks.div_ceil(threads) * threads;
     }
+    let per = e.rows.div_ceil(tasks);
     let task = |t: usize| {
         let (r0, r1) = (t * per, ((t + 1) * per).min(e.rows));
         let (f0, f1) = (r0 * e.dot_rows, r1 * e.dot_rows);

@@ -850,3 +850,33 @@ ENTRY %main (a: {t}{a}, b: {t}{b}, c: {t}[{last}]) -> {t}{d} {{
         }
     }
 }
+
+#[test]
+fn a_dot_epilogue_over_the_dots_own_operand_runs_after_the_dot() {
+    // r = dot(x, w) + x, x a temporary that dies in the epilogue: the arena gives the
+    // epilogue's output x's bytes (in place, x read at the element's own position). Run
+    // inside the dot's tasks it would overwrite rows of x that other tasks still
+    // multiply, so the runtime runs it after the whole dot.
+    let hlo = "HloModule m
+ENTRY %main (p: f32[256,64], w: f32[64,64]) -> f32[256,64] {
+  %p = f32[256,64] parameter(0)
+  %w = f32[64,64] parameter(1)
+  %x = f32[256,64] sine(%p)
+  %d = f32[256,64] dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %r = f32[256,64] add(%x, %d)
+  ROOT %o = f32[256,64] dot(%r, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}";
+    let module = hloscope_core::parse::parse_module(hlo).unwrap();
+    let exe = cpu::compile(&cpu::optimize(&module).unwrap()).unwrap();
+    let summary = exe.arena_assignment().summary();
+    assert!(summary.contains("1 outputs in place"), "{summary}");
+    let args = hloscope_core::interp::random_inputs(&module, 5);
+    let (got, longest) = run_counting_chains(&exe, &args);
+    assert_eq!(longest, 1, "{summary}");
+    let want = hloscope_core::interp::Interpreter::new(&module).run(&args).unwrap().flatten();
+    let got = got.flatten();
+    for i in 0..want[0].num_elements() {
+        let (w, g) = (want[0].get(i).as_f64(), got[0].get(i).as_f64());
+        assert!((w - g).abs() <= 1e-4 * w.abs().max(1.0), "[{i}]: {g} vs {w}");
+    }
+}

@@ -612,6 +612,24 @@ fn scaled_corpus(name: &str, rows: i64, cols: i64) -> hloscope_core::ir::Module 
     hloscope_core::parse::mlir::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
 }
 
+/// Every element of `got` within `rel` (relative, or absolute below 1) of the
+/// interpreter's result of `module` on `args`.
+fn assert_near_interpreter(
+    module: &hloscope_core::ir::Module,
+    args: &[hloscope_core::ir::Value],
+    got: &hloscope_core::ir::Value,
+    rel: f64,
+    what: &str,
+) {
+    let want = hloscope_core::interp::Interpreter::new(module).run(args).unwrap().flatten();
+    for (w, g) in want.iter().zip(&got.clone().flatten()) {
+        for i in 0..w.num_elements() {
+            let (a, b) = (w.get(i).as_f64(), g.get(i).as_f64());
+            assert!((a - b).abs() <= rel * a.abs().max(1.0), "{what} [{i}]: {b} vs {a}");
+        }
+    }
+}
+
 /// Runs `exe` on `args`, returning its results and the longest run of kernels one
 /// execution covered (a row chain's length, or 1).
 fn run_counting_chains(
@@ -671,14 +689,7 @@ fn row_chains_give_the_same_bits_as_kernel_by_kernel() {
         assert!(bits(&plain) == bits(&chained), "{name} {rows}x{cols}: chained run differs");
         assert!(bits(&plain) == bits(&small_chunks), "{name} {rows}x{cols}: small chunks differ");
         if check_interp {
-            let want = hloscope_core::interp::Interpreter::new(&module).run(&args).unwrap().flatten();
-            let got = chained.flatten();
-            for (w, g) in want.iter().zip(&got) {
-                for i in 0..w.num_elements() {
-                    let (a, b) = (w.get(i).as_f64(), g.get(i).as_f64());
-                    assert!((a - b).abs() <= 1e-5 * a.abs().max(1.0), "{name} {rows}x{cols} [{i}]: {a} vs {b}");
-                }
-            }
+            assert_near_interpreter(&module, &args, &chained, 1e-5, &format!("{name} {rows}x{cols}"));
         }
     }
 }
@@ -841,13 +852,8 @@ ENTRY %main (a: {t}{a}, b: {t}{b}, c: {t}[{last}]) -> {t}{d} {{
         let bits =
             |v: &hloscope_core::ir::Value| v.clone().flatten().iter().map(|l| l.to_le_bytes()).collect::<Vec<_>>();
         assert!(bits(&after) == bits(&tiled), "{a} x {b}: tile by tile differs");
-        let want = hloscope_core::interp::Interpreter::new(&module).run(&args).unwrap().flatten();
-        let got = tiled.flatten();
         let k = a.trim_matches(['[', ']']).rsplit(',').next().unwrap().parse::<f64>().unwrap();
-        for i in 0..want[0].num_elements() {
-            let (w, g) = (want[0].get(i).as_f64(), got[0].get(i).as_f64());
-            assert!((w - g).abs() <= 1e-6 * k * w.abs().max(1.0), "{a} x {b} [{i}]: {g} vs {w}");
-        }
+        assert_near_interpreter(&module, &args, &tiled, 1e-6 * k, &format!("{a} x {b}"));
     }
 }
 
@@ -873,10 +879,5 @@ ENTRY %main (p: f32[256,64], w: f32[64,64]) -> f32[256,64] {
     let args = hloscope_core::interp::random_inputs(&module, 5);
     let (got, longest) = run_counting_chains(&exe, &args);
     assert_eq!(longest, 1, "{summary}");
-    let want = hloscope_core::interp::Interpreter::new(&module).run(&args).unwrap().flatten();
-    let got = got.flatten();
-    for i in 0..want[0].num_elements() {
-        let (w, g) = (want[0].get(i).as_f64(), got[0].get(i).as_f64());
-        assert!((w - g).abs() <= 1e-4 * w.abs().max(1.0), "[{i}]: {g} vs {w}");
-    }
+    assert_near_interpreter(&module, &args, &got, 1e-4, "dot(x, w) + x");
 }

@@ -803,12 +803,14 @@ ENTRY %main (x: f32[8,8], w: f32[8,8]) -> f32[8,8] {
 fn dot_epilogues_run_tile_by_tile_with_the_same_bits() {
     // relu(dot + bias) as one output fusion: its epilogue runs inside the dot's tasks,
     // block of rows by block of rows. Small and large products (one thread and the
-    // pool), the register tiles and `gemm` (k > 512), f64, free dims that make one
+    // pool, also for a small dot with a large epilogue), the register tiles and `gemm` (k > 512), f64, free dims that make one
     // epilogue row several result rows, and batches that a task's block spans. Running
     // the epilogue after the whole dot must give the same bits, and both the
     // interpreter's values within the reassociated sums' rounding.
-    let cases: [(&str, &str, &str, &str, &str); 6] = [
+    let cases: [(&str, &str, &str, &str, &str); 7] = [
         ("f32", "[300,64]", "[64,96]", "[300,96]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
+        // A dot too small to split whose epilogue is not: the pair runs on the pool.
+        ("f32", "[2048,2]", "[2,48]", "[2048,48]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
         ("f32", "[17,3]", "[3,7]", "[17,7]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
         ("f32", "[256,600]", "[600,64]", "[256,64]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
         ("f64", "[200,32]", "[32,48]", "[200,48]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),

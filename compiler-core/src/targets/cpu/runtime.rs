@@ -603,7 +603,7 @@ impl CpuExecutable {
         e: kernel::chains::TileEpilogue,
     ) -> Result<(), String> {
         let (k, epilogue) = (&self.plan.kernels[i], &self.plan.kernels[i + 1]);
-        let Code::Native { f, .. } = self.code[i + 1] else {
+        let Code::Native { f, work, .. } = self.code[i + 1] else {
             return Err("a dot's epilogue that is not native code".into());
         };
         let pointers = bufs.pointers(epilogue.inputs.iter().chain(&epilogue.outputs).copied());
@@ -611,7 +611,8 @@ impl CpuExecutable {
         let (l, r, o) = (k.inputs[0], k.inputs[1], k.outputs[0]);
         let p = bufs.pointers([l, r, o].into_iter());
         let run = |r0: usize, r1: usize| f(table.ptr(), r0 as i64, r1 as i64);
-        let epilogue = dot::Epilogue { rows: e.rows, dot_rows: e.dot_rows, run: &run };
+        let parallel = work >= PARALLEL_WORK;
+        let epilogue = dot::Epilogue { rows: e.rows, dot_rows: e.dot_rows, parallel, run: &run };
         // SAFETY: as for a dot alone (see `run_kernels`); the epilogue's rows read only the
         // dot's rows computed before them (the plan's permission), and its outputs share
         // no bytes with anything the dot reads or writes elsewhere (`epilogue_writes_apart`).

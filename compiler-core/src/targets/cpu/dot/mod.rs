@@ -29,6 +29,9 @@ use crate::kernel::{BufferId, DotSpec, KernelPlan};
 pub struct Epilogue<'a> {
     pub rows: usize,
     pub dot_rows: usize,
+    /// Whether the epilogue alone is worth splitting across threads (then so is the
+    /// pair, however small the dot).
+    pub parallel: bool,
     pub run: &'a (dyn Fn(usize, usize) + Sync),
 }
 
@@ -165,7 +168,7 @@ fn batched<T: Element>(spec: &DotSpec, a: &Operand<T>, b: &Operand<T>, out: *mut
     let parallel = spec.batch * m * n * k >= PARALLEL_FLOPS && threads > 1;
     let shared = Shared { a, b, c: out };
     if let Some(e) = epilogue {
-        return with_epilogue(spec, &shared, tiles, parallel, e);
+        return with_epilogue(spec, &shared, tiles, parallel || (e.parallel && threads > 1), e);
     }
     // Columns: a chunk of packed panels each for the tiles; all of them for `gemm`,
     // which blocks its columns itself.

@@ -612,6 +612,11 @@ fn scaled_corpus(name: &str, rows: i64, cols: i64) -> hloscope_core::ir::Module 
     hloscope_core::parse::mlir::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
 }
 
+/// The bytes of every array of `v`, to compare runs bit for bit.
+fn bits(v: &hloscope_core::ir::Value) -> Vec<Vec<u8>> {
+    v.clone().flatten().iter().map(|l| l.to_le_bytes()).collect()
+}
+
 /// Every element of `got` within `rel` (relative, or absolute below 1) of the
 /// interpreter's result of `module` on `args`.
 fn assert_near_interpreter(
@@ -684,8 +689,6 @@ fn row_chains_give_the_same_bits_as_kernel_by_kernel() {
         let (small_chunks, _) = run_counting_chains(&exe, &args);
         assert_eq!(one, 1);
         assert_eq!(longest, if expect_chain { n } else { 1 }, "{name} {rows}x{cols}");
-        let bits =
-            |v: &hloscope_core::ir::Value| v.clone().flatten().iter().map(|l| l.to_le_bytes()).collect::<Vec<_>>();
         assert!(bits(&plain) == bits(&chained), "{name} {rows}x{cols}: chained run differs");
         assert!(bits(&plain) == bits(&small_chunks), "{name} {rows}x{cols}: small chunks differ");
         if check_interp {
@@ -851,8 +854,6 @@ ENTRY %main (a: {t}{a}, b: {t}{b}, c: {t}[{last}]) -> {t}{d} {{
         exe.set_tile_epilogues(true);
         let (tiled, two) = run_counting_chains(&exe, &args);
         assert_eq!((one, two), (1, 2), "{a} x {b}: the epilogue ran inside the dot's tasks");
-        let bits =
-            |v: &hloscope_core::ir::Value| v.clone().flatten().iter().map(|l| l.to_le_bytes()).collect::<Vec<_>>();
         assert!(bits(&after) == bits(&tiled), "{a} x {b}: tile by tile differs");
         let k = a.trim_matches(['[', ']']).rsplit(',').next().unwrap().parse::<f64>().unwrap();
         assert_near_interpreter(&module, &args, &tiled, 1e-6 * k, &format!("{a} x {b}"));

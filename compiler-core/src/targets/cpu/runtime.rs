@@ -93,13 +93,8 @@ pub(super) struct Chain {
 /// least two members that were compiled natively with the rows as their parallel
 /// variable (a sub-run of a chain is a chain).
 pub(super) fn runnable_chains(plan: &KernelPlan, code: &[Code]) -> Vec<Chain> {
-    let fits = |j: usize, rows: i64| match (&plan.kernels[j].body, &code[j]) {
-        (kernel::KernelBody::Elemental(e), Code::Native { par_extent, .. }) => {
-            super::codegen::parallel_var(e) == Some(0)
-                && *par_extent == rows
-                && kernel::chains::chain_rows(plan, &plan.kernels[j]) == Some(rows)
-        }
-        _ => false,
+    let fits = |j: usize, rows: i64| {
+        splits_along_rows(plan, code, j, rows) && kernel::chains::chain_rows(plan, &plan.kernels[j]) == Some(rows)
     };
     let mut out = Vec::new();
     for c in plan.chains.iter().filter(|c| c.end <= plan.kernels.len() && c.end <= code.len()) {
@@ -141,22 +136,26 @@ pub(super) fn runnable_chains(plan: &KernelPlan, code: &[Code]) -> Vec<Chain> {
 /// plan's permission, [`kernel::chains::tile_epilogue`], for a dot computed in its own
 /// type, f32 or f64, and an epilogue that is native code split along its rows).
 pub(super) fn runnable_epilogues(plan: &KernelPlan, code: &[Code]) -> Vec<Option<kernel::chains::TileEpilogue>> {
-    let along_rows = |j: usize, rows: usize| match (&plan.kernels[j].body, &code[j]) {
-        (kernel::KernelBody::Elemental(e), Code::Native { par_extent, .. }) => {
-            super::codegen::parallel_var(e) == Some(0) && *par_extent == rows as i64
-        }
-        _ => false,
-    };
     (0..code.len())
-        .map(|i| match (&code[i], code.get(i + 1)) {
-            (Code::Dot(spec), Some(_))
-                if matches!(spec.elem, crate::ir::ElementType::F32 | crate::ir::ElementType::F64) =>
-            {
-                kernel::chains::tile_epilogue(plan, i).filter(|e| along_rows(i + 1, e.rows))
+        .map(|i| match &code[i] {
+            Code::Dot(spec) if matches!(spec.elem, crate::ir::ElementType::F32 | crate::ir::ElementType::F64) => {
+                kernel::chains::tile_epilogue(plan, i).filter(|e| splits_along_rows(plan, code, i + 1, e.rows as i64))
             }
             _ => None,
         })
         .collect()
+}
+
+/// Whether kernel `j` is native code whose range (the runtime's split) is its rows: its
+/// first loop variable, of extent `rows`, is the parallel one. Then running it on rows
+/// `r0..r1` is calling it with that range, as row chains and tile epilogues do.
+fn splits_along_rows(plan: &KernelPlan, code: &[Code], j: usize, rows: i64) -> bool {
+    match (plan.kernels.get(j).map(|k| &k.body), code.get(j)) {
+        (Some(kernel::KernelBody::Elemental(e)), Some(Code::Native { par_extent, .. })) => {
+            super::codegen::parallel_var(e) == Some(0) && *par_extent == rows
+        }
+        _ => false,
+    }
 }
 
 /// Whether a dot's epilogue may write where it does while the dot still runs: none of
@@ -638,10 +637,10 @@ impl CpuExecutable {
             let chain = chains.next_if(|c| c.kernels.start == i);
             // A dot with its epilogue, unless the epilogue heads a chain of its own.
             let paired = match (code, self.epilogues.get(i).copied().flatten()) {
-                (Code::Dot(_), Some(e)) if scope.tile_epilogues && chain.is_none() => {
+                (Code::Dot(spec), Some(e)) if scope.tile_epilogues && chain.is_none() => {
                     let epilogue = &self.plan.kernels[i + 1];
                     let chained = chains.peek().is_some_and(|c| c.kernels.start == i + 1);
-                    (!chained && epilogue_writes_apart(bufs, k, epilogue)).then_some(e)
+                    (!chained && epilogue_writes_apart(bufs, k, epilogue)).then_some((spec, e))
                 }
                 _ => None,
             };
@@ -665,7 +664,7 @@ impl CpuExecutable {
                 skip_to = chain.kernels.end;
                 continue;
             }
-            if let (Some(e), Code::Dot(spec)) = (paired, code) {
+            if let Some((spec, e)) = paired {
                 let mut exec = || self.run_dot_with_epilogue(bufs, i, spec, e);
                 wrap(&info, &mut exec).map_err(|err| format!("kernel {}: {err}", k.name))?;
                 skip_to = i + 2;

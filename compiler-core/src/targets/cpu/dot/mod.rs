@@ -224,7 +224,9 @@ fn with_epilogue<T: Element>(
     if parallel {
         tasks = tasks.div_ceil(threads) * threads;
     }
+    // Rows per task for that many tasks (rounding up may leave fewer tasks).
     let per = e.rows.div_ceil(tasks);
+    let tasks = e.rows.div_ceil(per);
     let task = |t: usize| {
         let (r0, r1) = (t * per, ((t + 1) * per).min(e.rows));
         let (f0, f1) = (r0 * e.dot_rows, r1 * e.dot_rows);
@@ -235,7 +237,6 @@ fn with_epilogue<T: Element>(
         }
         (e.run)(r0, r1);
     };
-    let tasks = e.rows.div_ceil(per);
     if parallel {
         super::pool::run(tasks, &task);
     } else {

@@ -17,14 +17,26 @@ pub struct Cse;
 
 /// The part of an instruction that identifies its value, apart from the op's attributes
 /// (compared separately, since literals hold floats and cannot be hashed).
-fn key(inst: &Instruction) -> (&'static str, Vec<InstId>) {
+/// What two instructions must share to be compared: the op's name, the operands (sorted
+/// for a commutative op), and a hash of the result type and of a constant's first
+/// element, so that a module's many constants and broadcasts of one scalar do not all
+/// land in one bucket (which made the pass quadratic in the module's depth).
+type Key = (&'static str, Vec<InstId>, u64);
+
+fn key(inst: &Instruction) -> Key {
+    use std::hash::{Hash, Hasher};
     let mut operands = inst.operands.clone();
     if let Op::Binary(b) = &inst.op {
         if b.is_commutative() {
             operands.sort();
         }
     }
-    (inst.op.hlo_name(), operands)
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    inst.ty.hash(&mut h);
+    if let Op::Constant(l) = &inst.op {
+        (l.num_elements() > 0).then(|| l.bits(0)).hash(&mut h);
+    }
+    (inst.op.hlo_name(), operands, h.finish())
 }
 
 /// Whether two ops with equal keys compute the same value: equal attributes, and for
@@ -48,7 +60,7 @@ impl Pass for Cse {
         for comp_id in module.post_order() {
             let in_graph = scope.in_graph(module, comp_id);
             let comp = module.comp_mut(comp_id);
-            let mut seen: HashMap<(&'static str, Vec<InstId>), Vec<InstId>> = HashMap::new();
+            let mut seen: HashMap<Key, Vec<InstId>> = HashMap::new();
             let mut replaced: HashMap<InstId, InstId> = HashMap::new();
             // The same pairs in order, for the provenance.
             let mut merged: Vec<(InstId, InstId)> = Vec::new();

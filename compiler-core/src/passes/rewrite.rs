@@ -4,7 +4,11 @@
 //!
 //! The driver visits every live instruction of every reachable computation in order
 //! (operands before users) and applies the first rule that matches; rounds repeat until
-//! nothing fires, at most `max_rounds` times. A rule returns an [`Action`]:
+//! nothing fires, at most `max_rounds` times. A round after the first visits only the
+//! instructions whose view the previous round changed (see [`Touched`]): an
+//! instruction no rule matched, whose view is the same, would match none again, so
+//! the result is the one full rounds give, without revisiting a whole deep module for
+//! a few rewrites. A rule returns an [`Action`]:
 //! - `Use(y)`: every use of the instruction is replaced by the existing value `y`. The
 //!   driver refuses it unless `y`'s type is *exactly* the instruction's type, layouts
 //!   included (an unset layout stays unset), so no rule can silently change a type.
@@ -158,14 +162,60 @@ fn well_formed(comp: &Computation, id: InstId) -> bool {
     }
 }
 
-/// One round over one computation: tries the rules on every live instruction.
-/// Records provenance when `scope` is given (the computation is in the graph).
-fn round(rules: &[Rule], module: &mut Module, comp: CompId, log: &mut PassLog, mut scope: Option<&mut Scope>) -> bool {
+/// What a rule's outcome may depend on, around an instruction `x`: `x`, its operands
+/// and theirs, the users of its operands (a rule may ask for a single user), and the
+/// splat behind a short broadcast chain. So `x` must be visited again when an
+/// instruction up to [`VIEW_DEPTH`] operand steps below it changed its op, operands or
+/// users. A round records the instructions it changed that way; the next visits those
+/// and their users up to that depth.
+#[derive(Default)]
+struct Touched(HashSet<InstId>);
+
+/// Operand steps a rule looks down (two, and one more for a broadcast of a splat).
+const VIEW_DEPTH: usize = 3;
+
+impl Touched {
+    fn add(&mut self, ids: impl IntoIterator<Item = InstId>) {
+        self.0.extend(ids);
+    }
+
+    /// The live instructions to visit next: the touched ones and their users, up to
+    /// [`VIEW_DEPTH`] steps.
+    fn to_visit(self, comp: &Computation) -> HashSet<InstId> {
+        let users = comp.users();
+        let mut visit = self.0;
+        let mut frontier: Vec<InstId> = visit.iter().copied().collect();
+        for _ in 0..VIEW_DEPTH {
+            let mut next = Vec::new();
+            for id in frontier {
+                for &u in users.get(id).map_or(&[][..], Vec::as_slice) {
+                    if visit.insert(u) {
+                        next.push(u);
+                    }
+                }
+            }
+            frontier = next;
+        }
+        visit
+    }
+}
+
+/// One round over one computation: tries the rules on every live instruction (or only
+/// on those in `only`). Records provenance when `scope` is given (the computation is
+/// in the graph). Returns what the round changed (nothing: no rule fired).
+fn round(
+    rules: &[Rule],
+    module: &mut Module,
+    comp: CompId,
+    log: &mut PassLog,
+    mut scope: Option<&mut Scope>,
+    only: Option<&HashSet<InstId>>,
+) -> Option<Touched> {
     let order = module.comp(comp).order.clone();
-    let mut changed = false;
+    let mut touched: Option<Touched> = None;
     let mut replaced: HashSet<InstId> = HashSet::new();
     for id in order {
-        if replaced.contains(&id) {
+        if replaced.contains(&id) || only.is_some_and(|only| !only.contains(&id)) {
             continue;
         }
         let mut cx = Ctx { module, comp };
@@ -190,11 +240,18 @@ fn round(rules: &[Rule], module: &mut Module, comp: CompId, log: &mut PassLog, m
             let Some(action) = action else { continue };
             let c = cx.module.comp_mut(comp);
             let name = c.inst(id).name.clone();
+            if let Action::Use(y) = action {
+                if y == id || c.inst(y).ty != c.inst(id).ty {
+                    continue;
+                }
+            }
+            let t = touched.get_or_insert_with(Touched::default);
+            // Helpers are new (the dead ones are dropped before the next round).
+            t.add((made_from..c.insts.len()).map(InstId::new));
             match action {
                 Action::Use(y) => {
-                    if y == id || c.inst(y).ty != c.inst(id).ty {
-                        continue;
-                    }
+                    // `y` takes over `id`'s users: its own users changed.
+                    t.add([y]);
                     c.replace_all_uses(id, y);
                     replaced.insert(id);
                     if let Some(scope) = scope.as_deref_mut() {
@@ -202,17 +259,18 @@ fn round(rules: &[Rule], module: &mut Module, comp: CompId, log: &mut PassLog, m
                     }
                 }
                 Action::Rewrite { op, operands } => {
+                    // The old and new operands' users changed, and `id` itself.
+                    t.add(c.inst(id).operands.iter().chain(&operands).copied().chain([id]));
                     let inst = c.inst_mut(id);
                     inst.op = op;
                     inst.operands = operands;
                 }
             }
             log.rewrites.push(Rewrite { rule: rule.name, inst: name });
-            changed = true;
             break;
         }
     }
-    changed
+    touched
 }
 
 /// Applies `rules` to every reachable computation of `module` until none fires (at most
@@ -223,18 +281,24 @@ pub(crate) fn run_rules(rules: &[Rule], max_rounds: usize, module: &mut Module, 
     for comp in module.post_order() {
         let mut comp_changed = false;
         let in_graph = scope.in_graph(module, comp);
+        let mut only: Option<HashSet<InstId>> = None;
         for _ in 0..max_rounds {
-            if !round(rules, module, comp, log, in_graph.then_some(&mut scope)) {
+            let Some(mut touched) = round(rules, module, comp, log, in_graph.then_some(&mut scope), only.as_ref())
+            else {
                 break;
-            }
+            };
             // Drop what the round left unused, so that the next round neither
             // revisits it nor counts it as a user.
             let dead = module.comp_mut(comp).remove_dead_ids();
+            let c = module.comp(comp);
+            // What the dead read has fewer users now.
+            touched.add(dead.iter().flat_map(|&d| c.inst(d).operands.iter().copied()));
             if in_graph {
                 for id in dead {
                     scope.removed(module, comp, id, "dce", log);
                 }
             }
+            only = Some(touched.to_visit(module.comp(comp)));
             comp_changed = true;
         }
         changed |= comp_changed;

@@ -22,7 +22,7 @@
 use crate::ir::{CompId, Computation, DotDims, InstId, Instruction, Module, Op, Shape, Type};
 use crate::passes::provenance::Scope;
 use crate::passes::{Changed, Decision, Pass, PassLog, Rewrite};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// The dot merger; see the module documentation.
 pub struct DotMerger {
@@ -113,6 +113,7 @@ impl DotMerger {
     ) -> Option<(GroupKey, Vec<InstId>)> {
         let comp = module.comp(comp_id);
         let mut groups: Vec<(GroupKey, Vec<InstId>)> = Vec::new();
+        let mut index: HashMap<GroupKey, usize> = HashMap::new();
         for &id in &comp.order {
             let inst = comp.inst(id);
             let Op::Dot(dims) = &inst.op else { continue };
@@ -133,9 +134,12 @@ impl DotMerger {
                     other_shape: (shape.elem.to_string(), blanked),
                     result_elem: out.elem.to_string(),
                 };
-                match groups.iter_mut().find(|(k, _)| *k == key) {
-                    Some((_, members)) => members.push(id),
-                    None => groups.push((key, vec![id])),
+                match index.get(&key) {
+                    Some(&g) => groups[g].1.push(id),
+                    None => {
+                        index.insert(key.clone(), groups.len());
+                        groups.push((key, vec![id]));
+                    }
                 }
             }
         }
@@ -305,7 +309,14 @@ fn independent(comp: &Computation, members: &[InstId]) -> Vec<InstId> {
     let set: HashSet<InstId> = members.iter().copied().collect();
     let mut after_member: HashSet<InstId> = HashSet::new();
     let mut out = Vec::new();
-    for &id in &comp.order {
+    // Only what lies between the first and the last member can depend on a member.
+    let first = comp.order.iter().position(|id| set.contains(id)).unwrap_or(comp.order.len());
+    let mut left = set.len();
+    for &id in &comp.order[first..] {
+        if left == 0 {
+            break;
+        }
+        left -= usize::from(set.contains(&id));
         let depends = comp.inst(id).operands.iter().any(|o| set.contains(o) || after_member.contains(o));
         if depends {
             after_member.insert(id);

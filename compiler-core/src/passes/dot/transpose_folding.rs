@@ -82,10 +82,6 @@ fn transposed_dot_swaps_operands(cx: &mut Ctx, id: InstId) -> Option<Action> {
     let perm = perm.clone();
     let d = cx.arg(id, 0);
     let Op::Dot(dd) = cx.op(d).clone() else { return None };
-    let comp = cx.module.comp(cx.comp);
-    if comp.root == d || comp.order.iter().any(|&u| u != id && comp.inst(u).operands.contains(&d)) {
-        return None;
-    }
     let (lr, rr) = (cx.shape(cx.arg(d, 0))?.rank(), cx.shape(cx.arg(d, 1))?.rank());
     let nb = dd.lhs_batch.len();
     let nl = lr.checked_sub(nb + dd.lhs_contracting.len())?;
@@ -99,6 +95,11 @@ fn transposed_dot_swaps_operands(cx: &mut Ctx, id: InstId) -> Option<Action> {
     let rfree = (nb + nl..nb + nl + nr).map(|p| p as i64);
     let lfree = (nb..nb + nl).map(|p| p as i64);
     if !perm[nb..].iter().copied().eq(rfree.chain(lfree)) {
+        return None;
+    }
+    // The dot must have no other user: a scan of the computation, so it comes last.
+    let comp = cx.module.comp(cx.comp);
+    if comp.root == d || comp.order.iter().any(|&u| u != id && comp.inst(u).operands.contains(&d)) {
         return None;
     }
     let new = DotDims {

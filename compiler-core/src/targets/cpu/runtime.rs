@@ -97,6 +97,7 @@ pub(super) fn runnable_chains(plan: &KernelPlan, code: &[Code]) -> Vec<Chain> {
         splits_along_rows(plan, code, j, rows) && kernel::chains::chain_rows(plan, &plan.kernels[j]) == Some(rows)
     };
     let mut out = Vec::new();
+    let mut facts = None;
     for c in plan.chains.iter().filter(|c| c.end <= plan.kernels.len() && c.end <= code.len()) {
         let Some(rows) = kernel::chains::chain_rows(plan, &plan.kernels[c.start]) else { continue };
         let mut j = c.start;
@@ -113,7 +114,8 @@ pub(super) fn runnable_chains(plan: &KernelPlan, code: &[Code]) -> Vec<Chain> {
                     })
                     .sum();
                 let bytes_per_row = kernel::chains::bytes_per_row(plan, start..j, rows);
-                let (local_uses, local_row_bytes) = chain_locals(plan, start..j, rows);
+                let facts = facts.get_or_insert_with(|| BufferFacts::new(plan));
+                let (local_uses, local_row_bytes) = chain_locals(plan, facts, start..j, rows);
                 let table_lens =
                     (start..j).map(|m| plan.kernels[m].inputs.len() + plan.kernels[m].outputs.len()).collect();
                 out.push(Chain {
@@ -176,27 +178,51 @@ fn epilogue_writes_apart(bufs: &mut Arena, dot: &kernel::Kernel, epilogue: &kern
     })
 }
 
+/// What [`chain_locals`] asks of every buffer, found once for all chains.
+struct BufferFacts {
+    /// Per buffer: whether it may live outside the arena's plan (pinned, or the arena
+    /// is stale) or is a result.
+    kept: Vec<bool>,
+    /// Per buffer: the first and last kernel that reads or writes it.
+    touched: Vec<Option<(usize, usize)>>,
+}
+
+impl BufferFacts {
+    fn new(plan: &KernelPlan) -> BufferFacts {
+        let results: std::collections::HashSet<BufferId> = plan.result.leaves().into_iter().collect();
+        let current = plan.arena.is_current(plan);
+        let kept = plan
+            .buffers
+            .keys()
+            .map(|b| !current || plan.arena.pinned.get(b.index()).copied().unwrap_or(true) || results.contains(&b))
+            .collect();
+        let mut touched: Vec<Option<(usize, usize)>> = vec![None; plan.buffers.len()];
+        for (i, k) in plan.kernels.iter().enumerate() {
+            for b in k.inputs.iter().chain(&k.outputs) {
+                let t = &mut touched[b.index()];
+                *t = Some(t.map_or((i, i), |(first, _)| (first, i)));
+            }
+        }
+        BufferFacts { kept, touched }
+    }
+}
+
 /// The chain-local buffers of chain `kernels` (see [`Chain::local_uses`]).
 fn chain_locals(
     plan: &KernelPlan,
+    facts: &BufferFacts,
     kernels: std::ops::Range<usize>,
     rows: i64,
 ) -> (Vec<(usize, usize, usize)>, Vec<usize>) {
-    let results: std::collections::HashSet<BufferId> = plan.result.leaves().into_iter().collect();
-    let assignment = &plan.arena;
+    // Used by a kernel outside the chain.
     let outside = |b: BufferId| {
-        plan.kernels
-            .iter()
-            .enumerate()
-            .any(|(i, k)| !kernels.contains(&i) && k.inputs.iter().chain(&k.outputs).any(|&x| x == b))
+        facts.touched[b.index()].is_some_and(|(first, last)| first < kernels.start || last >= kernels.end)
     };
     let mut locals: Vec<BufferId> = Vec::new();
     for k in &plan.kernels[kernels.clone()] {
         for &b in &k.outputs {
-            let pinned = assignment.pinned.get(b.index()).copied().unwrap_or(true) || !assignment.is_current(plan);
             let size = plan.buffers[b].shape.byte_size();
-            if !pinned
-                && !results.contains(&b)
+            if !facts.kept[b.index()]
                 && !outside(b)
                 && size.is_multiple_of(rows.max(1) as usize)
                 && !locals.contains(&b)

@@ -183,18 +183,20 @@ impl Computation {
     /// [`Computation::remove_dead`], returning the instructions removed, in `order`
     /// (their arena slots stay, so a caller can still read their names).
     pub fn remove_dead_ids(&mut self) -> Vec<InstId> {
-        let mut live: HashSet<InstId> = HashSet::new();
+        // Dense (one flag per slot): this runs after every rewrite round.
+        let mut live = vec![false; self.insts.len()];
         let mut stack: Vec<InstId> = vec![self.root];
         stack.extend(self.params.iter().copied());
         stack.extend(self.order.iter().copied().filter(|&i| self.insts[i].op.has_side_effect()));
         while let Some(id) = stack.pop() {
-            if live.insert(id) {
+            if let Some(seen @ false) = live.get_mut(id.as_u32() as usize) {
+                *seen = true;
                 stack.extend(self.insts[id].operands.iter().copied());
             }
         }
         let mut removed = Vec::new();
         self.order.retain(|id| {
-            let keep = live.contains(id);
+            let keep = live.get(id.as_u32() as usize).copied().unwrap_or(false);
             if !keep {
                 removed.push(*id);
             }

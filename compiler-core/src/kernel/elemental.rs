@@ -26,6 +26,7 @@
 use crate::ir::{
     BinaryOp, CmpDir, CmpKind, Computation, ElementType, InstId, Literal, Module, Op, Scalar, Shape, Type, UnaryOp,
 };
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -384,14 +385,14 @@ pub(crate) struct Builder<'c> {
     /// The instruction being evaluated: the origin of the nodes made now.
     current: Option<InstId>,
     /// Each origin's index in `e.origin_names`.
-    origin_of: HashMap<InstId, u32>,
+    origin_of: FxHashMap<InstId, u32>,
     idx_memo: HashMap<Idx, IdxId>,
     /// (instruction, index, outer region) -> value. The region is part of the key: a
     /// value made at the outer index (a reduce's result) must not be found when the same
     /// element is read inside a reduced loop, where that result does not exist yet.
-    memo: HashMap<(InstId, Vec<IdxId>, bool), ExprId>,
+    memo: FxHashMap<(InstId, Vec<IdxId>, bool), ExprId>,
     /// Reduce instruction -> its reduction number.
-    reduce_of: HashMap<InstId, u32>,
+    reduce_of: FxHashMap<InstId, u32>,
     extra: Vec<(InstId, Literal)>,
 }
 
@@ -413,10 +414,10 @@ impl<'c> Builder<'c> {
                 origin_names: Vec::new(),
             },
             current: None,
-            origin_of: HashMap::new(),
+            origin_of: FxHashMap::default(),
             idx_memo: HashMap::new(),
-            memo: HashMap::new(),
-            reduce_of: HashMap::new(),
+            memo: FxHashMap::default(),
+            reduce_of: FxHashMap::default(),
             extra: Vec::new(),
         }
     }
@@ -437,7 +438,7 @@ impl<'c> Builder<'c> {
     /// of the first output, and every output must have it.
     fn setup_space(&mut self, outputs: &[InstId]) -> Result<(), String> {
         let mut reduces = Vec::new();
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = FxHashSet::default();
         let mut stack: Vec<InstId> = outputs.to_vec();
         while let Some(id) = stack.pop() {
             if !seen.insert(id) || self.slots.contains_key(&id) {
@@ -500,7 +501,7 @@ impl<'c> Builder<'c> {
 
     fn depends_on_reduce(&self, id: InstId) -> bool {
         let mut stack = vec![id];
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = FxHashSet::default();
         while let Some(i) = stack.pop() {
             if !seen.insert(i) || self.slots.contains_key(&i) {
                 continue;
@@ -1260,7 +1261,7 @@ impl<'c> Builder<'c> {
 pub fn add_combiners(e: &mut Elemental, bodies: &[&Computation], origins: &[u32]) -> Result<(), String> {
     for (k, body) in bodies.iter().enumerate() {
         let n = e.reductions[k].values.len();
-        let mut vals: HashMap<InstId, ExprId> = HashMap::new();
+        let mut vals: FxHashMap<InstId, ExprId> = FxHashMap::default();
         let origin = origins.get(k).copied();
         let push = |e: &mut Elemental, node: Node, elem: ElementType| {
             e.nodes.push(Expr { node, elem });
@@ -1320,7 +1321,7 @@ pub fn add_combiners(e: &mut Elemental, bodies: &[&Computation], origins: &[u32]
 /// The reduce bodies of an elemental description's reductions, in reduction order.
 pub fn reduce_bodies(comp: &Computation, outputs: &[InstId], slots: &HashMap<InstId, u32>) -> Vec<InstId> {
     let mut reduces = Vec::new();
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = FxHashSet::default();
     let mut stack: Vec<InstId> = outputs.to_vec();
     while let Some(id) = stack.pop() {
         if !seen.insert(id) || slots.contains_key(&id) {

@@ -29,7 +29,7 @@ use super::provenance::Scope;
 use super::{Changed, PassLog, Rewrite};
 use crate::ir::{CompId, Computation, InstId, Instruction, Literal, Loc, Module, Op, Scalar, Shape, Type};
 use cranelift_entity::EntityRef;
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 /// What a rule does to the instruction it matched. (Short-lived, one at a time: the size
 /// difference between the variants does not matter.)
@@ -180,23 +180,34 @@ impl Touched {
     }
 
     /// The live instructions to visit next: the touched ones and their users, up to
-    /// [`VIEW_DEPTH`] steps.
+    /// [`VIEW_DEPTH`] steps. A walk in program order sees operands before users, so one
+    /// pass finds them all; passes repeat (up to the depth) in case `order` is not
+    /// topological.
     fn to_visit(self, comp: &Computation) -> HashSet<InstId> {
-        let users = comp.users();
-        let mut visit = self.0;
-        let mut frontier: Vec<InstId> = visit.iter().copied().collect();
+        // Per slot: operand steps from the nearest touched instruction, if within reach.
+        let mut dist: Vec<Option<u8>> = vec![None; comp.insts.len()];
+        for id in &self.0 {
+            if let Some(d) = dist.get_mut(id.index()) {
+                *d = Some(0);
+            }
+        }
         for _ in 0..VIEW_DEPTH {
-            let mut next = Vec::new();
-            for id in frontier {
-                for &u in users.get(id).map_or(&[][..], Vec::as_slice) {
-                    if visit.insert(u) {
-                        next.push(u);
+            let mut grew = false;
+            for &id in &comp.order {
+                let via = comp.inst(id).operands.iter().filter_map(|o| dist.get(o.index()).copied().flatten()).min();
+                if let Some(d) = via.filter(|&d| (d as usize) < VIEW_DEPTH).map(|d| d + 1) {
+                    let slot = &mut dist[id.index()];
+                    if slot.is_none_or(|old| d < old) {
+                        *slot = Some(d);
+                        grew = true;
                     }
                 }
             }
-            frontier = next;
+            if !grew {
+                break;
+            }
         }
-        visit
+        comp.order.iter().copied().filter(|id| dist[id.index()].is_some()).collect()
     }
 }
 
@@ -213,7 +224,7 @@ fn round(
 ) -> Option<Touched> {
     let order = module.comp(comp).order.clone();
     let mut touched: Option<Touched> = None;
-    let mut replaced: HashSet<InstId> = HashSet::new();
+    let mut replaced: HashSet<InstId> = HashSet::default();
     for id in order {
         if replaced.contains(&id) || only.is_some_and(|only| !only.contains(&id)) {
             continue;

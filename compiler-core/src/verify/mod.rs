@@ -80,7 +80,9 @@ pub fn verify(module: &Module) -> Result<(), VerifyError> {
 /// Every invariant but the resource limits.
 pub fn verify_structure(module: &Module) -> Result<(), VerifyError> {
     let comps = reachable(module)?;
-    let mut names: HashMap<&str, &str> = HashMap::new();
+    // Sized up front: growing it rehashed every name several times.
+    let insts = comps.iter().map(|&c| module.comp(c).order.len()).sum();
+    let mut names: HashMap<&str, &str> = HashMap::with_capacity(insts);
     for &c in &comps {
         verify_computation(module, c, &mut names)?;
     }

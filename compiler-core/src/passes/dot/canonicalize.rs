@@ -43,7 +43,8 @@ fn canonical_side(rank: usize, batch: &[i64], contracting: &[i64]) -> bool {
 }
 
 fn dot_canonical_form(cx: &mut Ctx, id: InstId) -> Option<Action> {
-    let Op::Dot(dd) = cx.op(id).clone() else { return None };
+    let Op::Dot(dd) = cx.op(id) else { return None };
+    let dd = dd.clone();
     let out = cx.shape(id)?.clone();
     let (a, b) = (cx.arg(id, 0), cx.arg(id, 1));
     let (ash, bsh) = (cx.shape(a)?.clone(), cx.shape(b)?.clone());

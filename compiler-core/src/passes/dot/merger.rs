@@ -22,7 +22,7 @@
 use crate::ir::{CompId, Computation, DotDims, InstId, Instruction, Module, Op, Shape, Type};
 use crate::passes::provenance::Scope;
 use crate::passes::{Changed, Decision, Pass, PassLog, Rewrite};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// The dot merger; see the module documentation.
 pub struct DotMerger {
@@ -71,10 +71,29 @@ impl Pass for DotMerger {
         let mut scope = Scope::new(module);
         for comp_id in module.post_order() {
             // Groups already decided against (each decision is logged once).
-            let mut refused: HashSet<Vec<InstId>> = HashSet::new();
-            while let Some((key, members)) = self.next_group(module, comp_id, &mut refused, log) {
-                self.merge(module, comp_id, &key, &members, &mut scope, log);
-                changed = true;
+            let mut refused: HashSet<Vec<InstId>> = HashSet::default();
+            // One scan finds the groups; each is decided on the graph as the merges
+            // before it left it. A group whose dot an earlier merge made a slice needs
+            // a new scan (a deep stack has a group per layer: a scan per merge was
+            // quadratic in its depth).
+            loop {
+                let mut sliced: HashSet<InstId> = HashSet::default();
+                let mut stale = false;
+                for (key, members) in self.groups(module.comp(comp_id)) {
+                    if members.iter().any(|m| sliced.contains(m)) {
+                        stale = true;
+                        break;
+                    }
+                    let Some(members) = self.decide(module.comp(comp_id), &key, members, &mut refused, log) else {
+                        continue;
+                    };
+                    self.merge(module, comp_id, &key, &members, &mut scope, log);
+                    sliced.extend(members);
+                    changed = true;
+                }
+                if !stale {
+                    break;
+                }
             }
         }
         changed
@@ -101,19 +120,11 @@ fn array(comp: &Computation, id: InstId) -> Option<&Shape> {
 }
 
 impl DotMerger {
-    /// The next group of two or more mergeable dots of `comp` whose merge pays off,
-    /// logging the decision about every group looked at (a refused one goes into
-    /// `refused` and is not looked at again).
-    fn next_group(
-        &self,
-        module: &Module,
-        comp_id: CompId,
-        refused: &mut HashSet<Vec<InstId>>,
-        log: &mut PassLog,
-    ) -> Option<(GroupKey, Vec<InstId>)> {
-        let comp = module.comp(comp_id);
+    /// The dots of `comp` that may merge, grouped by key, in program order (groups of
+    /// two or more).
+    fn groups(&self, comp: &Computation) -> Vec<(GroupKey, Vec<InstId>)> {
         let mut groups: Vec<(GroupKey, Vec<InstId>)> = Vec::new();
-        let mut index: HashMap<GroupKey, usize> = HashMap::new();
+        let mut index: HashMap<GroupKey, usize> = HashMap::default();
         for &id in &comp.order {
             let inst = comp.inst(id);
             let Op::Dot(dims) = &inst.op else { continue };
@@ -143,61 +154,67 @@ impl DotMerger {
                 }
             }
         }
-        // Users are needed only once a group has two members.
-        let mut users = None;
-        for (key, members) in groups {
-            if members.len() < 2 {
-                continue;
-            }
-            let members = independent(comp, &members);
-            if members.len() < 2 || refused.contains(&members) {
-                continue;
-            }
-            let users = users.get_or_insert_with(|| comp.users());
-            let estimate = self.estimate(comp, &key, &members, users);
-            let merged_bytes: u64 = members.iter().map(|&d| bytes(comp, d)).sum();
-            let first = comp.inst(members[0]).name.clone();
-            let shared = &comp.inst(key.shared).name;
-            let net = estimate.saved as i64 - (estimate.concat + estimate.slices) as i64;
-            let (taken, rule, reason) = if merged_bytes > self.max_bytes as u64 {
-                (
-                    false,
-                    "refuse-dot-merger-size",
-                    format!(
-                        "the merged result would be {}, over the limit of {}",
-                        human(merged_bytes),
-                        human(self.max_bytes as u64)
-                    ),
-                )
-            } else if net <= 0 {
-                (false, "refuse-dot-merger-bytes", format!(
-                    "one dot would read %{shared} once instead of {} times (saving {}), but concatenating the other operands moves {} and slicing the result for users that cannot fuse a slice {}",
-                    members.len(), human(estimate.saved), human(estimate.concat), human(estimate.slices)
-                ))
-            } else {
-                (true, "dot-merger", format!(
-                    "{} dots read %{shared}: one dot over the other operands concatenated reads it once, saving {} against {} of concatenation and {} of slices",
-                    members.len(), human(estimate.saved), human(estimate.concat), human(estimate.slices)
-                ))
-            };
-            for &d in &members[1..] {
-                log.decisions.push(Decision {
-                    producer: comp.inst(d).name.clone(),
-                    consumer: first.clone(),
-                    taken,
-                    rule,
-                    reason: reason.clone(),
-                    bytes_saved: net / (members.len() as i64 - 1),
-                    kernels_saved: estimate.kernels_saved / (members.len() as i64 - 1),
-                });
-            }
-            if !taken {
-                refused.insert(members);
-                continue;
-            }
-            return Some((key, members));
+        groups.retain(|(_, members)| members.len() >= 2);
+        groups
+    }
+
+    /// Whether group `key` of `comp` merges: the members that may (independent of each
+    /// other) when the merge pays off. Logs the decision; a refused group goes into
+    /// `refused` and is not decided again.
+    fn decide(
+        &self,
+        comp: &Computation,
+        key: &GroupKey,
+        members: Vec<InstId>,
+        refused: &mut HashSet<Vec<InstId>>,
+        log: &mut PassLog,
+    ) -> Option<Vec<InstId>> {
+        let members = independent(comp, &members);
+        if members.len() < 2 || refused.contains(&members) {
+            return None;
         }
-        None
+        let estimate = self.estimate(comp, key, &members, &comp.users());
+        let merged_bytes: u64 = members.iter().map(|&d| bytes(comp, d)).sum();
+        let first = comp.inst(members[0]).name.clone();
+        let shared = &comp.inst(key.shared).name;
+        let net = estimate.saved as i64 - (estimate.concat + estimate.slices) as i64;
+        let (taken, rule, reason) = if merged_bytes > self.max_bytes as u64 {
+            (
+                false,
+                "refuse-dot-merger-size",
+                format!(
+                    "the merged result would be {}, over the limit of {}",
+                    human(merged_bytes),
+                    human(self.max_bytes as u64)
+                ),
+            )
+        } else if net <= 0 {
+            (false, "refuse-dot-merger-bytes", format!(
+                "one dot would read %{shared} once instead of {} times (saving {}), but concatenating the other operands moves {} and slicing the result for users that cannot fuse a slice {}",
+                members.len(), human(estimate.saved), human(estimate.concat), human(estimate.slices)
+            ))
+        } else {
+            (true, "dot-merger", format!(
+                "{} dots read %{shared}: one dot over the other operands concatenated reads it once, saving {} against {} of concatenation and {} of slices",
+                members.len(), human(estimate.saved), human(estimate.concat), human(estimate.slices)
+            ))
+        };
+        for &d in &members[1..] {
+            log.decisions.push(Decision {
+                producer: comp.inst(d).name.clone(),
+                consumer: first.clone(),
+                taken,
+                rule,
+                reason: reason.clone(),
+                bytes_saved: net / (members.len() as i64 - 1),
+                kernels_saved: estimate.kernels_saved / (members.len() as i64 - 1),
+            });
+        }
+        if !taken {
+            refused.insert(members);
+            return None;
+        }
+        Some(members)
     }
 
     fn estimate(
@@ -307,7 +324,7 @@ impl DotMerger {
 /// depends on some member (linear, however many members share the operand).
 fn independent(comp: &Computation, members: &[InstId]) -> Vec<InstId> {
     let set: HashSet<InstId> = members.iter().copied().collect();
-    let mut after_member: HashSet<InstId> = HashSet::new();
+    let mut after_member: HashSet<InstId> = HashSet::default();
     let mut out = Vec::new();
     // Only what lies between the first and the last member can depend on a member.
     let first = comp.order.iter().position(|id| set.contains(id)).unwrap_or(comp.order.len());
@@ -331,7 +348,7 @@ fn independent(comp: &Computation, members: &[InstId]) -> Vec<InstId> {
 /// order wherever it was already valid (each instruction goes as early as its operands
 /// allow, after everything that came before it).
 fn restore_topological_order(comp: &mut Computation) {
-    let mut placed: HashSet<InstId> = HashSet::new();
+    let mut placed: HashSet<InstId> = HashSet::default();
     let mut order = Vec::with_capacity(comp.order.len());
     // Depth-first, operands first, with an explicit stack (chains can be long).
     let mut stack: Vec<(InstId, bool)> = Vec::new();

@@ -61,7 +61,8 @@ fn product_positions(
 }
 
 fn dot_to_multiply_reduce(cx: &mut Ctx, id: InstId) -> Option<Action> {
-    let Op::Dot(dd) = cx.op(id).clone() else { return None };
+    let Op::Dot(dd) = cx.op(id) else { return None };
+    let dd = dd.clone();
     let out = cx.shape(id)?.clone();
     let elem = out.elem;
     if elem.is_pred() || matches!(elem, ElementType::F16 | ElementType::BF16) {

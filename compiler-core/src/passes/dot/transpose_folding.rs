@@ -53,7 +53,8 @@ fn through_transpose(perm: &[i64], batch: &[i64], contracting: &[i64]) -> Option
 /// `dot(transpose(a, p), b) -> dot(a, b)` with lhs batch/contracting dims mapped through
 /// `p` (and the same for a transposed rhs), when the free dims keep their order.
 fn transpose_operand_into_dot(cx: &mut Ctx, id: InstId) -> Option<Action> {
-    let Op::Dot(dd) = cx.op(id).clone() else { return None };
+    let Op::Dot(dd) = cx.op(id) else { return None };
+    let dd = dd.clone();
     for side in 0..2 {
         let t = cx.arg(id, side);
         let Op::Transpose { perm } = cx.op(t) else { continue };

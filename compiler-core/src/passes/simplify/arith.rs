@@ -143,7 +143,8 @@ pub(super) fn constant_to_rhs(cx: &mut Ctx, id: InstId) -> Option<Action> {
 /// `compare(c, x, LT) -> compare(x, c, GT)` (directions mirrored; exact for NaN too,
 /// since both sides are false for it).
 pub(super) fn compare_constant_to_rhs(cx: &mut Ctx, id: InstId) -> Option<Action> {
-    let Op::Compare { dir, kind } = cx.op(id).clone() else { return None };
+    let Op::Compare { dir, kind } = cx.op(id) else { return None };
+    let (dir, kind) = (*dir, *kind);
     let (a, b) = (cx.arg(id, 0), cx.arg(id, 1));
     if !is_constant(cx, a) || is_constant(cx, b) {
         return None;
@@ -437,9 +438,9 @@ pub(super) fn compare_self_int(cx: &mut Ctx, id: InstId) -> Option<Action> {
 /// scalar `a`, `b` (scalar operands of select/clamp may stay scalars): one scalar op
 /// instead of one per element, which constant folding can then fold.
 pub(super) fn elementwise_of_scalar_broadcasts(cx: &mut Ctx, id: InstId) -> Option<Action> {
-    let op = cx.op(id).clone();
+    // Matched before cloned: this runs on every instruction (constants included).
     let elementwise = matches!(
-        op,
+        cx.op(id),
         Op::Unary(_)
             | Op::Binary(_)
             | Op::Compare { .. }
@@ -466,6 +467,7 @@ pub(super) fn elementwise_of_scalar_broadcasts(cx: &mut Ctx, id: InstId) -> Opti
         }
     }
     let ty = Type::Array(Shape::scalar(out_elem));
+    let op = cx.op(id).clone();
     let base = op.hlo_name();
     let s = cx.insert_before(id, base, op, scalars, ty);
     Some(Action::Rewrite { op: Op::BroadcastInDim { dims: vec![] }, operands: vec![s] })

@@ -70,7 +70,8 @@ pub(super) fn reduce_trivial_dims(cx: &mut Ctx, id: InstId) -> Option<Action> {
 /// the identity: an idempotent op over copies of one value gives that value. (For `add`
 /// it would multiply, so `add` is refused.)
 pub(super) fn reduce_of_broadcast(cx: &mut Ctx, id: InstId) -> Option<Action> {
-    let Op::Reduce { dims: reduced, .. } = cx.op(id).clone() else { return None };
+    let Op::Reduce { dims: reduced, .. } = cx.op(id) else { return None };
+    let reduced = reduced.clone();
     let (b, op) = identity_reduce(cx, id)?;
     if !matches!(op, BinaryOp::Max | BinaryOp::Min | BinaryOp::And | BinaryOp::Or) {
         return None;

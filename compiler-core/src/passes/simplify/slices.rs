@@ -39,7 +39,8 @@ pub(super) fn slice_slice(cx: &mut Ctx, id: InstId) -> Option<Action> {
 /// operand; dimensions only the broadcast makes, or that it expands from size 1, need
 /// no slicing of `x`. No inner slice is made when it would take all of `x`.
 pub(super) fn slice_of_broadcast(cx: &mut Ctx, id: InstId) -> Option<Action> {
-    let Op::Slice { start, limit, stride } = cx.op(id).clone() else { return None };
+    let Op::Slice { start, limit, stride } = cx.op(id) else { return None };
+    let (start, limit, stride) = (start.clone(), limit.clone(), stride.clone());
     let b = cx.arg(id, 0);
     let Op::BroadcastInDim { dims: bd } = cx.op(b).clone() else { return None };
     let x = cx.arg(b, 0);
@@ -74,7 +75,8 @@ pub(super) fn slice_of_broadcast(cx: &mut Ctx, id: InstId) -> Option<Action> {
 /// the slice takes along `d` lies in one operand; its start shifts by that operand's
 /// offset.
 pub(super) fn slice_of_concat(cx: &mut Ctx, id: InstId) -> Option<Action> {
-    let Op::Slice { start, limit, stride } = cx.op(id).clone() else { return None };
+    let Op::Slice { start, limit, stride } = cx.op(id) else { return None };
+    let (start, limit, stride) = (start.clone(), limit.clone(), stride.clone());
     let c = cx.arg(id, 0);
     let Op::Concatenate { dim } = *cx.op(c) else { return None };
     let d = dim as usize;
@@ -102,7 +104,8 @@ pub(super) fn slice_of_concat(cx: &mut Ctx, id: InstId) -> Option<Action> {
 /// `dynamic_slice(x, c0, c1, ..) -> slice(x, [ci':ci'+size])` for constant starts, each
 /// clamped as dynamic_slice does: `ci' = clamp(ci, 0, dim - size)`.
 pub(super) fn dynamic_slice_constant(cx: &mut Ctx, id: InstId) -> Option<Action> {
-    let Op::DynamicSlice { sizes } = cx.op(id).clone() else { return None };
+    let Op::DynamicSlice { sizes } = cx.op(id) else { return None };
+    let sizes = sizes.clone();
     let x = cx.arg(id, 0);
     let dims = cx.dims(x);
     if cx.args(id).len() != dims.len() + 1 || sizes.len() != dims.len() {

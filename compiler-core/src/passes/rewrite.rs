@@ -183,7 +183,7 @@ impl Touched {
     /// [`VIEW_DEPTH`] steps. A walk in program order sees operands before users, so one
     /// pass finds them all; passes repeat (up to the depth) in case `order` is not
     /// topological.
-    fn to_visit(self, comp: &Computation) -> HashSet<InstId> {
+    fn into_visits(self, comp: &Computation) -> HashSet<InstId> {
         // Per slot: operand steps from the nearest touched instruction, if within reach.
         let mut dist: Vec<Option<u8>> = vec![None; comp.insts.len()];
         for id in &self.0 {
@@ -309,7 +309,7 @@ pub(crate) fn run_rules(rules: &[Rule], max_rounds: usize, module: &mut Module, 
                     scope.removed(module, comp, id, "dce", log);
                 }
             }
-            only = Some(touched.to_visit(module.comp(comp)));
+            only = Some(touched.into_visits(module.comp(comp)));
             comp_changed = true;
         }
         changed |= comp_changed;

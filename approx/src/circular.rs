@@ -16,7 +16,7 @@
 //! Masks are only combined with [`Lanes::and`]; where an "or" or a "not" would do,
 //! two selects do instead, so that every backend's masks suffice.
 
-use crate::algorithms::{expm1_poly, pow2i, split_exponent, LN2_HI, LN2_LO, LOG2E, LOG_Q, SHIFT, SHIFT_BITS};
+use crate::algorithms::{expm1_poly, pow2i, split_exponent, LN2_HI, LN2_LO, LOG2E, LOG_Q, SHIFT_BITS};
 use crate::lanes::{Cmp, Lanes};
 
 // Constants (all exact f32 values).
@@ -74,9 +74,7 @@ fn split<L: Lanes>(l: &mut L, a: L::F) -> (L::F, L::F) {
 /// `x = k π/2 + r`: returns `r` and `k` (an integer lane).
 #[inline(always)]
 fn reduce_pio2<L: Lanes>(l: &mut L, x: L::F) -> (L::F, L::I) {
-    let shift = l.c(SHIFT);
-    let t = l.madc(x, TWO_OVER_PI, shift);
-    let k = l.sub(t, shift);
+    let (t, k) = l.round_scaled(x, TWO_OVER_PI);
     let nk = l.neg(k);
     let parts: &[f32] = if l.fused() { &[PIO2_1, PIO2_2, PIO2_3] } else { &PIO2_12BIT };
     let mut r = x;
@@ -288,9 +286,7 @@ pub fn pow<L: Lanes>(l: &mut L, x: L::F, y: L::F) -> L::F {
     let zh = l.max(zh, -200.0);
     let zh = l.min(zh, 200.0);
     // exp2: n = round(zh), r = (zh - n + zl) ln2.
-    let shift = l.c(SHIFT);
-    let t = l.add(zh, shift);
-    let n = l.sub(t, shift);
+    let (t, n) = l.round_scaled(zh, 1.0);
     let fr = l.sub(zh, n);
     let fr = l.add(fr, zl);
     let r = l.mulc(fr, LN2_HI + LN2_LO);

@@ -523,6 +523,168 @@ ENTRY %main (x: bf16[5,7], y: f32[3,999]) -> (bf16[7,5], f16[3]) {
         assert!(failures.is_empty(), "{}", failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
     }
 
+    /// The f32 values of `module`'s one result on the device, for the f32 inputs `args`
+    /// (the module must run there as one kernel).
+    fn device_f32s(module: &Module, args: &[&[f32]]) -> Vec<f32> {
+        let args: Vec<Value> = args
+            .iter()
+            .map(|a| {
+                let shape = hloscope_core::ir::Shape::new(ElementType::F32, [a.len() as i64]);
+                Value::Array(Literal::from_f64s(shape, &a.iter().map(|&v| v as f64).collect::<Vec<_>>()))
+            })
+            .collect();
+        let (got, program) = device_run(module, &args);
+        assert_eq!(program.counts(), (1, 0), "runs on the device as one kernel:\n{}", program.listing());
+        let Value::Array(got) = got else { panic!("not an array") };
+        got.to_f64_vec().into_iter().map(|v| v as f32).collect()
+    }
+
+    /// `ROOT = op(x)` or `op(x, y)` over `n` f32 elements.
+    fn f32_module(op: &str, n: usize, binary: bool) -> Module {
+        let (params, args) =
+            if binary { (format!("x: f32[{n}], y: f32[{n}]"), "%x, %y") } else { (format!("x: f32[{n}]"), "%x") };
+        let y = if binary { format!("\n  %y = f32[{n}] parameter(1)") } else { String::new() };
+        let hlo = format!(
+            "HloModule m\nENTRY %main ({params}) -> f32[{n}] {{\n  %x = f32[{n}] parameter(0){y}\n  ROOT %r = f32[{n}] {op}({args})\n}}"
+        );
+        hloscope_core::parse::parse_module(&hlo).unwrap()
+    }
+
+    #[test]
+    fn circular_functions_and_cbrt_meet_their_bounds_on_the_device() {
+        // sin, cos, tan and cbrt as the CPU computes them without FMA (WGSL has no
+        // guaranteed fused multiply-add), on every 4099th f32 bit pattern. The bounds are
+        // the CPU's unfused ones (`tests/cpu_math.rs`) plus one ulp for the driver. The
+        // trigonometric reduction is exact for |x| <= 4096 without FMA: beyond, only NaN
+        // for the infinities is checked; near their zeros (and for subnormal x) the error
+        // counts absolutely.
+        let x: Vec<f32> = (0..=u32::MAX / 4099).map(|k| f32::from_bits(k * 4099)).collect();
+        type Check = (&'static str, fn(f64) -> f64, u64);
+        let checks: [Check; 4] =
+            [("sine", f64::sin, 3), ("cosine", f64::cos, 3), ("tan", f64::tan, 5), ("cbrt", f64::cbrt, 3)];
+        let mut failures = Vec::new();
+        for (op, reference, bound) in checks {
+            let got = device_f32s(&f32_module(op, x.len(), false), &[&x]);
+            let trig = op != "cbrt";
+            let (mut worst, mut at, mut n) = (0, 0.0f32, 0);
+            for (&xi, &g) in x.iter().zip(&got) {
+                if trig && xi.is_infinite() {
+                    if !g.is_nan() {
+                        failures.push(format!("{op}({xi}) = {g}, want NaN"));
+                    }
+                    continue;
+                }
+                if trig && xi.abs() > 4096.0 {
+                    continue;
+                }
+                let want = reference(xi as f64);
+                let tiny = |v: f32| v != 0.0 && v.abs() < f32::MIN_POSITIVE;
+                // A device may flush a subnormal input to zero (cbrt's result is normal).
+                if !trig && tiny(xi) && g == 0.0 {
+                    continue;
+                }
+                if trig && (tiny(xi) || want.abs() < 1e-3) {
+                    if (g as f64 - want).abs() > 2e-7 {
+                        failures.push(format!("{op}({xi:e}) = {g:e}, want {want:e}"));
+                    }
+                    continue;
+                }
+                n += 1;
+                let u = ulps(g, want as f32);
+                if u > worst {
+                    (worst, at) = (u, xi);
+                }
+            }
+            println!("{op:8} max {worst} ulp (at x = {at:e}) over {n} inputs");
+            if worst > bound {
+                failures.push(format!("{op}: {worst} ulp at x = {at:e}, bound {bound}"));
+            }
+            // |x| <= 4096 holds about 9% of the bit patterns.
+            assert!(n > if trig { 80_000 } else { 900_000 }, "{op}: only {n} inputs measured");
+        }
+        assert!(failures.is_empty(), "{}", failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
+    }
+
+    #[cfg(feature = "cpu")]
+    #[test]
+    fn atan2_meets_its_bound_on_the_device_and_pow_runs_on_the_host() {
+        // Random bit patterns (every ratio and exponent), ordinary values and every pair of
+        // specials, against f64; the bound is the CPU's unfused one plus one ulp. pow is
+        // not emitted for WGSL (`targets/webgpu/approx.rs`): it must run on the host.
+        use crate::common::{Rng, SPECIALS};
+        let mut rng = Rng(0xA7A2);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for _ in 0..200_000 {
+            a.push(rng.f32_bits());
+            b.push(rng.f32_bits());
+        }
+        for _ in 0..100_000 {
+            a.push(rng.uniform(0.0, 8.0));
+            b.push(rng.uniform(-20.0, 20.0));
+        }
+        for _ in 0..50_000 {
+            a.push(-rng.uniform(0.0, 4.0));
+            b.push((rng.next() % 121) as f32 - 60.0);
+        }
+        for &p in SPECIALS {
+            for &q in SPECIALS {
+                a.push(p);
+                b.push(q);
+            }
+        }
+        let got = device_f32s(&f32_module("atan2", a.len(), true), &[&a, &b]);
+        let (mut worst, mut at) = (0, (0.0f32, 0.0f32));
+        for i in 0..a.len() {
+            let u = ulps(got[i], (a[i] as f64).atan2(b[i] as f64) as f32);
+            if u > worst {
+                (worst, at) = (u, (a[i], b[i]));
+            }
+        }
+        println!("atan2 max {worst} ulp (at {at:?}) over {} inputs", a.len());
+        assert!(worst <= 4, "atan2: {worst} ulp at {at:?}, bound 4");
+        let program = webgpu::compile(&f32_module("power", 4, true)).unwrap();
+        assert_eq!(program.counts(), (0, 1), "pow runs on the host:\n{}", program.listing());
+    }
+
+    #[cfg(feature = "cpu")]
+    #[test]
+    fn float_remainder_is_exact_on_the_device() {
+        // C's fmod (HLO's float remainder) bit for bit, against Rust's `%` (also fmod):
+        // random bit patterns (exponents far apart, subnormals), ratios near integers,
+        // and every pair of specials.
+        use crate::common::{Rng, SPECIALS};
+        let mut rng = Rng(0xF30D);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for _ in 0..200_000 {
+            a.push(rng.f32_bits());
+            b.push(rng.f32_bits());
+        }
+        for _ in 0..100_000 {
+            let y = rng.uniform(-10.0, 10.0);
+            a.push(y * ((rng.next() % 2000) as f32 - 1000.0) + rng.uniform(-1e-3, 1e-3));
+            b.push(y);
+        }
+        for _ in 0..20_000 {
+            // Subnormal divisors and dividends.
+            a.push(f32::from_bits((rng.next() >> 41) as u32) * if rng.next() % 2 == 0 { 1.0 } else { -1.0 });
+            b.push(f32::from_bits((rng.next() >> 45) as u32 + 1));
+        }
+        for &p in SPECIALS {
+            for &q in SPECIALS {
+                a.push(p);
+                b.push(q);
+            }
+        }
+        let got = device_f32s(&f32_module("remainder", a.len(), true), &[&a, &b]);
+        let bits = |v: f32| if v.is_nan() { 0x7fc0_0000 } else { v.to_bits() };
+        let wrong: Vec<String> = (0..a.len())
+            .filter(|&i| bits(got[i]) != bits(a[i] % b[i]))
+            .take(10)
+            .map(|i| format!("fmod({:e}, {:e}) = {:e}, want {:e}", a[i], b[i], got[i], a[i] % b[i]))
+            .collect();
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
     /// Equal within `rel` relative (plus a tiny absolute) error; NaN matches NaN.
     fn close(got: &Literal, want: &Literal, rel: f64) -> bool {
         if got.shape.dims != want.shape.dims || got.shape.elem != want.shape.elem {

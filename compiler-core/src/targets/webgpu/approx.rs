@@ -1,5 +1,5 @@
-//! `hloscope-approx`'s f32 approximations (exp, expm1, log, log1p, tanh, logistic, erf)
-//! in WGSL: its lane primitives implemented as WGSL statements, one `let` per primitive,
+//! `hloscope-approx`'s f32 approximations (exp, expm1, log, log1p, tanh, logistic, erf,
+//! sin, cos, tan, cbrt, atan2) in WGSL: its lane primitives implemented as WGSL statements, one `let` per primitive,
 //! so the shaders compute the same algorithms as the CPU target, with their measured ulp
 //! bounds, instead of WGSL's built-ins (whose accuracy the spec leaves loose: `exp` within
 //! `3 + 2|x|` ulp) or hand-written series.
@@ -9,8 +9,9 @@
 //! may also reassociate, which the range reduction's rounding trick does not survive, so
 //! that rounds with WGSL's `round` ([`Lanes::round_scaled`]).
 
-use crate::ir::UnaryOp;
+use crate::ir::{BinaryOp, UnaryOp};
 use hloscope_approx::algorithms::{erf, exp_clamped, expm1, log, log1p_reassociable, logistic, tanh, SHIFT};
+use hloscope_approx::circular::{atan2, cbrt, cos, sin, tan};
 use hloscope_approx::{Cmp, Lanes};
 use std::fmt::Write;
 
@@ -175,7 +176,7 @@ impl Lanes for WgslLanes<'_> {
 /// Whether f32 `op` is one of the approximations.
 pub fn approximated(op: UnaryOp) -> bool {
     use UnaryOp::*;
-    matches!(op, Exp | Expm1 | Log | Log1p | Tanh | Logistic | Erf)
+    matches!(op, Exp | Expm1 | Log | Log1p | Tanh | Logistic | Erf | Sin | Cos | Tan | Cbrt)
 }
 
 /// Writes f32 `op` of WGSL expression `x` as statements; returns the result's name.
@@ -191,7 +192,27 @@ pub fn unary(l: &mut WgslLanes, op: UnaryOp, x: &str) -> Option<Tmp> {
         Tanh => tanh(l, a),
         Logistic => logistic(l, a, exp_clamped),
         Erf => erf(l, a, exp_clamped),
+        Sin => sin(l, a),
+        Cos => cos(l, a),
+        Tan => tan(l, a),
+        Cbrt => cbrt(l, a),
         _ => return None,
     };
     Some(l.f(format_args!("select({y}, {a}, is_nan({a}))")))
+}
+
+/// Writes f32 atan2 of WGSL expressions `y`, `x` as statements; returns the result's
+/// name. Its special cases (NaN included) are the algorithm's own, built from
+/// comparisons that are false for NaN whatever the driver assumes.
+///
+/// Not pow: its `log2` is carried in two floats by compensated sums (`e = (a + b) - a`
+/// and the like), which shader compilers may fold away (Mesa's does, as it folds
+/// `(x + SHIFT) - SHIFT`: WGSL has no way to mark arithmetic exact). pow runs on the
+/// host until a form without them meets its bound on the device.
+pub fn binary(l: &mut WgslLanes, op: BinaryOp, y: &str, x: &str) -> Option<Tmp> {
+    if op != BinaryOp::Atan2 {
+        return None;
+    }
+    let (a, b) = (l.input(y), l.input(x));
+    Some(atan2(l, a, b))
 }

@@ -250,6 +250,12 @@ impl Writer<'_> {
         if makes(ElementType::BF16) {
             self.out += BF16_BITS;
         }
+        if e.nodes
+            .iter()
+            .any(|n| matches!(n.node, Node::Binary(BinaryOp::Rem, ..)) && carrier(n.elem) == ElementType::F32)
+        {
+            self.out += FMOD_F32;
+        }
         self.out += "fn f32_bits(b: u32) -> f32 { return bitcast<f32>(b); }\n";
         self.out +=
             "fn total_key(x: f32) -> i32 { let k = bitcast<i32>(x); return select(k, k ^ 0x7fffffff, k < 0); }\n\n";
@@ -496,7 +502,14 @@ impl<'a> Lower<'a> for Writer<'a> {
     }
 
     fn binary(&mut self, op: BinaryOp, elem: ElementType, a: String, b: String) -> String {
-        let r = binary(op, carrier(elem), &a, &b);
+        let elem = carrier(elem);
+        if elem == ElementType::F32 {
+            let mut lanes = approx::WgslLanes { out: &mut self.out, pad: &self.pad, next: &mut self.tmps };
+            if let Some(y) = approx::binary(&mut lanes, op, &a, &b) {
+                return y.to_string();
+            }
+        }
+        let r = binary(op, elem, &a, &b);
         self.refuse(r)
     }
 
@@ -709,9 +722,6 @@ fn unary(op: UnaryOp, elem: ElementType, a: &str) -> Result<String, String> {
         Not => format!("(~{a})"),
         Sqrt if float => format!("sqrt({a})"),
         Rsqrt if float => format!("inverseSqrt({a})"),
-        Sin if float => format!("sin({a})"),
-        Cos if float => format!("cos({a})"),
-        Tan if float => format!("tan({a})"),
         Floor if float => format!("floor({a})"),
         Ceil if float => format!("ceil({a})"),
         RoundEven if float => format!("round({a})"),
@@ -745,6 +755,8 @@ fn binary(op: BinaryOp, elem: ElementType, a: &str, b: &str) -> Result<String, S
         Div if !pred => format!("({a} / {b})"),
         // HLO: x % 0 = x (WGSL gives 0).
         Rem if int => format!("select({a} % {b}, {a}, {b} == {zero})"),
+        // C's fmod, exact ([`FMOD_F32`]); WGSL's `%` is `x - y * trunc(x / y)`, rounded.
+        Rem if elem == ElementType::F32 => format!("fmod_f32({a}, {b})"),
 
         // NaN in, NaN out (WGSL's max and min need not propagate it).
         Max if elem == ElementType::F32 => format!("select(select(max({a}, {b}), {a}, is_nan({a})), {b}, is_nan({b}))"),
@@ -869,6 +881,43 @@ fn to_narrow(t: ElementType, v: &str) -> String {
 
 /// f32 to f16 bits, rounded to nearest even: NaN stays NaN (quieted, its payload's top
 /// bits kept), past the largest f16 is infinite, below the smallest normal subnormal.
+/// C's `fmod` on f32, exact (as HLO's float `remainder` is): the significands divided bit
+/// by bit over the exponents' difference (shift and subtract), subnormals normalized
+/// first, the remainder rebuilt with the dividend's sign. It touches only bits, so a
+/// device that flushes subnormal arithmetic still gets subnormal results right.
+const FMOD_F32: &str = "fn fmod_f32(x: f32, y: f32) -> f32 {
+    let sign = bitcast<u32>(x) & 0x80000000u;
+    let ax = bitcast<u32>(x) & 0x7fffffffu;
+    let ay = bitcast<u32>(y) & 0x7fffffffu;
+    // A NaN, an infinite dividend or a zero divisor: NaN.
+    if (ax >= 0x7f800000u || ay > 0x7f800000u || ay == 0u) { return f32_bits(0x7fc00000u); }
+    // |x| < |y| (an infinite divisor too): x; |x| = |y|: a zero of x's sign.
+    if (ax < ay) { return x; }
+    if (ax == ay) { return bitcast<f32>(sign); }
+    // Significands with bit 23 set, and their exponents.
+    var ex = i32(ax >> 23u);
+    var ey = i32(ay >> 23u);
+    var mx = ax & 0x7fffffu;
+    var my = ay & 0x7fffffu;
+    if (ex == 0) { let s = countLeadingZeros(mx) - 8u; mx = mx << s; ex = 1 - i32(s); } else { mx = mx | 0x800000u; }
+    if (ey == 0) { let s = countLeadingZeros(my) - 8u; my = my << s; ey = 1 - i32(s); } else { my = my | 0x800000u; }
+    // mx * 2^(ex - ey) mod my, one quotient bit per step; mx stays below 2 my.
+    for (var k = ex; k > ey; k = k - 1) {
+        if (mx >= my) { mx = mx - my; }
+        if (mx == 0u) { return bitcast<f32>(sign); }
+        mx = mx << 1u;
+    }
+    if (mx >= my) { mx = mx - my; }
+    if (mx == 0u) { return bitcast<f32>(sign); }
+    // The remainder, renormalized: exactly representable, subnormal below exponent 1.
+    let s = countLeadingZeros(mx) - 8u;
+    mx = mx << s;
+    let er = ey - i32(s);
+    if (er >= 1) { return bitcast<f32>(sign | (u32(er) << 23u) | (mx & 0x7fffffu)); }
+    return bitcast<f32>(sign | (mx >> u32(1 - er)));
+}
+";
+
 const F16_BITS: &str = "fn f16_bits(x: f32) -> u32 {
   let b = bitcast<u32>(x);
   let sign = (b >> 16u) & 0x8000u;

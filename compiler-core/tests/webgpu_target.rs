@@ -666,7 +666,7 @@ ENTRY %main (x: bf16[5,7], y: f32[3,999]) -> (bf16[7,5], f16[3]) {
         }
         for _ in 0..20_000 {
             // Subnormal divisors and dividends.
-            a.push(f32::from_bits((rng.next() >> 41) as u32) * if rng.next() % 2 == 0 { 1.0 } else { -1.0 });
+            a.push(f32::from_bits((rng.next() >> 41) as u32) * if rng.next().is_multiple_of(2) { 1.0 } else { -1.0 });
             b.push(f32::from_bits((rng.next() >> 45) as u32 + 1));
         }
         for &p in SPECIALS {

@@ -605,19 +605,30 @@ ENTRY %main (x: bf16[5,7], y: f32[3,999]) -> (bf16[7,5], f16[3]) {
         assert!(failures.is_empty(), "{}", failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
     }
 
+    /// `n` pairs of random f32 bit patterns (every exponent and ratio, NaNs included).
+    #[cfg(feature = "cpu")]
+    fn random_bit_pairs(rng: &mut crate::common::Rng, n: usize) -> (Vec<f32>, Vec<f32>) {
+        (0..n).map(|_| (rng.f32_bits(), rng.f32_bits())).unzip()
+    }
+
+    /// Appends every pair of the special values (`common::SPECIALS`).
+    #[cfg(feature = "cpu")]
+    fn add_special_pairs(a: &mut Vec<f32>, b: &mut Vec<f32>) {
+        use crate::common::SPECIALS;
+        for &p in SPECIALS {
+            a.extend(std::iter::repeat_n(p, SPECIALS.len()));
+            b.extend_from_slice(SPECIALS);
+        }
+    }
+
     #[cfg(feature = "cpu")]
     #[test]
     fn atan2_meets_its_bound_on_the_device_and_pow_runs_on_the_host() {
         // Random bit patterns (every ratio and exponent), ordinary values and every pair of
         // specials, against f64; the bound is the CPU's unfused one plus one ulp. pow is
         // not emitted for WGSL (`targets/webgpu/approx.rs`): it must run on the host.
-        use crate::common::{Rng, SPECIALS};
-        let mut rng = Rng(0xA7A2);
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        for _ in 0..200_000 {
-            a.push(rng.f32_bits());
-            b.push(rng.f32_bits());
-        }
+        let mut rng = crate::common::Rng(0xA7A2);
+        let (mut a, mut b) = random_bit_pairs(&mut rng, 200_000);
         for _ in 0..100_000 {
             a.push(rng.uniform(0.0, 8.0));
             b.push(rng.uniform(-20.0, 20.0));
@@ -626,12 +637,7 @@ ENTRY %main (x: bf16[5,7], y: f32[3,999]) -> (bf16[7,5], f16[3]) {
             a.push(-rng.uniform(0.0, 4.0));
             b.push((rng.next() % 121) as f32 - 60.0);
         }
-        for &p in SPECIALS {
-            for &q in SPECIALS {
-                a.push(p);
-                b.push(q);
-            }
-        }
+        add_special_pairs(&mut a, &mut b);
         let got = device_f32s(&f32_module("atan2", a.len(), true), &[&a, &b]);
         let (mut worst, mut at) = (0, (0.0f32, 0.0f32));
         for i in 0..a.len() {
@@ -652,13 +658,8 @@ ENTRY %main (x: bf16[5,7], y: f32[3,999]) -> (bf16[7,5], f16[3]) {
         // C's fmod (HLO's float remainder) bit for bit, against Rust's `%` (also fmod):
         // random bit patterns (exponents far apart, subnormals), ratios near integers,
         // and every pair of specials.
-        use crate::common::{Rng, SPECIALS};
-        let mut rng = Rng(0xF30D);
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        for _ in 0..200_000 {
-            a.push(rng.f32_bits());
-            b.push(rng.f32_bits());
-        }
+        let mut rng = crate::common::Rng(0xF30D);
+        let (mut a, mut b) = random_bit_pairs(&mut rng, 200_000);
         for _ in 0..100_000 {
             let y = rng.uniform(-10.0, 10.0);
             a.push(y * ((rng.next() % 2000) as f32 - 1000.0) + rng.uniform(-1e-3, 1e-3));
@@ -669,12 +670,7 @@ ENTRY %main (x: bf16[5,7], y: f32[3,999]) -> (bf16[7,5], f16[3]) {
             a.push(f32::from_bits((rng.next() >> 41) as u32) * if rng.next().is_multiple_of(2) { 1.0 } else { -1.0 });
             b.push(f32::from_bits((rng.next() >> 45) as u32 + 1));
         }
-        for &p in SPECIALS {
-            for &q in SPECIALS {
-                a.push(p);
-                b.push(q);
-            }
-        }
+        add_special_pairs(&mut a, &mut b);
         let got = device_f32s(&f32_module("remainder", a.len(), true), &[&a, &b]);
         let bits = |v: f32| if v.is_nan() { 0x7fc0_0000 } else { v.to_bits() };
         let wrong: Vec<String> = (0..a.len())

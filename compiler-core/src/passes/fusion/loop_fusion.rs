@@ -231,21 +231,26 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
     let mut accepted: Vec<Candidate> = Vec::new();
     for (c, us) in groups {
         let clone = clone_for(f, p, &us);
-        // With the copy as the group's operand, the effect is the group's traffic saved.
-        let with: BTreeSet<InstId> = f.clusters[c].iter().copied().chain([clone]).collect();
-        let bytes =
-            group_traffic(f.comp(), &f.clusters[c], &f.users) as i64 - group_traffic(f.comp(), &with, &f.users) as i64;
-        let effect = Effect { bytes, kernels: 0 };
+        // With the copy as the group's operand, the effect is the group's traffic saved
+        // (two walks of the group: only for a copy taken or a refusal explained).
+        let effect = |f: &Fuser| {
+            let with: BTreeSet<InstId> = f.clusters[c].iter().copied().chain([clone]).collect();
+            let before = group_traffic(f.comp(), &f.clusters[c], &f.users) as i64;
+            Effect { bytes: before - group_traffic(f.comp(), &with, &f.users) as i64, kernels: 0 }
+        };
         let (refusal, forced) = judge(f, p, clone, c, &us, profitability.clone());
         match refusal {
             Some(r) if !forced => {
+                let effect = f.explain.then(|| effect(f));
                 unclone(f, p, clone, &us);
-                if !f.explain {
-                    continue;
+                if let Some(effect) = effect {
+                    f.log(inst.name.clone(), f.name(us[0]), false, r.rule, r.reason, effect);
                 }
-                f.log(inst.name.clone(), f.name(us[0]), false, r.rule, r.reason, effect);
             }
-            lifted => accepted.push(Candidate { group: c, users: us, clone, lifted, effect }),
+            lifted => {
+                let effect = effect(f);
+                accepted.push(Candidate { group: c, users: us, clone, lifted, effect })
+            }
         }
     }
     if accepted.is_empty() {

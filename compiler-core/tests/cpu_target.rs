@@ -806,8 +806,9 @@ ENTRY %main (x: f32[8,8], w: f32[8,8]) -> f32[8,8] {
 fn dot_epilogues_run_tile_by_tile_with_the_same_bits() {
     // relu(dot + bias) as one output fusion: its epilogue runs inside the dot's tasks,
     // block of rows by block of rows. Small and large products (one thread and the
-    // pool, also for a small dot with a large epilogue), the register tiles and `gemm` (k > 512), f64, free dims that make one
-    // epilogue row several result rows, and batches that a task's block spans. Running
+    // pool, also for a small dot with a large epilogue), the register tiles and `gemm`
+    // (k > 512), f64, free dims that make one epilogue row several result rows, and
+    // batches that a task's block spans. Running
     // the epilogue after the whole dot must give the same bits, and both the
     // interpreter's values within the reassociated sums' rounding.
     let cases: [(&str, &str, &str, &str, &str); 7] = [

@@ -16,11 +16,10 @@ use std::collections::HashMap;
 pub struct Cse;
 
 /// The part of an instruction that identifies its value, apart from the op's attributes
-/// (compared separately, since literals hold floats and cannot be hashed).
-/// What two instructions must share to be compared: the op's name, the operands (sorted
-/// for a commutative op), and a hash of the result type and of a constant's first
-/// element, so that a module's many constants and broadcasts of one scalar do not all
-/// land in one bucket (which made the pass quadratic in the module's depth).
+/// (compared separately, since literals hold floats and cannot be hashed): the op's
+/// name, the operands (sorted for a commutative op), and a hash of the result type and
+/// of a constant's first element, so that a module's many constants and broadcasts of
+/// one scalar do not all land in one bucket (which made the pass quadratic in depth).
 type Key = (&'static str, Vec<InstId>, u64);
 
 fn key(inst: &Instruction) -> Key {

@@ -1,8 +1,8 @@
 //! `hloscope-approx`'s f32 approximations (exp, expm1, log, log1p, tanh, logistic, erf,
-//! sin, cos, tan, cbrt, atan2) in WGSL: its lane primitives implemented as WGSL statements, one `let` per primitive,
-//! so the shaders compute the same algorithms as the CPU target, with their measured ulp
-//! bounds, instead of WGSL's built-ins (whose accuracy the spec leaves loose: `exp` within
-//! `3 + 2|x|` ulp) or hand-written series.
+//! sin, cos, tan, cbrt, atan2) in WGSL: its lane primitives implemented as WGSL
+//! statements, one `let` per primitive, so the shaders compute the same algorithms as
+//! the CPU target, with their measured ulp bounds, instead of WGSL's built-ins (whose
+//! accuracy the spec leaves loose: `exp` within `3 + 2|x|` ulp) or hand-written series.
 //!
 //! The multiply-adds are written unfused (`a * b + c`): WGSL has no guaranteed-fused
 //! multiply-add. A driver may still contract them, which only makes them more exact; it

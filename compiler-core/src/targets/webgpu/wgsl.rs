@@ -879,8 +879,6 @@ fn to_narrow(t: ElementType, v: &str) -> String {
     }
 }
 
-/// f32 to f16 bits, rounded to nearest even: NaN stays NaN (quieted, its payload's top
-/// bits kept), past the largest f16 is infinite, below the smallest normal subnormal.
 /// C's `fmod` on f32, exact (as HLO's float `remainder` is): the significands divided bit
 /// by bit over the exponents' difference (shift and subtract), subnormals normalized
 /// first, the remainder rebuilt with the dividend's sign. It touches only bits, so a
@@ -918,6 +916,8 @@ const FMOD_F32: &str = "fn fmod_f32(x: f32, y: f32) -> f32 {
 }
 ";
 
+/// f32 to f16 bits, rounded to nearest even: NaN stays NaN (quieted, its payload's top
+/// bits kept), past the largest f16 is infinite, below the smallest normal subnormal.
 const F16_BITS: &str = "fn f16_bits(x: f32) -> u32 {
   let b = bitcast<u32>(x);
   let sign = (b >> 16u) & 0x8000u;

@@ -127,7 +127,53 @@ ENTRY main {
         assert!(linked.iter().any(|(_, h)| *h == inst), "no line implements %{inst}: {linked:?}");
     }
     assert_eq!(sh.runs(), "6 invocations, workgroups of 64");
-    assert!(!sh.workgroup_reduction);
+    assert_eq!(sh.mapping, webgpu::wgsl::Mapping::Elements);
+}
+
+/// Dots the WebGPU target computes in register tiles: a batched one whose sides are no
+/// multiple of the tile (66 x 50, contracting 37) with a bias and relu after it, and one
+/// against a transposed weight (`x @ w.T`, both operands contiguous along the
+/// contraction), with a tanh-GELU-like epilogue.
+const TILED_DOTS: &str = "HloModule m
+ENTRY %main (x: f32[3,66,37], w: f32[3,37,50], b: f32[50], y: f32[130,40], v: f32[72,40]) -> (f32[3,66,50], f32[130,72]) {
+  %x = f32[3,66,37] parameter(0)
+  %w = f32[3,37,50] parameter(1)
+  %b = f32[50] parameter(2)
+  %d = f32[3,66,50] dot(%x, %w), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+  %bb = f32[3,66,50] broadcast(%b), dimensions={2}
+  %s = f32[3,66,50] add(%d, %bb)
+  %z = f32[] constant(0)
+  %zb = f32[3,66,50] broadcast(%z), dimensions={}
+  %r = f32[3,66,50] maximum(%s, %zb)
+  %y = f32[130,40] parameter(3)
+  %v = f32[72,40] parameter(4)
+  %e = f32[130,72] dot(%y, %v), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  %t = f32[130,72] tanh(%e)
+  %g = f32[130,72] multiply(%e, %t)
+  ROOT %o = (f32[3,66,50], f32[130,72]) tuple(%r, %g)
+}";
+
+#[test]
+fn dots_run_in_register_tiles() {
+    use webgpu::wgsl::Mapping;
+    let module = hloscope_core::parse::parse_module(TILED_DOTS).unwrap();
+    let program = webgpu::compile(&optimize(&module).unwrap()).unwrap();
+    let tiled: Vec<_> = program.shaders.iter().flatten().filter(|s| s.mapping == Mapping::DotTiles).collect();
+    assert_eq!(tiled.len(), 2, "both dots are tiled:\n{}", program.listing());
+    // One invocation per 4x4 block: 3 x 17 x 13 blocks of the batched dot, 33 x 18 of
+    // the other.
+    let mut invocations: Vec<u64> = tiled.iter().map(|s| s.invocations).collect();
+    invocations.sort();
+    assert_eq!(invocations, vec![594, 663]);
+    for s in &tiled {
+        validate(&s.source).unwrap_or_else(|e| panic!("{e}\n{}", s.source));
+        // Each factor is loaded once per row or column of the block at each step.
+        assert_eq!(s.source.matches("arena[").count() - s.source.matches("] = ").count(), 8, "{}", s.source);
+    }
+    // Small dots keep one invocation (or workgroup) per output.
+    let small = TILED_DOTS.replace("130", "13").replace("3,66", "3,6");
+    let program = webgpu::compile(&optimize(&hloscope_core::parse::parse_module(&small).unwrap()).unwrap()).unwrap();
+    assert!(program.shaders.iter().flatten().all(|s| s.mapping != Mapping::DotTiles), "{}", program.listing());
 }
 
 #[cfg(feature = "webgpu")]
@@ -229,6 +275,23 @@ ENTRY %main (x: f32[3,1000], i: s32[5000]) -> (f32[3], f32[], s32[], f32[3]) {
         assert_eq!(got[2].to_le_bytes(), want[2].to_le_bytes(), "the wrapping integer sum");
         assert!(close(&got[3], &want[3], 0.0), "the log row maxes: {:?} vs {:?}", got[3], want[3]);
         assert!(got[3].to_f64_vec()[1].is_nan() && got[3].to_f64_vec()[0].is_finite());
+    }
+
+    #[test]
+    fn dots_in_register_tiles_match_the_interpreter() {
+        // Each output sums its products in the contraction's order, as the interpreter
+        // does; the blocks past the result's edges store nothing.
+        let module = hloscope_core::parse::parse_module(TILED_DOTS).unwrap();
+        let optimized = optimize(&module).unwrap();
+        for seed in [1, 2] {
+            let args = hloscope_core::interp::random_inputs(&module, seed);
+            let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+            let (got, program) = device_run(&optimized, &args);
+            assert_eq!(program.counts().1, 0, "everything runs on the device:\n{}", program.listing());
+            for (g, w) in got.flatten().iter().zip(&want) {
+                assert!(close(g, w, 1e-5), "seed {seed}: {g:?} vs {w:?}");
+            }
+        }
     }
 
     #[test]
@@ -451,7 +514,11 @@ ENTRY %main (x: bf16[5,7], y: f32[3,999]) -> (bf16[7,5], f16[3]) {
         let optimized = optimize(&module).unwrap();
         let program = webgpu::compile(&optimized).unwrap();
         assert_eq!(program.counts().1, 0, "everything runs on the device:\n{}", program.listing());
-        assert!(program.shaders.iter().flatten().any(|s| s.workgroup_reduction), "{}", program.listing());
+        assert!(
+            program.shaders.iter().flatten().any(|s| s.mapping == webgpu::wgsl::Mapping::WorkgroupReduction),
+            "{}",
+            program.listing()
+        );
         assert!(program.shaders.iter().flatten().all(|s| s.source.contains("array<atomic<u32>>")));
         let args = hloscope_core::interp::random_inputs(&module, 4);
         let want = Interpreter::new(&module).run(&args).unwrap().flatten();

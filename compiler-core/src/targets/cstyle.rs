@@ -3,6 +3,8 @@
 //!
 //! - [`cooperative_ops`]: when a reduction's rows are shared by a block (workgroup) of
 //!   threads rather than reduced serially by one, and by which op;
+//! - [`dot_tile`]: when a dot's outputs are computed in register tiles, a block of them
+//!   per thread, and which factor of the product is read along which variable;
 //! - [`fused_names`]: the HLO instructions a kernel implements, for its header comment;
 //! - [`line_origins`]: per line of a kernel's text, the HLO instruction its value
 //!   implements (the kernels pane links lines to the graph with it).
@@ -11,7 +13,8 @@
 //! differ in nearly every expression (types, casts, selects, bit casts, builtins).
 
 use crate::ir::{BinaryOp, ElementType};
-use crate::kernel::elemental::Elemental;
+use crate::kernel::elemental::{Elemental, ExprId, Node};
+use crate::kernel::index::IndexAnalysis;
 use crate::kernel::reduction;
 
 /// The fewest elements a reduction reduces per output for a block to share it.
@@ -72,4 +75,98 @@ pub fn line_origins(e: &Elemental, source: &str, bound: &[(usize, u32)]) -> Vec<
         }
     }
     names
+}
+
+/// Outputs per side of the block of a dot's outputs one thread computes ([`dot_tile`]).
+pub const DOT_TILE: i64 = 4;
+
+/// The fewest outputs a dot has for its threads to take [`DOT_TILE`]-square blocks of
+/// them (fewer would leave the device idle: the block reductions serve those better).
+pub const MIN_TILED_OUTPUTS: u64 = 1024;
+
+/// A dot's reduction computed in register tiles: each thread takes a
+/// [`DOT_TILE`] x [`DOT_TILE`] block of outputs along the kept variables `m` and `n`,
+/// and at each step `k` of the reduced variable evaluates the `lhs` factor once per row
+/// of its block (it does not read `n`) and the `rhs` factor once per column (it does not
+/// read `m`): 2 x [`DOT_TILE`] loads feed [`DOT_TILE`]² products, where one thread per
+/// output loads two operands for each. Every output still sums its products in `k`
+/// order from its init, so its value is the serial reduction's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DotTile {
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    /// The reduced value's two factors: `value = lhs * rhs`.
+    pub lhs: ExprId,
+    pub rhs: ExprId,
+}
+
+impl DotTile {
+    /// The extent of kept variable `v` counted in blocks (tiled variables) or elements.
+    pub fn extent(&self, e: &Elemental, v: u32) -> i64 {
+        let n = e.space[v as usize];
+        if v == self.m || v == self.n {
+            (n + DOT_TILE - 1) / DOT_TILE
+        } else {
+            n
+        }
+    }
+
+    /// Threads: one per block of outputs.
+    pub fn threads(&self, e: &Elemental) -> u64 {
+        e.outer_vars().iter().map(|&v| self.extent(e, v).max(0) as u64).product()
+    }
+}
+
+/// Whether `e` is a dot that [`DotTile`] computes, and along which variables: one f32
+/// sum over one reduced variable of a product of two factors, one of which reads a kept
+/// variable the other does not (and the other way round), with a constant init, its
+/// results stored only after the loop, and at least [`MIN_TILED_OUTPUTS`] outputs.
+pub fn dot_tile(e: &Elemental) -> Option<DotTile> {
+    let [red] = e.reductions.as_slice() else { return None };
+    let reduced: Vec<u32> = (0..e.space.len() as u32).filter(|&v| e.reduced[v as usize]).collect();
+    let [k] = reduced.as_slice() else { return None };
+    let value = *red.values.first()?;
+    if reduction::associative_op(e, 0) != Ok(BinaryOp::Add)
+        || e.expr(value).elem != ElementType::F32
+        || e.outputs.iter().any(|o| o.inner)
+        || !matches!(e.expr(*red.inits.first()?).node, Node::Const(_))
+        || (e.outer_elements() as u64) < MIN_TILED_OUTPUTS
+    {
+        return None;
+    }
+    let Node::Binary(BinaryOp::Mul, lhs, rhs) = e.expr(value).node else { return None };
+    let indices = IndexAnalysis::new(e);
+    let (lhs_vars, rhs_vars) = (vars_read(e, &indices, lhs)?, vars_read(e, &indices, rhs)?);
+    // The innermost variable each side reads alone: the one whose neighbours sit closest.
+    let only = |a: &[bool], b: &[bool]| {
+        e.outer_vars().into_iter().rev().find(|&v| a[v as usize] && !b[v as usize] && e.space[v as usize] >= DOT_TILE)
+    };
+    let (m, n) = (only(&lhs_vars, &rhs_vars)?, only(&rhs_vars, &lhs_vars)?);
+    Some(DotTile { m, n, k: *k, lhs, rhs })
+}
+
+/// Per variable of `e`'s space, whether the value of node `x` may vary with it; `None`
+/// when `x` reads an accumulator or a reduction's input or result (no plain value).
+fn vars_read(e: &Elemental, indices: &IndexAnalysis, x: ExprId) -> Option<Vec<bool>> {
+    let mut reads = vec![false; e.space.len()];
+    let mut stack = vec![x];
+    let mut seen = vec![false; e.nodes.len()];
+    while let Some(y) = stack.pop() {
+        if std::mem::replace(&mut seen[y.0 as usize], true) {
+            continue;
+        }
+        let node = &e.expr(y).node;
+        match *node {
+            Node::Acc { .. } | Node::Arg { .. } | Node::Reduced { .. } => return None,
+            Node::Load { linear: i, .. } | Node::Index(i) | Node::InRange { idx: i, .. } => {
+                for (v, r) in reads.iter_mut().enumerate() {
+                    *r |= indices.varies_with(i, v as u32);
+                }
+            }
+            _ => {}
+        }
+        stack.extend(node.operands());
+    }
+    Some(reads)
 }

@@ -204,20 +204,18 @@ fn wgsl_listing(module: &Module) -> Result<Vec<KernelListing>, String> {
         .enumerate()
         .map(|(index, (k, shader))| {
             let (runs, notes, source, lines) = match shader {
-                Some(sh) => {
-                    let how = if sh.workgroup_reduction {
-                        "one workgroup per output: its invocations stride over the reduced elements and tree-reduce them in workgroup memory"
-                    } else {
-                        "one invocation per output element (a grid-stride loop past the dispatch limit)"
-                    };
-                    (sh.runs(), vec![how.to_string()], sh.source.clone(), sh.line_hlo.clone())
-                }
+                Some(sh) => (sh.runs(), vec![sh.how()], sh.source.clone(), sh.line_hlo.clone()),
                 None => {
                     let why = match &k.kind {
                         hloscope_core::kernel::KernelKind::Opaque { reason } => reason.clone(),
                         other => other.to_string(),
                     };
-                    ("on the host (interpreter)".to_string(), vec![format!("not on the device: {why}")], String::new(), Vec::new())
+                    (
+                        "on the host (interpreter)".to_string(),
+                        vec![format!("not on the device: {why}")],
+                        String::new(),
+                        Vec::new(),
+                    )
                 }
             };
             KernelListing {

@@ -36,7 +36,7 @@ use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
 use crate::kernel::lower::{loop_invariants, Lower, Memo};
 use crate::kernel::reduction;
-use crate::targets::cstyle::{cooperative_ops, fused_names, line_origins, narrow};
+use crate::targets::cstyle::{cooperative_ops, dot_tile, fused_names, line_origins, narrow, DotTile, DOT_TILE};
 use std::fmt::Write;
 
 /// Invocations per workgroup.
@@ -44,14 +44,24 @@ pub const WORKGROUP: u32 = 64;
 /// The most workgroups one dispatch starts along x (WebGPU's default limit).
 pub const MAX_WORKGROUPS: u32 = 65535;
 
+/// How a kernel's outputs are spread over invocations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mapping {
+    /// One invocation per outer element (a grid-stride loop past the dispatch limit).
+    Elements,
+    /// A workgroup per output, its invocations sharing the reduction ([`cooperative_ops`]).
+    WorkgroupReduction,
+    /// A dot whose invocations each compute a block of outputs ([`DotTile`]).
+    DotTiles,
+}
+
 /// A kernel's shader and how to launch it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WgslKernel {
     pub source: String,
-    /// Outer elements: one invocation each (0: nothing to run).
+    /// Invocations to launch (0: nothing to run).
     pub invocations: u64,
-    /// A workgroup per output, its invocations sharing the reduction ([`cooperative_ops`]).
-    pub workgroup_reduction: bool,
+    pub mapping: Mapping,
     /// Per line of `source`: the HLO instruction its value implements, or "" (the lines
     /// that bind a node's value; loop control, loads and stores have none).
     pub line_hlo: Vec<String>,
@@ -65,10 +75,33 @@ impl WgslKernel {
 
     /// How it runs, in a few words (the kernels pane's "runs as").
     pub fn runs(&self) -> String {
-        if self.workgroup_reduction {
-            format!("workgroup reduction: {} workgroups of {WORKGROUP}", self.workgroups())
-        } else {
-            format!("{} invocations, workgroups of {WORKGROUP}", self.invocations)
+        match self.mapping {
+            Mapping::Elements => format!("{} invocations, workgroups of {WORKGROUP}", self.invocations),
+            Mapping::WorkgroupReduction => {
+                format!("workgroup reduction: {} workgroups of {WORKGROUP}", self.workgroups())
+            }
+            Mapping::DotTiles => format!(
+                "dot tiles: {} invocations of {DOT_TILE}x{DOT_TILE} outputs, workgroups of {WORKGROUP}",
+                self.invocations
+            ),
+        }
+    }
+
+    /// How its invocations share the work, in a sentence (the kernels pane's note).
+    pub fn how(&self) -> String {
+        match self.mapping {
+            Mapping::Elements => {
+                "one invocation per output element (a grid-stride loop past the dispatch limit)".into()
+            }
+            Mapping::WorkgroupReduction => "one workgroup per output: its invocations stride over the reduced \
+                elements and tree-reduce them in workgroup memory"
+                .into(),
+            Mapping::DotTiles => format!(
+                "each invocation computes a {DOT_TILE}x{DOT_TILE} block of the dot's outputs in registers: at each \
+                 step of the contraction it loads {DOT_TILE} elements of each operand for {} products, and runs \
+                 the epilogue on each output of its block",
+                DOT_TILE * DOT_TILE
+            ),
         }
     }
 }
@@ -121,7 +154,9 @@ pub fn emit(e: &Elemental, title: &str, place: &Placement) -> Result<WgslKernel,
     if invocations > u32::MAX as u64 || e.space.iter().any(|&n| n > i32::MAX as i64) {
         return Err("more than 2^32 outer elements".into());
     }
-    let cooperative = cooperative_ops(e, invocations);
+    let tile = dot_tile(e);
+    let cooperative = if tile.is_some() { None } else { cooperative_ops(e, invocations) };
+    let invocations = tile.map_or(invocations, |t| t.threads(e));
     let mut w = Writer {
         e,
         place,
@@ -134,6 +169,8 @@ pub fn emit(e: &Elemental, title: &str, place: &Placement) -> Result<WgslKernel,
         inits: Vec::new(),
         bound: Vec::new(),
         atomic: e.outputs.iter().any(|o| stored_type(o.elem).is_none()),
+        tile,
+        tile_acc: None,
     };
     w.header(title, invocations);
     w.body(&outer, invocations);
@@ -143,8 +180,12 @@ pub fn emit(e: &Elemental, title: &str, place: &Placement) -> Result<WgslKernel,
         Some(why) => Err(why),
         None => {
             let line_hlo = line_origins(e, &w.out, &w.bound);
-            let workgroup_reduction = cooperative.is_some();
-            Ok(WgslKernel { source: w.out, invocations, workgroup_reduction, line_hlo })
+            let mapping = match (cooperative, tile) {
+                (Some(_), _) => Mapping::WorkgroupReduction,
+                (None, Some(_)) => Mapping::DotTiles,
+                (None, None) => Mapping::Elements,
+            };
+            Ok(WgslKernel { source: w.out, invocations, mapping, line_hlo })
         }
     }
 }
@@ -201,6 +242,10 @@ struct Writer<'a> {
     bound: Vec<(usize, u32)>,
     /// The arena is `array<atomic<u32>>` (the kernel writes a narrow buffer).
     atomic: bool,
+    /// A dot computed in register tiles ([`Writer::tiled_body`]).
+    tile: Option<DotTile>,
+    /// Inside a tile: the accumulator of the output being combined or stored.
+    tile_acc: Option<String>,
 }
 
 impl Writer<'_> {
@@ -219,12 +264,18 @@ impl Writer<'_> {
 
     fn header(&mut self, title: &str, invocations: u64) {
         let names = fused_names(self.e);
-        match self.cooperative {
-            Some(_) => {
+        match (&self.cooperative, self.tile) {
+            (Some(_), _) => {
                 let _ =
                     writeln!(self.out, "// {title}: {invocations} workgroups of {WORKGROUP}, one per output element");
             }
-            None => {
+            (None, Some(_)) => {
+                let _ = writeln!(
+                    self.out,
+                    "// {title}: {invocations} invocations, each a {DOT_TILE}x{DOT_TILE} block of the dot's outputs"
+                );
+            }
+            (None, None) => {
                 let _ = writeln!(self.out, "// {title}: {invocations} invocations");
             }
         }
@@ -291,6 +342,11 @@ impl Writer<'_> {
                 writeln!(self.out, "  for (var t: u32 = gid.x; t < {invocations}u; t += groups.x * {WORKGROUP}u) {{");
         }
         self.pad = "    ".into();
+        if let Some(tile) = self.tile {
+            self.tiled_body(outer, tile);
+            self.out += "  }\n}\n";
+            return;
+        }
         // The outer variables from the invocation's row-major position among them.
         self.unravel("t", outer, "q");
         self.element();
@@ -370,6 +426,101 @@ impl Writer<'_> {
             let r = self.refuse(r);
             self.line(format_args!("acc{k}_0 = {r};"));
         }
+    }
+}
+
+impl Writer<'_> {
+    /// A dot in register tiles ([`DotTile`]): the block's origin from `t` (`w{m}` and
+    /// `w{n}` count blocks), one accumulator per output of the block set to the init,
+    /// the contraction loop evaluating each factor once per row or column of the block
+    /// and the combiner once per output, then each output of the block that lies inside
+    /// the result stored through the driver (the epilogue, at the output's position).
+    fn tiled_body(&mut self, outer: &[u32], tile: DotTile) {
+        let e = self.e;
+        let mut rest = "t".to_string();
+        for (pos, &v) in outer.iter().enumerate().rev() {
+            let name = if v == tile.m || v == tile.n { format!("w{v}") } else { format!("v{v}") };
+            if pos == 0 {
+                self.line(format_args!("let {name} = i32({rest});"));
+            } else {
+                let n = tile.extent(e, v);
+                self.line(format_args!("let {name} = i32({rest} % {n}u);"));
+                self.line(format_args!("let q{v} = {rest} / {n}u;"));
+                rest = format!("q{v}");
+            }
+        }
+        let red = &e.reductions[0];
+        let init = self.value(red.inits[0]);
+        let block: Vec<(i64, i64)> = (0..DOT_TILE).flat_map(|i| (0..DOT_TILE).map(move |j| (i, j))).collect();
+        for &(i, j) in &block {
+            self.line(format_args!("var acc_{i}_{j}: f32 = {init};"));
+        }
+        let (k, steps) = (tile.k, e.space[tile.k as usize]);
+        self.line(format_args!("for (var v{k}: i32 = 0; v{k} < {steps}; v{k}++) {{"));
+        self.pad += "  ";
+        // A factor reads the other side's variable nowhere, but its text may name it:
+        // both are defined, inside the result.
+        for (factor, name, along, across) in [(tile.lhs, "a", tile.m, tile.n), (tile.rhs, "b", tile.n, tile.m)] {
+            for i in 0..DOT_TILE {
+                self.line(format_args!("var {name}{i}: f32;"));
+                self.scoped(|s| {
+                    s.block_position(along, i, true);
+                    s.block_position(across, 0, true);
+                    let v = s.value(factor);
+                    s.line(format_args!("{name}{i} = {v};"));
+                });
+            }
+        }
+        for &(i, j) in &block {
+            self.scoped(|s| {
+                s.memo.values.insert(tile.lhs, format!("a{i}"));
+                s.memo.values.insert(tile.rhs, format!("b{j}"));
+                s.tile_acc = Some(format!("acc_{i}_{j}"));
+                let v = s.value(red.combiner[0]);
+                s.line(format_args!("acc_{i}_{j} = {v};"));
+                s.tile_acc = None;
+            });
+        }
+        self.pad.truncate(self.pad.len() - 2);
+        self.line(format_args!("}}"));
+        let (rows, cols) = (e.space[tile.m as usize], e.space[tile.n as usize]);
+        for &(i, j) in &block {
+            self.scoped(|s| {
+                s.block_position(tile.m, i, false);
+                s.block_position(tile.n, j, false);
+                s.line(format_args!("if (v{} < {rows} && v{} < {cols}) {{", tile.m, tile.n));
+                s.pad += "  ";
+                s.tile_acc = Some(format!("acc_{i}_{j}"));
+                s.store_outputs(false);
+                s.tile_acc = None;
+                s.pad.truncate(s.pad.len() - 2);
+                s.line(format_args!("}}"));
+            });
+        }
+    }
+
+    /// Defines variable `v` of a tiled dot at `offset` in the invocation's block; with
+    /// `inside`, clamped into its extent (a factor's loads stay in their buffer; the
+    /// outputs past the end are not stored).
+    fn block_position(&mut self, v: u32, offset: i64, inside: bool) {
+        if inside {
+            let last = self.e.space[v as usize] - 1;
+            self.line(format_args!("let v{v} = min(w{v} * {DOT_TILE} + {offset}, {last});"));
+        } else {
+            self.line(format_args!("let v{v} = w{v} * {DOT_TILE} + {offset};"));
+        }
+    }
+
+    /// `body` inside braces: the names it defines are forgotten after them.
+    fn scoped(&mut self, body: impl FnOnce(&mut Self)) {
+        let (saved, saved_indices) = (self.memo.values.clone(), self.memo.indices.clone());
+        self.line(format_args!("{{"));
+        self.pad += "  ";
+        body(self);
+        self.pad.truncate(self.pad.len() - 2);
+        self.line(format_args!("}}"));
+        self.memo.values = saved;
+        self.memo.indices = saved_indices;
     }
 }
 
@@ -544,7 +695,10 @@ impl<'a> Lower<'a> for Writer<'a> {
     }
 
     fn accumulator(&mut self, red: u32, i: u32) -> String {
-        format!("acc{red}_{i}")
+        match &self.tile_acc {
+            Some(acc) => acc.clone(),
+            None => format!("acc{red}_{i}"),
+        }
     }
 
     /// The reduced loops (the only nest the driver asks for: the outer variables come
@@ -611,7 +765,7 @@ impl<'a> Lower<'a> for Writer<'a> {
         let out = &self.e.outputs[o];
         // An outer output's store position (the plan's store strides over the kept
         // variables) is the invocation's own index `t`, by the mapping in `body`.
-        let at = if out.inner { format!("u32({})", self.store_index(o)) } else { "t".into() };
+        let at = if out.inner || self.tile.is_some() { format!("u32({})", self.store_index(o)) } else { "t".into() };
         let base = self.place.outputs[o];
         // A cooperative reduction's results: every invocation has them, one stores.
         let guard = if self.cooperative.is_some() && !out.inner { "if (lid.x == 0u) { " } else { "" };

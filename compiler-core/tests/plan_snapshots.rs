@@ -180,9 +180,8 @@ fn without_a_gemm_library_a_dot_is_a_reduction() {
               buf0 f32[4,8]{1,0} %x: param 0 @0
               buf1 f32[8,16]{1,0} %w: param 1 @256
               buf2 f32[4,16]{1,0} %fusion.3: result @768
-              buf3 f32[4,16]{1,0} %fusion.3.dot @1024
             kernels:
-              0 %fusion.3: reduction(row) (buf0, buf1) -> (buf3)
+              0 %fusion.3: reduction(row) (buf0, buf1) -> (buf2)
                 space: v0 < 4, v1 < 16, v2 < 8 reduced
                 i4 = v0 * 8  [0, 24]
                 i5 = v2 + i4  [0, 31]
@@ -193,20 +192,14 @@ fn without_a_gemm_library_a_dot_is_a_reduction() {
                 e2: f32 = multiply e0, e1  ; %d.part
                 e3: f32 = 0  ; %d.part
                 e4: f32 = reduced0.0  ; %d.part
-                e5: f32 = acc0.0  ; %d.part
-                e6: f32 = arg0.0  ; %d.part
-                e7: f32 = add e5, e6  ; %d.part
-                red0: init e3; value e2; combine e7
-                out0 <- e4
-              1 %fusion.3: loop (buf3, buf0, buf1) -> (buf2)
-                space: v0 < 4, v1 < 16
-                i3 = v0 * 16  [0, 48]
-                i4 = v1 + i3  [0, 63]
-                e0: f32 = load in0[i4]  ; %d
-                e1: f32 = 0  ; %z
-                e2: f32 = maximum e0, e1  ; %r
-                out0 <- e2
-            arena 1280 B for 1152 B of buffers (4 regions, 0 outputs in place)
+                e5: f32 = 0  ; %z
+                e6: f32 = maximum e4, e5  ; %r
+                e7: f32 = acc0.0  ; %d.part
+                e8: f32 = arg0.0  ; %d.part
+                e9: f32 = add e7, e8  ; %d.part
+                red0: init e3; value e2; combine e9
+                out0 <- e6
+            arena 1024 B for 896 B of buffers (3 regions, 0 outputs in place)
         "#]],
     );
 }

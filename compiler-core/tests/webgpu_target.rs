@@ -130,6 +130,23 @@ ENTRY main {
     assert_eq!(sh.mapping, webgpu::wgsl::Mapping::Elements);
 }
 
+/// A hand-written output fusion (as XLA dumps them) whose epilogue also reads the dot's
+/// result transposed: the dot cannot be summed in the epilogue's kernel, so it is its
+/// own kernel and the epilogue reads its result from memory.
+const DOT_READ_TRANSPOSED: &str = "HloModule m
+%fused (p0: f32[40,24], p1: f32[24,40]) -> f32[40,40] {
+  %p0 = f32[40,24] parameter(0)
+  %p1 = f32[24,40] parameter(1)
+  %d = f32[40,40] dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %t = f32[40,40] transpose(%d), dimensions={1,0}
+  ROOT %a = f32[40,40] add(%d, %t)
+}
+ENTRY %main (x: f32[40,24], y: f32[24,40]) -> f32[40,40] {
+  %x = f32[40,24] parameter(0)
+  %y = f32[24,40] parameter(1)
+  ROOT %f = f32[40,40] fusion(%x, %y), kind=kOutput, calls=%fused
+}";
+
 /// Dots the WebGPU target computes in register tiles: a batched one whose sides are no
 /// multiple of the tile (66 x 50, contracting 37) with a bias and relu after it, and one
 /// against a transposed weight (`x @ w.T`, both operands contiguous along the
@@ -160,6 +177,12 @@ fn dots_run_in_register_tiles() {
     let program = webgpu::compile(&optimize(&module).unwrap()).unwrap();
     let tiled: Vec<_> = program.shaders.iter().flatten().filter(|s| s.mapping == Mapping::DotTiles).collect();
     assert_eq!(tiled.len(), 2, "both dots are tiled:\n{}", program.listing());
+    // Each epilogue runs in its dot's kernel, after the sum: the dots' results are never
+    // written to memory.
+    assert_eq!(program.plan.kernels.len(), 2, "{}", program.listing());
+    for epilogue in ["%t, %g", "%s, %z, %r"] {
+        assert!(tiled.iter().any(|s| s.source.lines().nth(1).unwrap().ends_with(epilogue)), "{}", program.listing());
+    }
     // One invocation per 4x4 block: 3 x 17 x 13 blocks of the batched dot, 33 x 18 of
     // the other.
     let mut invocations: Vec<u64> = tiled.iter().map(|s| s.invocations).collect();
@@ -168,8 +191,13 @@ fn dots_run_in_register_tiles() {
     for s in &tiled {
         validate(&s.source).unwrap_or_else(|e| panic!("{e}\n{}", s.source));
         // Each factor is loaded once per row or column of the block at each step.
-        assert_eq!(s.source.matches("arena[").count() - s.source.matches("] = ").count(), 8, "{}", s.source);
+        let steps = s.source.find("++) {").unwrap();
+        let contraction = &s.source[steps..steps + s.source[steps..].find("if (v").unwrap()];
+        assert_eq!(contraction.matches("arena[").count(), 8, "{}", s.source);
     }
+    let module = hloscope_core::parse::parse_module(DOT_READ_TRANSPOSED).unwrap();
+    let program = webgpu::compile(&module).unwrap();
+    assert_eq!(program.plan.kernels.len(), 2, "the dot is its own kernel:\n{}", program.listing());
     // Small dots keep one invocation (or workgroup) per output.
     let small = TILED_DOTS.replace("130", "13").replace("3,66", "3,6");
     let program = webgpu::compile(&optimize(&hloscope_core::parse::parse_module(&small).unwrap()).unwrap()).unwrap();
@@ -283,6 +311,12 @@ ENTRY %main (x: f32[3,1000], i: s32[5000]) -> (f32[3], f32[], s32[], f32[3]) {
         // does; the blocks past the result's edges store nothing.
         let module = hloscope_core::parse::parse_module(TILED_DOTS).unwrap();
         let optimized = optimize(&module).unwrap();
+        let transposed = hloscope_core::parse::parse_module(DOT_READ_TRANSPOSED).unwrap();
+        let args = hloscope_core::interp::random_inputs(&transposed, 3);
+        let want = Interpreter::new(&transposed).run(&args).unwrap().flatten();
+        let (got, _) = device_run(&transposed, &args);
+        let got = got.flatten();
+        assert!(close(&got[0], &want[0], 1e-5), "{got:?} vs {want:?}");
         for seed in [1, 2] {
             let args = hloscope_core::interp::random_inputs(&module, seed);
             let want = Interpreter::new(&module).run(&args).unwrap().flatten();

@@ -587,6 +587,16 @@ impl<'m> Planner<'m> {
                         .ok_or("a dot whose operands are computed inside the fusion")?;
                     let dshape = dinst.ty.as_array().ok_or("a dot must produce an array")?.clone();
                     let conv = matches!(dinst.op, Op::Convolution(_));
+                    // Without a GEMM library, an epilogue that reads the dot at its own
+                    // index follows the dot's reduction in the same kernel.
+                    if !conv && !self.plan.caps.library_dot && epilogue_at_own_index(body_comp, d) {
+                        let fused = self.dot_with_epilogue(&inst.name, id, body_comp, d, &roots, &slots, &inputs);
+                        if let Ok(mut kernel) = fused {
+                            kernel.outputs = outputs;
+                            self.plan.kernels.push(kernel);
+                            return Ok(());
+                        }
+                    }
                     if conv && ins.len() != 2 {
                         return Err("malformed convolution".into());
                     }
@@ -963,12 +973,7 @@ impl<'m> Planner<'m> {
         Ok(())
     }
 
-    /// A dot as an elemental reduction: both operands broadcast to
-    /// `[batch, lhs free, rhs free, contracting]`, converted to the result type,
-    /// multiplied (and for pred) and summed (or) over the contracting variables; f16
-    /// and bf16 in f32, rounded once at the end, as a dot is (the interpreter, XLA's
-    /// GEMMs), not at every step as a `reduce` in that type would be. Built through a
-    /// scratch copy of the computation and of the module (for the reduce body).
+    /// A dot as an elemental reduction ([`push_dot_reduction`]), its own kernel.
     fn dot_as_reduction(
         &mut self,
         name: String,
@@ -978,74 +983,9 @@ impl<'m> Planner<'m> {
         inputs: Vec<BufferId>,
         output: BufferId,
     ) -> Result<(), String> {
-        use crate::ir::{BinaryOp, Computation, Instruction, Loc};
-        let inst = comp.inst(id);
-        let Op::Dot(d) = &inst.op else { return Err("not a dot".into()) };
-        let out = inst.ty.as_array().ok_or("dot result")?.clone();
-        let elem = if matches!(out.elem, ElementType::F16 | ElementType::BF16) { ElementType::F32 } else { out.elem };
-        let (l, r) = (inst.operands[0], inst.operands[1]);
-        let lhs = comp.inst(l).ty.as_array().ok_or("dot lhs")?.clone();
-        let rhs = comp.inst(r).ty.as_array().ok_or("dot rhs")?.clone();
-        let (nb, nlf) = (d.lhs_batch.len(), lhs.rank() - d.lhs_batch.len() - d.lhs_contracting.len());
-        let nrf = rhs.rank() - d.rhs_batch.len() - d.rhs_contracting.len();
-        let mut full = out.dims.clone();
-        full.extend(d.lhs_contracting.iter().map(|&c| lhs.dims[c as usize]));
-        // Where each operand dimension goes in `full`.
-        let place = |rank: usize, batch: &[i64], contracting: &[i64], free_at: usize| -> Vec<i64> {
-            let mut free = free_at;
-            (0..rank as i64)
-                .map(|dim| {
-                    if let Some(i) = batch.iter().position(|&b| b == dim) {
-                        i as i64
-                    } else if let Some(i) = contracting.iter().position(|&c| c == dim) {
-                        (nb + nlf + nrf + i) as i64
-                    } else {
-                        free += 1;
-                        (free - 1) as i64
-                    }
-                })
-                .collect()
-        };
-        let lmap = place(lhs.rank(), &d.lhs_batch, &d.lhs_contracting, nb);
-        let rmap = place(rhs.rank(), &d.rhs_batch, &d.rhs_contracting, nb + nlf);
-        let mut module = self.module.clone();
-        let mut body = Computation::new(format!("{}.sum", inst.name));
-        let scalar = Type::Array(Shape::scalar(elem));
-        let acc = body.push_param("acc", scalar.clone(), Loc::default());
-        let x = body.push_param("x", scalar.clone(), Loc::default());
-        let combine = if elem.is_pred() { BinaryOp::Or } else { BinaryOp::Add };
-        body.root = body.push(Instruction {
-            name: "sum".into(),
-            op: Op::Binary(combine),
-            operands: vec![acc, x],
-            ty: scalar.clone(),
-            loc: Loc::default(),
-        });
-        let body_id = module.add_computation(body);
-        let mut scratch = comp.clone();
-        let full_ty = Type::Array(Shape::new(elem, full.clone()));
-        let mut push = |op: Op, operands: Vec<InstId>, ty: Type| {
-            scratch.push(Instruction { name: format!("{}.part", inst.name), op, operands, ty, loc: inst.loc.clone() })
-        };
-        let side = |push: &mut dyn FnMut(Op, Vec<InstId>, Type) -> InstId, o: InstId, from: &Shape, map: Vec<i64>| {
-            let b = push(Op::BroadcastInDim { dims: map }, vec![o], Type::Array(Shape::new(from.elem, full.clone())));
-            if from.elem == elem {
-                b
-            } else {
-                push(Op::Convert, vec![b], full_ty.clone())
-            }
-        };
-        let lb = side(&mut push, l, &lhs, lmap);
-        let rb = side(&mut push, r, &rhs, rmap);
-        let product = if elem.is_pred() { BinaryOp::And } else { BinaryOp::Mul };
-        let m = push(Op::Binary(product), vec![lb, rb], full_ty.clone());
-        let zero = push(Op::Constant(Literal::zeros(Shape::scalar(elem))), vec![], scalar);
-        let reduced: Vec<i64> = (out.rank()..full.len()).map(|i| i as i64).collect();
-        let summed = Type::Array(Shape::new(elem, out.dims.clone()));
-        let mut red = push(Op::Reduce { dims: reduced, body: body_id }, vec![m, zero], summed);
-        if elem != out.elem {
-            red = push(Op::Convert, vec![red], Type::Array(out));
-        }
+        let (mut module, mut scratch) = (self.module.clone(), comp.clone());
+        let red = push_dot_reduction(&mut module, &mut scratch, id)?;
+        let (l, r) = (comp.inst(id).operands[0], comp.inst(id).operands[1]);
         let mut slots = HashMap::new();
         slots.insert(l, 0);
         let mut ins = vec![inputs[0]];
@@ -1063,6 +1003,38 @@ impl<'m> Planner<'m> {
             body: KernelBody::Elemental(e),
         });
         Ok(())
+    }
+
+    /// An output fusion on a target without a GEMM library as one reduction kernel: dot
+    /// `d` of fusion body `comp` in its reduction form ([`push_dot_reduction`]), every
+    /// root computed from its result after the loop. For an epilogue that reads the
+    /// dot's result only at its own index ([`epilogue_at_own_index`]); the caller sets
+    /// the kernel's outputs.
+    #[allow(clippy::too_many_arguments)]
+    fn dot_with_epilogue(
+        &mut self,
+        name: &str,
+        source: InstId,
+        comp: &crate::ir::Computation,
+        d: InstId,
+        roots: &[InstId],
+        slots: &HashMap<InstId, u32>,
+        inputs: &[BufferId],
+    ) -> Result<Kernel, String> {
+        let (mut module, mut scratch) = (self.module.clone(), comp.clone());
+        let red = push_dot_reduction(&mut module, &mut scratch, d)?;
+        scratch.replace_all_uses(d, red);
+        let roots: Vec<InstId> = roots.iter().map(|&r| if r == d { red } else { r }).collect();
+        let (mut e, extra) = elemental::build(&module, &scratch, &roots, slots)?;
+        let mut inputs = inputs.to_vec();
+        for (_, lit) in extra {
+            let b = self.buffer(lit.shape.clone(), format!("{name}.const"));
+            self.plan.constants.push((b, lit));
+            inputs.push(b);
+        }
+        e.canonicalize_inputs(&mut inputs);
+        let kind = elemental_kind(&e);
+        Ok(Kernel { name: name.into(), source, kind, inputs, outputs: Vec::new(), body: KernelBody::Elemental(e) })
     }
 
     fn dot(
@@ -1093,6 +1065,105 @@ impl<'m> Planner<'m> {
         });
         Ok(())
     }
+}
+
+/// A dot as an elemental reduction: both operands broadcast to
+/// `[batch, lhs free, rhs free, contracting]`, converted to the result type,
+/// multiplied (and for pred) and summed (or) over the contracting variables; f16
+/// and bf16 in f32, rounded once at the end, as a dot is (the interpreter, XLA's
+/// GEMMs), not at every step as a `reduce` in that type would be. Pushed into
+/// `scratch`, a copy of the computation holding dot `id`, its reduce body added to
+/// `module`, a copy of the module; the result (in the dot's type).
+fn push_dot_reduction(module: &mut Module, scratch: &mut crate::ir::Computation, id: InstId) -> Result<InstId, String> {
+    use crate::ir::{BinaryOp, Computation, Instruction, Loc};
+    let inst = scratch.inst(id).clone();
+    let Op::Dot(d) = &inst.op else { return Err("not a dot".into()) };
+    let out = inst.ty.as_array().ok_or("dot result")?.clone();
+    let elem = if matches!(out.elem, ElementType::F16 | ElementType::BF16) { ElementType::F32 } else { out.elem };
+    let (l, r) = (inst.operands[0], inst.operands[1]);
+    let lhs = scratch.inst(l).ty.as_array().ok_or("dot lhs")?.clone();
+    let rhs = scratch.inst(r).ty.as_array().ok_or("dot rhs")?.clone();
+    let (nb, nlf) = (d.lhs_batch.len(), lhs.rank() - d.lhs_batch.len() - d.lhs_contracting.len());
+    let nrf = rhs.rank() - d.rhs_batch.len() - d.rhs_contracting.len();
+    let mut full = out.dims.clone();
+    full.extend(d.lhs_contracting.iter().map(|&c| lhs.dims[c as usize]));
+    // Where each operand dimension goes in `full`.
+    let place = |rank: usize, batch: &[i64], contracting: &[i64], free_at: usize| -> Vec<i64> {
+        let mut free = free_at;
+        (0..rank as i64)
+            .map(|dim| {
+                if let Some(i) = batch.iter().position(|&b| b == dim) {
+                    i as i64
+                } else if let Some(i) = contracting.iter().position(|&c| c == dim) {
+                    (nb + nlf + nrf + i) as i64
+                } else {
+                    free += 1;
+                    (free - 1) as i64
+                }
+            })
+            .collect()
+    };
+    let lmap = place(lhs.rank(), &d.lhs_batch, &d.lhs_contracting, nb);
+    let rmap = place(rhs.rank(), &d.rhs_batch, &d.rhs_contracting, nb + nlf);
+    let mut body = Computation::new(format!("{}.sum", inst.name));
+    let scalar = Type::Array(Shape::scalar(elem));
+    let acc = body.push_param("acc", scalar.clone(), Loc::default());
+    let x = body.push_param("x", scalar.clone(), Loc::default());
+    let combine = if elem.is_pred() { BinaryOp::Or } else { BinaryOp::Add };
+    body.root = body.push(Instruction {
+        name: "sum".into(),
+        op: Op::Binary(combine),
+        operands: vec![acc, x],
+        ty: scalar.clone(),
+        loc: Loc::default(),
+    });
+    let body_id = module.add_computation(body);
+    let full_ty = Type::Array(Shape::new(elem, full.clone()));
+    let mut push = |op: Op, operands: Vec<InstId>, ty: Type| {
+        scratch.push(Instruction { name: format!("{}.part", inst.name), op, operands, ty, loc: inst.loc.clone() })
+    };
+    let side = |push: &mut dyn FnMut(Op, Vec<InstId>, Type) -> InstId, o: InstId, from: &Shape, map: Vec<i64>| {
+        let b = push(Op::BroadcastInDim { dims: map }, vec![o], Type::Array(Shape::new(from.elem, full.clone())));
+        if from.elem == elem {
+            b
+        } else {
+            push(Op::Convert, vec![b], full_ty.clone())
+        }
+    };
+    let lb = side(&mut push, l, &lhs, lmap);
+    let rb = side(&mut push, r, &rhs, rmap);
+    let product = if elem.is_pred() { BinaryOp::And } else { BinaryOp::Mul };
+    let m = push(Op::Binary(product), vec![lb, rb], full_ty.clone());
+    let zero = push(Op::Constant(Literal::zeros(Shape::scalar(elem))), vec![], scalar);
+    let reduced: Vec<i64> = (out.rank()..full.len()).map(|i| i as i64).collect();
+    let summed = Type::Array(Shape::new(elem, out.dims.clone()));
+    let mut red = push(Op::Reduce { dims: reduced, body: body_id }, vec![m, zero], summed);
+    if elem != out.elem {
+        red = push(Op::Convert, vec![red], Type::Array(out));
+    }
+    Ok(red)
+}
+
+/// Whether every instruction of fusion body `comp` that reads dot `d`'s result (directly
+/// or through others) is elementwise at the dot's shape, so reads it at its own index:
+/// the epilogue can then follow the dot's reduction in one kernel.
+fn epilogue_at_own_index(comp: &crate::ir::Computation, d: InstId) -> bool {
+    let dims = comp.inst(d).ty.as_array().map(|s| s.dims.clone());
+    let mut downstream = std::collections::HashSet::from([d]);
+    for &id in &comp.order {
+        let inst = comp.inst(id);
+        if id == d || !inst.operands.iter().any(|o| downstream.contains(o)) {
+            continue;
+        }
+        if id == comp.root && matches!(inst.op, Op::Tuple) {
+            continue;
+        }
+        if !inst.op.is_elementwise() || inst.ty.as_array().map(|s| s.dims.clone()) != dims {
+            return false;
+        }
+        downstream.insert(id);
+    }
+    true
 }
 
 /// A copy of `comp` with one get-tuple-element per result of each tuple-typed root,

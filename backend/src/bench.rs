@@ -672,6 +672,7 @@ pub fn measure(
             let program = exe.program();
             let code = |k: usize| match &program.kernels[k] {
                 Some(f) if f.block_reduction => "cuda block reduction".to_string(),
+                Some(f) if f.dot_tiles => "cuda dot tiles".to_string(),
                 Some(_) => "cuda".to_string(),
                 None => "interpreter (host)".to_string(),
             };

@@ -4,7 +4,9 @@
 //! - [`cooperative_ops`]: when a reduction's rows are shared by a block (workgroup) of
 //!   threads rather than reduced serially by one, and by which op;
 //! - [`dot_tile`]: when a dot's outputs are computed in register tiles, a block of them
-//!   per thread, and which factor of the product is read along which variable;
+//!   per thread, and which factor of the product is read along which variable; and
+//!   [`tiled_dot`], the code that computes them, over the few statements each language
+//!   spells for itself ([`TileSpelling`]);
 //! - [`fused_names`]: the HLO instructions a kernel implements, for its header comment;
 //! - [`line_origins`]: per line of a kernel's text, the HLO instruction its value
 //!   implements (the kernels pane links lines to the graph with it).
@@ -15,6 +17,7 @@
 use crate::ir::{BinaryOp, ElementType};
 use crate::kernel::elemental::{Elemental, ExprId, Node};
 use crate::kernel::index::IndexAnalysis;
+use crate::kernel::lower::Lower;
 use crate::kernel::reduction;
 
 /// The fewest elements a reduction reduces per output for a block to share it.
@@ -169,4 +172,118 @@ fn vars_read(e: &Elemental, indices: &IndexAnalysis, x: ExprId) -> Option<Vec<bo
         stack.extend(node.operands());
     }
     Some(reads)
+}
+
+/// The statements [`tiled_dot`] needs that WGSL and CUDA C spell differently; values,
+/// indices, the combiner and the stores go through the driver's instructions
+/// ([`Lower`]).
+pub trait TileSpelling<'e>: Lower<'e, Value = String, Index = String> {
+    /// Writes one line at the current indentation.
+    fn line(&mut self, text: std::fmt::Arguments);
+    /// The indentation of the lines written next.
+    fn pad(&mut self) -> &mut String;
+    /// The accumulator [`Lower::accumulator`] returns from now on (`None`: its own).
+    fn set_tile_acc(&mut self, acc: Option<String>);
+    /// Defines each `(v, name, extent)` (an index, outermost first) from `flat`, their
+    /// row-major position among them; the quotients are named `{quotient}{v}`.
+    fn unravel_as(&mut self, flat: &str, vars: &[(u32, String, i64)], quotient: &str);
+    /// Declares f32 variable `name`, set to `init` or left to be set.
+    fn declare_f32(&mut self, name: &str, init: Option<&str>);
+    /// Defines index `name` as `value` (an index expression).
+    fn define_index(&mut self, name: &str, value: &str);
+    /// Opens a loop of variable `v{v}` from 0 below `n`.
+    fn open_counted_loop(&mut self, v: u32, n: i64);
+}
+
+/// A dot in register tiles ([`DotTile`]), the thread's position `flat` in its
+/// [`DotTile::threads`]: the block's origin (`w{m}` and `w{n}` count blocks), one
+/// accumulator per output of the block set to the init, the contraction loop evaluating
+/// each factor once per row or column of the block and the combiner once per output,
+/// then each output of the block that lies inside the result stored through the driver
+/// (the epilogue, each output at its own position: the writer's `store` must use
+/// [`Lower::store_index`]).
+pub fn tiled_dot<'e, W: TileSpelling<'e>>(w: &mut W, flat: &str, tile: DotTile) {
+    let e = w.elemental();
+    let origin: Vec<(u32, String, i64)> = e
+        .outer_vars()
+        .into_iter()
+        .map(|v| (v, if v == tile.m || v == tile.n { format!("w{v}") } else { format!("v{v}") }, tile.extent(e, v)))
+        .collect();
+    w.unravel_as(flat, &origin, "q");
+    let red = &e.reductions[0];
+    let init = w.value(red.inits[0]);
+    let block: Vec<(i64, i64)> = (0..DOT_TILE).flat_map(|i| (0..DOT_TILE).map(move |j| (i, j))).collect();
+    for &(i, j) in &block {
+        w.declare_f32(&format!("acc_{i}_{j}"), Some(&init));
+    }
+    w.open_counted_loop(tile.k, e.space[tile.k as usize]);
+    w.pad().push_str("  ");
+    // A factor reads the other side's variable nowhere, but its text may name it: both
+    // are defined, inside the result.
+    for (factor, name, along, across) in [(tile.lhs, "a", tile.m, tile.n), (tile.rhs, "b", tile.n, tile.m)] {
+        for i in 0..DOT_TILE {
+            w.declare_f32(&format!("{name}{i}"), None);
+            scoped(w, |w| {
+                block_position(w, along, i, true);
+                block_position(w, across, 0, true);
+                let v = w.value(factor);
+                w.line(format_args!("{name}{i} = {v};"));
+            });
+        }
+    }
+    for &(i, j) in &block {
+        scoped(w, |w| {
+            w.memo().values.insert(tile.lhs, format!("a{i}"));
+            w.memo().values.insert(tile.rhs, format!("b{j}"));
+            w.set_tile_acc(Some(format!("acc_{i}_{j}")));
+            let v = w.value(red.combiner[0]);
+            w.line(format_args!("acc_{i}_{j} = {v};"));
+            w.set_tile_acc(None);
+        });
+    }
+    let pad = w.pad();
+    pad.truncate(pad.len() - 2);
+    w.line(format_args!("}}"));
+    let (rows, cols) = (e.space[tile.m as usize], e.space[tile.n as usize]);
+    for &(i, j) in &block {
+        scoped(w, |w| {
+            block_position(w, tile.m, i, false);
+            block_position(w, tile.n, j, false);
+            let (rows, cols) = (w.index_const(rows), w.index_const(cols));
+            w.line(format_args!("if (v{} < {rows} && v{} < {cols}) {{", tile.m, tile.n));
+            w.pad().push_str("  ");
+            w.set_tile_acc(Some(format!("acc_{i}_{j}")));
+            w.store_outputs(false);
+            w.set_tile_acc(None);
+            let pad = w.pad();
+            pad.truncate(pad.len() - 2);
+            w.line(format_args!("}}"));
+        });
+    }
+}
+
+/// Defines variable `v{v}` of a tiled dot at `offset` in the thread's block; with
+/// `inside`, clamped into its extent (a factor's loads stay in their buffer; the outputs
+/// past the end are not stored).
+fn block_position<'e, W: TileSpelling<'e>>(w: &mut W, v: u32, offset: i64, inside: bool) {
+    let origin = w.index_mul(format!("w{v}"), DOT_TILE);
+    let offset = w.index_const(offset);
+    let mut at = w.index_add(origin, offset);
+    if inside {
+        at = w.index_clamp(at, 0, w.elemental().space[v as usize] - 1);
+    }
+    w.define_index(&format!("v{v}"), &at);
+}
+
+/// `body` inside braces: the names it defines are forgotten after them.
+fn scoped<'e, W: TileSpelling<'e>>(w: &mut W, body: impl FnOnce(&mut W)) {
+    let (saved, saved_indices) = (w.memo().values.clone(), w.memo().indices.clone());
+    w.line(format_args!("{{"));
+    w.pad().push_str("  ");
+    body(w);
+    let pad = w.pad();
+    pad.truncate(pad.len() - 2);
+    w.line(format_args!("}}"));
+    w.memo().values = saved;
+    w.memo().indices = saved_indices;
 }

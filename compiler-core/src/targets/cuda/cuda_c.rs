@@ -30,7 +30,9 @@ use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
 use crate::kernel::lower::{loop_invariants, Lower, Memo};
 use crate::kernel::reduction;
-use crate::targets::cstyle::{cooperative_ops, fused_names, line_origins, narrow};
+use crate::targets::cstyle::{
+    cooperative_ops, dot_tile, fused_names, line_origins, narrow, tiled_dot, DotTile, TileSpelling, DOT_TILE,
+};
 use std::fmt::Write;
 
 /// Threads per block.
@@ -80,11 +82,13 @@ pub struct CudaKernel {
     pub entry: String,
     /// The function with its header comment (compiled after [`PRELUDE`]).
     pub source: String,
-    /// Outer elements: one thread each, or one block each for a block reduction (0:
-    /// nothing to run).
+    /// Outer elements: one thread each, or one block each for a block reduction, or
+    /// for a tiled dot the threads (0: nothing to run).
     pub outer: u64,
     /// A block per output, its threads sharing the reduction ([`cooperative_ops`]).
     pub block_reduction: bool,
+    /// A dot whose threads each compute a block of outputs ([`DotTile`]).
+    pub dot_tiles: bool,
     /// Per line of `source`: the HLO instruction its value implements, or "".
     pub line_hlo: Vec<String>,
 }
@@ -100,6 +104,8 @@ impl CudaKernel {
     pub fn runs(&self) -> String {
         if self.block_reduction {
             format!("block reduction: {} blocks of {BLOCK}", self.blocks())
+        } else if self.dot_tiles {
+            format!("dot tiles: {} threads of {DOT_TILE}x{DOT_TILE} outputs, blocks of {BLOCK}", self.outer)
         } else {
             format!("{} threads, blocks of {BLOCK}", self.outer)
         }
@@ -125,7 +131,9 @@ pub fn emit(e: &Elemental, entry: &str, title: &str, place: &Placement) -> Resul
     let wide_index = e.idx_range.iter().enumerate().any(wide)
         || outer_elements > i32::MAX as u64
         || e.space.iter().any(|&n| n > i32::MAX as i64);
-    let cooperative = cooperative_ops(e, outer_elements);
+    let tile = dot_tile(e);
+    let cooperative = if tile.is_some() { None } else { cooperative_ops(e, outer_elements) };
+    let outer_elements = tile.map_or(outer_elements, |t| t.threads(e));
     let mut w = Writer {
         e,
         place,
@@ -145,6 +153,8 @@ pub fn emit(e: &Elemental, entry: &str, title: &str, place: &Placement) -> Resul
                 .enumerate()
                 .any(|(o, out)| at == out && stored_type(e.input_elems[i]) != stored_type(e.outputs[o].elem))
         }),
+        tile,
+        tile_acc: None,
     };
     w.header(entry, title, outer_elements);
     w.body(&outer, outer_elements);
@@ -157,6 +167,7 @@ pub fn emit(e: &Elemental, entry: &str, title: &str, place: &Placement) -> Resul
                 source: w.out,
                 outer: outer_elements,
                 block_reduction: cooperative.is_some(),
+                dot_tiles: tile.is_some(),
                 line_hlo,
             })
         }
@@ -232,6 +243,10 @@ struct Writer<'a> {
     /// compiler barrier before each store keeps the element's loads before it, which
     /// type-based alias analysis would otherwise let the compiler move past the store.
     fence: bool,
+    /// A dot computed in register tiles ([`tiled_dot`]).
+    tile: Option<DotTile>,
+    /// Inside a tile: the accumulator of the output being combined or stored.
+    tile_acc: Option<String>,
 }
 
 impl Writer<'_> {
@@ -241,11 +256,17 @@ impl Writer<'_> {
 
     fn header(&mut self, entry: &str, title: &str, outer: u64) {
         let e = self.e;
-        match self.cooperative {
-            Some(_) => {
+        match (&self.cooperative, self.tile) {
+            (Some(_), _) => {
                 let _ = writeln!(self.out, "// {title}: {outer} blocks of {BLOCK}, one per output element");
             }
-            None => {
+            (None, Some(_)) => {
+                let _ = writeln!(
+                    self.out,
+                    "// {title}: {outer} threads, each a {DOT_TILE}x{DOT_TILE} block of the dot's outputs"
+                );
+            }
+            (None, None) => {
                 let _ = writeln!(self.out, "// {title}: {outer} threads");
             }
         }
@@ -294,6 +315,11 @@ impl Writer<'_> {
         self.pad = "    ".into();
         let idx = self.idx;
         self.line(format_args!("const {idx} t = ({idx})t0;"));
+        if let Some(tile) = self.tile {
+            tiled_dot(self, "t", tile);
+            self.out += "  }\n}\n";
+            return;
+        }
         // The outer variables from the thread's row-major position among them.
         self.unravel("t", outer, "q");
         self.element();
@@ -307,14 +333,21 @@ impl Writer<'_> {
     /// Defines variables `vars` (`v{k}`) from `flat`, their row-major position among
     /// them; the quotients are named `{quotient}{k}`.
     fn unravel(&mut self, flat: &str, vars: &[u32], quotient: &str) {
+        let named: Vec<_> = vars.iter().map(|&v| (v, format!("v{v}"), self.e.space[v as usize])).collect();
+        self.unravel_as(flat, &named, quotient);
+    }
+
+    /// Defines each `(v, name, extent)` from `flat`, their row-major position among
+    /// them; the quotients are named `{quotient}{v}`.
+    fn unravel_as(&mut self, flat: &str, vars: &[(u32, String, i64)], quotient: &str) {
         let idx = self.idx;
         let mut rest = flat.to_string();
-        for (k, &v) in vars.iter().enumerate().rev() {
-            let n = self.int(self.e.space[v as usize]);
+        for (k, (v, name, n)) in vars.iter().enumerate().rev() {
+            let n = self.int(*n);
             if k == 0 {
-                self.line(format_args!("const {idx} v{v} = {rest};"));
+                self.line(format_args!("const {idx} {name} = {rest};"));
             } else {
-                self.line(format_args!("const {idx} v{v} = {rest} % {n};"));
+                self.line(format_args!("const {idx} {name} = {rest} % {n};"));
                 self.line(format_args!("const {idx} {quotient}{v} = {rest} / {n};"));
                 rest = format!("{quotient}{v}");
             }
@@ -420,6 +453,35 @@ impl Writer<'_> {
     fn identity(&mut self, op: BinaryOp, elem: ElementType) -> String {
         let id = reduction::identity(op, elem).map(|s| constant(s, elem));
         self.refuse(id.unwrap_or_else(|| Err(format!("no identity of {} on {elem}", op.hlo_name()))))
+    }
+}
+
+impl<'a> TileSpelling<'a> for Writer<'a> {
+    fn line(&mut self, text: std::fmt::Arguments) {
+        Writer::line(self, text);
+    }
+    fn pad(&mut self) -> &mut String {
+        &mut self.pad
+    }
+    fn set_tile_acc(&mut self, acc: Option<String>) {
+        self.tile_acc = acc;
+    }
+    fn unravel_as(&mut self, flat: &str, vars: &[(u32, String, i64)], quotient: &str) {
+        Writer::unravel_as(self, flat, vars, quotient);
+    }
+    fn declare_f32(&mut self, name: &str, init: Option<&str>) {
+        match init {
+            Some(init) => self.line(format_args!("float {name} = {init};")),
+            None => self.line(format_args!("float {name};")),
+        }
+    }
+    fn define_index(&mut self, name: &str, value: &str) {
+        let idx = self.idx;
+        self.line(format_args!("const {idx} {name} = {value};"));
+    }
+    fn open_counted_loop(&mut self, v: u32, n: i64) {
+        let (idx, n) = (self.idx, self.int(n));
+        self.line(format_args!("for ({idx} v{v} = 0; v{v} < {n}; ++v{v}) {{"));
     }
 }
 
@@ -575,7 +637,10 @@ impl<'a> Lower<'a> for Writer<'a> {
     }
 
     fn accumulator(&mut self, red: u32, i: u32) -> String {
-        format!("acc{red}_{i}")
+        match &self.tile_acc {
+            Some(acc) => acc.clone(),
+            None => format!("acc{red}_{i}"),
+        }
     }
 
     /// The reduced loops (the only nest the driver asks for: the outer variables come
@@ -642,7 +707,7 @@ impl<'a> Lower<'a> for Writer<'a> {
         let out = &self.e.outputs[o];
         // An outer output's store position (the plan's store strides over the kept
         // variables) is the thread's own index `t`, by the mapping in `body`.
-        let at = if out.inner { self.store_index(o) } else { "t".into() };
+        let at = if out.inner || self.tile.is_some() { self.store_index(o) } else { "t".into() };
         let bits = match out.elem {
             Pred => format!("{v} ? 1 : 0"),
             S8 => format!("(signed char){v}"),

@@ -36,7 +36,9 @@ use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
 use crate::kernel::lower::{loop_invariants, Lower, Memo};
 use crate::kernel::reduction;
-use crate::targets::cstyle::{cooperative_ops, dot_tile, fused_names, line_origins, narrow, DotTile, DOT_TILE};
+use crate::targets::cstyle::{
+    cooperative_ops, dot_tile, fused_names, line_origins, narrow, tiled_dot, DotTile, TileSpelling, DOT_TILE,
+};
 use std::fmt::Write;
 
 /// Invocations per workgroup.
@@ -242,7 +244,7 @@ struct Writer<'a> {
     bound: Vec<(usize, u32)>,
     /// The arena is `array<atomic<u32>>` (the kernel writes a narrow buffer).
     atomic: bool,
-    /// A dot computed in register tiles ([`Writer::tiled_body`]).
+    /// A dot computed in register tiles ([`tiled_dot`]).
     tile: Option<DotTile>,
     /// Inside a tile: the accumulator of the output being combined or stored.
     tile_acc: Option<String>,
@@ -343,7 +345,7 @@ impl Writer<'_> {
         }
         self.pad = "    ".into();
         if let Some(tile) = self.tile {
-            self.tiled_body(outer, tile);
+            tiled_dot(self, "t", tile);
             self.out += "  }\n}\n";
             return;
         }
@@ -360,13 +362,19 @@ impl Writer<'_> {
     /// Defines variables `vars` (`v{k}`) from `flat`, their row-major position among
     /// them; the quotients are named `{quotient}{k}`.
     fn unravel(&mut self, flat: &str, vars: &[u32], quotient: &str) {
+        let named: Vec<_> = vars.iter().map(|&v| (v, format!("v{v}"), self.e.space[v as usize])).collect();
+        self.unravel_as(flat, &named, quotient);
+    }
+
+    /// Defines each `(v, name, extent)` (`i32`) from `flat` (`u32`), their row-major
+    /// position among them; the quotients are named `{quotient}{v}`.
+    fn unravel_as(&mut self, flat: &str, vars: &[(u32, String, i64)], quotient: &str) {
         let mut rest = flat.to_string();
-        for (k, &v) in vars.iter().enumerate().rev() {
-            let n = self.e.space[v as usize];
+        for (k, (v, name, n)) in vars.iter().enumerate().rev() {
             if k == 0 {
-                self.line(format_args!("let v{v} = i32({rest});"));
+                self.line(format_args!("let {name} = i32({rest});"));
             } else {
-                self.line(format_args!("let v{v} = i32({rest} % {n}u);"));
+                self.line(format_args!("let {name} = i32({rest} % {n}u);"));
                 self.line(format_args!("let {quotient}{v} = {rest} / {n}u;"));
                 rest = format!("{quotient}{v}");
             }
@@ -429,98 +437,31 @@ impl Writer<'_> {
     }
 }
 
-impl Writer<'_> {
-    /// A dot in register tiles ([`DotTile`]): the block's origin from `t` (`w{m}` and
-    /// `w{n}` count blocks), one accumulator per output of the block set to the init,
-    /// the contraction loop evaluating each factor once per row or column of the block
-    /// and the combiner once per output, then each output of the block that lies inside
-    /// the result stored through the driver (the epilogue, at the output's position).
-    fn tiled_body(&mut self, outer: &[u32], tile: DotTile) {
-        let e = self.e;
-        let mut rest = "t".to_string();
-        for (pos, &v) in outer.iter().enumerate().rev() {
-            let name = if v == tile.m || v == tile.n { format!("w{v}") } else { format!("v{v}") };
-            if pos == 0 {
-                self.line(format_args!("let {name} = i32({rest});"));
-            } else {
-                let n = tile.extent(e, v);
-                self.line(format_args!("let {name} = i32({rest} % {n}u);"));
-                self.line(format_args!("let q{v} = {rest} / {n}u;"));
-                rest = format!("q{v}");
-            }
-        }
-        let red = &e.reductions[0];
-        let init = self.value(red.inits[0]);
-        let block: Vec<(i64, i64)> = (0..DOT_TILE).flat_map(|i| (0..DOT_TILE).map(move |j| (i, j))).collect();
-        for &(i, j) in &block {
-            self.line(format_args!("var acc_{i}_{j}: f32 = {init};"));
-        }
-        let (k, steps) = (tile.k, e.space[tile.k as usize]);
-        self.line(format_args!("for (var v{k}: i32 = 0; v{k} < {steps}; v{k}++) {{"));
-        self.pad += "  ";
-        // A factor reads the other side's variable nowhere, but its text may name it:
-        // both are defined, inside the result.
-        for (factor, name, along, across) in [(tile.lhs, "a", tile.m, tile.n), (tile.rhs, "b", tile.n, tile.m)] {
-            for i in 0..DOT_TILE {
-                self.line(format_args!("var {name}{i}: f32;"));
-                self.scoped(|s| {
-                    s.block_position(along, i, true);
-                    s.block_position(across, 0, true);
-                    let v = s.value(factor);
-                    s.line(format_args!("{name}{i} = {v};"));
-                });
-            }
-        }
-        for &(i, j) in &block {
-            self.scoped(|s| {
-                s.memo.values.insert(tile.lhs, format!("a{i}"));
-                s.memo.values.insert(tile.rhs, format!("b{j}"));
-                s.tile_acc = Some(format!("acc_{i}_{j}"));
-                let v = s.value(red.combiner[0]);
-                s.line(format_args!("acc_{i}_{j} = {v};"));
-                s.tile_acc = None;
-            });
-        }
-        self.pad.truncate(self.pad.len() - 2);
-        self.line(format_args!("}}"));
-        let (rows, cols) = (e.space[tile.m as usize], e.space[tile.n as usize]);
-        for &(i, j) in &block {
-            self.scoped(|s| {
-                s.block_position(tile.m, i, false);
-                s.block_position(tile.n, j, false);
-                s.line(format_args!("if (v{} < {rows} && v{} < {cols}) {{", tile.m, tile.n));
-                s.pad += "  ";
-                s.tile_acc = Some(format!("acc_{i}_{j}"));
-                s.store_outputs(false);
-                s.tile_acc = None;
-                s.pad.truncate(s.pad.len() - 2);
-                s.line(format_args!("}}"));
-            });
+impl<'a> TileSpelling<'a> for Writer<'a> {
+    fn line(&mut self, text: std::fmt::Arguments) {
+        Writer::line(self, text);
+    }
+    fn pad(&mut self) -> &mut String {
+        &mut self.pad
+    }
+    fn set_tile_acc(&mut self, acc: Option<String>) {
+        self.tile_acc = acc;
+    }
+    fn unravel_as(&mut self, flat: &str, vars: &[(u32, String, i64)], quotient: &str) {
+        Writer::unravel_as(self, flat, vars, quotient);
+    }
+    fn declare_f32(&mut self, name: &str, init: Option<&str>) {
+        match init {
+            Some(init) => self.line(format_args!("var {name}: f32 = {init};")),
+            None => self.line(format_args!("var {name}: f32;")),
         }
     }
-
-    /// Defines variable `v` of a tiled dot at `offset` in the invocation's block; with
-    /// `inside`, clamped into its extent (a factor's loads stay in their buffer; the
-    /// outputs past the end are not stored).
-    fn block_position(&mut self, v: u32, offset: i64, inside: bool) {
-        if inside {
-            let last = self.e.space[v as usize] - 1;
-            self.line(format_args!("let v{v} = min(w{v} * {DOT_TILE} + {offset}, {last});"));
-        } else {
-            self.line(format_args!("let v{v} = w{v} * {DOT_TILE} + {offset};"));
-        }
+    fn define_index(&mut self, name: &str, value: &str) {
+        self.line(format_args!("let {name} = {value};"));
     }
-
-    /// `body` inside braces: the names it defines are forgotten after them.
-    fn scoped(&mut self, body: impl FnOnce(&mut Self)) {
-        let (saved, saved_indices) = (self.memo.values.clone(), self.memo.indices.clone());
-        self.line(format_args!("{{"));
-        self.pad += "  ";
-        body(self);
-        self.pad.truncate(self.pad.len() - 2);
-        self.line(format_args!("}}"));
-        self.memo.values = saved;
-        self.memo.indices = saved_indices;
+    fn open_counted_loop(&mut self, v: u32, n: i64) {
+        let n = self.int(n);
+        self.line(format_args!("for (var v{v}: i32 = 0; v{v} < {n}; v{v}++) {{"));
     }
 }
 

@@ -746,6 +746,41 @@ ENTRY main {
     }
 }
 
+#[test]
+fn a_fusion_reading_its_reduction_transposed_is_not_miscompiled() {
+    // A hand-written input fusion adds a reduction's result to its own transpose. The
+    // result exists only at the element being computed, so the kernel cannot read it
+    // at another: the planner refuses that description, and the kernel runs on the
+    // interpreter instead of adding each element to itself (2.2 off on these inputs).
+    let hlo = r#"
+HloModule m
+add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32[] add(a, b) }
+fused {
+  p0 = f32[4,4,8] parameter(0)
+  z = f32[] constant(0)
+  r = f32[4,4] reduce(p0, z), dimensions={2}, to_apply=add
+  t = f32[4,4] transpose(r), dimensions={1,0}
+  ROOT a = f32[4,4] add(r, t)
+}
+ENTRY main {
+  x = f32[4,4,8] parameter(0)
+  ROOT f = f32[4,4] fusion(x), kind=kInput, calls=fused
+}
+"#;
+    let module = hloscope_core::parse::parse_module(hlo).unwrap();
+    let xs: Vec<f64> = (0..4 * 4 * 8).map(|i| ((i * 29) % 53) as f64 / 7.0).collect();
+    let args = vec![hloscope_core::ir::Value::Array(f32s(&[4, 4, 8], &xs))];
+    let want = hloscope_core::interp::Interpreter::new(&module).run(&args).unwrap().flatten();
+    let exe = cpu::compile(&module).unwrap();
+    let got = exe.run(&args).unwrap().flatten();
+    assert!(close(&got[0], &want[0], 4), "{:?} vs {:?}; plan:\n{}", got[0], want[0], exe.plan().summary());
+    let sums: Vec<f64> = xs.chunks(8).map(|c| c.iter().sum()).collect();
+    let by_hand: Vec<f64> = (0..16).map(|k| sums[k] + sums[(k % 4) * 4 + k / 4]).collect();
+    for (g, w) in got[0].to_f64_vec().iter().zip(by_hand) {
+        assert!((g - w).abs() < 1e-4, "{g} vs {w}");
+    }
+}
+
 /// Three layers of `tanh(h · w)`: the first two layers' epilogues are the same code on
 /// different buffers, so the second runs the first one's machine code and says so (the
 /// third writes the program's result, a difference in its code); all agree with the

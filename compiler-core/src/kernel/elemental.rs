@@ -301,6 +301,7 @@ fn build_with_split(
         let scaled = b.idx(Idx::Mul(hi.ok_or("a split of a rank-0 space")?, k));
         outer.push(b.add(scaled, lo.ok_or("a split of a rank-0 space")?));
     }
+    b.outer_at = Some(outer.clone());
     let full: Vec<IdxId> = (0..b.e.space.len() as u32).map(|v| b.idx(Idx::Var(v))).collect();
     let kept_dims: Vec<i64> = b.e.outer_vars().iter().map(|&v| b.e.space[v as usize]).collect();
     for &o in outputs {
@@ -393,6 +394,9 @@ pub(crate) struct Builder<'c> {
     memo: FxHashMap<(InstId, Vec<IdxId>, bool), ExprId>,
     /// Reduce instruction -> its reduction number.
     reduce_of: FxHashMap<InstId, u32>,
+    /// The outer index: the only index a reduce's result exists at (a `Reduced` node is
+    /// the value at the element being computed), once known.
+    outer_at: Option<Vec<IdxId>>,
     extra: Vec<(InstId, Literal)>,
 }
 
@@ -418,6 +422,7 @@ impl<'c> Builder<'c> {
             idx_memo: HashMap::new(),
             memo: FxHashMap::default(),
             reduce_of: FxHashMap::default(),
+            outer_at: None,
             extra: Vec::new(),
         }
     }
@@ -937,6 +942,7 @@ impl<'c> Builder<'c> {
                 if !outer {
                     return Err("a reduce result used inside its own loop".into());
                 }
+                self.check_outer_index(id, at)?;
                 self.reduce_value(id, 0)?
             }
             Op::GetTupleElement { index } => {
@@ -944,6 +950,7 @@ impl<'c> Builder<'c> {
                 if !matches!(comp.inst(src).op, Op::Reduce { .. } | Op::ReduceWindow(_)) || !outer {
                     return Err("get-tuple-element of something other than a reduce".into());
                 }
+                self.check_outer_index(src, at)?;
                 self.reduce_value(src, *index)?
             }
             Op::DynamicSlice { sizes } => {
@@ -1209,6 +1216,18 @@ impl<'c> Builder<'c> {
         let linear = self.linearize(at, &shape.dims);
         let src = self.delinearize(linear, &from.dims);
         self.eval(operand, &src, outer)
+    }
+
+    /// A reduce's result is read where it exists: at the element being computed (a
+    /// transpose or slice of it in the same kernel would read another element's).
+    fn check_outer_index(&self, r: InstId, at: &[IdxId]) -> Result<(), String> {
+        match &self.outer_at {
+            Some(outer) if outer.as_slice() != at => Err(format!(
+                "{} is read at another element than the one being computed (its result exists only there)",
+                self.comp.inst(r).name
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Result `i` of reduce `r`, building its reduction the first time.

@@ -312,7 +312,8 @@ pub(super) fn emit_kernel<M: Module>(
 
 /// Emits the kernel as function `name`: vectorized when [`vector::plan`] allows and
 /// Cranelift lowers the result, scalar otherwise; [`Emitted::shape`] says which, and why
-/// not.
+/// not. (The AOT object path's; the JIT prepares and compiles kernels in two steps.)
+#[cfg(feature = "cpu")]
 pub fn emit<M: Module>(
     m: &mut M,
     helpers: &Helpers,

@@ -588,11 +588,11 @@ impl<'m> Planner<'m> {
                     let dshape = dinst.ty.as_array().ok_or("a dot must produce an array")?.clone();
                     let conv = matches!(dinst.op, Op::Convolution(_));
                     // Without a GEMM library, an epilogue that reads the dot at its own
-                    // index follows the dot's reduction in the same kernel.
-                    if !conv && !self.plan.caps.library_dot && epilogue_at_own_index(body_comp, d) {
-                        let fused = self.dot_with_epilogue(&inst.name, id, body_comp, d, &roots, &slots, &inputs);
-                        if let Ok(mut kernel) = fused {
-                            kernel.outputs = outputs;
+                    // element follows the dot's reduction in the same kernel.
+                    if !conv && !self.plan.caps.library_dot {
+                        let fused =
+                            self.dot_with_epilogue(&inst.name, id, body_comp, d, &roots, &slots, &inputs, &outputs);
+                        if let Ok(kernel) = fused {
                             self.plan.kernels.push(kernel);
                             return Ok(());
                         }
@@ -958,10 +958,30 @@ impl<'m> Planner<'m> {
         comp: &crate::ir::Computation,
         roots: &[InstId],
         slots: HashMap<InstId, u32>,
-        mut inputs: Vec<BufferId>,
+        inputs: Vec<BufferId>,
         outputs: Vec<BufferId>,
     ) -> Result<(), String> {
-        let (mut e, extra) = elemental::build(self.module, comp, roots, &slots)?;
+        let module = self.module;
+        let kernel = self.elemental_kernel(module, name, source, comp, roots, &slots, inputs, outputs)?;
+        self.plan.kernels.push(kernel);
+        Ok(())
+    }
+
+    /// The elemental kernel of `roots` of `comp` (whose reduce bodies `module` holds):
+    /// the constants it meets become plan constants read as extra inputs.
+    #[allow(clippy::too_many_arguments)]
+    fn elemental_kernel(
+        &mut self,
+        module: &Module,
+        name: String,
+        source: InstId,
+        comp: &crate::ir::Computation,
+        roots: &[InstId],
+        slots: &HashMap<InstId, u32>,
+        mut inputs: Vec<BufferId>,
+        outputs: Vec<BufferId>,
+    ) -> Result<Kernel, String> {
+        let (mut e, extra) = elemental::build(module, comp, roots, slots)?;
         for (_, lit) in extra {
             let b = self.buffer(lit.shape.clone(), format!("{name}.const"));
             self.plan.constants.push((b, lit));
@@ -969,8 +989,7 @@ impl<'m> Planner<'m> {
         }
         e.canonicalize_inputs(&mut inputs);
         let kind = elemental_kind(&e);
-        self.plan.kernels.push(Kernel { name, source, kind, inputs, outputs, body: KernelBody::Elemental(e) });
-        Ok(())
+        Ok(Kernel { name, source, kind, inputs, outputs, body: KernelBody::Elemental(e) })
     }
 
     /// A dot as an elemental reduction ([`push_dot_reduction`]), its own kernel.
@@ -1007,9 +1026,9 @@ impl<'m> Planner<'m> {
 
     /// An output fusion on a target without a GEMM library as one reduction kernel: dot
     /// `d` of fusion body `comp` in its reduction form ([`push_dot_reduction`]), every
-    /// root computed from its result after the loop. For an epilogue that reads the
-    /// dot's result only at its own index ([`epilogue_at_own_index`]); the caller sets
-    /// the kernel's outputs.
+    /// root computed from its result after the loop. The builder refuses an epilogue
+    /// that reads the dot's result at another element than its own (a transpose of it):
+    /// the caller then plans the dot and the epilogue as two kernels.
     #[allow(clippy::too_many_arguments)]
     fn dot_with_epilogue(
         &mut self,
@@ -1020,21 +1039,13 @@ impl<'m> Planner<'m> {
         roots: &[InstId],
         slots: &HashMap<InstId, u32>,
         inputs: &[BufferId],
+        outputs: &[BufferId],
     ) -> Result<Kernel, String> {
         let (mut module, mut scratch) = (self.module.clone(), comp.clone());
         let red = push_dot_reduction(&mut module, &mut scratch, d)?;
         scratch.replace_all_uses(d, red);
         let roots: Vec<InstId> = roots.iter().map(|&r| if r == d { red } else { r }).collect();
-        let (mut e, extra) = elemental::build(&module, &scratch, &roots, slots)?;
-        let mut inputs = inputs.to_vec();
-        for (_, lit) in extra {
-            let b = self.buffer(lit.shape.clone(), format!("{name}.const"));
-            self.plan.constants.push((b, lit));
-            inputs.push(b);
-        }
-        e.canonicalize_inputs(&mut inputs);
-        let kind = elemental_kind(&e);
-        Ok(Kernel { name: name.into(), source, kind, inputs, outputs: Vec::new(), body: KernelBody::Elemental(e) })
+        self.elemental_kernel(&module, name.into(), source, &scratch, &roots, slots, inputs.to_vec(), outputs.to_vec())
     }
 
     fn dot(
@@ -1142,28 +1153,6 @@ fn push_dot_reduction(module: &mut Module, scratch: &mut crate::ir::Computation,
         red = push(Op::Convert, vec![red], Type::Array(out));
     }
     Ok(red)
-}
-
-/// Whether every instruction of fusion body `comp` that reads dot `d`'s result (directly
-/// or through others) is elementwise at the dot's shape, so reads it at its own index:
-/// the epilogue can then follow the dot's reduction in one kernel.
-fn epilogue_at_own_index(comp: &crate::ir::Computation, d: InstId) -> bool {
-    let dims = comp.inst(d).ty.as_array().map(|s| s.dims.clone());
-    let mut downstream = std::collections::HashSet::from([d]);
-    for &id in &comp.order {
-        let inst = comp.inst(id);
-        if id == d || !inst.operands.iter().any(|o| downstream.contains(o)) {
-            continue;
-        }
-        if id == comp.root && matches!(inst.op, Op::Tuple) {
-            continue;
-        }
-        if !inst.op.is_elementwise() || inst.ty.as_array().map(|s| s.dims.clone()) != dims {
-            return false;
-        }
-        downstream.insert(id);
-    }
-    true
 }
 
 /// A copy of `comp` with one get-tuple-element per result of each tuple-typed root,

@@ -53,6 +53,7 @@ use hloscope_core::ir::{CompId, InstId, Literal, Module, Op, Value};
 use hloscope_core::kernel::KernelPlan;
 use hloscope_core::npy::params as inputs;
 use hloscope_core::targets::cpu::{self, CpuExecutable};
+use hloscope_core::targets::cstyle::Mapping;
 use hloscope_core::targets::cuda::{self, runtime::CudaExecutable};
 use hloscope_core::targets::wasm::{self, runtime::WasmExecutable};
 use hloscope_core::targets::webgpu::{self, runtime::WebGpuExecutable};
@@ -671,8 +672,9 @@ pub fn measure(
         Runner::Cuda { exe, module } => {
             let program = exe.program();
             let code = |k: usize| match &program.kernels[k] {
-                Some(f) if f.block_reduction => "cuda block reduction".to_string(),
-                Some(f) if f.dot_tiles => "cuda dot tiles".to_string(),
+                Some(f) if f.mapping == Mapping::BlockReduction => "cuda block reduction".to_string(),
+                Some(f) if f.mapping == Mapping::DotTiles => "cuda dot tiles".to_string(),
+                Some(f) if f.mapping == Mapping::TransposeTiles => "cuda transpose tiles".to_string(),
                 Some(_) => "cuda".to_string(),
                 None => "interpreter (host)".to_string(),
             };

@@ -1,4 +1,4 @@
-//! The CUDA target without a GPU: golden CUDA C for four kernels (`tests/golden/cuda/`,
+//! The CUDA target without a GPU: golden CUDA C for five kernels (`tests/golden/cuda/`,
 //! refreshed with `UPDATE_EXPECT=1`), and, with feature `cuda`, every program of the
 //! conformance and JAX corpora compiled by NVRTC to PTX and assembled by
 //! `ptxas -arch=sm_90` (NVIDIA's wheels: `cargo xtask test` installs them into
@@ -9,6 +9,7 @@
 //! does that on a machine that has one.
 
 use hloscope_core::ir::Module;
+use hloscope_core::targets::cstyle::Mapping;
 use hloscope_core::targets::{cuda, optimize};
 
 use crate::corpus;
@@ -66,9 +67,32 @@ ENTRY %main (x: f32[32,20], w: f32[20,36]) -> f32[32,36] {
     );
     assert_eq!(p.counts(), (1, 0));
     let k = p.kernels[0].as_ref().unwrap();
-    assert!(k.dot_tiles && !k.block_reduction);
+    assert_eq!(k.mapping, Mapping::DotTiles);
     assert_eq!(k.runs(), "dot tiles: 72 threads of 4x4 outputs, blocks of 256");
     expect_test::expect_file!["golden/cuda/dot_tiles.cu"].assert_eq(&k.source);
+}
+
+#[test]
+fn a_transpose_goes_through_shared_memory_tiles() {
+    // One block per 32x32 tile (3 x 2 x 3 of them): the transposed operand read along
+    // its own rows into shared memory, the tile computed and stored along the output's
+    // rows; the operand already in order is read where it is used. `cstyle`'s code,
+    // shared with WGSL (run on lavapipe there).
+    let p = program(
+        "HloModule m
+ENTRY %main (x: f32[3,70,45], y: f32[3,45,70]) -> f32[3,45,70] {
+  %x = f32[3,70,45] parameter(0)
+  %y = f32[3,45,70] parameter(1)
+  %t = f32[3,45,70] transpose(%x), dimensions={0,2,1}
+  %m = f32[3,45,70] multiply(%t, %y)
+  ROOT %s = f32[3,45,70] add(%m, %t)
+}",
+    );
+    assert_eq!(p.counts(), (1, 0));
+    let k = p.kernels[0].as_ref().unwrap();
+    assert_eq!(k.mapping, Mapping::TransposeTiles);
+    assert_eq!(k.runs(), "transpose tiles: 18 blocks of 256, each a 32x32 tile");
+    expect_test::expect_file!["golden/cuda/transpose_tiles.cu"].assert_eq(&k.source);
 }
 
 #[test]
@@ -89,7 +113,7 @@ ENTRY %main (x: f32[4,1000]) -> f32[4] {
     );
     assert_eq!(p.counts(), (1, 0));
     let k = p.kernels[0].as_ref().unwrap();
-    assert!(k.block_reduction);
+    assert_eq!(k.mapping, Mapping::BlockReduction);
     assert_eq!(k.runs(), "block reduction: 4 blocks of 256");
     expect_test::expect_file!["golden/cuda/row_sum_of_exp.cu"].assert_eq(&k.source);
 }

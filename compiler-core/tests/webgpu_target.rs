@@ -204,6 +204,116 @@ fn dots_run_in_register_tiles() {
     assert!(program.shaders.iter().flatten().all(|s| s.mapping != Mapping::DotTiles), "{}", program.listing());
 }
 
+/// Transposes fused with elementwise work: a batched f32 one whose sides are no
+/// multiple of the tile (70 x 45), mixed with an operand read in order; an s8 one
+/// converted to s32 (narrow loads out of their words); and one too small for tiles.
+const TRANSPOSES: &str = "HloModule m
+ENTRY %main (x: f32[3,70,45], y: f32[3,45,70], b: s8[130,100], c: f32[8,8]) -> (f32[3,45,70], s32[100,130], f32[8,8]) {
+  %x = f32[3,70,45] parameter(0)
+  %y = f32[3,45,70] parameter(1)
+  %t = f32[3,45,70] transpose(%x), dimensions={0,2,1}
+  %m = f32[3,45,70] multiply(%t, %y)
+  %s = f32[3,45,70] add(%m, %t)
+  %b = s8[130,100] parameter(2)
+  %bt = s8[100,130] transpose(%b), dimensions={1,0}
+  %bc = s32[100,130] convert(%bt)
+  %c = f32[8,8] parameter(3)
+  %ct = f32[8,8] transpose(%c), dimensions={1,0}
+  ROOT %o = (f32[3,45,70], s32[100,130], f32[8,8]) tuple(%s, %bc, %ct)
+}";
+
+#[test]
+fn transposes_go_through_workgroup_tiles() {
+    use webgpu::wgsl::Mapping;
+    let module = hloscope_core::parse::parse_module(TRANSPOSES).unwrap();
+    let program = webgpu::compile(&optimize(&module).unwrap()).unwrap();
+    let tiled: Vec<_> = program.shaders.iter().flatten().filter(|s| s.mapping == Mapping::TransposeTiles).collect();
+    assert_eq!(tiled.len(), 2, "both large transposes are tiled:\n{}", program.listing());
+    // One workgroup per 32x32 tile: 3 x 2 x 3 tiles of the batched one, 4 x 5 of the other.
+    let mut workgroups: Vec<u32> = tiled.iter().map(|s| s.workgroups()).collect();
+    workgroups.sort();
+    assert_eq!(workgroups, vec![18, 20], "{}", program.listing());
+    for s in &tiled {
+        validate(&s.source).unwrap_or_else(|e| panic!("{e}\n{}", s.source));
+        // The transposed operand is read once, into the tile; the other operand of the
+        // batched one is read where its element is computed.
+        assert_eq!(s.source.matches("var<workgroup> tile").count(), 1, "{}", s.source);
+        assert_eq!(s.source.matches("workgroupBarrier()").count(), 2, "{}", s.source);
+    }
+    assert!(program.shaders.iter().flatten().any(|s| s.mapping == Mapping::Elements), "{}", program.listing());
+}
+
+/// Column reductions (the innermost dimension kept) with few outputs: a float sum with
+/// an init and a max of one operand (one kernel or two), an integer sum, and a
+/// batched mean whose columns are no multiple of the workgroup's run.
+const COLUMN_REDUCTIONS: &str = "HloModule m
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+%iadd (a: s32[], b: s32[]) -> s32[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  ROOT %s = s32[] add(%a, %b)
+}
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] maximum(%a, %b)
+}
+ENTRY %main (x: f32[1000,70], i: s32[500,33], y: f32[4,300,40]) -> (f32[70], f32[70], s32[33], f32[4,40]) {
+  %x = f32[1000,70] parameter(0)
+  %sq = f32[1000,70] multiply(%x, %x)
+  %init = f32[] constant(1.5)
+  %s = f32[70] reduce(%sq, %init), dimensions={0}, to_apply=%add
+  %l = f32[] constant(-inf)
+  %m = f32[70] reduce(%x, %l), dimensions={0}, to_apply=%max
+  %i = s32[500,33] parameter(1)
+  %big = s32[500,33] multiply(%i, %i)
+  %k = s32[] constant(2147483000)
+  %n = s32[33] reduce(%big, %k), dimensions={0}, to_apply=%iadd
+  %y = f32[4,300,40] parameter(2)
+  %z = f32[] constant(0)
+  %ys = f32[4,40] reduce(%y, %z), dimensions={1}, to_apply=%add
+  %c = f32[] constant(300)
+  %cb = f32[4,40] broadcast(%c), dimensions={}
+  %mean = f32[4,40] divide(%ys, %cb)
+  ROOT %t = (f32[70], f32[70], s32[33], f32[4,40]) tuple(%s, %m, %n, %mean)
+}";
+
+#[test]
+fn column_reductions_split_their_rows_across_a_workgroup() {
+    use webgpu::wgsl::Mapping;
+    let module = hloscope_core::parse::parse_module(COLUMN_REDUCTIONS).unwrap();
+    let program = webgpu::compile(&optimize(&module).unwrap()).unwrap();
+    let tiled: Vec<_> = program.shaders.iter().flatten().filter(|s| s.mapping == Mapping::ColumnTiles).collect();
+    assert_eq!(tiled.len(), program.plan.kernels.len(), "every reduction is column-tiled:\n{}", program.listing());
+    for s in &tiled {
+        validate(&s.source).unwrap_or_else(|e| panic!("{e}\n{}", s.source));
+        // Each invocation strides over every fourth row of its column.
+        assert!(s.source.contains("for (var r: i32 = ly; r < "), "{}", s.source);
+    }
+    // 70 columns in runs of 16: 5 workgroups; 33 columns: 3; 4 x 40: 4 x 3.
+    let mut workgroups: Vec<u32> = tiled.iter().map(|s| s.workgroups()).collect();
+    workgroups.sort();
+    assert!(workgroups == vec![3, 5, 12] || workgroups == vec![3, 5, 5, 12], "{workgroups:?}");
+    // With many outputs one invocation per column fills the device: no tiles.
+    let wide = "HloModule m
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (x: f32[200,70000]) -> f32[70000] {
+  %x = f32[200,70000] parameter(0)
+  %z = f32[] constant(0)
+  ROOT %s = f32[70000] reduce(%x, %z), dimensions={0}, to_apply=%add
+}";
+    let program = webgpu::compile(&hloscope_core::parse::parse_module(wide).unwrap()).unwrap();
+    assert_eq!(program.shaders[0].as_ref().unwrap().mapping, Mapping::Elements, "{}", program.listing());
+}
+
 #[cfg(feature = "webgpu")]
 mod on_a_device {
     use super::*;
@@ -325,6 +435,42 @@ ENTRY %main (x: f32[3,1000], i: s32[5000]) -> (f32[3], f32[], s32[], f32[3]) {
             for (g, w) in got.flatten().iter().zip(&want) {
                 assert!(close(g, w, 1e-5), "seed {seed}: {g:?} vs {w:?}");
             }
+        }
+    }
+
+    #[test]
+    fn transposes_through_workgroup_tiles_match_the_interpreter() {
+        // Every element computed from the same loaded values as one invocation per
+        // element computes it: exact, the tiles at the edges included.
+        let module = hloscope_core::parse::parse_module(TRANSPOSES).unwrap();
+        let optimized = optimize(&module).unwrap();
+        for seed in [1, 2] {
+            let args = hloscope_core::interp::random_inputs(&module, seed);
+            let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+            let (got, program) = device_run(&optimized, &args);
+            assert_eq!(program.counts().1, 0, "everything runs on the device:\n{}", program.listing());
+            for (g, w) in got.flatten().iter().zip(&want) {
+                assert_eq!(g.to_le_bytes(), w.to_le_bytes(), "seed {seed}");
+            }
+        }
+    }
+
+    #[test]
+    fn column_reductions_in_workgroups_match_the_interpreter() {
+        // Float sums within rounding of the interpreter's order (the rows are split
+        // across lanes), the max and the wrapping integer sum exact.
+        let module = hloscope_core::parse::parse_module(COLUMN_REDUCTIONS).unwrap();
+        let optimized = optimize(&module).unwrap();
+        for seed in [1, 2] {
+            let args = hloscope_core::interp::random_inputs(&module, seed);
+            let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+            let (got, program) = device_run(&optimized, &args);
+            assert_eq!(program.counts().1, 0, "everything runs on the device:\n{}", program.listing());
+            let got = got.flatten();
+            assert!(close(&got[0], &want[0], 1e-5), "seed {seed}: {:?} vs {:?}", got[0], want[0]);
+            assert!(close(&got[1], &want[1], 0.0), "seed {seed}: {:?} vs {:?}", got[1], want[1]);
+            assert_eq!(got[2].to_le_bytes(), want[2].to_le_bytes(), "seed {seed}: the wrapping sum");
+            assert!(close(&got[3], &want[3], 1e-5), "seed {seed}: {:?} vs {:?}", got[3], want[3]);
         }
     }
 
@@ -549,7 +695,7 @@ ENTRY %main (x: bf16[5,7], y: f32[3,999]) -> (bf16[7,5], f16[3]) {
         let program = webgpu::compile(&optimized).unwrap();
         assert_eq!(program.counts().1, 0, "everything runs on the device:\n{}", program.listing());
         assert!(
-            program.shaders.iter().flatten().any(|s| s.mapping == webgpu::wgsl::Mapping::WorkgroupReduction),
+            program.shaders.iter().flatten().any(|s| s.mapping == webgpu::wgsl::Mapping::BlockReduction),
             "{}",
             program.listing()
         );

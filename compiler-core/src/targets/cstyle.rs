@@ -7,6 +7,14 @@
 //!   per thread, and which factor of the product is read along which variable; and
 //!   [`tiled_dot`], the code that computes them, over the few statements each language
 //!   spells for itself ([`TileSpelling`]);
+//! - [`transpose_tile`]: when a loop kernel's transposed loads go through shared
+//!   (workgroup) memory in square tiles, so that both its loads and its stores are
+//!   contiguous across neighbouring threads, and [`tiled_transpose`], its code;
+//! - [`column_tile`]: when a column reduction's block takes neighbouring columns, its
+//!   threads splitting each column's rows and combining their partials through shared
+//!   memory, and [`column_position`] and [`column_nest`], its code;
+//! - [`Mapping`]: how a kernel's outputs are spread over threads, which its launch
+//!   follows;
 //! - [`fused_names`]: the HLO instructions a kernel implements, for its header comment;
 //! - [`line_origins`]: per line of a kernel's text, the HLO instruction its value
 //!   implements (the kernels pane links lines to the graph with it).
@@ -16,9 +24,28 @@
 
 use crate::ir::{BinaryOp, ElementType};
 use crate::kernel::elemental::{Elemental, ExprId, Node};
-use crate::kernel::index::IndexAnalysis;
+use crate::kernel::index::{Dependence, IndexAnalysis};
 use crate::kernel::lower::Lower;
 use crate::kernel::reduction;
+
+/// How a kernel's outputs are spread over a GPU's threads (WebGPU's invocations), which
+/// the launch follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mapping {
+    /// One thread per outer element (a grid-stride loop past the launch limit).
+    Elements,
+    /// A block (workgroup) per output, its threads sharing the reduction
+    /// ([`cooperative_ops`]).
+    BlockReduction,
+    /// A dot whose threads each compute a block of outputs ([`DotTile`]).
+    DotTiles,
+    /// A block per square tile of the output, its transposed loads staged through
+    /// shared memory ([`TransposeTile`]).
+    TransposeTiles,
+    /// A block per run of neighbouring columns of a column reduction, its threads
+    /// splitting the rows ([`ColumnTile`]).
+    ColumnTiles,
+}
 
 /// The fewest elements a reduction reduces per output for a block to share it.
 pub const MIN_COOPERATIVE: i64 = 128;
@@ -47,10 +74,152 @@ pub fn cooperative_ops(e: &Elemental, outer_elements: u64) -> Option<Vec<BinaryO
     if reduced < MIN_COOPERATIVE || reduced > u32::MAX as i64 || !(rows || outer_elements < 4096) {
         return None;
     }
+    reorderable_ops(e)
+}
+
+/// Each reduction's op, when every reduction is one associative op
+/// ([`reduction::associative_op`]) whose order may change: a narrow sum rounds at every
+/// step, so its order is part of its value.
+fn reorderable_ops(e: &Elemental) -> Option<Vec<BinaryOp>> {
     if e.reductions.iter().any(|r| r.values.iter().any(|&v| narrow(e.expr(v).elem))) {
         return None;
     }
     (0..e.reductions.len()).map(|k| reduction::associative_op(e, k).ok()).collect()
+}
+
+/// The most outputs a column reduction has for its blocks to split the rows
+/// ([`ColumnTile`]): past it, one thread per output fills the device already.
+pub const MAX_COLUMN_TILED_OUTPUTS: u64 = 1 << 16;
+
+/// A column reduction (its innermost variable kept: neighbouring outputs reduce
+/// neighbouring elements) with too few outputs to fill the device one thread each: a
+/// block takes `width` neighbouring columns (the other kept variables fixed), its
+/// threads `lanes` to a column, each thread reducing every `lanes`-th row of its column
+/// (neighbouring threads read neighbouring elements), then the column's partials
+/// combined through shared memory in lane order and with the init. The ops are
+/// reordered as in a block reduction ([`cooperative_ops`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ColumnTile {
+    /// The innermost variable (kept).
+    pub column: u32,
+    pub width: i64,
+    pub lanes: i64,
+    /// Each reduction's op.
+    pub ops: Vec<BinaryOp>,
+}
+
+impl ColumnTile {
+    /// The extent of kept variable `v` counted in runs of `width` columns or elements.
+    pub fn extent(&self, e: &Elemental, v: u32) -> i64 {
+        let n = e.space[v as usize];
+        if v == self.column {
+            (n + self.width - 1) / self.width
+        } else {
+            n
+        }
+    }
+
+    /// Blocks: one per run of columns.
+    pub fn blocks(&self, e: &Elemental) -> u64 {
+        e.outer_vars().iter().map(|&v| self.extent(e, v).max(0) as u64).product()
+    }
+}
+
+/// Whether `e` is a column reduction for [`ColumnTile`] with blocks of `threads`
+/// threads, `width` of them along the columns: its innermost variable is kept and at
+/// least half `width`, it reduces at least [`MIN_COOPERATIVE`] elements per output into
+/// fewer than [`MAX_COLUMN_TILED_OUTPUTS`] outputs, stores nothing inside its loop, and
+/// its ops may be reordered.
+pub fn column_tile(e: &Elemental, outer_elements: u64, threads: u32, width: i64) -> Option<ColumnTile> {
+    let column = e.space.len().checked_sub(1)? as u32;
+    if !e.is_reduction() || e.reduced[column as usize] || e.space[column as usize] < width / 2 {
+        return None;
+    }
+    let reduced: i64 = (0..e.space.len()).filter(|&v| e.reduced[v]).map(|v| e.space[v]).product();
+    if reduced < MIN_COOPERATIVE
+        || reduced > i32::MAX as i64
+        || outer_elements >= MAX_COLUMN_TILED_OUTPUTS
+        || e.outputs.iter().any(|o| o.inner)
+    {
+        return None;
+    }
+    let ops = reorderable_ops(e)?;
+    Some(ColumnTile { column, width, lanes: threads as i64 / width, ops })
+}
+
+/// A column reduction's block at `flat` among [`ColumnTile::blocks`]: the kept
+/// variables, the column clamped into the result (a run at the edge reads in bounds),
+/// `col` the thread's column unclamped, `lx` its place in the run and `ly` its lane.
+pub fn column_position<'e, W: TileSpelling<'e>>(w: &mut W, flat: &str, tile: &ColumnTile) {
+    let e = w.elemental();
+    let c = tile.column;
+    let origin: Vec<(u32, String, i64)> = e
+        .outer_vars()
+        .into_iter()
+        .map(|v| (v, if v == c { format!("w{v}") } else { format!("v{v}") }, tile.extent(e, v)))
+        .collect();
+    w.unravel_as(flat, &origin, "q");
+    let thread = w.thread_in_block();
+    let lx = w.index_rem(thread.clone(), tile.width);
+    w.define_index("lx", &lx);
+    let ly = w.index_div(thread, tile.width);
+    w.define_index("ly", &ly);
+    let origin = w.index_mul(format!("w{c}"), tile.width);
+    let col = w.index_add(origin, "lx".into());
+    w.define_index("col", &col);
+    let at = w.index_clamp("col".into(), 0, e.space[c as usize] - 1);
+    w.define_index(&format!("v{c}"), &at);
+}
+
+/// Whether the thread stores its column's results: lane 0 of a column inside the result.
+pub fn column_store_guard<'e, W: TileSpelling<'e>>(w: &mut W, tile: &ColumnTile) -> String {
+    let n = w.index_const(w.elemental().space[tile.column as usize]);
+    let zero = w.index_const(0);
+    format!("ly == {zero} && col < {n}")
+}
+
+/// A column reduction's reduced variables `vars`: every `lanes`-th of their row-major
+/// positions from the thread's lane, the accumulators (set to the ops' identities)
+/// taking `body`'s combines; then each partial into `part{k}` of shared memory (one
+/// element per thread), a barrier, and every thread's accumulators set to the `inits`
+/// combined with its column's partials in lane order (the block's next use of `part`
+/// must wait at a barrier after the stores).
+pub fn column_nest<'e, W: TileSpelling<'e>>(
+    w: &mut W,
+    vars: &[u32],
+    tile: &ColumnTile,
+    inits: Vec<String>,
+    body: &mut dyn FnMut(&mut W),
+) {
+    let e = w.elemental();
+    let n: i64 = vars.iter().map(|&v| e.space[v as usize]).product();
+    let (saved, saved_indices) = (w.memo().values.clone(), w.memo().indices.clone());
+    w.open_loop("r", "ly", n, tile.lanes);
+    w.pad().push_str("  ");
+    let named: Vec<_> = vars.iter().map(|&v| (v, format!("v{v}"), e.space[v as usize])).collect();
+    w.unravel_as("r", &named, "rq");
+    body(w);
+    close(w);
+    w.memo().values = saved;
+    w.memo().indices = saved_indices;
+    let mine = w.index_mul("ly".into(), tile.width);
+    let mine = w.index_add(mine, "lx".into());
+    for k in 0..tile.ops.len() {
+        let acc = w.accumulator(k as u32, 0);
+        w.line(format_args!("part{k}[{mine}] = {acc};"));
+    }
+    w.barrier();
+    for (k, (&op, init)) in tile.ops.iter().zip(inits).enumerate() {
+        let acc = w.accumulator(k as u32, 0);
+        w.line(format_args!("{acc} = {init};"));
+        let elem = e.expr(e.reductions[k].values[0]).elem;
+        for lane in 0..tile.lanes {
+            let at = w.index_const(lane * tile.width);
+            let at = w.index_add(at, "lx".into());
+            let v = w.binary(op, elem, acc.clone(), format!("part{k}[{at}]"));
+            w.line(format_args!("{acc} = {v};"));
+        }
+    }
 }
 
 /// The HLO instructions `e` implements, each once, in the order of first appearance.
@@ -191,8 +360,12 @@ pub trait TileSpelling<'e>: Lower<'e, Value = String, Index = String> {
     fn declare_f32(&mut self, name: &str, init: Option<&str>);
     /// Defines index `name` as `value` (an index expression).
     fn define_index(&mut self, name: &str, value: &str);
-    /// Opens a loop of variable `v{v}` from 0 below `n`.
-    fn open_counted_loop(&mut self, v: u32, n: i64);
+    /// Opens a loop of index `name` from `from` (an index) below `below` by `step`.
+    fn open_loop(&mut self, name: &str, from: &str, below: i64, step: i64);
+    /// The thread's position in its block (WebGPU: its workgroup), as an index.
+    fn thread_in_block(&mut self) -> String;
+    /// Waits for every thread of the block, its shared-memory writes visible after.
+    fn barrier(&mut self);
 }
 
 /// A dot in register tiles ([`DotTile`]), the thread's position `flat` in its
@@ -216,8 +389,7 @@ pub fn tiled_dot<'e, W: TileSpelling<'e>>(w: &mut W, flat: &str, tile: DotTile) 
     for &(i, j) in &block {
         w.declare_f32(&format!("acc_{i}_{j}"), Some(&init));
     }
-    w.open_counted_loop(tile.k, e.space[tile.k as usize]);
-    w.pad().push_str("  ");
+    open_loop(w, &format!("v{}", tile.k), e.space[tile.k as usize]);
     // A factor reads the other side's variable nowhere, but its text may name it: both
     // are defined, inside the result.
     for (factor, name, along, across) in [(tile.lhs, "a", tile.m, tile.n), (tile.rhs, "b", tile.n, tile.m)] {
@@ -241,9 +413,7 @@ pub fn tiled_dot<'e, W: TileSpelling<'e>>(w: &mut W, flat: &str, tile: DotTile) 
             w.set_tile_acc(None);
         });
     }
-    let pad = w.pad();
-    pad.truncate(pad.len() - 2);
-    w.line(format_args!("}}"));
+    close(w);
     let (rows, cols) = (e.space[tile.m as usize], e.space[tile.n as usize]);
     for &(i, j) in &block {
         scoped(w, |w| {
@@ -255,9 +425,7 @@ pub fn tiled_dot<'e, W: TileSpelling<'e>>(w: &mut W, flat: &str, tile: DotTile) 
             w.set_tile_acc(Some(format!("acc_{i}_{j}")));
             w.store_outputs(false);
             w.set_tile_acc(None);
-            let pad = w.pad();
-            pad.truncate(pad.len() - 2);
-            w.line(format_args!("}}"));
+            close(w);
         });
     }
 }
@@ -281,9 +449,184 @@ fn scoped<'e, W: TileSpelling<'e>>(w: &mut W, body: impl FnOnce(&mut W)) {
     w.line(format_args!("{{"));
     w.pad().push_str("  ");
     body(w);
+    close(w);
+    w.memo().values = saved;
+    w.memo().indices = saved_indices;
+}
+
+/// Opens a loop of `name` from 0 below `n`, the lines after it indented.
+fn open_loop<'e, W: TileSpelling<'e>>(w: &mut W, name: &str, n: i64) {
+    let zero = w.index_const(0);
+    w.open_loop(name, &zero, n, 1);
+    w.pad().push_str("  ");
+}
+
+/// Closes the innermost brace.
+fn close<'e, W: TileSpelling<'e>>(w: &mut W) {
     let pad = w.pad();
     pad.truncate(pad.len() - 2);
     w.line(format_args!("}}"));
-    w.memo().values = saved;
-    w.memo().indices = saved_indices;
+}
+
+/// Side of the square tile of outputs a transposing kernel's block computes
+/// ([`TransposeTile`]).
+pub const TRANSPOSE_TILE: i64 = 32;
+
+/// The fewest elements a loop kernel has for its transposed loads to go through tiles.
+pub const MIN_TRANSPOSED: i64 = 4096;
+
+/// The most loads one kernel stages through tiles (each a tile of shared memory).
+const MAX_TILED_LOADS: usize = 4;
+
+/// A loop kernel whose stores are contiguous along its innermost variable (`store_var`)
+/// but some of whose loads are contiguous along another (`load_var`): one thread per
+/// element would read those loads with a stride between neighbouring threads. Instead a
+/// block takes a [`TRANSPOSE_TILE`]-square tile of the (`load_var`, `store_var`) plane
+/// (the other variables fixed) and works in two phases: its threads first read the
+/// tiled loads of the whole tile along `load_var`, neighbours reading neighbours, into
+/// shared memory (a tile per load, each row one element longer than the tile so that a
+/// column's elements lie in different banks); then, after a barrier, they compute the
+/// tile's elements along `store_var`, taking those loads' values from shared memory, and
+/// store them, neighbours writing neighbours. Every element's value is computed as
+/// before, from the same loaded values: only where each load is done changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TransposeTile {
+    pub store_var: u32,
+    pub load_var: u32,
+    /// The loads staged through shared memory (tile `k` holds `loads[k]`).
+    pub loads: Vec<ExprId>,
+}
+
+impl TransposeTile {
+    /// The extent of variable `v` counted in tiles (the tiled plane) or elements.
+    pub fn extent(&self, e: &Elemental, v: u32) -> i64 {
+        let n = e.space[v as usize];
+        if v == self.load_var || v == self.store_var {
+            (n + TRANSPOSE_TILE - 1) / TRANSPOSE_TILE
+        } else {
+            n
+        }
+    }
+
+    /// Blocks: one per tile.
+    pub fn tiles(&self, e: &Elemental) -> u64 {
+        (0..e.space.len() as u32).map(|v| self.extent(e, v).max(0) as u64).product()
+    }
+
+    /// The elements of one tile of shared memory (a padded row per tile row).
+    pub fn shared_len() -> i64 {
+        TRANSPOSE_TILE * (TRANSPOSE_TILE + 1)
+    }
+}
+
+/// Whether `e` is a loop kernel with loads to stage through tiles ([`TransposeTile`]):
+/// at least [`MIN_TRANSPOSED`] elements, and loads (not of pred) whose address moves by
+/// one element along a variable other than the innermost and neither stays nor moves by
+/// one along the innermost; the variable most of them run along, when both sides of the
+/// tiled plane hold at least half a tile, is `load_var`.
+pub fn transpose_tile(e: &Elemental) -> Option<TransposeTile> {
+    if e.is_reduction() || e.space.len() < 2 || e.space.iter().product::<i64>() < MIN_TRANSPOSED {
+        return None;
+    }
+    let store_var = e.space.len() as u32 - 1;
+    let half = TRANSPOSE_TILE / 2;
+    if e.space[store_var as usize] < half {
+        return None;
+    }
+    let indices = IndexAnalysis::new(e);
+    let mut along: Vec<Vec<ExprId>> = vec![Vec::new(); e.space.len()];
+    for (x, n) in e.nodes.iter().enumerate() {
+        let Node::Load { linear, .. } = n.node else { continue };
+        if n.elem == ElementType::Pred
+            || matches!(indices.dependence(linear, store_var), Dependence::Affine(1) | Dependence::Invariant)
+        {
+            continue;
+        }
+        let var = (0..store_var).find(|&v| indices.dependence(linear, v) == Dependence::Affine(1));
+        if let Some(v) = var.filter(|&v| e.space[v as usize] >= half) {
+            along[v as usize].push(ExprId(x as u32));
+        }
+    }
+    let load_var = (0..store_var).rev().max_by_key(|&v| along[v as usize].len())?;
+    let mut loads = std::mem::take(&mut along[load_var as usize]);
+    if loads.is_empty() {
+        return None;
+    }
+    loads.truncate(MAX_TILED_LOADS);
+    Some(TransposeTile { store_var, load_var, loads })
+}
+
+/// A transposing loop kernel ([`TransposeTile`]) for the block at `flat` among
+/// [`TransposeTile::tiles`], with `threads` threads (a multiple of [`TRANSPOSE_TILE`],
+/// at most its square): the tile's origin (`w{v}` counts tiles), then the two phases,
+/// each thread taking rows `ly`, `ly + lanes`, ... of the tile at column `lx`. Reads
+/// clamp into the result (a tile at an edge reads in bounds); the elements past the
+/// edges are not computed. The writer's shared memory holds `tile{k}` of
+/// [`TransposeTile::shared_len`] elements of `loads[k]`'s value type; its `store` must
+/// use [`Lower::store_index`].
+pub fn tiled_transpose<'e, W: TileSpelling<'e>>(w: &mut W, flat: &str, threads: u32, tile: &TransposeTile) {
+    let e = w.elemental();
+    let (a, b) = (tile.load_var, tile.store_var);
+    let origin: Vec<(u32, String, i64)> = (0..e.space.len() as u32)
+        .map(|v| (v, if v == a || v == b { format!("w{v}") } else { format!("v{v}") }, tile.extent(e, v)))
+        .collect();
+    w.unravel_as(flat, &origin, "q");
+    let lanes = threads as i64 / TRANSPOSE_TILE;
+    let thread = w.thread_in_block();
+    let lx = w.index_rem(thread.clone(), TRANSPOSE_TILE);
+    w.define_index("lx", &lx);
+    let ly = w.index_div(thread, TRANSPOSE_TILE);
+    w.define_index("ly", &ly);
+    // Element (row, column) of a tile of shared memory.
+    let pitch = TRANSPOSE_TILE + 1;
+    let shared_at = |w: &mut W, row: &str, col: &str| {
+        let r = w.index_mul(row.to_string(), pitch);
+        w.index_add(r, col.to_string())
+    };
+    // Phase 1: row `row` of the tile along `store_var`, column `lx` along `load_var`.
+    for phase in [1, 2] {
+        open_loop(w, "r", TRANSPOSE_TILE / lanes);
+        scoped(w, |w| {
+            let step = w.index_mul("r".into(), lanes);
+            let row = w.index_add("ly".into(), step);
+            w.define_index("row", &row);
+            if phase == 1 {
+                tile_position(w, b, "row", true);
+                tile_position(w, a, "lx", true);
+                let at = shared_at(w, "row", "lx");
+                for (k, &x) in tile.loads.iter().enumerate() {
+                    let v = w.value(x);
+                    w.line(format_args!("tile{k}[{at}] = {v};"));
+                }
+            } else {
+                // Phase 2: the element at column `lx` along `store_var`, row `row` along
+                // `load_var`: the tiles read transposed.
+                tile_position(w, b, "lx", false);
+                tile_position(w, a, "row", false);
+                let (na, nb) = (w.index_const(e.space[a as usize]), w.index_const(e.space[b as usize]));
+                w.line(format_args!("if (v{a} < {na} && v{b} < {nb}) {{"));
+                w.pad().push_str("  ");
+                let at = shared_at(w, "lx", "row");
+                for (k, &x) in tile.loads.iter().enumerate() {
+                    w.memo().values.insert(x, format!("tile{k}[{at}]"));
+                }
+                w.element();
+                close(w);
+            }
+        });
+        close(w);
+        // Phase 2 reads what every thread wrote; the next tile's writes wait for its reads.
+        w.barrier();
+    }
+}
+
+/// Defines variable `v{v}` at `within` in its tile; with `inside`, clamped into its
+/// extent.
+fn tile_position<'e, W: TileSpelling<'e>>(w: &mut W, v: u32, within: &str, inside: bool) {
+    let origin = w.index_mul(format!("w{v}"), TRANSPOSE_TILE);
+    let mut at = w.index_add(origin, within.to_string());
+    if inside {
+        at = w.index_clamp(at, 0, w.elemental().space[v as usize] - 1);
+    }
+    w.define_index(&format!("v{v}"), &at);
 }

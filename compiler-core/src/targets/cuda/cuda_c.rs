@@ -30,8 +30,11 @@ use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
 use crate::kernel::lower::{loop_invariants, Lower, Memo};
 use crate::kernel::reduction;
+pub use crate::targets::cstyle::Mapping;
 use crate::targets::cstyle::{
-    cooperative_ops, dot_tile, fused_names, line_origins, narrow, tiled_dot, DotTile, TileSpelling, DOT_TILE,
+    column_nest, column_position, column_store_guard, column_tile, cooperative_ops, dot_tile, fused_names,
+    line_origins, narrow, tiled_dot, tiled_transpose, transpose_tile, ColumnTile, DotTile, TileSpelling,
+    TransposeTile, DOT_TILE, TRANSPOSE_TILE,
 };
 use std::fmt::Write;
 
@@ -41,6 +44,8 @@ pub const BLOCK: u32 = 256;
 const WARPS: u32 = BLOCK / 32;
 /// The most blocks one launch starts (the kernels loop over the rest).
 pub const MAX_BLOCKS: u32 = 65535;
+/// Columns per block of a column reduction ([`ColumnTile`]): a warp's width, in 8 lanes.
+const COLUMN_RUN: i64 = 32;
 
 /// The code every translation unit starts with: the half-precision headers and the
 /// helpers for HLO's semantics where C's operators differ, overloaded per type.
@@ -83,12 +88,9 @@ pub struct CudaKernel {
     /// The function with its header comment (compiled after [`PRELUDE`]).
     pub source: String,
     /// Outer elements: one thread each, or one block each for a block reduction, or
-    /// for a tiled dot the threads (0: nothing to run).
+    /// for a tiled dot the threads, or for a transpose the tiles (0: nothing to run).
     pub outer: u64,
-    /// A block per output, its threads sharing the reduction ([`cooperative_ops`]).
-    pub block_reduction: bool,
-    /// A dot whose threads each compute a block of outputs ([`DotTile`]).
-    pub dot_tiles: bool,
+    pub mapping: Mapping,
     /// Per line of `source`: the HLO instruction its value implements, or "".
     pub line_hlo: Vec<String>,
 }
@@ -96,18 +98,24 @@ pub struct CudaKernel {
 impl CudaKernel {
     /// Blocks of [`BLOCK`] threads for one launch (the kernel loops over the rest).
     pub fn blocks(&self) -> u32 {
-        let wanted = if self.block_reduction { self.outer } else { self.outer.div_ceil(BLOCK as u64) };
+        let per_block = matches!(self.mapping, Mapping::BlockReduction | Mapping::TransposeTiles | Mapping::ColumnTiles);
+        let wanted = if per_block { self.outer } else { self.outer.div_ceil(BLOCK as u64) };
         wanted.min(MAX_BLOCKS as u64) as u32
     }
 
     /// How it runs, in a few words.
     pub fn runs(&self) -> String {
-        if self.block_reduction {
-            format!("block reduction: {} blocks of {BLOCK}", self.blocks())
-        } else if self.dot_tiles {
-            format!("dot tiles: {} threads of {DOT_TILE}x{DOT_TILE} outputs, blocks of {BLOCK}", self.outer)
-        } else {
-            format!("{} threads, blocks of {BLOCK}", self.outer)
+        match self.mapping {
+            Mapping::BlockReduction => format!("block reduction: {} blocks of {BLOCK}", self.blocks()),
+            Mapping::DotTiles => {
+                format!("dot tiles: {} threads of {DOT_TILE}x{DOT_TILE} outputs, blocks of {BLOCK}", self.outer)
+            }
+            Mapping::TransposeTiles => format!(
+                "transpose tiles: {} blocks of {BLOCK}, each a {TRANSPOSE_TILE}x{TRANSPOSE_TILE} tile",
+                self.outer
+            ),
+            Mapping::ColumnTiles => format!("column tiles: {} blocks of {BLOCK}, each {COLUMN_RUN} columns", self.outer),
+            Mapping::Elements => format!("{} threads, blocks of {BLOCK}", self.outer),
         }
     }
 }
@@ -132,8 +140,16 @@ pub fn emit(e: &Elemental, entry: &str, title: &str, place: &Placement) -> Resul
         || outer_elements > i32::MAX as u64
         || e.space.iter().any(|&n| n > i32::MAX as i64);
     let tile = dot_tile(e);
-    let cooperative = if tile.is_some() { None } else { cooperative_ops(e, outer_elements) };
-    let outer_elements = tile.map_or(outer_elements, |t| t.threads(e));
+    let columns = if tile.is_some() { None } else { column_tile(e, outer_elements, BLOCK, COLUMN_RUN) };
+    let cooperative = if tile.is_some() || columns.is_some() { None } else { cooperative_ops(e, outer_elements) };
+    let transpose = transpose_tile(e);
+    let (mapping, outer_elements) = match (&cooperative, &tile, &columns, &transpose) {
+        (Some(_), ..) => (Mapping::BlockReduction, outer_elements),
+        (_, Some(t), ..) => (Mapping::DotTiles, t.threads(e)),
+        (_, _, Some(c), _) => (Mapping::ColumnTiles, c.blocks(e)),
+        (_, _, _, Some(t)) => (Mapping::TransposeTiles, t.tiles(e)),
+        _ => (Mapping::Elements, outer_elements),
+    };
     let mut w = Writer {
         e,
         place,
@@ -155,6 +171,9 @@ pub fn emit(e: &Elemental, entry: &str, title: &str, place: &Placement) -> Resul
         }),
         tile,
         tile_acc: None,
+        transpose,
+        columns,
+        mapping,
     };
     w.header(entry, title, outer_elements);
     w.body(&outer, outer_elements);
@@ -166,8 +185,7 @@ pub fn emit(e: &Elemental, entry: &str, title: &str, place: &Placement) -> Resul
                 entry: entry.to_string(),
                 source: w.out,
                 outer: outer_elements,
-                block_reduction: cooperative.is_some(),
-                dot_tiles: tile.is_some(),
+                mapping,
                 line_hlo,
             })
         }
@@ -247,6 +265,12 @@ struct Writer<'a> {
     tile: Option<DotTile>,
     /// Inside a tile: the accumulator of the output being combined or stored.
     tile_acc: Option<String>,
+    /// A loop kernel staging transposed loads through shared memory
+    /// ([`tiled_transpose`]).
+    transpose: Option<TransposeTile>,
+    /// A column reduction whose blocks split the rows ([`column_nest`]).
+    columns: Option<ColumnTile>,
+    mapping: Mapping,
 }
 
 impl Writer<'_> {
@@ -256,20 +280,16 @@ impl Writer<'_> {
 
     fn header(&mut self, entry: &str, title: &str, outer: u64) {
         let e = self.e;
-        match (&self.cooperative, self.tile) {
-            (Some(_), _) => {
-                let _ = writeln!(self.out, "// {title}: {outer} blocks of {BLOCK}, one per output element");
+        let each = match self.mapping {
+            Mapping::Elements => format!("{outer} threads"),
+            Mapping::BlockReduction => format!("{outer} blocks of {BLOCK}, one per output element"),
+            Mapping::DotTiles => format!("{outer} threads, each a {DOT_TILE}x{DOT_TILE} block of the dot's outputs"),
+            Mapping::TransposeTiles => {
+                format!("{outer} blocks of {BLOCK}, each a {TRANSPOSE_TILE}x{TRANSPOSE_TILE} tile")
             }
-            (None, Some(_)) => {
-                let _ = writeln!(
-                    self.out,
-                    "// {title}: {outer} threads, each a {DOT_TILE}x{DOT_TILE} block of the dot's outputs"
-                );
-            }
-            (None, None) => {
-                let _ = writeln!(self.out, "// {title}: {outer} threads");
-            }
-        }
+            Mapping::ColumnTiles => format!("{outer} blocks of {BLOCK}, each {COLUMN_RUN} columns"),
+        };
+        let _ = writeln!(self.out, "// {title}: {each}");
         let names = fused_names(e);
         if !names.is_empty() {
             let list: Vec<String> = names.iter().map(|n| format!("%{n}")).collect();
@@ -294,6 +314,20 @@ impl Writer<'_> {
                 let _ = writeln!(self.out, "  __shared__ {ty} part{k}[{WARPS}];");
             }
         }
+        if self.columns.is_some() {
+            // Each reduction's partials, one per thread.
+            for (k, r) in e.reductions.iter().enumerate() {
+                let ty = value_type(e.expr(r.values[0]).elem);
+                let _ = writeln!(self.out, "  __shared__ {ty} part{k}[{BLOCK}];");
+            }
+        }
+        if let Some(t) = &self.transpose {
+            // A tile per staged load, each row one longer than the tile (no bank conflicts).
+            for (k, &x) in t.loads.iter().enumerate() {
+                let ty = value_type(e.expr(x).elem);
+                let _ = writeln!(self.out, "  __shared__ {ty} tile{k}[{}];", TransposeTile::shared_len());
+            }
+        }
     }
 
     /// The grid-stride loop over the outer elements, each one the driver's element.
@@ -303,7 +337,7 @@ impl Writer<'_> {
             self.out += "}\n";
             return;
         }
-        if self.cooperative.is_some() {
+        if matches!(self.mapping, Mapping::BlockReduction | Mapping::TransposeTiles | Mapping::ColumnTiles) {
             let _ =
                 writeln!(self.out, "  for (long long t0 = blockIdx.x; t0 < {outer_elements}LL; t0 += gridDim.x) {{");
         } else {
@@ -320,10 +354,18 @@ impl Writer<'_> {
             self.out += "  }\n}\n";
             return;
         }
-        // The outer variables from the thread's row-major position among them.
-        self.unravel("t", outer, "q");
+        if let Some(tile) = self.transpose.clone() {
+            tiled_transpose(self, "t", BLOCK, &tile);
+            self.out += "  }\n}\n";
+            return;
+        }
+        match self.columns.clone() {
+            Some(columns) => column_position(self, "t", &columns),
+            // The outer variables from the thread's row-major position among them.
+            None => self.unravel("t", outer, "q"),
+        }
         self.element();
-        if self.cooperative.is_some() {
+        if self.cooperative.is_some() || self.columns.is_some() {
             // The next element's partials overwrite this one's only after all have read.
             self.line(format_args!("__syncthreads();"));
         }
@@ -479,9 +521,16 @@ impl<'a> TileSpelling<'a> for Writer<'a> {
         let idx = self.idx;
         self.line(format_args!("const {idx} {name} = {value};"));
     }
-    fn open_counted_loop(&mut self, v: u32, n: i64) {
-        let (idx, n) = (self.idx, self.int(n));
-        self.line(format_args!("for ({idx} v{v} = 0; v{v} < {n}; ++v{v}) {{"));
+    fn open_loop(&mut self, name: &str, from: &str, below: i64, step: i64) {
+        let (idx, n) = (self.idx, self.int(below));
+        let next = if step == 1 { format!("++{name}") } else { format!("{name} += {}", self.int(step)) };
+        self.line(format_args!("for ({idx} {name} = {from}; {name} < {n}; {next}) {{"));
+    }
+    fn thread_in_block(&mut self) -> String {
+        format!("({})threadIdx.x", self.idx)
+    }
+    fn barrier(&mut self) {
+        self.line(format_args!("__syncthreads();"));
     }
 }
 
@@ -653,6 +702,10 @@ impl<'a> Lower<'a> for Writer<'a> {
         if let Some(ops) = self.cooperative.clone() {
             return self.cooperative_nest(vars, &ops, body);
         }
+        if let Some(columns) = self.columns.clone() {
+            let inits = std::mem::take(&mut self.inits).into_iter().map(|mut i| i.swap_remove(0)).collect();
+            return column_nest(self, vars, &columns, inits, body);
+        }
         let (saved, saved_indices) = (self.memo.values.clone(), self.memo.indices.clone());
         let idx = self.idx;
         for &v in vars {
@@ -673,7 +726,7 @@ impl<'a> Lower<'a> for Writer<'a> {
     /// ([`Writer::cooperative_nest`]).
     fn begin_accumulators(&mut self, inits: Vec<Vec<String>>) {
         let e = self.e;
-        if let Some(ops) = self.cooperative.clone() {
+        if let Some(ops) = self.cooperative.clone().or_else(|| self.columns.as_ref().map(|c| c.ops.clone())) {
             for (k, r) in e.reductions.iter().enumerate() {
                 let elem = e.expr(r.values[0]).elem;
                 let id = self.identity(ops[k], elem);
@@ -706,8 +759,10 @@ impl<'a> Lower<'a> for Writer<'a> {
         use ElementType::*;
         let out = &self.e.outputs[o];
         // An outer output's store position (the plan's store strides over the kept
-        // variables) is the thread's own index `t`, by the mapping in `body`.
-        let at = if out.inner || self.tile.is_some() { self.store_index(o) } else { "t".into() };
+        // variables) is the thread's own index `t`, by the mapping in `body`, except where
+        // a thread computes elements other than its own (tiles).
+        let own = out.inner || !matches!(self.mapping, Mapping::Elements | Mapping::BlockReduction);
+        let at = if own { self.store_index(o) } else { "t".into() };
         let bits = match out.elem {
             Pred => format!("{v} ? 1 : 0"),
             S8 => format!("(signed char){v}"),
@@ -718,8 +773,14 @@ impl<'a> Lower<'a> for Writer<'a> {
             BF16 => format!("hs_bf16_bits({v})"),
             _ => v,
         };
-        // A block reduction's results: every thread has them, one stores.
-        let guard = if self.cooperative.is_some() && !out.inner { "if (threadIdx.x == 0) " } else { "" };
+        // A block reduction's results: every thread has them, one stores; a column
+        // reduction's: lane 0 of each column inside the result.
+        let guard = match &self.columns {
+            _ if out.inner => String::new(),
+            Some(columns) => format!("if ({}) ", column_store_guard(self, &columns.clone())),
+            None if self.cooperative.is_some() => "if (threadIdx.x == 0) ".into(),
+            None => String::new(),
+        };
         if self.fence {
             self.line(format_args!("asm volatile(\"\" ::: \"memory\");"));
         }

@@ -36,8 +36,11 @@ use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
 use crate::kernel::lower::{loop_invariants, Lower, Memo};
 use crate::kernel::reduction;
+pub use crate::targets::cstyle::Mapping;
 use crate::targets::cstyle::{
-    cooperative_ops, dot_tile, fused_names, line_origins, narrow, tiled_dot, DotTile, TileSpelling, DOT_TILE,
+    column_nest, column_position, column_store_guard, column_tile, cooperative_ops, dot_tile, fused_names,
+    line_origins, narrow, tiled_dot, tiled_transpose, transpose_tile, ColumnTile, DotTile, TileSpelling,
+    TransposeTile, DOT_TILE, TRANSPOSE_TILE,
 };
 use std::fmt::Write;
 
@@ -45,17 +48,8 @@ use std::fmt::Write;
 pub const WORKGROUP: u32 = 64;
 /// The most workgroups one dispatch starts along x (WebGPU's default limit).
 pub const MAX_WORKGROUPS: u32 = 65535;
-
-/// How a kernel's outputs are spread over invocations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mapping {
-    /// One invocation per outer element (a grid-stride loop past the dispatch limit).
-    Elements,
-    /// A workgroup per output, its invocations sharing the reduction ([`cooperative_ops`]).
-    WorkgroupReduction,
-    /// A dot whose invocations each compute a block of outputs ([`DotTile`]).
-    DotTiles,
-}
+/// Columns per workgroup of a column reduction ([`ColumnTile`]): 16 columns in 4 lanes.
+const COLUMN_RUN: i64 = 16;
 
 /// A kernel's shader and how to launch it.
 #[derive(Clone, Debug, PartialEq)]
@@ -79,9 +73,17 @@ impl WgslKernel {
     pub fn runs(&self) -> String {
         match self.mapping {
             Mapping::Elements => format!("{} invocations, workgroups of {WORKGROUP}", self.invocations),
-            Mapping::WorkgroupReduction => {
+            Mapping::BlockReduction => {
                 format!("workgroup reduction: {} workgroups of {WORKGROUP}", self.workgroups())
             }
+            Mapping::TransposeTiles => format!(
+                "transpose tiles: {} workgroups of {WORKGROUP}, each a {TRANSPOSE_TILE}x{TRANSPOSE_TILE} tile",
+                self.invocations / WORKGROUP as u64
+            ),
+            Mapping::ColumnTiles => format!(
+                "column tiles: {} workgroups of {WORKGROUP}, each {COLUMN_RUN} columns",
+                self.invocations / WORKGROUP as u64
+            ),
             Mapping::DotTiles => format!(
                 "dot tiles: {} invocations of {DOT_TILE}x{DOT_TILE} outputs, workgroups of {WORKGROUP}",
                 self.invocations
@@ -95,9 +97,20 @@ impl WgslKernel {
             Mapping::Elements => {
                 "one invocation per output element (a grid-stride loop past the dispatch limit)".into()
             }
-            Mapping::WorkgroupReduction => "one workgroup per output: its invocations stride over the reduced \
+            Mapping::BlockReduction => "one workgroup per output: its invocations stride over the reduced \
                 elements and tree-reduce them in workgroup memory"
                 .into(),
+            Mapping::TransposeTiles => format!(
+                "one workgroup per {TRANSPOSE_TILE}x{TRANSPOSE_TILE} tile of the output: its invocations read the \
+                 transposed operands along their rows into workgroup memory, then compute and store the tile \
+                 along its own rows, so neighbouring invocations read and write neighbouring elements"
+            ),
+            Mapping::ColumnTiles => format!(
+                "one workgroup per {COLUMN_RUN} neighbouring columns: its invocations split each column's rows \
+                 ({} lanes), neighbours reading neighbouring elements, and combine their partials in workgroup \
+                 memory",
+                WORKGROUP as i64 / COLUMN_RUN
+            ),
             Mapping::DotTiles => format!(
                 "each invocation computes a {DOT_TILE}x{DOT_TILE} block of the dot's outputs in registers: at each \
                  step of the contraction it loads {DOT_TILE} elements of each operand for {} products, and runs \
@@ -157,8 +170,16 @@ pub fn emit(e: &Elemental, title: &str, place: &Placement) -> Result<WgslKernel,
         return Err("more than 2^32 outer elements".into());
     }
     let tile = dot_tile(e);
-    let cooperative = if tile.is_some() { None } else { cooperative_ops(e, invocations) };
-    let invocations = tile.map_or(invocations, |t| t.threads(e));
+    let columns = if tile.is_some() { None } else { column_tile(e, invocations, WORKGROUP, COLUMN_RUN) };
+    let cooperative = if tile.is_some() || columns.is_some() { None } else { cooperative_ops(e, invocations) };
+    let transpose = transpose_tile(e);
+    let (mapping, invocations) = match (&cooperative, &tile, &columns, &transpose) {
+        (Some(_), ..) => (Mapping::BlockReduction, invocations),
+        (_, Some(t), ..) => (Mapping::DotTiles, t.threads(e)),
+        (_, _, Some(c), _) => (Mapping::ColumnTiles, c.blocks(e)),
+        (_, _, _, Some(t)) => (Mapping::TransposeTiles, t.tiles(e)),
+        _ => (Mapping::Elements, invocations),
+    };
     let mut w = Writer {
         e,
         place,
@@ -173,20 +194,19 @@ pub fn emit(e: &Elemental, title: &str, place: &Placement) -> Result<WgslKernel,
         atomic: e.outputs.iter().any(|o| stored_type(o.elem).is_none()),
         tile,
         tile_acc: None,
+        transpose,
+        columns,
+        mapping,
     };
     w.header(title, invocations);
     w.body(&outer, invocations);
-    // A cooperative reduction runs one workgroup per outer element.
-    let invocations = if cooperative.is_some() { invocations * WORKGROUP as u64 } else { invocations };
+    // Those counted in workgroups: a block reduction's outputs, a transpose's tiles, a
+    // column reduction's runs of columns.
+    let invocations = if w.per_workgroup() { invocations * WORKGROUP as u64 } else { invocations };
     match w.err {
         Some(why) => Err(why),
         None => {
             let line_hlo = line_origins(e, &w.out, &w.bound);
-            let mapping = match (cooperative, tile) {
-                (Some(_), _) => Mapping::WorkgroupReduction,
-                (None, Some(_)) => Mapping::DotTiles,
-                (None, None) => Mapping::Elements,
-            };
             Ok(WgslKernel { source: w.out, invocations, mapping, line_hlo })
         }
     }
@@ -248,6 +268,12 @@ struct Writer<'a> {
     tile: Option<DotTile>,
     /// Inside a tile: the accumulator of the output being combined or stored.
     tile_acc: Option<String>,
+    /// A loop kernel staging transposed loads through workgroup memory
+    /// ([`tiled_transpose`]).
+    transpose: Option<TransposeTile>,
+    /// A column reduction whose workgroups split the rows ([`column_nest`]).
+    columns: Option<ColumnTile>,
+    mapping: Mapping,
 }
 
 impl Writer<'_> {
@@ -264,23 +290,25 @@ impl Writer<'_> {
         }
     }
 
+    /// Whether a workgroup (not an invocation) takes each of the outer positions.
+    fn per_workgroup(&self) -> bool {
+        matches!(self.mapping, Mapping::BlockReduction | Mapping::TransposeTiles | Mapping::ColumnTiles)
+    }
+
     fn header(&mut self, title: &str, invocations: u64) {
         let names = fused_names(self.e);
-        match (&self.cooperative, self.tile) {
-            (Some(_), _) => {
-                let _ =
-                    writeln!(self.out, "// {title}: {invocations} workgroups of {WORKGROUP}, one per output element");
+        let each = match self.mapping {
+            Mapping::Elements => format!("{invocations} invocations"),
+            Mapping::BlockReduction => format!("{invocations} workgroups of {WORKGROUP}, one per output element"),
+            Mapping::DotTiles => {
+                format!("{invocations} invocations, each a {DOT_TILE}x{DOT_TILE} block of the dot's outputs")
             }
-            (None, Some(_)) => {
-                let _ = writeln!(
-                    self.out,
-                    "// {title}: {invocations} invocations, each a {DOT_TILE}x{DOT_TILE} block of the dot's outputs"
-                );
+            Mapping::TransposeTiles => {
+                format!("{invocations} workgroups of {WORKGROUP}, each a {TRANSPOSE_TILE}x{TRANSPOSE_TILE} tile")
             }
-            (None, None) => {
-                let _ = writeln!(self.out, "// {title}: {invocations} invocations");
-            }
-        }
+            Mapping::ColumnTiles => format!("{invocations} workgroups of {WORKGROUP}, each {COLUMN_RUN} columns"),
+        };
+        let _ = writeln!(self.out, "// {title}: {each}");
         if !names.is_empty() {
             let list: Vec<String> = names.iter().map(|n| format!("%{n}")).collect();
             let _ = writeln!(self.out, "// fuses {}", list.join(", "));
@@ -312,7 +340,7 @@ impl Writer<'_> {
         self.out += "fn f32_bits(b: u32) -> f32 { return bitcast<f32>(b); }\n";
         self.out +=
             "fn total_key(x: f32) -> i32 { let k = bitcast<i32>(x); return select(k, k ^ 0x7fffffff, k < 0); }\n\n";
-        if self.cooperative.is_some() {
+        if self.cooperative.is_some() || self.columns.is_some() {
             // Each reduction's partial accumulators, one per invocation of the workgroup.
             for (k, r) in self.e.reductions.iter().enumerate() {
                 let ty = value_type(self.e.expr(r.values[0]).elem).unwrap_or("f32");
@@ -320,8 +348,16 @@ impl Writer<'_> {
             }
             self.out += "\n";
         }
+        if let Some(t) = &self.transpose {
+            // A tile per staged load, each row one longer than the tile (no bank conflicts).
+            for (k, &x) in t.loads.iter().enumerate() {
+                let ty = value_type(self.e.expr(x).elem).unwrap_or("f32");
+                let _ = writeln!(self.out, "var<workgroup> tile{k}: array<{ty}, {}>;", TransposeTile::shared_len());
+            }
+            self.out += "\n";
+        }
         let _ = writeln!(self.out, "@compute @workgroup_size({WORKGROUP})");
-        self.out += if self.cooperative.is_some() {
+        self.out += if self.per_workgroup() {
             "fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {\n"
         } else {
             "fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {\n"
@@ -337,7 +373,7 @@ impl Writer<'_> {
             let _ = writeln!(self.out, "  _ = {word};\n}}");
             return;
         }
-        if self.cooperative.is_some() {
+        if self.per_workgroup() {
             let _ = writeln!(self.out, "  for (var t: u32 = wid.x; t < {invocations}u; t += groups.x) {{");
         } else {
             let _ =
@@ -349,10 +385,18 @@ impl Writer<'_> {
             self.out += "  }\n}\n";
             return;
         }
-        // The outer variables from the invocation's row-major position among them.
-        self.unravel("t", outer, "q");
+        if let Some(tile) = self.transpose.clone() {
+            tiled_transpose(self, "t", WORKGROUP, &tile);
+            self.out += "  }\n}\n";
+            return;
+        }
+        match self.columns.clone() {
+            Some(columns) => column_position(self, "t", &columns),
+            // The outer variables from the invocation's row-major position among them.
+            None => self.unravel("t", outer, "q"),
+        }
         self.element();
-        if self.cooperative.is_some() {
+        if self.cooperative.is_some() || self.columns.is_some() {
             // The next element's partials overwrite this one's only after all have read.
             self.line(format_args!("workgroupBarrier();"));
         }
@@ -459,9 +503,16 @@ impl<'a> TileSpelling<'a> for Writer<'a> {
     fn define_index(&mut self, name: &str, value: &str) {
         self.line(format_args!("let {name} = {value};"));
     }
-    fn open_counted_loop(&mut self, v: u32, n: i64) {
-        let n = self.int(n);
-        self.line(format_args!("for (var v{v}: i32 = 0; v{v} < {n}; v{v}++) {{"));
+    fn open_loop(&mut self, name: &str, from: &str, below: i64, step: i64) {
+        let n = self.int(below);
+        let next = if step == 1 { format!("{name}++") } else { format!("{name} += {}", self.int(step)) };
+        self.line(format_args!("for (var {name}: i32 = {from}; {name} < {n}; {next}) {{"));
+    }
+    fn thread_in_block(&mut self) -> String {
+        "i32(lid.x)".into()
+    }
+    fn barrier(&mut self) {
+        self.line(format_args!("workgroupBarrier();"));
     }
 }
 
@@ -652,6 +703,10 @@ impl<'a> Lower<'a> for Writer<'a> {
         if let Some(ops) = self.cooperative.clone() {
             return self.cooperative_nest(vars, &ops, body);
         }
+        if let Some(columns) = self.columns.clone() {
+            let inits = std::mem::take(&mut self.inits).into_iter().map(|mut i| i.swap_remove(0)).collect();
+            return column_nest(self, vars, &columns, inits, body);
+        }
         let (saved, saved_indices) = (self.memo.values.clone(), self.memo.indices.clone());
         for &v in vars {
             let n = self.e.space[v as usize];
@@ -667,11 +722,11 @@ impl<'a> Lower<'a> for Writer<'a> {
         self.memo.indices = saved_indices;
     }
 
-    /// A cooperative reduction's partials start from the identity; the inits join at the
-    /// end ([`Writer::cooperative_nest`]).
+    /// A cooperative or column reduction's partials start from the identity; the inits
+    /// join at the end ([`Writer::cooperative_nest`], [`column_nest`]).
     fn begin_accumulators(&mut self, inits: Vec<Vec<String>>) {
         let e = self.e;
-        if let Some(ops) = self.cooperative.clone() {
+        if let Some(ops) = self.cooperative.clone().or_else(|| self.columns.as_ref().map(|c| c.ops.clone())) {
             for (k, r) in e.reductions.iter().enumerate() {
                 let elem = e.expr(r.values[0]).elem;
                 let ty = value_type(elem).unwrap_or("f32");
@@ -705,11 +760,19 @@ impl<'a> Lower<'a> for Writer<'a> {
         use ElementType::*;
         let out = &self.e.outputs[o];
         // An outer output's store position (the plan's store strides over the kept
-        // variables) is the invocation's own index `t`, by the mapping in `body`.
-        let at = if out.inner || self.tile.is_some() { format!("u32({})", self.store_index(o)) } else { "t".into() };
+        // variables) is the invocation's own index `t`, by the mapping in `body`, except
+        // where an invocation computes elements other than its own (tiles).
+        let own = out.inner || !matches!(self.mapping, Mapping::Elements | Mapping::BlockReduction);
+        let at = if own { format!("u32({})", self.store_index(o)) } else { "t".into() };
         let base = self.place.outputs[o];
-        // A cooperative reduction's results: every invocation has them, one stores.
-        let guard = if self.cooperative.is_some() && !out.inner { "if (lid.x == 0u) { " } else { "" };
+        // A block reduction's results: every invocation has them, one stores; a column
+        // reduction's: lane 0 of each column inside the result.
+        let guard = match &self.columns {
+            _ if out.inner => String::new(),
+            Some(columns) => format!("if ({}) {{ ", column_store_guard(self, &columns.clone())),
+            None if self.cooperative.is_some() => "if (lid.x == 0u) { ".into(),
+            None => String::new(),
+        };
         let end = if guard.is_empty() { "" } else { " }" };
         let bytes = out.elem.byte_size();
         if bytes == 4 {

@@ -322,6 +322,18 @@ fn hostile_input_gets_clear_errors() {
     let ok = "HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  ROOT y = f32[4] add(x, x)\n}";
     let got = server.post("/api/run", &json!({"source": ok, "target": "tpu"}));
     assert_error(&(got.0, got.2), 400, "bad_request");
+    // cuda runs where the server has a device; elsewhere it says why, as /api/targets does.
+    let (_, targets) = server.get("/api/targets");
+    let cuda = targets["targets"].as_array().unwrap().iter().find(|t| t["name"] == "cuda").unwrap().clone();
+    let got = server.post("/api/run", &json!({"source": ok, "target": "cuda", "inputs": {"random": {"seed": 1}}}));
+    if cuda["available"] == true {
+        assert_eq!(got.0, 200, "{}", got.2);
+        assert_eq!(got.2["check"]["passed"], true, "{}", got.2);
+    } else {
+        assert_error(&(got.0, got.2.clone()), 422, "target_unavailable");
+        let why = cuda["description"].as_str().unwrap();
+        assert!(got.2["error"].as_str().unwrap().ends_with(why), "{} vs {why}", got.2);
+    }
     let got = server.post("/api/compile", &json!({"source": ok, "pipeline": "default,frobnicate"}));
     assert_error(&(got.0, got.2), 400, "bad_request");
     let got = server.post("/api/run", &json!({"source": ok, "target": "cpu", "iters": 100000}));

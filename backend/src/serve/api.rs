@@ -270,7 +270,8 @@ pub struct RunRequest {
     pub source: String,
     #[serde(default)]
     pub format: SourceFormat,
-    /// `interp` (the reference interpreter) or `cpu` (native code); see `/api/targets`.
+    /// `interp` (the reference interpreter), `cpu` (native code) or `cuda` (where the
+    /// server has a device); see `/api/targets`.
     pub target: String,
     #[serde(default)]
     pub inputs: RunInputs,

@@ -167,7 +167,8 @@ pub async fn compile(
         (status = 400, description = "Malformed request, unknown target or bad inputs", body = ErrorBody),
         (status = 413, description = "Request too large", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
-        (status = 422, description = "Invalid module, a failed run, or over a resource or time limit", body = ErrorBody),
+        (status = 422, description = "Invalid module, a failed run, over a resource or time limit, or a target this \
+            server cannot run here (`target_unavailable`: cuda without a device)", body = ErrorBody),
         (status = 429, description = "Too many jobs from this client", body = ErrorBody),
         (status = 500, description = "A bug in hloscope", body = ErrorBody),
         (status = 503, description = "The queue is full", body = ErrorBody)))]
@@ -197,21 +198,25 @@ pub async fn targets() -> Json<TargetsResponse> {
                 available: true,
                 description: "native code: Cranelift JIT kernels, gemm for dots, the interpreter for the rest".into(),
             },
-            TargetInfo { name: "cuda".into(), available: false, description: cuda_status() },
+            cuda_target(),
         ],
     })
 }
 
-/// Why the server does not run `cuda`, probed once: no driver or device here, or, where
-/// there is one, that runs go through the command line for now.
-fn cuda_status() -> String {
-    static STATUS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+/// `cuda`, probed once: the device it runs on, or why there is none (no driver, no
+/// device, no NVRTC).
+fn cuda_target() -> TargetInfo {
+    static STATUS: std::sync::OnceLock<TargetInfo> = std::sync::OnceLock::new();
     STATUS
-        .get_or_init(|| match hloscope_core::targets::cuda::runtime::unavailable() {
-            Some(why) => why,
-            None => "a CUDA device is present, but the server does not run cuda yet: use `hloscope run --target \
-                     cuda`"
-                .into(),
+        .get_or_init(|| match hloscope_core::targets::cuda::runtime::device() {
+            Err(why) => TargetInfo { name: "cuda".into(), available: false, description: why },
+            Ok(name) => TargetInfo {
+                name: "cuda".into(),
+                available: true,
+                description: format!(
+                    "CUDA C kernels on {name} (NVRTC), timed with CUDA events; the interpreter for the rest"
+                ),
+            },
         })
         .clone()
 }

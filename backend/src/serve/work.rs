@@ -22,7 +22,7 @@ use hloscope_core::npy;
 use hloscope_core::parse::{self, Format};
 use hloscope_core::passes::fusion::FusionConfig;
 use hloscope_core::passes::pipeline::{parse_pipeline_spec, run_pipeline, PipelineConfig};
-use hloscope_core::targets::cpu;
+use hloscope_core::targets::{cpu, cuda};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -288,11 +288,20 @@ fn note(severity: &str, message: String) -> Diagnostic {
 
 fn run(req: &RunRequest, args: &WorkerArgs, cache_event: &mut Option<String>) -> Result<RunResponse, Failure> {
     let started = Instant::now();
-    if req.target != "interp" && req.target != "cpu" {
+    if !matches!(req.target.as_str(), "interp" | "cpu" | "cuda") {
         return Err(Failure::bad_request(format!(
-            "unknown target `{}` (this server runs: interp, cpu; see /api/targets)",
+            "unknown target `{}` (this server runs: interp, cpu, and cuda where it has a device; see /api/targets)",
             req.target
         )));
+    }
+    if req.target == "cuda" {
+        if let Err(why) = cuda::runtime::device() {
+            return Err(Failure::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "target_unavailable",
+                format!("this server cannot run cuda: {why}"),
+            ));
+        }
     }
     let iters = req.iters.unwrap_or(1);
     if iters == 0 || iters > MAX_ITERS {
@@ -338,6 +347,15 @@ fn run(req: &RunRequest, args: &WorkerArgs, cache_event: &mut Option<String>) ->
             };
             *cache_event = Some(if hit { "hit" } else { "miss" }.to_string());
             (Runner::cpu(exe), if hit { "hit" } else { "miss" })
+        }
+        "cuda" => {
+            let failed = |e: String| {
+                Failure::new(StatusCode::UNPROCESSABLE_ENTITY, "run_failed", format!("compiling for cuda failed: {e}"))
+            };
+            let m = hloscope_core::targets::optimize_with(&module, &fusion).map_err(failed)?;
+            let program = cuda::compile(&m).map_err(failed)?;
+            let exe = cuda::runtime::CudaExecutable::new(&m, program).map_err(failed)?;
+            (Runner::Cuda { exe: Box::new(exe), module: m }, "off")
         }
         _ => (Runner::Interp(module.clone()), "off"),
     };

@@ -78,6 +78,17 @@ pub fn unavailable() -> Option<String> {
     }
 }
 
+/// Device 0 in a few words (its name), or why nothing can run on it: no driver, no
+/// device, or no NVRTC to compile for it (the server's `/api/targets`).
+pub fn device() -> Result<String, String> {
+    if let Some(why) = unavailable() {
+        return Err(why);
+    }
+    Toolkit::locate()?;
+    let ctx = CudaContext::new(0).map_err(driver("cannot open CUDA device 0"))?;
+    ctx.name().map_err(driver("the device has no name"))
+}
+
 /// PTX per (translation unit, architecture), compiled once per process.
 fn cached_ptx(tk: &Toolkit, source: &str, arch: u32) -> Result<String, String> {
     static CACHE: OnceLock<Mutex<HashMap<(String, u32), String>>> = OnceLock::new();

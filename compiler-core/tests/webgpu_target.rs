@@ -314,6 +314,90 @@ ENTRY %main (x: f32[200,70000]) -> f32[70000] {
     assert_eq!(program.shaders[0].as_ref().unwrap().mapping, Mapping::Elements, "{}", program.listing());
 }
 
+/// Scatters the WebGPU target runs on the device: an embedding-gradient-like f32
+/// scatter-add of rows (a window of 16) whose indices repeat and fall outside the
+/// operand on both sides; an s32 scatter-add of single elements through a 2-vector
+/// index, also out of bounds in places; an f32 scatter-max; and one that replaces,
+/// which stays on the host (the last update wins only in order).
+const SCATTERS: &str = "HloModule m
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+%iadd (a: s32[], b: s32[]) -> s32[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  ROOT %s = s32[] add(%a, %b)
+}
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] maximum(%b, %a)
+}
+%second (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  ROOT %b = f32[] parameter(1)
+}
+ENTRY %main (e: f32[50,16], g: f32[300,16], c: s32[20,30], w: s32[700]) -> (f32[50,16], s32[20,30], f32[50,16], f32[50,16]) {
+  %e = f32[50,16] parameter(0)
+  %g = f32[300,16] parameter(1)
+  %io = s32[300,1] iota(), iota_dimension=0
+  %seven = s32[] constant(7)
+  %sb = s32[300,1] broadcast(%seven), dimensions={}
+  %m = s32[300,1] multiply(%io, %sb)
+  %sixty = s32[] constant(60)
+  %b60 = s32[300,1] broadcast(%sixty), dimensions={}
+  %r = s32[300,1] remainder(%m, %b60)
+  %five = s32[] constant(5)
+  %b5 = s32[300,1] broadcast(%five), dimensions={}
+  %rows = s32[300,1] subtract(%r, %b5)
+  %sa = f32[50,16] scatter(%e, %rows, %g), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add
+  %c = s32[20,30] parameter(2)
+  %w = s32[700] parameter(3)
+  %i2 = s32[700,2] iota(), iota_dimension=0
+  %p = s32[700,2] broadcast(%seven), dimensions={}
+  %q = s32[700,2] multiply(%i2, %p)
+  %j = s32[700,2] iota(), iota_dimension=1
+  %thirteen = s32[] constant(13)
+  %b13 = s32[700,2] broadcast(%thirteen), dimensions={}
+  %jq = s32[700,2] multiply(%j, %b13)
+  %qq = s32[700,2] add(%q, %jq)
+  %b33 = s32[700,2] broadcast(%sixty), dimensions={}
+  %ix = s32[700,2] remainder(%qq, %b33)
+  %b2 = s32[700,2] broadcast(%five), dimensions={}
+  %ix2 = s32[700,2] subtract(%ix, %b2)
+  %si = s32[20,30] scatter(%c, %ix2, %w), update_window_dims={}, inserted_window_dims={0,1}, scatter_dims_to_operand_dims={0,1}, index_vector_dim=1, to_apply=%iadd
+  %sm = f32[50,16] scatter(%e, %rows, %g), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%max
+  %sr = f32[50,16] scatter(%e, %rows, %g), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%second
+  ROOT %t = (f32[50,16], s32[20,30], f32[50,16], f32[50,16]) tuple(%sa, %si, %sm, %sr)
+}";
+
+#[test]
+fn scatters_with_commutative_combiners_run_on_the_device() {
+    let module = hloscope_core::parse::parse_module(SCATTERS).unwrap();
+    let program = webgpu::compile(&optimize(&module).unwrap()).unwrap();
+    let scatters: Vec<_> = program.plan.kernels.iter().enumerate().filter(|(_, k)| k.name.starts_with('s')).collect();
+    let mut on_device: Vec<&str> = scatters
+        .iter()
+        .filter(|(i, _)| program.shaders[*i].is_some())
+        .map(|(_, k)| k.name.as_str())
+        .collect();
+    on_device.sort();
+    assert_eq!(on_device, ["sa", "si", "sm"], "{}", program.listing());
+    for sh in program.shaders.iter().flatten() {
+        validate(&sh.source).unwrap_or_else(|e| panic!("{e}\n{}", sh.source));
+        if let Some(copy) = &sh.copy_first {
+            validate(&copy.source).unwrap_or_else(|e| panic!("{e}\n{}", copy.source));
+        }
+    }
+    let listing = program.listing();
+    // The integer sum adds atomically; the float ones go around a compare-exchange.
+    assert_eq!(listing.matches("atomicAdd(p, ").count(), 1, "{listing}");
+    assert_eq!(listing.matches("atomicCompareExchangeWeak(p, ").count(), 2, "{listing}");
+    assert!(listing.contains("%sr: on the host: opaque (interpreted: the update computation is not add"), "{listing}");
+}
+
 #[cfg(feature = "webgpu")]
 mod on_a_device {
     use super::*;
@@ -471,6 +555,26 @@ ENTRY %main (x: f32[3,1000], i: s32[5000]) -> (f32[3], f32[], s32[], f32[3]) {
             assert!(close(&got[1], &want[1], 0.0), "seed {seed}: {:?} vs {:?}", got[1], want[1]);
             assert_eq!(got[2].to_le_bytes(), want[2].to_le_bytes(), "seed {seed}: the wrapping sum");
             assert!(close(&got[3], &want[3], 1e-5), "seed {seed}: {:?} vs {:?}", got[3], want[3]);
+        }
+    }
+
+    #[test]
+    fn scatters_on_the_device_match_the_interpreter() {
+        // Updates that repeat an index land in some order: the integer sum and the max
+        // exactly the interpreter's, the float sum within rounding of it; those outside
+        // the operand are skipped, element by element.
+        let module = hloscope_core::parse::parse_module(SCATTERS).unwrap();
+        let optimized = optimize(&module).unwrap();
+        for seed in [1, 2] {
+            let args = hloscope_core::interp::random_inputs(&module, seed);
+            let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+            let (got, program) = device_run(&optimized, &args);
+            assert_eq!(program.counts().1, 1, "only the replacing scatter on the host:\n{}", program.listing());
+            let got = got.flatten();
+            assert!(close(&got[0], &want[0], 1e-5), "seed {seed}: {:?} vs {:?}", got[0], want[0]);
+            assert_eq!(got[1].to_le_bytes(), want[1].to_le_bytes(), "seed {seed}: the integer sum");
+            assert_eq!(got[2].to_le_bytes(), want[2].to_le_bytes(), "seed {seed}: the max");
+            assert_eq!(got[3].to_le_bytes(), want[3].to_le_bytes(), "seed {seed}: the replacing one");
         }
     }
 

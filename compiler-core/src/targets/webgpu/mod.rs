@@ -19,6 +19,7 @@ pub mod wgsl;
 pub mod runtime;
 
 use crate::ir::{ElementType, Module};
+use crate::kernel::atomic_scatter::atomic_scatter;
 use crate::kernel::{self, KernelBody, KernelPlan, TargetCaps};
 use std::collections::HashMap;
 
@@ -54,7 +55,13 @@ impl WebGpuProgram {
         let mut s = String::new();
         for (i, (k, sh)) in self.plan.kernels.iter().zip(&self.shaders).enumerate() {
             match sh {
-                Some(sh) => s += &format!("// ---- kernel {i} %{} ----\n{}\n", k.name, sh.source),
+                Some(sh) => {
+                    s += &format!("// ---- kernel {i} %{} ----\n", k.name);
+                    if let Some(copy) = &sh.copy_first {
+                        s += &format!("{}\n", copy.source);
+                    }
+                    s += &format!("{}\n", sh.source);
+                }
                 None => s += &format!("// ---- kernel {i} %{}: on the host: {} ----\n\n", k.name, k.kind),
             }
         }
@@ -76,7 +83,10 @@ pub fn compile(module: &Module) -> Result<WebGpuProgram, String> {
             KernelBody::Opaque { .. } => continue,
             KernelBody::Dot(_) => "dots run as reductions on webgpu".into(),
             KernelBody::Sort(_) => "sorts are not compiled for webgpu yet".into(),
-            KernelBody::Scatter(_) => "scatters are not compiled for webgpu yet".into(),
+            KernelBody::Scatter(spec) => match emit_scatter(module, &plan, k, spec) {
+                Ok(_) => continue,
+                Err(why) => why,
+            },
             KernelBody::While { .. } | KernelBody::Case { .. } => {
                 "control flow runs on the host for webgpu (the interpreter, whole)".into()
             }
@@ -91,10 +101,32 @@ pub fn compile(module: &Module) -> Result<WebGpuProgram, String> {
         .iter()
         .map(|k| match &k.body {
             KernelBody::Elemental(e) => emit_kernel(&plan, k, e).map(Some),
+            KernelBody::Scatter(spec) => emit_scatter(module, &plan, k, spec).map(Some),
             _ => Ok(None),
         })
         .collect::<Result<_, _>>()?;
     Ok(WebGpuProgram { plan, shaders })
+}
+
+/// A scatter on the device ([`atomic_scatter`]): the updates' shader, after the copy of
+/// the operand into the output where the two do not share their bytes.
+fn emit_scatter(
+    module: &Module,
+    plan: &KernelPlan,
+    k: &kernel::Kernel,
+    spec: &kernel::ScatterSpec,
+) -> Result<wgsl::WgslKernel, String> {
+    let s = atomic_scatter(spec, module.comp(module.entry))?;
+    let word = |b: kernel::BufferId| plan.arena.offset(b) / 4;
+    let (operand, output) = (word(k.inputs[0]), word(k.outputs[0]));
+    let title = format!("%{} ({})", k.name, k.kind);
+    let place = wgsl::Placement { inputs: &[word(k.inputs[1]), word(k.inputs[2])], outputs: &[output] };
+    let mut updates = wgsl::emit_scatter_updates(&s, &format!("{title}: its updates"), &place)?;
+    if operand != output {
+        let place = wgsl::Placement { inputs: &[operand], outputs: &[output] };
+        updates.copy_first = Some(Box::new(wgsl::emit(&s.copy, &format!("{title}: its operand copied"), &place)?));
+    }
+    Ok(updates)
 }
 
 fn emit_kernel(plan: &KernelPlan, k: &kernel::Kernel, e: &kernel::Elemental) -> Result<wgsl::WgslKernel, String> {

@@ -96,6 +96,13 @@ struct Timestamps {
     period: f64,
 }
 
+/// One compute pass of a kernel: its pipeline, bind group and workgroups.
+struct Pass {
+    pipeline: wgpu::ComputePipeline,
+    bind: wgpu::BindGroup,
+    workgroups: u32,
+}
+
 /// A WebGPU device with the program's pipelines.
 pub struct WebGpuExecutable {
     program: WebGpuProgram,
@@ -105,7 +112,9 @@ pub struct WebGpuExecutable {
     device: wgpu::Device,
     queue: wgpu::Queue,
     arena: wgpu::Buffer,
-    pipelines: Vec<Option<(wgpu::ComputePipeline, wgpu::BindGroup)>>,
+    /// Per kernel on the device: its passes in order (a scatter's copy, then its
+    /// updates; one pass otherwise), each a pipeline, its bind group and its workgroups.
+    pipelines: Vec<Option<Vec<Pass>>>,
     /// The best way to time kernels here ([`WebGpuExecutable::timing_method`]).
     method: TimingMethod,
     /// The query set when timing by timestamps (none when nothing is dispatched).
@@ -146,7 +155,12 @@ impl WebGpuExecutable {
                 crate::limits::format_bytes(most)
             ));
         }
-        let dispatched = program.shaders.iter().flatten().filter(|s| s.workgroups() > 0).count() as u32;
+        let dispatched = program
+            .shaders
+            .iter()
+            .flatten()
+            .filter(|s| s.workgroups() > 0 || s.copy_first.as_ref().is_some_and(|c| c.workgroups() > 0))
+            .count() as u32;
         // Two queries per kernel in one set; a plan past the set's cap is timed by
         // submit and wait instead.
         let method = if adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY)
@@ -180,28 +194,37 @@ impl WebGpuExecutable {
                 pipelines.push(None);
                 continue;
             };
-            let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-            let m = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(&program.plan.kernels[i].name),
-                source: wgpu::ShaderSource::Wgsl(shader.source.as_str().into()),
-            });
-            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(&program.plan.kernels[i].name),
-                layout: None,
-                module: &m,
-                entry_point: Some("main"),
-                compilation_options: Default::default(),
-                cache: None,
-            });
-            if let Some(e) = scope.pop().await {
-                return Err(format!("kernel {i} (%{}): the shader was refused: {e}", program.plan.kernels[i].name));
+            let mut passes = Vec::new();
+            for sh in shader.copy_first.as_deref().into_iter().chain([shader]) {
+                let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+                let m = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(&program.plan.kernels[i].name),
+                    source: wgpu::ShaderSource::Wgsl(sh.source.as_str().into()),
+                });
+                let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(&program.plan.kernels[i].name),
+                    layout: None,
+                    module: &m,
+                    entry_point: Some("main"),
+                    compilation_options: Default::default(),
+                    cache: None,
+                });
+                if let Some(e) = scope.pop().await {
+                    return Err(format!(
+                        "kernel {i} (%{}): the shader was refused: {e}",
+                        program.plan.kernels[i].name
+                    ));
+                }
+                let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: None,
+                    layout: &pipeline.get_bind_group_layout(0),
+                    entries: &[wgpu::BindGroupEntry { binding: 0, resource: arena.as_entire_binding() }],
+                });
+                if sh.workgroups() > 0 {
+                    passes.push(Pass { pipeline, bind, workgroups: sh.workgroups() });
+                }
             }
-            let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: None,
-                layout: &pipeline.get_bind_group_layout(0),
-                entries: &[wgpu::BindGroupEntry { binding: 0, resource: arena.as_entire_binding() }],
-            });
-            pipelines.push(Some((pipeline, bind)));
+            pipelines.push(Some(passes));
         }
         let timestamps = timestamps_wanted.then(|| {
             let count = 2 * dispatched;
@@ -313,30 +336,32 @@ impl WebGpuExecutable {
         // (kernel, its first query), in dispatch order.
         let mut queried: Vec<(usize, u32)> = Vec::new();
         for (i, k) in plan.kernels.iter().enumerate() {
-            if let Some((pipeline, bind)) = &self.pipelines[i] {
-                let workgroups = self.program.shaders[i].as_ref().map_or(0, |s| s.workgroups());
-                if workgroups == 0 {
+            if let Some(passes) = &self.pipelines[i] {
+                if passes.is_empty() {
                     continue;
                 }
                 let first_query = 2 * queried.len() as u32;
-                let writes = timestamps.map(|t| wgpu::ComputePassTimestampWrites {
-                    query_set: &t.set,
-                    beginning_of_pass_write_index: Some(first_query),
-                    end_of_pass_write_index: Some(first_query + 1),
-                });
-                if writes.is_some() {
+                if timestamps.is_some() {
                     queried.push((i, first_query));
                 }
                 let mut alone = per_kernel.then(encoder);
                 let enc = alone.as_mut().unwrap_or(&mut pending);
-                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: Some(&k.name),
-                    timestamp_writes: writes,
-                });
-                pass.set_pipeline(pipeline);
-                pass.set_bind_group(0, bind, &[]);
-                pass.dispatch_workgroups(workgroups, 1, 1);
-                drop(pass);
+                // A kernel of several passes is timed from its first's start to its
+                // last's end; passes run in order, each seeing the previous one's stores.
+                for (p, step) in passes.iter().enumerate() {
+                    let writes = timestamps.map(|t| wgpu::ComputePassTimestampWrites {
+                        query_set: &t.set,
+                        beginning_of_pass_write_index: (p == 0).then_some(first_query),
+                        end_of_pass_write_index: (p + 1 == passes.len()).then_some(first_query + 1),
+                    });
+                    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some(&k.name),
+                        timestamp_writes: writes,
+                    });
+                    pass.set_pipeline(&step.pipeline);
+                    pass.set_bind_group(0, &step.bind, &[]);
+                    pass.dispatch_workgroups(step.workgroups, 1, 1);
+                }
                 stale = true;
                 match alone {
                     Some(enc) => {

@@ -33,6 +33,7 @@
 
 use super::approx;
 use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
+use crate::kernel::atomic_scatter::AtomicScatter;
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
 use crate::kernel::lower::{loop_invariants, Lower, Memo};
 use crate::kernel::reduction;
@@ -61,6 +62,9 @@ pub struct WgslKernel {
     /// Per line of `source`: the HLO instruction its value implements, or "" (the lines
     /// that bind a node's value; loop control, loads and stores have none).
     pub line_hlo: Vec<String>,
+    /// A shader dispatched before this one, as part of the same kernel: a scatter's copy
+    /// of its operand into its output (none when the two share their bytes).
+    pub copy_first: Option<Box<WgslKernel>>,
 }
 
 impl WgslKernel {
@@ -129,6 +133,85 @@ pub struct Placement<'a> {
 
 /// The WGSL of `e`, with a header naming the kernel; or why it is not emitted.
 pub fn emit(e: &Elemental, title: &str, place: &Placement) -> Result<WgslKernel, String> {
+    check(e)?;
+    let outer = e.outer_vars();
+    let invocations: u64 = outer.iter().map(|&v| e.space[v as usize].max(0) as u64).product();
+    let tile = dot_tile(e);
+    let columns = if tile.is_some() { None } else { column_tile(e, invocations, WORKGROUP, COLUMN_RUN) };
+    let cooperative = if tile.is_some() || columns.is_some() { None } else { cooperative_ops(e, invocations) };
+    let transpose = transpose_tile(e);
+    let (mapping, invocations) = match (&cooperative, &tile, &columns, &transpose) {
+        (Some(_), ..) => (Mapping::BlockReduction, invocations),
+        (_, Some(t), ..) => (Mapping::DotTiles, t.threads(e)),
+        (_, _, Some(c), _) => (Mapping::ColumnTiles, c.blocks(e)),
+        (_, _, _, Some(t)) => (Mapping::TransposeTiles, t.tiles(e)),
+        _ => (Mapping::Elements, invocations),
+    };
+    let mut w = Writer::new(e, place, mapping);
+    w.atomic = e.outputs.iter().any(|o| stored_type(o.elem).is_none());
+    w.cooperative = cooperative;
+    w.tile = tile;
+    w.transpose = transpose;
+    w.columns = columns;
+    w.header(title, invocations);
+    w.body(&outer, invocations);
+    // Those counted in workgroups: a block reduction's outputs, a transpose's tiles, a
+    // column reduction's runs of columns.
+    let invocations = if w.per_workgroup() { invocations * WORKGROUP as u64 } else { invocations };
+    w.finish(invocations)
+}
+
+/// The WGSL of a scatter's update phase ([`AtomicScatter`]): one invocation per update
+/// element, which, where its target lies inside the output, combines itself into it
+/// atomically (`atomicAdd` for an integer sum, else a compare-exchange loop around the
+/// op's own semantics). `place` has the index array's and the updates' offsets as
+/// inputs, the output's as the one output.
+pub fn emit_scatter_updates(s: &AtomicScatter, title: &str, place: &Placement) -> Result<WgslKernel, String> {
+    let e = &s.updates;
+    check(e)?;
+    let vars = e.outer_vars();
+    let invocations: u64 = vars.iter().map(|&v| e.space[v as usize].max(0) as u64).product();
+    let mut w = Writer::new(e, place, Mapping::Elements);
+    // Every access atomic: the arena is `array<atomic<u32>>`.
+    w.atomic = true;
+    w.header(title, invocations);
+    if invocations == 0 {
+        w.body(&vars, 0);
+        return w.finish(0);
+    }
+    let _ = writeln!(w.out, "  for (var t: u32 = gid.x; t < {invocations}u; t += groups.x * {WORKGROUP}u) {{");
+    w.pad = "    ".into();
+    w.unravel("t", &vars, "q");
+    let inside = w.value(s.in_bounds);
+    w.line(format_args!("if ({inside}) {{"));
+    w.pad += "  ";
+    let x = w.value(s.value);
+    let at = w.index(s.target);
+    let base = place.outputs[0];
+    w.line(format_args!("let p = &arena[{base}u + u32({at})];"));
+    let int = matches!(s.elem, ElementType::S32 | ElementType::U32);
+    if s.op == BinaryOp::Add && int {
+        w.line(format_args!("atomicAdd(p, bitcast<u32>({x}));"));
+    } else {
+        w.line(format_args!("var old = atomicLoad(p);"));
+        w.line(format_args!("loop {{"));
+        let ty = stored_type(s.elem).unwrap_or("f32");
+        let next = w.binary(s.op, s.elem, format!("bitcast<{ty}>(old)"), x);
+        w.line(format_args!("  let r = atomicCompareExchangeWeak(p, old, bitcast<u32>({next}));"));
+        w.line(format_args!("  if (r.exchanged) {{ break; }}"));
+        w.line(format_args!("  old = r.old_value;"));
+        w.line(format_args!("}}"));
+    }
+    w.out += "    }
+  }
+}
+";
+    w.finish(invocations)
+}
+
+/// Why `e` cannot be spelled in WGSL here, if it cannot: its types and the narrow ops a
+/// carrier would get wrong.
+fn check(e: &Elemental) -> Result<(), String> {
     for (i, &t) in e.input_elems.iter().enumerate() {
         if stored_type(t).is_none() && !narrow(t) && t != ElementType::Pred {
             return Err(format!("input {i} is {t}: 64-bit buffers are not read on webgpu yet"));
@@ -164,52 +247,11 @@ pub fn emit(e: &Elemental, title: &str, place: &Placement) -> Result<WgslKernel,
     if e.idx_range.iter().enumerate().any(wide) {
         return Err("an index expression past 32 bits".into());
     }
-    let outer = e.outer_vars();
-    let invocations: u64 = outer.iter().map(|&v| e.space[v as usize].max(0) as u64).product();
-    if invocations > u32::MAX as u64 || e.space.iter().any(|&n| n > i32::MAX as i64) {
+    let outer: u64 = e.outer_vars().iter().map(|&v| e.space[v as usize].max(0) as u64).product();
+    if outer > u32::MAX as u64 || e.space.iter().any(|&n| n > i32::MAX as i64) {
         return Err("more than 2^32 outer elements".into());
     }
-    let tile = dot_tile(e);
-    let columns = if tile.is_some() { None } else { column_tile(e, invocations, WORKGROUP, COLUMN_RUN) };
-    let cooperative = if tile.is_some() || columns.is_some() { None } else { cooperative_ops(e, invocations) };
-    let transpose = transpose_tile(e);
-    let (mapping, invocations) = match (&cooperative, &tile, &columns, &transpose) {
-        (Some(_), ..) => (Mapping::BlockReduction, invocations),
-        (_, Some(t), ..) => (Mapping::DotTiles, t.threads(e)),
-        (_, _, Some(c), _) => (Mapping::ColumnTiles, c.blocks(e)),
-        (_, _, _, Some(t)) => (Mapping::TransposeTiles, t.tiles(e)),
-        _ => (Mapping::Elements, invocations),
-    };
-    let mut w = Writer {
-        e,
-        place,
-        out: String::new(),
-        pad: String::new(),
-        memo: Memo::default(),
-        err: None,
-        tmps: 0,
-        cooperative: cooperative.clone(),
-        inits: Vec::new(),
-        bound: Vec::new(),
-        atomic: e.outputs.iter().any(|o| stored_type(o.elem).is_none()),
-        tile,
-        tile_acc: None,
-        transpose,
-        columns,
-        mapping,
-    };
-    w.header(title, invocations);
-    w.body(&outer, invocations);
-    // Those counted in workgroups: a block reduction's outputs, a transpose's tiles, a
-    // column reduction's runs of columns.
-    let invocations = if w.per_workgroup() { invocations * WORKGROUP as u64 } else { invocations };
-    match w.err {
-        Some(why) => Err(why),
-        None => {
-            let line_hlo = line_origins(e, &w.out, &w.bound);
-            Ok(WgslKernel { source: w.out, invocations, mapping, line_hlo })
-        }
-    }
+    Ok(())
 }
 
 /// The WGSL type a buffer element is read as (`None`: not stored on this target yet).
@@ -274,6 +316,38 @@ struct Writer<'a> {
     /// A column reduction whose workgroups split the rows ([`column_nest`]).
     columns: Option<ColumnTile>,
     mapping: Mapping,
+}
+
+impl<'a> Writer<'a> {
+    fn new(e: &'a Elemental, place: &'a Placement<'a>, mapping: Mapping) -> Writer<'a> {
+        Writer {
+            e,
+            place,
+            out: String::new(),
+            pad: String::new(),
+            memo: Memo::default(),
+            err: None,
+            tmps: 0,
+            cooperative: None,
+            inits: Vec::new(),
+            bound: Vec::new(),
+            atomic: false,
+            tile: None,
+            tile_acc: None,
+            transpose: None,
+            columns: None,
+            mapping,
+        }
+    }
+
+    /// The kernel written, or the first reason it could not be.
+    fn finish(self, invocations: u64) -> Result<WgslKernel, String> {
+        if let Some(why) = self.err {
+            return Err(why);
+        }
+        let line_hlo = line_origins(self.e, &self.out, &self.bound);
+        Ok(WgslKernel { source: self.out, invocations, mapping: self.mapping, line_hlo, copy_first: None })
+    }
 }
 
 impl Writer<'_> {

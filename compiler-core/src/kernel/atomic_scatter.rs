@@ -1,0 +1,137 @@
+//! A scatter as a GPU runs it: the operand copied to the output, then one thread per
+//! update element combining it into the element it targets with an atomic
+//! read-modify-write. The plan's [`ScatterSpec`] says what the scatter is; this module
+//! describes the two phases as elemental descriptions, so an emitter spells the
+//! loads, the index arithmetic and the bounds test through the lowering driver like any
+//! kernel's, and only the atomic combine is its own.
+//!
+//! Which scatters qualify: one operand, whose update computation is `add`, `maximum` or
+//! `minimum` of the current value and the update (in either order), on f32, s32 or u32.
+//! Those combiners are commutative, so the order the updates land in does not matter
+//! for integers, nor for max and min (an exact choice of one of the values); an f32 sum
+//! rounds at each step, so its value may differ from the sequential scatter's by
+//! rounding, as XLA's GPU scatters do. A scatter that replaces (the last update wins)
+//! or whose combiner is anything else stays with the sequential scatter, where a target
+//! has one, or on the host.
+
+use super::elemental::{Builder, Elemental, ExprId, Idx, IdxId, Node, Output};
+use super::ScatterSpec;
+use crate::ir::{BinaryOp, Computation, ElementType, Scalar};
+use std::collections::HashMap;
+
+/// A scatter's two phases on a GPU ([`atomic_scatter`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AtomicScatter {
+    /// The copy of the operand into the output: a loop kernel over the operand (kernel
+    /// input 0 to the output). A target skips it when the two share their bytes.
+    pub copy: Elemental,
+    /// The updates: a space of the update array's dimensions over the kernel's index
+    /// array (input 1) and updates (input 2); its nodes hold `value`, `in_bounds` and the
+    /// loads they read, its indices `target`. It has no outputs: the combine is the
+    /// target's.
+    pub updates: Elemental,
+    /// The update element at the current position.
+    pub value: ExprId,
+    /// pred: whether the element it targets lies inside the operand (else it is
+    /// skipped, as the interpreter skips it).
+    pub in_bounds: ExprId,
+    /// The row-major position of the targeted element in the output (meaningful where
+    /// `in_bounds` holds).
+    pub target: IdxId,
+    /// `Add`, `Max` or `Min`: new = op(current, value), with HLO's semantics.
+    pub op: BinaryOp,
+    pub elem: ElementType,
+}
+
+/// The element types whose updates are combined atomically.
+const ATOMIC_ELEMS: [ElementType; 3] = [ElementType::F32, ElementType::S32, ElementType::U32];
+
+/// `spec` in two phases ([`AtomicScatter`]), or why it does not qualify (see the
+/// module doc). `comp` is the planned computation (the descriptions name no
+/// instruction of it).
+pub fn atomic_scatter(spec: &ScatterSpec, comp: &Computation) -> Result<AtomicScatter, String> {
+    let [elem] = spec.elems[..] else { return Err("a variadic scatter".into()) };
+    if !ATOMIC_ELEMS.contains(&elem) {
+        return Err(format!("a scatter of {elem}: atomic combines are for f32, s32 and u32"));
+    }
+    let op = combiner_op(&spec.combiner)
+        .ok_or("the update computation is not add, maximum or minimum of the current value and the update")?;
+
+    // The copy: output[i] = operand[i].
+    let mut b = Builder::new(comp, HashMap::new());
+    b.e.space = spec.operand_dims.clone();
+    b.e.reduced = vec![false; spec.operand_dims.len()];
+    let vars: Vec<IdxId> = (0..spec.operand_dims.len() as u32).map(|v| b.idx(Idx::Var(v))).collect();
+    let linear = b.linearize(&vars, &spec.operand_dims);
+    let load = b.node(Node::Load { input: 0, linear }, elem);
+    b.e.outputs.push(Output { expr: load, inner: false, elem });
+    b.e.input_elems = vec![elem];
+    let copy = b.e;
+
+    // The updates, over the update array: inputs 0 (the index array) and 1 (updates).
+    let mut b = Builder::new(comp, HashMap::new());
+    b.e.space = spec.update_dims.clone();
+    b.e.reduced = vec![false; spec.update_dims.len()];
+    b.e.input_elems = vec![spec.index_elem, elem];
+    let u: Vec<IdxId> = (0..spec.update_dims.len() as u32).map(|v| b.idx(Idx::Var(v))).collect();
+    let at = b.linearize(&u, &spec.update_dims);
+    let value = b.node(Node::Load { input: 1, linear: at }, elem);
+    // The batch position in the index array: its dimensions but the vector's, in order,
+    // are the update's scatter axes.
+    let index_rank = spec.index_dims.len();
+    let batch: Vec<usize> = (0..index_rank).filter(|&d| d != spec.index_vector_dim).collect();
+    let batch_coord = |d: usize| batch.iter().position(|&x| x == d).map(|j| u[spec.scatter_axes[j]]);
+    let rank = spec.operand_dims.len();
+    let mut target: Vec<IdxId> = vec![b.konst(0); rank];
+    let mut checked = vec![false; rank];
+    for (k, &d) in spec.scatter_dims_to_operand_dims.iter().enumerate() {
+        let mut coords = Vec::with_capacity(index_rank);
+        for dim in 0..index_rank {
+            coords.push(if dim == spec.index_vector_dim { b.konst(k as i64) } else { batch_coord(dim).ok_or("bad scatter axes")? });
+        }
+        let linear = b.linearize(&coords, &spec.index_dims);
+        let start = b.node(Node::Load { input: 0, linear }, spec.index_elem);
+        // Clamped only so far that an out-of-range start stays out of range once the
+        // window offset is added (and the index arithmetic stays small).
+        let window = spec.window.iter().find(|&&(_, od)| od == d).map_or(0, |&(a, _)| spec.update_dims[a]);
+        let data = b.idx(Idx::Data(start));
+        let start = b.idx(Idx::Clamp(data, -window.max(1), spec.operand_dims[d]));
+        target[d] = b.add(target[d], start);
+        checked[d] = true;
+    }
+    for &(od, id) in &spec.batching {
+        let coord = batch_coord(id).ok_or("bad scatter batching dims")?;
+        target[od] = b.add(target[od], coord);
+    }
+    for &(a, od) in &spec.window {
+        target[od] = b.add(target[od], u[a]);
+    }
+    let mut in_bounds: Option<ExprId> = None;
+    for d in (0..rank).filter(|&d| checked[d]) {
+        let inside = b.node(Node::InRange { idx: target[d], lo: 0, hi: spec.operand_dims[d] }, ElementType::Pred);
+        in_bounds = Some(match in_bounds {
+            None => inside,
+            Some(p) => b.node(Node::Binary(BinaryOp::And, p, inside), ElementType::Pred),
+        });
+    }
+    let in_bounds = match in_bounds {
+        Some(p) => p,
+        None => b.node(Node::Const(Scalar::Pred(true)), ElementType::Pred),
+    };
+    let target = b.linearize(&target, &spec.operand_dims);
+    Ok(AtomicScatter { copy, updates: b.e, value, in_bounds, target, op, elem })
+}
+
+/// The op of an update computation `op(current, update)` (or `op(update, current)`) for
+/// an op whose combines may land in any order.
+fn combiner_op(c: &Elemental) -> Option<BinaryOp> {
+    let [out] = c.outputs.as_slice() else { return None };
+    let Node::Binary(op, a, b) = c.expr(out.expr).node else { return None };
+    let input = |x: ExprId| match c.expr(x).node {
+        Node::Load { input, .. } => Some(input),
+        _ => None,
+    };
+    let mut inputs = [input(a)?, input(b)?];
+    inputs.sort();
+    (inputs == [0, 1] && matches!(op, BinaryOp::Add | BinaryOp::Max | BinaryOp::Min)).then_some(op)
+}

@@ -1,4 +1,4 @@
-//! The CUDA target without a GPU: golden CUDA C for five kernels (`tests/golden/cuda/`,
+//! The CUDA target without a GPU: golden CUDA C for six kernels (`tests/golden/cuda/`,
 //! refreshed with `UPDATE_EXPECT=1`), and, with feature `cuda`, every program of the
 //! conformance and JAX corpora compiled by NVRTC to PTX and assembled by
 //! `ptxas -arch=sm_90` (NVIDIA's wheels: `cargo xtask test` installs them into
@@ -93,6 +93,43 @@ ENTRY %main (x: f32[3,70,45], y: f32[3,45,70]) -> f32[3,45,70] {
     assert_eq!(k.mapping, Mapping::TransposeTiles);
     assert_eq!(k.runs(), "transpose tiles: 18 blocks of 256, each a 32x32 tile");
     expect_test::expect_file!["golden/cuda/transpose_tiles.cu"].assert_eq(&k.source);
+}
+
+#[test]
+fn scatters_combine_their_updates_atomically() {
+    // An f32 scatter-add of rows (atomicAdd), after the operand's copy into the output;
+    // an f32 scatter-max through a compare-and-swap loop around HLO's max; each update
+    // combined only where its target lies inside the operand.
+    let p = program(
+        "HloModule m
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] maximum(%a, %b)
+}
+ENTRY %main (e: f32[50,16], i: s32[30,1], g: f32[30,16]) -> (f32[50,16], f32[50,16]) {
+  %e = f32[50,16] parameter(0)
+  %i = s32[30,1] parameter(1)
+  %g = f32[30,16] parameter(2)
+  %sa = f32[50,16] scatter(%e, %i, %g), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add
+  %sm = f32[50,16] scatter(%e, %i, %g), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%max
+  ROOT %t = (f32[50,16], f32[50,16]) tuple(%sa, %sm)
+}",
+    );
+    assert_eq!(p.counts(), (2, 0), "{}", p.listing());
+    let mut sources = Vec::new();
+    for k in p.kernels.iter().flatten() {
+        let copy = k.copy_first.as_ref().expect("the operand is live after: copied");
+        assert_eq!((copy.outer, k.outer), (800, 480));
+        sources.push(copy.source.as_str());
+        sources.push(k.source.as_str());
+    }
+    expect_test::expect_file!["golden/cuda/scatters.cu"].assert_eq(&sources.join("\n"));
 }
 
 #[test]

@@ -27,6 +27,7 @@
 
 use super::approx;
 use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
+use crate::kernel::atomic_scatter::AtomicScatter;
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
 use crate::kernel::lower::{loop_invariants, Lower, Memo};
 use crate::kernel::reduction;
@@ -93,6 +94,9 @@ pub struct CudaKernel {
     pub mapping: Mapping,
     /// Per line of `source`: the HLO instruction its value implements, or "".
     pub line_hlo: Vec<String>,
+    /// A function launched before this one, as part of the same kernel: a scatter's
+    /// copy of its operand into its output (none when the two share their bytes).
+    pub copy_first: Option<Box<CudaKernel>>,
 }
 
 impl CudaKernel {
@@ -131,14 +135,6 @@ pub struct Placement<'a> {
 pub fn emit(e: &Elemental, entry: &str, title: &str, place: &Placement) -> Result<CudaKernel, String> {
     let outer = e.outer_vars();
     let outer_elements: u64 = outer.iter().map(|&v| e.space[v as usize].max(0) as u64).product();
-    // Data indices saturate to the index type, which their clamp (inside the buffer)
-    // undoes; a clamp keeps its operand's range (checked on its own).
-    let wide = |(i, &(lo, hi)): (usize, &(i64, i64))| {
-        !matches!(e.idx[i], Idx::Data(_) | Idx::Clamp(..)) && (lo < i32::MIN as i64 || hi > i32::MAX as i64)
-    };
-    let wide_index = e.idx_range.iter().enumerate().any(wide)
-        || outer_elements > i32::MAX as u64
-        || e.space.iter().any(|&n| n > i32::MAX as i64);
     let tile = dot_tile(e);
     let columns = if tile.is_some() { None } else { column_tile(e, outer_elements, BLOCK, COLUMN_RUN) };
     let cooperative = if tile.is_some() || columns.is_some() { None } else { cooperative_ops(e, outer_elements) };
@@ -150,46 +146,75 @@ pub fn emit(e: &Elemental, entry: &str, title: &str, place: &Placement) -> Resul
         (_, _, _, Some(t)) => (Mapping::TransposeTiles, t.tiles(e)),
         _ => (Mapping::Elements, outer_elements),
     };
-    let mut w = Writer {
-        e,
-        place,
-        out: String::new(),
-        pad: String::new(),
-        memo: Memo::default(),
-        err: None,
-        tmps: 0,
-        cooperative: cooperative.clone(),
-        inits: Vec::new(),
-        bound: Vec::new(),
-        idx: if wide_index { "long long" } else { "int" },
-        fence: place.inputs.iter().enumerate().any(|(i, at)| {
-            place
-                .outputs
-                .iter()
-                .enumerate()
-                .any(|(o, out)| at == out && stored_type(e.input_elems[i]) != stored_type(e.outputs[o].elem))
-        }),
-        tile,
-        tile_acc: None,
-        transpose,
-        columns,
-        mapping,
-    };
+    let mut w = Writer::new(e, place, mapping);
+    w.fence = place.inputs.iter().enumerate().any(|(i, at)| {
+        place
+            .outputs
+            .iter()
+            .enumerate()
+            .any(|(o, out)| at == out && stored_type(e.input_elems[i]) != stored_type(e.outputs[o].elem))
+    });
+    w.cooperative = cooperative;
+    w.tile = tile;
+    w.transpose = transpose;
+    w.columns = columns;
     w.header(entry, title, outer_elements);
     w.body(&outer, outer_elements);
-    match w.err {
-        Some(why) => Err(why),
-        None => {
-            let line_hlo = line_origins(e, &w.out, &w.bound);
-            Ok(CudaKernel {
-                entry: entry.to_string(),
-                source: w.out,
-                outer: outer_elements,
-                mapping,
-                line_hlo,
-            })
+    w.finish(entry, outer_elements)
+}
+
+/// The CUDA C of a scatter's update phase ([`AtomicScatter`]) as function `entry`: one
+/// thread per update element, which, where its target lies inside the output, combines
+/// itself into it atomically (`atomicAdd`, or `atomicMax`/`atomicMin` on integers, else
+/// a compare-and-swap loop around the op's own semantics). `place` has the index
+/// array's and the updates' offsets as inputs, the output's as the one output.
+pub fn emit_scatter_updates(
+    s: &AtomicScatter,
+    entry: &str,
+    title: &str,
+    place: &Placement,
+) -> Result<CudaKernel, String> {
+    let e = &s.updates;
+    let vars = e.outer_vars();
+    let n: u64 = vars.iter().map(|&v| e.space[v as usize].max(0) as u64).product();
+    let mut w = Writer::new(e, place, Mapping::Elements);
+    w.header(entry, title, n);
+    let ty = stored_type(s.elem);
+    let _ = writeln!(w.out, "  {ty}* out0 = ({ty}*)(arena + {});", place.outputs[0]);
+    if n == 0 {
+        w.body(&vars, 0);
+        return w.finish(entry, 0);
+    }
+    let _ = writeln!(
+        w.out,
+        "  for (long long t0 = (long long)blockIdx.x * blockDim.x + threadIdx.x; t0 < {n}LL; t0 += (long long)gridDim.x * blockDim.x) {{"
+    );
+    w.pad = "    ".into();
+    let idx = w.idx;
+    w.line(format_args!("const {idx} t = ({idx})t0;"));
+    w.unravel("t", &vars, "q");
+    let inside = w.value(s.in_bounds);
+    w.line(format_args!("if ({inside}) {{"));
+    w.pad += "  ";
+    let x = w.value(s.value);
+    let at = w.index(s.target);
+    let int = matches!(s.elem, ElementType::S32 | ElementType::U32);
+    match s.op {
+        BinaryOp::Add => w.line(format_args!("atomicAdd(&out0[{at}], {x});")),
+        BinaryOp::Max if int => w.line(format_args!("atomicMax(&out0[{at}], {x});")),
+        BinaryOp::Min if int => w.line(format_args!("atomicMin(&out0[{at}], {x});")),
+        op => {
+            w.line(format_args!("int* p = (int*)&out0[{at}];"));
+            w.line(format_args!("int old = *p, seen;"));
+            w.line(format_args!("do {{"));
+            let next = w.binary(op, s.elem, "__int_as_float(seen)".into(), x);
+            w.line(format_args!("  seen = old;"));
+            w.line(format_args!("  old = atomicCAS(p, seen, __float_as_int({next}));"));
+            w.line(format_args!("}} while (old != seen);"));
         }
     }
+    w.out += "    }\n  }\n}\n";
+    w.finish(entry, n)
 }
 
 /// The C type a buffer element is stored as.
@@ -271,6 +296,55 @@ struct Writer<'a> {
     /// A column reduction whose blocks split the rows ([`column_nest`]).
     columns: Option<ColumnTile>,
     mapping: Mapping,
+}
+
+impl<'a> Writer<'a> {
+    fn new(e: &'a Elemental, place: &'a Placement<'a>, mapping: Mapping) -> Writer<'a> {
+        let outer: u64 = e.outer_vars().iter().map(|&v| e.space[v as usize].max(0) as u64).product();
+        // Data indices saturate to the index type, which their clamp (inside the buffer)
+        // undoes; a clamp keeps its operand's range (checked on its own).
+        let wide = |(i, &(lo, hi)): (usize, &(i64, i64))| {
+            !matches!(e.idx[i], Idx::Data(_) | Idx::Clamp(..)) && (lo < i32::MIN as i64 || hi > i32::MAX as i64)
+        };
+        let wide_index = e.idx_range.iter().enumerate().any(wide)
+            || outer > i32::MAX as u64
+            || e.space.iter().any(|&n| n > i32::MAX as i64);
+        Writer {
+            e,
+            place,
+            out: String::new(),
+            pad: String::new(),
+            memo: Memo::default(),
+            err: None,
+            tmps: 0,
+            cooperative: None,
+            inits: Vec::new(),
+            bound: Vec::new(),
+            idx: if wide_index { "long long" } else { "int" },
+            fence: false,
+            tile: None,
+            tile_acc: None,
+            transpose: None,
+            columns: None,
+            mapping,
+        }
+    }
+
+    /// The kernel written as function `entry`, or the first reason it could not be.
+    fn finish(self, entry: &str, outer: u64) -> Result<CudaKernel, String> {
+        if let Some(why) = self.err {
+            return Err(why);
+        }
+        let line_hlo = line_origins(self.e, &self.out, &self.bound);
+        Ok(CudaKernel {
+            entry: entry.to_string(),
+            source: self.out,
+            outer,
+            mapping: self.mapping,
+            line_hlo,
+            copy_first: None,
+        })
+    }
 }
 
 impl Writer<'_> {

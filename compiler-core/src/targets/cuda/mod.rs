@@ -27,6 +27,7 @@ pub mod runtime;
 pub mod toolkit;
 
 use crate::ir::Module;
+use crate::kernel::atomic_scatter::atomic_scatter;
 use crate::kernel::{self, KernelBody, KernelPlan, TargetCaps};
 use std::collections::HashMap;
 
@@ -63,8 +64,10 @@ impl CudaProgram {
     pub fn translation_unit(&self) -> String {
         let mut s = String::from(cuda_c::PRELUDE);
         for k in self.kernels.iter().flatten() {
-            s.push('\n');
-            s += &k.source;
+            for f in k.copy_first.as_deref().into_iter().chain([k]) {
+                s.push('\n');
+                s += &f.source;
+            }
         }
         s
     }
@@ -75,7 +78,13 @@ impl CudaProgram {
         let mut s = String::from(cuda_c::PRELUDE);
         for (i, (k, f)) in self.plan.kernels.iter().zip(&self.kernels).enumerate() {
             match f {
-                Some(f) => s += &format!("\n// ---- kernel {i} %{} ----\n{}", k.name, f.source),
+                Some(f) => {
+                    s += &format!("\n// ---- kernel {i} %{} ----\n", k.name);
+                    if let Some(copy) = &f.copy_first {
+                        s += &format!("{}\n", copy.source);
+                    }
+                    s += &f.source;
+                }
                 None => s += &format!("\n// ---- kernel {i} %{}: on the host: {} ----\n", k.name, k.kind),
             }
         }
@@ -97,7 +106,10 @@ pub fn compile(module: &Module) -> Result<CudaProgram, String> {
             KernelBody::Opaque { .. } => continue,
             KernelBody::Dot(_) => "dots run as reductions on cuda".into(),
             KernelBody::Sort(_) => "sorts are not compiled for cuda yet".into(),
-            KernelBody::Scatter(_) => "scatters are not compiled for cuda yet".into(),
+            KernelBody::Scatter(spec) => match emit_scatter(module, &plan, i, k, spec) {
+                Ok(_) => continue,
+                Err(why) => why,
+            },
             KernelBody::While { .. } | KernelBody::Case { .. } => {
                 "control flow runs on the host for cuda (the interpreter, whole)".into()
             }
@@ -113,10 +125,35 @@ pub fn compile(module: &Module) -> Result<CudaProgram, String> {
         .enumerate()
         .map(|(i, k)| match &k.body {
             KernelBody::Elemental(e) => emit_kernel(&plan, i, k, e).map(Some),
+            KernelBody::Scatter(spec) => emit_scatter(module, &plan, i, k, spec).map(Some),
             _ => Ok(None),
         })
         .collect::<Result<_, _>>()?;
     Ok(CudaProgram { plan, kernels })
+}
+
+/// A scatter on the device ([`atomic_scatter`]): the updates' function, after the copy
+/// of the operand into the output where the two do not share their bytes.
+fn emit_scatter(
+    module: &Module,
+    plan: &KernelPlan,
+    index: usize,
+    k: &kernel::Kernel,
+    spec: &kernel::ScatterSpec,
+) -> Result<cuda_c::CudaKernel, String> {
+    let s = atomic_scatter(spec, module.comp(module.entry))?;
+    let at = |b: kernel::BufferId| plan.arena.offset(b);
+    let (operand, output) = (at(k.inputs[0]), at(k.outputs[0]));
+    let title = format!("%{} ({})", k.name, k.kind);
+    let place = cuda_c::Placement { inputs: &[at(k.inputs[1]), at(k.inputs[2])], outputs: &[output] };
+    let mut updates =
+        cuda_c::emit_scatter_updates(&s, &format!("hs_k{index}"), &format!("{title}: its updates"), &place)?;
+    if operand != output {
+        let place = cuda_c::Placement { inputs: &[operand], outputs: &[output] };
+        let copy = cuda_c::emit(&s.copy, &format!("hs_k{index}_copy"), &format!("{title}: its operand copied"), &place)?;
+        updates.copy_first = Some(Box::new(copy));
+    }
+    Ok(updates)
 }
 
 fn emit_kernel(

@@ -111,7 +111,9 @@ pub struct CudaExecutable {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     arena: CudaSlice<u8>,
-    functions: Vec<Option<CudaFunction>>,
+    /// Per kernel on the device: its launches in order (a scatter's copy, then its
+    /// updates; one otherwise), each a function and the kernel it launches.
+    functions: Vec<Option<Vec<(CudaFunction, super::cuda_c::CudaKernel)>>>,
     pub device: DeviceInfo,
 }
 
@@ -139,9 +141,19 @@ impl CudaExecutable {
                 .kernels
                 .iter()
                 .map(|k| match k {
-                    Some(k) => {
-                        m.load_function(&k.entry).map(Some).map_err(driver("a kernel is missing from the module"))
-                    }
+                    Some(k) => k
+                        .copy_first
+                        .as_deref()
+                        .into_iter()
+                        .chain([k])
+                        .filter(|f| f.outer > 0)
+                        .map(|f| {
+                            let function =
+                                m.load_function(&f.entry).map_err(driver("a kernel is missing from the module"))?;
+                            Ok((function, f.clone()))
+                        })
+                        .collect::<Result<Vec<_>, String>>()
+                        .map(Some),
                     None => Ok(None),
                 })
                 .collect::<Result<Vec<_>, _>>()?
@@ -227,12 +239,10 @@ impl CudaExecutable {
         let mut stale = true;
         let mut mirror: Vec<u8> = Vec::new();
         for (i, time) in times.iter_mut().enumerate() {
-            if let Some(f) = &self.functions[i] {
-                let k = self.program.kernels[i].as_ref().ok_or("a function without its kernel")?;
-                if k.outer == 0 {
+            if let Some(launches) = &self.functions[i] {
+                if launches.is_empty() {
                     continue;
                 }
-                let cfg = LaunchConfig { grid_dim: (k.blocks(), 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
                 let (ptr, _sync) = self.arena.device_ptr(&self.stream);
                 let span = if timed {
                     let (a, b) = (new_event(&self.ctx)?, new_event(&self.ctx)?);
@@ -241,14 +251,19 @@ impl CudaExecutable {
                 } else {
                     None
                 };
-                let mut launch = self.stream.launch_builder(f);
-                launch.arg(&ptr);
-                // SAFETY: the kernel takes one argument, the arena's device address; it
-                // reads and writes only inside the arena (the plan's offsets, every load
-                // in bounds as the plan verifier proves).
-                unsafe { launch.launch(cfg) }.map_err(|e| {
-                    format!("kernel {i} (%{}) failed to launch: {e:?}", self.program.plan.kernels[i].name)
-                })?;
+                for (f, k) in launches {
+                    let cfg =
+                        LaunchConfig { grid_dim: (k.blocks(), 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
+                    let mut launch = self.stream.launch_builder(f);
+                    launch.arg(&ptr);
+                    // SAFETY: the kernel takes one argument, the arena's device address; it
+                    // reads and writes only inside the arena (the plan's offsets, every load
+                    // in bounds as the plan verifier proves, a scatter's stores under their
+                    // bounds test).
+                    unsafe { launch.launch(cfg) }.map_err(|e| {
+                        format!("kernel {i} (%{}) failed to launch: {e:?}", self.program.plan.kernels[i].name)
+                    })?;
+                }
                 if let Some((a, b)) = span {
                     b.record(&self.stream).map_err(driver("cannot record an event"))?;
                     events.push((i, a, b));

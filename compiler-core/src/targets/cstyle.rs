@@ -45,6 +45,9 @@ pub enum Mapping {
     /// A block per run of neighbouring columns of a column reduction, its threads
     /// splitting the rows ([`ColumnTile`]).
     ColumnTiles,
+    /// One thread per update element of a scatter, combining it into its target
+    /// atomically (`kernel::atomic_scatter`).
+    AtomicUpdates,
 }
 
 /// The fewest elements a reduction reduces per output for a block to share it.

@@ -204,7 +204,10 @@ fn wgsl_listing(module: &Module) -> Result<Vec<KernelListing>, String> {
         .enumerate()
         .map(|(index, (k, shader))| {
             let (runs, notes, source, lines) = match shader {
-                Some(sh) => (sh.runs(), vec![sh.how()], sh.source.clone(), sh.line_hlo.clone()),
+                Some(sh) => {
+                    let (source, lines) = sh.text();
+                    (sh.runs(), vec![sh.how()], source, lines)
+                }
                 None => {
                     let why = match &k.kind {
                         hloscope_core::kernel::KernelKind::Opaque { reason } => reason.clone(),

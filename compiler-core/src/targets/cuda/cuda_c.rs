@@ -119,6 +119,7 @@ impl CudaKernel {
                 self.outer
             ),
             Mapping::ColumnTiles => format!("column tiles: {} blocks of {BLOCK}, each {COLUMN_RUN} columns", self.outer),
+            Mapping::AtomicUpdates => format!("atomic updates: {} threads, blocks of {BLOCK}", self.outer),
             Mapping::Elements => format!("{} threads, blocks of {BLOCK}", self.outer),
         }
     }
@@ -177,7 +178,7 @@ pub fn emit_scatter_updates(
     let e = &s.updates;
     let vars = e.outer_vars();
     let n: u64 = vars.iter().map(|&v| e.space[v as usize].max(0) as u64).product();
-    let mut w = Writer::new(e, place, Mapping::Elements);
+    let mut w = Writer::new(e, place, Mapping::AtomicUpdates);
     w.header(entry, title, n);
     let ty = stored_type(s.elem);
     let _ = writeln!(w.out, "  {ty}* out0 = ({ty}*)(arena + {});", place.outputs[0]);
@@ -362,6 +363,7 @@ impl Writer<'_> {
                 format!("{outer} blocks of {BLOCK}, each a {TRANSPOSE_TILE}x{TRANSPOSE_TILE} tile")
             }
             Mapping::ColumnTiles => format!("{outer} blocks of {BLOCK}, each {COLUMN_RUN} columns"),
+            Mapping::AtomicUpdates => format!("{outer} threads, one per update element"),
         };
         let _ = writeln!(self.out, "// {title}: {each}");
         let names = fused_names(e);

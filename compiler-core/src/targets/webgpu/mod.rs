@@ -5,9 +5,11 @@
 //! Planning for WebGPU ([`caps`]): no GEMM library (dots are reduction kernels), buffers
 //! at 256-byte offsets (storage binding alignment), no row chains (a GPU runs a kernel's
 //! rows at once), and f64 refused with an error naming the instruction. Each elemental
-//! kernel the emitter takes becomes one compute shader; the others (sorts, scatters,
-//! control flow, types not emitted yet) are demoted to opaque kernels, which the runtime
-//! runs on the host in the reference interpreter between dispatches.
+//! kernel the emitter takes becomes one compute shader, a scatter with a commutative
+//! combiner two (its operand's copy, its atomic updates: `kernel::atomic_scatter`); the
+//! others (sorts, other scatters, control flow, types not emitted yet) are demoted to
+//! opaque kernels, which the runtime runs on the host in the reference interpreter
+//! between dispatches.
 //!
 //! [`compile`] needs no GPU: it makes the plan and the shaders (`hloscope compile --target
 //! webgpu --emit wgsl`, and the tests that validate every shader with naga).

@@ -68,6 +68,20 @@ pub struct WgslKernel {
 }
 
 impl WgslKernel {
+    /// Its shaders in dispatch order as one text (a scatter's copy first), with each
+    /// line's HLO instruction.
+    pub fn text(&self) -> (String, Vec<String>) {
+        match &self.copy_first {
+            None => (self.source.clone(), self.line_hlo.clone()),
+            Some(copy) => {
+                let mut lines = copy.line_hlo.clone();
+                lines.push(String::new());
+                lines.extend(self.line_hlo.iter().cloned());
+                (format!("{}\n{}", copy.source, self.source), lines)
+            }
+        }
+    }
+
     /// Workgroups along x for one dispatch (the shader loops over the rest).
     pub fn workgroups(&self) -> u32 {
         self.invocations.div_ceil(WORKGROUP as u64).min(MAX_WORKGROUPS as u64) as u32
@@ -88,6 +102,13 @@ impl WgslKernel {
                 "column tiles: {} workgroups of {WORKGROUP}, each {COLUMN_RUN} columns",
                 self.invocations / WORKGROUP as u64
             ),
+            Mapping::AtomicUpdates => match &self.copy_first {
+                Some(copy) => format!(
+                    "{} invocations copy the operand, then {} combine the updates atomically",
+                    copy.invocations, self.invocations
+                ),
+                None => format!("{} invocations combine the updates atomically (in place)", self.invocations),
+            },
             Mapping::DotTiles => format!(
                 "dot tiles: {} invocations of {DOT_TILE}x{DOT_TILE} outputs, workgroups of {WORKGROUP}",
                 self.invocations
@@ -115,6 +136,10 @@ impl WgslKernel {
                  memory",
                 WORKGROUP as i64 / COLUMN_RUN
             ),
+            Mapping::AtomicUpdates => "a scatter: the operand copied into the output (unless it is already \
+                there), then one invocation per update element combining it into the element it targets with \
+                an atomic add or a compare-exchange loop; updates outside the operand are skipped"
+                .into(),
             Mapping::DotTiles => format!(
                 "each invocation computes a {DOT_TILE}x{DOT_TILE} block of the dot's outputs in registers: at each \
                  step of the contraction it loads {DOT_TILE} elements of each operand for {} products, and runs \
@@ -171,7 +196,7 @@ pub fn emit_scatter_updates(s: &AtomicScatter, title: &str, place: &Placement) -
     check(e)?;
     let vars = e.outer_vars();
     let invocations: u64 = vars.iter().map(|&v| e.space[v as usize].max(0) as u64).product();
-    let mut w = Writer::new(e, place, Mapping::Elements);
+    let mut w = Writer::new(e, place, Mapping::AtomicUpdates);
     // Every access atomic: the arena is `array<atomic<u32>>`.
     w.atomic = true;
     w.header(title, invocations);
@@ -381,6 +406,7 @@ impl Writer<'_> {
                 format!("{invocations} workgroups of {WORKGROUP}, each a {TRANSPOSE_TILE}x{TRANSPOSE_TILE} tile")
             }
             Mapping::ColumnTiles => format!("{invocations} workgroups of {WORKGROUP}, each {COLUMN_RUN} columns"),
+            Mapping::AtomicUpdates => format!("{invocations} invocations, one per update element"),
         };
         let _ = writeln!(self.out, "// {title}: {each}");
         if !names.is_empty() {

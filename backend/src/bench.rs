@@ -677,6 +677,7 @@ pub fn measure(
                 Some(f) if f.mapping == Mapping::TransposeTiles => "cuda transpose tiles".to_string(),
                 Some(f) if f.mapping == Mapping::ColumnTiles => "cuda column tiles".to_string(),
                 Some(f) if f.mapping == Mapping::AtomicUpdates => "cuda atomic scatter".to_string(),
+                Some(f) if f.mapping == Mapping::Quads => "cuda quads".to_string(),
                 Some(_) => "cuda".to_string(),
                 None => "interpreter (host)".to_string(),
             };

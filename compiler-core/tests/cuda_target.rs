@@ -1,4 +1,4 @@
-//! The CUDA target without a GPU: golden CUDA C for six kernels (`tests/golden/cuda/`,
+//! The CUDA target without a GPU: golden CUDA C for seven kernels (`tests/golden/cuda/`,
 //! refreshed with `UPDATE_EXPECT=1`), and, with feature `cuda`, every program of the
 //! conformance and JAX corpora compiled by NVRTC to PTX and assembled by
 //! `ptxas -arch=sm_90` (NVIDIA's wheels: `cargo xtask test` installs them into
@@ -130,6 +130,42 @@ ENTRY %main (e: f32[50,16], i: s32[30,1], g: f32[30,16]) -> (f32[50,16], f32[50,
         sources.push(k.source.as_str());
     }
     expect_test::expect_file!["golden/cuda/scatters.cu"].assert_eq(&sources.join("\n"));
+}
+
+#[test]
+fn loop_kernels_move_memory_sixteen_bytes_at_a_time() {
+    // Four neighbouring elements per thread: the operands contiguous along the row (the
+    // bias too) read as float4, the per-row one element by element, one float4 store.
+    let p = program(
+        "HloModule m
+ENTRY %main (x: f32[64,256], y: f32[64,256], b: f32[256], c: f32[64,1]) -> f32[64,256] {
+  %x = f32[64,256] parameter(0)
+  %y = f32[64,256] parameter(1)
+  %b = f32[256] parameter(2)
+  %bb = f32[64,256] broadcast(%b), dimensions={1}
+  %c = f32[64,1] parameter(3)
+  %cr = f32[64] reshape(%c)
+  %cb = f32[64,256] broadcast(%cr), dimensions={0}
+  %m = f32[64,256] multiply(%x, %y)
+  %s = f32[64,256] add(%m, %bb)
+  ROOT %t = f32[64,256] subtract(%s, %cb)
+}",
+    );
+    assert_eq!(p.counts(), (1, 0));
+    let k = p.kernels[0].as_ref().unwrap();
+    assert_eq!(k.mapping, Mapping::Quads);
+    assert_eq!(k.runs(), "quads: 4096 threads of 4 elements, 16-byte loads and stores, blocks of 256");
+    assert_eq!(k.source.matches("*(const float4*)").count(), 3, "{}", k.source);
+    expect_test::expect_file!["golden/cuda/quads.cu"].assert_eq(&k.source);
+    // A row of 6 is no multiple of four: one element per thread.
+    let p = program(
+        "HloModule m
+ENTRY %main (x: f32[1000,6]) -> f32[1000,6] {
+  %x = f32[1000,6] parameter(0)
+  ROOT %y = f32[1000,6] add(%x, %x)
+}",
+    );
+    assert_eq!(p.kernels[0].as_ref().unwrap().mapping, Mapping::Elements);
 }
 
 #[test]

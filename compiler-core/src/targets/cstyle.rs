@@ -48,6 +48,9 @@ pub enum Mapping {
     /// One thread per update element of a scatter, combining it into its target
     /// atomically (`kernel::atomic_scatter`).
     AtomicUpdates,
+    /// Four neighbouring elements per thread, read and written 16 bytes at a time
+    /// (CUDA's loop kernels).
+    Quads,
 }
 
 /// The fewest elements a reduction reduces per output for a block to share it.

@@ -29,6 +29,7 @@ use super::approx;
 use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::atomic_scatter::AtomicScatter;
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
+use crate::kernel::index::{Dependence, IndexAnalysis};
 use crate::kernel::lower::{loop_invariants, Lower, Memo};
 use crate::kernel::reduction;
 pub use crate::targets::cstyle::Mapping;
@@ -47,6 +48,65 @@ const WARPS: u32 = BLOCK / 32;
 pub const MAX_BLOCKS: u32 = 65535;
 /// Columns per block of a column reduction ([`ColumnTile`]): a warp's width, in 8 lanes.
 const COLUMN_RUN: i64 = 32;
+/// Elements per thread of a loop kernel that moves memory 16 bytes at a time ([`Quads`]).
+const QUAD: i64 = 4;
+/// The fewest elements a loop kernel has for its threads to take four each.
+const MIN_QUADS: i64 = 4096;
+
+/// A loop kernel whose threads each compute [`QUAD`] neighbouring elements along the
+/// innermost variable and store them with one 16-byte store per output (every output
+/// 4 bytes wide, the innermost extent a multiple of four, so a quad's first element
+/// sits at a multiple of four from its buffer's 256-byte aligned start). `loads` are
+/// read 16 bytes at a time too: loads of 4-byte elements contiguous along the
+/// innermost variable whose address is a multiple of four where the variable is (its
+/// other terms are multiples of four). The other loads are read element by element.
+/// Each element is computed as one thread per element computes it.
+#[derive(Clone, Debug, PartialEq)]
+struct Quads {
+    inner: u32,
+    loads: Vec<ExprId>,
+}
+
+fn quads(e: &Elemental) -> Option<Quads> {
+    let inner = e.space.len().checked_sub(1)? as u32;
+    let n = e.space[inner as usize];
+    if e.is_reduction()
+        || n == 0
+        || n % QUAD != 0
+        || e.space.iter().product::<i64>() < MIN_QUADS
+        || e.outputs.is_empty()
+        || e.outputs.iter().any(|o| !matches!(o.elem, ElementType::F32 | ElementType::S32 | ElementType::U32))
+    {
+        return None;
+    }
+    let indices = IndexAnalysis::new(e);
+    let aligned = |linear: IdxId| {
+        indices.dependence(linear, inner) == Dependence::Affine(1)
+            && indices.affine(linear).is_some_and(|f| {
+                f.coeffs.iter().enumerate().all(|(v, &c)| v == inner as usize || c % QUAD == 0)
+                    && f.atoms.iter().all(|&(_, m)| m % QUAD == 0)
+                    && f.constant % QUAD == 0
+            })
+    };
+    let loads = (0..e.nodes.len() as u32)
+        .map(ExprId)
+        .filter(|&x| {
+            let n = e.expr(x);
+            matches!(n.elem, ElementType::F32 | ElementType::S32 | ElementType::U32)
+                && matches!(n.node, Node::Load { linear, .. } if aligned(linear))
+        })
+        .collect();
+    Some(Quads { inner, loads })
+}
+
+/// CUDA's 4-vector of `t` (a 4-byte type).
+fn quad_type(t: ElementType) -> &'static str {
+    match t {
+        ElementType::F32 => "float4",
+        ElementType::S32 => "int4",
+        _ => "uint4",
+    }
+}
 
 /// The code every translation unit starts with: the half-precision headers and the
 /// helpers for HLO's semantics where C's operators differ, overloaded per type.
@@ -121,6 +181,9 @@ impl CudaKernel {
             Mapping::ColumnTiles => format!("column tiles: {} blocks of {BLOCK}, each {COLUMN_RUN} columns", self.outer),
             Mapping::AtomicUpdates => format!("atomic updates: {} threads, blocks of {BLOCK}", self.outer),
             Mapping::Elements => format!("{} threads, blocks of {BLOCK}", self.outer),
+            Mapping::Quads => {
+                format!("quads: {} threads of {QUAD} elements, 16-byte loads and stores, blocks of {BLOCK}", self.outer)
+            }
         }
     }
 }
@@ -140,11 +203,13 @@ pub fn emit(e: &Elemental, entry: &str, title: &str, place: &Placement) -> Resul
     let columns = if tile.is_some() { None } else { column_tile(e, outer_elements, BLOCK, COLUMN_RUN) };
     let cooperative = if tile.is_some() || columns.is_some() { None } else { cooperative_ops(e, outer_elements) };
     let transpose = transpose_tile(e);
+    let quads = if transpose.is_some() { None } else { quads(e) };
     let (mapping, outer_elements) = match (&cooperative, &tile, &columns, &transpose) {
         (Some(_), ..) => (Mapping::BlockReduction, outer_elements),
         (_, Some(t), ..) => (Mapping::DotTiles, t.threads(e)),
         (_, _, Some(c), _) => (Mapping::ColumnTiles, c.blocks(e)),
         (_, _, _, Some(t)) => (Mapping::TransposeTiles, t.tiles(e)),
+        _ if quads.is_some() => (Mapping::Quads, outer_elements / QUAD as u64),
         _ => (Mapping::Elements, outer_elements),
     };
     let mut w = Writer::new(e, place, mapping);
@@ -159,6 +224,7 @@ pub fn emit(e: &Elemental, entry: &str, title: &str, place: &Placement) -> Resul
     w.tile = tile;
     w.transpose = transpose;
     w.columns = columns;
+    w.quads = quads;
     w.header(entry, title, outer_elements);
     w.body(&outer, outer_elements);
     w.finish(entry, outer_elements)
@@ -296,6 +362,8 @@ struct Writer<'a> {
     transpose: Option<TransposeTile>,
     /// A column reduction whose blocks split the rows ([`column_nest`]).
     columns: Option<ColumnTile>,
+    /// A loop kernel of four elements per thread, 16 bytes per access ([`Quads`]).
+    quads: Option<Quads>,
     mapping: Mapping,
 }
 
@@ -327,6 +395,7 @@ impl<'a> Writer<'a> {
             tile_acc: None,
             transpose: None,
             columns: None,
+            quads: None,
             mapping,
         }
     }
@@ -357,6 +426,7 @@ impl Writer<'_> {
         let e = self.e;
         let each = match self.mapping {
             Mapping::Elements => format!("{outer} threads"),
+            Mapping::Quads => format!("{outer} threads, each {QUAD} neighbouring elements"),
             Mapping::BlockReduction => format!("{outer} blocks of {BLOCK}, one per output element"),
             Mapping::DotTiles => format!("{outer} threads, each a {DOT_TILE}x{DOT_TILE} block of the dot's outputs"),
             Mapping::TransposeTiles => {
@@ -435,6 +505,11 @@ impl Writer<'_> {
             self.out += "  }\n}\n";
             return;
         }
+        if let Some(quads) = self.quads.clone() {
+            self.quad_elements(outer, &quads);
+            self.out += "  }\n}\n";
+            return;
+        }
         match self.columns.clone() {
             Some(columns) => column_position(self, "t", &columns),
             // The outer variables from the thread's row-major position among them.
@@ -446,6 +521,70 @@ impl Writer<'_> {
             self.line(format_args!("__syncthreads();"));
         }
         self.out += "  }\n}\n";
+    }
+
+    /// The four elements of quad `t` ([`Quads`]): the 16-byte loads at the quad's first
+    /// element, then each element's outputs (every output of every element evaluated
+    /// before any store: an output in place of an input is read at its own position
+    /// only), then one 16-byte store per output.
+    fn quad_elements(&mut self, outer: &[u32], quads: &Quads) {
+        let e = self.e;
+        let (idx, inner) = (self.idx, quads.inner);
+        let named: Vec<_> = outer
+            .iter()
+            .map(|&v| {
+                let n = e.space[v as usize];
+                if v == inner {
+                    (v, format!("w{v}"), n / QUAD)
+                } else {
+                    (v, format!("v{v}"), n)
+                }
+            })
+            .collect();
+        self.unravel_as("t", &named, "q");
+        let first = self.int(QUAD);
+        self.line(format_args!("const {idx} v{inner} = w{inner} * {first};"));
+        for (k, &x) in quads.loads.iter().enumerate() {
+            let Node::Load { input, linear } = e.expr(x).node else { continue };
+            let at = self.index(linear);
+            let ty = quad_type(e.expr(x).elem);
+            self.line(format_args!("const {ty} quad{k} = *(const {ty}*)&in{input}[{at}];"));
+        }
+        for (o, out) in e.outputs.iter().enumerate() {
+            let ty = value_type(out.elem);
+            self.line(format_args!("{ty} out{o}_0, out{o}_1, out{o}_2, out{o}_3;"));
+        }
+        for j in 0..QUAD {
+            let (saved, saved_indices) = (self.memo.values.clone(), self.memo.indices.clone());
+            self.line(format_args!("{{"));
+            self.pad += "  ";
+            let j_at = self.int(j);
+            self.line(format_args!("const {idx} v{inner} = w{inner} * {first} + {j_at};"));
+            // Everything again at the element's position, but the loads read through a
+            // quad: its lanes.
+            self.memo.clear();
+            for (k, &x) in quads.loads.iter().enumerate() {
+                let lane = ["x", "y", "z", "w"][j as usize];
+                self.memo.values.insert(x, format!("quad{k}.{lane}"));
+            }
+            let vals: Vec<String> = e.outputs.iter().map(|out| self.value(out.expr)).collect();
+            for (o, v) in vals.into_iter().enumerate() {
+                self.line(format_args!("out{o}_{j} = {v};"));
+            }
+            self.pad.truncate(self.pad.len() - 2);
+            self.line(format_args!("}}"));
+            self.memo.values = saved;
+            self.memo.indices = saved_indices;
+        }
+        if self.fence {
+            self.line(format_args!("asm volatile(\"\" ::: \"memory\");"));
+        }
+        for (o, out) in e.outputs.iter().enumerate() {
+            let at = self.store_index(o);
+            let ty = quad_type(out.elem);
+            let make = format!("make_{ty}");
+            self.line(format_args!("*({ty}*)&out{o}[{at}] = {make}(out{o}_0, out{o}_1, out{o}_2, out{o}_3);"));
+        }
     }
 
     /// Defines variables `vars` (`v{k}`) from `flat`, their row-major position among

@@ -90,7 +90,11 @@ impl WgslKernel {
     /// How it runs, in a few words (the kernels pane's "runs as").
     pub fn runs(&self) -> String {
         match self.mapping {
-            Mapping::Elements => format!("{} invocations, workgroups of {WORKGROUP}", self.invocations),
+            // WGSL's loop kernels take one element per invocation (no quads: the arena is
+            // words).
+            Mapping::Elements | Mapping::Quads => {
+                format!("{} invocations, workgroups of {WORKGROUP}", self.invocations)
+            }
             Mapping::BlockReduction => {
                 format!("workgroup reduction: {} workgroups of {WORKGROUP}", self.workgroups())
             }
@@ -119,7 +123,7 @@ impl WgslKernel {
     /// How its invocations share the work, in a sentence (the kernels pane's note).
     pub fn how(&self) -> String {
         match self.mapping {
-            Mapping::Elements => {
+            Mapping::Elements | Mapping::Quads => {
                 "one invocation per output element (a grid-stride loop past the dispatch limit)".into()
             }
             Mapping::BlockReduction => "one workgroup per output: its invocations stride over the reduced \
@@ -397,7 +401,7 @@ impl Writer<'_> {
     fn header(&mut self, title: &str, invocations: u64) {
         let names = fused_names(self.e);
         let each = match self.mapping {
-            Mapping::Elements => format!("{invocations} invocations"),
+            Mapping::Elements | Mapping::Quads => format!("{invocations} invocations"),
             Mapping::BlockReduction => format!("{invocations} workgroups of {WORKGROUP}, one per output element"),
             Mapping::DotTiles => {
                 format!("{invocations} invocations, each a {DOT_TILE}x{DOT_TILE} block of the dot's outputs")

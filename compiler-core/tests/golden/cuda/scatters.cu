@@ -12,7 +12,7 @@ extern "C" __global__ void __launch_bounds__(256) hs_k0_copy(unsigned char* aren
   }
 }
 
-// %sa (library(scatter, compiled combiner)): its updates: 480 threads
+// %sa (library(scatter, compiled combiner)): its updates: 480 threads, one per update element
 extern "C" __global__ void __launch_bounds__(256) hs_k0(unsigned char* arena) {
   const int* in0 = (const int*)(arena + 3328);
   const float* in1 = (const float*)(arena + 3584);
@@ -45,7 +45,7 @@ extern "C" __global__ void __launch_bounds__(256) hs_k1_copy(unsigned char* aren
   }
 }
 
-// %sm (library(scatter, compiled combiner)): its updates: 480 threads
+// %sm (library(scatter, compiled combiner)): its updates: 480 threads, one per update element
 extern "C" __global__ void __launch_bounds__(256) hs_k1(unsigned char* arena) {
   const int* in0 = (const int*)(arena + 3328);
   const float* in1 = (const float*)(arena + 3584);

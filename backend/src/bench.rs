@@ -674,6 +674,7 @@ pub fn measure(
             let code = |k: usize| match &program.kernels[k] {
                 Some(f) if f.mapping == Mapping::BlockReduction => "cuda block reduction".to_string(),
                 Some(f) if f.mapping == Mapping::DotTiles => "cuda dot tiles".to_string(),
+                Some(f) if f.mapping == Mapping::DotBlocks => "cuda dot blocks".to_string(),
                 Some(f) if f.mapping == Mapping::TransposeTiles => "cuda transpose tiles".to_string(),
                 Some(f) if f.mapping == Mapping::ColumnTiles => "cuda column tiles".to_string(),
                 Some(f) if f.mapping == Mapping::AtomicUpdates => "cuda atomic scatter".to_string(),

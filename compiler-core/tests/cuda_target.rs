@@ -1,4 +1,4 @@
-//! The CUDA target without a GPU: golden CUDA C for seven kernels (`tests/golden/cuda/`,
+//! The CUDA target without a GPU: golden CUDA C for eight kernels (`tests/golden/cuda/`,
 //! refreshed with `UPDATE_EXPECT=1`), and, with feature `cuda`, every program of the
 //! conformance and JAX corpora compiled by NVRTC to PTX and assembled by
 //! `ptxas -arch=sm_90` (NVIDIA's wheels: `cargo xtask test` installs them into
@@ -50,26 +50,45 @@ ENTRY main {
     }
 }
 
+/// A 32 x 36 dot with relu after it, contracting `k` elements.
+fn relu_dot(k: usize) -> String {
+    format!(
+        "HloModule m
+ENTRY %main (x: f32[32,{k}], w: f32[{k},36]) -> f32[32,36] {{
+  %x = f32[32,{k}] parameter(0)
+  %w = f32[{k},36] parameter(1)
+  %d = f32[32,36] dot(%x, %w), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  %z = f32[] constant(0)
+  %zb = f32[32,36] broadcast(%z), dimensions={{}}
+  ROOT %r = f32[32,36] maximum(%d, %zb)
+}}"
+    )
+}
+
 #[test]
 fn a_dot_and_its_epilogue_run_in_register_tiles() {
-    // Each thread a 4x4 block of the 32 x 36 outputs (8 x 9 blocks), relu after the sum
-    // in the same kernel: the decisions and the code are `cstyle`'s, shared with WGSL.
-    let p = program(
-        "HloModule m
-ENTRY %main (x: f32[32,20], w: f32[20,36]) -> f32[32,36] {
-  %x = f32[32,20] parameter(0)
-  %w = f32[20,36] parameter(1)
-  %d = f32[32,36] dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  %z = f32[] constant(0)
-  %zb = f32[32,36] broadcast(%z), dimensions={}
-  ROOT %r = f32[32,36] maximum(%d, %zb)
-}",
-    );
+    // A contraction shorter than a slice of shared memory: each thread a 4x4 block of
+    // the 32 x 36 outputs (8 x 9 blocks), relu after the sum in the same kernel; the
+    // decisions and the code are `cstyle`'s, shared with WGSL.
+    let p = program(&relu_dot(8));
     assert_eq!(p.counts(), (1, 0));
     let k = p.kernels[0].as_ref().unwrap();
     assert_eq!(k.mapping, Mapping::DotTiles);
     assert_eq!(k.runs(), "dot tiles: 72 threads of 4x4 outputs, blocks of 256");
     expect_test::expect_file!["golden/cuda/dot_tiles.cu"].assert_eq(&k.source);
+}
+
+#[test]
+fn a_dot_stages_its_operands_in_shared_memory_blocks() {
+    // One block of 256 threads for the 32 x 36 outputs (a 64x64 block): slices of 16
+    // steps of each operand staged in shared memory, each thread's 4x4 register tile
+    // computed from there, relu after the sum (`cstyle`'s code, run on lavapipe).
+    let p = program(&relu_dot(20));
+    assert_eq!(p.counts(), (1, 0));
+    let k = p.kernels[0].as_ref().unwrap();
+    assert_eq!(k.mapping, Mapping::DotBlocks);
+    assert_eq!(k.runs(), "dot blocks: 1 blocks of 256, each 64x64 outputs");
+    expect_test::expect_file!["golden/cuda/dot_blocks.cu"].assert_eq(&k.source);
 }
 
 #[test]

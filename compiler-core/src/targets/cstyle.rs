@@ -7,6 +7,8 @@
 //!   per thread, and which factor of the product is read along which variable; and
 //!   [`tiled_dot`], the code that computes them, over the few statements each language
 //!   spells for itself ([`TileSpelling`]);
+//! - [`dot_block`]: when such a dot's workgroup (block) stages its operands through
+//!   shared memory slice by slice of the contraction, and [`blocked_dot`], its code;
 //! - [`transpose_tile`]: when a loop kernel's transposed loads go through shared
 //!   (workgroup) memory in square tiles, so that both its loads and its stores are
 //!   contiguous across neighbouring threads, and [`tiled_transpose`], its code;
@@ -39,6 +41,9 @@ pub enum Mapping {
     BlockReduction,
     /// A dot whose threads each compute a block of outputs ([`DotTile`]).
     DotTiles,
+    /// A dot whose workgroups (blocks) each compute a block of outputs, the operands
+    /// staged through shared memory ([`DotBlock`]).
+    DotBlocks,
     /// A block per square tile of the output, its transposed loads staged through
     /// shared memory ([`TransposeTile`]).
     TransposeTiles,
@@ -434,6 +439,217 @@ pub fn tiled_dot<'e, W: TileSpelling<'e>>(w: &mut W, flat: &str, tile: DotTile) 
             close(w);
         });
     }
+}
+
+/// Outputs per side of the block of a dot's outputs one workgroup (block) computes with
+/// its operands staged through shared memory, for `threads` threads ([`DotBlock`]):
+/// the threads form a square of [`DOT_TILE`]-square register tiles.
+pub fn dot_block_side(threads: u32) -> i64 {
+    (threads as f64).sqrt() as i64 * DOT_TILE
+}
+
+/// Steps of the contraction staged through shared memory at a time ([`DotBlock`]).
+pub const DOT_BLOCK_DEPTH: i64 = 16;
+
+/// A dot in register tiles ([`DotTile`]) whose workgroup (block) computes a `side` x
+/// `side` block of outputs together ([`dot_block_side`]): at each slice of
+/// [`DOT_BLOCK_DEPTH`] steps of the contraction, its threads first evaluate the two
+/// factors over the block's rows or columns and the slice into shared memory, each
+/// factor element once for the whole block (neighbouring threads along the factor's
+/// contiguous variable), then, after a barrier, each thread runs its register tile's
+/// steps from shared memory. Every output still sums its products in contraction order
+/// from its init (the slice's steps past the end are skipped), so its value is the
+/// serial reduction's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DotBlock {
+    pub tile: DotTile,
+    pub side: i64,
+    /// Per factor (lhs, rhs): whether its loads run along the contraction (staged with
+    /// neighbouring threads along `k`) rather than along `m` or `n`.
+    pub k_fast: [bool; 2],
+}
+
+impl DotBlock {
+    /// The extent of kept variable `v` counted in blocks (tiled variables) or elements.
+    pub fn extent(&self, e: &Elemental, v: u32) -> i64 {
+        let n = e.space[v as usize];
+        if v == self.tile.m || v == self.tile.n {
+            (n + self.side - 1) / self.side
+        } else {
+            n
+        }
+    }
+
+    /// Workgroups (blocks): one per block of outputs.
+    pub fn blocks(&self, e: &Elemental) -> u64 {
+        e.outer_vars().iter().map(|&v| self.extent(e, v).max(0) as u64).product()
+    }
+
+    /// Elements of each factor's slice in shared memory (`dot_a`, `dot_b`).
+    pub fn shared_len(&self) -> i64 {
+        DOT_BLOCK_DEPTH * self.side
+    }
+}
+
+/// Whether dot `tile` (see [`dot_tile`]) is computed by [`DotBlock`]s of `threads`
+/// threads: both tiled sides at least half a block and a contraction of at least one
+/// slice.
+pub fn dot_block(e: &Elemental, tile: DotTile, threads: u32) -> Option<DotBlock> {
+    let side = dot_block_side(threads);
+    let big = |v: u32| e.space[v as usize] >= side / 2;
+    if !big(tile.m) || !big(tile.n) || e.space[tile.k as usize] < DOT_BLOCK_DEPTH {
+        return None;
+    }
+    let indices = IndexAnalysis::new(e);
+    let k_fast = [tile.lhs, tile.rhs].map(|f| runs_along(e, &indices, f, tile.k));
+    Some(DotBlock { tile, side, k_fast })
+}
+
+/// Whether some load under node `x` is contiguous along variable `v`.
+fn runs_along(e: &Elemental, indices: &IndexAnalysis, x: ExprId, v: u32) -> bool {
+    let mut stack = vec![x];
+    let mut seen = vec![false; e.nodes.len()];
+    while let Some(y) = stack.pop() {
+        if std::mem::replace(&mut seen[y.0 as usize], true) {
+            continue;
+        }
+        let node = &e.expr(y).node;
+        if let Node::Load { linear, .. } = *node {
+            if indices.dependence(linear, v) == Dependence::Affine(1) {
+                return true;
+            }
+        }
+        stack.extend(node.operands());
+    }
+    false
+}
+
+/// A dot in shared-memory blocks ([`DotBlock`]) for the workgroup (block) at `flat` among
+/// [`DotBlock::blocks`], with `threads` threads: the block's origin (`w{m}` and `w{n}`
+/// count blocks), the accumulators, the loop over slices of the contraction (each
+/// factor staged into `dot_a` or `dot_b`, a barrier, the register tile's steps, a
+/// barrier), then each output of the thread's register tile inside the result stored
+/// through the driver (the epilogue at its own position: the writer's `store` must use
+/// [`Lower::store_index`]).
+pub fn blocked_dot<'e, W: TileSpelling<'e>>(w: &mut W, flat: &str, threads: u32, block: DotBlock) {
+    let e = w.elemental();
+    let tile = block.tile;
+    let (side, depth) = (block.side, DOT_BLOCK_DEPTH);
+    let origin: Vec<(u32, String, i64)> = e
+        .outer_vars()
+        .into_iter()
+        .map(|v| (v, if v == tile.m || v == tile.n { format!("w{v}") } else { format!("v{v}") }, block.extent(e, v)))
+        .collect();
+    w.unravel_as(flat, &origin, "q");
+    let across = side / DOT_TILE;
+    let thread = w.thread_in_block();
+    let tx = w.index_rem(thread.clone(), across);
+    w.define_index("tx", &tx);
+    let ty = w.index_div(thread.clone(), across);
+    w.define_index("ty", &ty);
+    w.define_index("th", &thread);
+    let red = &e.reductions[0];
+    let init = w.value(red.inits[0]);
+    let outputs: Vec<(i64, i64)> = (0..DOT_TILE).flat_map(|i| (0..DOT_TILE).map(move |j| (i, j))).collect();
+    for &(i, j) in &outputs {
+        w.declare_f32(&format!("acc_{i}_{j}"), Some(&init));
+    }
+    let contraction = e.space[tile.k as usize];
+    let zero = w.index_const(0);
+    w.open_loop("kt", &zero, contraction, depth);
+    w.pad().push_str("  ");
+    // Stage each factor's slice: element `s` of it is step `s / side` (or `s % depth`
+    // when the factor runs along the contraction) at row or column `s % side` (or
+    // `s / depth`) of the block, stored at `step * side + row`.
+    let per_thread = block.shared_len() / threads as i64;
+    for (f, (factor, along, other, shared)) in
+        [(tile.lhs, tile.m, tile.n, "dot_a"), (tile.rhs, tile.n, tile.m, "dot_b")].into_iter().enumerate()
+    {
+        open_loop(w, "r", per_thread);
+        scoped(w, |w| {
+            let step = w.index_mul("r".into(), threads as i64);
+            let s = w.index_add("th".into(), step);
+            w.define_index("s", &s);
+            let (kk, rc) = if block.k_fast[f] {
+                (w.index_rem("s".into(), depth), w.index_div("s".into(), depth))
+            } else {
+                (w.index_div("s".into(), side), w.index_rem("s".into(), side))
+            };
+            w.define_index("kk", &kk);
+            w.define_index("rc", &rc);
+            let at = w.index_add("kt".into(), "kk".into());
+            let at = w.index_clamp(at, 0, contraction - 1);
+            w.define_index(&format!("v{}", tile.k), &at);
+            block_row(w, along, side, "rc", true);
+            // The factor reads the other side's variable nowhere, but its text may name it.
+            block_row(w, other, side, "0", true);
+            let v = w.value(factor);
+            let slot = w.index_mul("kk".into(), side);
+            let slot = w.index_add(slot, "rc".into());
+            w.line(format_args!("{shared}[{slot}] = {v};"));
+        });
+        close(w);
+    }
+    w.barrier();
+    open_loop(w, "kk", depth);
+    let last = w.index_const(contraction);
+    w.line(format_args!("if (kt + kk < {last}) {{"));
+    w.pad().push_str("  ");
+    for (name, shared, pos) in [("a", "dot_a", "ty"), ("b", "dot_b", "tx")] {
+        for i in 0..DOT_TILE {
+            let row = w.index_mul(pos.into(), DOT_TILE);
+            let off = w.index_const(i);
+            let row = w.index_add(row, off);
+            let slot = w.index_mul("kk".into(), side);
+            let slot = w.index_add(slot, row);
+            w.declare_f32(&format!("{name}{i}"), Some(&format!("{shared}[{slot}]")));
+        }
+    }
+    for &(i, j) in &outputs {
+        scoped(w, |w| {
+            w.memo().values.insert(tile.lhs, format!("a{i}"));
+            w.memo().values.insert(tile.rhs, format!("b{j}"));
+            w.set_tile_acc(Some(format!("acc_{i}_{j}")));
+            let v = w.value(red.combiner[0]);
+            w.line(format_args!("acc_{i}_{j} = {v};"));
+            w.set_tile_acc(None);
+        });
+    }
+    close(w);
+    close(w);
+    // The next slice overwrites the shared memory only after every thread has read it.
+    w.barrier();
+    close(w);
+    let (rows, cols) = (e.space[tile.m as usize], e.space[tile.n as usize]);
+    for &(i, j) in &outputs {
+        scoped(w, |w| {
+            for (v, pos, off) in [(tile.m, "ty", i), (tile.n, "tx", j)] {
+                let at = w.index_mul(pos.into(), DOT_TILE);
+                let off = w.index_const(off);
+                let at = w.index_add(at, off);
+                w.define_index(&format!("p{v}"), &at);
+                block_row(w, v, side, &format!("p{v}"), false);
+            }
+            let (rows, cols) = (w.index_const(rows), w.index_const(cols));
+            w.line(format_args!("if (v{} < {rows} && v{} < {cols}) {{", tile.m, tile.n));
+            w.pad().push_str("  ");
+            w.set_tile_acc(Some(format!("acc_{i}_{j}")));
+            w.store_outputs(false);
+            w.set_tile_acc(None);
+            close(w);
+        });
+    }
+}
+
+/// Defines variable `v{v}` at `within` (an index) in the workgroup's block of `side`;
+/// with `inside`, clamped into its extent.
+fn block_row<'e, W: TileSpelling<'e>>(w: &mut W, v: u32, side: i64, within: &str, inside: bool) {
+    let origin = w.index_mul(format!("w{v}"), side);
+    let mut at = w.index_add(origin, within.to_string());
+    if inside {
+        at = w.index_clamp(at, 0, w.elemental().space[v as usize] - 1);
+    }
+    w.define_index(&format!("v{v}"), &at);
 }
 
 /// Defines variable `v{v}` of a tiled dot at `offset` in the thread's block; with

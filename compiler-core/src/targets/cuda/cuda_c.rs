@@ -34,9 +34,9 @@ use crate::kernel::lower::{loop_invariants, Lower, Memo};
 use crate::kernel::reduction;
 pub use crate::targets::cstyle::Mapping;
 use crate::targets::cstyle::{
-    column_nest, column_position, column_store_guard, column_tile, cooperative_ops, dot_tile, fused_names,
-    line_origins, narrow, tiled_dot, tiled_transpose, transpose_tile, ColumnTile, DotTile, TileSpelling,
-    TransposeTile, DOT_TILE, TRANSPOSE_TILE,
+    blocked_dot, column_nest, column_position, column_store_guard, column_tile, cooperative_ops, dot_block,
+    dot_block_side, dot_tile, fused_names, line_origins, narrow, tiled_dot, tiled_transpose, transpose_tile,
+    ColumnTile, DotBlock, DotTile, TileSpelling, TransposeTile, DOT_TILE, TRANSPOSE_TILE,
 };
 use std::fmt::Write;
 
@@ -162,7 +162,10 @@ pub struct CudaKernel {
 impl CudaKernel {
     /// Blocks of [`BLOCK`] threads for one launch (the kernel loops over the rest).
     pub fn blocks(&self) -> u32 {
-        let per_block = matches!(self.mapping, Mapping::BlockReduction | Mapping::TransposeTiles | Mapping::ColumnTiles);
+        let per_block = matches!(
+            self.mapping,
+            Mapping::BlockReduction | Mapping::TransposeTiles | Mapping::ColumnTiles | Mapping::DotBlocks
+        );
         let wanted = if per_block { self.outer } else { self.outer.div_ceil(BLOCK as u64) };
         wanted.min(MAX_BLOCKS as u64) as u32
     }
@@ -173,6 +176,10 @@ impl CudaKernel {
             Mapping::BlockReduction => format!("block reduction: {} blocks of {BLOCK}", self.blocks()),
             Mapping::DotTiles => {
                 format!("dot tiles: {} threads of {DOT_TILE}x{DOT_TILE} outputs, blocks of {BLOCK}", self.outer)
+            }
+            Mapping::DotBlocks => {
+                let side = dot_block_side(BLOCK);
+                format!("dot blocks: {} blocks of {BLOCK}, each {side}x{side} outputs", self.outer)
             }
             Mapping::TransposeTiles => format!(
                 "transpose tiles: {} blocks of {BLOCK}, each a {TRANSPOSE_TILE}x{TRANSPOSE_TILE} tile",
@@ -200,12 +207,14 @@ pub fn emit(e: &Elemental, entry: &str, title: &str, place: &Placement) -> Resul
     let outer = e.outer_vars();
     let outer_elements: u64 = outer.iter().map(|&v| e.space[v as usize].max(0) as u64).product();
     let tile = dot_tile(e);
+    let block = tile.and_then(|t| dot_block(e, t, BLOCK));
     let columns = if tile.is_some() { None } else { column_tile(e, outer_elements, BLOCK, COLUMN_RUN) };
     let cooperative = if tile.is_some() || columns.is_some() { None } else { cooperative_ops(e, outer_elements) };
     let transpose = transpose_tile(e);
     let quads = if transpose.is_some() { None } else { quads(e) };
     let (mapping, outer_elements) = match (&cooperative, &tile, &columns, &transpose) {
         (Some(_), ..) => (Mapping::BlockReduction, outer_elements),
+        (_, Some(_), ..) if block.is_some() => (Mapping::DotBlocks, block.map_or(0, |b| b.blocks(e))),
         (_, Some(t), ..) => (Mapping::DotTiles, t.threads(e)),
         (_, _, Some(c), _) => (Mapping::ColumnTiles, c.blocks(e)),
         (_, _, _, Some(t)) => (Mapping::TransposeTiles, t.tiles(e)),
@@ -222,6 +231,7 @@ pub fn emit(e: &Elemental, entry: &str, title: &str, place: &Placement) -> Resul
     });
     w.cooperative = cooperative;
     w.tile = tile;
+    w.block = block;
     w.transpose = transpose;
     w.columns = columns;
     w.quads = quads;
@@ -357,6 +367,8 @@ struct Writer<'a> {
     tile: Option<DotTile>,
     /// Inside a tile: the accumulator of the output being combined or stored.
     tile_acc: Option<String>,
+    /// A dot whose blocks stage its operands in shared memory ([`blocked_dot`]).
+    block: Option<DotBlock>,
     /// A loop kernel staging transposed loads through shared memory
     /// ([`tiled_transpose`]).
     transpose: Option<TransposeTile>,
@@ -393,6 +405,7 @@ impl<'a> Writer<'a> {
             fence: false,
             tile: None,
             tile_acc: None,
+            block: None,
             transpose: None,
             columns: None,
             quads: None,
@@ -429,6 +442,10 @@ impl Writer<'_> {
             Mapping::Quads => format!("{outer} threads, each {QUAD} neighbouring elements"),
             Mapping::BlockReduction => format!("{outer} blocks of {BLOCK}, one per output element"),
             Mapping::DotTiles => format!("{outer} threads, each a {DOT_TILE}x{DOT_TILE} block of the dot's outputs"),
+            Mapping::DotBlocks => {
+                let side = dot_block_side(BLOCK);
+                format!("{outer} blocks of {BLOCK}, each a {side}x{side} block of the dot's outputs")
+            }
             Mapping::TransposeTiles => {
                 format!("{outer} blocks of {BLOCK}, each a {TRANSPOSE_TILE}x{TRANSPOSE_TILE} tile")
             }
@@ -474,6 +491,11 @@ impl Writer<'_> {
                 let _ = writeln!(self.out, "  __shared__ {ty} tile{k}[{}];", TransposeTile::shared_len());
             }
         }
+        if let Some(b) = &self.block {
+            // A slice of each factor: steps of the contraction by rows (columns) of the block.
+            let n = b.shared_len();
+            let _ = writeln!(self.out, "  __shared__ float dot_a[{n}];\n  __shared__ float dot_b[{n}];");
+        }
     }
 
     /// The grid-stride loop over the outer elements, each one the driver's element.
@@ -483,7 +505,10 @@ impl Writer<'_> {
             self.out += "}\n";
             return;
         }
-        if matches!(self.mapping, Mapping::BlockReduction | Mapping::TransposeTiles | Mapping::ColumnTiles) {
+        if matches!(
+            self.mapping,
+            Mapping::BlockReduction | Mapping::TransposeTiles | Mapping::ColumnTiles | Mapping::DotBlocks
+        ) {
             let _ =
                 writeln!(self.out, "  for (long long t0 = blockIdx.x; t0 < {outer_elements}LL; t0 += gridDim.x) {{");
         } else {
@@ -495,6 +520,11 @@ impl Writer<'_> {
         self.pad = "    ".into();
         let idx = self.idx;
         self.line(format_args!("const {idx} t = ({idx})t0;"));
+        if let Some(block) = self.block {
+            blocked_dot(self, "t", BLOCK, block);
+            self.out += "  }\n}\n";
+            return;
+        }
         if let Some(tile) = self.tile {
             tiled_dot(self, "t", tile);
             self.out += "  }\n}\n";

@@ -39,9 +39,9 @@ use crate::kernel::lower::{loop_invariants, Lower, Memo};
 use crate::kernel::reduction;
 pub use crate::targets::cstyle::Mapping;
 use crate::targets::cstyle::{
-    column_nest, column_position, column_store_guard, column_tile, cooperative_ops, dot_tile, fused_names,
-    line_origins, narrow, tiled_dot, tiled_transpose, transpose_tile, ColumnTile, DotTile, TileSpelling,
-    TransposeTile, DOT_TILE, TRANSPOSE_TILE,
+    blocked_dot, column_nest, column_position, column_store_guard, column_tile, cooperative_ops, dot_block,
+    dot_block_side, dot_tile, fused_names, line_origins, narrow, tiled_dot, tiled_transpose, transpose_tile,
+    ColumnTile, DotBlock, DotTile, TileSpelling, TransposeTile, DOT_BLOCK_DEPTH, DOT_TILE, TRANSPOSE_TILE,
 };
 use std::fmt::Write;
 
@@ -117,6 +117,13 @@ impl WgslKernel {
                 "dot tiles: {} invocations of {DOT_TILE}x{DOT_TILE} outputs, workgroups of {WORKGROUP}",
                 self.invocations
             ),
+            Mapping::DotBlocks => {
+                let side = dot_block_side(WORKGROUP);
+                format!(
+                    "dot blocks: {} workgroups of {WORKGROUP}, each {side}x{side} outputs",
+                    self.invocations / WORKGROUP as u64
+                )
+            }
         }
     }
 
@@ -150,6 +157,16 @@ impl WgslKernel {
                  the epilogue on each output of its block",
                 DOT_TILE * DOT_TILE
             ),
+            Mapping::DotBlocks => {
+                let side = dot_block_side(WORKGROUP);
+                format!(
+                    "one workgroup per {side}x{side} block of the dot's outputs: for each slice of \
+                     {DOT_BLOCK_DEPTH} steps of the contraction its invocations stage both operands' slices in \
+                     workgroup memory (each element read once for the block), then each computes a \
+                     {DOT_TILE}x{DOT_TILE} block of outputs in registers from there, and runs the epilogue on \
+                     each output of its block"
+                )
+            }
         }
     }
 }
@@ -166,11 +183,13 @@ pub fn emit(e: &Elemental, title: &str, place: &Placement) -> Result<WgslKernel,
     let outer = e.outer_vars();
     let invocations: u64 = outer.iter().map(|&v| e.space[v as usize].max(0) as u64).product();
     let tile = dot_tile(e);
+    let block = tile.and_then(|t| dot_block(e, t, WORKGROUP));
     let columns = if tile.is_some() { None } else { column_tile(e, invocations, WORKGROUP, COLUMN_RUN) };
     let cooperative = if tile.is_some() || columns.is_some() { None } else { cooperative_ops(e, invocations) };
     let transpose = transpose_tile(e);
     let (mapping, invocations) = match (&cooperative, &tile, &columns, &transpose) {
         (Some(_), ..) => (Mapping::BlockReduction, invocations),
+        (_, Some(_), ..) if block.is_some() => (Mapping::DotBlocks, block.map_or(0, |b| b.blocks(e))),
         (_, Some(t), ..) => (Mapping::DotTiles, t.threads(e)),
         (_, _, Some(c), _) => (Mapping::ColumnTiles, c.blocks(e)),
         (_, _, _, Some(t)) => (Mapping::TransposeTiles, t.tiles(e)),
@@ -180,6 +199,7 @@ pub fn emit(e: &Elemental, title: &str, place: &Placement) -> Result<WgslKernel,
     w.atomic = e.outputs.iter().any(|o| stored_type(o.elem).is_none());
     w.cooperative = cooperative;
     w.tile = tile;
+    w.block = block;
     w.transpose = transpose;
     w.columns = columns;
     w.header(title, invocations);
@@ -339,6 +359,8 @@ struct Writer<'a> {
     tile: Option<DotTile>,
     /// Inside a tile: the accumulator of the output being combined or stored.
     tile_acc: Option<String>,
+    /// A dot whose workgroups stage its operands in workgroup memory ([`blocked_dot`]).
+    block: Option<DotBlock>,
     /// A loop kernel staging transposed loads through workgroup memory
     /// ([`tiled_transpose`]).
     transpose: Option<TransposeTile>,
@@ -363,6 +385,7 @@ impl<'a> Writer<'a> {
             atomic: false,
             tile: None,
             tile_acc: None,
+            block: None,
             transpose: None,
             columns: None,
             mapping,
@@ -395,7 +418,10 @@ impl Writer<'_> {
 
     /// Whether a workgroup (not an invocation) takes each of the outer positions.
     fn per_workgroup(&self) -> bool {
-        matches!(self.mapping, Mapping::BlockReduction | Mapping::TransposeTiles | Mapping::ColumnTiles)
+        matches!(
+            self.mapping,
+            Mapping::BlockReduction | Mapping::TransposeTiles | Mapping::ColumnTiles | Mapping::DotBlocks
+        )
     }
 
     fn header(&mut self, title: &str, invocations: u64) {
@@ -405,6 +431,10 @@ impl Writer<'_> {
             Mapping::BlockReduction => format!("{invocations} workgroups of {WORKGROUP}, one per output element"),
             Mapping::DotTiles => {
                 format!("{invocations} invocations, each a {DOT_TILE}x{DOT_TILE} block of the dot's outputs")
+            }
+            Mapping::DotBlocks => {
+                let side = dot_block_side(WORKGROUP);
+                format!("{invocations} workgroups of {WORKGROUP}, each a {side}x{side} block of the dot's outputs")
             }
             Mapping::TransposeTiles => {
                 format!("{invocations} workgroups of {WORKGROUP}, each a {TRANSPOSE_TILE}x{TRANSPOSE_TILE} tile")
@@ -460,6 +490,11 @@ impl Writer<'_> {
             }
             self.out += "\n";
         }
+        if let Some(b) = &self.block {
+            // A slice of each factor: steps of the contraction by rows (columns) of the block.
+            let n = b.shared_len();
+            let _ = writeln!(self.out, "var<workgroup> dot_a: array<f32, {n}>;\nvar<workgroup> dot_b: array<f32, {n}>;\n");
+        }
         let _ = writeln!(self.out, "@compute @workgroup_size({WORKGROUP})");
         self.out += if self.per_workgroup() {
             "fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {\n"
@@ -484,6 +519,11 @@ impl Writer<'_> {
                 writeln!(self.out, "  for (var t: u32 = gid.x; t < {invocations}u; t += groups.x * {WORKGROUP}u) {{");
         }
         self.pad = "    ".into();
+        if let Some(block) = self.block {
+            blocked_dot(self, "t", WORKGROUP, block);
+            self.out += "  }\n}\n";
+            return;
+        }
         if let Some(tile) = self.tile {
             tiled_dot(self, "t", tile);
             self.out += "  }\n}\n";

@@ -2,8 +2,8 @@
 // fuses %param_0.1, %param_1.2, %d.part, %z, %r
 extern "C" __global__ void __launch_bounds__(256) hs_k0(unsigned char* arena) {
   const float* in0 = (const float*)(arena + 0);
-  const float* in1 = (const float*)(arena + 2560);
-  float* out0 = (float*)(arena + 5632);
+  const float* in1 = (const float*)(arena + 1024);
+  float* out0 = (float*)(arena + 2304);
   for (long long t0 = (long long)blockIdx.x * blockDim.x + threadIdx.x; t0 < 72LL; t0 += (long long)gridDim.x * blockDim.x) {
     const int t = (int)t0;
     const int w1 = t % 9;
@@ -25,33 +25,33 @@ extern "C" __global__ void __launch_bounds__(256) hs_k0(unsigned char* arena) {
     float acc_3_1 = 0.0f;
     float acc_3_2 = 0.0f;
     float acc_3_3 = 0.0f;
-    for (int v2 = 0; v2 < 20; ++v2) {
+    for (int v2 = 0; v2 < 8; ++v2) {
       float a0;
       {
         const int v0 = min(max(((w0 * 4) + 0), 0), 31);
         const int v1 = min(max(((w1 * 4) + 0), 0), 35);
-        const float e0 = in0[(v2 + (v0 * 20))];
+        const float e0 = in0[(v2 + (v0 * 8))];
         a0 = e0;
       }
       float a1;
       {
         const int v0 = min(max(((w0 * 4) + 1), 0), 31);
         const int v1 = min(max(((w1 * 4) + 0), 0), 35);
-        const float e0 = in0[(v2 + (v0 * 20))];
+        const float e0 = in0[(v2 + (v0 * 8))];
         a1 = e0;
       }
       float a2;
       {
         const int v0 = min(max(((w0 * 4) + 2), 0), 31);
         const int v1 = min(max(((w1 * 4) + 0), 0), 35);
-        const float e0 = in0[(v2 + (v0 * 20))];
+        const float e0 = in0[(v2 + (v0 * 8))];
         a2 = e0;
       }
       float a3;
       {
         const int v0 = min(max(((w0 * 4) + 3), 0), 31);
         const int v1 = min(max(((w1 * 4) + 0), 0), 35);
-        const float e0 = in0[(v2 + (v0 * 20))];
+        const float e0 = in0[(v2 + (v0 * 8))];
         a3 = e0;
       }
       float b0;

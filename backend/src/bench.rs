@@ -56,7 +56,7 @@ use hloscope_core::targets::cpu::{self, CpuExecutable};
 use hloscope_core::targets::cstyle::Mapping;
 use hloscope_core::targets::cuda::{self, runtime::CudaExecutable};
 use hloscope_core::targets::wasm::{self, runtime::WasmExecutable};
-use hloscope_core::targets::webgpu::{self, runtime::WebGpuExecutable};
+use hloscope_core::targets::webgpu::runtime::WebGpuExecutable;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -519,8 +519,8 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
         Target::Webgpu => {
             let failed = |e: String| RunError(format!("{source_name}: webgpu: {e}"));
             let optimized = hloscope_core::targets::optimize_with(&module, &fusion).map_err(failed)?;
-            let program = webgpu::compile(&optimized).map_err(failed)?;
-            let exe = WebGpuExecutable::new(&optimized, program).map_err(failed)?;
+            // The shaders are made for the adapter (workgroup staging on a GPU).
+            let exe = WebGpuExecutable::compile_and_new(&optimized).map_err(failed)?;
             let a = &exe.adapter;
             device = Some(Device {
                 adapter: a.name.clone(),

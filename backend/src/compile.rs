@@ -189,6 +189,12 @@ pub struct CompileArgs {
     /// capability (90: sm_90, Hopper).
     #[arg(long, value_name = "SM", default_value_t = hloscope_core::targets::cuda::DEFAULT_ARCH)]
     pub arch: u32,
+
+    /// With `--emit wgsl`: the shaders a GPU adapter gets, its operands staged in
+    /// workgroup memory (dots in workgroup blocks, transposes through tiles); without
+    /// it, those of an adapter on the CPU (lavapipe, SwiftShader).
+    #[arg(long)]
+    pub workgroup_staging: bool,
 }
 
 pub fn compile(args: &CompileArgs) -> Result<String, RunError> {
@@ -240,7 +246,8 @@ fn wgsl_listing(args: &CompileArgs) -> Result<String, RunError> {
     let fusion = fusion_config(&args.pipeline.fusion)?;
     let (source_name, module) = load_module(&args.module)?;
     let failed = |e: String| RunError(format!("{source_name}: compiling for webgpu failed: {e}"));
-    let program = webgpu::compile(&optimize_with(&module, &fusion).map_err(failed)?).map_err(failed)?;
+    let options = webgpu::wgsl::Options { workgroup_staging: args.workgroup_staging };
+    let program = webgpu::compile_with(&optimize_with(&module, &fusion).map_err(failed)?, options).map_err(failed)?;
     Ok(program.listing())
 }
 

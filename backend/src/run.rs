@@ -234,9 +234,9 @@ fn run_webgpu(module: &Module, args: &[Value], source_name: &str, verbose: bool)
     let failed = |e: String| RunError(format!("{source_name}: webgpu: {e}"));
     let started = std::time::Instant::now();
     let optimized = optimize(module).map_err(failed)?;
-    let program = webgpu::compile(&optimized).map_err(failed)?;
-    let (on_device, on_host) = program.counts();
-    let exe = webgpu::runtime::WebGpuExecutable::new(&optimized, program).map_err(failed)?;
+    // The shaders are made for the adapter (workgroup staging on a GPU).
+    let exe = webgpu::runtime::WebGpuExecutable::compile_and_new(&optimized).map_err(failed)?;
+    let (on_device, on_host) = exe.program().counts();
     let a = &exe.adapter;
     eprintln!(
         "webgpu: {} ({}, {}): {on_device} kernels on the device, {on_host} on the host",

@@ -20,10 +20,15 @@ fn validate(source: &str) -> Result<(), String> {
 
 /// Compiles `module` for WebGPU and validates each shader: the number of shaders.
 fn shaders_validate(name: &str, module: &Module) -> Result<usize, String> {
-    let Ok(program) = webgpu::compile(module) else { return Ok(0) };
+    shaders_validate_with(name, module, webgpu::wgsl::Options::default())
+}
+
+/// [`shaders_validate`] with the emitter's `options`; a scatter's copy counts too.
+fn shaders_validate_with(name: &str, module: &Module, options: webgpu::wgsl::Options) -> Result<usize, String> {
+    let Ok(program) = webgpu::compile_with(module, options) else { return Ok(0) };
     let mut n = 0;
     for (i, s) in program.shaders.iter().enumerate() {
-        if let Some(s) = s {
+        for s in s.iter().flat_map(|s| s.copy_first.as_deref().into_iter().chain([s])) {
             validate(&s.source).map_err(|e| format!("{name}: kernel {i}: {e}\n{}", s.source))?;
             n += 1;
         }
@@ -78,9 +83,10 @@ fn every_jax_corpus_shader_validates_with_naga() {
     for (name, module) in jax_corpus() {
         for m in [module.clone(), optimize(&module).unwrap()] {
             shaders += shaders_validate(&name, &m).unwrap_or_else(|e| panic!("{e}"));
+            shaders += shaders_validate_with(&name, &m, STAGING).unwrap_or_else(|e| panic!("{e}"));
         }
     }
-    assert!(shaders >= 100, "only {shaders} shaders");
+    assert!(shaders >= 200, "only {shaders} shaders");
 }
 
 #[test]
@@ -184,7 +190,14 @@ ENTRY %main (y: f32[130,8], v: f32[72,8]) -> f32[130,72] {
 fn dots_run_in_workgroup_blocks_or_register_tiles() {
     use webgpu::wgsl::Mapping;
     let module = hloscope_core::parse::parse_module(TILED_DOTS).unwrap();
-    let program = webgpu::compile(&optimize(&module).unwrap()).unwrap();
+    // Without staging: register tiles, one invocation per 4x4 block: 3 x 17 x 13 blocks
+    // of the batched dot, 33 x 18 of the other.
+    let plain = webgpu::compile(&optimize(&module).unwrap()).unwrap();
+    let mut invocations: Vec<(Mapping, u64)> =
+        plain.shaders.iter().flatten().map(|s| (s.mapping, s.invocations)).collect();
+    invocations.sort_by_key(|&(_, n)| n);
+    assert_eq!(invocations, vec![(Mapping::DotTiles, 594), (Mapping::DotTiles, 663)], "{}", plain.listing());
+    let program = webgpu::compile_with(&optimize(&module).unwrap(), STAGING).unwrap();
     let blocked: Vec<_> = program.shaders.iter().flatten().filter(|s| s.mapping == Mapping::DotBlocks).collect();
     assert_eq!(blocked.len(), 2, "both dots run in workgroup blocks:\n{}", program.listing());
     // Each epilogue runs in its dot's kernel, after the sum: the dots' results are never
@@ -208,7 +221,8 @@ fn dots_run_in_workgroup_blocks_or_register_tiles() {
         assert_eq!(s.source.matches("workgroupBarrier()").count(), 2, "{}", s.source);
     }
     // A short contraction: register tiles, one invocation per 4x4 block (33 x 18).
-    let program = webgpu::compile(&optimize(&hloscope_core::parse::parse_module(SHORT_DOT).unwrap()).unwrap()).unwrap();
+    let short = optimize(&hloscope_core::parse::parse_module(SHORT_DOT).unwrap()).unwrap();
+    let program = webgpu::compile_with(&short, STAGING).unwrap();
     let s = program.shaders[0].as_ref().unwrap();
     assert_eq!((s.mapping, s.invocations), (Mapping::DotTiles, 594), "{}", program.listing());
     validate(&s.source).unwrap_or_else(|e| panic!("{e}\n{}", s.source));
@@ -247,11 +261,17 @@ ENTRY %main (x: f32[3,70,45], y: f32[3,45,70], b: s8[130,100], c: f32[8,8]) -> (
   ROOT %o = (f32[3,45,70], s32[100,130], f32[8,8]) tuple(%s, %bc, %ct)
 }";
 
+/// The emitter's options with workgroup staging (dot blocks, transpose tiles): a GPU's
+/// choice, off by default (see `wgsl::Options`).
+const STAGING: webgpu::wgsl::Options = webgpu::wgsl::Options { workgroup_staging: true };
+
 #[test]
 fn transposes_go_through_workgroup_tiles() {
     use webgpu::wgsl::Mapping;
     let module = hloscope_core::parse::parse_module(TRANSPOSES).unwrap();
-    let program = webgpu::compile(&optimize(&module).unwrap()).unwrap();
+    let plain = webgpu::compile(&optimize(&module).unwrap()).unwrap();
+    assert!(plain.shaders.iter().flatten().all(|s| s.mapping == Mapping::Elements), "{}", plain.listing());
+    let program = webgpu::compile_with(&optimize(&module).unwrap(), STAGING).unwrap();
     let tiled: Vec<_> = program.shaders.iter().flatten().filter(|s| s.mapping == Mapping::TransposeTiles).collect();
     assert_eq!(tiled.len(), 2, "both large transposes are tiled:\n{}", program.listing());
     // One workgroup per 32x32 tile: 3 x 2 x 3 tiles of the batched one, 4 x 5 of the other.
@@ -433,7 +453,15 @@ mod on_a_device {
     use hloscope_core::targets::webgpu::runtime::{TimingMethod, WebGpuExecutable};
 
     fn device_run(module: &Module, args: &[Value]) -> (Value, webgpu::WebGpuProgram) {
-        let program = webgpu::compile(module).unwrap();
+        device_run_with(module, args, webgpu::wgsl::Options::default())
+    }
+
+    fn device_run_with(
+        module: &Module,
+        args: &[Value],
+        options: webgpu::wgsl::Options,
+    ) -> (Value, webgpu::WebGpuProgram) {
+        let program = webgpu::compile_with(module, options).unwrap();
         let exe = WebGpuExecutable::new(module, program.clone()).unwrap_or_else(|e| panic!("{e}"));
         (exe.run(args).unwrap_or_else(|e| panic!("{e}")).0, program)
     }
@@ -542,10 +570,10 @@ ENTRY %main (x: f32[3,1000], i: s32[5000]) -> (f32[3], f32[], s32[], f32[3]) {
         let (got, _) = device_run(&transposed, &args);
         let got = got.flatten();
         assert!(close(&got[0], &want[0], 1e-5), "{got:?} vs {want:?}");
-        for seed in [1, 2] {
+        for (seed, options) in [(1, STAGING), (2, STAGING), (3, webgpu::wgsl::Options::default())] {
             let args = hloscope_core::interp::random_inputs(&module, seed);
             let want = Interpreter::new(&module).run(&args).unwrap().flatten();
-            let (got, program) = device_run(&optimized, &args);
+            let (got, program) = device_run_with(&optimized, &args, options);
             assert_eq!(program.counts().1, 0, "everything runs on the device:\n{}", program.listing());
             let got = got.flatten();
             assert_eq!(got[0].to_le_bytes(), want[0].to_le_bytes(), "seed {seed}: the batched dot");
@@ -562,7 +590,7 @@ ENTRY %main (x: f32[3,1000], i: s32[5000]) -> (f32[3], f32[], s32[], f32[3]) {
         for seed in [1, 2] {
             let args = hloscope_core::interp::random_inputs(&module, seed);
             let want = Interpreter::new(&module).run(&args).unwrap().flatten();
-            let (got, program) = device_run(&optimized, &args);
+            let (got, program) = device_run_with(&optimized, &args, STAGING);
             assert_eq!(program.counts().1, 0, "everything runs on the device:\n{}", program.listing());
             for (g, w) in got.flatten().iter().zip(&want) {
                 assert_eq!(g.to_le_bytes(), w.to_le_bytes(), "seed {seed}");
@@ -1085,13 +1113,18 @@ ENTRY %main (x: bf16[5,7], y: f32[3,999]) -> (bf16[7,5], f16[3]) {
             let optimized = optimize(&module).unwrap();
             let args = hloscope_core::interp::random_inputs(&module, 7);
             let want = Interpreter::new(&module).run(&args).unwrap().flatten();
-            let (got, program) = device_run(&optimized, &args);
-            let (g, h) = program.counts();
-            gpu += g;
-            host += h;
-            let got = got.flatten();
-            if got.len() != want.len() || got.iter().zip(&want).any(|(g, w)| !close(g, w, 2e-4)) {
-                failures.push(format!("{name}: the device's outputs differ from the interpreter's"));
+            // As a CPU adapter gets it, and as a GPU does (workgroup staging).
+            for options in [webgpu::wgsl::Options::default(), STAGING] {
+                let (got, program) = device_run_with(&optimized, &args, options);
+                if options == STAGING {
+                    let (g, h) = program.counts();
+                    gpu += g;
+                    host += h;
+                }
+                let got = got.flatten();
+                if got.len() != want.len() || got.iter().zip(&want).any(|(g, w)| !close(g, w, 2e-4)) {
+                    failures.push(format!("{name} ({options:?}): the device's outputs differ from the interpreter's"));
+                }
             }
         }
         println!("{gpu} kernels on the device, {host} on the host");

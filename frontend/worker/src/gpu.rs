@@ -12,7 +12,7 @@
 use crate::protocol::RunView;
 use crate::{kernel_times, run_view, RunJob, RunTiming};
 use hloscope_core::ir::Literal;
-use hloscope_core::targets::webgpu::{self, runtime::WebGpuExecutable};
+use hloscope_core::targets::webgpu::runtime::WebGpuExecutable;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -74,8 +74,8 @@ async fn executable(job: &RunJob, clock: fn() -> f64) -> Result<(Rc<WebGpuExecut
         return Ok(kept);
     }
     let t0 = clock();
-    let program = webgpu::compile(&job.module)?;
-    let exe = Rc::new(WebGpuExecutable::open(&job.module, program).await?);
+    // The shaders are made for the page's adapter (workgroup staging on a GPU).
+    let exe = Rc::new(WebGpuExecutable::compile_and_open(&job.module).await?);
     let compile_s = (clock() - t0) / 1e3;
     EXECUTABLES.with(|e| {
         let mut e = e.borrow_mut();

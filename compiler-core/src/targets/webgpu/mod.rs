@@ -72,13 +72,19 @@ impl WebGpuProgram {
 }
 
 /// Plans `module`'s entry computation for WebGPU and emits a shader per elemental
-/// kernel; a kernel the emitter refuses runs on the host (its reason in the plan).
+/// kernel, with the emitter's default options (no workgroup staging); a kernel the
+/// emitter refuses runs on the host (its reason in the plan).
 pub fn compile(module: &Module) -> Result<WebGpuProgram, String> {
+    compile_with(module, wgsl::Options::default())
+}
+
+/// [`compile`] with the emitter's `options`.
+pub fn compile_with(module: &Module, options: wgsl::Options) -> Result<WebGpuProgram, String> {
     let mut plan = kernel::plan_computation_with(module, module.entry, &caps())?;
     let mut refused: HashMap<crate::ir::InstId, String> = HashMap::new();
     for k in &plan.kernels {
         let why = match &k.body {
-            KernelBody::Elemental(e) => match emit_kernel(&plan, k, e) {
+            KernelBody::Elemental(e) => match emit_kernel(&plan, k, e, options) {
                 Ok(_) => continue,
                 Err(why) => why,
             },
@@ -102,7 +108,7 @@ pub fn compile(module: &Module) -> Result<WebGpuProgram, String> {
         .kernels
         .iter()
         .map(|k| match &k.body {
-            KernelBody::Elemental(e) => emit_kernel(&plan, k, e).map(Some),
+            KernelBody::Elemental(e) => emit_kernel(&plan, k, e, options).map(Some),
             KernelBody::Scatter(spec) => emit_scatter(module, &plan, k, spec).map(Some),
             _ => Ok(None),
         })
@@ -126,14 +132,20 @@ fn emit_scatter(
     let mut updates = wgsl::emit_scatter_updates(&s, &format!("{title}: its updates"), &place)?;
     if operand != output {
         let place = wgsl::Placement { inputs: &[operand], outputs: &[output] };
-        updates.copy_first = Some(Box::new(wgsl::emit(&s.copy, &format!("{title}: its operand copied"), &place)?));
+        let copy = wgsl::emit(&s.copy, &format!("{title}: its operand copied"), &place, wgsl::Options::default())?;
+        updates.copy_first = Some(Box::new(copy));
     }
     Ok(updates)
 }
 
-fn emit_kernel(plan: &KernelPlan, k: &kernel::Kernel, e: &kernel::Elemental) -> Result<wgsl::WgslKernel, String> {
+fn emit_kernel(
+    plan: &KernelPlan,
+    k: &kernel::Kernel,
+    e: &kernel::Elemental,
+    options: wgsl::Options,
+) -> Result<wgsl::WgslKernel, String> {
     let words = |bs: &[kernel::BufferId]| bs.iter().map(|&b| plan.arena.offset(b) / 4).collect::<Vec<_>>();
     let (inputs, outputs) = (words(&k.inputs), words(&k.outputs));
     let place = wgsl::Placement { inputs: &inputs, outputs: &outputs };
-    wgsl::emit(e, &format!("%{} ({})", k.name, k.kind), &place)
+    wgsl::emit(e, &format!("%{} ({})", k.name, k.kind), &place, options)
 }

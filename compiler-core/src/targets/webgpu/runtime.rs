@@ -96,6 +96,35 @@ struct Timestamps {
     period: f64,
 }
 
+/// The system's default adapter (in a browser, `navigator.gpu`'s), or why there is none.
+async fn default_adapter() -> Result<wgpu::Adapter, String> {
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    if cfg!(target_arch = "wasm32") {
+        desc.backends = wgpu::Backends::BROWSER_WEBGPU;
+    }
+    let instance = wgpu::Instance::new(desc);
+    instance.request_adapter(&wgpu::RequestAdapterOptions::default()).await.map_err(|e| {
+        format!(
+            "no WebGPU adapter: {e} ({})",
+            if cfg!(target_arch = "wasm32") {
+                "navigator.gpu offered none"
+            } else {
+                "on Linux without a GPU, install mesa-vulkan-drivers for lavapipe"
+            }
+        )
+    })
+}
+
+/// The emitter's options for an adapter: workgroup staging on a GPU, not on an adapter
+/// that runs on the CPU (lavapipe, llvmpipe, SwiftShader), where it measured slower
+/// (see [`super::wgsl::Options`]).
+pub fn options_for(info: &wgpu::AdapterInfo) -> super::wgsl::Options {
+    let name = info.name.to_lowercase();
+    let on_cpu = info.device_type == wgpu::DeviceType::Cpu
+        || ["llvmpipe", "lavapipe", "swiftshader"].iter().any(|n| name.contains(n));
+    super::wgsl::Options { workgroup_staging: !on_cpu }
+}
+
 /// One compute pass of a kernel: its pipeline, bind group and workgroups.
 struct Pass {
     pipeline: wgpu::ComputePipeline,
@@ -128,21 +157,22 @@ impl WebGpuExecutable {
     /// what is missing (no adapter, an arena past its limits, a shader the driver
     /// refuses).
     pub async fn open(module: &Module, program: WebGpuProgram) -> Result<WebGpuExecutable, String> {
-        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
-        if cfg!(target_arch = "wasm32") {
-            desc.backends = wgpu::Backends::BROWSER_WEBGPU;
-        }
-        let instance = wgpu::Instance::new(desc);
-        let adapter = instance.request_adapter(&wgpu::RequestAdapterOptions::default()).await.map_err(|e| {
-            format!(
-                "no WebGPU adapter: {e} ({})",
-                if cfg!(target_arch = "wasm32") {
-                    "navigator.gpu offered none"
-                } else {
-                    "on Linux without a GPU, install mesa-vulkan-drivers for lavapipe"
-                }
-            )
-        })?;
+        Self::open_on(default_adapter().await?, module, program).await
+    }
+
+    /// Opens the system's default adapter, compiles `module` (planned as it is) with the
+    /// emitter options its kind calls for ([`options_for`]) and opens the program on it.
+    pub async fn compile_and_open(module: &Module) -> Result<WebGpuExecutable, String> {
+        let adapter = default_adapter().await?;
+        let program = super::compile_with(module, options_for(&adapter.get_info()))?;
+        Self::open_on(adapter, module, program).await
+    }
+
+    async fn open_on(
+        adapter: wgpu::Adapter,
+        module: &Module,
+        program: WebGpuProgram,
+    ) -> Result<WebGpuExecutable, String> {
         let info = adapter.get_info();
         let limits = adapter.limits();
         let bytes = program.plan.arena.arena_bytes.max(4).next_multiple_of(4);
@@ -583,6 +613,11 @@ impl WebGpuExecutable {
     /// [`WebGpuExecutable::open`], waited for.
     pub fn new(module: &Module, program: WebGpuProgram) -> Result<WebGpuExecutable, String> {
         pollster::block_on(Self::open(module, program))
+    }
+
+    /// [`WebGpuExecutable::compile_and_open`], blocking.
+    pub fn compile_and_new(module: &Module) -> Result<WebGpuExecutable, String> {
+        pollster::block_on(Self::compile_and_open(module))
     }
 
     /// Runs the program on `args` (one value per entry parameter).

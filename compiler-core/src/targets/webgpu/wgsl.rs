@@ -177,16 +177,29 @@ pub struct Placement<'a> {
     pub outputs: &'a [u64],
 }
 
+/// Choices of the WGSL emitter that the adapter decides.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Stage operands in workgroup memory: dots in workgroup blocks ([`DotBlock`]) and
+    /// transposes through tiles ([`TransposeTile`]). A GPU's workgroup memory is on chip
+    /// and its loads from memory are wide, so staging saves traffic; on an adapter that
+    /// runs on the CPU (lavapipe, SwiftShader) the CPU's caches already do that, and the
+    /// staging's barriers cost (measured on lavapipe: dots 1.6-1.9 times, transposes 1.5
+    /// to 1.8 times slower), so it is off unless asked for.
+    pub workgroup_staging: bool,
+}
+
 /// The WGSL of `e`, with a header naming the kernel; or why it is not emitted.
-pub fn emit(e: &Elemental, title: &str, place: &Placement) -> Result<WgslKernel, String> {
+pub fn emit(e: &Elemental, title: &str, place: &Placement, options: Options) -> Result<WgslKernel, String> {
     check(e)?;
     let outer = e.outer_vars();
     let invocations: u64 = outer.iter().map(|&v| e.space[v as usize].max(0) as u64).product();
     let tile = dot_tile(e);
-    let block = tile.and_then(|t| dot_block(e, t, WORKGROUP));
+    let staging = options.workgroup_staging;
+    let block = tile.and_then(|t| dot_block(e, t, WORKGROUP)).filter(|_| staging);
     let columns = if tile.is_some() { None } else { column_tile(e, invocations, WORKGROUP, COLUMN_RUN) };
     let cooperative = if tile.is_some() || columns.is_some() { None } else { cooperative_ops(e, invocations) };
-    let transpose = transpose_tile(e);
+    let transpose = transpose_tile(e).filter(|_| staging);
     let (mapping, invocations) = match (&cooperative, &tile, &columns, &transpose) {
         (Some(_), ..) => (Mapping::BlockReduction, invocations),
         (_, Some(_), ..) if block.is_some() => (Mapping::DotBlocks, block.map_or(0, |b| b.blocks(e))),

@@ -638,6 +638,38 @@ ENTRY %main (x: f32[3,1000], i: s32[5000]) -> (f32[3], f32[], s32[], f32[3]) {
     }
 
     #[test]
+    fn narrow_bit_counts_see_only_their_own_bits() {
+        // A narrow value's carrier extends it (signed ones with ones): the counts mask the
+        // extension off. Every s8 and u16 pattern's popcount and leading zeros, exactly.
+        let hlo = "HloModule m
+ENTRY %main (a: s8[256], b: u16[65536]) -> (s8[256], s8[256], u16[65536], u16[65536]) {
+  %a = s8[256] parameter(0)
+  %b = u16[65536] parameter(1)
+  %pa = s8[256] popcnt(%a)
+  %ca = s8[256] count-leading-zeros(%a)
+  %pb = u16[65536] popcnt(%b)
+  %cb = u16[65536] count-leading-zeros(%b)
+  ROOT %t = (s8[256], s8[256], u16[65536], u16[65536]) tuple(%pa, %ca, %pb, %cb)
+}";
+        let module = hloscope_core::parse::parse_module(hlo).unwrap();
+        let a = Literal::from_f64s(
+            hloscope_core::ir::Shape::new(ElementType::S8, vec![256]),
+            &(0..256).map(|i| (i as u8 as i8) as f64).collect::<Vec<_>>(),
+        );
+        let b = Literal::from_f64s(
+            hloscope_core::ir::Shape::new(ElementType::U16, vec![65536]),
+            &(0..65536).map(|i| i as f64).collect::<Vec<_>>(),
+        );
+        let args = [Value::Array(a), Value::Array(b)];
+        let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+        let (got, program) = device_run(&module, &args);
+        assert_eq!(program.counts().1, 0, "everything runs on the device:\n{}", program.listing());
+        for (g, w) in got.flatten().iter().zip(&want) {
+            assert_eq!(g.to_le_bytes(), w.to_le_bytes());
+        }
+    }
+
+    #[test]
     fn narrow_buffers_are_read_out_of_their_words() {
         // Odd lengths, so elements sit at every position of their words; every narrow
         // type converted as it is read, against the interpreter, exactly.

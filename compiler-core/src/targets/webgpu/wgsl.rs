@@ -19,7 +19,7 @@
 //! rounded to nearest even in integer arithmetic: `f16_bits`, `bf16_bits`; f32 has more
 //! than twice their precision, so one f32 operation rounded again is the narrow
 //! operation rounded once). 64-bit types, the few narrow ops a carrier would get wrong
-//! (bit counts, shifts that see the carrier's extension, bitcasts), and the ops without
+//! (shifts that see the carrier's extension, bitcasts; bit counts mask it off), and the ops without
 //! a WGSL spelling here yet refuse the kernel with a reason, and it runs on the host
 //! (the plan's opaque fallback).
 //!
@@ -292,7 +292,6 @@ fn check(e: &Elemental) -> Result<(), String> {
         let of = |a: ExprId| e.expr(a).elem;
         let wrong = match n.node {
             Node::BitcastConvert(a) => narrow(n.elem) || narrow(of(a)),
-            Node::Unary(UnaryOp::PopCnt | UnaryOp::Clz, a) => narrow(of(a)),
             Node::Binary(BinaryOp::ShiftRightLogical, a, _) => matches!(of(a), ElementType::S8 | ElementType::S16),
             Node::Binary(BinaryOp::ShiftRightArithmetic, a, _) => matches!(of(a), ElementType::U8 | ElementType::U16),
             _ => false,
@@ -789,6 +788,20 @@ impl<'a> Lower<'a> for Writer<'a> {
     fn unary(&mut self, op: UnaryOp, from: ElementType, elem: ElementType, a: String) -> String {
         if op == UnaryOp::IsFinite && from == ElementType::F32 {
             return format!("((bitcast<u32>({a}) & 0x7f800000u) != 0x7f800000u)");
+        }
+        // A narrow integer's bits are the carrier's low ones; the rest are its extension.
+        if matches!(op, UnaryOp::PopCnt | UnaryOp::Clz) && narrow(from) && !from.is_float() {
+            let width = from.bit_width();
+            let unsigned = carrier(from) == ElementType::U32;
+            let (mask, extra) = if unsigned {
+                (format!("{}u", (1u32 << width) - 1), format!("{}u", 32 - width))
+            } else {
+                (format!("{}", (1u32 << width) - 1), format!("{}", 32 - width))
+            };
+            return match op {
+                UnaryOp::PopCnt => format!("countOneBits({a} & {mask})"),
+                _ => format!("(countLeadingZeros({a} & {mask}) - {extra})"),
+            };
         }
         let elem = carrier(elem);
         if elem == ElementType::F32 && approx::approximated(op) {

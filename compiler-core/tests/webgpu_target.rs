@@ -423,11 +423,8 @@ fn scatters_with_commutative_combiners_run_on_the_device() {
     let module = hloscope_core::parse::parse_module(SCATTERS).unwrap();
     let program = webgpu::compile(&optimize(&module).unwrap()).unwrap();
     let scatters: Vec<_> = program.plan.kernels.iter().enumerate().filter(|(_, k)| k.name.starts_with('s')).collect();
-    let mut on_device: Vec<&str> = scatters
-        .iter()
-        .filter(|(i, _)| program.shaders[*i].is_some())
-        .map(|(_, k)| k.name.as_str())
-        .collect();
+    let mut on_device: Vec<&str> =
+        scatters.iter().filter(|(i, _)| program.shaders[*i].is_some()).map(|(_, k)| k.name.as_str()).collect();
     on_device.sort();
     assert_eq!(on_device, ["sa", "si", "sm"], "{}", program.listing());
     for sh in program.shaders.iter().flatten() {

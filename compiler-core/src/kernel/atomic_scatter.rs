@@ -87,7 +87,11 @@ pub fn atomic_scatter(spec: &ScatterSpec, comp: &Computation) -> Result<AtomicSc
     for (k, &d) in spec.scatter_dims_to_operand_dims.iter().enumerate() {
         let mut coords = Vec::with_capacity(index_rank);
         for dim in 0..index_rank {
-            coords.push(if dim == spec.index_vector_dim { b.konst(k as i64) } else { batch_coord(dim).ok_or("bad scatter axes")? });
+            coords.push(if dim == spec.index_vector_dim {
+                b.konst(k as i64)
+            } else {
+                batch_coord(dim).ok_or("bad scatter axes")?
+            });
         }
         let linear = b.linearize(&coords, &spec.index_dims);
         let start = b.node(Node::Load { input: 0, linear }, spec.index_elem);

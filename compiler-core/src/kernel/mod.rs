@@ -29,8 +29,8 @@
 //! major, little endian, pred as one byte, f16/bf16 as their 16-bit patterns).
 
 pub mod arena;
-pub mod atomic_scatter;
 mod arena_bytes;
+pub mod atomic_scatter;
 pub use arena_bytes::{outside as arena_outside, ArenaMemory};
 pub mod caps;
 pub mod chains;

@@ -185,7 +185,9 @@ impl CudaKernel {
                 "transpose tiles: {} blocks of {BLOCK}, each a {TRANSPOSE_TILE}x{TRANSPOSE_TILE} tile",
                 self.outer
             ),
-            Mapping::ColumnTiles => format!("column tiles: {} blocks of {BLOCK}, each {COLUMN_RUN} columns", self.outer),
+            Mapping::ColumnTiles => {
+                format!("column tiles: {} blocks of {BLOCK}, each {COLUMN_RUN} columns", self.outer)
+            }
             Mapping::AtomicUpdates => format!("atomic updates: {} threads, blocks of {BLOCK}", self.outer),
             Mapping::Elements => format!("{} threads, blocks of {BLOCK}", self.outer),
             Mapping::Quads => {

@@ -150,7 +150,8 @@ fn emit_scatter(
         cuda_c::emit_scatter_updates(&s, &format!("hs_k{index}"), &format!("{title}: its updates"), &place)?;
     if operand != output {
         let place = cuda_c::Placement { inputs: &[operand], outputs: &[output] };
-        let copy = cuda_c::emit(&s.copy, &format!("hs_k{index}_copy"), &format!("{title}: its operand copied"), &place)?;
+        let copy =
+            cuda_c::emit(&s.copy, &format!("hs_k{index}_copy"), &format!("{title}: its operand copied"), &place)?;
         updates.copy_first = Some(Box::new(copy));
     }
     Ok(updates)

@@ -240,10 +240,7 @@ impl WebGpuExecutable {
                     cache: None,
                 });
                 if let Some(e) = scope.pop().await {
-                    return Err(format!(
-                        "kernel {i} (%{}): the shader was refused: {e}",
-                        program.plan.kernels[i].name
-                    ));
+                    return Err(format!("kernel {i} (%{}): the shader was refused: {e}", program.plan.kernels[i].name));
                 }
                 let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
                     label: None,

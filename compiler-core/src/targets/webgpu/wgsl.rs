@@ -505,7 +505,8 @@ impl Writer<'_> {
         if let Some(b) = &self.block {
             // A slice of each factor: steps of the contraction by rows (columns) of the block.
             let n = b.shared_len();
-            let _ = writeln!(self.out, "var<workgroup> dot_a: array<f32, {n}>;\nvar<workgroup> dot_b: array<f32, {n}>;\n");
+            let _ =
+                writeln!(self.out, "var<workgroup> dot_a: array<f32, {n}>;\nvar<workgroup> dot_b: array<f32, {n}>;\n");
         }
         let _ = writeln!(self.out, "@compute @workgroup_size({WORKGROUP})");
         self.out += if self.per_workgroup() {

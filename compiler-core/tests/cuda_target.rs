@@ -1,4 +1,4 @@
-//! The CUDA target without a GPU: golden CUDA C for eight kernels (`tests/golden/cuda/`,
+//! The CUDA target without a GPU: golden CUDA C for nine kernels (`tests/golden/cuda/`,
 //! refreshed with `UPDATE_EXPECT=1`), and, with feature `cuda`, every program of the
 //! conformance and JAX corpora compiled by NVRTC to PTX and assembled by
 //! `ptxas -arch=sm_90` (NVIDIA's wheels: `cargo xtask test` installs them into
@@ -176,6 +176,21 @@ ENTRY %main (x: f32[64,256], y: f32[64,256], b: f32[256], c: f32[64,1]) -> f32[6
     assert_eq!(k.runs(), "quads: 4096 threads of 4 elements, 16-byte loads and stores, blocks of 256");
     assert_eq!(k.source.matches("*(const float4*)").count(), 3, "{}", k.source);
     expect_test::expect_file!["golden/cuda/quads.cu"].assert_eq(&k.source);
+    // f16 in quads of 8 bytes (`ushort4`), each lane converted as a single load is and
+    // rounded back to its bits before the store.
+    let p = program(
+        "HloModule m
+ENTRY %main (x: f16[64,256], y: f16[64,256]) -> f16[64,256] {
+  %x = f16[64,256] parameter(0)
+  %y = f16[64,256] parameter(1)
+  %m = f16[64,256] multiply(%x, %y)
+  ROOT %s = f16[64,256] add(%m, %x)
+}",
+    );
+    let k = p.kernels[0].as_ref().unwrap();
+    assert_eq!(k.mapping, Mapping::Quads);
+    assert_eq!(k.source.matches("*(const ushort4*)").count(), 2, "{}", k.source);
+    expect_test::expect_file!["golden/cuda/quads_f16.cu"].assert_eq(&k.source);
     // A row of 6 is no multiple of four: one element per thread.
     let p = program(
         "HloModule m

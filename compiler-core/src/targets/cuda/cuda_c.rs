@@ -54,13 +54,14 @@ const QUAD: i64 = 4;
 const MIN_QUADS: i64 = 4096;
 
 /// A loop kernel whose threads each compute [`QUAD`] neighbouring elements along the
-/// innermost variable and store them with one 16-byte store per output (every output
-/// 4 bytes wide, the innermost extent a multiple of four, so a quad's first element
-/// sits at a multiple of four from its buffer's 256-byte aligned start). `loads` are
-/// read 16 bytes at a time too: loads of 4-byte elements contiguous along the
-/// innermost variable whose address is a multiple of four where the variable is (its
-/// other terms are multiples of four). The other loads are read element by element.
-/// Each element is computed as one thread per element computes it.
+/// innermost variable and store them with one vector store per output (every output 4
+/// or 2 bytes wide: 16 or 8 bytes a quad, `float4` ... `ushort4`; the innermost extent
+/// a multiple of four, so a quad's first element sits at a multiple of four from its
+/// buffer's 256-byte aligned start). `loads` are read a quad at a time too: loads of
+/// 4- or 2-byte elements contiguous along the innermost variable whose address is a
+/// multiple of four where the variable is (its other terms are multiples of four); f16
+/// and bf16 lanes convert as single loads do. The other loads are read element by
+/// element. Each element is computed as one thread per element computes it.
 #[derive(Clone, Debug, PartialEq)]
 struct Quads {
     inner: u32,
@@ -75,7 +76,7 @@ fn quads(e: &Elemental) -> Option<Quads> {
         || n % QUAD != 0
         || e.space.iter().product::<i64>() < MIN_QUADS
         || e.outputs.is_empty()
-        || e.outputs.iter().any(|o| !matches!(o.elem, ElementType::F32 | ElementType::S32 | ElementType::U32))
+        || e.outputs.iter().any(|o| quad_type(o.elem).is_none())
     {
         return None;
     }
@@ -92,19 +93,46 @@ fn quads(e: &Elemental) -> Option<Quads> {
         .map(ExprId)
         .filter(|&x| {
             let n = e.expr(x);
-            matches!(n.elem, ElementType::F32 | ElementType::S32 | ElementType::U32)
-                && matches!(n.node, Node::Load { linear, .. } if aligned(linear))
+            quad_type(n.elem).is_some() && matches!(n.node, Node::Load { linear, .. } if aligned(linear))
         })
         .collect();
     Some(Quads { inner, loads })
 }
 
-/// CUDA's 4-vector of `t` (a 4-byte type).
-fn quad_type(t: ElementType) -> &'static str {
+/// CUDA's 4-vector of `t`'s stored type (`None`: no quads of `t`).
+fn quad_type(t: ElementType) -> Option<&'static str> {
+    use ElementType::*;
     match t {
-        ElementType::F32 => "float4",
-        ElementType::S32 => "int4",
-        _ => "uint4",
+        F32 => Some("float4"),
+        S32 => Some("int4"),
+        U32 => Some("uint4"),
+        S16 => Some("short4"),
+        U16 | F16 | BF16 => Some("ushort4"),
+        _ => None,
+    }
+}
+
+/// Value `v` of type `elem` (in its carrier) as the bits its buffer stores.
+fn stored_bits(elem: ElementType, v: String) -> String {
+    use ElementType::*;
+    match elem {
+        Pred => format!("{v} ? 1 : 0"),
+        S8 => format!("(signed char){v}"),
+        U8 => format!("(unsigned char){v}"),
+        S16 => format!("(short){v}"),
+        U16 => format!("(unsigned short){v}"),
+        F16 => format!("hs_f16_bits({v})"),
+        BF16 => format!("hs_bf16_bits({v})"),
+        _ => v,
+    }
+}
+
+/// A stored element `bits` of type `elem` as its value (in its carrier).
+fn loaded_value(elem: ElementType, bits: String) -> String {
+    match elem {
+        ElementType::F16 => format!("hs_from_f16({bits})"),
+        ElementType::BF16 => format!("hs_from_bf16({bits})"),
+        _ => bits,
     }
 }
 
@@ -579,11 +607,11 @@ impl Writer<'_> {
         for (k, &x) in quads.loads.iter().enumerate() {
             let Node::Load { input, linear } = e.expr(x).node else { continue };
             let at = self.index(linear);
-            let ty = quad_type(e.expr(x).elem);
+            let ty = quad_type(e.expr(x).elem).unwrap_or("uint4");
             self.line(format_args!("const {ty} quad{k} = *(const {ty}*)&in{input}[{at}];"));
         }
         for (o, out) in e.outputs.iter().enumerate() {
-            let ty = value_type(out.elem);
+            let ty = stored_type(out.elem);
             self.line(format_args!("{ty} out{o}_0, out{o}_1, out{o}_2, out{o}_3;"));
         }
         for j in 0..QUAD {
@@ -597,11 +625,12 @@ impl Writer<'_> {
             self.memo.clear();
             for (k, &x) in quads.loads.iter().enumerate() {
                 let lane = ["x", "y", "z", "w"][j as usize];
-                self.memo.values.insert(x, format!("quad{k}.{lane}"));
+                self.memo.values.insert(x, loaded_value(e.expr(x).elem, format!("quad{k}.{lane}")));
             }
             let vals: Vec<String> = e.outputs.iter().map(|out| self.value(out.expr)).collect();
             for (o, v) in vals.into_iter().enumerate() {
-                self.line(format_args!("out{o}_{j} = {v};"));
+                let bits = stored_bits(e.outputs[o].elem, v);
+                self.line(format_args!("out{o}_{j} = {bits};"));
             }
             self.pad.truncate(self.pad.len() - 2);
             self.line(format_args!("}}"));
@@ -613,7 +642,7 @@ impl Writer<'_> {
         }
         for (o, out) in e.outputs.iter().enumerate() {
             let at = self.store_index(o);
-            let ty = quad_type(out.elem);
+            let ty = quad_type(out.elem).unwrap_or("uint4");
             let make = format!("make_{ty}");
             self.line(format_args!("*({ty}*)&out{o}[{at}] = {make}(out{o}_0, out{o}_1, out{o}_2, out{o}_3);"));
         }
@@ -1003,23 +1032,13 @@ impl<'a> Lower<'a> for Writer<'a> {
     }
 
     fn store(&mut self, o: usize, v: String) {
-        use ElementType::*;
         let out = &self.e.outputs[o];
         // An outer output's store position (the plan's store strides over the kept
         // variables) is the thread's own index `t`, by the mapping in `body`, except where
         // a thread computes elements other than its own (tiles).
         let own = out.inner || !matches!(self.mapping, Mapping::Elements | Mapping::BlockReduction);
         let at = if own { self.store_index(o) } else { "t".into() };
-        let bits = match out.elem {
-            Pred => format!("{v} ? 1 : 0"),
-            S8 => format!("(signed char){v}"),
-            U8 => format!("(unsigned char){v}"),
-            S16 => format!("(short){v}"),
-            U16 => format!("(unsigned short){v}"),
-            F16 => format!("hs_f16_bits({v})"),
-            BF16 => format!("hs_bf16_bits({v})"),
-            _ => v,
-        };
+        let bits = stored_bits(out.elem, v);
         // A block reduction's results: every thread has them, one stores; a column
         // reduction's: lane 0 of each column inside the result.
         let guard = match &self.columns {

@@ -117,8 +117,9 @@ ENTRY %main (x: f32[3,70,45], y: f32[3,45,70]) -> f32[3,45,70] {
 #[test]
 fn scatters_combine_their_updates_atomically() {
     // An f32 scatter-add of rows (atomicAdd), after the operand's copy into the output;
-    // an f32 scatter-max through a compare-and-swap loop around HLO's max; each update
-    // combined only where its target lies inside the operand.
+    // an f32 scatter-max through a compare-and-swap loop around HLO's max; a replacing
+    // one with indices promised unique as a plain store; each update combined only where
+    // its target lies inside the operand.
     let p = program(
         "HloModule m
 %add (a: f32[], b: f32[]) -> f32[] {
@@ -131,16 +132,21 @@ fn scatters_combine_their_updates_atomically() {
   %b = f32[] parameter(1)
   ROOT %s = f32[] maximum(%a, %b)
 }
-ENTRY %main (e: f32[50,16], i: s32[30,1], g: f32[30,16]) -> (f32[50,16], f32[50,16]) {
+%second (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  ROOT %b = f32[] parameter(1)
+}
+ENTRY %main (e: f32[50,16], i: s32[30,1], g: f32[30,16]) -> (f32[50,16], f32[50,16], f32[50,16]) {
   %e = f32[50,16] parameter(0)
   %i = s32[30,1] parameter(1)
   %g = f32[30,16] parameter(2)
   %sa = f32[50,16] scatter(%e, %i, %g), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add
   %sm = f32[50,16] scatter(%e, %i, %g), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%max
-  ROOT %t = (f32[50,16], f32[50,16]) tuple(%sa, %sm)
+  %su = f32[50,16] scatter(%e, %i, %g), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, unique_indices=true, to_apply=%second
+  ROOT %t = (f32[50,16], f32[50,16], f32[50,16]) tuple(%sa, %sm, %su)
 }",
     );
-    assert_eq!(p.counts(), (2, 0), "{}", p.listing());
+    assert_eq!(p.counts(), (3, 0), "{}", p.listing());
     let mut sources = Vec::new();
     for k in p.kernels.iter().flatten() {
         let copy = k.copy_first.as_ref().expect("the operand is live after: copied");

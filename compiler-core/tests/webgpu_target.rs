@@ -362,8 +362,10 @@ ENTRY %main (x: f32[200,70000]) -> f32[70000] {
 /// Scatters the WebGPU target runs on the device: an embedding-gradient-like f32
 /// scatter-add of rows (a window of 16) whose indices repeat and fall outside the
 /// operand on both sides; an s32 scatter-add of single elements through a 2-vector
-/// index, also out of bounds in places; an f32 scatter-max; and one that replaces,
-/// which stays on the host (the last update wins only in order).
+/// index, also out of bounds in places; an f32 scatter-max; one that replaces with
+/// indices promised unique (a plain store: one update per element); and one that
+/// replaces without the promise, which stays on the host (the last update wins only in
+/// order).
 const SCATTERS: &str = "HloModule m
 %add (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
@@ -384,7 +386,7 @@ const SCATTERS: &str = "HloModule m
   %a = f32[] parameter(0)
   ROOT %b = f32[] parameter(1)
 }
-ENTRY %main (e: f32[50,16], g: f32[300,16], c: s32[20,30], w: s32[700]) -> (f32[50,16], s32[20,30], f32[50,16], f32[50,16]) {
+ENTRY %main (e: f32[50,16], g: f32[300,16], c: s32[20,30], w: s32[700]) -> (f32[50,16], s32[20,30], f32[50,16], f32[50,16], f32[50,16]) {
   %e = f32[50,16] parameter(0)
   %g = f32[300,16] parameter(1)
   %io = s32[300,1] iota(), iota_dimension=0
@@ -415,7 +417,10 @@ ENTRY %main (e: f32[50,16], g: f32[300,16], c: s32[20,30], w: s32[700]) -> (f32[
   %si = s32[20,30] scatter(%c, %ix2, %w), update_window_dims={}, inserted_window_dims={0,1}, scatter_dims_to_operand_dims={0,1}, index_vector_dim=1, to_apply=%iadd
   %sm = f32[50,16] scatter(%e, %rows, %g), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%max
   %sr = f32[50,16] scatter(%e, %rows, %g), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%second
-  ROOT %t = (f32[50,16], s32[20,30], f32[50,16], f32[50,16]) tuple(%sa, %si, %sm, %sr)
+  %g40 = f32[40,16] slice(%g), slice={[0:40], [0:16]}
+  %u40 = s32[40,1] iota(), iota_dimension=0
+  %su = f32[50,16] scatter(%e, %u40, %g40), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, unique_indices=true, to_apply=%second
+  ROOT %t = (f32[50,16], s32[20,30], f32[50,16], f32[50,16], f32[50,16]) tuple(%sa, %si, %sm, %sr, %su)
 }";
 
 #[test]
@@ -426,7 +431,7 @@ fn scatters_with_commutative_combiners_run_on_the_device() {
     let mut on_device: Vec<&str> =
         scatters.iter().filter(|(i, _)| program.shaders[*i].is_some()).map(|(_, k)| k.name.as_str()).collect();
     on_device.sort();
-    assert_eq!(on_device, ["sa", "si", "sm"], "{}", program.listing());
+    assert_eq!(on_device, ["sa", "si", "sm", "su"], "{}", program.listing());
     for sh in program.shaders.iter().flatten() {
         validate(&sh.source).unwrap_or_else(|e| panic!("{e}\n{}", sh.source));
         if let Some(copy) = &sh.copy_first {
@@ -434,9 +439,13 @@ fn scatters_with_commutative_combiners_run_on_the_device() {
         }
     }
     let listing = program.listing();
-    // The integer sum adds atomically; the float ones go around a compare-exchange.
-    assert_eq!(listing.matches("atomicAdd(p, ").count(), 1, "{listing}");
+    // The integer sum adds atomically; the float ones go around a compare-exchange; the
+    // unique one stores.
+    assert_eq!(listing.matches("atomicAdd(&arena[").count(), 1, "{listing}");
     assert_eq!(listing.matches("atomicCompareExchangeWeak(p, ").count(), 2, "{listing}");
+    let unique = program.plan.kernels.iter().position(|k| k.name == "su").unwrap();
+    let unique = &program.shaders[unique].as_ref().unwrap().source;
+    assert!(unique.contains("atomicStore(&arena[") && !unique.contains("atomicCompare"), "{unique}");
     assert!(listing.contains("%sr: on the host: opaque (interpreted: the update computation is not add"), "{listing}");
 }
 
@@ -631,6 +640,7 @@ ENTRY %main (x: f32[3,1000], i: s32[5000]) -> (f32[3], f32[], s32[], f32[3]) {
             assert_eq!(got[1].to_le_bytes(), want[1].to_le_bytes(), "seed {seed}: the integer sum");
             assert_eq!(got[2].to_le_bytes(), want[2].to_le_bytes(), "seed {seed}: the max");
             assert_eq!(got[3].to_le_bytes(), want[3].to_le_bytes(), "seed {seed}: the replacing one");
+            assert_eq!(got[4].to_le_bytes(), want[4].to_le_bytes(), "seed {seed}: the unique one");
         }
     }
 

@@ -5,14 +5,20 @@
 //! loads, the index arithmetic and the bounds test through the lowering driver like any
 //! kernel's, and only the atomic combine is its own.
 //!
-//! Which scatters qualify: one operand, whose update computation is `add`, `maximum` or
-//! `minimum` of the current value and the update (in either order), on f32, s32 or u32.
-//! Those combiners are commutative, so the order the updates land in does not matter
-//! for integers, nor for max and min (an exact choice of one of the values); an f32 sum
-//! rounds at each step, so its value may differ from the sequential scatter's by
-//! rounding, as XLA's GPU scatters do. A scatter that replaces (the last update wins)
-//! or whose combiner is anything else stays with the sequential scatter, where a target
-//! has one, or on the host.
+//! Which scatters qualify: one operand of f32, s32 or u32, and either
+//! - an update computation that is `add`, `maximum` or `minimum` of the current value
+//!   and the update (in either order): those combine atomically, and as they commute,
+//!   the order the updates land in does not matter for integers, nor for max and min
+//!   (an exact choice of one of the values); an f32 sum rounds at each step, so its
+//!   value may differ from the sequential scatter's by rounding, as XLA's GPU scatters
+//!   do; or
+//! - any update computation, when the producer promises `unique_indices`: each element
+//!   is then updated by one update at most, so a plain read, combine and store is the
+//!   sequential scatter's result whatever the order (a broken promise is undefined
+//!   behaviour in XLA too).
+//!
+//! Any other scatter (one that replaces, the last update winning, without the promise)
+//! stays with the sequential scatter, where a target has one, or on the host.
 
 use super::elemental::{Builder, Elemental, ExprId, Idx, IdxId, Node, Output};
 use super::ScatterSpec;
@@ -38,8 +44,13 @@ pub struct AtomicScatter {
     /// The row-major position of the targeted element in the output (meaningful where
     /// `in_bounds` holds).
     pub target: IdxId,
-    /// `Add`, `Max` or `Min`: new = op(current, value), with HLO's semantics.
-    pub op: BinaryOp,
+    /// How the update lands: combined atomically with `Add`, `Max` or `Min` (new =
+    /// op(current, value), with HLO's semantics); `None` (unique indices): `new_value`,
+    /// which reads the current element through input 2 (the output itself), stored.
+    pub op: Option<BinaryOp>,
+    /// The update computation applied to the current element and `value` (read only
+    /// when `op` is `None`).
+    pub new_value: ExprId,
     pub elem: ElementType,
 }
 
@@ -54,8 +65,12 @@ pub fn atomic_scatter(spec: &ScatterSpec, comp: &Computation) -> Result<AtomicSc
     if !ATOMIC_ELEMS.contains(&elem) {
         return Err(format!("a scatter of {elem}: atomic combines are for f32, s32 and u32"));
     }
-    let op = combiner_op(&spec.combiner)
-        .ok_or("the update computation is not add, maximum or minimum of the current value and the update")?;
+    let op = combiner_op(&spec.combiner);
+    if op.is_none() && !spec.unique_indices {
+        return Err("the update computation is not add, maximum or minimum of the current value and the update, \
+                    and the indices are not promised unique"
+            .into());
+    }
 
     // The copy: output[i] = operand[i].
     let mut b = Builder::new(comp, HashMap::new());
@@ -72,7 +87,8 @@ pub fn atomic_scatter(spec: &ScatterSpec, comp: &Computation) -> Result<AtomicSc
     let mut b = Builder::new(comp, HashMap::new());
     b.e.space = spec.update_dims.clone();
     b.e.reduced = vec![false; spec.update_dims.len()];
-    b.e.input_elems = vec![spec.index_elem, elem];
+    // Input 2 is the output itself: the current elements, read where `op` is `None`.
+    b.e.input_elems = vec![spec.index_elem, elem, elem];
     let u: Vec<IdxId> = (0..spec.update_dims.len() as u32).map(|v| b.idx(Idx::Var(v))).collect();
     let at = b.linearize(&u, &spec.update_dims);
     let value = b.node(Node::Load { input: 1, linear: at }, elem);
@@ -123,7 +139,45 @@ pub fn atomic_scatter(spec: &ScatterSpec, comp: &Computation) -> Result<AtomicSc
         None => b.node(Node::Const(Scalar::Pred(true)), ElementType::Pred),
     };
     let target = b.linearize(&target, &spec.operand_dims);
-    Ok(AtomicScatter { copy, updates: b.e, value, in_bounds, target, op, elem })
+    let current = b.node(Node::Load { input: 2, linear: target }, elem);
+    let new_value = match op {
+        Some(_) => value,
+        None => apply(&mut b, &spec.combiner, current, value)?,
+    };
+    Ok(AtomicScatter { copy, updates: b.e, value, in_bounds, target, op, new_value, elem })
+}
+
+/// The update computation `c` (a scalar function of inputs 0, the current value, and
+/// 1, the update) rebuilt in `b` over `current` and `update`: its one output's node.
+fn apply(b: &mut Builder, c: &Elemental, current: ExprId, update: ExprId) -> Result<ExprId, String> {
+    let mut map: Vec<ExprId> = Vec::with_capacity(c.nodes.len());
+    for n in &c.nodes {
+        let m = |x: ExprId| map[x.0 as usize];
+        let node = match n.node {
+            Node::Load { input: 0, .. } => {
+                map.push(current);
+                continue;
+            }
+            Node::Load { input: 1, .. } => {
+                map.push(update);
+                continue;
+            }
+            Node::Const(s) => Node::Const(s),
+            Node::Unary(op, a) => Node::Unary(op, m(a)),
+            Node::Binary(op, a, x) => Node::Binary(op, m(a), m(x)),
+            Node::Compare { dir, total, a, b: x } => Node::Compare { dir, total, a: m(a), b: m(x) },
+            Node::Select { pred, on_true, on_false } => {
+                Node::Select { pred: m(pred), on_true: m(on_true), on_false: m(on_false) }
+            }
+            Node::Clamp { lo, x, hi } => Node::Clamp { lo: m(lo), x: m(x), hi: m(hi) },
+            Node::Convert(a) => Node::Convert(m(a)),
+            Node::BitcastConvert(a) => Node::BitcastConvert(m(a)),
+            ref other => return Err(format!("the update computation has a {other:?} node")),
+        };
+        map.push(b.node(node, n.elem));
+    }
+    let [out] = c.outputs.as_slice() else { return Err("the update computation has several results".into()) };
+    Ok(map[out.expr.0 as usize])
 }
 
 /// The op of an update computation `op(current, update)` (or `op(update, current)`) for

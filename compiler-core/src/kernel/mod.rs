@@ -178,6 +178,9 @@ pub struct ScatterSpec {
     /// The update computation: a rank-0 elemental kernel over 2N scalar inputs
     /// (N current values, N updates) with N outputs.
     pub combiner: Elemental,
+    /// The producer's promise that no two update elements target one operand element
+    /// (`unique_indices`), so their order cannot matter.
+    pub unique_indices: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -921,6 +924,7 @@ impl<'m> Planner<'m> {
             scatter_axes,
             elems,
             combiner,
+            unique_indices: s.unique_indices,
         })
     }
 

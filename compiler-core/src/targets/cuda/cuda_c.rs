@@ -303,10 +303,17 @@ pub fn emit_scatter_updates(
     let inside = w.value(s.in_bounds);
     w.line(format_args!("if ({inside}) {{"));
     w.pad += "  ";
-    let x = w.value(s.value);
     let at = w.index(s.target);
     let int = matches!(s.elem, ElementType::S32 | ElementType::U32);
-    match s.op {
+    let Some(op) = s.op else {
+        // Unique indices: one update per element, read, combined and stored.
+        let v = w.value(s.new_value);
+        w.line(format_args!("out0[{at}] = {v};"));
+        w.out += "    }\n  }\n}\n";
+        return w.finish(entry, n);
+    };
+    let x = w.value(s.value);
+    match op {
         BinaryOp::Add => w.line(format_args!("atomicAdd(&out0[{at}], {x});")),
         BinaryOp::Max if int => w.line(format_args!("atomicMax(&out0[{at}], {x});")),
         BinaryOp::Min if int => w.line(format_args!("atomicMin(&out0[{at}], {x});")),

@@ -145,7 +145,8 @@ fn emit_scatter(
     let at = |b: kernel::BufferId| plan.arena.offset(b);
     let (operand, output) = (at(k.inputs[0]), at(k.outputs[0]));
     let title = format!("%{} ({})", k.name, k.kind);
-    let place = cuda_c::Placement { inputs: &[at(k.inputs[1]), at(k.inputs[2])], outputs: &[output] };
+    // Inputs: the index array, the updates, and the output itself (its current elements).
+    let place = cuda_c::Placement { inputs: &[at(k.inputs[1]), at(k.inputs[2]), output], outputs: &[output] };
     let mut updates =
         cuda_c::emit_scatter_updates(&s, &format!("hs_k{index}"), &format!("{title}: its updates"), &place)?;
     if operand != output {

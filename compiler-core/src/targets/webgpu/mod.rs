@@ -128,7 +128,8 @@ fn emit_scatter(
     let word = |b: kernel::BufferId| plan.arena.offset(b) / 4;
     let (operand, output) = (word(k.inputs[0]), word(k.outputs[0]));
     let title = format!("%{} ({})", k.name, k.kind);
-    let place = wgsl::Placement { inputs: &[word(k.inputs[1]), word(k.inputs[2])], outputs: &[output] };
+    // Inputs: the index array, the updates, and the output itself (its current elements).
+    let place = wgsl::Placement { inputs: &[word(k.inputs[1]), word(k.inputs[2]), output], outputs: &[output] };
     let mut updates = wgsl::emit_scatter_updates(&s, &format!("{title}: its updates"), &place)?;
     if operand != output {
         let place = wgsl::Placement { inputs: &[operand], outputs: &[output] };

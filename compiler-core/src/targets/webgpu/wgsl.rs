@@ -247,27 +247,33 @@ pub fn emit_scatter_updates(s: &AtomicScatter, title: &str, place: &Placement) -
     let inside = w.value(s.in_bounds);
     w.line(format_args!("if ({inside}) {{"));
     w.pad += "  ";
-    let x = w.value(s.value);
     let at = w.index(s.target);
     let base = place.outputs[0];
-    w.line(format_args!("let p = &arena[{base}u + u32({at})];"));
     let int = matches!(s.elem, ElementType::S32 | ElementType::U32);
-    if s.op == BinaryOp::Add && int {
-        w.line(format_args!("atomicAdd(p, bitcast<u32>({x}));"));
-    } else {
-        w.line(format_args!("var old = atomicLoad(p);"));
-        w.line(format_args!("loop {{"));
-        let ty = stored_type(s.elem).unwrap_or("f32");
-        let next = w.binary(s.op, s.elem, format!("bitcast<{ty}>(old)"), x);
-        w.line(format_args!("  let r = atomicCompareExchangeWeak(p, old, bitcast<u32>({next}));"));
-        w.line(format_args!("  if (r.exchanged) {{ break; }}"));
-        w.line(format_args!("  old = r.old_value;"));
-        w.line(format_args!("}}"));
+    match s.op {
+        // Unique indices: one update per element, read, combined and stored.
+        None => {
+            let v = w.value(s.new_value);
+            w.line(format_args!("atomicStore(&arena[{base}u + u32({at})], bitcast<u32>({v}));"));
+        }
+        Some(BinaryOp::Add) if int => {
+            let x = w.value(s.value);
+            w.line(format_args!("atomicAdd(&arena[{base}u + u32({at})], bitcast<u32>({x}));"));
+        }
+        Some(op) => {
+            let x = w.value(s.value);
+            w.line(format_args!("let p = &arena[{base}u + u32({at})];"));
+            w.line(format_args!("var old = atomicLoad(p);"));
+            w.line(format_args!("loop {{"));
+            let ty = stored_type(s.elem).unwrap_or("f32");
+            let next = w.binary(op, s.elem, format!("bitcast<{ty}>(old)"), x);
+            w.line(format_args!("  let r = atomicCompareExchangeWeak(p, old, bitcast<u32>({next}));"));
+            w.line(format_args!("  if (r.exchanged) {{ break; }}"));
+            w.line(format_args!("  old = r.old_value;"));
+            w.line(format_args!("}}"));
+        }
     }
-    w.out += "    }
-  }
-}
-";
+    w.out += "    }\n  }\n}\n";
     w.finish(invocations)
 }
 

@@ -176,7 +176,7 @@ impl WebGpuExecutable {
         let info = adapter.get_info();
         let limits = adapter.limits();
         let bytes = program.plan.arena.arena_bytes.max(4).next_multiple_of(4);
-        let most = (limits.max_storage_buffer_binding_size as u64).min(limits.max_buffer_size);
+        let most = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
         if bytes > most {
             return Err(format!(
                 "the arena needs {} but the adapter {} binds at most {} in one storage buffer",

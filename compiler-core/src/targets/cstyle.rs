@@ -122,17 +122,12 @@ pub struct ColumnTile {
 impl ColumnTile {
     /// The extent of kept variable `v` counted in runs of `width` columns or elements.
     pub fn extent(&self, e: &Elemental, v: u32) -> i64 {
-        let n = e.space[v as usize];
-        if v == self.column {
-            (n + self.width - 1) / self.width
-        } else {
-            n
-        }
+        extent_in(e, v, &[self.column], self.width)
     }
 
     /// Blocks: one per run of columns.
     pub fn blocks(&self, e: &Elemental) -> u64 {
-        e.outer_vars().iter().map(|&v| self.extent(e, v).max(0) as u64).product()
+        positions(&e.outer_vars(), |v| self.extent(e, v))
     }
 }
 
@@ -233,6 +228,22 @@ pub fn column_nest<'e, W: TileSpelling<'e>>(
     }
 }
 
+/// The extent of variable `v` of `e` counted in runs of `side` when it is one of
+/// `tiled` (a partial run at the end counts), else in elements.
+fn extent_in(e: &Elemental, v: u32, tiled: &[u32], side: i64) -> i64 {
+    let n = e.space[v as usize];
+    if tiled.contains(&v) {
+        (n + side - 1) / side
+    } else {
+        n
+    }
+}
+
+/// The positions of `vars` together, each counted by `extent`.
+fn positions(vars: &[u32], extent: impl Fn(u32) -> i64) -> u64 {
+    vars.iter().map(|&v| extent(v).max(0) as u64).product()
+}
+
 /// The HLO instructions `e` implements, each once, in the order of first appearance.
 pub fn fused_names(e: &Elemental) -> Vec<&str> {
     let mut seen = Vec::new();
@@ -287,17 +298,12 @@ pub struct DotTile {
 impl DotTile {
     /// The extent of kept variable `v` counted in blocks (tiled variables) or elements.
     pub fn extent(&self, e: &Elemental, v: u32) -> i64 {
-        let n = e.space[v as usize];
-        if v == self.m || v == self.n {
-            (n + DOT_TILE - 1) / DOT_TILE
-        } else {
-            n
-        }
+        extent_in(e, v, &[self.m, self.n], DOT_TILE)
     }
 
     /// Threads: one per block of outputs.
     pub fn threads(&self, e: &Elemental) -> u64 {
-        e.outer_vars().iter().map(|&v| self.extent(e, v).max(0) as u64).product()
+        positions(&e.outer_vars(), |v| self.extent(e, v))
     }
 }
 
@@ -472,17 +478,12 @@ pub struct DotBlock {
 impl DotBlock {
     /// The extent of kept variable `v` counted in blocks (tiled variables) or elements.
     pub fn extent(&self, e: &Elemental, v: u32) -> i64 {
-        let n = e.space[v as usize];
-        if v == self.tile.m || v == self.tile.n {
-            (n + self.side - 1) / self.side
-        } else {
-            n
-        }
+        extent_in(e, v, &[self.tile.m, self.tile.n], self.side)
     }
 
     /// Workgroups (blocks): one per block of outputs.
     pub fn blocks(&self, e: &Elemental) -> u64 {
-        e.outer_vars().iter().map(|&v| self.extent(e, v).max(0) as u64).product()
+        positions(&e.outer_vars(), |v| self.extent(e, v))
     }
 
     /// Elements of each factor's slice in shared memory (`dot_a`, `dot_b`).
@@ -722,17 +723,12 @@ pub struct TransposeTile {
 impl TransposeTile {
     /// The extent of variable `v` counted in tiles (the tiled plane) or elements.
     pub fn extent(&self, e: &Elemental, v: u32) -> i64 {
-        let n = e.space[v as usize];
-        if v == self.load_var || v == self.store_var {
-            (n + TRANSPOSE_TILE - 1) / TRANSPOSE_TILE
-        } else {
-            n
-        }
+        extent_in(e, v, &[self.load_var, self.store_var], TRANSPOSE_TILE)
     }
 
     /// Blocks: one per tile.
     pub fn tiles(&self, e: &Elemental) -> u64 {
-        (0..e.space.len() as u32).map(|v| self.extent(e, v).max(0) as u64).product()
+        positions(&e.outer_vars(), |v| self.extent(e, v))
     }
 
     /// The elements of one tile of shared memory (a padded row per tile row).

@@ -309,11 +309,12 @@ mod with_nvrtc {
     }
 
     /// The kernels of `programs` (one case's module as given and optimized) as one
-    /// program.
+    /// program, a scatter's copy of its operand included.
     fn program_of(name: &str, programs: &[cuda::CudaProgram]) -> Option<Program> {
         let kernels: Vec<(String, String)> = programs
             .iter()
             .flat_map(|p| p.kernels.iter().flatten())
+            .flat_map(|k| k.copy_first.as_deref().into_iter().chain([k]))
             .map(|k| (k.entry.clone(), k.source.clone()))
             .collect();
         (!kernels.is_empty()).then(|| Program { name: name.to_string(), kernels })

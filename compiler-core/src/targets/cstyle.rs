@@ -58,6 +58,56 @@ pub enum Mapping {
     Quads,
 }
 
+impl Mapping {
+    /// Whether a block (workgroup), not a thread, takes each of the mapping's positions.
+    pub fn per_block(self) -> bool {
+        matches!(self, Mapping::BlockReduction | Mapping::TransposeTiles | Mapping::ColumnTiles | Mapping::DotBlocks)
+    }
+
+    /// Whether the element a thread (block) computes is the position it was given, so
+    /// that an outer output's store index is that position; the tiled mappings compute
+    /// other elements and store through [`Lower::store_index`].
+    pub fn stores_at_position(self) -> bool {
+        matches!(self, Mapping::Elements | Mapping::BlockReduction)
+    }
+}
+
+/// How a GPU emitter spreads a kernel over threads: the mapping, how many positions it
+/// takes (threads, or blocks where [`Mapping::per_block`]), and what the mapping needs.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    pub mapping: Mapping,
+    pub positions: u64,
+    pub cooperative: Option<Vec<BinaryOp>>,
+    pub tile: Option<DotTile>,
+    pub block: Option<DotBlock>,
+    pub columns: Option<ColumnTile>,
+    pub transpose: Option<TransposeTile>,
+}
+
+/// The layout of `e` for blocks of `threads` threads, column reductions in runs of
+/// `column_run` columns, with or without staging operands in shared memory (dot
+/// blocks, transpose tiles): a dot in register tiles (in blocks when staged), else a
+/// column reduction in runs, else a reduction shared by a block, else a transpose in
+/// tiles (staged), else one thread per element.
+pub fn layout(e: &Elemental, threads: u32, column_run: i64, staging: bool) -> Layout {
+    let outer: u64 = positions(&e.outer_vars(), |v| e.space[v as usize]);
+    let tile = dot_tile(e);
+    let block = tile.and_then(|t| dot_block(e, t, threads)).filter(|_| staging);
+    let columns = if tile.is_some() { None } else { column_tile(e, outer, threads, column_run) };
+    let cooperative = if tile.is_some() || columns.is_some() { None } else { cooperative_ops(e, outer) };
+    let transpose = transpose_tile(e).filter(|_| staging);
+    let (mapping, positions) = match (&cooperative, &tile, &block, &columns, &transpose) {
+        (Some(_), ..) => (Mapping::BlockReduction, outer),
+        (_, _, Some(b), ..) => (Mapping::DotBlocks, b.blocks(e)),
+        (_, Some(t), ..) => (Mapping::DotTiles, t.threads(e)),
+        (_, _, _, Some(c), _) => (Mapping::ColumnTiles, c.blocks(e)),
+        (_, _, _, _, Some(t)) => (Mapping::TransposeTiles, t.tiles(e)),
+        _ => (Mapping::Elements, outer),
+    };
+    Layout { mapping, positions, cooperative, tile, block, columns, transpose }
+}
+
 /// The fewest elements a reduction reduces per output for a block to share it.
 pub const MIN_COOPERATIVE: i64 = 128;
 
@@ -339,14 +389,8 @@ pub fn dot_tile(e: &Elemental) -> Option<DotTile> {
 /// when `x` reads an accumulator or a reduction's input or result (no plain value).
 fn vars_read(e: &Elemental, indices: &IndexAnalysis, x: ExprId) -> Option<Vec<bool>> {
     let mut reads = vec![false; e.space.len()];
-    let mut stack = vec![x];
-    let mut seen = vec![false; e.nodes.len()];
-    while let Some(y) = stack.pop() {
-        if std::mem::replace(&mut seen[y.0 as usize], true) {
-            continue;
-        }
-        let node = &e.expr(y).node;
-        match *node {
+    for y in nodes_under(e, x) {
+        match e.expr(y).node {
             Node::Acc { .. } | Node::Arg { .. } | Node::Reduced { .. } => return None,
             Node::Load { linear: i, .. } | Node::Index(i) | Node::InRange { idx: i, .. } => {
                 for (v, r) in reads.iter_mut().enumerate() {
@@ -355,9 +399,20 @@ fn vars_read(e: &Elemental, indices: &IndexAnalysis, x: ExprId) -> Option<Vec<bo
             }
             _ => {}
         }
-        stack.extend(node.operands());
     }
     Some(reads)
+}
+
+/// Node `x` and every node it reads (directly, not through an index), each once.
+fn nodes_under(e: &Elemental, x: ExprId) -> Vec<ExprId> {
+    let (mut stack, mut seen, mut under) = (vec![x], vec![false; e.nodes.len()], Vec::new());
+    while let Some(y) = stack.pop() {
+        if !std::mem::replace(&mut seen[y.0 as usize], true) {
+            under.push(y);
+            stack.extend(e.expr(y).node.operands());
+        }
+    }
+    under
 }
 
 /// The statements [`tiled_dot`] needs that WGSL and CUDA C spell differently; values,
@@ -400,12 +455,8 @@ pub fn tiled_dot<'e, W: TileSpelling<'e>>(w: &mut W, flat: &str, tile: DotTile) 
         .map(|v| (v, if v == tile.m || v == tile.n { format!("w{v}") } else { format!("v{v}") }, tile.extent(e, v)))
         .collect();
     w.unravel_as(flat, &origin, "q");
-    let red = &e.reductions[0];
-    let init = w.value(red.inits[0]);
-    let block: Vec<(i64, i64)> = (0..DOT_TILE).flat_map(|i| (0..DOT_TILE).map(move |j| (i, j))).collect();
-    for &(i, j) in &block {
-        w.declare_f32(&format!("acc_{i}_{j}"), Some(&init));
-    }
+    let init = w.value(e.reductions[0].inits[0]);
+    declare_register_tile(w, &init);
     open_loop(w, &format!("v{}", tile.k), e.space[tile.k as usize]);
     // A factor reads the other side's variable nowhere, but its text may name it: both
     // are defined, inside the result.
@@ -420,22 +471,39 @@ pub fn tiled_dot<'e, W: TileSpelling<'e>>(w: &mut W, flat: &str, tile: DotTile) 
             });
         }
     }
-    for &(i, j) in &block {
+    combine_register_tile(w, tile);
+    close(w);
+    store_register_tile(w, tile, |w, i, j| {
+        block_position(w, tile.m, i, false);
+        block_position(w, tile.n, j, false);
+    });
+}
+
+/// One step of a register tile: the combiner once per output `(i, j)` of the thread's
+/// block, with factor `lhs` as `a{i}` and `rhs` as `b{j}` (defined by the caller).
+fn combine_register_tile<'e, W: TileSpelling<'e>>(w: &mut W, tile: DotTile) {
+    let combiner = w.elemental().reductions[0].combiner[0];
+    for (i, j) in tile_outputs() {
         scoped(w, |w| {
             w.memo().values.insert(tile.lhs, format!("a{i}"));
             w.memo().values.insert(tile.rhs, format!("b{j}"));
             w.set_tile_acc(Some(format!("acc_{i}_{j}")));
-            let v = w.value(red.combiner[0]);
+            let v = w.value(combiner);
             w.line(format_args!("acc_{i}_{j} = {v};"));
             w.set_tile_acc(None);
         });
     }
-    close(w);
+}
+
+/// Each output `(i, j)` of the thread's register tile that lies inside the result,
+/// stored through the driver with its accumulator (the epilogue at its own position):
+/// `place` defines `v{m}` and `v{n}` for it.
+fn store_register_tile<'e, W: TileSpelling<'e>>(w: &mut W, tile: DotTile, place: impl Fn(&mut W, i64, i64)) {
+    let e = w.elemental();
     let (rows, cols) = (e.space[tile.m as usize], e.space[tile.n as usize]);
-    for &(i, j) in &block {
+    for (i, j) in tile_outputs() {
         scoped(w, |w| {
-            block_position(w, tile.m, i, false);
-            block_position(w, tile.n, j, false);
+            place(w, i, j);
             let (rows, cols) = (w.index_const(rows), w.index_const(cols));
             w.line(format_args!("if (v{} < {rows} && v{} < {cols}) {{", tile.m, tile.n));
             w.pad().push_str("  ");
@@ -444,6 +512,18 @@ pub fn tiled_dot<'e, W: TileSpelling<'e>>(w: &mut W, flat: &str, tile: DotTile) 
             w.set_tile_acc(None);
             close(w);
         });
+    }
+}
+
+/// The outputs `(i, j)` of a thread's register tile, row by row.
+fn tile_outputs() -> impl Iterator<Item = (i64, i64)> {
+    (0..DOT_TILE).flat_map(|i| (0..DOT_TILE).map(move |j| (i, j)))
+}
+
+/// The accumulators of a thread's register tile, each set to `init`.
+fn declare_register_tile<'e, W: TileSpelling<'e>>(w: &mut W, init: &str) {
+    for (i, j) in tile_outputs() {
+        w.declare_f32(&format!("acc_{i}_{j}"), Some(init));
     }
 }
 
@@ -508,21 +588,9 @@ pub fn dot_block(e: &Elemental, tile: DotTile, threads: u32) -> Option<DotBlock>
 
 /// Whether some load under node `x` is contiguous along variable `v`.
 fn runs_along(e: &Elemental, indices: &IndexAnalysis, x: ExprId, v: u32) -> bool {
-    let mut stack = vec![x];
-    let mut seen = vec![false; e.nodes.len()];
-    while let Some(y) = stack.pop() {
-        if std::mem::replace(&mut seen[y.0 as usize], true) {
-            continue;
-        }
-        let node = &e.expr(y).node;
-        if let Node::Load { linear, .. } = *node {
-            if indices.dependence(linear, v) == Dependence::Affine(1) {
-                return true;
-            }
-        }
-        stack.extend(node.operands());
-    }
-    false
+    nodes_under(e, x).into_iter().any(|y| {
+        matches!(e.expr(y).node, Node::Load { linear, .. } if indices.dependence(linear, v) == Dependence::Affine(1))
+    })
 }
 
 /// A dot in shared-memory blocks ([`DotBlock`]) for the workgroup (block) at `flat` among
@@ -549,12 +617,8 @@ pub fn blocked_dot<'e, W: TileSpelling<'e>>(w: &mut W, flat: &str, threads: u32,
     let ty = w.index_div(thread.clone(), across);
     w.define_index("ty", &ty);
     w.define_index("th", &thread);
-    let red = &e.reductions[0];
-    let init = w.value(red.inits[0]);
-    let outputs: Vec<(i64, i64)> = (0..DOT_TILE).flat_map(|i| (0..DOT_TILE).map(move |j| (i, j))).collect();
-    for &(i, j) in &outputs {
-        w.declare_f32(&format!("acc_{i}_{j}"), Some(&init));
-    }
+    let init = w.value(e.reductions[0].inits[0]);
+    declare_register_tile(w, &init);
     let contraction = e.space[tile.k as usize];
     let zero = w.index_const(0);
     w.open_loop("kt", &zero, contraction, depth);
@@ -606,40 +670,21 @@ pub fn blocked_dot<'e, W: TileSpelling<'e>>(w: &mut W, flat: &str, threads: u32,
             w.declare_f32(&format!("{name}{i}"), Some(&format!("{shared}[{slot}]")));
         }
     }
-    for &(i, j) in &outputs {
-        scoped(w, |w| {
-            w.memo().values.insert(tile.lhs, format!("a{i}"));
-            w.memo().values.insert(tile.rhs, format!("b{j}"));
-            w.set_tile_acc(Some(format!("acc_{i}_{j}")));
-            let v = w.value(red.combiner[0]);
-            w.line(format_args!("acc_{i}_{j} = {v};"));
-            w.set_tile_acc(None);
-        });
-    }
+    combine_register_tile(w, tile);
     close(w);
     close(w);
     // The next slice overwrites the shared memory only after every thread has read it.
     w.barrier();
     close(w);
-    let (rows, cols) = (e.space[tile.m as usize], e.space[tile.n as usize]);
-    for &(i, j) in &outputs {
-        scoped(w, |w| {
-            for (v, pos, off) in [(tile.m, "ty", i), (tile.n, "tx", j)] {
-                let at = w.index_mul(pos.into(), DOT_TILE);
-                let off = w.index_const(off);
-                let at = w.index_add(at, off);
-                w.define_index(&format!("p{v}"), &at);
-                block_row(w, v, side, &format!("p{v}"), false);
-            }
-            let (rows, cols) = (w.index_const(rows), w.index_const(cols));
-            w.line(format_args!("if (v{} < {rows} && v{} < {cols}) {{", tile.m, tile.n));
-            w.pad().push_str("  ");
-            w.set_tile_acc(Some(format!("acc_{i}_{j}")));
-            w.store_outputs(false);
-            w.set_tile_acc(None);
-            close(w);
-        });
-    }
+    store_register_tile(w, tile, |w, i, j| {
+        for (v, pos, off) in [(tile.m, "ty", i), (tile.n, "tx", j)] {
+            let at = w.index_mul(pos.into(), DOT_TILE);
+            let off = w.index_const(off);
+            let at = w.index_add(at, off);
+            w.define_index(&format!("p{v}"), &at);
+            block_row(w, v, side, &format!("p{v}"), false);
+        }
+    });
 }
 
 /// Defines variable `v{v}` at `within` (an index) in the workgroup's block of `side`;
@@ -667,7 +712,7 @@ fn block_position<'e, W: TileSpelling<'e>>(w: &mut W, v: u32, offset: i64, insid
 }
 
 /// `body` inside braces: the names it defines are forgotten after them.
-fn scoped<'e, W: TileSpelling<'e>>(w: &mut W, body: impl FnOnce(&mut W)) {
+pub(crate) fn scoped<'e, W: TileSpelling<'e>>(w: &mut W, body: impl FnOnce(&mut W)) {
     let (saved, saved_indices) = (w.memo().values.clone(), w.memo().indices.clone());
     w.line(format_args!("{{"));
     w.pad().push_str("  ");

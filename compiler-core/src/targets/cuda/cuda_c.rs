@@ -34,9 +34,9 @@ use crate::kernel::lower::{loop_invariants, Lower, Memo};
 use crate::kernel::reduction;
 pub use crate::targets::cstyle::Mapping;
 use crate::targets::cstyle::{
-    blocked_dot, column_nest, column_position, column_store_guard, column_tile, cooperative_ops, dot_block,
-    dot_block_side, dot_tile, fused_names, line_origins, narrow, tiled_dot, tiled_transpose, transpose_tile,
-    ColumnTile, DotBlock, DotTile, TileSpelling, TransposeTile, DOT_TILE, TRANSPOSE_TILE,
+    blocked_dot, column_nest, column_position, column_store_guard, dot_block_side, fused_names, layout, line_origins,
+    narrow, scoped, tiled_dot, tiled_transpose, ColumnTile, DotBlock, DotTile, Layout, TileSpelling, TransposeTile,
+    DOT_TILE, TRANSPOSE_TILE,
 };
 use std::fmt::Write;
 
@@ -190,11 +190,7 @@ pub struct CudaKernel {
 impl CudaKernel {
     /// Blocks of [`BLOCK`] threads for one launch (the kernel loops over the rest).
     pub fn blocks(&self) -> u32 {
-        let per_block = matches!(
-            self.mapping,
-            Mapping::BlockReduction | Mapping::TransposeTiles | Mapping::ColumnTiles | Mapping::DotBlocks
-        );
-        let wanted = if per_block { self.outer } else { self.outer.div_ceil(BLOCK as u64) };
+        let wanted = if self.mapping.per_block() { self.outer } else { self.outer.div_ceil(BLOCK as u64) };
         wanted.min(MAX_BLOCKS as u64) as u32
     }
 
@@ -235,21 +231,14 @@ pub struct Placement<'a> {
 /// why it is not emitted.
 pub fn emit(e: &Elemental, entry: &str, title: &str, place: &Placement) -> Result<CudaKernel, String> {
     let outer = e.outer_vars();
-    let outer_elements: u64 = outer.iter().map(|&v| e.space[v as usize].max(0) as u64).product();
-    let tile = dot_tile(e);
-    let block = tile.and_then(|t| dot_block(e, t, BLOCK));
-    let columns = if tile.is_some() { None } else { column_tile(e, outer_elements, BLOCK, COLUMN_RUN) };
-    let cooperative = if tile.is_some() || columns.is_some() { None } else { cooperative_ops(e, outer_elements) };
-    let transpose = transpose_tile(e);
-    let quads = if transpose.is_some() { None } else { quads(e) };
-    let (mapping, outer_elements) = match (&cooperative, &tile, &columns, &transpose) {
-        (Some(_), ..) => (Mapping::BlockReduction, outer_elements),
-        (_, Some(_), ..) if block.is_some() => (Mapping::DotBlocks, block.map_or(0, |b| b.blocks(e))),
-        (_, Some(t), ..) => (Mapping::DotTiles, t.threads(e)),
-        (_, _, Some(c), _) => (Mapping::ColumnTiles, c.blocks(e)),
-        (_, _, _, Some(t)) => (Mapping::TransposeTiles, t.tiles(e)),
-        _ if quads.is_some() => (Mapping::Quads, outer_elements / QUAD as u64),
-        _ => (Mapping::Elements, outer_elements),
+    // A GPU's shared memory is on chip: CUDA always stages (dot blocks, transpose tiles).
+    let Layout { mapping, positions, cooperative, tile, block, columns, transpose } =
+        layout(e, BLOCK, COLUMN_RUN, true);
+    // One thread per element becomes four where the memory accesses go four at a time.
+    let quads = if mapping == Mapping::Elements { quads(e) } else { None };
+    let (mapping, outer_elements) = match quads {
+        Some(_) => (Mapping::Quads, positions / QUAD as u64),
+        None => (mapping, positions),
     };
     let mut w = Writer::new(e, place, mapping);
     w.fence = place.inputs.iter().enumerate().any(|(i, at)| {
@@ -542,10 +531,7 @@ impl Writer<'_> {
             self.out += "}\n";
             return;
         }
-        if matches!(
-            self.mapping,
-            Mapping::BlockReduction | Mapping::TransposeTiles | Mapping::ColumnTiles | Mapping::DotBlocks
-        ) {
+        if self.mapping.per_block() {
             let _ =
                 writeln!(self.out, "  for (long long t0 = blockIdx.x; t0 < {outer_elements}LL; t0 += gridDim.x) {{");
         } else {
@@ -622,27 +608,22 @@ impl Writer<'_> {
             self.line(format_args!("{ty} out{o}_0, out{o}_1, out{o}_2, out{o}_3;"));
         }
         for j in 0..QUAD {
-            let (saved, saved_indices) = (self.memo.values.clone(), self.memo.indices.clone());
-            self.line(format_args!("{{"));
-            self.pad += "  ";
-            let j_at = self.int(j);
-            self.line(format_args!("const {idx} v{inner} = w{inner} * {first} + {j_at};"));
-            // Everything again at the element's position, but the loads read through a
-            // quad: its lanes.
-            self.memo.clear();
-            for (k, &x) in quads.loads.iter().enumerate() {
-                let lane = ["x", "y", "z", "w"][j as usize];
-                self.memo.values.insert(x, loaded_value(e.expr(x).elem, format!("quad{k}.{lane}")));
-            }
-            let vals: Vec<String> = e.outputs.iter().map(|out| self.value(out.expr)).collect();
-            for (o, v) in vals.into_iter().enumerate() {
-                let bits = stored_bits(e.outputs[o].elem, v);
-                self.line(format_args!("out{o}_{j} = {bits};"));
-            }
-            self.pad.truncate(self.pad.len() - 2);
-            self.line(format_args!("}}"));
-            self.memo.values = saved;
-            self.memo.indices = saved_indices;
+            scoped(self, |w| {
+                let j_at = w.int(j);
+                w.line(format_args!("const {idx} v{inner} = w{inner} * {first} + {j_at};"));
+                // Everything again at the element's position, but the loads read through a
+                // quad: its lanes.
+                w.memo.clear();
+                for (k, &x) in quads.loads.iter().enumerate() {
+                    let lane = ["x", "y", "z", "w"][j as usize];
+                    w.memo.values.insert(x, loaded_value(e.expr(x).elem, format!("quad{k}.{lane}")));
+                }
+                let vals: Vec<String> = e.outputs.iter().map(|out| w.value(out.expr)).collect();
+                for (o, v) in vals.into_iter().enumerate() {
+                    let bits = stored_bits(e.outputs[o].elem, v);
+                    w.line(format_args!("out{o}_{j} = {bits};"));
+                }
+            });
         }
         if self.fence {
             self.line(format_args!("asm volatile(\"\" ::: \"memory\");"));
@@ -1043,7 +1024,7 @@ impl<'a> Lower<'a> for Writer<'a> {
         // An outer output's store position (the plan's store strides over the kept
         // variables) is the thread's own index `t`, by the mapping in `body`, except where
         // a thread computes elements other than its own (tiles).
-        let own = out.inner || !matches!(self.mapping, Mapping::Elements | Mapping::BlockReduction);
+        let own = out.inner || !self.mapping.stores_at_position();
         let at = if own { self.store_index(o) } else { "t".into() };
         let bits = stored_bits(out.elem, v);
         // A block reduction's results: every thread has them, one stores; a column

@@ -39,9 +39,9 @@ use crate::kernel::lower::{loop_invariants, Lower, Memo};
 use crate::kernel::reduction;
 pub use crate::targets::cstyle::Mapping;
 use crate::targets::cstyle::{
-    blocked_dot, column_nest, column_position, column_store_guard, column_tile, cooperative_ops, dot_block,
-    dot_block_side, dot_tile, fused_names, line_origins, narrow, tiled_dot, tiled_transpose, transpose_tile,
-    ColumnTile, DotBlock, DotTile, TileSpelling, TransposeTile, DOT_BLOCK_DEPTH, DOT_TILE, TRANSPOSE_TILE,
+    blocked_dot, column_nest, column_position, column_store_guard, dot_block_side, fused_names, layout, line_origins,
+    narrow, tiled_dot, tiled_transpose, ColumnTile, DotBlock, DotTile, Layout, TileSpelling, TransposeTile,
+    DOT_BLOCK_DEPTH, DOT_TILE, TRANSPOSE_TILE,
 };
 use std::fmt::Write;
 
@@ -193,21 +193,8 @@ pub struct Options {
 pub fn emit(e: &Elemental, title: &str, place: &Placement, options: Options) -> Result<WgslKernel, String> {
     check(e)?;
     let outer = e.outer_vars();
-    let invocations: u64 = outer.iter().map(|&v| e.space[v as usize].max(0) as u64).product();
-    let tile = dot_tile(e);
-    let staging = options.workgroup_staging;
-    let block = tile.and_then(|t| dot_block(e, t, WORKGROUP)).filter(|_| staging);
-    let columns = if tile.is_some() { None } else { column_tile(e, invocations, WORKGROUP, COLUMN_RUN) };
-    let cooperative = if tile.is_some() || columns.is_some() { None } else { cooperative_ops(e, invocations) };
-    let transpose = transpose_tile(e).filter(|_| staging);
-    let (mapping, invocations) = match (&cooperative, &tile, &columns, &transpose) {
-        (Some(_), ..) => (Mapping::BlockReduction, invocations),
-        (_, Some(_), ..) if block.is_some() => (Mapping::DotBlocks, block.map_or(0, |b| b.blocks(e))),
-        (_, Some(t), ..) => (Mapping::DotTiles, t.threads(e)),
-        (_, _, Some(c), _) => (Mapping::ColumnTiles, c.blocks(e)),
-        (_, _, _, Some(t)) => (Mapping::TransposeTiles, t.tiles(e)),
-        _ => (Mapping::Elements, invocations),
-    };
+    let Layout { mapping, positions: invocations, cooperative, tile, block, columns, transpose } =
+        layout(e, WORKGROUP, COLUMN_RUN, options.workgroup_staging);
     let mut w = Writer::new(e, place, mapping);
     w.atomic = e.outputs.iter().any(|o| stored_type(o.elem).is_none());
     w.cooperative = cooperative;
@@ -436,10 +423,7 @@ impl Writer<'_> {
 
     /// Whether a workgroup (not an invocation) takes each of the outer positions.
     fn per_workgroup(&self) -> bool {
-        matches!(
-            self.mapping,
-            Mapping::BlockReduction | Mapping::TransposeTiles | Mapping::ColumnTiles | Mapping::DotBlocks
-        )
+        self.mapping.per_block()
     }
 
     fn header(&mut self, title: &str, invocations: u64) {
@@ -939,7 +923,7 @@ impl<'a> Lower<'a> for Writer<'a> {
         // An outer output's store position (the plan's store strides over the kept
         // variables) is the invocation's own index `t`, by the mapping in `body`, except
         // where an invocation computes elements other than its own (tiles).
-        let own = out.inner || !matches!(self.mapping, Mapping::Elements | Mapping::BlockReduction);
+        let own = out.inner || !self.mapping.stores_at_position();
         let at = if own { format!("u32({})", self.store_index(o)) } else { "t".into() };
         let base = self.place.outputs[o];
         // A block reduction's results: every invocation has them, one stores; a column

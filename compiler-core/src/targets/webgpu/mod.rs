@@ -7,15 +7,17 @@
 //! rows at once), and f64 refused with an error naming the instruction. Each elemental
 //! kernel the emitter takes becomes one compute shader, a scatter with a commutative
 //! combiner two (its operand's copy, its atomic updates: `kernel::atomic_scatter`); the
-//! others (sorts, other scatters, control flow, types not emitted yet) are demoted to
+//! others (sorts, other scatters, control flow, ops not emitted yet) are demoted to
 //! opaque kernels, which the runtime runs on the host in the reference interpreter
-//! between dispatches.
+//! between dispatches. s64 and u64 run on the device as pairs of 32-bit words
+//! ([`wide`]).
 //!
 //! [`compile`] needs no GPU: it makes the plan and the shaders (`hloscope compile --target
 //! webgpu --emit wgsl`, and the tests that validate every shader with naga).
 
 pub mod approx;
 pub mod wgsl;
+pub mod wide;
 
 #[cfg(feature = "webgpu")]
 pub mod runtime;

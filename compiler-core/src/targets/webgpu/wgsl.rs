@@ -18,10 +18,13 @@
 //! carrier and its result is brought back to the type (integers wrapped, f16 and bf16
 //! rounded to nearest even in integer arithmetic: `f16_bits`, `bf16_bits`; f32 has more
 //! than twice their precision, so one f32 operation rounded again is the narrow
-//! operation rounded once). 64-bit types, the few narrow ops a carrier would get wrong
-//! (shifts that see the carrier's extension, bitcasts; bit counts mask it off), and the ops without
-//! a WGSL spelling here yet refuse the kernel with a reason, and it runs on the host
-//! (the plan's opaque fallback).
+//! operation rounded once). s64 and u64 are pairs of words, `vec2<u32>` low word first,
+//! their operations helper functions in the header where the shader calls them
+//! ([`wide`]). f64 (refused by the plan), integer `power`, scatters into 64-bit buffers
+//! (WGSL has no 64-bit atomics), the few narrow ops a carrier would get wrong (shifts
+//! that see the carrier's extension, bitcasts; bit counts mask it off), and the ops
+//! without a WGSL spelling here yet refuse the kernel with a reason, and it runs on the
+//! host (the plan's opaque fallback).
 //!
 //! Layout: `arena` is `array<u32>`, each buffer at its plan offset (a multiple of 256
 //! bytes: the target's alignment), so that a kernel binds one buffer whatever it reads
@@ -32,6 +35,7 @@
 //! sets them with `atomicAnd` and `atomicOr` (no invocation touches another's bits).
 
 use super::approx;
+use super::wide::{self, wide};
 use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::atomic_scatter::AtomicScatter;
 use crate::kernel::elemental::{Elemental, ExprId, Idx, IdxId, Node};
@@ -196,7 +200,7 @@ pub fn emit(e: &Elemental, title: &str, place: &Placement, options: Options) -> 
     let Layout { mapping, positions: invocations, cooperative, tile, block, columns, transpose } =
         layout(e, WORKGROUP, COLUMN_RUN, options.workgroup_staging);
     let mut w = Writer::new(e, place, mapping);
-    w.atomic = e.outputs.iter().any(|o| stored_type(o.elem).is_none());
+    w.atomic = e.outputs.iter().any(|o| o.elem.byte_size() < 4);
     w.cooperative = cooperative;
     w.tile = tile;
     w.block = block;
@@ -218,6 +222,9 @@ pub fn emit(e: &Elemental, title: &str, place: &Placement, options: Options) -> 
 pub fn emit_scatter_updates(s: &AtomicScatter, title: &str, place: &Placement) -> Result<WgslKernel, String> {
     let e = &s.updates;
     check(e)?;
+    if wide(s.elem) {
+        return Err(format!("a scatter into {}: webgpu has no 64-bit atomics", s.elem));
+    }
     let vars = e.outer_vars();
     let invocations: u64 = vars.iter().map(|&v| e.space[v as usize].max(0) as u64).product();
     let mut w = Writer::new(e, place, Mapping::AtomicUpdates);
@@ -268,17 +275,17 @@ pub fn emit_scatter_updates(s: &AtomicScatter, title: &str, place: &Placement) -
 /// carrier would get wrong.
 fn check(e: &Elemental) -> Result<(), String> {
     for (i, &t) in e.input_elems.iter().enumerate() {
-        if stored_type(t).is_none() && !narrow(t) && t != ElementType::Pred {
-            return Err(format!("input {i} is {t}: 64-bit buffers are not read on webgpu yet"));
+        if value_type(t).is_none() {
+            return Err(format!("input {i} is {t}: not read on webgpu"));
         }
     }
     for (i, o) in e.outputs.iter().enumerate() {
-        if stored_type(o.elem).is_none() && !narrow(o.elem) && o.elem != ElementType::Pred {
-            return Err(format!("output {i} is {}: 64-bit buffers are not written on webgpu yet", o.elem));
+        if value_type(o.elem).is_none() {
+            return Err(format!("output {i} is {}: not written on webgpu", o.elem));
         }
     }
     if let Some(n) = e.nodes.iter().find(|n| value_type(n.elem).is_none()) {
-        return Err(format!("a {} value: webgpu computes in f32, s32, u32 and pred only yet", n.elem));
+        return Err(format!("a {} value: webgpu does not compute in it", n.elem));
     }
     // Narrow values live in their carriers; these ops would see the carrier's extra bits.
     for n in &e.nodes {
@@ -319,7 +326,8 @@ fn stored_type(t: ElementType) -> Option<&'static str> {
 }
 
 /// The WGSL type a value of `t` is carried in: narrow types widened (integers extended
-/// by their signedness, f16 and bf16 exactly in f32).
+/// by their signedness, f16 and bf16 exactly in f32), 64-bit integers as pairs of words
+/// ([`wide`]).
 fn value_type(t: ElementType) -> Option<&'static str> {
     use ElementType::*;
     match t {
@@ -327,6 +335,7 @@ fn value_type(t: ElementType) -> Option<&'static str> {
         S8 | S16 => Some("i32"),
         U8 | U16 => Some("u32"),
         F16 | BF16 => Some("f32"),
+        S64 | U64 => Some(wide::TYPE),
         _ => stored_type(t),
     }
 }
@@ -372,6 +381,9 @@ struct Writer<'a> {
     /// A column reduction whose workgroups split the rows ([`column_nest`]).
     columns: Option<ColumnTile>,
     mapping: Mapping,
+    /// Where in `out` the 64-bit helpers the shader calls go ([`wide::helpers_for`]),
+    /// once it is written.
+    helpers_at: usize,
 }
 
 impl<'a> Writer<'a> {
@@ -394,13 +406,21 @@ impl<'a> Writer<'a> {
             transpose: None,
             columns: None,
             mapping,
+            helpers_at: 0,
         }
     }
 
     /// The kernel written, or the first reason it could not be.
-    fn finish(self, invocations: u64) -> Result<WgslKernel, String> {
+    fn finish(mut self, invocations: u64) -> Result<WgslKernel, String> {
         if let Some(why) = self.err {
             return Err(why);
+        }
+        let helpers = wide::helpers_for(&self.out[self.helpers_at..]);
+        self.out.insert_str(self.helpers_at, &helpers);
+        for (at, _) in &mut self.bound {
+            if *at >= self.helpers_at {
+                *at += helpers.len();
+            }
         }
         let line_hlo = line_origins(self.e, &self.out, &self.bound);
         Ok(WgslKernel { source: self.out, invocations, mapping: self.mapping, line_hlo, copy_first: None })
@@ -475,7 +495,9 @@ impl Writer<'_> {
         }
         self.out += "fn f32_bits(b: u32) -> f32 { return bitcast<f32>(b); }\n";
         self.out +=
-            "fn total_key(x: f32) -> i32 { let k = bitcast<i32>(x); return select(k, k ^ 0x7fffffff, k < 0); }\n\n";
+            "fn total_key(x: f32) -> i32 { let k = bitcast<i32>(x); return select(k, k ^ 0x7fffffff, k < 0); }\n";
+        self.helpers_at = self.out.len();
+        self.out += "\n";
         if self.cooperative.is_some() || self.columns.is_some() {
             // Each reduction's partial accumulators, one per invocation of the workgroup.
             for (k, r) in self.e.reductions.iter().enumerate() {
@@ -722,12 +744,14 @@ impl<'a> Lower<'a> for Writer<'a> {
             // Saturating, as the plan's data index is.
             ElementType::U32 => format!("i32(min({v}, 2147483647u))"),
             ElementType::Pred => format!("select(0, 1, {v})"),
+            t if wide(t) => wide::data_index(t, &v),
             t => self.refuse(Err(format!("a data index of type {t}"))),
         }
     }
 
     /// A 32-bit element is its word; a narrower one is read out of its word
-    /// (little-endian: element `i` of a byte buffer is byte `i % 4` of word `i / 4`).
+    /// (little-endian: element `i` of a byte buffer is byte `i % 4` of word `i / 4`); a
+    /// 64-bit one is two words, low first.
     fn load(&mut self, x: ExprId, input: u32, linear: IdxId) -> String {
         use ElementType::*;
         let at = self.index(linear);
@@ -740,6 +764,13 @@ impl<'a> Lower<'a> for Writer<'a> {
                 U32 => word,
                 _ => format!("bitcast<{}>({word})", value_type(elem).unwrap_or("f32")),
             };
+        }
+        if bytes == 8 {
+            let t = self.tmps;
+            self.tmps += 1;
+            self.line(format_args!("let wi{t} = {base}u + 2u * u32({at});"));
+            let (low, high) = (self.word(&format!("wi{t}")), self.word(&format!("wi{t} + 1u")));
+            return format!("vec2<u32>({low}, {high})");
         }
         let per_word = 4 / bytes;
         let bits = bytes * 8;
@@ -767,13 +798,29 @@ impl<'a> Lower<'a> for Writer<'a> {
         let v = self.index(i);
         match elem {
             ElementType::Pred => format!("({v} != 0)"),
+            t if wide(t) => wide::from_index(&v),
             _ => format!("{}({v})", value_type(elem).unwrap_or("f32")),
         }
     }
 
+    /// The index is an `i32`: a bound past 32 bits decides the comparison by itself.
     fn in_range(&mut self, i: IdxId, lo: i64, hi: i64) -> String {
+        let (min, max) = (i32::MIN as i64, i32::MAX as i64);
+        if lo > max || hi <= min || lo >= hi {
+            return "false".into();
+        }
         let v = self.index(i);
-        format!("({v} >= {} && {v} < {})", self.int(lo), self.int(hi))
+        let mut holds = Vec::new();
+        if lo > min {
+            holds.push(format!("{v} >= {}", self.int(lo)));
+        }
+        if hi <= max {
+            holds.push(format!("{v} < {}", self.int(hi)));
+        }
+        if holds.is_empty() {
+            return "true".into();
+        }
+        format!("({})", holds.join(" && "))
     }
 
     fn unary(&mut self, op: UnaryOp, from: ElementType, elem: ElementType, a: String) -> String {
@@ -843,6 +890,9 @@ impl<'a> Lower<'a> for Writer<'a> {
     fn bitcast(&mut self, from: ElementType, to: ElementType, v: String) -> String {
         if from == ElementType::Pred || to == ElementType::Pred {
             return self.refuse(Err("a bitcast-convert of pred".into()));
+        }
+        if wide(from) && wide(to) {
+            return v;
         }
         format!("bitcast<{}>({v})", value_type(to).unwrap_or("f32"))
     }
@@ -946,6 +996,31 @@ impl<'a> Lower<'a> for Writer<'a> {
             self.line(format_args!("{guard}{store}{end}"));
             return;
         }
+        if bytes == 8 {
+            // Two words, low first; the invocation's own, so plain stores unless the
+            // arena is atomic.
+            let t = self.tmps;
+            self.tmps += 1;
+            let pad = self.pad.clone();
+            if !guard.is_empty() {
+                self.line(format_args!("{}", guard.trim_end()));
+                self.pad += "  ";
+            }
+            self.line(format_args!("let wi{t} = {base}u + 2u * ({at});"));
+            self.line(format_args!("let wv{t} = {v};"));
+            for (k, part) in [(0, "x"), (1, "y")] {
+                if self.atomic {
+                    self.line(format_args!("atomicStore(&arena[wi{t} + {k}u], wv{t}.{part});"));
+                } else {
+                    self.line(format_args!("arena[wi{t} + {k}u] = wv{t}.{part};"));
+                }
+            }
+            self.pad = pad;
+            if !guard.is_empty() {
+                self.line(format_args!("}}"));
+            }
+            return;
+        }
         // The element's bits from its carrier, exact: the carried value is already of the
         // narrow type ([`carrier`]).
         let bits = match out.elem {
@@ -1007,6 +1082,7 @@ fn int_literal(c: i64) -> Result<String, String> {
 
 fn constant(s: Scalar, elem: ElementType) -> Result<String, String> {
     Ok(match elem {
+        t if wide(t) => wide::constant(s, t),
         ElementType::Pred => (s.as_f64() != 0.0).to_string(),
         ElementType::F32 => approx::f32_literal(s.as_f64() as f32),
         ElementType::S32 => {
@@ -1031,6 +1107,9 @@ fn constant(s: Scalar, elem: ElementType) -> Result<String, String> {
 
 fn unary(op: UnaryOp, elem: ElementType, a: &str) -> Result<String, String> {
     use UnaryOp::*;
+    if wide(elem) {
+        return wide::unary(op, elem, a);
+    }
     let float = elem == ElementType::F32;
     Ok(match op {
         Neg if elem == ElementType::U32 => format!("(0u - {a})"),
@@ -1058,6 +1137,9 @@ fn unary(op: UnaryOp, elem: ElementType, a: &str) -> Result<String, String> {
 
 fn binary(op: BinaryOp, elem: ElementType, a: &str, b: &str) -> Result<String, String> {
     use BinaryOp::*;
+    if wide(elem) {
+        return wide::binary(op, elem, a, b);
+    }
     let int = matches!(elem, ElementType::S32 | ElementType::U32);
     let pred = elem == ElementType::Pred;
     let all_ones = if elem == ElementType::U32 { "0xffffffffu" } else { "-1" };
@@ -1107,6 +1189,9 @@ fn binary(op: BinaryOp, elem: ElementType, a: &str, b: &str) -> Result<String, S
 }
 
 fn compare(dir: CmpDir, total: bool, elem: ElementType, a: &str, b: &str) -> Result<String, String> {
+    if wide(elem) {
+        return Ok(wide::compare(dir, elem, a, b));
+    }
     let sym = match dir {
         CmpDir::Eq => "==",
         CmpDir::Ne => "!=",
@@ -1127,6 +1212,12 @@ fn compare(dir: CmpDir, total: bool, elem: ElementType, a: &str, b: &str) -> Res
 
 fn convert(from: ElementType, to: ElementType, v: &str) -> Result<String, String> {
     use ElementType::*;
+    if wide(to) {
+        return wide::convert_to_wide(from, to, v);
+    }
+    if wide(from) {
+        return wide::convert_from_wide(from, to, v, false);
+    }
     Ok(match (from, to) {
         (a, b) if a == b => v.to_string(),
         // NaN is true; drivers may fold `NaN != 0` to false, so it is asked by its bits.
@@ -1157,6 +1248,14 @@ fn convert_to_narrow(from: ElementType, to: ElementType, v: &str) -> Result<Stri
     let bits = to.bit_width();
     if from == to {
         return Ok(v.to_string());
+    }
+    // An integer from the low word; a float from an f32 rounded to odd (24 bits: the
+    // rounding to f16's 11 or bf16's 8 is then the only one).
+    if wide(from) {
+        return match to {
+            F16 | BF16 => Ok(to_narrow(to, &wide::convert_from_wide(from, F32, v, true)?)),
+            _ => convert_to_narrow(U32, to, &wide::convert_from_wide(from, U32, v, false)?),
+        };
     }
     if matches!((from, to), (S8 | U8 | S16 | U16, BF16)) {
         return Ok(format!("bitcast<f32>(bf16_bits(f32({v})) << 16u)"));

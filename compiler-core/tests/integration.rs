@@ -50,3 +50,4 @@ mod semantics_cpu;
 mod verify_corpus;
 mod wasm_target;
 mod webgpu_target;
+mod webgpu_wide;

@@ -15,9 +15,14 @@ use webgpu::runtime::WebGpuExecutable;
 /// interpreter's (on the module as written), every shader valid for naga first; the
 /// program, for its placement.
 fn agree(hlo: &str, args: &[Value]) -> webgpu::WebGpuProgram {
+    agree_with(hlo, args, webgpu::wgsl::Options::default())
+}
+
+/// [`agree`] with the emitter's `options`.
+fn agree_with(hlo: &str, args: &[Value], options: webgpu::wgsl::Options) -> webgpu::WebGpuProgram {
     let module = hloscope_core::parse::parse_module(hlo).unwrap_or_else(|e| panic!("{e:?}"));
     let optimized = optimize(&module).unwrap();
-    let program = webgpu::compile(&optimized).unwrap();
+    let program = webgpu::compile_with(&optimized, options).unwrap();
     for s in program.shaders.iter().flatten().flat_map(|s| s.copy_first.as_deref().into_iter().chain([s])) {
         let parsed =
             naga::front::wgsl::parse_str(&s.source).unwrap_or_else(|e| panic!("{}", e.emit_to_string(&s.source)));
@@ -387,6 +392,36 @@ ENTRY %main (x: s64[6,1000], y: u64[37,5], t: s64[9,3], i: s64[9,1], j: u64[], k
         let shared = program.shaders.iter().flatten().filter(|s| s.mapping == webgpu::wgsl::Mapping::BlockReduction);
         assert!(shared.count() > 0, "a long s64 row is shared by a workgroup:\n{}", program.listing());
     }
+}
+
+#[test]
+fn wide_transposes_and_dots_run_on_the_device() {
+    // A u64 transpose big enough for workgroup tiles (with staging, as a GPU runs it),
+    // its elements negated on the way; an s64 dot (a reduction kernel), wrapping.
+    let hlo = "HloModule m
+ENTRY %main (x: u64[70,90], a: s64[9,40], b: s64[40,7]) -> (u64[90,70], s64[9,7]) {
+  %x = u64[70,90] parameter(0)
+  %a = s64[9,40] parameter(1)
+  %b = s64[40,7] parameter(2)
+  %t = u64[90,70] transpose(%x), dimensions={1,0}
+  %n = u64[90,70] negate(%t)
+  %d = s64[9,7] dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %r = (u64[90,70], s64[9,7]) tuple(%n, %d)
+}";
+    let mut rng = Rng(0x5eed_0067);
+    let mut random = |n: usize| -> Vec<i64> { (0..n).map(|_| rng.next() as i64).collect() };
+    let args = [
+        lit(ElementType::U64, &[70, 90], &random(6300)),
+        lit(ElementType::S64, &[9, 40], &random(360)),
+        lit(ElementType::S64, &[40, 7], &random(280)),
+    ];
+    let staging = webgpu::wgsl::Options { workgroup_staging: true };
+    for options in [webgpu::wgsl::Options::default(), staging] {
+        all_on_device(&agree_with(hlo, &args, options));
+    }
+    let program = agree_with(hlo, &args, staging);
+    let tiles = program.shaders.iter().flatten().any(|s| s.mapping == webgpu::wgsl::Mapping::TransposeTiles);
+    assert!(tiles, "the transpose goes through workgroup tiles:\n{}", program.listing());
 }
 
 #[test]

@@ -23,12 +23,13 @@ fn shaders_validate(name: &str, module: &Module) -> Result<usize, String> {
     shaders_validate_with(name, module, webgpu::wgsl::Options::default())
 }
 
-/// [`shaders_validate`] with the emitter's `options`; a scatter's copy counts too.
+/// [`shaders_validate`] with the emitter's `options`; a scatter's copy and claims count
+/// too.
 fn shaders_validate_with(name: &str, module: &Module, options: webgpu::wgsl::Options) -> Result<usize, String> {
     let Ok(program) = webgpu::compile_with(module, options) else { return Ok(0) };
     let mut n = 0;
     for (i, s) in program.shaders.iter().enumerate() {
-        for s in s.iter().flat_map(|s| s.copy_first.as_deref().into_iter().chain([s])) {
+        for s in s.iter().flat_map(|s| s.passes()) {
             validate(&s.source).map_err(|e| format!("{name}: kernel {i}: {e}\n{}", s.source))?;
             n += 1;
         }
@@ -363,9 +364,9 @@ ENTRY %main (x: f32[200,70000]) -> f32[70000] {
 /// scatter-add of rows (a window of 16) whose indices repeat and fall outside the
 /// operand on both sides; an s32 scatter-add of single elements through a 2-vector
 /// index, also out of bounds in places; an f32 scatter-max; one that replaces with
-/// indices promised unique (a plain store: one update per element); and one that
-/// replaces without the promise, which stays on the host (the last update wins only in
-/// order).
+/// indices promised unique (a plain store: one update per element); one that replaces
+/// without the promise (the last update of each element wins: claims, then stores); and
+/// one that multiplies, which stays on the host (its rounding depends on the order).
 const SCATTERS: &str = "HloModule m
 %add (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
@@ -386,7 +387,12 @@ const SCATTERS: &str = "HloModule m
   %a = f32[] parameter(0)
   ROOT %b = f32[] parameter(1)
 }
-ENTRY %main (e: f32[50,16], g: f32[300,16], c: s32[20,30], w: s32[700]) -> (f32[50,16], s32[20,30], f32[50,16], f32[50,16], f32[50,16]) {
+%mul (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] multiply(%a, %b)
+}
+ENTRY %main (e: f32[50,16], g: f32[300,16], c: s32[20,30], w: s32[700]) -> (f32[50,16], s32[20,30], f32[50,16], f32[50,16], f32[50,16], f32[50,16]) {
   %e = f32[50,16] parameter(0)
   %g = f32[300,16] parameter(1)
   %io = s32[300,1] iota(), iota_dimension=0
@@ -420,23 +426,21 @@ ENTRY %main (e: f32[50,16], g: f32[300,16], c: s32[20,30], w: s32[700]) -> (f32[
   %g40 = f32[40,16] slice(%g), slice={[0:40], [0:16]}
   %u40 = s32[40,1] iota(), iota_dimension=0
   %su = f32[50,16] scatter(%e, %u40, %g40), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, unique_indices=true, to_apply=%second
-  ROOT %t = (f32[50,16], s32[20,30], f32[50,16], f32[50,16], f32[50,16]) tuple(%sa, %si, %sm, %sr, %su)
+  %sp = f32[50,16] scatter(%e, %rows, %g), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%mul
+  ROOT %t = (f32[50,16], s32[20,30], f32[50,16], f32[50,16], f32[50,16], f32[50,16]) tuple(%sa, %si, %sm, %sr, %su, %sp)
 }";
 
 #[test]
-fn scatters_with_commutative_combiners_run_on_the_device() {
+fn scatters_that_commute_or_replace_run_on_the_device() {
     let module = hloscope_core::parse::parse_module(SCATTERS).unwrap();
     let program = webgpu::compile(&optimize(&module).unwrap()).unwrap();
     let scatters: Vec<_> = program.plan.kernels.iter().enumerate().filter(|(_, k)| k.name.starts_with('s')).collect();
     let mut on_device: Vec<&str> =
         scatters.iter().filter(|(i, _)| program.shaders[*i].is_some()).map(|(_, k)| k.name.as_str()).collect();
     on_device.sort();
-    assert_eq!(on_device, ["sa", "si", "sm", "su"], "{}", program.listing());
-    for sh in program.shaders.iter().flatten() {
+    assert_eq!(on_device, ["sa", "si", "sm", "sr", "su"], "{}", program.listing());
+    for sh in program.shaders.iter().flatten().flat_map(|sh| sh.passes()) {
         validate(&sh.source).unwrap_or_else(|e| panic!("{e}\n{}", sh.source));
-        if let Some(copy) = &sh.copy_first {
-            validate(&copy.source).unwrap_or_else(|e| panic!("{e}\n{}", copy.source));
-        }
     }
     let listing = program.listing();
     // The integer sum adds atomically; the float ones go around a compare-exchange; the
@@ -446,8 +450,76 @@ fn scatters_with_commutative_combiners_run_on_the_device() {
     let unique = program.plan.kernels.iter().position(|k| k.name == "su").unwrap();
     let unique = &program.shaders[unique].as_ref().unwrap().source;
     assert!(unique.contains("atomicStore(&arena[") && !unique.contains("atomicCompare"), "{unique}");
-    assert!(listing.contains("%sr: on the host: opaque (interpreted: the update computation is not add"), "{listing}");
+    // The replacing one: its operand's copy, its claims, its winners' stores, the last
+    // two sharing one scratch word per element of the output.
+    let replacing = program.plan.kernels.iter().position(|k| k.name == "sr").unwrap();
+    let replacing = program.shaders[replacing].as_ref().unwrap();
+    let passes: Vec<_> =
+        replacing.passes().map(|p| (p.scratch_words, p.source.contains("atomicMax(&claims["))).collect();
+    assert_eq!(passes, [(0, false), (800, true), (800, false)], "{listing}");
+    assert!(replacing.source.contains("if (atomicLoad(&claims[u32("), "{}", replacing.source);
+    assert!(listing.contains("%sp: on the host: opaque (interpreted: the update computation is not add"), "{listing}");
 }
+
+/// Scatters of 8- and 16-bit elements, which share their words with their neighbours'
+/// (the rows hold 16, so neighbouring invocations update one word): a u8 sum, an s16
+/// max and an s8 product over rows whose indices repeat (wrapping, exact in any
+/// order), a bf16 sum over distinct rows (one rounding per element, exact), and an f16
+/// scatter that replaces over repeating rows (the last update wins).
+const NARROW_SCATTERS: &str = "HloModule m
+%addu8 (a: u8[], b: u8[]) -> u8[] {
+  %a = u8[] parameter(0)
+  %b = u8[] parameter(1)
+  ROOT %s = u8[] add(%a, %b)
+}
+%maxs16 (a: s16[], b: s16[]) -> s16[] {
+  %a = s16[] parameter(0)
+  %b = s16[] parameter(1)
+  ROOT %s = s16[] maximum(%a, %b)
+}
+%muls8 (a: s8[], b: s8[]) -> s8[] {
+  %a = s8[] parameter(0)
+  %b = s8[] parameter(1)
+  ROOT %s = s8[] multiply(%b, %a)
+}
+%addbf16 (a: bf16[], b: bf16[]) -> bf16[] {
+  %a = bf16[] parameter(0)
+  %b = bf16[] parameter(1)
+  ROOT %s = bf16[] add(%a, %b)
+}
+%second (a: f16[], b: f16[]) -> f16[] {
+  %a = f16[] parameter(0)
+  ROOT %b = f16[] parameter(1)
+}
+ENTRY %main (a: u8[50,16], ga: u8[300,16], b: s16[50,16], gb: s16[300,16], c: s8[50,16], gc: s8[300,16], d: bf16[50,16], gd: bf16[40,16], f: f16[50,16], gf: f16[300,16]) -> (u8[50,16], s16[50,16], s8[50,16], bf16[50,16], f16[50,16]) {
+  %a = u8[50,16] parameter(0)
+  %ga = u8[300,16] parameter(1)
+  %b = s16[50,16] parameter(2)
+  %gb = s16[300,16] parameter(3)
+  %c = s8[50,16] parameter(4)
+  %gc = s8[300,16] parameter(5)
+  %d = bf16[50,16] parameter(6)
+  %gd = bf16[40,16] parameter(7)
+  %f = f16[50,16] parameter(8)
+  %gf = f16[300,16] parameter(9)
+  %io = s32[300,1] iota(), iota_dimension=0
+  %seven = s32[] constant(7)
+  %sb = s32[300,1] broadcast(%seven), dimensions={}
+  %m = s32[300,1] multiply(%io, %sb)
+  %sixty = s32[] constant(60)
+  %b60 = s32[300,1] broadcast(%sixty), dimensions={}
+  %r = s32[300,1] remainder(%m, %b60)
+  %five = s32[] constant(5)
+  %b5 = s32[300,1] broadcast(%five), dimensions={}
+  %rows = s32[300,1] subtract(%r, %b5)
+  %u40 = s32[40,1] iota(), iota_dimension=0
+  %sa = u8[50,16] scatter(%a, %rows, %ga), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%addu8
+  %sm = s16[50,16] scatter(%b, %rows, %gb), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%maxs16
+  %sp = s8[50,16] scatter(%c, %rows, %gc), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%muls8
+  %sd = bf16[50,16] scatter(%d, %u40, %gd), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%addbf16
+  %sr = f16[50,16] scatter(%f, %rows, %gf), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%second
+  ROOT %t = (u8[50,16], s16[50,16], s8[50,16], bf16[50,16], f16[50,16]) tuple(%sa, %sm, %sp, %sd, %sr)
+}";
 
 #[cfg(feature = "webgpu")]
 mod on_a_device {
@@ -626,21 +698,42 @@ ENTRY %main (x: f32[3,1000], i: s32[5000]) -> (f32[3], f32[], s32[], f32[3]) {
     #[test]
     fn scatters_on_the_device_match_the_interpreter() {
         // Updates that repeat an index land in some order: the integer sum and the max
-        // exactly the interpreter's, the float sum within rounding of it; those outside
-        // the operand are skipped, element by element.
+        // exactly the interpreter's, the float sum within rounding of it, the replacing
+        // one's last update wins as in order; those outside the operand are skipped,
+        // element by element.
         let module = hloscope_core::parse::parse_module(SCATTERS).unwrap();
         let optimized = optimize(&module).unwrap();
         for seed in [1, 2] {
             let args = hloscope_core::interp::random_inputs(&module, seed);
             let want = Interpreter::new(&module).run(&args).unwrap().flatten();
             let (got, program) = device_run(&optimized, &args);
-            assert_eq!(program.counts().1, 1, "only the replacing scatter on the host:\n{}", program.listing());
+            assert_eq!(program.counts().1, 1, "only the multiplying scatter on the host:\n{}", program.listing());
             let got = got.flatten();
             assert!(close(&got[0], &want[0], 1e-5), "seed {seed}: {:?} vs {:?}", got[0], want[0]);
             assert_eq!(got[1].to_le_bytes(), want[1].to_le_bytes(), "seed {seed}: the integer sum");
             assert_eq!(got[2].to_le_bytes(), want[2].to_le_bytes(), "seed {seed}: the max");
             assert_eq!(got[3].to_le_bytes(), want[3].to_le_bytes(), "seed {seed}: the replacing one");
             assert_eq!(got[4].to_le_bytes(), want[4].to_le_bytes(), "seed {seed}: the unique one");
+            assert_eq!(got[5].to_le_bytes(), want[5].to_le_bytes(), "seed {seed}: the multiplying one");
+        }
+    }
+
+    #[test]
+    fn narrow_scatters_update_their_elements_inside_shared_words() {
+        let module = hloscope_core::parse::parse_module(NARROW_SCATTERS).unwrap();
+        let optimized = optimize(&module).unwrap();
+        for seed in [1, 2] {
+            let args = hloscope_core::interp::random_inputs(&module, seed);
+            let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+            let (got, program) = device_run(&optimized, &args);
+            assert_eq!(program.counts().1, 0, "every scatter on the device:\n{}", program.listing());
+            for sh in program.shaders.iter().flatten().flat_map(|sh| sh.passes()) {
+                validate(&sh.source).unwrap_or_else(|e| panic!("{e}\n{}", sh.source));
+            }
+            let got = got.flatten();
+            for (k, what) in ["u8 sum", "s16 max", "s8 product", "bf16 sum", "f16 replacing"].iter().enumerate() {
+                assert_eq!(got[k].to_le_bytes(), want[k].to_le_bytes(), "seed {seed}: the {what}");
+            }
         }
     }
 

@@ -23,7 +23,7 @@ fn agree_with(hlo: &str, args: &[Value], options: webgpu::wgsl::Options) -> webg
     let module = hloscope_core::parse::parse_module(hlo).unwrap_or_else(|e| panic!("{e:?}"));
     let optimized = optimize(&module).unwrap();
     let program = webgpu::compile_with(&optimized, options).unwrap();
-    for s in program.shaders.iter().flatten().flat_map(|s| s.copy_first.as_deref().into_iter().chain([s])) {
+    for s in program.shaders.iter().flatten().flat_map(|s| s.passes()) {
         let parsed =
             naga::front::wgsl::parse_str(&s.source).unwrap_or_else(|e| panic!("{}", e.emit_to_string(&s.source)));
         naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())

@@ -5,20 +5,30 @@
 //! loads, the index arithmetic and the bounds test through the lowering driver like any
 //! kernel's, and only the atomic combine is its own.
 //!
-//! Which scatters qualify: one operand of f32, s32 or u32, and either
+//! Which scatters qualify: one operand of a 32-, 16- or 8-bit type (not pred; a narrow
+//! element shares its 32-bit word with its neighbours, so a target updates it inside
+//! the word, with a compare-exchange loop or bit operations that leave them alone), and
 //! - an update computation that is `add`, `maximum` or `minimum` of the current value
-//!   and the update (in either order): those combine atomically, and as they commute,
-//!   the order the updates land in does not matter for integers, nor for max and min
-//!   (an exact choice of one of the values); an f32 sum rounds at each step, so its
+//!   and the update (in either order), or an integer `multiply`: those combine
+//!   atomically, and as they commute, the order the updates land in does not matter for
+//!   integers (wrapping sums and products are exact in any order), nor for max and min
+//!   (an exact choice of one of the values); a float sum rounds at each step, so its
 //!   value may differ from the sequential scatter's by rounding, as XLA's GPU scatters
 //!   do; or
 //! - any update computation, when the producer promises `unique_indices`: each element
 //!   is then updated by one update at most, so a plain read, combine and store is the
 //!   sequential scatter's result whatever the order (a broken promise is undefined
-//!   behaviour in XLA too).
+//!   behaviour in XLA too); or
+//! - an update computation that returns the update (a scatter that replaces, as JAX's
+//!   `x.at[i].set(v)` does) without the promise: several updates may then target one
+//!   element and the sequential scatter keeps the last one in the update array's
+//!   row-major order. A target runs it deterministically in two passes after the copy
+//!   ([`AtomicScatter::last_wins`]): each update claims its element with an atomic max of
+//!   its position, then the update whose claim won stores itself.
 //!
-//! Any other scatter (one that replaces, the last update winning, without the promise)
-//! stays with the sequential scatter, where a target has one, or on the host.
+//! Any other scatter (a float product, or another update computation without the
+//! promise: their values depend on the order) stays with the sequential scatter, where
+//! a target has one, or on the host.
 
 use super::elemental::{Builder, Elemental, ExprId, Idx, IdxId, Node, Output};
 use super::ScatterSpec;
@@ -51,11 +61,19 @@ pub struct AtomicScatter {
     /// The update computation applied to the current element and `value` (read only
     /// when `op` is `None`).
     pub new_value: ExprId,
+    /// A replacing scatter whose indices may repeat (`op` is `None` and `new_value` is
+    /// `value`): of the updates that target one element, only the one at the highest
+    /// position of the update space may store, so a target needs a scratch word per
+    /// output element in which the updates claim their elements first.
+    pub last_wins: bool,
     pub elem: ElementType,
 }
 
 /// The element types whose updates are combined atomically.
-const ATOMIC_ELEMS: [ElementType; 3] = [ElementType::F32, ElementType::S32, ElementType::U32];
+const ATOMIC_ELEMS: [ElementType; 9] = {
+    use ElementType::*;
+    [F32, S32, U32, F16, BF16, S16, U16, S8, U8]
+};
 
 /// `spec` in two phases ([`AtomicScatter`]), or why it does not qualify (see the
 /// module doc). `comp` is the planned computation (the descriptions name no
@@ -63,12 +81,13 @@ const ATOMIC_ELEMS: [ElementType; 3] = [ElementType::F32, ElementType::S32, Elem
 pub fn atomic_scatter(spec: &ScatterSpec, comp: &Computation) -> Result<AtomicScatter, String> {
     let [elem] = spec.elems[..] else { return Err("a variadic scatter".into()) };
     if !ATOMIC_ELEMS.contains(&elem) {
-        return Err(format!("a scatter of {elem}: atomic combines are for f32, s32 and u32"));
+        return Err(format!("a scatter of {elem}: atomic combines are for 32-, 16- and 8-bit types but pred"));
     }
-    let op = combiner_op(&spec.combiner);
-    if op.is_none() && !spec.unique_indices {
-        return Err("the update computation is not add, maximum or minimum of the current value and the update, \
-                    and the indices are not promised unique"
+    let op = combiner_op(&spec.combiner, elem);
+    let last_wins = op.is_none() && !spec.unique_indices;
+    if last_wins && !replaces(&spec.combiner) {
+        return Err("the update computation is not add, maximum or minimum of the current value and the update \
+                    (nor an integer multiply), nor the update itself, and the indices are not promised unique"
             .into());
     }
 
@@ -144,7 +163,7 @@ pub fn atomic_scatter(spec: &ScatterSpec, comp: &Computation) -> Result<AtomicSc
         Some(_) => value,
         None => apply(&mut b, &spec.combiner, current, value)?,
     };
-    Ok(AtomicScatter { copy, updates: b.e, value, in_bounds, target, op, new_value, elem })
+    Ok(AtomicScatter { copy, updates: b.e, value, in_bounds, target, op, new_value, last_wins, elem })
 }
 
 /// The update computation `c` (a scalar function of inputs 0, the current value, and
@@ -180,9 +199,17 @@ fn apply(b: &mut Builder, c: &Elemental, current: ExprId, update: ExprId) -> Res
     Ok(map[out.expr.0 as usize])
 }
 
+/// Whether the update computation returns the update (input 1) unchanged.
+fn replaces(c: &Elemental) -> bool {
+    let [out] = c.outputs.as_slice() else { return false };
+    matches!(c.expr(out.expr).node, Node::Load { input: 1, .. })
+}
+
 /// The op of an update computation `op(current, update)` (or `op(update, current)`) for
-/// an op whose combines may land in any order.
-fn combiner_op(c: &Elemental) -> Option<BinaryOp> {
+/// an op whose combines may land in any order: add, max and min, and an integer
+/// multiply (a float product rounds differently in another order, and no target has an
+/// atomic for it anyway).
+fn combiner_op(c: &Elemental, elem: ElementType) -> Option<BinaryOp> {
     let [out] = c.outputs.as_slice() else { return None };
     let Node::Binary(op, a, b) = c.expr(out.expr).node else { return None };
     let input = |x: ExprId| match c.expr(x).node {
@@ -191,5 +218,10 @@ fn combiner_op(c: &Elemental) -> Option<BinaryOp> {
     };
     let mut inputs = [input(a)?, input(b)?];
     inputs.sort();
-    (inputs == [0, 1] && matches!(op, BinaryOp::Add | BinaryOp::Max | BinaryOp::Min)).then_some(op)
+    let commutes = match op {
+        BinaryOp::Add | BinaryOp::Max | BinaryOp::Min => true,
+        BinaryOp::Mul => elem.is_int(),
+        _ => false,
+    };
+    (inputs == [0, 1] && commutes).then_some(op)
 }

@@ -270,6 +270,18 @@ pub fn emit_scatter_updates(
     title: &str,
     place: &Placement,
 ) -> Result<CudaKernel, String> {
+    if s.last_wins {
+        return Err("a replacing scatter whose indices may repeat: its claims need a scratch buffer, \
+                    which the CUDA runtime does not give a kernel yet"
+            .into());
+    }
+    if narrow(s.elem) || s.op == Some(BinaryOp::Mul) {
+        return Err(format!(
+            "a scatter of {}{}: the CUDA target updates 32-bit elements, by add, max, min or a plain store",
+            s.elem,
+            if s.op == Some(BinaryOp::Mul) { " by multiply" } else { "" }
+        ));
+    }
     let e = &s.updates;
     let vars = e.outer_vars();
     let n: u64 = vars.iter().map(|&v| e.space[v as usize].max(0) as u64).product();

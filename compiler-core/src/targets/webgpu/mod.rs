@@ -6,7 +6,8 @@
 //! at 256-byte offsets (storage binding alignment), no row chains (a GPU runs a kernel's
 //! rows at once), and f64 refused with an error naming the instruction. Each elemental
 //! kernel the emitter takes becomes one compute shader, a scatter with a commutative
-//! combiner two (its operand's copy, its atomic updates: `kernel::atomic_scatter`); the
+//! combiner two (its operand's copy, its atomic updates: `kernel::atomic_scatter`), a
+//! replacing one three (the copy, claims in a scratch buffer, the winning stores); the
 //! others (sorts, other scatters, control flow, ops not emitted yet) are demoted to
 //! opaque kernels, which the runtime runs on the host in the reference interpreter
 //! between dispatches. s64 and u64 run on the device as pairs of 32-bit words
@@ -61,10 +62,9 @@ impl WebGpuProgram {
             match sh {
                 Some(sh) => {
                     s += &format!("// ---- kernel {i} %{} ----\n", k.name);
-                    if let Some(copy) = &sh.copy_first {
-                        s += &format!("{}\n", copy.source);
+                    for pass in sh.passes() {
+                        s += &format!("{}\n", pass.source);
                     }
-                    s += &format!("{}\n", sh.source);
                 }
                 None => s += &format!("// ---- kernel {i} %{}: on the host: {} ----\n\n", k.name, k.kind),
             }
@@ -119,7 +119,8 @@ pub fn compile_with(module: &Module, options: wgsl::Options) -> Result<WebGpuPro
 }
 
 /// A scatter on the device ([`atomic_scatter`]): the updates' shader, after the copy of
-/// the operand into the output where the two do not share their bytes.
+/// the operand into the output where the two do not share their bytes and, for a
+/// replacing scatter, after the claims (both share a scratch word per output element).
 fn emit_scatter(
     module: &Module,
     plan: &KernelPlan,
@@ -136,7 +137,15 @@ fn emit_scatter(
     if operand != output {
         let place = wgsl::Placement { inputs: &[operand], outputs: &[output] };
         let copy = wgsl::emit(&s.copy, &format!("{title}: its operand copied"), &place, wgsl::Options::default())?;
-        updates.copy_first = Some(Box::new(copy));
+        updates.before.push(copy);
+    }
+    if s.last_wins {
+        // One claim word per output element.
+        let words = spec.operand_dims.iter().product::<i64>().max(0) as u64;
+        let mut claims = wgsl::emit_scatter_claims(&s, &format!("{title}: its claims"), &place)?;
+        claims.scratch_words = words;
+        updates.scratch_words = words;
+        updates.before.push(claims);
     }
     Ok(updates)
 }

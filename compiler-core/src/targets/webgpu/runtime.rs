@@ -132,6 +132,13 @@ struct Pass {
     workgroups: u32,
 }
 
+/// A kernel on the device: its passes in order (a scatter's copy, claims, then its
+/// updates), and the scratch buffer they share, zeroed before the first.
+struct DeviceKernel {
+    passes: Vec<Pass>,
+    scratch: Option<wgpu::Buffer>,
+}
+
 /// A WebGPU device with the program's pipelines.
 pub struct WebGpuExecutable {
     program: WebGpuProgram,
@@ -141,9 +148,9 @@ pub struct WebGpuExecutable {
     device: wgpu::Device,
     queue: wgpu::Queue,
     arena: wgpu::Buffer,
-    /// Per kernel on the device: its passes in order (a scatter's copy, then its
-    /// updates; one pass otherwise), each a pipeline, its bind group and its workgroups.
-    pipelines: Vec<Option<Vec<Pass>>>,
+    /// Per kernel on the device: its passes in order (one, or a scatter's two or
+    /// three), each a pipeline, its bind group and its workgroups.
+    pipelines: Vec<Option<DeviceKernel>>,
     /// The best way to time kernels here ([`WebGpuExecutable::timing_method`]).
     method: TimingMethod,
     /// The query set when timing by timestamps (none when nothing is dispatched).
@@ -185,12 +192,8 @@ impl WebGpuExecutable {
                 crate::limits::format_bytes(most)
             ));
         }
-        let dispatched = program
-            .shaders
-            .iter()
-            .flatten()
-            .filter(|s| s.workgroups() > 0 || s.copy_first.as_ref().is_some_and(|c| c.workgroups() > 0))
-            .count() as u32;
+        let dispatched =
+            program.shaders.iter().flatten().filter(|s| s.passes().any(|p| p.workgroups() > 0)).count() as u32;
         // Two queries per kernel in one set; a plan past the set's cap is timed by
         // submit and wait instead.
         let method = if adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY)
@@ -224,8 +227,26 @@ impl WebGpuExecutable {
                 pipelines.push(None);
                 continue;
             };
+            let scratch_bytes = shader.passes().map(|p| p.scratch_words).max().unwrap_or(0) * 4;
+            if scratch_bytes > most {
+                return Err(format!(
+                    "kernel {i} (%{}) needs {} of scratch but the adapter {} binds at most {} in one storage buffer",
+                    program.plan.kernels[i].name,
+                    crate::limits::format_bytes(scratch_bytes),
+                    info.name,
+                    crate::limits::format_bytes(most)
+                ));
+            }
+            let scratch = (scratch_bytes > 0).then(|| {
+                device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("scratch"),
+                    size: scratch_bytes,
+                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            });
             let mut passes = Vec::new();
-            for sh in shader.copy_first.as_deref().into_iter().chain([shader]) {
+            for sh in shader.passes() {
                 let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
                 let m = device.create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some(&program.plan.kernels[i].name),
@@ -242,16 +263,20 @@ impl WebGpuExecutable {
                 if let Some(e) = scope.pop().await {
                     return Err(format!("kernel {i} (%{}): the shader was refused: {e}", program.plan.kernels[i].name));
                 }
+                let mut entries = vec![wgpu::BindGroupEntry { binding: 0, resource: arena.as_entire_binding() }];
+                if let (Some(scratch), true) = (&scratch, sh.scratch_words > 0) {
+                    entries.push(wgpu::BindGroupEntry { binding: 1, resource: scratch.as_entire_binding() });
+                }
                 let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
                     label: None,
                     layout: &pipeline.get_bind_group_layout(0),
-                    entries: &[wgpu::BindGroupEntry { binding: 0, resource: arena.as_entire_binding() }],
+                    entries: &entries,
                 });
                 if sh.workgroups() > 0 {
                     passes.push(Pass { pipeline, bind, workgroups: sh.workgroups() });
                 }
             }
-            pipelines.push(Some(passes));
+            pipelines.push(Some(DeviceKernel { passes, scratch }));
         }
         let timestamps = timestamps_wanted.then(|| {
             let count = 2 * dispatched;
@@ -363,7 +388,7 @@ impl WebGpuExecutable {
         // (kernel, its first query), in dispatch order.
         let mut queried: Vec<(usize, u32)> = Vec::new();
         for (i, k) in plan.kernels.iter().enumerate() {
-            if let Some(passes) = &self.pipelines[i] {
+            if let Some(DeviceKernel { passes, scratch }) = &self.pipelines[i] {
                 if passes.is_empty() {
                     continue;
                 }
@@ -373,6 +398,9 @@ impl WebGpuExecutable {
                 }
                 let mut alone = per_kernel.then(encoder);
                 let enc = alone.as_mut().unwrap_or(&mut pending);
+                if let Some(scratch) = scratch {
+                    enc.clear_buffer(scratch, 0, None);
+                }
                 // A kernel of several passes is timed from its first's start to its
                 // last's end; passes run in order, each seeing the previous one's stores.
                 for (p, step) in passes.iter().enumerate() {

@@ -66,24 +66,34 @@ pub struct WgslKernel {
     /// Per line of `source`: the HLO instruction its value implements, or "" (the lines
     /// that bind a node's value; loop control, loads and stores have none).
     pub line_hlo: Vec<String>,
-    /// A shader dispatched before this one, as part of the same kernel: a scatter's copy
-    /// of its operand into its output (none when the two share their bytes).
-    pub copy_first: Option<Box<WgslKernel>>,
+    /// Shaders dispatched before this one, in order, as part of the same kernel: a
+    /// scatter's copy of its operand into its output (none when the two share their
+    /// bytes), then, for a replacing scatter, its claims.
+    pub before: Vec<WgslKernel>,
+    /// Words of the kernel's scratch buffer this shader binds as `claims` (binding 1):
+    /// zeroed before the kernel's first pass, shared by its passes (0: none).
+    pub scratch_words: u64,
 }
 
 impl WgslKernel {
-    /// Its shaders in dispatch order as one text (a scatter's copy first), with each
+    /// Its shaders in dispatch order (a scatter's copy first).
+    pub fn passes(&self) -> impl Iterator<Item = &WgslKernel> {
+        self.before.iter().chain([self])
+    }
+
+    /// Its shaders in dispatch order as one text, a blank line between two, with each
     /// line's HLO instruction.
     pub fn text(&self) -> (String, Vec<String>) {
-        match &self.copy_first {
-            None => (self.source.clone(), self.line_hlo.clone()),
-            Some(copy) => {
-                let mut lines = copy.line_hlo.clone();
+        let (mut source, mut lines) = (String::new(), Vec::new());
+        for (i, pass) in self.passes().enumerate() {
+            if i > 0 {
+                source.push('\n');
                 lines.push(String::new());
-                lines.extend(self.line_hlo.iter().cloned());
-                (format!("{}\n{}", copy.source, self.source), lines)
             }
+            source += &pass.source;
+            lines.extend(pass.line_hlo.iter().cloned());
         }
+        (source, lines)
     }
 
     /// Workgroups along x for one dispatch (the shader loops over the rest).
@@ -110,13 +120,18 @@ impl WgslKernel {
                 "column tiles: {} workgroups of {WORKGROUP}, each {COLUMN_RUN} columns",
                 self.invocations / WORKGROUP as u64
             ),
-            Mapping::AtomicUpdates => match &self.copy_first {
-                Some(copy) => format!(
-                    "{} invocations copy the operand, then {} combine the updates atomically",
-                    copy.invocations, self.invocations
-                ),
-                None => format!("{} invocations combine the updates atomically (in place)", self.invocations),
-            },
+            Mapping::AtomicUpdates => {
+                let n = self.invocations;
+                let land = if self.scratch_words > 0 {
+                    format!("{n} claim their elements, then {n} store the winning updates")
+                } else {
+                    format!("{n} combine the updates atomically")
+                };
+                match self.before.first().filter(|p| p.scratch_words == 0) {
+                    Some(copy) => format!("{} invocations copy the operand, then {land}", copy.invocations),
+                    None => format!("{land} (in place)"),
+                }
+            }
             Mapping::DotTiles => format!(
                 "dot tiles: {} invocations of {DOT_TILE}x{DOT_TILE} outputs, workgroups of {WORKGROUP}",
                 self.invocations
@@ -151,6 +166,12 @@ impl WgslKernel {
                  memory",
                 WORKGROUP as i64 / COLUMN_RUN
             ),
+            Mapping::AtomicUpdates if self.scratch_words > 0 => "a scatter that replaces: the operand copied \
+                into the output (unless it is already there); then one invocation per update element claims the \
+                element it targets with an atomic max of its position in a zeroed scratch buffer, and in a second \
+                pass the update whose claim won stores itself, so the last update of each element wins, as in \
+                the sequential scatter; updates outside the operand are skipped"
+                .into(),
             Mapping::AtomicUpdates => "a scatter: the operand copied into the output (unless it is already \
                 there), then one invocation per update element combining it into the element it targets with \
                 an atomic add or a compare-exchange loop; updates outside the operand are skipped"
@@ -217,9 +238,59 @@ pub fn emit(e: &Elemental, title: &str, place: &Placement, options: Options) -> 
 /// The WGSL of a scatter's update phase ([`AtomicScatter`]): one invocation per update
 /// element, which, where its target lies inside the output, combines itself into it
 /// atomically (`atomicAdd` for an integer sum, else a compare-exchange loop around the
-/// op's own semantics). `place` has the index array's and the updates' offsets as
-/// inputs, the output's as the one output.
+/// op's own semantics). A replacing scatter whose indices may repeat
+/// ([`AtomicScatter::last_wins`]) stores only the update whose claim won (see
+/// [`emit_scatter_claims`], dispatched before it). `place` has the index array's and the
+/// updates' offsets as inputs, the output's as the one output.
 pub fn emit_scatter_updates(s: &AtomicScatter, title: &str, place: &Placement) -> Result<WgslKernel, String> {
+    let base = place.outputs[0];
+    let int32 = matches!(s.elem, ElementType::S32 | ElementType::U32);
+    scatter_pass(s, title, place, |w, at| match s.op {
+        // A replacing scatter: the last update of each element, the one whose claim won.
+        None if s.last_wins => {
+            let v = w.value(s.value);
+            w.line(format_args!("if (atomicLoad(&claims[u32({at})]) == t + 1u) {{"));
+            w.pad += "  ";
+            w.store_alone(base, &at, s.elem, &v);
+            w.pad.truncate(w.pad.len() - 2);
+            w.line(format_args!("}}"));
+        }
+        // Unique indices: one update per element, read, combined and stored.
+        None => {
+            let v = w.value(s.new_value);
+            w.store_alone(base, &at, s.elem, &v);
+        }
+        Some(BinaryOp::Add) if int32 => {
+            let x = w.value(s.value);
+            w.line(format_args!("atomicAdd(&arena[{base}u + u32({at})], bitcast<u32>({x}));"));
+        }
+        Some(op) => {
+            let x = w.value(s.value);
+            w.combine_in_word(base, &at, s.elem, op, &x);
+        }
+    })
+}
+
+/// The claims of a replacing scatter whose indices may repeat
+/// ([`AtomicScatter::last_wins`]), dispatched after the operand's copy and before
+/// [`emit_scatter_updates`]: each update element inside the output raises its target's
+/// scratch word to its position in the update space plus one, so that the word ends
+/// at the last update's, the one the sequential scatter keeps.
+pub fn emit_scatter_claims(s: &AtomicScatter, title: &str, place: &Placement) -> Result<WgslKernel, String> {
+    if !s.last_wins {
+        return Err("only a replacing scatter whose indices may repeat claims its elements".into());
+    }
+    scatter_pass(s, title, place, |w, at| w.line(format_args!("atomicMax(&claims[u32({at})], t + 1u);")))
+}
+
+/// One pass over a scatter's update elements: the grid-stride loop, the bounds test and
+/// the target's position `at`, around what `land` writes for an update inside the output.
+fn scatter_pass(
+    s: &AtomicScatter,
+    title: &str,
+    place: &Placement,
+    land: impl FnOnce(&mut Writer, String),
+) -> Result<WgslKernel, String> {
     let e = &s.updates;
     check(e)?;
     if wide(s.elem) {
@@ -227,9 +298,14 @@ pub fn emit_scatter_updates(s: &AtomicScatter, title: &str, place: &Placement) -
     }
     let vars = e.outer_vars();
     let invocations: u64 = vars.iter().map(|&v| e.space[v as usize].max(0) as u64).product();
+    if s.last_wins && invocations >= u32::MAX as u64 {
+        return Err(format!("{invocations} updates: a claim (a position plus one) must fit in 32 bits"));
+    }
     let mut w = Writer::new(e, place, Mapping::AtomicUpdates);
     // Every access atomic: the arena is `array<atomic<u32>>`.
     w.atomic = true;
+    w.claims = s.last_wins;
+    w.scatter_elem = Some(s.elem);
     w.header(title, invocations);
     if invocations == 0 {
         w.body(&vars, 0);
@@ -242,31 +318,7 @@ pub fn emit_scatter_updates(s: &AtomicScatter, title: &str, place: &Placement) -
     w.line(format_args!("if ({inside}) {{"));
     w.pad += "  ";
     let at = w.index(s.target);
-    let base = place.outputs[0];
-    let int = matches!(s.elem, ElementType::S32 | ElementType::U32);
-    match s.op {
-        // Unique indices: one update per element, read, combined and stored.
-        None => {
-            let v = w.value(s.new_value);
-            w.line(format_args!("atomicStore(&arena[{base}u + u32({at})], bitcast<u32>({v}));"));
-        }
-        Some(BinaryOp::Add) if int => {
-            let x = w.value(s.value);
-            w.line(format_args!("atomicAdd(&arena[{base}u + u32({at})], bitcast<u32>({x}));"));
-        }
-        Some(op) => {
-            let x = w.value(s.value);
-            w.line(format_args!("let p = &arena[{base}u + u32({at})];"));
-            w.line(format_args!("var old = atomicLoad(p);"));
-            w.line(format_args!("loop {{"));
-            let ty = stored_type(s.elem).unwrap_or("f32");
-            let next = w.binary(op, s.elem, format!("bitcast<{ty}>(old)"), x);
-            w.line(format_args!("  let r = atomicCompareExchangeWeak(p, old, bitcast<u32>({next}));"));
-            w.line(format_args!("  if (r.exchanged) {{ break; }}"));
-            w.line(format_args!("  old = r.old_value;"));
-            w.line(format_args!("}}"));
-        }
-    }
+    land(&mut w, at);
     w.out += "    }\n  }\n}\n";
     w.finish(invocations)
 }
@@ -325,6 +377,43 @@ fn stored_type(t: ElementType) -> Option<&'static str> {
     }
 }
 
+/// How a narrow element sits in its word: elements per word, bits, the mask of one
+/// (`None` for a 32-bit element, a word of its own). Pred has none: it is not scattered.
+fn packing(t: ElementType) -> Option<(u32, u32, &'static str)> {
+    match t.byte_size() {
+        1 => Some((4, 8, "0xffu")),
+        2 => Some((2, 16, "0xffffu")),
+        _ => None,
+    }
+}
+
+/// The carried value of a narrow (not pred) element from its `field`, a `u32` holding
+/// its bits at the bottom.
+fn narrow_value(t: ElementType, field: &str) -> String {
+    use ElementType::*;
+    let bits = t.byte_size() * 8;
+    match t {
+        // Sign-extended: the field moved to the top, shifted back arithmetically.
+        S8 | S16 => format!("(bitcast<i32>({field} << {}u) >> {}u)", 32 - bits, 32 - bits),
+        F16 => format!("unpack2x16float({field}).x"),
+        BF16 => format!("bitcast<f32>({field} << 16u)"),
+        _ => field.to_string(),
+    }
+}
+
+/// The bits of a narrow (not pred) element from its carried value `v`, exact (a carried
+/// value is already of the narrow type, [`carrier`]; an f16 or bf16 one rounds to it
+/// here), masked to the element.
+fn narrow_bits(t: ElementType, v: &str, mask: &str) -> String {
+    use ElementType::*;
+    match t {
+        S8 | S16 => format!("bitcast<u32>({v}) & {mask}"),
+        F16 => format!("f16_bits({v}) & {mask}"),
+        BF16 => format!("bf16_bits({v}) & {mask}"),
+        _ => format!("({v}) & {mask}"),
+    }
+}
+
 /// The WGSL type a value of `t` is carried in: narrow types widened (integers extended
 /// by their signedness, f16 and bf16 exactly in f32), 64-bit integers as pairs of words
 /// ([`wide`]).
@@ -380,6 +469,11 @@ struct Writer<'a> {
     transpose: Option<TransposeTile>,
     /// A column reduction whose workgroups split the rows ([`column_nest`]).
     columns: Option<ColumnTile>,
+    /// Whether the shader binds the kernel's scratch words as `claims` (a replacing
+    /// scatter's passes).
+    claims: bool,
+    /// A scatter's element type: its values are made into the output's bits.
+    scatter_elem: Option<ElementType>,
     mapping: Mapping,
     /// Where in `out` the 64-bit helpers the shader calls go ([`wide::helpers_for`]),
     /// once it is written.
@@ -405,6 +499,8 @@ impl<'a> Writer<'a> {
             block: None,
             transpose: None,
             columns: None,
+            claims: false,
+            scatter_elem: None,
             mapping,
             helpers_at: 0,
         }
@@ -423,7 +519,14 @@ impl<'a> Writer<'a> {
             }
         }
         let line_hlo = line_origins(self.e, &self.out, &self.bound);
-        Ok(WgslKernel { source: self.out, invocations, mapping: self.mapping, line_hlo, copy_first: None })
+        Ok(WgslKernel {
+            source: self.out,
+            invocations,
+            mapping: self.mapping,
+            line_hlo,
+            before: Vec::new(),
+            scratch_words: 0,
+        })
     }
 }
 
@@ -439,6 +542,46 @@ impl Writer<'_> {
         } else {
             format!("arena[{index}]")
         }
+    }
+
+    /// Stores `v` (a value of `elem`) at element `at` of the output at word `base`, an
+    /// element no other invocation writes: a narrow one inside its word by bit
+    /// operations, which leave its neighbours (others' elements) alone.
+    fn store_alone(&mut self, base: u64, at: &str, elem: ElementType, v: &str) {
+        let Some((per_word, width, mask)) = packing(elem) else {
+            let bits = if elem == ElementType::U32 { v.to_string() } else { format!("bitcast<u32>({v})") };
+            self.line(format_args!("atomicStore(&arena[{base}u + u32({at})], {bits});"));
+            return;
+        };
+        let word = format!("&arena[{base}u + u32({at}) / {per_word}u]");
+        self.line(format_args!("let s = (u32({at}) % {per_word}u) * {width}u;"));
+        self.line(format_args!("atomicAnd({word}, ~({mask} << s));"));
+        self.line(format_args!("atomicOr({word}, ({}) << s);", narrow_bits(elem, v, mask)));
+    }
+
+    /// Combines `x` into element `at` of the output at word `base` with `op`, atomically:
+    /// a compare-exchange loop over the element's word, around the op's own semantics
+    /// (a narrow element's neighbours, written by others, make it retry, never change).
+    fn combine_in_word(&mut self, base: u64, at: &str, elem: ElementType, op: BinaryOp, x: &str) {
+        let (per_word, width, mask) = packing(elem).unwrap_or((1, 32, "0xffffffffu"));
+        self.line(format_args!("let p = &arena[{base}u + u32({at}) / {per_word}u];"));
+        self.line(format_args!("let s = (u32({at}) % {per_word}u) * {width}u;"));
+        self.line(format_args!("var old = atomicLoad(p);"));
+        self.line(format_args!("loop {{"));
+        let current = match packing(elem) {
+            Some(_) => narrow_value(elem, &format!("((old >> s) & {mask})")),
+            None if elem == ElementType::U32 => "old".into(),
+            None => format!("bitcast<{}>(old)", value_type(elem).unwrap_or("f32")),
+        };
+        let next = self.binary(op, elem, current, x.to_string());
+        let bits = match packing(elem) {
+            Some(_) => format!("(old & ~({mask} << s)) | (({}) << s)", narrow_bits(elem, &next, mask)),
+            None => format!("bitcast<u32>({next})"),
+        };
+        self.line(format_args!("  let r = atomicCompareExchangeWeak(p, old, {bits});"));
+        self.line(format_args!("  if (r.exchanged) {{ break; }}"));
+        self.line(format_args!("  old = r.old_value;"));
+        self.line(format_args!("}}"));
     }
 
     /// Whether a workgroup (not an invocation) takes each of the outer positions.
@@ -474,12 +617,17 @@ impl Writer<'_> {
         } else {
             "@group(0) @binding(0) var<storage, read_write> arena: array<u32>;\n\n"
         };
+        if self.claims {
+            self.out.truncate(self.out.len() - 1);
+            self.out += "@group(0) @binding(1) var<storage, read_write> claims: array<atomic<u32>>;\n\n";
+        }
         self.out += "fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }\n";
         let e = self.e;
         // The rounding helpers where an f16 or bf16 value is made (not only loaded).
         let makes = |t: ElementType| {
             e.nodes.iter().any(|n| n.elem == t && !matches!(n.node, Node::Load { .. }))
                 || e.outputs.iter().any(|o| o.elem == t)
+                || self.scatter_elem == Some(t)
         };
         if makes(ElementType::F16) {
             self.out += F16_BITS;
@@ -779,11 +927,7 @@ impl<'a> Lower<'a> for Writer<'a> {
         let field = format!("(({word} >> ((u32({at}) % {per_word}u) * {bits}u)) & {mask})");
         match elem {
             Pred => format!("({field} != 0u)"),
-            U8 | U16 => field,
-            // Sign-extended: the field moved to the top, shifted back arithmetically.
-            S8 | S16 => format!("(bitcast<i32>({field} << {}u) >> {}u)", 32 - bits, 32 - bits),
-            F16 => format!("unpack2x16float({field}).x"),
-            BF16 => format!("bitcast<f32>({field} << 16u)"),
+            U8 | U16 | S8 | S16 | F16 | BF16 => narrow_value(elem, &field),
             t => self.refuse(Err(format!("a {t} load"))),
         }
     }
@@ -1021,17 +1165,12 @@ impl<'a> Lower<'a> for Writer<'a> {
             }
             return;
         }
-        // The element's bits from its carrier, exact: the carried value is already of the
-        // narrow type ([`carrier`]).
-        let bits = match out.elem {
-            Pred => format!("select(0u, 1u, {v})"),
-            S8 | S16 => format!("bitcast<u32>({v})"),
-            F16 => format!("f16_bits({v})"),
-            BF16 => format!("bf16_bits({v})"),
-            _ => v,
-        };
         let (per_word, width) = (4 / bytes, bytes * 8);
         let mask = if bytes == 1 { "0xffu" } else { "0xffffu" };
+        let bits = match out.elem {
+            Pred => format!("select(0u, 1u, {v})"),
+            _ => narrow_bits(out.elem, &v, mask),
+        };
         let t = self.tmps;
         self.tmps += 1;
         let word = format!("&arena[{base}u + ({at}) / {per_word}u]");
@@ -1041,7 +1180,7 @@ impl<'a> Lower<'a> for Writer<'a> {
             self.pad += "  ";
         }
         self.line(format_args!("let s{t} = (({at}) % {per_word}u) * {width}u;"));
-        self.line(format_args!("let b{t} = ({bits}) & {mask};"));
+        self.line(format_args!("let b{t} = {bits};"));
         self.line(format_args!("atomicAnd({word}, ~({mask} << s{t}));"));
         self.line(format_args!("atomicOr({word}, b{t} << s{t});"));
         self.pad = pad;

@@ -663,7 +663,11 @@ pub fn measure(
         }
         Runner::WebGpu { exe, module } => {
             let program = exe.program();
-            let code = |k: usize| if program.shaders[k].is_some() { "wgsl" } else { "interpreter (host)" }.to_string();
+            let code = |k: usize| match (&program.shaders[k], program.nested[k].is_empty()) {
+                (Some(_), _) => "wgsl".to_string(),
+                (None, false) => "control flow: its programs' wgsl, driven from the host".to_string(),
+                (None, true) => "interpreter (host)".to_string(),
+            };
             let arena = &program.plan.arena;
             (rows(module, &program.plan, &code, true, &per_kernel, &nested_runs), arena.arena_bytes, arena.buffer_bytes)
         }

@@ -23,18 +23,15 @@ fn shaders_validate(name: &str, module: &Module) -> Result<usize, String> {
     shaders_validate_with(name, module, webgpu::wgsl::Options::default())
 }
 
-/// [`shaders_validate`] with the emitter's `options`; a scatter's copy and claims count
-/// too.
+/// [`shaders_validate`] with the emitter's `options`; a scatter's copy and claims, and
+/// control flow's programs, count too.
 fn shaders_validate_with(name: &str, module: &Module, options: webgpu::wgsl::Options) -> Result<usize, String> {
     let Ok(program) = webgpu::compile_with(module, options) else { return Ok(0) };
-    let mut n = 0;
-    for (i, s) in program.shaders.iter().enumerate() {
-        for s in s.iter().flat_map(|s| s.passes()) {
-            validate(&s.source).map_err(|e| format!("{name}: kernel {i}: {e}\n{}", s.source))?;
-            n += 1;
-        }
+    let shaders = program.all_shaders();
+    for s in &shaders {
+        validate(&s.source).map_err(|e| format!("{name}: {e}\n{}", s.source))?;
     }
-    Ok(n)
+    Ok(shaders.len())
 }
 
 fn jax_corpus() -> Vec<(String, Module)> {
@@ -521,6 +518,48 @@ ENTRY %main (a: u8[50,16], ga: u8[300,16], b: s16[50,16], gb: s16[300,16], c: s8
   ROOT %t = (u8[50,16], s16[50,16], s8[50,16], bf16[50,16], f16[50,16]) tuple(%sa, %sm, %sp, %sd, %sr)
 }";
 
+/// Control flow the host drives: a while loop (HLO's variadic form) whose body halves a
+/// vector and adds one, five times, and a conditional on a pred whose branches negate or
+/// double the loop's result; each computation has kernels of its own.
+const CONTROL_FLOW: &str = "HloModule m
+%cond (i: s32[], x: f32[1024]) -> pred[] {
+  %i = s32[] parameter(0)
+  %x = f32[1024] parameter(1)
+  %n = s32[] constant(5)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+%body (i: s32[], x: f32[1024]) -> (s32[], f32[1024]) {
+  %i = s32[] parameter(0)
+  %x = f32[1024] parameter(1)
+  %one = s32[] constant(1)
+  %j = s32[] add(%i, %one)
+  %h = f32[] constant(0.5)
+  %hb = f32[1024] broadcast(%h), dimensions={}
+  %y = f32[1024] multiply(%x, %hb)
+  %u = f32[] constant(1)
+  %ub = f32[1024] broadcast(%u), dimensions={}
+  %z = f32[1024] add(%y, %ub)
+  ROOT %r = (s32[], f32[1024]) tuple(%j, %z)
+}
+%neg (x: f32[1024]) -> f32[1024] {
+  %x = f32[1024] parameter(0)
+  ROOT %n = f32[1024] negate(%x)
+}
+%dbl (x: f32[1024]) -> f32[1024] {
+  %x = f32[1024] parameter(0)
+  ROOT %d = f32[1024] add(%x, %x)
+}
+ENTRY %main (x: f32[1024], p: pred[]) -> (s32[], f32[1024], f32[1024]) {
+  %x = f32[1024] parameter(0)
+  %p = pred[] parameter(1)
+  %zero = s32[] constant(0)
+  %w = (s32[], f32[1024]) while(%zero, %x), condition=%cond, body=%body
+  %n = s32[] get-tuple-element(%w), index=0
+  %wx = f32[1024] get-tuple-element(%w), index=1
+  %c = f32[1024] conditional(%p, %wx, %x), true_computation=%neg, false_computation=%dbl
+  ROOT %t = (s32[], f32[1024], f32[1024]) tuple(%n, %wx, %c)
+}";
+
 #[cfg(feature = "webgpu")]
 mod on_a_device {
     use super::*;
@@ -715,6 +754,36 @@ ENTRY %main (x: f32[3,1000], i: s32[5000]) -> (f32[3], f32[], s32[], f32[3]) {
             assert_eq!(got[3].to_le_bytes(), want[3].to_le_bytes(), "seed {seed}: the replacing one");
             assert_eq!(got[4].to_le_bytes(), want[4].to_le_bytes(), "seed {seed}: the unique one");
             assert_eq!(got[5].to_le_bytes(), want[5].to_le_bytes(), "seed {seed}: the multiplying one");
+        }
+    }
+
+    #[test]
+    fn control_flow_runs_its_computations_kernels_on_the_device() {
+        let module = optimize(&hloscope_core::parse::parse_module(CONTROL_FLOW).unwrap()).unwrap();
+        let program = webgpu::compile(&module).unwrap();
+        let listing = program.listing();
+        // Nothing interpreted: the loop's and the branches' kernels are shaders, the
+        // control flow itself driven from the host.
+        assert_eq!(program.counts().1, 0, "{listing}");
+        assert_eq!(listing.matches(", driven from the host ----").count(), 2, "{listing}");
+        assert!(listing.contains(".body.") && listing.contains(".branch1."), "{listing}");
+        for sh in program.all_shaders() {
+            validate(&sh.source).unwrap_or_else(|e| panic!("{e}\n{}", sh.source));
+        }
+        let exe = WebGpuExecutable::new(&module, program).unwrap_or_else(|e| panic!("{e}"));
+        for (seed, p) in [(1, true), (2, false)] {
+            let mut args = hloscope_core::interp::random_inputs(&module, seed);
+            args[1] = Value::Array(Literal::scalar_from(ElementType::Pred, hloscope_core::ir::Scalar::Pred(p)));
+            let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+            let (got, times) = exe.run_timed(&args, TimingMethod::SubmitAndWait).unwrap();
+            let got = got.flatten();
+            assert_eq!(got[0].to_le_bytes(), [5, 0, 0, 0], "five iterations");
+            for k in 0..3 {
+                assert_eq!(got[k].to_le_bytes(), want[k].to_le_bytes(), "seed {seed}, pred {p}: output {k}");
+            }
+            // The loop and the conditional are timed whole, as device work.
+            let kernels = times.kernels.expect("a timed run").kernels;
+            assert!(kernels.iter().all(|t| !t.on_host), "{kernels:?}");
         }
     }
 

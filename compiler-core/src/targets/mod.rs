@@ -23,6 +23,7 @@ use crate::passes::fusion::FusionConfig;
 #[cfg(feature = "cpu-codegen")]
 pub mod cpu;
 
+pub mod control;
 pub mod cstyle;
 pub mod cuda;
 #[cfg(any(feature = "cpu-codegen", feature = "wasm-run"))]

@@ -208,6 +208,19 @@ fn wgsl_listing(module: &Module) -> Result<Vec<KernelListing>, String> {
                     let (source, lines) = sh.text();
                     (sh.runs(), vec![sh.how()], source, lines)
                 }
+                None if !program.nested[index].is_empty() => {
+                    let source = program.control_listing(index);
+                    let lines = vec![String::new(); source.lines().count()];
+                    (
+                        "driven from the host, its programs on the device".to_string(),
+                        vec![format!(
+                            "{}: the host reads the condition or selector and runs the chosen program's kernels on the device",
+                            k.kind
+                        )],
+                        source,
+                        lines,
+                    )
+                }
                 None => {
                     let why = match &k.kind {
                         hloscope_core::kernel::KernelKind::Opaque { reason } => reason.clone(),

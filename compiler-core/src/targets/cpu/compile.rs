@@ -154,8 +154,7 @@ fn new_jit() -> Result<JITModule, String> {
     Ok(JITModule::new(builder))
 }
 
-/// Nesting of while loops beyond which bodies are interpreted instead.
-const MAX_DEPTH: usize = 16;
+use crate::targets::control::MAX_DEPTH;
 
 /// A fingerprint of a kernel as planned: what its machine code assumes — its buffers,
 /// kind and the shape of its loops (the function's ABI), not its whole expression (the

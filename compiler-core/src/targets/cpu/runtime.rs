@@ -12,9 +12,7 @@ use crate::kernel::{self, BufferId, KernelPlan, ValueBufs};
 use std::sync::atomic::Ordering;
 use std::sync::TryLockError;
 
-/// Most iterations of one while loop before the run fails (never hang), as the
-/// interpreter's budget.
-const MAX_ITERATIONS: u64 = 10_000_000;
+use crate::targets::control::{self, MAX_LOOP_ITERATIONS as MAX_ITERATIONS};
 
 /// Iterations of a kernel below which it runs on one thread: waking the pool costs a few
 /// microseconds, about what this much simple elementwise work takes.
@@ -757,10 +755,8 @@ impl CpuExecutable {
                                 &in_cond,
                                 hook.as_deref_mut(),
                             )?;
-                            match go.as_array().map(|l| l.get(0)) {
-                                Some(crate::ir::Scalar::Pred(true)) => {}
-                                Some(crate::ir::Scalar::Pred(false)) => break,
-                                _ => return Err("the while condition is not a pred scalar".into()),
+                            if !control::loop_continues(&go)? {
+                                break;
                             }
                             iterations += 1;
                             if iterations > MAX_ITERATIONS {
@@ -774,28 +770,14 @@ impl CpuExecutable {
                                 &in_body,
                                 hook.as_deref_mut(),
                             )?;
-                            state = if state.len() == 1 {
-                                vec![next]
-                            } else {
-                                match next {
-                                    Value::Tuple(vs) => vs,
-                                    _ => return Err("the while body must return a tuple".into()),
-                                }
-                            };
+                            state = control::next_state(next, state.len())?;
                         }
-                        let v = if state.len() == 1 { state.pop().expect("one value") } else { Value::Tuple(state) };
-                        write_value(bufs, result, v);
+                        write_value(bufs, result, control::loop_result(state));
                         Ok(())
                     }
                     Code::Case { branches, branch_operands, operands, result } => {
                         let selector = read_value(&self.plan, bufs, &operands[0])?;
-                        let last = branches.len() - 1;
-                        let chosen = match selector.as_array().map(|l| l.get(0)) {
-                            Some(crate::ir::Scalar::Pred(p)) => usize::from(!p).min(last),
-                            Some(crate::ir::Scalar::S(i)) => usize::try_from(i).map_or(last, |i| i.min(last)),
-                            Some(crate::ir::Scalar::U(i)) => usize::try_from(i).map_or(last, |i| i.min(last)),
-                            _ => return Err("the conditional's selector is not an integer or pred".into()),
-                        };
+                        let chosen = control::branch_index(&selector, branches.len())?;
                         let args: Vec<Value> = branch_operands[chosen]
                             .iter()
                             .map(|&k| {

@@ -26,6 +26,7 @@ pub mod runtime;
 use crate::ir::{ElementType, Module};
 use crate::kernel::atomic_scatter::atomic_scatter;
 use crate::kernel::{self, KernelBody, KernelPlan, TargetCaps};
+use crate::targets::control;
 use std::collections::HashMap;
 
 /// What the planner is told about WebGPU.
@@ -43,30 +44,98 @@ pub fn caps() -> TargetCaps {
 #[derive(Clone, Debug)]
 pub struct WebGpuProgram {
     pub plan: KernelPlan,
-    /// Per kernel: its shader, or `None` for a kernel the host runs (opaque).
+    /// Per kernel: its shader, or `None` for a kernel the host runs (opaque) or drives
+    /// (control flow).
     pub shaders: Vec<Option<wgsl::WgslKernel>>,
+    /// Per kernel: a while loop's condition and body, or a conditional's branches, as
+    /// programs of their own, which the host drives (empty for other kernels).
+    pub nested: Vec<Vec<WebGpuProgram>>,
 }
 
 impl WebGpuProgram {
-    /// (kernels on the GPU, kernels on the host).
+    /// (kernels on the GPU, kernels on the host), those inside control flow included
+    /// (the control flow itself, which the host drives, is neither).
     pub fn counts(&self) -> (usize, usize) {
-        let gpu = self.shaders.iter().filter(|s| s.is_some()).count();
-        (gpu, self.shaders.len() - gpu)
+        let (mut gpu, mut host) = (0, 0);
+        for (sh, nested) in self.shaders.iter().zip(&self.nested) {
+            match (sh, nested.is_empty()) {
+                (Some(_), _) => gpu += 1,
+                (None, true) => host += 1,
+                (None, false) => {
+                    for (g, h) in nested.iter().map(WebGpuProgram::counts) {
+                        (gpu, host) = (gpu + g, host + h);
+                    }
+                }
+            }
+        }
+        (gpu, host)
+    }
+
+    /// Every shader, those of control flow's programs included, each with its passes.
+    pub fn all_shaders(&self) -> Vec<&wgsl::WgslKernel> {
+        let mut out: Vec<&wgsl::WgslKernel> = self.shaders.iter().flatten().flat_map(|s| s.passes()).collect();
+        out.extend(self.nested.iter().flatten().flat_map(WebGpuProgram::all_shaders));
+        out
+    }
+
+    /// The kernels the host runs (in the interpreter), those inside control flow
+    /// included.
+    pub fn host_kernels(&self) -> Vec<&kernel::Kernel> {
+        let mut out = Vec::new();
+        for ((k, sh), nested) in self.plan.kernels.iter().zip(&self.shaders).zip(&self.nested) {
+            match (sh, nested.is_empty()) {
+                (Some(_), _) => {}
+                (None, true) => out.push(k),
+                (None, false) => out.extend(nested.iter().flat_map(WebGpuProgram::host_kernels)),
+            }
+        }
+        out
     }
 
     /// Every shader with its kernel's index and name, for `--emit wgsl`; host kernels
-    /// say why they are not on the GPU.
+    /// say why they are not on the GPU, control flow lists its programs' shaders.
     pub fn listing(&self) -> String {
+        self.listing_under("")
+    }
+
+    /// The shaders of control-flow kernel `k`'s programs (its condition and body, or its
+    /// branches), as [`WebGpuProgram::listing`] shows them; empty for other kernels.
+    pub fn control_listing(&self, k: usize) -> String {
+        let (Some(kernel), Some(nested)) = (self.plan.kernels.get(k), self.nested.get(k)) else {
+            return String::new();
+        };
+        let parts = match kernel.body {
+            KernelBody::While { .. } => vec!["cond".to_string(), "body".to_string()],
+            _ => (0..nested.len()).map(|b| format!("branch{b}")).collect(),
+        };
         let mut s = String::new();
-        for (i, (k, sh)) in self.plan.kernels.iter().zip(&self.shaders).enumerate() {
+        for (part, program) in parts.iter().zip(nested) {
+            s += &program.listing_under(&format!("{k}.{part}."));
+        }
+        s
+    }
+
+    fn listing_under(&self, path: &str) -> String {
+        let mut s = String::new();
+        for (i, ((k, sh), nested)) in self.plan.kernels.iter().zip(&self.shaders).zip(&self.nested).enumerate() {
             match sh {
                 Some(sh) => {
-                    s += &format!("// ---- kernel {i} %{} ----\n", k.name);
+                    s += &format!("// ---- kernel {path}{i} %{} ----\n", k.name);
                     for pass in sh.passes() {
                         s += &format!("{}\n", pass.source);
                     }
                 }
-                None => s += &format!("// ---- kernel {i} %{}: on the host: {} ----\n\n", k.name, k.kind),
+                None if !nested.is_empty() => {
+                    s += &format!("// ---- kernel {path}{i} %{}: {}, driven from the host ----\n\n", k.name, k.kind);
+                    let parts = match k.body {
+                        KernelBody::While { .. } => vec!["cond".to_string(), "body".to_string()],
+                        _ => (0..nested.len()).map(|b| format!("branch{b}")).collect(),
+                    };
+                    for (part, program) in parts.iter().zip(nested) {
+                        s += &program.listing_under(&format!("{path}{i}.{part}."));
+                    }
+                }
+                None => s += &format!("// ---- kernel {path}{i} %{}: on the host: {} ----\n\n", k.name, k.kind),
             }
         }
         s
@@ -82,8 +151,21 @@ pub fn compile(module: &Module) -> Result<WebGpuProgram, String> {
 
 /// [`compile`] with the emitter's `options`.
 pub fn compile_with(module: &Module, options: wgsl::Options) -> Result<WebGpuProgram, String> {
-    let mut plan = kernel::plan_computation_with(module, module.entry, &caps())?;
+    compile_computation(module, module.entry, options, 0)
+}
+
+/// Computation `comp` of `module` as a program, `depth` levels of control flow deep: a
+/// while loop's or conditional's computations become programs of their own, down to
+/// [`control::MAX_DEPTH`] levels (deeper ones run on the host in the interpreter).
+fn compile_computation(
+    module: &Module,
+    comp: crate::ir::CompId,
+    options: wgsl::Options,
+    depth: usize,
+) -> Result<WebGpuProgram, String> {
+    let mut plan = kernel::plan_computation_with(module, comp, &caps())?;
     let mut refused: HashMap<crate::ir::InstId, String> = HashMap::new();
+    let mut nested: HashMap<crate::ir::InstId, Vec<WebGpuProgram>> = HashMap::new();
     for k in &plan.kernels {
         let why = match &k.body {
             KernelBody::Elemental(e) => match emit_kernel(&plan, k, e, options) {
@@ -93,12 +175,30 @@ pub fn compile_with(module: &Module, options: wgsl::Options) -> Result<WebGpuPro
             KernelBody::Opaque { .. } => continue,
             KernelBody::Dot(_) => "dots run as reductions on webgpu".into(),
             KernelBody::Sort(_) => "sorts are not compiled for webgpu yet".into(),
-            KernelBody::Scatter(spec) => match emit_scatter(module, &plan, k, spec) {
+            KernelBody::Scatter(spec) => match emit_scatter(module, comp, &plan, k, spec) {
                 Ok(_) => continue,
                 Err(why) => why,
             },
-            KernelBody::While { .. } | KernelBody::Case { .. } => {
-                "control flow runs on the host for webgpu (the interpreter, whole)".into()
+            KernelBody::While { .. } | KernelBody::Case { .. } if depth >= control::MAX_DEPTH => {
+                format!("control flow nested deeper than {} levels runs on the host", control::MAX_DEPTH)
+            }
+            KernelBody::While { cond, body, .. } => {
+                match [*cond, *body].iter().map(|&c| compile_computation(module, c, options, depth + 1)).collect() {
+                    Ok(programs) => {
+                        nested.insert(k.source, programs);
+                        continue;
+                    }
+                    Err(why) => format!("its loop's computations cannot be planned: {why}"),
+                }
+            }
+            KernelBody::Case { branches, .. } => {
+                match branches.iter().map(|&c| compile_computation(module, c, options, depth + 1)).collect() {
+                    Ok(programs) => {
+                        nested.insert(k.source, programs);
+                        continue;
+                    }
+                    Err(why) => format!("its branches cannot be planned: {why}"),
+                }
             }
         };
         refused.entry(k.source).or_insert(why);
@@ -111,11 +211,19 @@ pub fn compile_with(module: &Module, options: wgsl::Options) -> Result<WebGpuPro
         .iter()
         .map(|k| match &k.body {
             KernelBody::Elemental(e) => emit_kernel(&plan, k, e, options).map(Some),
-            KernelBody::Scatter(spec) => emit_scatter(module, &plan, k, spec).map(Some),
+            KernelBody::Scatter(spec) => emit_scatter(module, comp, &plan, k, spec).map(Some),
             _ => Ok(None),
         })
         .collect::<Result<_, _>>()?;
-    Ok(WebGpuProgram { plan, shaders })
+    let nested = plan
+        .kernels
+        .iter()
+        .map(|k| match k.body {
+            KernelBody::While { .. } | KernelBody::Case { .. } => nested.remove(&k.source).unwrap_or_default(),
+            _ => Vec::new(),
+        })
+        .collect();
+    Ok(WebGpuProgram { plan, shaders, nested })
 }
 
 /// A scatter on the device ([`atomic_scatter`]): the updates' shader, after the copy of
@@ -123,11 +231,12 @@ pub fn compile_with(module: &Module, options: wgsl::Options) -> Result<WebGpuPro
 /// replacing scatter, after the claims (both share a scratch word per output element).
 fn emit_scatter(
     module: &Module,
+    comp: crate::ir::CompId,
     plan: &KernelPlan,
     k: &kernel::Kernel,
     spec: &kernel::ScatterSpec,
 ) -> Result<wgsl::WgslKernel, String> {
-    let s = atomic_scatter(spec, module.comp(module.entry))?;
+    let s = atomic_scatter(spec, module.comp(comp))?;
     let word = |b: kernel::BufferId| plan.arena.offset(b) / 4;
     let (operand, output) = (word(k.inputs[0]), word(k.outputs[0]));
     let title = format!("%{} ({})", k.name, k.kind);

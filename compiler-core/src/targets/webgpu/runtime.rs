@@ -25,6 +25,7 @@ use super::WebGpuProgram;
 use crate::interp::{CustomCallHook, Interpreter};
 use crate::ir::{Literal, Module, Value};
 use crate::kernel::{BufferId, KernelBody, ValueBufs};
+use crate::targets::control;
 use clock::Stopwatch;
 use std::time::Duration;
 
@@ -151,6 +152,9 @@ pub struct WebGpuExecutable {
     /// Per kernel on the device: its passes in order (one, or a scatter's two or
     /// three), each a pipeline, its bind group and its workgroups.
     pipelines: Vec<Option<DeviceKernel>>,
+    /// Per kernel: a while loop's condition and body, or a conditional's branches, on the
+    /// same device (empty for other kernels).
+    nested: Vec<Vec<WebGpuExecutable>>,
     /// The best way to time kernels here ([`WebGpuExecutable::timing_method`]).
     method: TimingMethod,
     /// The query set when timing by timestamps (none when nothing is dispatched).
@@ -182,16 +186,7 @@ impl WebGpuExecutable {
     ) -> Result<WebGpuExecutable, String> {
         let info = adapter.get_info();
         let limits = adapter.limits();
-        let bytes = program.plan.arena.arena_bytes.max(4).next_multiple_of(4);
         let most = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
-        if bytes > most {
-            return Err(format!(
-                "the arena needs {} but the adapter {} binds at most {} in one storage buffer",
-                crate::limits::format_bytes(bytes),
-                info.name,
-                crate::limits::format_bytes(most)
-            ));
-        }
         let dispatched =
             program.shaders.iter().flatten().filter(|s| s.passes().any(|p| p.workgroups() > 0)).count() as u32;
         // Two queries per kernel in one set; a plan past the set's cap is timed by
@@ -215,6 +210,48 @@ impl WebGpuExecutable {
             })
             .await
             .map_err(|e| format!("the adapter {} gave no device: {e}", info.name))?;
+        let adapter = AdapterInfo {
+            name: info.name.clone(),
+            backend: format!("{:?}", info.backend),
+            driver: format!("{} {}", info.driver, info.driver_info).trim().to_string(),
+        };
+        let on = OnDevice { device: &device, queue: &queue, adapter: &adapter, most };
+        on.open(module, program, method, timestamps_wanted).await
+    }
+}
+
+/// What every program opened on one device shares: a while loop's or conditional's
+/// programs run on their parent's device.
+struct OnDevice<'a> {
+    device: &'a wgpu::Device,
+    queue: &'a wgpu::Queue,
+    adapter: &'a AdapterInfo,
+    /// The most bytes one storage buffer may bind.
+    most: u64,
+}
+
+impl OnDevice<'_> {
+    /// `program`'s arena, pipelines and constants (and its control flow's programs', each
+    /// with an arena of its own), timed by `method` (timestamps when wanted: the top
+    /// program only; control flow is timed whole, by the clock).
+    async fn open(
+        &self,
+        module: &Module,
+        program: WebGpuProgram,
+        method: TimingMethod,
+        timestamps_wanted: bool,
+    ) -> Result<WebGpuExecutable, String> {
+        let OnDevice { device, queue, adapter, most } = *self;
+        let info = adapter;
+        let bytes = program.plan.arena.arena_bytes.max(4).next_multiple_of(4);
+        if bytes > most {
+            return Err(format!(
+                "the arena needs {} but the adapter {} binds at most {} in one storage buffer",
+                crate::limits::format_bytes(bytes),
+                info.name,
+                crate::limits::format_bytes(most)
+            ));
+        }
         let arena = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("arena"),
             size: bytes,
@@ -279,7 +316,8 @@ impl WebGpuExecutable {
             pipelines.push(Some(DeviceKernel { passes, scratch }));
         }
         let timestamps = timestamps_wanted.then(|| {
-            let count = 2 * dispatched;
+            let dispatched = program.shaders.iter().flatten().filter(|s| s.passes().any(|p| p.workgroups() > 0));
+            let count = 2 * dispatched.count() as u32;
             let size = u64::from(count) * u64::from(wgpu::QUERY_SIZE);
             let buffer = |label, usage| {
                 device.create_buffer(&wgpu::BufferDescriptor {
@@ -301,29 +339,69 @@ impl WebGpuExecutable {
             }
         });
         let (wrapped, host) = program.plan.host_computations(module);
-        let adapter = AdapterInfo {
-            name: info.name.clone(),
-            backend: format!("{:?}", info.backend),
-            driver: format!("{} {}", info.driver, info.driver_info).trim().to_string(),
-        };
+        let mut nested = Vec::with_capacity(program.nested.len());
+        for programs in &program.nested {
+            let mut opened = Vec::with_capacity(programs.len());
+            for p in programs {
+                opened.push(Box::pin(self.open(module, p.clone(), TimingMethod::SubmitAndWait, false)).await?);
+            }
+            nested.push(opened);
+        }
         let exe = WebGpuExecutable {
             program,
             module: wrapped,
             host,
-            device,
-            queue,
+            device: device.clone(),
+            queue: queue.clone(),
             arena,
             pipelines,
+            nested,
             method,
             timestamps,
-            adapter,
+            adapter: adapter.clone(),
         };
         for (b, lit) in &exe.program.plan.constants {
             exe.upload(*b, lit)?;
         }
         Ok(exe)
     }
+}
 
+/// Runs a while loop driven from the host: `programs` are its condition and body, run
+/// on `state` until the condition says no (or [`control::MAX_LOOP_ITERATIONS`] pass).
+async fn run_loop(
+    programs: &[WebGpuExecutable],
+    mut state: Vec<Value>,
+    mut hook: Option<&mut CustomCallHook<'_>>,
+) -> Result<Value, String> {
+    let [cond, body] = programs else { return Err("a while loop without its condition and body".into()) };
+    let mut iterations = 0u64;
+    while control::loop_continues(&run_nested(cond, &state, hook.as_deref_mut()).await?)? {
+        iterations += 1;
+        if iterations > control::MAX_LOOP_ITERATIONS {
+            return Err(format!(
+                "gave up after {} loop iterations (is the loop infinite?)",
+                control::MAX_LOOP_ITERATIONS
+            ));
+        }
+        let next = run_nested(body, &state, hook.as_deref_mut()).await?;
+        state = control::next_state(next, state.len())?;
+    }
+    Ok(control::loop_result(state))
+}
+
+/// Runs a program of control flow on `args` and reads its result back.
+async fn run_nested(
+    exe: &WebGpuExecutable,
+    args: &[Value],
+    hook: Option<&mut CustomCallHook<'_>>,
+) -> Result<Value, String> {
+    exe.load(args)?;
+    Box::pin(exe.execute_with(None, hook)).await?;
+    exe.read_result_async().await
+}
+
+impl WebGpuExecutable {
     pub fn program(&self) -> &WebGpuProgram {
         &self.program
     }
@@ -428,8 +506,14 @@ impl WebGpuExecutable {
                 }
                 continue;
             }
-            let KernelBody::Opaque { operands, result, .. } = &k.body else {
-                return Err(format!("kernel {i} (%{}) has neither a shader nor a host computation", k.name));
+            let (operands, result) = match &k.body {
+                KernelBody::Opaque { operands, result, .. } => (operands, result),
+                KernelBody::While { operands, result, .. } | KernelBody::Case { operands, result, .. }
+                    if !self.nested[i].is_empty() =>
+                {
+                    (operands, result)
+                }
+                _ => return Err(format!("kernel {i} (%{}) has neither a shader nor a host computation", k.name)),
             };
             if dirty {
                 let idx = self.queue.submit([std::mem::replace(&mut pending, encoder()).finish()]);
@@ -446,12 +530,30 @@ impl WebGpuExecutable {
             }
             let vals: Vec<Value> =
                 operands.iter().map(|o| plan.read_value(&mirror[..], o)).collect::<Result<_, _>>()?;
-            let comp = self.host[i].ok_or("a host kernel without its computation")?;
-            let mut interp = Interpreter::new(&self.module);
-            if let Some(hook) = hook.as_deref_mut() {
-                interp = interp.with_custom_call_hook(|inst, args| hook(inst, args));
-            }
-            let v = interp.call(comp, &vals).map_err(|e| format!("%{}: {}", e.inst, e.message))?;
+            let v = match &k.body {
+                KernelBody::While { .. } => run_loop(&self.nested[i], vals, hook.as_deref_mut())
+                    .await
+                    .map_err(|e| format!("%{}: {e}", k.name))?,
+                KernelBody::Case { branch_operands, .. } => {
+                    let selector = vals.first().ok_or("a conditional without a selector")?;
+                    let chosen = control::branch_index(selector, self.nested[i].len())?;
+                    let args: Vec<Value> = branch_operands[chosen]
+                        .iter()
+                        .map(|&o| vals.get(o as usize + 1).cloned().ok_or("a branch operand out of range"))
+                        .collect::<Result<_, _>>()?;
+                    run_nested(&self.nested[i][chosen], &args, hook.as_deref_mut())
+                        .await
+                        .map_err(|e| format!("%{}: branch {chosen}: {e}", k.name))?
+                }
+                _ => {
+                    let comp = self.host[i].ok_or("a host kernel without its computation")?;
+                    let mut interp = Interpreter::new(&self.module);
+                    if let Some(hook) = hook.as_deref_mut() {
+                        interp = interp.with_custom_call_hook(|inst, args| hook(inst, args));
+                    }
+                    interp.call(comp, &vals).map_err(|e| format!("%{}: {}", e.inst, e.message))?
+                }
+            };
             plan.write_value(&mut mirror[..], result, &v)?;
             for b in result.leaves() {
                 let (at, n) = plan.span(b);
@@ -489,7 +591,12 @@ impl WebGpuExecutable {
                 .iter()
                 .zip(times)
                 .enumerate()
-                .map(|(i, (k, time))| KernelTime { name: k.name.clone(), on_host: self.pipelines[i].is_none(), time })
+                .map(|(i, (k, time))| KernelTime {
+                    name: k.name.clone(),
+                    // Control flow runs its programs' kernels on the device (timed whole).
+                    on_host: self.pipelines[i].is_none() && self.nested[i].is_empty(),
+                    time,
+                })
                 .collect(),
         }))
     }

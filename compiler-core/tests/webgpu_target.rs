@@ -839,6 +839,55 @@ ENTRY %main (a: s8[256], b: u16[65536]) -> (s8[256], s8[256], u16[65536], u16[65
     }
 
     #[test]
+    fn narrow_bitcasts_and_shifts_see_the_pattern_not_the_carrier() {
+        // Every u16 pattern as bf16 (NaN payloads kept) and as s16, every u8 as s8; each
+        // pattern shifted arithmetically (u16: its top bit is the sign) and logically
+        // (s8: its sign bit shifted in as a plain bit) by counts 0 to 19, past the width.
+        let hlo = "HloModule m
+ENTRY %main (a: u16[65536], b: u8[256], n: u16[65536], m: s8[256]) -> (bf16[65536], s16[65536], s8[256], u16[65536], s8[256], u16[65536]) {
+  %a = u16[65536] parameter(0)
+  %b = u8[256] parameter(1)
+  %n = u16[65536] parameter(2)
+  %m = s8[256] parameter(3)
+  %ab = bf16[65536] bitcast-convert(%a)
+  %as = s16[65536] bitcast-convert(%a)
+  %bs = s8[256] bitcast-convert(%b)
+  %sra = u16[65536] shift-right-arithmetic(%a, %n)
+  %srl = s8[256] shift-right-logical(%bs, %m)
+  %back = u16[65536] bitcast-convert(%as)
+  ROOT %t = (bf16[65536], s16[65536], s8[256], u16[65536], s8[256], u16[65536]) tuple(%ab, %as, %bs, %sra, %srl, %back)
+}";
+        let module = hloscope_core::parse::parse_module(hlo).unwrap();
+        let lit = |elem, n: usize, f: &dyn Fn(usize) -> f64| {
+            let values: Vec<f64> = (0..n).map(f).collect();
+            Value::Array(Literal::from_f64s(hloscope_core::ir::Shape::new(elem, vec![n as i64]), &values))
+        };
+        let args = [
+            lit(ElementType::U16, 65536, &|i| i as f64),
+            lit(ElementType::U8, 256, &|i| i as f64),
+            lit(ElementType::U16, 65536, &|i| (i % 20) as f64),
+            lit(ElementType::S8, 256, &|i| (i % 11) as f64),
+        ];
+        let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+        let (got, program) = device_run(&module, &args);
+        assert_eq!(program.counts().1, 0, "everything runs on the device:\n{}", program.listing());
+        for sh in program.all_shaders() {
+            validate(&sh.source).unwrap_or_else(|e| panic!("{e}\n{}", sh.source));
+        }
+        let what = ["u16 as bf16", "u16 as s16", "u8 as s8", "u16 >> (arithmetic)", "s8 >>> (logical)", "s16 as u16"];
+        for ((g, w), what) in got.flatten().iter().zip(&want).zip(what) {
+            let mismatch = (0..w.num_elements()).find(|&i| g.bits(i) != w.bits(i));
+            assert_eq!(
+                mismatch,
+                None,
+                "{what}: {:?} against {:?}",
+                mismatch.map(|i| g.get(i)),
+                mismatch.map(|i| w.get(i))
+            );
+        }
+    }
+
+    #[test]
     fn narrow_buffers_are_read_out_of_their_words() {
         // Odd lengths, so elements sit at every position of their words; every narrow
         // type converted as it is read, against the interpreter, exactly.

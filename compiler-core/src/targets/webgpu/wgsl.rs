@@ -339,13 +339,17 @@ fn check(e: &Elemental) -> Result<(), String> {
     if let Some(n) = e.nodes.iter().find(|n| value_type(n.elem).is_none()) {
         return Err(format!("a {} value: webgpu does not compute in it", n.elem));
     }
-    // Narrow values live in their carriers; these ops would see the carrier's extra bits.
+    // Narrow values live in their carriers; a bitcast from or to one goes through its
+    // bits, exact for integers and bf16 (whose carrier's low half is zero), not for f16
+    // (a NaN's payload through the f32 carrier is the adapter's choice).
     for n in &e.nodes {
         let of = |a: ExprId| e.expr(a).elem;
         let wrong = match n.node {
-            Node::BitcastConvert(a) => narrow(n.elem) || narrow(of(a)),
-            Node::Binary(BinaryOp::ShiftRightLogical, a, _) => matches!(of(a), ElementType::S8 | ElementType::S16),
-            Node::Binary(BinaryOp::ShiftRightArithmetic, a, _) => matches!(of(a), ElementType::U8 | ElementType::U16),
+            Node::BitcastConvert(a) => {
+                let (from, to) = (of(a), n.elem);
+                (narrow(from) || narrow(to))
+                    && (from.byte_size() != to.byte_size() || from == ElementType::F16 || to == ElementType::F16)
+            }
             _ => false,
         };
         if wrong {
@@ -997,6 +1001,9 @@ impl<'a> Lower<'a> for Writer<'a> {
     }
 
     fn binary(&mut self, op: BinaryOp, elem: ElementType, a: String, b: String) -> String {
+        if let Some(shifted) = narrow_shift(op, elem, &a, &b) {
+            return shifted;
+        }
         let elem = carrier(elem);
         if elem == ElementType::F32 {
             let mut lanes = approx::WgslLanes { out: &mut self.out, pad: &self.pad, next: &mut self.tmps };
@@ -1037,6 +1044,14 @@ impl<'a> Lower<'a> for Writer<'a> {
         }
         if wide(from) && wide(to) {
             return v;
+        }
+        if narrow(from) {
+            // The pattern from the carrier, then the carrier of the other type.
+            let bits = match from {
+                ElementType::BF16 => format!("(bitcast<u32>({v}) >> 16u)"),
+                _ => format!("(bitcast<u32>({v}) & {:#x}u)", (1u32 << from.bit_width()) - 1),
+            };
+            return narrow_value(to, &bits);
         }
         format!("bitcast<{}>({v})", value_type(to).unwrap_or("f32"))
     }
@@ -1199,9 +1214,10 @@ impl<'a> Lower<'a> for Writer<'a> {
             return v;
         }
         let ty = value_type(expr.elem).unwrap_or("f32");
-        // A narrow result computed in its carrier, back to its type (loads, converts and
-        // selects of narrow values are already of it).
-        let made = !matches!(expr.node, Node::Load { .. } | Node::Convert(_) | Node::Select { .. });
+        // A narrow result computed in its carrier, back to its type (loads, converts,
+        // bitcasts and selects of narrow values are already of it).
+        let made =
+            !matches!(expr.node, Node::Load { .. } | Node::Convert(_) | Node::BitcastConvert(_) | Node::Select { .. });
         let v = if narrow(expr.elem) && made { to_narrow(expr.elem, &v) } else { v };
         self.bound.push((self.out.len(), x.0));
         self.line(format_args!("let e{}: {ty} = {v};", x.0));
@@ -1325,6 +1341,27 @@ fn binary(op: BinaryOp, elem: ElementType, a: &str, b: &str) -> Result<String, S
         }
         other => return Err(format!("{} on {elem} is not emitted for webgpu yet", other.hlo_name())),
     })
+}
+
+/// The right shifts that must see a narrow value's own pattern, not its carrier's
+/// extension: a logical one of a signed value (its sign bit shifted in as a plain bit)
+/// and an arithmetic one of an unsigned value (its top bit is the sign). Counts at or
+/// past the width give 0, or the sign, as HLO says.
+fn narrow_shift(op: BinaryOp, elem: ElementType, a: &str, b: &str) -> Option<String> {
+    use ElementType::*;
+    match (op, elem) {
+        (BinaryOp::ShiftRightLogical, S8 | S16) => {
+            let mask = (1u32 << elem.bit_width()) - 1;
+            Some(format!(
+                "select(bitcast<i32>((bitcast<u32>({a}) & {mask:#x}u) >> (u32({b}) & 31u)), 0, u32({b}) >= 32u)"
+            ))
+        }
+        (BinaryOp::ShiftRightArithmetic, U8 | U16) => {
+            let sign = 1u32 << (elem.bit_width() - 1);
+            Some(format!("bitcast<u32>(((bitcast<i32>({a}) ^ {sign:#x}) - {sign:#x}) >> min({b}, 31u))"))
+        }
+        _ => None,
+    }
 }
 
 fn compare(dir: CmpDir, total: bool, elem: ElementType, a: &str, b: &str) -> Result<String, String> {

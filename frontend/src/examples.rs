@@ -37,6 +37,7 @@ pub const EXAMPLES: &[Example] = &[
     corpus!("train_step", "Training step (grad + SGD)"),
     corpus!("adam_update", "Adam update"),
     corpus!("cross_entropy", "Cross-entropy loss"),
+    corpus!("fori_loop", "A loop (fori_loop): 0.9·x + sin x, six times"),
 ];
 
 /// The example shown when the URL names none.

@@ -42,6 +42,7 @@ const FILES: &[&str] = &[
     include_str!("../tours/train_step.json"),
     include_str!("../tours/adam_update.json"),
     include_str!("../tours/cross_entropy.json"),
+    include_str!("../tours/fori_loop.json"),
 ];
 
 /// Every tour (a file that does not parse is a bug the tests catch: it is left out here).

@@ -367,41 +367,148 @@ impl OnDevice<'_> {
     }
 }
 
-/// Runs a while loop driven from the host: `programs` are its condition and body, run
-/// on `state` until the condition says no (or [`control::MAX_LOOP_ITERATIONS`] pass).
-async fn run_loop(
-    programs: &[WebGpuExecutable],
-    mut state: Vec<Value>,
-    mut hook: Option<&mut CustomCallHook<'_>>,
-) -> Result<Value, String> {
-    let [cond, body] = programs else { return Err("a while loop without its condition and body".into()) };
-    let mut iterations = 0u64;
-    while control::loop_continues(&run_nested(cond, &state, hook.as_deref_mut()).await?)? {
-        iterations += 1;
-        if iterations > control::MAX_LOOP_ITERATIONS {
-            return Err(format!(
-                "gave up after {} loop iterations (is the loop infinite?)",
-                control::MAX_LOOP_ITERATIONS
-            ));
-        }
-        let next = run_nested(body, &state, hook.as_deref_mut()).await?;
-        state = control::next_state(next, state.len())?;
-    }
-    Ok(control::loop_result(state))
+/// Where a value's buffers lie in an arena: each leaf's byte offset and length, padded
+/// to whole words (a buffer's slot runs to its 256-byte alignment, so the padding is
+/// its own), depth first.
+fn leaf_spans(plan: &crate::kernel::KernelPlan, at: &[ValueBufs]) -> Vec<(u64, u64)> {
+    at.iter()
+        .flat_map(ValueBufs::leaves)
+        .map(|b| {
+            let (offset, n) = plan.span(b);
+            (offset as u64, (n as u64).next_multiple_of(4))
+        })
+        .collect()
 }
 
-/// Runs a program of control flow on `args` and reads its result back.
-async fn run_nested(
-    exe: &WebGpuExecutable,
-    args: &[Value],
-    hook: Option<&mut CustomCallHook<'_>>,
-) -> Result<Value, String> {
-    exe.load(args)?;
-    Box::pin(exe.execute_with(None, hook)).await?;
-    exe.read_result_async().await
+/// Copies each span of `from` in `src` to the same-sized span of `to` in `dst`.
+fn copy_spans(
+    enc: &mut wgpu::CommandEncoder,
+    (src, from): (&wgpu::Buffer, &[(u64, u64)]),
+    (dst, to): (&wgpu::Buffer, &[(u64, u64)]),
+) -> Result<(), String> {
+    if from.len() != to.len() {
+        return Err(format!("{} buffers copied to {}", from.len(), to.len()));
+    }
+    for (&(a, n), &(b, m)) in from.iter().zip(to) {
+        if n != m {
+            return Err(format!("a buffer of {n} bytes copied to one of {m}"));
+        }
+        if n > 0 {
+            enc.copy_buffer_to_buffer(src, a, dst, b, n);
+        }
+    }
+    Ok(())
 }
 
 impl WebGpuExecutable {
+    /// Runs control-flow kernel `i` from the host, its state on the device: a while
+    /// loop's state in a buffer of its own, copied into the condition's and the body's
+    /// parameters and back from the body's result, the condition's pred the only value
+    /// read back per iteration (as XLA's GPU runtime does); a conditional's selector
+    /// read back, its operands copied into the chosen branch and its result out.
+    async fn control_flow(&self, i: usize, mut hook: Option<&mut CustomCallHook<'_>>) -> Result<(), String> {
+        let plan = &self.program.plan;
+        let nested = &self.nested[i];
+        let encoder = || self.device.create_command_encoder(&Default::default());
+        match &plan.kernels[i].body {
+            KernelBody::While { operands, result, .. } => {
+                let [cond, body] = nested.as_slice() else {
+                    return Err("a while loop without its condition and body".into());
+                };
+                let (operands, result) = (leaf_spans(plan, operands), leaf_spans(plan, std::slice::from_ref(result)));
+                let (cond_params, body_params) = (
+                    leaf_spans(&cond.program.plan, &cond.program.plan.params),
+                    leaf_spans(&body.program.plan, &body.program.plan.params),
+                );
+                let body_result = leaf_spans(&body.program.plan, std::slice::from_ref(&body.program.plan.result));
+                // The state: the leaves one after another.
+                let mut state = Vec::with_capacity(operands.len());
+                let mut size = 0;
+                for &(_, n) in &operands {
+                    state.push((size, n));
+                    size += n;
+                }
+                let held = self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("loop state"),
+                    size: size.max(4),
+                    usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                });
+                let mut enc = encoder();
+                copy_spans(&mut enc, (&self.arena, &operands), (&held, &state))?;
+                self.queue.submit([enc.finish()]);
+                let cond_out = leaf_spans(&cond.program.plan, std::slice::from_ref(&cond.program.plan.result));
+                let mut iterations = 0u64;
+                loop {
+                    let mut enc = encoder();
+                    copy_spans(&mut enc, (&held, &state), (&cond.arena, &cond_params))?;
+                    cond.queue.submit([enc.finish()]);
+                    Box::pin(cond.execute_with(None, hook.as_deref_mut())).await?;
+                    let go = cond.read(&cond_out).await?;
+                    match go.first().and_then(|b| b.first()) {
+                        Some(0) => break,
+                        Some(_) => {}
+                        None => return Err("the while condition is not a pred scalar".into()),
+                    }
+                    iterations += 1;
+                    if iterations > control::MAX_LOOP_ITERATIONS {
+                        return Err(format!(
+                            "gave up after {} loop iterations (is the loop infinite?)",
+                            control::MAX_LOOP_ITERATIONS
+                        ));
+                    }
+                    let mut enc = encoder();
+                    copy_spans(&mut enc, (&held, &state), (&body.arena, &body_params))?;
+                    self.queue.submit([enc.finish()]);
+                    Box::pin(body.execute_with(None, hook.as_deref_mut())).await?;
+                    let mut enc = encoder();
+                    copy_spans(&mut enc, (&body.arena, &body_result), (&held, &state))?;
+                    self.queue.submit([enc.finish()]);
+                }
+                let mut enc = encoder();
+                copy_spans(&mut enc, (&held, &state), (&self.arena, &result))?;
+                self.queue.submit([enc.finish()]);
+                Ok(())
+            }
+            KernelBody::Case { branch_operands, operands, result, .. } => {
+                let Some(ValueBufs::Array(b)) = operands.first() else {
+                    return Err("a conditional without a selector".into());
+                };
+                let shape = plan.buffers[*b].shape.clone();
+                let bytes = self.read(&leaf_spans(plan, &operands[..1])).await?.concat();
+                let selector = Literal::from_le_bytes(shape.clone(), &bytes[..shape.byte_size().min(bytes.len())])
+                    .map(Value::Array)
+                    .ok_or("the selector has the wrong size")?;
+                let chosen = control::branch_index(&selector, nested.len())?;
+                let branch = &nested[chosen];
+                let args: Vec<ValueBufs> = branch_operands[chosen]
+                    .iter()
+                    .map(|&o| operands.get(o as usize + 1).cloned().ok_or("a branch operand out of range"))
+                    .collect::<Result<_, _>>()?;
+                let mut enc = encoder();
+                copy_spans(
+                    &mut enc,
+                    (&self.arena, &leaf_spans(plan, &args)),
+                    (&branch.arena, &leaf_spans(&branch.program.plan, &branch.program.plan.params)),
+                )?;
+                self.queue.submit([enc.finish()]);
+                Box::pin(branch.execute_with(None, hook.as_deref_mut()))
+                    .await
+                    .map_err(|e| format!("branch {chosen}: {e}"))?;
+                let mut enc = encoder();
+                let out = leaf_spans(&branch.program.plan, std::slice::from_ref(&branch.program.plan.result));
+                copy_spans(
+                    &mut enc,
+                    (&branch.arena, &out),
+                    (&self.arena, &leaf_spans(plan, std::slice::from_ref(result))),
+                )?;
+                self.queue.submit([enc.finish()]);
+                Ok(())
+            }
+            _ => Err("not control flow".into()),
+        }
+    }
+
     pub fn program(&self) -> &WebGpuProgram {
         &self.program
     }
@@ -506,14 +613,27 @@ impl WebGpuExecutable {
                 }
                 continue;
             }
-            let (operands, result) = match &k.body {
-                KernelBody::Opaque { operands, result, .. } => (operands, result),
-                KernelBody::While { operands, result, .. } | KernelBody::Case { operands, result, .. }
-                    if !self.nested[i].is_empty() =>
-                {
-                    (operands, result)
+            if !self.nested[i].is_empty() {
+                // Control flow: its state stays on the device (copied between arenas),
+                // only the condition or selector read back.
+                if dirty {
+                    let idx = self.queue.submit([std::mem::replace(&mut pending, encoder()).finish()]);
+                    if timing.is_some() {
+                        self.wait(idx).await?;
+                    }
+                    dirty = false;
                 }
-                _ => return Err(format!("kernel {i} (%{}) has neither a shader nor a host computation", k.name)),
+                let t = Stopwatch::start();
+                self.control_flow(i, hook.as_deref_mut()).await.map_err(|e| format!("%{}: {e}", k.name))?;
+                if timing.is_some() {
+                    self.wait(self.queue.submit([])).await?;
+                }
+                times[i] = t.elapsed();
+                stale = true;
+                continue;
+            }
+            let KernelBody::Opaque { operands, result, .. } = &k.body else {
+                return Err(format!("kernel {i} (%{}) has neither a shader nor a host computation", k.name));
             };
             if dirty {
                 let idx = self.queue.submit([std::mem::replace(&mut pending, encoder()).finish()]);
@@ -530,30 +650,12 @@ impl WebGpuExecutable {
             }
             let vals: Vec<Value> =
                 operands.iter().map(|o| plan.read_value(&mirror[..], o)).collect::<Result<_, _>>()?;
-            let v = match &k.body {
-                KernelBody::While { .. } => run_loop(&self.nested[i], vals, hook.as_deref_mut())
-                    .await
-                    .map_err(|e| format!("%{}: {e}", k.name))?,
-                KernelBody::Case { branch_operands, .. } => {
-                    let selector = vals.first().ok_or("a conditional without a selector")?;
-                    let chosen = control::branch_index(selector, self.nested[i].len())?;
-                    let args: Vec<Value> = branch_operands[chosen]
-                        .iter()
-                        .map(|&o| vals.get(o as usize + 1).cloned().ok_or("a branch operand out of range"))
-                        .collect::<Result<_, _>>()?;
-                    run_nested(&self.nested[i][chosen], &args, hook.as_deref_mut())
-                        .await
-                        .map_err(|e| format!("%{}: branch {chosen}: {e}", k.name))?
-                }
-                _ => {
-                    let comp = self.host[i].ok_or("a host kernel without its computation")?;
-                    let mut interp = Interpreter::new(&self.module);
-                    if let Some(hook) = hook.as_deref_mut() {
-                        interp = interp.with_custom_call_hook(|inst, args| hook(inst, args));
-                    }
-                    interp.call(comp, &vals).map_err(|e| format!("%{}: {}", e.inst, e.message))?
-                }
-            };
+            let comp = self.host[i].ok_or("a host kernel without its computation")?;
+            let mut interp = Interpreter::new(&self.module);
+            if let Some(hook) = hook.as_deref_mut() {
+                interp = interp.with_custom_call_hook(|inst, args| hook(inst, args));
+            }
+            let v = interp.call(comp, &vals).map_err(|e| format!("%{}: {}", e.inst, e.message))?;
             plan.write_value(&mut mirror[..], result, &v)?;
             for b in result.leaves() {
                 let (at, n) = plan.span(b);

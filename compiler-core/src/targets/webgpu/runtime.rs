@@ -492,9 +492,7 @@ impl WebGpuExecutable {
                     (&branch.arena, &leaf_spans(&branch.program.plan, &branch.program.plan.params)),
                 )?;
                 self.queue.submit([enc.finish()]);
-                Box::pin(branch.execute_with(None, hook.as_deref_mut()))
-                    .await
-                    .map_err(|e| format!("branch {chosen}: {e}"))?;
+                Box::pin(branch.execute_with(None, hook)).await.map_err(|e| format!("branch {chosen}: {e}"))?;
                 let mut enc = encoder();
                 let out = leaf_spans(&branch.program.plan, std::slice::from_ref(&branch.program.plan.result));
                 copy_spans(

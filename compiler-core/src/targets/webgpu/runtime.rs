@@ -611,28 +611,8 @@ impl WebGpuExecutable {
                 }
                 continue;
             }
-            if !self.nested[i].is_empty() {
-                // Control flow: its state stays on the device (copied between arenas),
-                // only the condition or selector read back.
-                if dirty {
-                    let idx = self.queue.submit([std::mem::replace(&mut pending, encoder()).finish()]);
-                    if timing.is_some() {
-                        self.wait(idx).await?;
-                    }
-                    dirty = false;
-                }
-                let t = Stopwatch::start();
-                self.control_flow(i, hook.as_deref_mut()).await.map_err(|e| format!("%{}: {e}", k.name))?;
-                if timing.is_some() {
-                    self.wait(self.queue.submit([])).await?;
-                }
-                times[i] = t.elapsed();
-                stale = true;
-                continue;
-            }
-            let KernelBody::Opaque { operands, result, .. } = &k.body else {
-                return Err(format!("kernel {i} (%{}) has neither a shader nor a host computation", k.name));
-            };
+            // Host work next (control flow, or a kernel the interpreter runs): the device
+            // kernels queued so far go first.
             if dirty {
                 let idx = self.queue.submit([std::mem::replace(&mut pending, encoder()).finish()]);
                 if timing.is_some() {
@@ -642,23 +622,33 @@ impl WebGpuExecutable {
                 dirty = false;
             }
             let t = Stopwatch::start();
-            if stale {
-                mirror = self.read(&[(0, self.arena.size())]).await?.pop().unwrap_or_default();
-                stale = false;
-            }
-            let vals: Vec<Value> =
-                operands.iter().map(|o| plan.read_value(&mirror[..], o)).collect::<Result<_, _>>()?;
-            let comp = self.host[i].ok_or("a host kernel without its computation")?;
-            let mut interp = Interpreter::new(&self.module);
-            if let Some(hook) = hook.as_deref_mut() {
-                interp = interp.with_custom_call_hook(|inst, args| hook(inst, args));
-            }
-            let v = interp.call(comp, &vals).map_err(|e| format!("%{}: {}", e.inst, e.message))?;
-            plan.write_value(&mut mirror[..], result, &v)?;
-            for b in result.leaves() {
-                let (at, n) = plan.span(b);
-                let end = (at + n).next_multiple_of(4).min(mirror.len());
-                self.queue.write_buffer(&self.arena, at as u64, &mirror[at..end]);
+            if !self.nested[i].is_empty() {
+                // Control flow: its state stays on the device (copied between arenas),
+                // only the condition or selector read back.
+                self.control_flow(i, hook.as_deref_mut()).await.map_err(|e| format!("%{}: {e}", k.name))?;
+                stale = true;
+            } else {
+                let KernelBody::Opaque { operands, result, .. } = &k.body else {
+                    return Err(format!("kernel {i} (%{}) has neither a shader nor a host computation", k.name));
+                };
+                if stale {
+                    mirror = self.read(&[(0, self.arena.size())]).await?.pop().unwrap_or_default();
+                    stale = false;
+                }
+                let vals: Vec<Value> =
+                    operands.iter().map(|o| plan.read_value(&mirror[..], o)).collect::<Result<_, _>>()?;
+                let comp = self.host[i].ok_or("a host kernel without its computation")?;
+                let mut interp = Interpreter::new(&self.module);
+                if let Some(hook) = hook.as_deref_mut() {
+                    interp = interp.with_custom_call_hook(|inst, args| hook(inst, args));
+                }
+                let v = interp.call(comp, &vals).map_err(|e| format!("%{}: {}", e.inst, e.message))?;
+                plan.write_value(&mut mirror[..], result, &v)?;
+                for b in result.leaves() {
+                    let (at, n) = plan.span(b);
+                    let end = (at + n).next_multiple_of(4).min(mirror.len());
+                    self.queue.write_buffer(&self.arena, at as u64, &mirror[at..end]);
+                }
             }
             if timing.is_some() {
                 self.wait(self.queue.submit([])).await?;

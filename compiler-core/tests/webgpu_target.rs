@@ -357,6 +357,25 @@ ENTRY %main (x: f32[200,70000]) -> f32[70000] {
     assert_eq!(program.shaders[0].as_ref().unwrap().mapping, Mapping::Elements, "{}", program.listing());
 }
 
+/// HLO lines defining `%rows`, s32[300,1]: row `i` of an update goes to row `(7i mod 60)
+/// - 5`, so rows `i` and `i + 60` repeat an index, and some fall outside a 50-row operand
+/// on both sides (also `%seven`, `%sixty` and `%five`, the scalars it is made of).
+macro_rules! repeating_rows {
+    () => {
+        "  %io = s32[300,1] iota(), iota_dimension=0
+  %seven = s32[] constant(7)
+  %sb = s32[300,1] broadcast(%seven), dimensions={}
+  %m = s32[300,1] multiply(%io, %sb)
+  %sixty = s32[] constant(60)
+  %b60 = s32[300,1] broadcast(%sixty), dimensions={}
+  %r = s32[300,1] remainder(%m, %b60)
+  %five = s32[] constant(5)
+  %b5 = s32[300,1] broadcast(%five), dimensions={}
+  %rows = s32[300,1] subtract(%r, %b5)
+"
+    };
+}
+
 /// Scatters the WebGPU target runs on the device: an embedding-gradient-like f32
 /// scatter-add of rows (a window of 16) whose indices repeat and fall outside the
 /// operand on both sides; an s32 scatter-add of single elements through a 2-vector
@@ -364,7 +383,8 @@ ENTRY %main (x: f32[200,70000]) -> f32[70000] {
 /// indices promised unique (a plain store: one update per element); one that replaces
 /// without the promise (the last update of each element wins: claims, then stores); and
 /// one that multiplies, which stays on the host (its rounding depends on the order).
-const SCATTERS: &str = "HloModule m
+const SCATTERS: &str = concat!(
+    "HloModule m
 %add (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
   %b = f32[] parameter(1)
@@ -392,17 +412,9 @@ const SCATTERS: &str = "HloModule m
 ENTRY %main (e: f32[50,16], g: f32[300,16], c: s32[20,30], w: s32[700]) -> (f32[50,16], s32[20,30], f32[50,16], f32[50,16], f32[50,16], f32[50,16]) {
   %e = f32[50,16] parameter(0)
   %g = f32[300,16] parameter(1)
-  %io = s32[300,1] iota(), iota_dimension=0
-  %seven = s32[] constant(7)
-  %sb = s32[300,1] broadcast(%seven), dimensions={}
-  %m = s32[300,1] multiply(%io, %sb)
-  %sixty = s32[] constant(60)
-  %b60 = s32[300,1] broadcast(%sixty), dimensions={}
-  %r = s32[300,1] remainder(%m, %b60)
-  %five = s32[] constant(5)
-  %b5 = s32[300,1] broadcast(%five), dimensions={}
-  %rows = s32[300,1] subtract(%r, %b5)
-  %sa = f32[50,16] scatter(%e, %rows, %g), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add
+",
+    repeating_rows!(),
+    "  %sa = f32[50,16] scatter(%e, %rows, %g), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add
   %c = s32[20,30] parameter(2)
   %w = s32[700] parameter(3)
   %i2 = s32[700,2] iota(), iota_dimension=0
@@ -425,7 +437,8 @@ ENTRY %main (e: f32[50,16], g: f32[300,16], c: s32[20,30], w: s32[700]) -> (f32[
   %su = f32[50,16] scatter(%e, %u40, %g40), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, unique_indices=true, to_apply=%second
   %sp = f32[50,16] scatter(%e, %rows, %g), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%mul
   ROOT %t = (f32[50,16], s32[20,30], f32[50,16], f32[50,16], f32[50,16], f32[50,16]) tuple(%sa, %si, %sm, %sr, %su, %sp)
-}";
+}"
+);
 
 #[test]
 fn scatters_that_commute_or_replace_run_on_the_device() {
@@ -463,7 +476,8 @@ fn scatters_that_commute_or_replace_run_on_the_device() {
 /// max and an s8 product over rows whose indices repeat (wrapping, exact in any
 /// order), a bf16 sum over distinct rows (one rounding per element, exact), and an f16
 /// scatter that replaces over repeating rows (the last update wins).
-const NARROW_SCATTERS: &str = "HloModule m
+const NARROW_SCATTERS: &str = concat!(
+    "HloModule m
 %addu8 (a: u8[], b: u8[]) -> u8[] {
   %a = u8[] parameter(0)
   %b = u8[] parameter(1)
@@ -499,24 +513,17 @@ ENTRY %main (a: u8[50,16], ga: u8[300,16], b: s16[50,16], gb: s16[300,16], c: s8
   %gd = bf16[40,16] parameter(7)
   %f = f16[50,16] parameter(8)
   %gf = f16[300,16] parameter(9)
-  %io = s32[300,1] iota(), iota_dimension=0
-  %seven = s32[] constant(7)
-  %sb = s32[300,1] broadcast(%seven), dimensions={}
-  %m = s32[300,1] multiply(%io, %sb)
-  %sixty = s32[] constant(60)
-  %b60 = s32[300,1] broadcast(%sixty), dimensions={}
-  %r = s32[300,1] remainder(%m, %b60)
-  %five = s32[] constant(5)
-  %b5 = s32[300,1] broadcast(%five), dimensions={}
-  %rows = s32[300,1] subtract(%r, %b5)
-  %u40 = s32[40,1] iota(), iota_dimension=0
+",
+    repeating_rows!(),
+    "  %u40 = s32[40,1] iota(), iota_dimension=0
   %sa = u8[50,16] scatter(%a, %rows, %ga), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%addu8
   %sm = s16[50,16] scatter(%b, %rows, %gb), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%maxs16
   %sp = s8[50,16] scatter(%c, %rows, %gc), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%muls8
   %sd = bf16[50,16] scatter(%d, %u40, %gd), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%addbf16
   %sr = f16[50,16] scatter(%f, %rows, %gf), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%second
   ROOT %t = (u8[50,16], s16[50,16], s8[50,16], bf16[50,16], f16[50,16]) tuple(%sa, %sm, %sp, %sd, %sr)
-}";
+}"
+);
 
 /// Control flow the host drives: a while loop (HLO's variadic form) whose body halves a
 /// vector and adds one, five times, and a conditional on a pred whose branches negate or

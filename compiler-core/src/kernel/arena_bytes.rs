@@ -50,6 +50,32 @@ impl KernelPlan {
         (wrapped, computations)
     }
 
+    /// Runs opaque kernel `k` on the host over the arena bytes `mem`: its operands read
+    /// out, its computation `comp` (of the module [`KernelPlan::host_computations`] made)
+    /// interpreted, its result written back. Returns where the result lies, for a runtime
+    /// whose arena is a mirror of device memory to copy back.
+    pub fn interpret_kernel<M: ArenaMemory + ?Sized>(
+        &self,
+        k: usize,
+        (module, comp): (&crate::ir::Module, Option<crate::ir::CompId>),
+        mem: &mut M,
+        hook: Option<&mut crate::interp::CustomCallHook<'_>>,
+    ) -> Result<&ValueBufs, String> {
+        let kernel = &self.kernels[k];
+        let super::KernelBody::Opaque { operands, result, .. } = &kernel.body else {
+            return Err(format!("kernel {k} (%{}) is neither compiled nor a host computation", kernel.name));
+        };
+        let comp = comp.ok_or("a host kernel without its computation")?;
+        let vals: Vec<Value> = operands.iter().map(|o| self.read_value(&*mem, o)).collect::<Result<_, _>>()?;
+        let mut interp = crate::interp::Interpreter::new(module);
+        if let Some(hook) = hook {
+            interp = interp.with_custom_call_hook(|inst, args| hook(inst, args));
+        }
+        let v = interp.call(comp, &vals).map_err(|e| format!("%{}: {}", e.inst, e.message))?;
+        self.write_value(mem, result, &v)?;
+        Ok(result)
+    }
+
     /// Byte offset and size of buffer `b` in the arena.
     pub fn span(&self, b: BufferId) -> (usize, usize) {
         (self.arena.offset(b) as usize, self.buffers[b].shape.byte_size())

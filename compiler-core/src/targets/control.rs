@@ -14,6 +14,15 @@ pub const MAX_LOOP_ITERATIONS: u64 = 10_000_000;
 /// compiling them (each level is a program of its own).
 pub const MAX_DEPTH: usize = 16;
 
+/// Counts one more iteration of a loop, or fails past [`MAX_LOOP_ITERATIONS`].
+pub fn count_iteration(iterations: &mut u64) -> Result<(), String> {
+    *iterations += 1;
+    if *iterations > MAX_LOOP_ITERATIONS {
+        return Err(format!("gave up after {MAX_LOOP_ITERATIONS} loop iterations (is the loop infinite?)"));
+    }
+    Ok(())
+}
+
 /// Whether a loop's condition, `go` (a pred scalar), lets it run once more.
 pub fn loop_continues(go: &Value) -> Result<bool, String> {
     match go.as_array().map(|l| l.get(0)) {

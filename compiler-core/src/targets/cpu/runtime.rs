@@ -12,7 +12,7 @@ use crate::kernel::{self, BufferId, KernelPlan, ValueBufs};
 use std::sync::atomic::Ordering;
 use std::sync::TryLockError;
 
-use crate::targets::control::{self, MAX_LOOP_ITERATIONS as MAX_ITERATIONS};
+use crate::targets::control;
 
 /// Iterations of a kernel below which it runs on one thread: waking the pool costs a few
 /// microseconds, about what this much simple elementwise work takes.
@@ -758,12 +758,7 @@ impl CpuExecutable {
                             if !control::loop_continues(&go)? {
                                 break;
                             }
-                            iterations += 1;
-                            if iterations > MAX_ITERATIONS {
-                                return Err(format!(
-                                    "gave up after {MAX_ITERATIONS} loop iterations (is the loop infinite?)"
-                                ));
-                            }
+                            control::count_iteration(&mut iterations)?;
                             let next = body.execute(
                                 &state,
                                 &mut |k, exec| in_body.wrap(k, exec),

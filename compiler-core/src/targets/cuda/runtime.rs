@@ -22,9 +22,9 @@
 use super::cuda_c::BLOCK;
 use super::toolkit::{self, Toolkit};
 use super::{nvrtc, CudaProgram};
-use crate::interp::{CustomCallHook, Interpreter};
+use crate::interp::CustomCallHook;
 use crate::ir::{Literal, Module, Value};
-use crate::kernel::{BufferId, KernelBody, ValueBufs};
+use crate::kernel::{BufferId, ValueBufs};
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
 };
@@ -271,11 +271,6 @@ impl CudaExecutable {
                 stale = true;
                 continue;
             }
-            let k = &self.program.plan.kernels[i];
-            let KernelBody::Opaque { operands, result, .. } = &k.body else {
-                return Err(format!("kernel {i} (%{}) has neither a function nor a host computation", k.name));
-            };
-            let (operands, result) = (operands.clone(), result.clone());
             // The device kernels before this one are theirs, not its time.
             self.stream.synchronize().map_err(driver("the device failed"))?;
             let t = Instant::now();
@@ -283,17 +278,12 @@ impl CudaExecutable {
                 mirror = self.read(&[(0, self.arena.len())])?.pop().unwrap_or_default();
                 stale = false;
             }
-            let plan = &self.program.plan;
-            let vals: Vec<Value> =
-                operands.iter().map(|o| plan.read_value(&mirror[..], o)).collect::<Result<_, _>>()?;
-            let comp = self.host[i].ok_or("a host kernel without its computation")?;
-            let mut interp = Interpreter::new(&self.module);
-            if let Some(hook) = hook.as_deref_mut() {
-                interp = interp.with_custom_call_hook(|inst, args| hook(inst, args));
-            }
-            let v = interp.call(comp, &vals).map_err(|e| format!("%{}: {}", e.inst, e.message))?;
-            plan.write_value(&mut mirror[..], &result, &v)?;
-            for b in result.leaves() {
+            let result = self
+                .program
+                .plan
+                .interpret_kernel(i, (&self.module, self.host[i]), &mut mirror[..], hook.as_deref_mut())?
+                .leaves();
+            for b in result {
                 let (at, len) = self.program.plan.span(b);
                 if len > 0 {
                     self.stream

@@ -6,9 +6,9 @@
 //! memory, and reads the result back — the same steps, in one place, for every engine.
 
 use super::WasmProgram;
-use crate::interp::{CustomCallHook, Interpreter};
+use crate::interp::CustomCallHook;
 use crate::ir::{CompId, Module, Value};
-use crate::kernel::{ArenaMemory, KernelBody};
+use crate::kernel::ArenaMemory;
 
 /// An instantiated module, as an engine holds it; its bytes are the module's linear
 /// memory (the `memory` export).
@@ -58,18 +58,7 @@ impl HostKernels {
                     instance.call(i, wk.extent).map_err(|e| format!("kernel {i} (%{}): {e}", k.name))?;
                 }
             } else {
-                let KernelBody::Opaque { operands, result, .. } = &k.body else {
-                    return Err(format!("kernel {i} (%{}) has neither a function nor a host computation", k.name));
-                };
-                let comp = self.computations[i].ok_or("a host kernel without its computation")?;
-                let vals: Vec<Value> =
-                    operands.iter().map(|o| plan.read_value(&*instance, o)).collect::<Result<_, _>>()?;
-                let mut interp = Interpreter::new(&self.module);
-                if let Some(hook) = hook.as_deref_mut() {
-                    interp = interp.with_custom_call_hook(|inst, args| hook(inst, args));
-                }
-                let v = interp.call(comp, &vals).map_err(|e| format!("%{}: {}", e.inst, e.message))?;
-                plan.write_value(&mut *instance, result, &v)?;
+                plan.interpret_kernel(i, (&self.module, self.computations[i]), &mut *instance, hook.as_deref_mut())?;
             }
             if let (Some(clock), Some(started)) = (clock, started) {
                 times.push(clock() - started);

@@ -71,6 +71,12 @@ impl WebGpuProgram {
         (gpu, host)
     }
 
+    /// The kernels that dispatch work on the device (of this program, not of its control
+    /// flow's, which are timed with their control flow).
+    pub fn dispatched(&self) -> usize {
+        self.shaders.iter().flatten().filter(|s| s.passes().any(|p| p.workgroups() > 0)).count()
+    }
+
     /// Every shader, those of control flow's programs included, each with its passes.
     pub fn all_shaders(&self) -> Vec<&wgsl::WgslKernel> {
         let mut out: Vec<&wgsl::WgslKernel> = self.shaders.iter().flatten().flat_map(|s| s.passes()).collect();
@@ -101,6 +107,12 @@ impl WebGpuProgram {
     /// The shaders of control-flow kernel `k`'s programs (its condition and body, or its
     /// branches), as [`WebGpuProgram::listing`] shows them; empty for other kernels.
     pub fn control_listing(&self, k: usize) -> String {
+        self.nested_listing(k, "")
+    }
+
+    /// The listings of control-flow kernel `k`'s programs, each kernel's path under
+    /// `path` (`2.body.0`: kernel 0 of the body of kernel 2).
+    fn nested_listing(&self, k: usize, path: &str) -> String {
         let (Some(kernel), Some(nested)) = (self.plan.kernels.get(k), self.nested.get(k)) else {
             return String::new();
         };
@@ -110,7 +122,7 @@ impl WebGpuProgram {
         };
         let mut s = String::new();
         for (part, program) in parts.iter().zip(nested) {
-            s += &program.listing_under(&format!("{k}.{part}."));
+            s += &program.listing_under(&format!("{path}{k}.{part}."));
         }
         s
     }
@@ -127,13 +139,7 @@ impl WebGpuProgram {
                 }
                 None if !nested.is_empty() => {
                     s += &format!("// ---- kernel {path}{i} %{}: {}, driven from the host ----\n\n", k.name, k.kind);
-                    let parts = match k.body {
-                        KernelBody::While { .. } => vec!["cond".to_string(), "body".to_string()],
-                        _ => (0..nested.len()).map(|b| format!("branch{b}")).collect(),
-                    };
-                    for (part, program) in parts.iter().zip(nested) {
-                        s += &program.listing_under(&format!("{path}{i}.{part}."));
-                    }
+                    s += &self.nested_listing(i, path);
                 }
                 None => s += &format!("// ---- kernel {path}{i} %{}: on the host: {} ----\n\n", k.name, k.kind),
             }

@@ -22,7 +22,7 @@
 //! [`WebGpuExecutable::run`], ...) drive them with `pollster`.
 
 use super::WebGpuProgram;
-use crate::interp::{CustomCallHook, Interpreter};
+use crate::interp::CustomCallHook;
 use crate::ir::{Literal, Module, Value};
 use crate::kernel::{BufferId, KernelBody, ValueBufs};
 use crate::targets::control;
@@ -187,8 +187,7 @@ impl WebGpuExecutable {
         let info = adapter.get_info();
         let limits = adapter.limits();
         let most = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
-        let dispatched =
-            program.shaders.iter().flatten().filter(|s| s.passes().any(|p| p.workgroups() > 0)).count() as u32;
+        let dispatched = program.dispatched() as u32;
         // Two queries per kernel in one set; a plan past the set's cap is timed by
         // submit and wait instead.
         let method = if adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY)
@@ -316,8 +315,7 @@ impl OnDevice<'_> {
             pipelines.push(Some(DeviceKernel { passes, scratch }));
         }
         let timestamps = timestamps_wanted.then(|| {
-            let dispatched = program.shaders.iter().flatten().filter(|s| s.passes().any(|p| p.workgroups() > 0));
-            let count = 2 * dispatched.count() as u32;
+            let count = 2 * program.dispatched() as u32;
             let size = u64::from(count) * u64::from(wgpu::QUERY_SIZE);
             let buffer = |label, usage| {
                 device.create_buffer(&wgpu::BufferDescriptor {
@@ -437,26 +435,16 @@ impl WebGpuExecutable {
                 let mut enc = encoder();
                 copy_spans(&mut enc, (&self.arena, &operands), (&held, &state))?;
                 self.queue.submit([enc.finish()]);
-                let cond_out = leaf_spans(&cond.program.plan, std::slice::from_ref(&cond.program.plan.result));
                 let mut iterations = 0u64;
                 loop {
                     let mut enc = encoder();
                     copy_spans(&mut enc, (&held, &state), (&cond.arena, &cond_params))?;
                     cond.queue.submit([enc.finish()]);
                     Box::pin(cond.execute_with(None, hook.as_deref_mut())).await?;
-                    let go = cond.read(&cond_out).await?;
-                    match go.first().and_then(|b| b.first()) {
-                        Some(0) => break,
-                        Some(_) => {}
-                        None => return Err("the while condition is not a pred scalar".into()),
+                    if !control::loop_continues(&cond.read_result_async().await?)? {
+                        break;
                     }
-                    iterations += 1;
-                    if iterations > control::MAX_LOOP_ITERATIONS {
-                        return Err(format!(
-                            "gave up after {} loop iterations (is the loop infinite?)",
-                            control::MAX_LOOP_ITERATIONS
-                        ));
-                    }
+                    control::count_iteration(&mut iterations)?;
                     let mut enc = encoder();
                     copy_spans(&mut enc, (&held, &state), (&body.arena, &body_params))?;
                     self.queue.submit([enc.finish()]);
@@ -628,22 +616,12 @@ impl WebGpuExecutable {
                 self.control_flow(i, hook.as_deref_mut()).await.map_err(|e| format!("%{}: {e}", k.name))?;
                 stale = true;
             } else {
-                let KernelBody::Opaque { operands, result, .. } = &k.body else {
-                    return Err(format!("kernel {i} (%{}) has neither a shader nor a host computation", k.name));
-                };
                 if stale {
                     mirror = self.read(&[(0, self.arena.size())]).await?.pop().unwrap_or_default();
                     stale = false;
                 }
-                let vals: Vec<Value> =
-                    operands.iter().map(|o| plan.read_value(&mirror[..], o)).collect::<Result<_, _>>()?;
-                let comp = self.host[i].ok_or("a host kernel without its computation")?;
-                let mut interp = Interpreter::new(&self.module);
-                if let Some(hook) = hook.as_deref_mut() {
-                    interp = interp.with_custom_call_hook(|inst, args| hook(inst, args));
-                }
-                let v = interp.call(comp, &vals).map_err(|e| format!("%{}: {}", e.inst, e.message))?;
-                plan.write_value(&mut mirror[..], result, &v)?;
+                let result =
+                    plan.interpret_kernel(i, (&self.module, self.host[i]), &mut mirror[..], hook.as_deref_mut())?;
                 for b in result.leaves() {
                     let (at, n) = plan.span(b);
                     let end = (at + n).next_multiple_of(4).min(mirror.len());

@@ -251,14 +251,14 @@ pub fn emit_scatter_updates(s: &AtomicScatter, title: &str, place: &Placement) -
             let v = w.value(s.value);
             w.line(format_args!("if (atomicLoad(&claims[u32({at})]) == t + 1u) {{"));
             w.pad += "  ";
-            w.store_alone(base, &at, s.elem, &v);
+            w.store_alone(base, &format!("u32({at})"), s.elem, &v);
             w.pad.truncate(w.pad.len() - 2);
             w.line(format_args!("}}"));
         }
         // Unique indices: one update per element, read, combined and stored.
         None => {
             let v = w.value(s.new_value);
-            w.store_alone(base, &at, s.elem, &v);
+            w.store_alone(base, &format!("u32({at})"), s.elem, &v);
         }
         Some(BinaryOp::Add) if int32 => {
             let x = w.value(s.value);
@@ -381,8 +381,8 @@ fn stored_type(t: ElementType) -> Option<&'static str> {
     }
 }
 
-/// How a narrow element sits in its word: elements per word, bits, the mask of one
-/// (`None` for a 32-bit element, a word of its own). Pred has none: it is not scattered.
+/// How an 8- or 16-bit element (pred included) sits in its word: elements per word,
+/// bits, the mask of one (`None` for a 32-bit element, a word of its own).
 fn packing(t: ElementType) -> Option<(u32, u32, &'static str)> {
     match t.byte_size() {
         1 => Some((4, 8, "0xffu")),
@@ -405,12 +405,13 @@ fn narrow_value(t: ElementType, field: &str) -> String {
     }
 }
 
-/// The bits of a narrow (not pred) element from its carried value `v`, exact (a carried
-/// value is already of the narrow type, [`carrier`]; an f16 or bf16 one rounds to it
-/// here), masked to the element.
+/// The bits of an 8- or 16-bit element (pred included) from its carried value `v`, exact
+/// (a carried value is already of the narrow type, [`carrier`]; an f16 or bf16 one rounds
+/// to it here), masked to the element.
 fn narrow_bits(t: ElementType, v: &str, mask: &str) -> String {
     use ElementType::*;
     match t {
+        Pred => format!("select(0u, 1u, {v})"),
         S8 | S16 => format!("bitcast<u32>({v}) & {mask}"),
         F16 => format!("f16_bits({v}) & {mask}"),
         BF16 => format!("bf16_bits({v}) & {mask}"),
@@ -548,19 +549,22 @@ impl Writer<'_> {
         }
     }
 
-    /// Stores `v` (a value of `elem`) at element `at` of the output at word `base`, an
-    /// element no other invocation writes: a narrow one inside its word by bit
-    /// operations, which leave its neighbours (others' elements) alone.
+    /// Stores `v` (a value of `elem`) at element `at` (a `u32` expression) of the output at
+    /// word `base`, an element no other invocation writes: a narrow one inside its word
+    /// by bit operations, which leave its neighbours (others' elements) alone.
     fn store_alone(&mut self, base: u64, at: &str, elem: ElementType, v: &str) {
         let Some((per_word, width, mask)) = packing(elem) else {
             let bits = if elem == ElementType::U32 { v.to_string() } else { format!("bitcast<u32>({v})") };
-            self.line(format_args!("atomicStore(&arena[{base}u + u32({at})], {bits});"));
+            self.line(format_args!("atomicStore(&arena[{base}u + {at}], {bits});"));
             return;
         };
-        let word = format!("&arena[{base}u + u32({at}) / {per_word}u]");
-        self.line(format_args!("let s = (u32({at}) % {per_word}u) * {width}u;"));
-        self.line(format_args!("atomicAnd({word}, ~({mask} << s));"));
-        self.line(format_args!("atomicOr({word}, ({}) << s);", narrow_bits(elem, v, mask)));
+        let t = self.tmps;
+        self.tmps += 1;
+        let word = format!("&arena[{base}u + ({at}) / {per_word}u]");
+        self.line(format_args!("let s{t} = (({at}) % {per_word}u) * {width}u;"));
+        self.line(format_args!("let b{t} = {};", narrow_bits(elem, v, mask)));
+        self.line(format_args!("atomicAnd({word}, ~({mask} << s{t}));"));
+        self.line(format_args!("atomicOr({word}, b{t} << s{t});"));
     }
 
     /// Combines `x` into element `at` of the output at word `base` with `op`, atomically:
@@ -1180,24 +1184,13 @@ impl<'a> Lower<'a> for Writer<'a> {
             }
             return;
         }
-        let (per_word, width) = (4 / bytes, bytes * 8);
-        let mask = if bytes == 1 { "0xffu" } else { "0xffffu" };
-        let bits = match out.elem {
-            Pred => format!("select(0u, 1u, {v})"),
-            _ => narrow_bits(out.elem, &v, mask),
-        };
-        let t = self.tmps;
-        self.tmps += 1;
-        let word = format!("&arena[{base}u + ({at}) / {per_word}u]");
+        // A narrow element shares its word: set by bit operations (the arena is atomic).
         let pad = self.pad.clone();
         if !guard.is_empty() {
-            self.line(format_args!("if (lid.x == 0u) {{"));
+            self.line(format_args!("{}", guard.trim_end()));
             self.pad += "  ";
         }
-        self.line(format_args!("let s{t} = (({at}) % {per_word}u) * {width}u;"));
-        self.line(format_args!("let b{t} = {bits};"));
-        self.line(format_args!("atomicAnd({word}, ~({mask} << s{t}));"));
-        self.line(format_args!("atomicOr({word}, b{t} << s{t});"));
+        self.store_alone(base, &at, out.elem, &v);
         self.pad = pad;
         if !guard.is_empty() {
             self.line(format_args!("}}"));

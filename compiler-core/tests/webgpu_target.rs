@@ -742,6 +742,32 @@ ENTRY %main (x: f32[3,1000], i: s32[5000]) -> (f32[3], f32[], s32[], f32[3]) {
     }
 
     #[test]
+    fn a_column_reduction_with_a_narrow_result_stores_every_column() {
+        // 70 columns' max, rounded to bf16 in the epilogue: each column's lane 0 stores
+        // its own element of a shared word (not only the workgroup's first invocation).
+        let hlo = "HloModule m
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] maximum(%a, %b)
+}
+ENTRY %main (x: f32[1000,70]) -> bf16[70] {
+  %x = f32[1000,70] parameter(0)
+  %l = f32[] constant(-inf)
+  %m = f32[70] reduce(%x, %l), dimensions={0}, to_apply=%max
+  ROOT %b = bf16[70] convert(%m)
+}";
+        let module = hloscope_core::parse::parse_module(hlo).unwrap();
+        let optimized = optimize(&module).unwrap();
+        let args = hloscope_core::interp::random_inputs(&module, 5);
+        let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+        let (got, program) = device_run(&optimized, &args);
+        let mappings: Vec<_> = program.shaders.iter().flatten().map(|s| s.mapping).collect();
+        assert_eq!(mappings, [webgpu::wgsl::Mapping::ColumnTiles], "{}", program.listing());
+        assert_eq!(got.flatten()[0].to_le_bytes(), want[0].to_le_bytes());
+    }
+
+    #[test]
     fn scatters_on_the_device_match_the_interpreter() {
         // Updates that repeat an index land in some order: the integer sum and the max
         // exactly the interpreter's, the float sum within rounding of it, the replacing

@@ -507,7 +507,7 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
     let runner = match args.target {
         Target::Interp => Runner::Interp(module),
         Target::Cpu => {
-            let optimized = hloscope_core::targets::optimize_with(&module, &fusion)
+            let optimized = hloscope_core::targets::optimize_owned(module, &fusion)
                 .map_err(|e| RunError(format!("{source_name}: optimizing for the cpu failed: {e}")))?;
             let options = cpu::CompileOptions { block_math: !args.no_block_math, ..Default::default() };
             let exe = cpu::compile_with(&optimized, options)
@@ -518,7 +518,7 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
         }
         Target::Webgpu => {
             let failed = |e: String| RunError(format!("{source_name}: webgpu: {e}"));
-            let optimized = hloscope_core::targets::optimize_with(&module, &fusion).map_err(failed)?;
+            let optimized = hloscope_core::targets::optimize_owned(module, &fusion).map_err(failed)?;
             // The shaders are made for the adapter (workgroup staging on a GPU).
             let exe = WebGpuExecutable::compile_and_new(&optimized).map_err(failed)?;
             let a = &exe.adapter;
@@ -532,7 +532,7 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
         }
         Target::Wasm => {
             let failed = |e: String| RunError(format!("{source_name}: wasm: {e}"));
-            let optimized = hloscope_core::targets::optimize_with(&module, &fusion).map_err(failed)?;
+            let optimized = hloscope_core::targets::optimize_owned(module, &fusion).map_err(failed)?;
             let program = wasm::compile(&optimized).map_err(failed)?;
             match args.engine {
                 Engine::Wasmtime => {
@@ -559,7 +559,7 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
             if let Some(why) = hloscope_core::targets::cuda::runtime::unavailable() {
                 return Err(failed(why));
             }
-            let optimized = hloscope_core::targets::optimize_with(&module, &fusion).map_err(failed)?;
+            let optimized = hloscope_core::targets::optimize_owned(module, &fusion).map_err(failed)?;
             let program = cuda::compile(&optimized).map_err(failed)?;
             let exe = CudaExecutable::new(&optimized, program).map_err(failed)?;
             let d = &exe.device;

@@ -51,7 +51,24 @@ enum Command {
     Worker(serve::work::WorkerArgs),
 }
 
+/// Extra memory glibc's malloc takes each time a heap grows (its default is 128 KiB).
+const MALLOC_TOP_PAD: i32 = 16 << 20;
+
+/// Every command runs on a spawned thread, whose glibc heap grows 128 KiB at a time (an
+/// `mprotect` and fresh page faults each) and shrinks again as soon as that much sits
+/// free at its top. A compile allocates and frees in bursts, so it paid for that round
+/// trip again and again, more the bigger the module: a 12-layer model made about 800
+/// such calls, against 17 with a 16 MiB pad (padding never touched is never resident).
+fn tune_malloc() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a malloc parameter; called before any other thread runs.
+    unsafe {
+        libc::mallopt(libc::M_TOP_PAD, MALLOC_TOP_PAD);
+    }
+}
+
 fn main() -> ExitCode {
+    tune_malloc();
     // A panic is a bug in hloscope, but the person still gets a line saying so and the
     // documented exit status rather than a bare backtrace.
     std::panic::set_hook(Box::new(|info| {

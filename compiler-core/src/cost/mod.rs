@@ -178,7 +178,7 @@ fn bytes_of(comp: &Computation, id: InstId) -> u64 {
 }
 
 fn elems(ty: &Type) -> u64 {
-    ty.leaf_shapes().iter().fold(0u64, |n, s| n.saturating_add(s.checked_num_elements().unwrap_or(u64::MAX)))
+    ty.leaves().fold(0u64, |n, s| n.saturating_add(s.checked_num_elements().unwrap_or(u64::MAX)))
 }
 
 /// The product of dimensions, saturating.
@@ -269,7 +269,7 @@ fn dtype_class(module: &Module, comp: &Computation, id: InstId) -> DtypeClass {
 }
 
 fn dtype_class_of_type(ty: &Type) -> DtypeClass {
-    if ty.leaf_shapes().iter().any(|s| s.elem == ElementType::F64) {
+    if ty.leaves().any(|s| s.elem == ElementType::F64) {
         DtypeClass::F64
     } else {
         DtypeClass::F32
@@ -365,11 +365,13 @@ pub fn group_traffic(
     if members.iter().all(|&m| is_trivial(&comp.inst(m).op)) {
         return 0;
     }
-    let mut read = BTreeSet::new();
+    // Operands read from outside, each counted once (a short list: a kernel reads few).
+    let mut read: Vec<InstId> = Vec::new();
     let mut bytes = 0u64;
     for &m in members {
         for &o in &comp.inst(m).operands {
-            if !members.contains(&o) && read.insert(o) {
+            if !members.contains(&o) && !read.contains(&o) {
+                read.push(o);
                 bytes = bytes.saturating_add(bytes_of(comp, o));
             }
         }

@@ -297,6 +297,16 @@ impl Type {
     pub fn byte_size(&self) -> usize {
         self.checked_byte_size().and_then(|n| usize::try_from(n).ok()).unwrap_or(usize::MAX)
     }
+    /// [`Type::leaf_shapes`] as an iterator, which allocates nothing for an array (most
+    /// types).
+    pub fn leaves(&self) -> impl Iterator<Item = &Shape> + '_ {
+        let (one, many) = match self {
+            Type::Array(s) => (Some(s), Vec::new()),
+            ty => (None, ty.leaf_shapes()),
+        };
+        one.into_iter().chain(many)
+    }
+
     /// The arrays of this type, tuples flattened depth-first.
     pub fn leaf_shapes(&self) -> Vec<&Shape> {
         let mut out = Vec::new();

@@ -33,7 +33,7 @@
 use super::elemental::{Builder, Elemental, ExprId, Idx, IdxId, Node, Output};
 use super::ScatterSpec;
 use crate::ir::{BinaryOp, Computation, ElementType, Scalar};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// A scatter's two phases on a GPU ([`atomic_scatter`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -92,7 +92,7 @@ pub fn atomic_scatter(spec: &ScatterSpec, comp: &Computation) -> Result<AtomicSc
     }
 
     // The copy: output[i] = operand[i].
-    let mut b = Builder::new(comp, HashMap::new());
+    let mut b = Builder::new(comp, HashMap::default());
     b.e.space = spec.operand_dims.clone();
     b.e.reduced = vec![false; spec.operand_dims.len()];
     let vars: Vec<IdxId> = (0..spec.operand_dims.len() as u32).map(|v| b.idx(Idx::Var(v))).collect();
@@ -103,7 +103,7 @@ pub fn atomic_scatter(spec: &ScatterSpec, comp: &Computation) -> Result<AtomicSc
     let copy = b.e;
 
     // The updates, over the update array: inputs 0 (the index array) and 1 (updates).
-    let mut b = Builder::new(comp, HashMap::new());
+    let mut b = Builder::new(comp, HashMap::default());
     b.e.space = spec.update_dims.clone();
     b.e.reduced = vec![false; spec.update_dims.len()];
     // Input 2 is the output itself: the current elements, read where `op` is `None`.

@@ -35,7 +35,7 @@
 use super::elemental::{Elemental, Node};
 use super::index::{Dependence, IndexAnalysis};
 use super::{BufferId, Kernel, KernelBody, KernelKind, KernelPlan, ReductionKind};
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 use std::ops::Range;
 
 /// Bytes a chain's members must touch together (every distinct buffer once) for the
@@ -191,7 +191,7 @@ fn reads_own_row(e: &Elemental, indices: &IndexAnalysis, slot: u32, row: i64) ->
 
 /// Bytes of the distinct buffers a run of kernels touches.
 fn touched_bytes(plan: &KernelPlan, kernels: Range<usize>) -> usize {
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     plan.kernels[kernels]
         .iter()
         .flat_map(|k| k.inputs.iter().chain(&k.outputs))
@@ -203,7 +203,7 @@ fn touched_bytes(plan: &KernelPlan, kernels: Range<usize>) -> usize {
 /// Bytes per row of a chain: every distinct buffer its members touch, divided by the
 /// rows (what one row of the chain brings into cache).
 pub fn bytes_per_row(plan: &KernelPlan, chain: Range<usize>, rows: i64) -> usize {
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     plan.kernels[chain]
         .iter()
         .flat_map(|k| k.inputs.iter().chain(&k.outputs))

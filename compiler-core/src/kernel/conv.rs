@@ -19,7 +19,7 @@
 use super::elemental::{Builder, Elemental, Idx, IdxId, Node, Output};
 use super::{BufferId, DotSpec, Kernel, KernelBody, KernelKind, Planner};
 use crate::ir::{Computation, ConvAttrs, ElementType, InstId, Op, Scalar, Shape};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// The sizes a convolution's kernels need, after checking the attributes fit.
 struct Geometry {
@@ -149,7 +149,7 @@ impl<'m> Planner<'m> {
         space.extend(&g.out_sp);
         space.extend(&g.k_sp);
         space.push(g.cin);
-        let mut b = Builder::new(comp, HashMap::new());
+        let mut b = Builder::new(comp, HashMap::default());
         b.e.space = space.clone();
         b.e.reduced = vec![false; space.len()];
         let var = |b: &mut Builder, v: usize| b.idx(Idx::Var(v as u32));
@@ -205,7 +205,7 @@ impl<'m> Planner<'m> {
             let mut space = vec![g.groups];
             space.extend(&g.k_sp);
             space.extend([g.cin, g.cout]);
-            let mut b = Builder::new(comp, HashMap::new());
+            let mut b = Builder::new(comp, HashMap::default());
             b.e.space = space.clone();
             b.e.reduced = vec![false; space.len()];
             let mut src = vec![IdxId(0); rs.rank()];
@@ -269,7 +269,7 @@ impl<'m> Planner<'m> {
             return Ok(());
         }
         // out[..b.., ..o.., ..f..] = product[f / Cout_g, (b, o...), f % Cout_g].
-        let mut b = Builder::new(comp, HashMap::new());
+        let mut b = Builder::new(comp, HashMap::default());
         b.e.space = os.dims.clone();
         b.e.reduced = vec![false; os.rank()];
         let f = var(&mut b, dn.output_feature as usize);
@@ -309,7 +309,7 @@ fn gemm_as_reduction(comp: &Computation, spec: &DotSpec, lhs_dims: &[i64], rhs_d
     let (nb, m, n, k) = (spec.batch as i64, spec.m as i64, spec.n as i64, spec.k as i64);
     let stored = spec.elem;
     let elem = if matches!(stored, ElementType::F16 | ElementType::BF16) { ElementType::F32 } else { stored };
-    let mut b = Builder::new(comp, HashMap::new());
+    let mut b = Builder::new(comp, HashMap::default());
     b.e.space = vec![nb, m, n, k];
     b.e.reduced = vec![false, false, false, true];
     let v: Vec<IdxId> = (0..4).map(|i| b.idx(Idx::Var(i))).collect();

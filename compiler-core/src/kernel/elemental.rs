@@ -26,9 +26,9 @@
 use crate::ir::{
     BinaryOp, CmpDir, CmpKind, Computation, ElementType, InstId, Literal, Module, Op, Scalar, Shape, Type, UnaryOp,
 };
+use rustc_hash::FxHashMap as HashMap;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 /// An index expression (an `i64`), by position in [`Elemental::idx`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -419,7 +419,7 @@ impl<'c> Builder<'c> {
             },
             current: None,
             origin_of: FxHashMap::default(),
-            idx_memo: HashMap::new(),
+            idx_memo: HashMap::default(),
             memo: FxHashMap::default(),
             reduce_of: FxHashMap::default(),
             outer_at: None,

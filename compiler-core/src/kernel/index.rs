@@ -188,7 +188,7 @@ mod tests {
     /// planner's own builder (hash-consed, simplified, with value ranges).
     fn with_space<R>(dims: &[i64], reduced: &[bool], f: impl FnOnce(&mut Builder) -> R) -> (Elemental, R) {
         let comp = Computation::new("t".to_string());
-        let mut b = Builder::new(&comp, HashMap::new());
+        let mut b = Builder::new(&comp, HashMap::default());
         b.e.space = dims.to_vec();
         b.e.reduced = reduced.to_vec();
         let r = f(&mut b);

@@ -49,8 +49,8 @@ pub use arena::{assign_arena, ArenaAssignment};
 pub use caps::TargetCaps;
 use cranelift_entity::{entity_impl, PrimaryMap};
 pub use elemental::Elemental;
+use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use std::fmt;
 
 /// A buffer of the plan.
@@ -294,14 +294,14 @@ impl KernelPlan {
     /// to this), then derives the row chains and the arena again: kernel positions have
     /// moved, and an opaque kernel joins no chain. Returns, per old kernel position, its
     /// new one (`None` for a kernel replaced).
-    pub fn demote_to_opaque(
+    pub fn demote_to_opaque<S: std::hash::BuildHasher>(
         &mut self,
         module: &Module,
-        demoted: &HashMap<InstId, String>,
+        demoted: &std::collections::HashMap<InstId, String, S>,
     ) -> Result<Vec<Option<usize>>, String> {
         let old = std::mem::take(&mut self.kernels);
         let mut moved = Vec::with_capacity(old.len());
-        let mut done = std::collections::HashSet::new();
+        let mut done = rustc_hash::FxHashSet::default();
         for k in old {
             match demoted.get(&k.source) {
                 None => {
@@ -377,12 +377,12 @@ pub fn plan_computation_with(module: &Module, comp_id: CompId, caps: &TargetCaps
             constants: Vec::new(),
             kernels: Vec::new(),
             result: ValueBufs::Token,
-            values: HashMap::new(),
+            values: HashMap::default(),
             chains: Vec::new(),
             arena: ArenaAssignment::default(),
             caps: caps.clone(),
         },
-        values: HashMap::new(),
+        values: HashMap::default(),
     };
     for &param in &comp.params {
         let v = p.fresh_value(&comp.inst(param).ty, &comp.inst(param).name);
@@ -410,7 +410,7 @@ fn refuse_elems(module: &Module, comp_id: CompId, caps: &TargetCaps) -> Result<(
     if caps.refused_elems.is_empty() {
         return Ok(());
     }
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = rustc_hash::FxHashSet::default();
     let mut stack = vec![comp_id];
     while let Some(c) = stack.pop() {
         if !seen.insert(c) {
@@ -419,7 +419,7 @@ fn refuse_elems(module: &Module, comp_id: CompId, caps: &TargetCaps) -> Result<(
         let comp = module.comps.get(c).ok_or_else(|| format!("computation {c} does not exist"))?;
         for &id in &comp.order {
             let inst = comp.inst(id);
-            if let Some(elem) = inst.ty.leaf_shapes().into_iter().map(|s| s.elem).find(|&e| caps.refuses(e)) {
+            if let Some(elem) = inst.ty.leaves().map(|s| s.elem).find(|&e| caps.refuses(e)) {
                 return Err(format!(
                     "{}: %{}: {} computes in {elem}, which the {} target does not support",
                     inst.loc,
@@ -547,7 +547,7 @@ impl<'m> Planner<'m> {
         match &inst.op {
             Op::Fusion { body, .. } => {
                 let body_comp = module.comp(*body);
-                let mut slots = HashMap::new();
+                let mut slots = HashMap::default();
                 let mut inputs = Vec::new();
                 for (i, &p) in body_comp.params.iter().enumerate() {
                     let o = inst.operands.get(i).ok_or("fusion with too few operands")?;
@@ -742,7 +742,7 @@ impl<'m> Planner<'m> {
                         | Op::Gather(_)
                 ) =>
             {
-                let mut slots = HashMap::new();
+                let mut slots = HashMap::default();
                 let mut inputs = Vec::new();
                 for &o in &inst.operands {
                     if slots.contains_key(&o) {
@@ -1010,7 +1010,7 @@ impl<'m> Planner<'m> {
         let (mut module, mut scratch) = (self.module.clone(), comp.clone());
         let red = push_dot_reduction(&mut module, &mut scratch, id)?;
         let (l, r) = (comp.inst(id).operands[0], comp.inst(id).operands[1]);
-        let mut slots = HashMap::new();
+        let mut slots = HashMap::default();
         slots.insert(l, 0);
         let mut ins = vec![inputs[0]];
         if r != l {

@@ -26,7 +26,7 @@ use super::elemental::{Elemental, Idx, IdxId, Node};
 use super::{BufferId, Kernel, KernelBody, KernelPlan, ValueBufs};
 use crate::ir::{ElementType, Scalar};
 use cranelift_entity::EntityRef;
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 use std::fmt::{self, Write};
 
 impl fmt::Display for KernelPlan {
@@ -136,7 +136,7 @@ pub fn elemental_text(e: &Elemental, pad: &str) -> String {
     if !vars.is_empty() {
         let _ = writeln!(s, "{pad}space: {}", vars.join(", "));
     }
-    let mut printed = std::collections::HashSet::new();
+    let mut printed = rustc_hash::FxHashSet::default();
     for (x, node) in e.nodes.iter().enumerate() {
         // The index expressions a node reads, just before it (operands first).
         if let Some(i) = node_index(&node.node) {

@@ -683,7 +683,7 @@ ENTRY %main (x: f32[256,1024]) -> f32[256,1024] {
     let mut p = plan(&m).unwrap();
     assert_eq!(p.chains, vec![0..3]);
     let n = p.kernels[1].source;
-    let moved = p.demote_to_opaque(&m, &HashMap::from([(n, "refused".to_string())]));
+    let moved = p.demote_to_opaque(&m, &std::collections::HashMap::from([(n, "refused".to_string())]));
     let moved = moved.unwrap();
     assert_eq!(moved, vec![Some(0), None, Some(2)]);
     assert!(matches!(p.kernels[1].kind, KernelKind::Opaque { ref reason } if reason == "refused"));

@@ -28,7 +28,7 @@ use super::elemental::{Elemental, ExprId, Idx, IdxId, Node};
 use super::{chains, elemental_kind, BufferId, Kernel, KernelBody, KernelKind, KernelPlan, ValueBufs};
 use crate::ir::{CompId, Module};
 use cranelift_entity::EntityRef;
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 /// Runs [`verify`] in debug builds and panics with the broken rule and the whole plan:
 /// a broken invariant is a planner bug, and the plan text is what it takes to fix it.
@@ -292,8 +292,8 @@ pub fn check_elemental(e: &Elemental, input_elements: &[u64]) -> Result<(), Stri
 
 /// Everything `root` reads, evaluated in `region`, is available there.
 fn check_region(e: &Elemental, root: ExprId, region: Region) -> Result<(), String> {
-    let mut seen_nodes = HashSet::new();
-    let mut seen_idx = HashSet::new();
+    let mut seen_nodes = HashSet::default();
+    let mut seen_idx = HashSet::default();
     let mut nodes = vec![root];
     let mut idxs: Vec<IdxId> = Vec::new();
     let place = match region {

@@ -136,7 +136,7 @@ impl Pass for ConstantFold {
 
     fn run(&self, module: &mut Module, log: &mut PassLog) -> Changed {
         let mut changed = false;
-        let mut scope = Scope::new(module);
+        let mut scope = Scope::new(module, log);
         for comp in module.post_order() {
             let mut comp_changed = false;
             // In order: a folded instruction is a constant for the users after it.

@@ -11,7 +11,7 @@
 use super::provenance::Scope;
 use super::{Changed, Pass, PassLog};
 use crate::ir::{InstId, Instruction, Module, Op};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 pub struct Cse;
 
@@ -55,12 +55,12 @@ impl Pass for Cse {
     }
     fn run(&self, module: &mut Module, log: &mut PassLog) -> Changed {
         let mut changed = false;
-        let mut scope = Scope::new(module);
+        let mut scope = Scope::new(module, log);
         for comp_id in module.post_order() {
             let in_graph = scope.in_graph(module, comp_id);
             let comp = module.comp_mut(comp_id);
-            let mut seen: HashMap<Key, Vec<InstId>> = HashMap::new();
-            let mut replaced: HashMap<InstId, InstId> = HashMap::new();
+            let mut seen: HashMap<Key, Vec<InstId>> = HashMap::default();
+            let mut replaced: HashMap<InstId, InstId> = HashMap::default();
             // The same pairs in order, for the provenance.
             let mut merged: Vec<(InstId, InstId)> = Vec::new();
             for idx in 0..comp.order.len() {

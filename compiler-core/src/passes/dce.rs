@@ -16,7 +16,7 @@ impl Pass for Dce {
     }
     fn run(&self, module: &mut Module, log: &mut PassLog) -> Changed {
         let mut removed = 0;
-        let mut scope = Scope::new(module);
+        let mut scope = Scope::new(module, log);
         for comp in module.post_order() {
             let dead = module.comp_mut(comp).remove_dead_ids();
             removed += dead.len();

@@ -24,7 +24,7 @@ impl Pass for Inline {
 
     fn run(&self, module: &mut Module, log: &mut PassLog) -> Changed {
         let mut changed = false;
-        let mut scope = Scope::new(module);
+        let mut scope = Scope::new(module, log);
         // Post order: callees before callers, so every body copied is already call-free.
         for comp_id in module.post_order() {
             let mut in_graph = None;

@@ -42,8 +42,9 @@ pub struct PassLog {
     /// within the same run may appear here; the snapshot keeps only the records about ids
     /// its graphs show (`provenance::normalize`).
     pub provenance: Vec<Provenance>,
-    /// Nobody reads the decisions' reasons and savings (a target's pipeline, which keeps
-    /// no snapshots): a pass may skip composing them. Rewrites and provenance are kept.
+    /// Nobody reads the decisions' reasons and savings nor the provenance (a target's
+    /// pipeline, which keeps no snapshots): a pass may skip composing them. Rewrites are
+    /// kept.
     pub quiet: bool,
 }
 

@@ -22,11 +22,13 @@ pub(crate) struct Scope {
     /// Built on first use, from the module as it is then: passes visit computations
     /// callees first, so every body is done with before the entry changes.
     bodies: Option<HashMap<CompId, Vec<InstId>>>,
+    /// The pass's log is quiet: nobody reads provenance, so none is recorded.
+    quiet: bool,
 }
 
 impl Scope {
-    pub fn new(module: &Module) -> Scope {
-        Scope { entry: module.entry, bodies: None }
+    pub fn new(module: &Module, log: &PassLog) -> Scope {
+        Scope { entry: module.entry, bodies: None, quiet: log.quiet }
     }
 
     fn bodies(&mut self, module: &Module) -> &HashMap<CompId, Vec<InstId>> {
@@ -43,9 +45,9 @@ impl Scope {
         })
     }
 
-    /// Whether `comp`'s instructions are graph nodes.
+    /// Whether `comp`'s instructions are graph nodes (never for a quiet log: no provenance).
     pub fn in_graph(&mut self, module: &Module, comp: CompId) -> bool {
-        comp == self.entry || self.bodies(module).contains_key(&comp)
+        !self.quiet && (comp == self.entry || self.bodies(module).contains_key(&comp))
     }
 
     /// The graph ids of instruction `id` of `comp`: its name in the entry, one id per
@@ -63,6 +65,9 @@ impl Scope {
     /// Records `removed` for instruction `id` of `comp` and, when it is a fusion of the
     /// entry, for the nodes of its body.
     pub fn removed(&mut self, module: &Module, comp: CompId, id: InstId, rule: &'static str, log: &mut PassLog) {
+        if self.quiet {
+            return;
+        }
         for node in self.ids(module, comp, id) {
             log.provenance.push(Provenance::Removed { id: node, rule });
         }
@@ -74,6 +79,9 @@ impl Scope {
     /// Records `created_by` for instruction `id` of `comp` and, when it is a fusion of
     /// the entry, for the nodes of its body.
     pub fn created(&mut self, module: &Module, comp: CompId, id: InstId, rule: &'static str, log: &mut PassLog) {
+        if self.quiet {
+            return;
+        }
         for node in self.ids(module, comp, id) {
             log.provenance.push(Provenance::CreatedBy { id: node, rule });
         }
@@ -92,6 +100,9 @@ impl Scope {
         rule: &'static str,
         log: &mut PassLog,
     ) {
+        if self.quiet {
+            return;
+        }
         let (ids, bys) = (self.ids(module, comp, id), self.ids(module, comp, by));
         for (id, by) in ids.into_iter().zip(bys) {
             log.provenance.push(Provenance::ReplacedBy { id, by, rule });

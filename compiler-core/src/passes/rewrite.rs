@@ -288,7 +288,7 @@ fn round(
 /// `max_rounds` rounds per computation); whether anything changed.
 pub(crate) fn run_rules(rules: &[Rule], max_rounds: usize, module: &mut Module, log: &mut PassLog) -> Changed {
     let mut changed = false;
-    let mut scope = Scope::new(module);
+    let mut scope = Scope::new(module, log);
     for comp in module.post_order() {
         let mut comp_changed = false;
         let in_graph = scope.in_graph(module, comp);

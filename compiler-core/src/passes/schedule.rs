@@ -37,8 +37,9 @@
 use super::buffers::{AllocationKind, Buffers};
 use super::{Changed, Pass, PassLog};
 use crate::ir::{CompId, Computation, InstId, Module};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
 
 /// The scheduler pass (`schedule`).
 pub struct Scheduler;
@@ -82,51 +83,44 @@ pub fn list_schedule(comp: &Computation) -> Option<Vec<InstId>> {
     let b = Buffers::of(comp);
     let live_out: HashSet<usize> = b.live_out(comp).into_iter().collect();
     // Distinct buffers each instruction reads, and how many instructions still read each.
-    let reads: Vec<Vec<usize>> = comp
-        .order
-        .iter()
-        .map(|&id| {
-            let mut r: Vec<usize> = b.reads(comp, id).collect();
-            r.sort_unstable();
-            r.dedup();
-            r
-        })
-        .collect();
+    let mut scratch: Vec<usize> = Vec::new();
+    let reads = Rows::build(n, |p, row| {
+        scratch.clear();
+        scratch.extend(b.reads(comp, comp.order[p]));
+        scratch.sort_unstable();
+        scratch.dedup();
+        row.extend_from_slice(&scratch);
+    });
     let mut readers_left = vec![0usize; b.bufs.len()];
-    for r in &reads {
-        for &buf in r {
-            readers_left[buf] += 1;
-        }
+    for &buf in &reads.items {
+        readers_left[buf] += 1;
     }
     let temp = |buf: usize| b.bufs[buf].kind == AllocationKind::Temp;
 
     // Dependencies (by position): distinct operands, plus the previous side effect.
     let mut preds_left = vec![0usize; n];
-    let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut edges: Vec<(usize, usize)> = Vec::new();
     let mut last_effect: Option<usize> = None;
     for (p, &id) in comp.order.iter().enumerate() {
         let inst = comp.inst(id);
-        let mut deps: Vec<usize> = inst.operands.iter().map(|o| pos[o]).collect();
+        scratch.clear();
+        scratch.extend(inst.operands.iter().map(|o| pos[o]));
         if inst.op.has_side_effect() {
-            deps.extend(last_effect);
+            scratch.extend(last_effect);
             last_effect = Some(p);
         }
-        deps.sort_unstable();
-        deps.dedup();
-        preds_left[p] = deps.len();
-        for d in deps {
-            succs[d].push(p);
-        }
+        scratch.sort_unstable();
+        scratch.dedup();
+        preds_left[p] = scratch.len();
+        edges.extend(scratch.iter().map(|&d| (d, p)));
     }
+    let succs = Rows::from_pairs(n, &edges);
 
     // Readers (positions) of each buffer, to find the last one left when a buffer is
     // down to one unscheduled reader.
-    let mut readers: Vec<Vec<usize>> = vec![Vec::new(); b.bufs.len()];
-    for (p, r) in reads.iter().enumerate() {
-        for &buf in r {
-            readers[buf].push(p);
-        }
-    }
+    edges.clear();
+    edges.extend((0..n).flat_map(|p| reads.row(p).iter().map(move |&buf| (buf, p))));
+    let readers = Rows::from_pairs(b.bufs.len(), &edges);
     let live_out: Vec<bool> = (0..b.bufs.len()).map(|buf| live_out.contains(&buf)).collect();
     let defined: Vec<i64> = comp
         .order
@@ -142,7 +136,8 @@ pub fn list_schedule(comp: &Computation) -> Option<Vec<InstId>> {
         })
         .collect();
     let priority = |p: usize, readers_left: &[usize]| -> i64 {
-        let freed: i64 = reads[p]
+        let freed: i64 = reads
+            .row(p)
             .iter()
             .filter(|&&buf| temp(buf) && readers_left[buf] == 1 && !live_out[buf])
             .map(|&buf| b.bufs[buf].size as i64)
@@ -162,10 +157,10 @@ pub fn list_schedule(comp: &Computation) -> Option<Vec<InstId>> {
     while let Some((_, Reverse(p))) = ready.pop_last() {
         scheduled[p] = true;
         out.push(comp.order[p]);
-        for &buf in &reads[p] {
+        for &buf in reads.row(p) {
             readers_left[buf] -= 1;
             if readers_left[buf] == 1 {
-                if let Some(&q) = readers[buf].iter().find(|&&q| !scheduled[q]) {
+                if let Some(&q) = readers.row(buf).iter().find(|&&q| !scheduled[q]) {
                     if ready.remove(&(prio[q], Reverse(q))) {
                         prio[q] = priority(q, &readers_left);
                         ready.insert((prio[q], Reverse(q)));
@@ -173,7 +168,7 @@ pub fn list_schedule(comp: &Computation) -> Option<Vec<InstId>> {
                 }
             }
         }
-        for &s in &succs[p] {
+        for &s in succs.row(p) {
             preds_left[s] -= 1;
             if preds_left[s] == 0 {
                 prio[s] = priority(s, &readers_left);
@@ -182,6 +177,50 @@ pub fn list_schedule(comp: &Computation) -> Option<Vec<InstId>> {
         }
     }
     (out.len() == n).then_some(out)
+}
+
+/// One list per row (instruction or buffer) in a single allocation: a computation has
+/// thousands of instructions, each of whose short lists would be an allocation of its own.
+struct Rows {
+    /// Row `r` is `items[start[r]..start[r + 1]]`.
+    start: Vec<usize>,
+    items: Vec<usize>,
+}
+
+impl Rows {
+    /// `rows` rows, each filled in turn by `fill(r, items)` appending to `items`.
+    fn build(rows: usize, mut fill: impl FnMut(usize, &mut Vec<usize>)) -> Rows {
+        let mut start = Vec::with_capacity(rows + 1);
+        let mut items = Vec::new();
+        start.push(0);
+        for r in 0..rows {
+            fill(r, &mut items);
+            start.push(items.len());
+        }
+        Rows { start, items }
+    }
+
+    /// Rows from `(row, item)` pairs; a row keeps its items in the pairs' order.
+    fn from_pairs(rows: usize, pairs: &[(usize, usize)]) -> Rows {
+        let mut start = vec![0usize; rows + 1];
+        for &(r, _) in pairs {
+            start[r + 1] += 1;
+        }
+        for r in 0..rows {
+            start[r + 1] += start[r];
+        }
+        let mut next = start.clone();
+        let mut items = vec![0; pairs.len()];
+        for &(r, x) in pairs {
+            items[next[r]] = x;
+            next[r] += 1;
+        }
+        Rows { start, items }
+    }
+
+    fn row(&self, r: usize) -> &[usize] {
+        &self.items[self.start[r]..self.start[r + 1]]
+    }
 }
 
 #[cfg(test)]

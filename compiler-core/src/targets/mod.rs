@@ -44,8 +44,12 @@ pub fn optimize(module: &Module) -> Result<Module, String> {
 /// [`optimize`] with other fusion knobs (`hloscope bench --fusion off` and the like,
 /// for fused-against-unfused comparisons on the same target).
 pub fn optimize_with(module: &Module, fusion: &FusionConfig) -> Result<Module, String> {
+    optimize_owned(module.clone(), fusion)
+}
+
+/// [`optimize_with`] on a module the caller no longer needs (no copy of it is made).
+pub fn optimize_owned(mut m: Module, fusion: &FusionConfig) -> Result<Module, String> {
     use crate::passes::pipeline::{parse_pipeline_spec, run_passes, PipelineConfig};
-    let mut m = module.clone();
     let passes = parse_pipeline_spec(PIPELINE).map_err(|e| e.to_string())?;
     let config = PipelineConfig { passes, fusion: fusion.clone(), snapshots: false, ..Default::default() };
     run_passes(&mut m, &config).map_err(|e| e.to_string())?;

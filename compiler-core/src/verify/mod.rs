@@ -33,7 +33,7 @@
 pub mod infer;
 
 use crate::ir::{CompId, Computation, InstId, Loc, Module, Op, Shape, Type};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 
 /// An instruction whose type or structure is wrong. From a parser this is bad input;
@@ -119,7 +119,7 @@ fn reachable(module: &Module) -> Result<Vec<CompId>, VerifyError> {
         OnStack,
         Done,
     }
-    let mut state: HashMap<CompId, State> = HashMap::new();
+    let mut state: rustc_hash::FxHashMap<CompId, State> = Default::default();
     let mut out = Vec::new();
     // Explicit stack of (computation, next position in its order) so deep call chains
     // cannot overflow the native stack.
@@ -182,7 +182,7 @@ fn verify_computation<'m>(
     names: &mut HashMap<&'m str, &'m str>,
 ) -> Result<(), VerifyError> {
     let comp = module.comp(c);
-    let mut live: HashSet<InstId> = HashSet::new();
+    let mut live: rustc_hash::FxHashSet<InstId> = Default::default();
     for &id in &comp.order {
         if !live.insert(id) {
             return Err(inst_error(comp, id, "is listed twice in the computation's order"));
@@ -203,7 +203,8 @@ fn verify_computation<'m>(
         }
     }
 
-    let mut defined: HashSet<InstId> = HashSet::new();
+    let mut defined: rustc_hash::FxHashSet<InstId> = Default::default();
+    let mut operand_types: Vec<&Type> = Vec::new();
     for &id in &comp.order {
         let inst = comp.inst(id);
         if let Op::Parameter(k) = inst.op {
@@ -232,7 +233,8 @@ fn verify_computation<'m>(
         if let Op::Constant(lit) = &inst.op {
             check_shape(&lit.shape).map_err(|m| inst_error(comp, id, format!("constant: {m}")))?;
         }
-        let operand_types: Vec<&Type> = inst.operands.iter().map(|&o| &comp.inst(o).ty).collect();
+        operand_types.clear();
+        operand_types.extend(inst.operands.iter().map(|&o| &comp.inst(o).ty));
         infer::check_type(module, &inst.op, &operand_types, &inst.ty).map_err(|m| inst_error(comp, id, m))?;
         defined.insert(id);
     }
@@ -240,7 +242,7 @@ fn verify_computation<'m>(
 }
 
 fn check_shapes(ty: &Type) -> Result<(), String> {
-    ty.leaf_shapes().into_iter().try_for_each(check_shape)
+    ty.leaves().try_for_each(check_shape)
 }
 
 /// Dimensions are non-negative; a layout must list every dimension exactly once.

@@ -68,7 +68,7 @@ impl Pass for DotMerger {
 
     fn run(&self, module: &mut Module, log: &mut PassLog) -> Changed {
         let mut changed = false;
-        let mut scope = Scope::new(module);
+        let mut scope = Scope::new(module, log);
         for comp_id in module.post_order() {
             // Groups already decided against (each decision is logged once).
             let mut refused: HashSet<Vec<InstId>> = HashSet::default();

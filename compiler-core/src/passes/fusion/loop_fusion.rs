@@ -43,7 +43,12 @@ pub(super) fn run(f: &mut Fuser) {
 fn consumer_groups(f: &Fuser, p: InstId) -> (Vec<(usize, Vec<InstId>)>, bool) {
     let mut groups: Vec<(usize, Vec<InstId>)> = Vec::new();
     let mut outside = f.comp().root == p;
-    for u in f.users_of(p) {
+    let users = f.users.get(&p).map(Vec::as_slice).unwrap_or_default();
+    // A user's uses sit next to each other in the list: each user once.
+    for (i, &u) in users.iter().enumerate() {
+        if i > 0 && users[i - 1] == u {
+            continue;
+        }
         match f.cluster(u) {
             Some(c) => match groups.iter_mut().find(|(g, _)| *g == c) {
                 Some((_, us)) => us.push(u),
@@ -99,8 +104,11 @@ fn fusion_rule(f: &Fuser, p: InstId, group: usize) -> &'static str {
 /// members `us` use it. Returns the refusal, if any, and whether a force override
 /// lifted a soft one.
 /// `orig` is the instruction the overrides name (`p` may be its copy).
+///
+/// The merged group is checked in place: `p` joins `c`'s member set for the checks and
+/// leaves it again (a copy of a large group per candidate was most of the pass's time).
 fn judge(
-    f: &Fuser,
+    f: &mut Fuser,
     orig: InstId,
     p: InstId,
     c: usize,
@@ -113,12 +121,25 @@ fn judge(
         return (Some(Refusal::hard("override-never-fuse", reason)), false);
     }
     let forced = us.iter().any(|&u| f.forced(orig, u));
-    let merged: BTreeSet<InstId> = f.clusters[c].iter().copied().chain([p]).collect();
+    let added = f.clusters[c].insert(p);
+    let refusal = judge_merged(f, p, c, profitability);
+    if added {
+        f.clusters[c].remove(&p);
+    }
+    match refusal {
+        Some(r) if forced && !r.hard => (Some(r), true),
+        r => (r, false),
+    }
+}
+
+/// [`judge`]'s checks of group `c`, which holds `p` for now.
+fn judge_merged(f: &Fuser, p: InstId, c: usize, profitability: Option<Refusal>) -> Option<Refusal> {
+    let merged = &f.clusters[c];
     let g = f.graph();
     // Legality first, so that a reason shown is the deepest one.
-    let mut refusal = check_group(&g, &merged, f.cfg).err().or(profitability);
+    let mut refusal = check_group(&g, merged, f.cfg).err().or(profitability);
     if refusal.is_none() && is_expensive(f.inst(p)) {
-        if let Some(b) = g.reuses_elements_of(&merged, p) {
+        if let Some(b) = g.reuses_elements_of(merged, p) {
             refusal = Some(Refusal::soft(
                 "refuse-expensive-into-reuse",
                 format!(
@@ -130,10 +151,7 @@ fn judge(
             ));
         }
     }
-    match refusal {
-        Some(r) if forced && !r.hard => (Some(r), true),
-        r => (r, false),
-    }
+    refusal
 }
 
 /// Fuses `p`, all of whose users `us` are in group `c`, into that group.
@@ -188,27 +206,26 @@ struct Candidate {
 /// `p` has users in several groups, or is needed outside: put a copy of it in each
 /// group that may take one.
 fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outside: bool) {
-    let inst = f.inst(p).clone();
+    // Its name for the log and the refusals (the instruction itself is not copied: the
+    // pass sees each producer, and most are scalar constants copied into every kernel).
+    let name = f.name(p);
+    let inst = f.inst(p);
     let scalar_constant = matches!(&inst.op, Op::Constant(l) if l.shape.rank() == 0);
     let profitability = if scalar_constant {
         None
-    } else if is_expensive(&inst) {
+    } else if is_expensive(inst) {
         let n = groups.len() + outside as usize;
         Some(Refusal::soft(
             "refuse-expensive-duplication",
             format!(
                 "{} ({}) is expensive and its value is needed by {n} kernels; fusing it into each would compute it {n} times",
-                inst.name, inst.op
+                name, inst.op
             ),
         ))
     } else if !f.cfg.allow_duplication {
         Some(Refusal::soft(
             "duplication-disabled",
-            format!(
-                "{} has users in {} kernels and duplication is turned off",
-                inst.name,
-                groups.len() + outside as usize
-            ),
+            format!("{} has users in {} kernels and duplication is turned off", name, groups.len() + outside as usize),
         ))
     } else {
         let read = inst.operands.iter().map(|&o| f.inst(o).ty.byte_size()).fold(0usize, usize::saturating_add);
@@ -218,14 +235,17 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
                 "refuse-operand-much-larger",
                 format!(
                     "{} reads {read} bytes to produce {written}; each copy in another kernel would read them again",
-                    inst.name
+                    name
                 ),
             )
         })
     };
+    // The traffic the copies save decides whether they pay off, except for a scalar
+    // constant (an immediate in every kernel, always copied): then only the log reads it.
+    let weighed = !scalar_constant || f.explain;
     // The original's own kernel: what disappears if every user gets a copy.
     let own = BTreeSet::from([p]);
-    let own_traffic = group_traffic(f.comp(), &own, &f.users) as i64;
+    let own_traffic = if weighed { group_traffic(f.comp(), &own, &f.users) as i64 } else { 0 };
     let own_kernel = f.is_kernel(&own) as i64;
     // First, which groups may legally take a copy.
     let mut accepted: Vec<Candidate> = Vec::new();
@@ -233,10 +253,12 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
         let clone = clone_for(f, p, &us);
         // With the copy as the group's operand, the effect is the group's traffic saved
         // (two walks of the group: only for a copy taken or a refusal explained).
-        let effect = |f: &Fuser| {
-            let with: BTreeSet<InstId> = f.clusters[c].iter().copied().chain([clone]).collect();
+        let effect = |f: &mut Fuser| {
             let before = group_traffic(f.comp(), &f.clusters[c], &f.users) as i64;
-            Effect { bytes: before - group_traffic(f.comp(), &with, &f.users) as i64, kernels: 0 }
+            f.clusters[c].insert(clone);
+            let with = group_traffic(f.comp(), &f.clusters[c], &f.users) as i64;
+            f.clusters[c].remove(&clone);
+            Effect { bytes: before - with, kernels: 0 }
         };
         let (refusal, forced) = judge(f, p, clone, c, &us, profitability.clone());
         match refusal {
@@ -244,11 +266,11 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
                 let effect = f.explain.then(|| effect(f));
                 unclone(f, p, clone, &us);
                 if let Some(effect) = effect {
-                    f.log(inst.name.clone(), f.name(us[0]), false, r.rule, r.reason, effect);
+                    f.log(name.clone(), f.name(us[0]), false, r.rule, r.reason, effect);
                 }
             }
             lifted => {
-                let effect = effect(f);
+                let effect = if weighed { effect(f) } else { Effect::default() };
                 accepted.push(Candidate { group: c, users: us, clone, lifted, effect })
             }
         }
@@ -274,9 +296,9 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
             }
             let reason = format!(
                 "copies of {} in {n} kernels would save {} bytes of memory traffic (and {} kernels): not worth recomputing it",
-                inst.name, total.bytes, total.kernels
+                name, total.bytes, total.kernels
             );
-            f.log(inst.name.clone(), f.name(us[0]), false, "refuse-duplication-adds-traffic", reason, effect);
+            f.log(name.clone(), f.name(us[0]), false, "refuse-duplication-adds-traffic", reason, effect);
         }
         return;
     }
@@ -294,7 +316,7 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
             Some(r) => format!("forced by an override, lifting {}: {}", r.rule, r.reason),
             None => format!(
                 "{} is cheap to recompute, so a copy ({}) is fused into the kernel of {}",
-                inst.name,
+                name,
                 f.name(clone),
                 f.name(us[0])
             ),
@@ -304,7 +326,7 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
             effect.bytes += own_traffic;
             effect.kernels += own_kernel;
         }
-        f.log(inst.name.clone(), f.name(us[0]), true, rule, reason, effect);
+        f.log(name.clone(), f.name(us[0]), true, rule, reason, effect);
     }
     if dies {
         f.unassign(p);

@@ -30,7 +30,8 @@ pub(super) fn run(f: &mut Fuser) -> bool {
     }
     // The instructions change from here on.
     f.reach = None;
-    let record = f.comp == f.module.entry;
+    // Nobody reads the provenance of a quiet log (`f.explain` off).
+    let record = f.explain && f.comp == f.module.entry;
     if groups.is_empty() {
         if record {
             record_copies(f, &HashSet::default());

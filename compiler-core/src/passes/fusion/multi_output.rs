@@ -96,7 +96,7 @@ fn siblings(f: &mut Fuser, tried: &mut HashSet<Pair>) {
     let order: Vec<InstId> = f.comp().order.clone();
     for p in order {
         // Sharing a scalar saves nothing worth a merge.
-        if f.inst(p).ty.leaf_shapes().iter().all(|s| s.rank() == 0) {
+        if f.inst(p).ty.leaves().all(|s| s.rank() == 0) {
             continue;
         }
         let users = f.users_of(p);
@@ -144,15 +144,17 @@ fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: Inst
             })
         })
     };
-    let (pn, cn) = (f.name(producer), f.name(consumer));
     match refusal {
         Some(r) => {
             // The same refusal for the same edge, retried after a group grew, is logged
             // once.
             f.refused_edges.insert((producer, consumer, r.rule));
-            if f.explain && f.refusals_logged.insert((pn.clone(), cn.clone(), r.rule)) {
-                let effect: Effect = f.effect(&f.clusters[a], &f.clusters[b]);
-                f.log(pn, cn, false, r.rule, r.reason, effect);
+            if f.explain {
+                let (pn, cn) = (f.name(producer), f.name(consumer));
+                if f.refusals_logged.insert((pn.clone(), cn.clone(), r.rule)) {
+                    let effect: Effect = f.effect(&f.clusters[a], &f.clusters[b]);
+                    f.log(pn, cn, false, r.rule, r.reason, effect);
+                }
             }
             false
         }
@@ -161,6 +163,7 @@ fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: Inst
                 f.merge(a, b, rule);
                 return true;
             }
+            let (pn, cn) = (f.name(producer), f.name(consumer));
             let reason = if rule == "sibling-multi-output-fusion" {
                 format!(
                     "the kernels of {} and {cn} both read {pn}; one kernel reads it once and writes both results",

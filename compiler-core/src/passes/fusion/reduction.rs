@@ -31,12 +31,12 @@ fn loop_of<'a>(g: &'a Graph, r: InstId) -> (Option<&'a [i64]>, &'a [i64]) {
 /// Dimensions without their size-1 ones: `[4, 1]` and `[4]` hold the same elements in
 /// the same order, so a reduction's epilogue may move between them (JAX keeps the
 /// reduced dimension as size 1 before broadcasting back: `mean[:, None]`).
-fn squeezed(dims: &[i64]) -> Vec<i64> {
-    dims.iter().copied().filter(|&d| d != 1).collect()
+fn squeezed(dims: &[i64]) -> impl Iterator<Item = i64> + '_ {
+    dims.iter().copied().filter(|&d| d != 1)
 }
 
 fn same_elements(a: Option<&[i64]>, b: Option<&[i64]>) -> bool {
-    matches!((a, b), (Some(a), Some(b)) if squeezed(a) == squeezed(b))
+    matches!((a, b), (Some(a), Some(b)) if squeezed(a).eq(squeezed(b)))
 }
 
 /// Ops that may follow a reduction in its kernel, per element of its result:

@@ -16,7 +16,7 @@ use crate::ir::{CompId, Module};
 use crate::kernel::{self, KernelBody, KernelPlan};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module as _};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 // The C library's math functions (the kernels call them by these names, so that object
 // files link with `-lm`). The process links libm already (std uses it).
@@ -226,12 +226,12 @@ fn build(
     let helper_ids = codegen::Helpers::declare(&mut jit)?;
     let comp = module.comp(comp_id);
 
-    let mut emitted: HashMap<usize, (FuncId, KernelCode, KernelText)> = HashMap::new();
-    let mut failed: HashMap<crate::ir::InstId, String> = HashMap::new();
+    let mut emitted: HashMap<usize, (FuncId, KernelCode, KernelText)> = HashMap::default();
+    let mut failed: HashMap<crate::ir::InstId, String> = HashMap::default();
     let mut fallbacks = Vec::new();
     // Results never share bytes with another buffer (`kernel::arena`), so a kernel's
     // block functions may write them directly.
-    let results: std::collections::HashSet<_> = plan.result.leaves().into_iter().collect();
+    let results: rustc_hash::FxHashSet<_> = plan.result.leaves().into_iter().collect();
     let emit_options = codegen::EmitOptions {
         block_lanes: if options.block_math { super::block_math::native_lanes() } else { 0 },
         inline_half: options.inline_half_floats,
@@ -239,8 +239,8 @@ fn build(
     // Kernels that are the same code up to their buffers (the layers of a stack) are
     // compiled once: a kernel reads its buffers' addresses from the table it is called
     // with, so the first one's function serves them all. `shared[i]` is that first one.
-    let mut codes: HashMap<u64, Vec<(codegen::CodeKey, usize)>> = HashMap::new();
-    let mut shared: HashMap<usize, usize> = HashMap::new();
+    let mut codes: HashMap<u64, Vec<(codegen::CodeKey, usize)>> = HashMap::default();
+    let mut shared: HashMap<usize, usize> = HashMap::default();
     let mut pending = Vec::new();
     for (i, k) in plan.kernels.iter().enumerate() {
         let key = codegen::code_key(k, &results, emit_options).map(|key| (key.bucket(), key));
@@ -263,7 +263,7 @@ fn build(
     // functions are then defined in kernel order.
     let compiled = compile_all(jit.isa(), pending.iter_mut().filter_map(|(_, p)| p.as_mut().ok()).collect());
     let mut compiled = compiled.into_iter();
-    let mut unusable: HashMap<usize, String> = HashMap::new();
+    let mut unusable: HashMap<usize, String> = HashMap::default();
     for (i, prepared) in pending {
         let k = &plan.kernels[i];
         let finished = prepared.and_then(|p| {
@@ -310,14 +310,15 @@ fn build(
     }
     if !failed.is_empty() {
         // The runs and the artifact use this final plan, its chains and its arena.
-        let demoted = failed.into_iter().map(|(inst, reason)| (inst, format!("codegen: {reason}"))).collect();
+        let demoted: HashMap<_, _> =
+            failed.into_iter().map(|(inst, reason)| (inst, format!("codegen: {reason}"))).collect();
         let moved = plan.demote_to_opaque(module, &demoted)?;
         (emitted, shared) = renumber_codes(emitted, shared, &moved);
     }
     jit.finalize_definitions().map_err(|e| format!("cannot finalize machine code: {e}"))?;
 
     let mut kernels = Vec::new();
-    let mut funcs = HashMap::new();
+    let mut funcs = HashMap::default();
     let mut texts: Vec<Option<KernelText>> = Vec::with_capacity(plan.kernels.len());
     for (i, k) in plan.kernels.iter().enumerate() {
         if let Some((id, mut kc, text)) = emitted.remove(&i) {
@@ -377,14 +378,14 @@ fn renumber_codes<Code>(
     shared: HashMap<usize, usize>,
     moved: &[Option<usize>],
 ) -> (HashMap<usize, Code>, HashMap<usize, usize>) {
-    let mut sharers: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut sharers: HashMap<usize, Vec<usize>> = HashMap::default();
     for (i, first) in shared {
         if let Some(i) = moved[i] {
             sharers.entry(first).or_default().push(i);
         }
     }
-    let mut new_emitted = HashMap::new();
-    let mut new_shared = HashMap::new();
+    let mut new_emitted = HashMap::default();
+    let mut new_shared = HashMap::default();
     for (first, code) in emitted {
         let mut users = sharers.remove(&first).unwrap_or_default();
         users.sort_unstable();
@@ -454,7 +455,7 @@ fn load(module: Module, comp_id: CompId, depth: usize, art: CompArtifact, isa: &
     }
     let blocks = super::block_math::block_symbols();
     let helper_names: Vec<&str> = helper_symbols().iter().chain(&blocks).map(|h| h.0).collect();
-    let mut funcs = HashMap::new();
+    let mut funcs = HashMap::default();
     for ((&i, kc), &id) in elemental.iter().zip(&art.kernels).zip(&ids) {
         let (Some(id), None) = (id, kc.shares) else {
             let first = kc.shares.map_or(i, |f| f as usize);
@@ -659,23 +660,27 @@ pub use crate::targets::{optimize, PIPELINE};
 #[cfg(test)]
 mod tests {
     use super::renumber_codes;
-    use std::collections::HashMap;
+    use super::HashMap;
+
+    fn map<V, const N: usize>(pairs: [(usize, V); N]) -> HashMap<usize, V> {
+        pairs.into_iter().collect()
+    }
 
     #[test]
     fn a_demoted_first_hands_its_code_to_the_earliest_remaining_sharer() {
         // Kernels 0..6: code A first at 1 (shared by 3 and 5), code B first at 2 (shared
         // by 4). A demotion removes kernels 1 and 4 and moves the rest down.
-        let emitted = HashMap::from([(1, "A"), (2, "B")]);
-        let shared = HashMap::from([(3, 1), (5, 1), (4, 2)]);
+        let emitted = map([(1, "A"), (2, "B")]);
+        let shared = map([(3, 1), (5, 1), (4, 2)]);
         let moved = [Some(0), None, Some(1), Some(2), None, Some(3)];
         let (emitted, shared) = renumber_codes(emitted, shared, &moved);
-        assert_eq!(emitted, HashMap::from([(2, "A"), (1, "B")]));
-        assert_eq!(shared, HashMap::from([(3, 2)]));
+        assert_eq!(emitted, map([(2, "A"), (1, "B")]));
+        assert_eq!(shared, map([(3, 2)]));
     }
 
     #[test]
     fn a_code_with_no_kernel_left_is_dropped() {
-        let (emitted, shared) = renumber_codes(HashMap::from([(0, "A")]), HashMap::from([(1, 0)]), &[None, None]);
+        let (emitted, shared) = renumber_codes(map([(0, "A")]), map([(1, 0)]), &[None, None]);
         assert!(emitted.is_empty() && shared.is_empty());
     }
 }

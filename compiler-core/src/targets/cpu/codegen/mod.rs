@@ -52,7 +52,7 @@ use cranelift_codegen::ir::{
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_module::{FuncId, Linkage, Module, ModuleReloc};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 mod instructions;
 mod memory;
@@ -79,7 +79,7 @@ impl Helpers {
             m.declare_function(name, Linkage::Import, &sig).map_err(|e| e.to_string())
         };
         use types::{F32, F64};
-        let mut libm = HashMap::new();
+        let mut libm = HashMap::default();
         for &(name, arity, wide) in math::C_FUNCTIONS {
             let t = if wide { F64 } else { F32 };
             libm.insert(name, decl(name, &vec![t; arity], t)?);
@@ -267,7 +267,7 @@ impl CodeKey<'_> {
 /// The [`CodeKey`] of a kernel that compiles to a function ([`compiled_function`]).
 pub(super) fn code_key<'k>(
     k: &'k crate::kernel::Kernel,
-    results: &std::collections::HashSet<crate::kernel::BufferId>,
+    results: &rustc_hash::FxHashSet<crate::kernel::BufferId>,
     options: EmitOptions,
 ) -> Option<CodeKey<'k>> {
     let (e, n_inputs) = compiled_function(k)?;
@@ -280,10 +280,7 @@ pub(super) fn code_key<'k>(
 }
 
 /// Which of an elemental kernel's outputs are the program's results.
-fn result_outputs(
-    k: &crate::kernel::Kernel,
-    results: &std::collections::HashSet<crate::kernel::BufferId>,
-) -> Vec<bool> {
+fn result_outputs(k: &crate::kernel::Kernel, results: &rustc_hash::FxHashSet<crate::kernel::BufferId>) -> Vec<bool> {
     match &k.body {
         crate::kernel::KernelBody::Elemental(_) => k.outputs.iter().map(|b| results.contains(b)).collect(),
         _ => Vec::new(),
@@ -299,7 +296,7 @@ pub(super) fn emit_kernel<M: Module>(
     helpers: &Helpers,
     k: &crate::kernel::Kernel,
     index: usize,
-    results: &std::collections::HashSet<crate::kernel::BufferId>,
+    results: &rustc_hash::FxHashSet<crate::kernel::BufferId>,
     options: EmitOptions,
 ) -> Option<Result<Emitted, String>> {
     let (e, n_inputs) = compiled_function(k)?;
@@ -346,7 +343,7 @@ pub(super) fn prepare_kernel<M: Module>(
     helpers: &Helpers,
     k: &crate::kernel::Kernel,
     index: usize,
-    results: &std::collections::HashSet<crate::kernel::BufferId>,
+    results: &rustc_hash::FxHashSet<crate::kernel::BufferId>,
     options: EmitOptions,
 ) -> Option<Result<Pending, String>> {
     let (e, n_inputs) = compiled_function(k)?;
@@ -482,7 +479,7 @@ fn build<M: Module>(
         let (table, begin, end) = (b.block_params(entry)[0], b.block_params(entry)[1], b.block_params(entry)[2]);
         let n_bufs = n_inputs + e.outputs.len();
         let bases: Vec<Value> = (0..n_bufs).map(|k| b.ins().load(ptr, flags(), table, (k * 8) as i32)).collect();
-        let mut refs = HashMap::new();
+        let mut refs = HashMap::default();
         if !inline_half && e.nodes.iter().any(|x| matches!(x.elem, ElementType::F16 | ElementType::BF16)) {
             for &(name, _) in &HALF_HELPERS {
                 let sig = helper_signature(m, name).ok_or("a helper without a signature")?;
@@ -523,7 +520,7 @@ fn build<M: Module>(
             stage: None,
             block_results: Vec::new(),
             step_base: None,
-            step_invariants: HashMap::new(),
+            step_invariants: HashMap::default(),
             b,
             e,
             bases,

@@ -22,7 +22,7 @@ pub mod profiles;
 
 use crate::ir::{CompId, Computation, ElementType, FusionKind, InstId, Module, Op, Type};
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::HashSet;
 
 /// FLOPs charged per element for a transcendental op (exp, log, tanh, ...): range
 /// reduction plus a short polynomial take several instructions. A modelling choice, not a
@@ -353,29 +353,30 @@ pub fn try_module_cost(module: &Module, profile: &Profile) -> Result<ModuleCost,
     Ok(module_cost(module, profile))
 }
 
-/// Memory traffic of a would-be kernel made of `members` (instructions of `comp`): the
-/// distinct values it reads from outside plus the members it must write because someone
-/// outside (or the computation's root) uses them. A group of only trivial instructions
-/// moves nothing. `users` is `comp`'s user lists.
+/// Memory traffic of a would-be kernel made of `members` (instructions of `comp`, sorted
+/// by id): the distinct values it reads from outside plus the members it must write
+/// because someone outside (or the computation's root) uses them. A group of only
+/// trivial instructions moves nothing. `users` is `comp`'s user lists.
 pub fn group_traffic(
     comp: &Computation,
-    members: &BTreeSet<InstId>,
+    members: &[InstId],
     users: &rustc_hash::FxHashMap<InstId, Vec<InstId>>,
 ) -> u64 {
     if members.iter().all(|&m| is_trivial(&comp.inst(m).op)) {
         return 0;
     }
+    let inside = |id: &InstId| members.binary_search(id).is_ok();
     // Operands read from outside, each counted once (a short list: a kernel reads few).
     let mut read: Vec<InstId> = Vec::new();
     let mut bytes = 0u64;
     for &m in members {
         for &o in &comp.inst(m).operands {
-            if !members.contains(&o) && !read.contains(&o) {
+            if !inside(&o) && !read.contains(&o) {
                 read.push(o);
                 bytes = bytes.saturating_add(bytes_of(comp, o));
             }
         }
-        let used_outside = comp.root == m || users.get(&m).is_some_and(|us| us.iter().any(|u| !members.contains(u)));
+        let used_outside = comp.root == m || users.get(&m).is_some_and(|us| us.iter().any(|u| !inside(u)));
         if used_outside {
             bytes = bytes.saturating_add(bytes_of(comp, m));
         }

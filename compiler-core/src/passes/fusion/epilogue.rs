@@ -15,14 +15,14 @@
 //!   reduce): the epilogue runs per output element of the GEMM tile;
 //! - two dots, or a dot and a reduction, in one kernel.
 
+use super::members::Members;
 use super::rules::{Graph, Refusal};
 use super::FusionConfig;
 use crate::ir::InstId;
-use std::collections::BTreeSet;
 
 pub(super) fn check(
     g: &Graph,
-    members: &BTreeSet<InstId>,
+    members: &Members,
     heroes: &[InstId],
     outputs: &[InstId],
     cfg: &FusionConfig,

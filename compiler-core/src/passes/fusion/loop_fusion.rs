@@ -20,11 +20,11 @@
 //!   also stops duplication from cascading up a graph;
 //! - `duplication-disabled`: the `allow_duplication` knob is off.
 
+use super::members::Members;
 use super::rules::{check_group, is_expensive, opaque_reason, role, Refusal, Role};
 use super::{Effect, Fuser};
 use crate::cost::group_traffic;
 use crate::ir::{InstId, Instruction, Op};
-use std::collections::BTreeSet;
 
 /// A producer is not duplicated when its operands are more than this many times the size
 /// of its result.
@@ -115,7 +115,7 @@ fn judge(
     us: &[InstId],
     profitability: Option<Refusal>,
 ) -> (Option<Refusal>, bool) {
-    let pset = BTreeSet::from([orig]);
+    let pset = Members::one(orig);
     if let Some((a, b)) = f.never_fused(&pset, &f.clusters[c]) {
         let reason = format!("the never-fuse override ({a}, {b}) keeps them in separate kernels");
         return (Some(Refusal::hard("override-never-fuse", reason)), false);
@@ -244,8 +244,8 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
     // constant (an immediate in every kernel, always copied): then only the log reads it.
     let weighed = !scalar_constant || f.explain;
     // The original's own kernel: what disappears if every user gets a copy.
-    let own = BTreeSet::from([p]);
-    let own_traffic = if weighed { group_traffic(f.comp(), &own, &f.users) as i64 } else { 0 };
+    let own = Members::one(p);
+    let own_traffic = if weighed { group_traffic(f.comp(), own.as_slice(), &f.users) as i64 } else { 0 };
     let own_kernel = f.is_kernel(&own) as i64;
     // First, which groups may legally take a copy.
     let mut accepted: Vec<Candidate> = Vec::new();
@@ -254,9 +254,9 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
         // With the copy as the group's operand, the effect is the group's traffic saved
         // (two walks of the group: only for a copy taken or a refusal explained).
         let effect = |f: &mut Fuser| {
-            let before = group_traffic(f.comp(), &f.clusters[c], &f.users) as i64;
+            let before = group_traffic(f.comp(), f.clusters[c].as_slice(), &f.users) as i64;
             f.clusters[c].insert(clone);
-            let with = group_traffic(f.comp(), &f.clusters[c], &f.users) as i64;
+            let with = group_traffic(f.comp(), f.clusters[c].as_slice(), &f.users) as i64;
             f.clusters[c].remove(&clone);
             Effect { bytes: before - with, kernels: 0 }
         };

@@ -10,17 +10,17 @@
 //! In the entry (the computation the snapshot graph shows) it also records the
 //! provenance of what fusion changed: see [`record_group`] and [`record_copies`].
 
+use super::members::Members;
 use super::rules::check_group;
 use super::Fuser;
 use crate::ir::{Computation, InstId, Instruction, Op, Type};
 use crate::passes::Provenance;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-use std::collections::BTreeSet;
 
 /// Returns whether any fusion was made.
 pub(super) fn run(f: &mut Fuser) -> bool {
     let pos: HashMap<InstId, usize> = f.comp().order.iter().enumerate().map(|(i, &id)| (id, i)).collect();
-    let mut groups: Vec<(BTreeSet<InstId>, crate::ir::FusionKind)> = Vec::new();
+    let mut groups: Vec<(Members, crate::ir::FusionKind)> = Vec::new();
     for members in f.clusters.iter().filter(|c| c.len() >= 2) {
         // Every merge was checked; a group that no longer passes is left unfused rather
         // than built wrong.
@@ -120,7 +120,7 @@ pub(super) fn run(f: &mut Fuser) -> bool {
             record_group(f, &sorted, &outputs, &here, tuple);
         }
         placed.insert(last, here);
-        fused.extend(members);
+        fused.extend(members.iter().copied());
     }
     if record {
         record_copies(f, &fused);

@@ -40,6 +40,7 @@
 mod epilogue;
 mod loop_fusion;
 mod materialize;
+mod members;
 mod multi_output;
 mod reach;
 mod reduction;
@@ -54,9 +55,10 @@ use super::{Changed, Decision, Pass, PassLog, Provenance};
 use crate::cost::{group_traffic, is_trivial};
 use crate::ir::{CompId, Computation, InstId, Instruction, Module, Op};
 use cranelift_entity::SecondaryMap;
+use members::Members;
 use rules::Graph;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// Where an instruction sits in program order: (index in the original order, copy
 /// number). A copy of `p` sits right after `p` and before older copies of `p`, so copies
@@ -181,7 +183,7 @@ pub(super) struct Fuser<'a> {
     /// fusion); kept up to date by [`Fuser::merge`].
     reach: Option<reach::Reach>,
     /// Groups by index; a group merged into another is left empty.
-    clusters: Vec<BTreeSet<InstId>>,
+    clusters: Vec<Members>,
     /// Per group: whether it launches a kernel, and whether it holds a library call.
     kernel: Vec<bool>,
     library: Vec<bool>,
@@ -329,7 +331,7 @@ impl<'a> Fuser<'a> {
     fn new_cluster(&mut self, id: InstId) -> usize {
         self.kernel.push(!is_trivial(&self.inst(id).op));
         self.library.push(rules::role(self.inst(id)) == rules::Role::Library);
-        self.clusters.push(BTreeSet::from([id]));
+        self.clusters.push(Members::one(id));
         let c = self.clusters.len() - 1;
         self.cluster_of.insert(id, c);
         c
@@ -371,26 +373,26 @@ impl<'a> Fuser<'a> {
     }
 
     /// Whether a group launches a kernel (has a member that is not trivial).
-    fn is_kernel(&self, members: &BTreeSet<InstId>) -> bool {
+    fn is_kernel(&self, members: &Members) -> bool {
         members.iter().any(|&m| !is_trivial(&self.inst(m).op))
     }
 
     /// The effect of making groups `a` and `b` one kernel, from the cost model.
-    fn effect(&self, a: &BTreeSet<InstId>, b: &BTreeSet<InstId>) -> Effect {
+    fn effect(&self, a: &Members, b: &Members) -> Effect {
         let comp = self.comp();
-        let merged: BTreeSet<InstId> = a.union(b).copied().collect();
-        let before = group_traffic(comp, a, &self.users) + group_traffic(comp, b, &self.users);
-        let after = group_traffic(comp, &merged, &self.users);
+        let merged = a.union(b);
+        let before = group_traffic(comp, a.as_slice(), &self.users) + group_traffic(comp, b.as_slice(), &self.users);
+        let after = group_traffic(comp, merged.as_slice(), &self.users);
         let kernels = self.is_kernel(a) as i64 + self.is_kernel(b) as i64 - self.is_kernel(&merged) as i64;
         Effect { bytes: before as i64 - after as i64, kernels }
     }
 
     /// A never-fuse override that forbids `a` and `b` in one kernel, if any.
-    fn never_fused(&self, a: &BTreeSet<InstId>, b: &BTreeSet<InstId>) -> Option<(String, String)> {
+    fn never_fused(&self, a: &Members, b: &Members) -> Option<(String, String)> {
         if self.cfg.never_fuse.is_empty() {
             return None;
         }
-        let names = |s: &BTreeSet<InstId>| s.iter().map(|&i| self.name(i)).collect::<std::collections::HashSet<_>>();
+        let names = |s: &Members| s.iter().map(|&i| self.name(i)).collect::<std::collections::HashSet<_>>();
         let (na, nb) = (names(a), names(b));
         self.cfg
             .never_fuse

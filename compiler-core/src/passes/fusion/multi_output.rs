@@ -19,6 +19,7 @@
 //! rounds until a merge changes it or a group it feeds (`dirty`), which tries the same
 //! pairs in the same order as rescanning everything would.
 
+use super::members::Members;
 use super::reach::Reach;
 use super::rules::{check_group, is_expensive, role, Refusal, Role};
 use super::{Effect, Fuser};
@@ -118,7 +119,7 @@ fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: Inst
     if already_refused(f, a, b, producer, consumer) {
         return false;
     }
-    let merged: BTreeSet<InstId> = f.clusters[a].union(&f.clusters[b]).copied().collect();
+    let merged: Members = f.clusters[a].union(&f.clusters[b]);
     let refusal = if let Some((x, y)) = f.never_fused(&f.clusters[a], &f.clusters[b]) {
         Some(Refusal::hard(
             "override-never-fuse",

@@ -13,9 +13,9 @@
 //! edges leads from `x` to `y`. Rows are updated as groups merge, so checks stay exact.
 //! Built only for at most [`Reach::MAX`] nodes, to bound its memory (`n * n / 8` bytes).
 
+use super::members::Members;
 use crate::ir::InstId;
 use rustc_hash::FxHashMap as HashMap;
-use std::collections::BTreeSet;
 
 pub(super) struct Reach {
     /// The node of every instruction of the computation.
@@ -138,7 +138,7 @@ impl Reach {
     }
 
     /// Whether making `members` one kernel creates a cycle; None if a member is unknown.
-    pub fn creates_cycle(&self, members: &BTreeSet<InstId>) -> Option<bool> {
+    pub fn creates_cycle(&self, members: &Members) -> Option<bool> {
         let mut inside: Vec<usize> = Vec::new();
         for m in members {
             let n = self.find(*self.node.get(m)? as usize);
@@ -231,7 +231,7 @@ mod tests {
         let (ids, users) = graph(4, &[(0, 1), (2, 3)]);
         let group_of: HashMap<InstId, usize> = HashMap::from_iter([(ids[0], 0), (ids[1], 1), (ids[2], 1), (ids[3], 2)]);
         let reach = Reach::new(&ids, &users, &group_of, 3).expect("acyclic");
-        let set = |xs: &[usize]| xs.iter().map(|&i| ids[i]).collect::<BTreeSet<_>>();
+        let set = |xs: &[usize]| xs.iter().map(|&i| ids[i]).collect::<Members>();
         assert_eq!(reach.creates_cycle(&set(&[0, 3])), Some(true));
         assert_eq!(reach.creates_cycle(&set(&[0, 1, 2])), Some(false));
         assert_eq!(reach.creates_cycle(&set(&[1, 2, 3])), Some(false));
@@ -245,7 +245,7 @@ mod tests {
         // Group 1 is empty: nodes are numbered over the others.
         let group_of: HashMap<InstId, usize> = HashMap::from_iter([(ids[0], 0), (ids[1], 2), (ids[2], 3), (ids[3], 4)]);
         let mut reach = Reach::new(&ids, &users, &group_of, 5).expect("acyclic");
-        let set = |xs: &[usize]| xs.iter().map(|&i| ids[i]).collect::<BTreeSet<_>>();
+        let set = |xs: &[usize]| xs.iter().map(|&i| ids[i]).collect::<Members>();
         assert_eq!(reach.creates_cycle(&set(&[0, 3])), Some(false));
         reach.merge(2, 3);
         assert!(reach.get(0, 1) && reach.get(1, 3) && reach.get(0, 3));

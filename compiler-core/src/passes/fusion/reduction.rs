@@ -14,9 +14,9 @@
 //! - reduces of different shapes or dimensions in one kernel (their loops differ);
 //! - outputs that are neither reduce-shaped nor input-shaped.
 
+use super::members::Members;
 use super::rules::{Graph, Refusal};
 use crate::ir::{InstId, Op};
-use std::collections::BTreeSet;
 
 /// The shape of a reduce's (first) input, and its reduced dimensions.
 fn loop_of<'a>(g: &'a Graph, r: InstId) -> (Option<&'a [i64]>, &'a [i64]) {
@@ -50,12 +50,7 @@ fn epilogue_op(op: &Op) -> bool {
     }
 }
 
-pub(super) fn check(
-    g: &Graph,
-    members: &BTreeSet<InstId>,
-    reduces: &[InstId],
-    outputs: &[InstId],
-) -> Result<(), Refusal> {
+pub(super) fn check(g: &Graph, members: &Members, reduces: &[InstId], outputs: &[InstId]) -> Result<(), Refusal> {
     let first = reduces[0];
     for &r in &reduces[1..] {
         if loop_of(g, r) != loop_of(g, first) {

@@ -8,12 +8,13 @@
 //! *soft* (a budget or a profitability judgement: the size limit, duplicating an expensive
 //! op); a force-fuse override lifts soft refusals only.
 
+use super::members::Members;
 use super::reach::Reach;
 use super::{epilogue, reduction, FusionConfig, Pos};
 use crate::ir::{BinaryOp, Computation, FusionKind, InstId, Instruction, Op};
 use cranelift_entity::SecondaryMap;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
 /// What part an instruction can play in a fused kernel.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -95,7 +96,7 @@ impl Refusal {
 }
 
 /// The group of each grouped instruction, and the groups (indexed by that number).
-pub(super) type Groups<'a> = (&'a HashMap<InstId, usize>, &'a [BTreeSet<InstId>]);
+pub(super) type Groups<'a> = (&'a HashMap<InstId, usize>, &'a [Members]);
 
 /// A computation seen as a graph: instructions and their users.
 pub(super) struct Graph<'a> {
@@ -125,7 +126,7 @@ impl Graph<'_> {
     }
 
     /// Members of `members` that (transitively, through members) use `from`.
-    pub fn downstream(&self, members: &BTreeSet<InstId>, from: InstId) -> Vec<InstId> {
+    pub fn downstream(&self, members: &Members, from: InstId) -> Vec<InstId> {
         let mut seen = HashSet::default();
         let mut queue: VecDeque<InstId> = VecDeque::from([from]);
         let mut out = Vec::new();
@@ -141,7 +142,7 @@ impl Graph<'_> {
     }
 
     /// Members whose value is needed outside the set (or is the computation's root).
-    pub fn outputs(&self, members: &BTreeSet<InstId>) -> Vec<InstId> {
+    pub fn outputs(&self, members: &Members) -> Vec<InstId> {
         members
             .iter()
             .copied()
@@ -151,7 +152,7 @@ impl Graph<'_> {
 
     /// Whether making `members` one kernel creates a cycle: a path that leaves the set
     /// and comes back into it (the kernel would wait on its own output).
-    pub fn creates_cycle(&self, members: &BTreeSet<InstId>) -> bool {
+    pub fn creates_cycle(&self, members: &Members) -> bool {
         if let Some(cycle) = self.reach.and_then(|r| r.creates_cycle(members)) {
             return cycle;
         }
@@ -166,7 +167,7 @@ impl Graph<'_> {
     ///
     /// Positions go up along every edge, so an instruction after the last member cannot
     /// lead back into the set: the walk stays between the first and last member.
-    fn cycle_through_instructions(&self, members: &BTreeSet<InstId>) -> bool {
+    fn cycle_through_instructions(&self, members: &Members) -> bool {
         let last = self.pos.and_then(|pos| members.iter().map(|&m| pos[m]).max());
         let may_return = |id: InstId| match (self.pos, last) {
             (Some(pos), Some(last)) => pos[id] < last,
@@ -194,12 +195,7 @@ impl Graph<'_> {
     /// The check once groups may have several outputs: reaching one member of a group
     /// reaches all of its outputs, since the group runs as one kernel. (No pruning by
     /// position: a group may hold members on both sides of the set.)
-    fn cycle_through_groups(
-        &self,
-        members: &BTreeSet<InstId>,
-        group_of: &HashMap<InstId, usize>,
-        groups: &[BTreeSet<InstId>],
-    ) -> bool {
+    fn cycle_through_groups(&self, members: &Members, group_of: &HashMap<InstId, usize>, groups: &[Members]) -> bool {
         let mut seen = HashSet::default();
         let mut expanded = HashSet::default();
         let mut stack: Vec<InstId> = Vec::new();
@@ -232,7 +228,7 @@ impl Graph<'_> {
 
     /// Whether some member of `members` downstream of `p` broadcasts a value, so that
     /// each element of `p` would be recomputed for many output elements.
-    pub fn reuses_elements_of(&self, members: &BTreeSet<InstId>, p: InstId) -> Option<InstId> {
+    pub fn reuses_elements_of(&self, members: &Members, p: InstId) -> Option<InstId> {
         self.downstream(members, p).into_iter().find(|&d| {
             let inst = self.inst(d);
             matches!(inst.op, Op::BroadcastInDim { .. })
@@ -242,12 +238,12 @@ impl Graph<'_> {
 }
 
 /// Counts instructions against the size budget (scalar constants are free immediates).
-pub(super) fn size_of(g: &Graph, members: &BTreeSet<InstId>) -> usize {
+pub(super) fn size_of(g: &Graph, members: &Members) -> usize {
     members.iter().filter(|&&m| !matches!(g.inst(m).op, Op::Constant(_))).count()
 }
 
 /// Whether `members` can be one kernel; if so, its fusion kind.
-pub(super) fn check_group(g: &Graph, members: &BTreeSet<InstId>, cfg: &FusionConfig) -> Result<FusionKind, Refusal> {
+pub(super) fn check_group(g: &Graph, members: &Members, cfg: &FusionConfig) -> Result<FusionKind, Refusal> {
     let mut reduces = Vec::new();
     let mut library = Vec::new();
     let mut in_place = Vec::new();
@@ -319,7 +315,7 @@ pub(super) fn check_group(g: &Graph, members: &BTreeSet<InstId>, cfg: &FusionCon
 /// dynamic-update-slice writes its operand 0's buffer in place: that buffer must come
 /// from outside, nothing else in the kernel may read it, and the update is the kernel's
 /// only output.
-fn in_place_check(g: &Graph, members: &BTreeSet<InstId>, in_place: &[InstId]) -> Result<(), Refusal> {
+fn in_place_check(g: &Graph, members: &Members, in_place: &[InstId]) -> Result<(), Refusal> {
     for &d in in_place {
         let Some(&buffer) = g.inst(d).operands.first() else { continue };
         if members.contains(&buffer) {

@@ -29,7 +29,7 @@ use super::provenance::Scope;
 use super::{Changed, PassLog, Rewrite};
 use crate::ir::{CompId, Computation, InstId, Instruction, Literal, Loc, Module, Op, Scalar, Shape, Type};
 use cranelift_entity::EntityRef;
-use rustc_hash::FxHashSet as HashSet;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// What a rule does to the instruction it matched. (Short-lived, one at a time: the size
 /// difference between the variants does not matter.)
@@ -41,15 +41,58 @@ pub(crate) enum Action {
     Rewrite { op: Op, operands: Vec<InstId> },
 }
 
-/// One rewrite rule: a stable name and the function that tries it.
+/// One rewrite rule: a stable name, the ops it can match and the function that tries it.
+#[derive(Clone, Copy)]
 pub(crate) struct Rule {
     pub name: &'static str,
+    /// The ops the rule can match, by [`op_key`]; empty: any op. The driver tries a rule
+    /// only on those (a table of fifty rules, each tried on every instruction, was most of
+    /// the simplifier's time). A rule still checks its op itself.
+    pub ops: &'static [&'static str],
     pub apply: fn(&mut Ctx, InstId) -> Option<Action>,
 }
 
-/// A rule table: `rules!["name" => path::to_fn, ...]`.
+/// A rule table: `rules!["name" on ["binary"] => path::to_fn, "other" => path::to_other, ...]`
+/// (without `on`, the rule is tried on every op).
 macro_rules! rules {
-    ($($name:literal => $f:path,)*) => { &[$(Rule { name: $name, apply: $f },)*] };
+    ($($name:literal $(on [$($op:literal),* $(,)?])? => $f:path,)*) => {
+        &[$(Rule { name: $name, ops: &[$($($op),*)?], apply: $f },)*]
+    };
+}
+
+/// The key rules name their ops by: `binary` and `unary` for those variants (a rule checks
+/// which operation), the HLO name for every other op.
+pub(crate) fn op_key(op: &Op) -> &'static str {
+    match op {
+        Op::Binary(_) => "binary",
+        Op::Unary(_) => "unary",
+        op => op.hlo_name(),
+    }
+}
+
+/// A rule table's rules per op key, each list in table order (the first rule that
+/// matches applies, so the order is the table's).
+struct RuleIndex {
+    by_key: HashMap<&'static str, Vec<usize>>,
+    /// The rules that may match any op: the list for a key no rule names.
+    any: Vec<usize>,
+}
+
+impl RuleIndex {
+    fn new(rules: &[Rule]) -> RuleIndex {
+        let any: Vec<usize> = (0..rules.len()).filter(|&i| rules[i].ops.is_empty()).collect();
+        let mut by_key: HashMap<&'static str, Vec<usize>> = HashMap::default();
+        for key in rules.iter().flat_map(|r| r.ops.iter().copied()) {
+            by_key.entry(key).or_insert_with(|| {
+                (0..rules.len()).filter(|&i| rules[i].ops.is_empty() || rules[i].ops.contains(&key)).collect()
+            });
+        }
+        RuleIndex { by_key, any }
+    }
+
+    fn for_op(&self, op: &Op) -> &[usize] {
+        self.by_key.get(op_key(op)).unwrap_or(&self.any)
+    }
 }
 
 pub(crate) use rules;
@@ -216,6 +259,7 @@ impl Touched {
 /// in the graph). Returns what the round changed (nothing: no rule fired).
 fn round(
     rules: &[Rule],
+    index: &RuleIndex,
     module: &mut Module,
     comp: CompId,
     log: &mut PassLog,
@@ -238,7 +282,8 @@ fn round(
         if !well_formed(c, id) || !c.inst(id).operands.iter().all(|&o| well_formed(c, o)) {
             continue;
         }
-        for rule in rules {
+        for &r in index.for_op(cx.op(id)) {
+            let rule = &rules[r];
             let made_from = cx.module.comp(comp).insts.len();
             let action = (rule.apply)(&mut cx, id);
             // Helpers the rule inserted (whether or not its action is taken: one left
@@ -289,12 +334,14 @@ fn round(
 pub(crate) fn run_rules(rules: &[Rule], max_rounds: usize, module: &mut Module, log: &mut PassLog) -> Changed {
     let mut changed = false;
     let mut scope = Scope::new(module, log);
+    let index = RuleIndex::new(rules);
     for comp in module.post_order() {
         let mut comp_changed = false;
         let in_graph = scope.in_graph(module, comp);
         let mut only: Option<HashSet<InstId>> = None;
         for _ in 0..max_rounds {
-            let Some(mut touched) = round(rules, module, comp, log, in_graph.then_some(&mut scope), only.as_ref())
+            let Some(mut touched) =
+                round(rules, &index, module, comp, log, in_graph.then_some(&mut scope), only.as_ref())
             else {
                 break;
             };

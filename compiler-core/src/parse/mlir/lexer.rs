@@ -18,12 +18,8 @@ pub struct LineIndex {
 
 impl LineIndex {
     pub fn new(src: &str) -> LineIndex {
-        let mut starts = vec![0];
-        for (i, b) in src.bytes().enumerate() {
-            if b == b'\n' {
-                starts.push(i + 1);
-            }
-        }
+        // `match_indices` of a char searches with `memchr`, a word at a time.
+        let starts = std::iter::once(0).chain(src.match_indices('\n').map(|(i, _)| i + 1)).collect();
         LineIndex { starts }
     }
 

@@ -62,6 +62,10 @@ pub struct Cursor<'a> {
     pub pos: usize,
     lines: LineIndex,
     pub depth: u32,
+    /// Tensor types read so far, by their text (`types::parse_type`): a module spells
+    /// the same few types over and over. The keys are the input's own text, so the map
+    /// keeps the standard library's randomly seeded hasher.
+    pub tensor_types: std::collections::HashMap<&'a str, crate::ir::Type>,
 }
 
 fn is_ident_start(b: u8) -> bool {
@@ -77,7 +81,14 @@ fn is_value_char(b: u8) -> bool {
 
 impl<'a> Cursor<'a> {
     pub fn new(src: &'a str) -> Cursor<'a> {
-        Cursor { src, bytes: src.as_bytes(), pos: 0, lines: LineIndex::new(src), depth: 0 }
+        Cursor {
+            src,
+            bytes: src.as_bytes(),
+            pos: 0,
+            lines: LineIndex::new(src),
+            depth: 0,
+            tensor_types: Default::default(),
+        }
     }
 
     pub fn line_index(&self) -> &LineIndex {

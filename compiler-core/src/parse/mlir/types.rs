@@ -59,10 +59,22 @@ pub fn parse_type(c: &mut Cursor) -> Result<Type, ParseError> {
         return Err(c.err_at(start, "unsupported type"));
     }
     if c.peek_kw("tensor") && c.src[start + 6..].starts_with('<') {
+        // A tensor type read before, with the same text up to its `>` (its body holds
+        // none: a nested `<` is an unsupported element type or an encoding, never stored).
+        let src = c.src;
+        if let Some(text) = src[start..].find('>').map(|e| &src[start..start + e + 1]) {
+            if let Some(ty) = c.tensor_types.get(text) {
+                c.pos = start + text.len();
+                return Ok(ty.clone());
+            }
+        }
         c.pos = start + 7;
         c.enter()?;
         let r = tensor_body(c, start);
         c.leave();
+        if let Ok(ty) = &r {
+            c.tensor_types.insert(&src[start..c.pos], ty.clone());
+        }
         return r;
     }
     if c.peek_kw("tuple") && c.src[start + 5..].starts_with('<') {

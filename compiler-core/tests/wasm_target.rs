@@ -362,6 +362,84 @@ ENTRY %main (x: f32[5,39], y: s32[5,39]) -> (f32[5,39], f32[5], s32[5]) {
         }
     }
 
+    /// Programs whose kernels are large enough to split across threads: single and
+    /// batched f32 GEMMs (edge tiles, a transposed rhs, more rows than one block), an
+    /// f64 dot (the plain loop, split by rows), an elementwise loop, a row reduction,
+    /// and a sort on the host between split kernels. Each with the interpreter's result
+    /// when every op is exact.
+    const THREADED: [(&str, &str, bool); 6] = [
+        (
+            "gemm",
+            "HloModule m\nENTRY %main (a: f32[200,96], b: f32[96,163]) -> f32[200,163] {\n  %a = f32[200,96] parameter(0)\n  %b = f32[96,163] parameter(1)\n  ROOT %d = f32[200,163] dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}",
+            true,
+        ),
+        (
+            "batched_gemm_transposed_rhs",
+            "HloModule m\nENTRY %main (a: f32[3,70,50], b: f32[3,41,50]) -> f32[3,70,41] {\n  %a = f32[3,70,50] parameter(0)\n  %b = f32[3,41,50] parameter(1)\n  ROOT %d = f32[3,70,41] dot(%a, %b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={2}\n}",
+            true,
+        ),
+        (
+            "f64_dot",
+            "HloModule m\nENTRY %main (a: f64[150,60], b: f64[60,90]) -> f64[150,90] {\n  %a = f64[150,60] parameter(0)\n  %b = f64[60,90] parameter(1)\n  ROOT %d = f64[150,90] dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}",
+            true,
+        ),
+        (
+            "elementwise",
+            "HloModule m\nENTRY %main (x: f32[300001], y: f32[300001]) -> f32[300001] {\n  %x = f32[300001] parameter(0)\n  %y = f32[300001] parameter(1)\n  %e = f32[300001] exponential(%x)\n  %m = f32[300001] multiply(%e, %y)\n  ROOT %a = f32[300001] add(%m, %x)\n}",
+            false,
+        ),
+        (
+            "row_reduction",
+            "HloModule m\n%max (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n  ROOT %m = f32[] maximum(%a, %b)\n}\nENTRY %main (x: f32[1999,301]) -> f32[1999] {\n  %x = f32[1999,301] parameter(0)\n  %l = f32[] constant(-inf)\n  ROOT %m = f32[1999] reduce(%x, %l), dimensions={1}, to_apply=%max\n}",
+            true,
+        ),
+        (
+            "host_sort_between",
+            "HloModule m\n%lt (a: f32[], b: f32[]) -> pred[] {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n  ROOT %c = pred[] compare(%a, %b), direction=LT\n}\nENTRY %main (x: f32[100000], y: f32[100000]) -> f32[100000] {\n  %x = f32[100000] parameter(0)\n  %y = f32[100000] parameter(1)\n  %n = f32[100000] multiply(%x, %y)\n  %so = f32[100000] sort(%n), dimensions={0}, to_apply=%lt\n  %s = f32[100000] subtract(%so, %y)\n  ROOT %r = f32[100000] multiply(%s, %x)\n}",
+            true,
+        ),
+    ];
+
+    #[test]
+    fn threads_give_the_one_thread_bits() {
+        for (name, hlo, exact) in THREADED {
+            let module = optimize(&hloscope_core::parse::parse_module(hlo).unwrap()).unwrap();
+            let args = hloscope_core::interp::random_inputs(&module, 5);
+            let (one, single) = wasm_run(&module, &args);
+            assert_eq!(single.threads, 1);
+            if exact {
+                let want = Interpreter::new(&module).run(&args).unwrap();
+                assert_eq!(format!("{one:?}"), format!("{want:?}"), "{name}: one thread against the interpreter");
+            }
+            for threads in [2, 3] {
+                let program = wasm::compile_threaded(&module, threads).unwrap();
+                validate_threaded(&program.bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+                // Some kernel really is split, and the host kernels stay on the host.
+                let split = program.kernels.iter().flatten().filter(|k| wasm::host::chunks(k, threads).len() > 1);
+                assert!(split.count() >= 1, "{name}: nothing split\n{}", program.summary());
+                assert_eq!(program.counts(), single.counts(), "{name}");
+                let exe = WasmExecutable::new(&module, program).unwrap();
+                assert_eq!(exe.threads(), threads);
+                // Twice: the second run reuses the sleeping or spinning workers.
+                for _ in 0..2 {
+                    let (got, _) = exe.run(&args).unwrap();
+                    assert_eq!(format!("{got:?}"), format!("{one:?}"), "{name}: {threads} threads against one");
+                }
+            }
+        }
+        // A small kernel stays on the calling thread.
+        let small = THREADED[3].1.replace("300001", "1000");
+        let program =
+            wasm::compile_threaded(&optimize(&hloscope_core::parse::parse_module(&small).unwrap()).unwrap(), 2);
+        assert!(program.unwrap().kernels.iter().flatten().all(|k| wasm::host::chunks(k, 2) == [(0, k.extent as u32)]));
+    }
+
+    /// wasmparser's verdict on a threaded module (shared memory: the threads feature).
+    fn validate_threaded(bytes: &[u8]) -> Result<(), String> {
+        let features = wasmparser::WasmFeatures::default() | wasmparser::WasmFeatures::THREADS;
+        wasmparser::Validator::new_with_features(features).validate_all(bytes).map(|_| ()).map_err(|e| e.to_string())
+    }
+
     /// Equal within `rel` relative (plus a tiny absolute) error; NaN matches NaN;
     /// integers and preds bit for bit.
     fn close(got: &Literal, want: &Literal, rel: f64) -> bool {

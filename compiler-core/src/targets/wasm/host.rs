@@ -5,7 +5,7 @@
 //! each host kernel (opaque: the reference interpreter) on operands read from the
 //! memory, and reads the result back — the same steps, in one place, for every engine.
 
-use super::WasmProgram;
+use super::{WasmKernel, WasmProgram};
 use crate::interp::CustomCallHook;
 use crate::ir::{CompId, Module, Value};
 use crate::kernel::ArenaMemory;
@@ -16,6 +16,36 @@ pub trait Instance: ArenaMemory {
     /// Calls kernel `kernel`'s export (`k{kernel}`) over `0..extent` of its parallel
     /// variable.
     fn call(&mut self, kernel: usize, extent: u64) -> Result<(), String>;
+}
+
+/// Iterations of a kernel below which it runs on one thread: handing a range to another
+/// thread costs microseconds, about what this much simple elementwise work takes (the
+/// native CPU target's threshold).
+pub const PARALLEL_WORK: u64 = 1 << 16;
+
+/// Pieces per thread of a split elemental kernel: a thread slowed down by other work on
+/// its core takes fewer, instead of holding up the kernel with its share.
+const PIECES_PER_THREAD: u64 = 4;
+
+/// Pieces per thread of a split dot: each piece packs its batch's rhs again.
+const DOT_PIECES_PER_THREAD: u64 = 2;
+
+/// The pieces `[begin, end)` of kernel `k`'s range that `threads` instances take, one at
+/// a time, in any order: the whole range when there is one thread or the kernel is too
+/// small to gain from more; else a few pieces per thread, each a multiple of 32
+/// elements where the range allows (fewer vector tails).
+pub fn chunks(k: &WasmKernel, threads: u32) -> Vec<(u32, u32)> {
+    let extent = k.extent;
+    if threads < 2 || k.work < PARALLEL_WORK || extent < 2 {
+        return vec![(0, extent as u32)];
+    }
+    let per_thread = if k.dot { DOT_PIECES_PER_THREAD } else { PIECES_PER_THREAD };
+    let n = (threads as u64 * per_thread).min(extent);
+    let mut per = extent.div_ceil(n);
+    if per > 32 {
+        per = per.div_ceil(32) * 32;
+    }
+    (0..extent.div_ceil(per)).map(|c| ((c * per) as u32, ((c + 1) * per).min(extent) as u32)).collect()
 }
 
 /// What the host keeps beside a program's module: the module with a computation per

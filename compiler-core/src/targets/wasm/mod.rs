@@ -10,11 +10,20 @@
 //! flow, the ops the emitter refuses) are demoted to opaque kernels, which the host runs
 //! in the reference interpreter on the module's memory between calls.
 //!
-//! The module ([`WasmProgram::bytes`]) is self-contained: it defines and exports its
-//! linear memory (`memory`, as large as the plan's arena), holds the plan's constants as
-//! data segments at their arena offsets, and imports nothing, so any engine instantiates
-//! it as it is; the host writes the parameters, calls the kernels in plan order and reads
-//! the result's buffers. [`compile`] needs no engine.
+//! The module ([`WasmProgram::bytes`]) of [`compile`] is self-contained: it defines and
+//! exports its linear memory (`memory`, the plan's arena then the GEMMs' scratch), holds
+//! the plan's constants as data segments at their arena offsets, and imports nothing, so
+//! any engine instantiates it as it is; the host writes the parameters, calls the
+//! kernels in plan order and reads the result's buffers. [`compile`] needs no engine.
+//!
+//! Threads ([`compile_threaded`]): the module imports its memory instead (`env.memory`,
+//! shared, its minimum and maximum both the pages it needs), which the host creates and
+//! gives to one instance per thread; the memory holds a scratch region per thread, and
+//! each instance points its exported global `scratch` at its own before its first call.
+//! Every kernel's range is independent per element of its parallel variable (an element
+//! writes only its own outputs' elements and reads nothing another element writes), so
+//! the host may split a call's range across the instances in any way and gets the
+//! one-thread bits ([`host::chunks`] says how it splits).
 
 pub mod approx;
 #[cfg(all(feature = "wasm-run", not(target_arch = "wasm32")))]
@@ -23,6 +32,8 @@ pub mod emit;
 pub mod gemm;
 pub mod helpers;
 pub mod host;
+#[cfg(all(feature = "wasm-run", not(target_arch = "wasm32")))]
+mod pool;
 
 #[cfg(all(feature = "wasm-run", not(target_arch = "wasm32")))]
 pub mod runtime;
@@ -31,8 +42,8 @@ use crate::ir::Module;
 use crate::kernel::{self, KernelBody, KernelPlan, TargetCaps};
 use std::collections::HashMap;
 use wasm_encoder::{
-    CodeSection, ConstExpr, DataSection, ExportKind, ExportSection, FunctionSection, MemorySection, MemoryType,
-    TypeSection, ValType,
+    CodeSection, ConstExpr, DataSection, EntityType, ExportKind, ExportSection, FunctionSection, GlobalSection,
+    GlobalType, ImportSection, MemorySection, MemoryType, TypeSection, ValType,
 };
 
 /// WebAssembly's page size: the memory grows by whole pages.
@@ -54,8 +65,14 @@ pub fn caps() -> TargetCaps {
 pub struct WasmKernel {
     /// Its export's name (`k{index}`).
     pub export: String,
-    /// The parallel variable's extent: a run calls `export(0, extent)`.
+    /// The parallel variable's extent: a run calls `export(0, extent)`, or the export on
+    /// the pieces of that range that [`host::chunks`] gives.
     pub extent: u64,
+    /// Its iterations (the product of its loops' extents; a dot's multiply-adds): what
+    /// decides whether splitting its range across threads pays.
+    pub work: u64,
+    /// A dot: each piece of its range repacks an operand, so it is split in fewer pieces.
+    pub dot: bool,
     /// How its code runs, in a few words.
     pub shape: String,
 }
@@ -68,8 +85,16 @@ pub struct WasmProgram {
     pub kernels: Vec<Option<WasmKernel>>,
     /// The binary module.
     pub bytes: Vec<u8>,
-    /// Pages of linear memory the module declares (the arena, at least one page).
+    /// Pages of linear memory the module declares or imports (the arena and the scratch
+    /// regions, at least one page).
     pub pages: u64,
+    /// The threads the module is built for: 1, a module that defines its memory; more, one
+    /// that imports a shared memory with a scratch region per thread.
+    pub threads: u32,
+    /// Where thread `t`'s scratch region starts: `scratch + t * scratch_stride` (the
+    /// value of its instance's global `scratch`).
+    pub scratch: u64,
+    pub scratch_stride: u64,
 }
 
 impl WasmProgram {
@@ -96,8 +121,15 @@ impl WasmProgram {
 
 /// Plans `module`'s entry computation for WebAssembly and emits one module with a
 /// function per elemental kernel; a kernel the emitter refuses runs on the host (its
-/// reason in the plan).
+/// reason in the plan). The module defines its memory and runs on one thread.
 pub fn compile(module: &Module) -> Result<WasmProgram, String> {
+    compile_threaded(module, 1)
+}
+
+/// [`compile`] for `threads` instances sharing one memory (more than 1: the module
+/// imports a shared `env.memory` of [`WasmProgram::pages`] pages).
+pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, String> {
+    let threads = threads.max(1);
     let mut plan = kernel::plan_computation_with(module, module.entry, &caps())?;
     let mut refused: HashMap<crate::ir::InstId, String> = HashMap::new();
     for k in &plan.kernels {
@@ -107,7 +139,7 @@ pub fn compile(module: &Module) -> Result<WasmProgram, String> {
                 Err(why) => why,
             },
             KernelBody::Opaque { .. } => continue,
-            KernelBody::Dot(d) => match emit_dot(&plan, k, d, 0) {
+            KernelBody::Dot(d) => match emit_dot(&plan, k, d) {
                 Ok(_) => continue,
                 Err(why) => why,
             },
@@ -136,11 +168,9 @@ pub fn compile(module: &Module) -> Result<WasmProgram, String> {
         })
         .max()
         .unwrap_or(0);
-    if scratch + scratch_bytes > u32::MAX as u64 {
-        return Err(format!(
-            "the arena and the GEMM's scratch ({} bytes) do not fit a 32-bit memory",
-            scratch + scratch_bytes
-        ));
+    let end = scratch + threads as u64 * scratch_bytes;
+    if end > u32::MAX as u64 {
+        return Err(format!("the arena and the GEMMs' scratch ({end} bytes) do not fit a 32-bit memory"));
     }
     let mut bodies = Vec::new();
     let mut kernels = Vec::new();
@@ -148,24 +178,45 @@ pub fn compile(module: &Module) -> Result<WasmProgram, String> {
         match &k.body {
             KernelBody::Elemental(e) => {
                 let emitted = emit_kernel(&plan, k, e)?;
+                let work = e.space.iter().fold(1u64, |n, &d| n.saturating_mul(d.max(0) as u64));
                 kernels.push(Some(WasmKernel {
                     export: format!("k{i}"),
                     extent: emitted.extent,
+                    work,
+                    dot: false,
                     shape: emitted.shape,
                 }));
                 bodies.push(emitted.body);
             }
             KernelBody::Dot(d) => {
-                bodies.push(emit_dot(&plan, k, d, scratch)?);
-                let shape = format!("simd128 gemm {}x{} tiles, {}x{}x{}", gemm::MR, gemm::NR, d.m, d.n, d.k);
-                kernels.push(Some(WasmKernel { export: format!("k{i}"), extent: d.batch as u64, shape }));
+                bodies.push(emit_dot(&plan, k, d)?);
+                let shape = match d.elem {
+                    crate::ir::ElementType::F32 => format!(
+                        "simd128 gemm {}x{} tiles, blocks of {} rows, {}x{}x{}",
+                        gemm::MR,
+                        gemm::NR,
+                        gemm::ROWS,
+                        d.m,
+                        d.n,
+                        d.k
+                    ),
+                    t => format!("{t} dot, a loop per output, {}x{}x{}", d.m, d.n, d.k),
+                };
+                let work = [d.batch, d.m, d.n, d.k].iter().fold(1u64, |n, &x| n.saturating_mul(x as u64));
+                kernels.push(Some(WasmKernel {
+                    export: format!("k{i}"),
+                    extent: gemm::extent(d),
+                    work,
+                    dot: true,
+                    shape,
+                }));
             }
             _ => kernels.push(None),
         }
     }
-    let pages = (scratch + scratch_bytes).div_ceil(PAGE).max(1);
-    let bytes = assemble(&plan, &kernels, bodies, pages);
-    Ok(WasmProgram { plan, kernels, bytes, pages })
+    let pages = end.div_ceil(PAGE).max(1);
+    let bytes = assemble(&plan, &kernels, bodies, pages, threads, scratch);
+    Ok(WasmProgram { plan, kernels, bytes, pages, threads, scratch, scratch_stride: scratch_bytes })
 }
 
 fn emit_kernel(plan: &KernelPlan, k: &kernel::Kernel, e: &kernel::Elemental) -> Result<emit::Emitted, String> {
@@ -174,12 +225,7 @@ fn emit_kernel(plan: &KernelPlan, k: &kernel::Kernel, e: &kernel::Elemental) -> 
     emit::emit(e, &emit::Placement { inputs: &inputs, outputs: &outputs })
 }
 
-fn emit_dot(
-    plan: &KernelPlan,
-    k: &kernel::Kernel,
-    d: &kernel::DotSpec,
-    scratch: u64,
-) -> Result<wasm_encoder::Function, String> {
+fn emit_dot(plan: &KernelPlan, k: &kernel::Kernel, d: &kernel::DotSpec) -> Result<wasm_encoder::Function, String> {
     let (lhs, rhs) = (k.inputs[0], k.inputs[1]);
     let place = gemm::DotPlace {
         lhs: plan.arena.offset(lhs),
@@ -187,18 +233,21 @@ fn emit_dot(
         out: plan.arena.offset(k.outputs[0]),
         lhs_dims: &plan.buffers[lhs].shape.dims,
         rhs_dims: &plan.buffers[rhs].shape.dims,
-        scratch,
     };
     gemm::emit(d, &place)
 }
 
 /// The module: type 0 is every kernel's `(i32, i32) -> ()`, then the helpers' types;
-/// the helpers are functions 0.., the kernels follow in plan order.
+/// the helpers are functions 0.., the kernels follow in plan order; global 0 is the
+/// scratch base (mutable, exported as `scratch`, thread 0's region at first). With
+/// `threads` past 1 the memory is imported, shared, of exactly `pages`.
 fn assemble(
     plan: &KernelPlan,
     kernels: &[Option<WasmKernel>],
     bodies: Vec<wasm_encoder::Function>,
     pages: u64,
+    threads: u32,
+    scratch: u64,
 ) -> Vec<u8> {
     let mut types = TypeSection::new();
     types.ty().function([ValType::I32, ValType::I32], []);
@@ -212,10 +261,29 @@ fn assemble(
     for _ in &bodies {
         functions.function(0);
     }
+    let mut imports = ImportSection::new();
     let mut memories = MemorySection::new();
-    memories.memory(MemoryType { minimum: pages, maximum: None, memory64: false, shared: false, page_size_log2: None });
+    if threads > 1 {
+        let shared =
+            MemoryType { minimum: pages, maximum: Some(pages), memory64: false, shared: true, page_size_log2: None };
+        imports.import("env", "memory", EntityType::Memory(shared));
+    } else {
+        memories.memory(MemoryType {
+            minimum: pages,
+            maximum: None,
+            memory64: false,
+            shared: false,
+            page_size_log2: None,
+        });
+    }
+    let mut globals = GlobalSection::new();
+    globals.global(
+        GlobalType { val_type: ValType::I32, mutable: true, shared: false },
+        &ConstExpr::i32_const(scratch as u32 as i32),
+    );
     let mut exports = ExportSection::new();
     exports.export("memory", ExportKind::Memory, 0);
+    exports.export("scratch", ExportKind::Global, 0);
     for (f, k) in (helpers::COUNT..).zip(kernels.iter().flatten()) {
         exports.export(&k.export, ExportKind::Func, f);
     }
@@ -234,6 +302,14 @@ fn assemble(
         }
     }
     let mut m = wasm_encoder::Module::new();
-    m.section(&types).section(&functions).section(&memories).section(&exports).section(&code).section(&data);
+    m.section(&types);
+    if threads > 1 {
+        m.section(&imports);
+    }
+    m.section(&functions);
+    if threads == 1 {
+        m.section(&memories);
+    }
+    m.section(&globals).section(&exports).section(&code).section(&data);
     m.finish()
 }

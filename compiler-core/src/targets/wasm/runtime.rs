@@ -7,9 +7,14 @@
 //! ([`WasmExecutable::execute`]).
 //!
 //! One [`wasmtime::Engine`] serves the whole process (its set-up is paid once, not per
-//! program).
+//! program). A threaded module ([`super::compile_threaded`]) gets a shared memory and
+//! one instance per thread, in a store of its own, all instantiated here before any
+//! run (each instantiation writes the constants' data segments again); the calling
+//! thread's instance runs host-side steps and small kernels alone, and a large
+//! kernel's range is split across all of them ([`super::pool`]).
 
-use super::host::{HostKernels, Instance};
+use super::host::{self, HostKernels, Instance};
+use super::pool::{Member, Pool};
 use super::WasmProgram;
 use crate::interp::CustomCallHook;
 use crate::ir::{Module, Value};
@@ -18,7 +23,7 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-use wasmtime::{Config, Engine, Memory, OptLevel, Store, TypedFunc};
+use wasmtime::{Config, Engine, Extern, Memory, MemoryType, OptLevel, SharedMemory, Store, Val};
 
 /// The process's engine: Cranelift at its speed setting, SIMD128 on (as in every
 /// browser).
@@ -28,6 +33,8 @@ pub fn engine() -> &'static Engine {
         let mut config = Config::new();
         config.cranelift_opt_level(OptLevel::Speed);
         config.wasm_simd(true);
+        config.wasm_threads(true);
+        config.shared_memory(true);
         Engine::new(&config).expect("wasmtime's default configuration is valid")
     })
 }
@@ -51,28 +58,67 @@ pub struct RunTimes {
     pub kernels: Option<Vec<KernelTime>>,
 }
 
-/// The module instantiated in wasmtime: its store, memory and kernel functions.
+/// The module's memory: its own (one thread) or the threads' shared one.
+enum Linear {
+    Own(Memory),
+    Shared(SharedMemory),
+}
+
+/// The module instantiated in wasmtime: the calling thread's instance, the memory, and
+/// the other threads' workers.
 struct Wasmtime {
-    store: Store<()>,
-    memory: Memory,
-    funcs: Vec<Option<TypedFunc<(i32, i32), ()>>>,
+    caller: Member,
+    memory: Linear,
+    pool: Option<Pool>,
 }
 
 impl Instance for Wasmtime {
     fn call(&mut self, kernel: usize, extent: u64) -> Result<(), String> {
-        let f = self.funcs[kernel].as_ref().ok_or("a kernel without a function")?;
-        let end = i32::try_from(extent).map_err(|_| format!("a range of {extent} past 32 bits"))?;
-        f.call(&mut self.store, (0, end)).map_err(|e| format!("{e:?}"))
+        let end = u32::try_from(extent)
+            .ok()
+            .filter(|&e| e <= i32::MAX as u32)
+            .ok_or_else(|| format!("a range of {extent} past 31 bits"))?;
+        match &self.pool {
+            Some(pool) if pool.splits(kernel) => pool.run(kernel, &mut self.caller),
+            _ => self.caller.call(kernel, (0, end)),
+        }
+    }
+}
+
+impl Wasmtime {
+    /// The memory's bytes. SAFETY (shared memory): no kernel runs while the host holds
+    /// them: the workers touch the memory only inside [`Pool::run`], which returns after
+    /// the last piece, and the host is this one thread.
+    fn bytes(&self) -> &[u8] {
+        match &self.memory {
+            Linear::Own(m) => m.data(&self.caller.store),
+            Linear::Shared(m) => {
+                let data = m.data();
+                // SAFETY: see above; `UnsafeCell<u8>` has `u8`'s layout.
+                unsafe { std::slice::from_raw_parts(data.as_ptr() as *const u8, data.len()) }
+            }
+        }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        match &self.memory {
+            Linear::Own(m) => m.data_mut(&mut self.caller.store),
+            Linear::Shared(m) => {
+                let data = m.data();
+                // SAFETY: as for `bytes`, and `&mut self` holds the only host access.
+                unsafe { std::slice::from_raw_parts_mut(data.as_ptr() as *mut u8, data.len()) }
+            }
+        }
     }
 }
 
 impl ArenaMemory for Wasmtime {
     fn read_bytes(&self, offset: usize, len: usize) -> Result<Cow<'_, [u8]>, String> {
-        self.memory.data(&self.store).read_bytes(offset, len)
+        self.bytes().read_bytes(offset, len)
     }
 
     fn write_bytes(&mut self, offset: usize, bytes: &[u8]) -> Result<(), String> {
-        self.memory.data_mut(&mut self.store).write_bytes(offset, bytes)
+        self.bytes_mut().write_bytes(offset, bytes)
     }
 }
 
@@ -101,24 +147,65 @@ impl WasmExecutable {
         compiled: &wasmtime::Module,
         start: Instant,
     ) -> Result<WasmExecutable, String> {
-        let mut store = Store::new(engine(), ());
-        let instance = wasmtime::Instance::new(&mut store, compiled, &[]).map_err(|e| format!("wasmtime: {e:?}"))?;
-        let memory = instance.get_memory(&mut store, "memory").ok_or("the module exports no memory")?;
-        let funcs = program
-            .kernels
-            .iter()
-            .map(|k| match k {
-                Some(k) => instance
-                    .get_typed_func::<(i32, i32), ()>(&mut store, &k.export)
-                    .map(Some)
-                    .map_err(|e| format!("{}: {e:?}", k.export)),
-                None => Ok(None),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let threads = program.threads.max(1);
+        let (memory, imports) = if threads > 1 {
+            let pages = u32::try_from(program.pages).map_err(|_| "a memory past 32 bits".to_string())?;
+            let shared = SharedMemory::new(engine(), MemoryType::shared(pages, pages))
+                .map_err(|e| format!("wasmtime cannot make the shared memory: {e:?}"))?;
+            (Some(Linear::Shared(shared.clone())), vec![Extern::from(shared)])
+        } else {
+            (None, Vec::new())
+        };
+        let mut members = Vec::new();
+        let mut own = None;
+        for t in 0..threads as u64 {
+            let mut store = Store::new(engine(), ());
+            let instance =
+                wasmtime::Instance::new(&mut store, compiled, &imports).map_err(|e| format!("wasmtime: {e:?}"))?;
+            let scratch = instance.get_global(&mut store, "scratch").ok_or("the module exports no scratch global")?;
+            let base = program.scratch + t * program.scratch_stride;
+            scratch.set(&mut store, Val::I32(base as u32 as i32)).map_err(|e| format!("wasmtime: {e:?}"))?;
+            if threads == 1 {
+                own = Some(instance.get_memory(&mut store, "memory").ok_or("the module exports no memory")?);
+            }
+            let funcs = program
+                .kernels
+                .iter()
+                .map(|k| match k {
+                    Some(k) => instance
+                        .get_typed_func::<(i32, i32), ()>(&mut store, &k.export)
+                        .map(Some)
+                        .map_err(|e| format!("{}: {e:?}", k.export)),
+                    None => Ok(None),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            members.push(Member { store, funcs });
+        }
+        let memory = match (memory, own) {
+            (Some(m), _) => m,
+            (None, Some(m)) => Linear::Own(m),
+            (None, None) => return Err("no memory".into()),
+        };
+        let caller = members.remove(0);
+        let pool = if threads > 1 {
+            let pieces = program
+                .kernels
+                .iter()
+                .map(|k| k.as_ref().map_or_else(Vec::new, |k| host::chunks(k, threads)))
+                .collect();
+            Some(Pool::start(members, pieces)?)
+        } else {
+            None
+        };
         let compile_time = start.elapsed();
         let host = HostKernels::new(module, &program);
-        let instance = RefCell::new(Wasmtime { store, memory, funcs });
+        let instance = RefCell::new(Wasmtime { caller, memory, pool });
         Ok(WasmExecutable { program, host, instance, compile_time })
+    }
+
+    /// The threads a run uses (the module's).
+    pub fn threads(&self) -> u32 {
+        self.program.threads.max(1)
     }
 
     pub fn program(&self) -> &WasmProgram {

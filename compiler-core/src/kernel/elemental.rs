@@ -182,6 +182,12 @@ pub struct Elemental {
 }
 
 impl Elemental {
+    /// Its iterations: the product of its loops' extents (what decides whether splitting
+    /// its range across threads pays).
+    pub fn work(&self) -> u64 {
+        self.space.iter().fold(1u64, |n, &d| n.saturating_mul(d.max(0) as u64))
+    }
+
     pub fn expr(&self, e: ExprId) -> &Expr {
         &self.nodes[e.0 as usize]
     }

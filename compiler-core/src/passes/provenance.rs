@@ -15,7 +15,9 @@ use super::{PassLog, Provenance};
 use crate::ir::{CompId, Computation, InstId, Module, Op};
 use std::collections::{HashMap, HashSet};
 
-/// Which computations of a module are in the graph, and under which fusions.
+/// Which computations of a module are in the graph, and under which fusions. A pass
+/// records provenance only for the computations [`Scope::in_graph`] admits (none for a
+/// quiet log).
 pub(crate) struct Scope {
     entry: CompId,
     /// Fusion bodies called from the entry, with the fusion instructions calling them.
@@ -65,9 +67,6 @@ impl Scope {
     /// Records `removed` for instruction `id` of `comp` and, when it is a fusion of the
     /// entry, for the nodes of its body.
     pub fn removed(&mut self, module: &Module, comp: CompId, id: InstId, rule: &'static str, log: &mut PassLog) {
-        if self.quiet {
-            return;
-        }
         for node in self.ids(module, comp, id) {
             log.provenance.push(Provenance::Removed { id: node, rule });
         }
@@ -79,9 +78,6 @@ impl Scope {
     /// Records `created_by` for instruction `id` of `comp` and, when it is a fusion of
     /// the entry, for the nodes of its body.
     pub fn created(&mut self, module: &Module, comp: CompId, id: InstId, rule: &'static str, log: &mut PassLog) {
-        if self.quiet {
-            return;
-        }
         for node in self.ids(module, comp, id) {
             log.provenance.push(Provenance::CreatedBy { id: node, rule });
         }
@@ -100,9 +96,6 @@ impl Scope {
         rule: &'static str,
         log: &mut PassLog,
     ) {
-        if self.quiet {
-            return;
-        }
         let (ids, bys) = (self.ids(module, comp, id), self.ids(module, comp, by));
         for (id, by) in ids.into_iter().zip(bys) {
             log.provenance.push(Provenance::ReplacedBy { id, by, rule });

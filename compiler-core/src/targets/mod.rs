@@ -28,6 +28,9 @@ pub mod cstyle;
 pub mod cuda;
 #[cfg(any(feature = "cpu-codegen", feature = "wasm-run"))]
 pub mod envelope;
+#[cfg(all(any(feature = "cpu", feature = "wasm-run"), not(target_arch = "wasm32")))]
+pub mod pool;
+pub mod split;
 pub mod wasm;
 pub mod webgpu;
 

@@ -559,7 +559,7 @@ fn assemble(
         code.push(match &k.body {
             KernelBody::Elemental(e) => {
                 let f = function(&jit, funcs, i)?;
-                let work = e.space.iter().fold(1usize, |n, &d| n.saturating_mul(d.max(0) as usize));
+                let work = usize::try_from(e.work()).unwrap_or(usize::MAX);
                 Code::Native { f, par_extent: codegen::par_extent(e), work }
             }
             KernelBody::Dot(spec) => Code::Dot(spec.clone()),

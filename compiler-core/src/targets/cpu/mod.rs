@@ -19,7 +19,7 @@
 //! where its ops and types allow (`kernel/vector.rs` says when: loops, row reductions with
 //! vector accumulators, column reductions across the kept minor dimension). Large
 //! kernels are split across threads along a kept loop variable (`runtime.rs`, on the
-//! persistent pool of `pool.rs`), and large dots into row blocks of single-threaded
+//! persistent pool of `targets/pool.rs`), and large dots into row blocks of single-threaded
 //! GEMMs (`dot.rs`). Where the CPU's own vectors are wider than Cranelift's (AVX2,
 //! AVX-512), vector loops and row reductions with f32 transcendentals are strip-mined:
 //! blocks of their arguments go through native functions ([`block_math`], chosen at run
@@ -75,7 +75,7 @@ mod dot;
 #[cfg(feature = "cpu")]
 mod executable;
 #[cfg(feature = "cpu")]
-mod pool;
+use crate::targets::pool;
 #[cfg(feature = "cpu")]
 mod runtime;
 #[cfg(feature = "cpu")]

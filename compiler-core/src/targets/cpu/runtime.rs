@@ -13,10 +13,7 @@ use std::sync::atomic::Ordering;
 use std::sync::TryLockError;
 
 use crate::targets::control;
-
-/// Iterations of a kernel below which it runs on one thread: waking the pool costs a few
-/// microseconds, about what this much simple elementwise work takes.
-const PARALLEL_WORK: usize = 1 << 16;
+use crate::targets::split::{Split, PARALLEL_WORK};
 
 /// Tasks per pool thread of a split kernel (see [`run_native`]).
 const CHUNKS_PER_THREAD: usize = 4;
@@ -39,26 +36,15 @@ impl Table {
 /// Runs kernel `f` over `0..par_extent` of its parallel variable, in chunks on the pool
 /// when `work` is large.
 fn run_native(f: KernelFn, table: *const *mut u8, par_extent: i64, work: usize) {
-    let threads = pool::threads();
-    if work < PARALLEL_WORK || threads < 2 || par_extent < 2 {
+    let threads = pool::threads() as u64;
+    let Some(split) = Split::of(par_extent.max(0) as u64, work as u64, threads, CHUNKS_PER_THREAD as u64) else {
         f(table, 0, par_extent);
         return;
-    }
-    // Several chunks per thread, taken one at a time: a thread slowed down by other
-    // work on its core takes fewer, instead of holding up the kernel with its share.
-    let n = (threads * CHUNKS_PER_THREAD).min(par_extent as usize);
-    // Chunks of whole vector steps where the range allows (fewer scalar tails).
-    let mut per = (par_extent as usize).div_ceil(n);
-    if per > 32 {
-        per = per.div_ceil(32) * 32;
-    }
+    };
     let table = Table(table);
-    pool::run(n, &|t| {
-        let begin = (t * per) as i64;
-        let end = ((t + 1) * per).min(par_extent as usize) as i64;
-        if begin < end {
-            f(table.ptr(), begin, end);
-        }
+    pool::run(split.count as usize, &|t| {
+        let (begin, end) = split.piece(t as u64);
+        f(table.ptr(), begin as i64, end as i64);
     });
 }
 
@@ -254,7 +240,7 @@ fn run_chain(members: &[(KernelFn, Table)], chain: &Chain, budget: usize) {
     let rows = chain.rows.max(0) as usize;
     let mut per = (budget / chain.bytes_per_row.max(1)).clamp(1, rows.max(1));
     let threads = pool::threads();
-    let parallel = chain.work >= PARALLEL_WORK && threads >= 2;
+    let parallel = chain.work as u64 >= PARALLEL_WORK && threads >= 2;
     if parallel {
         per = per.min(rows.div_ceil(threads * CHUNKS_PER_THREAD)).max(1);
     }
@@ -634,7 +620,7 @@ impl CpuExecutable {
         let (l, r, o) = (k.inputs[0], k.inputs[1], k.outputs[0]);
         let p = bufs.pointers([l, r, o].into_iter());
         let run = |r0: usize, r1: usize| f(table.ptr(), r0 as i64, r1 as i64);
-        let parallel = work >= PARALLEL_WORK;
+        let parallel = work as u64 >= PARALLEL_WORK;
         let epilogue = dot::Epilogue { rows: e.rows, dot_rows: e.dot_rows, parallel, run: &run };
         // SAFETY: as for a dot alone (see `run_kernels`); the epilogue's rows read only the
         // dot's rows computed before them (the plan's permission), and its outputs share

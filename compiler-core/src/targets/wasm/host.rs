@@ -9,6 +9,7 @@ use super::{WasmKernel, WasmProgram};
 use crate::interp::CustomCallHook;
 use crate::ir::{CompId, Module, Value};
 use crate::kernel::ArenaMemory;
+use crate::targets::split::Split;
 
 /// An instantiated module, as an engine holds it; its bytes are the module's linear
 /// memory (the `memory` export).
@@ -18,34 +19,21 @@ pub trait Instance: ArenaMemory {
     fn call(&mut self, kernel: usize, extent: u64) -> Result<(), String>;
 }
 
-/// Iterations of a kernel below which it runs on one thread: handing a range to another
-/// thread costs microseconds, about what this much simple elementwise work takes (the
-/// native CPU target's threshold).
-pub const PARALLEL_WORK: u64 = 1 << 16;
-
-/// Pieces per thread of a split elemental kernel: a thread slowed down by other work on
-/// its core takes fewer, instead of holding up the kernel with its share.
+/// Pieces per thread of a split elemental kernel (the CPU target's number).
 const PIECES_PER_THREAD: u64 = 4;
 
 /// Pieces per thread of a split dot: each piece packs its batch's rhs again.
 const DOT_PIECES_PER_THREAD: u64 = 2;
 
 /// The pieces `[begin, end)` of kernel `k`'s range that `threads` instances take, one at
-/// a time, in any order: the whole range when there is one thread or the kernel is too
-/// small to gain from more; else a few pieces per thread, each a multiple of 32
-/// elements where the range allows (fewer vector tails).
+/// a time, in any order: the whole range when [`Split`] keeps it on one thread, else
+/// its pieces (the native CPU target's rule, fewer per thread for a dot).
 pub fn chunks(k: &WasmKernel, threads: u32) -> Vec<(u32, u32)> {
-    let extent = k.extent;
-    if threads < 2 || k.work < PARALLEL_WORK || extent < 2 {
-        return vec![(0, extent as u32)];
-    }
     let per_thread = if k.dot { DOT_PIECES_PER_THREAD } else { PIECES_PER_THREAD };
-    let n = (threads as u64 * per_thread).min(extent);
-    let mut per = extent.div_ceil(n);
-    if per > 32 {
-        per = per.div_ceil(32) * 32;
+    match Split::of(k.extent, k.work, threads as u64, per_thread) {
+        Some(s) => (0..s.count).map(|i| s.piece(i)).map(|(b, e)| (b as u32, e as u32)).collect(),
+        None => vec![(0, k.extent as u32)],
     }
-    (0..extent.div_ceil(per)).map(|c| ((c * per) as u32, ((c + 1) * per).min(extent) as u32)).collect()
 }
 
 /// What the host keeps beside a program's module: the module with a computation per

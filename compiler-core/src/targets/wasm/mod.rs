@@ -32,8 +32,6 @@ pub mod emit;
 pub mod gemm;
 pub mod helpers;
 pub mod host;
-#[cfg(all(feature = "wasm-run", not(target_arch = "wasm32")))]
-mod pool;
 
 #[cfg(all(feature = "wasm-run", not(target_arch = "wasm32")))]
 pub mod runtime;
@@ -178,11 +176,10 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
         match &k.body {
             KernelBody::Elemental(e) => {
                 let emitted = emit_kernel(&plan, k, e)?;
-                let work = e.space.iter().fold(1u64, |n, &d| n.saturating_mul(d.max(0) as u64));
                 kernels.push(Some(WasmKernel {
                     export: format!("k{i}"),
                     extent: emitted.extent,
-                    work,
+                    work: e.work(),
                     dot: false,
                     shape: emitted.shape,
                 }));

@@ -11,19 +11,20 @@
 //! one instance per thread, in a store of its own, all instantiated here before any
 //! run (each instantiation writes the constants' data segments again); the calling
 //! thread's instance runs host-side steps and small kernels alone, and a large
-//! kernel's range is split across all of them ([`super::pool`]).
+//! kernel's pieces ([`host::chunks`]) run on the process's thread pool
+//! ([`crate::targets::pool`], the CPU target's), each on an instance no other piece holds.
 
 use super::host::{self, HostKernels, Instance};
-use super::pool::{Member, Pool};
 use super::WasmProgram;
 use crate::interp::CustomCallHook;
 use crate::ir::{Module, Value};
 use crate::kernel::ArenaMemory;
+use crate::targets::pool;
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
-use wasmtime::{Config, Engine, Extern, Memory, MemoryType, OptLevel, SharedMemory, Store, Val};
+use wasmtime::{Config, Engine, Extern, Memory, MemoryType, OptLevel, SharedMemory, Store, TypedFunc, Val};
 
 /// The process's engine: Cranelift at its speed setting, SIMD128 on (as in every
 /// browser).
@@ -58,18 +59,37 @@ pub struct RunTimes {
     pub kernels: Option<Vec<KernelTime>>,
 }
 
-/// The module's memory: its own (one thread) or the threads' shared one.
-enum Linear {
-    Own(Memory),
-    Shared(SharedMemory),
+/// One instance of the module in its own store.
+struct Member {
+    store: Store<()>,
+    /// Per plan kernel, its function (`None`: a host kernel).
+    funcs: Vec<Option<TypedFunc<(i32, i32), ()>>>,
 }
 
-/// The module instantiated in wasmtime: the calling thread's instance, the memory, and
-/// the other threads' workers.
-struct Wasmtime {
-    caller: Member,
-    memory: Linear,
-    pool: Option<Pool>,
+impl Member {
+    /// Runs kernel `kernel` over `[begin, end)`.
+    fn call(&mut self, kernel: usize, (begin, end): (u32, u32)) -> Result<(), String> {
+        let f = self.funcs[kernel].as_ref().ok_or("a kernel without a function")?;
+        f.call(&mut self.store, (begin as i32, end as i32)).map_err(|e| format!("{e:?}"))
+    }
+}
+
+/// The module instantiated in wasmtime.
+enum Wasmtime {
+    /// One thread: the instance and the memory it defines.
+    One { member: Member, memory: Memory },
+    /// A threaded module: an instance per thread on one shared memory, and per plan
+    /// kernel the pieces of its range (one: it runs whole on the first instance).
+    Many { members: Vec<Mutex<Member>>, memory: SharedMemory, pieces: Vec<Vec<(u32, u32)>> },
+}
+
+/// An instance no one else holds: a free one, else the `i`-th in turn (more pieces run
+/// at once than there are instances only when the pool has more threads than the module).
+fn hold(members: &[Mutex<Member>], i: usize) -> MutexGuard<'_, Member> {
+    members
+        .iter()
+        .find_map(|m| m.try_lock().ok())
+        .unwrap_or_else(|| members[i % members.len()].lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 impl Instance for Wasmtime {
@@ -78,22 +98,32 @@ impl Instance for Wasmtime {
             .ok()
             .filter(|&e| e <= i32::MAX as u32)
             .ok_or_else(|| format!("a range of {extent} past 31 bits"))?;
-        match &self.pool {
-            Some(pool) if pool.splits(kernel) => pool.run(kernel, &mut self.caller),
-            _ => self.caller.call(kernel, (0, end)),
+        match self {
+            Wasmtime::One { member, .. } => member.call(kernel, (0, end)),
+            Wasmtime::Many { members, pieces, .. } if pieces[kernel].len() > 1 => {
+                let pieces = &pieces[kernel];
+                let error: Mutex<Option<String>> = Mutex::new(None);
+                pool::run(pieces.len(), &|i| {
+                    if let Err(e) = hold(members, i).call(kernel, pieces[i]) {
+                        error.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
+                    }
+                });
+                error.into_inner().unwrap_or_else(|e| e.into_inner()).map_or(Ok(()), Err)
+            }
+            Wasmtime::Many { members, .. } => hold(members, 0).call(kernel, (0, end)),
         }
     }
 }
 
 impl Wasmtime {
     /// The memory's bytes. SAFETY (shared memory): no kernel runs while the host holds
-    /// them: the workers touch the memory only inside [`Pool::run`], which returns after
-    /// the last piece, and the host is this one thread.
+    /// them: the pool's threads touch the memory only inside [`pool::run`], which
+    /// returns after the last piece, and the host is this one thread.
     fn bytes(&self) -> &[u8] {
-        match &self.memory {
-            Linear::Own(m) => m.data(&self.caller.store),
-            Linear::Shared(m) => {
-                let data = m.data();
+        match self {
+            Wasmtime::One { member, memory } => memory.data(&member.store),
+            Wasmtime::Many { memory, .. } => {
+                let data = memory.data();
                 // SAFETY: see above; `UnsafeCell<u8>` has `u8`'s layout.
                 unsafe { std::slice::from_raw_parts(data.as_ptr() as *const u8, data.len()) }
             }
@@ -101,10 +131,10 @@ impl Wasmtime {
     }
 
     fn bytes_mut(&mut self) -> &mut [u8] {
-        match &self.memory {
-            Linear::Own(m) => m.data_mut(&mut self.caller.store),
-            Linear::Shared(m) => {
-                let data = m.data();
+        match self {
+            Wasmtime::One { member, memory } => memory.data_mut(&mut member.store),
+            Wasmtime::Many { memory, .. } => {
+                let data = memory.data();
                 // SAFETY: as for `bytes`, and `&mut self` holds the only host access.
                 unsafe { std::slice::from_raw_parts_mut(data.as_ptr() as *mut u8, data.len()) }
             }
@@ -148,14 +178,15 @@ impl WasmExecutable {
         start: Instant,
     ) -> Result<WasmExecutable, String> {
         let threads = program.threads.max(1);
-        let (memory, imports) = if threads > 1 {
+        let shared = if threads > 1 {
             let pages = u32::try_from(program.pages).map_err(|_| "a memory past 32 bits".to_string())?;
             let shared = SharedMemory::new(engine(), MemoryType::shared(pages, pages))
                 .map_err(|e| format!("wasmtime cannot make the shared memory: {e:?}"))?;
-            (Some(Linear::Shared(shared.clone())), vec![Extern::from(shared)])
+            Some(shared)
         } else {
-            (None, Vec::new())
+            None
         };
+        let imports: Vec<Extern> = shared.iter().cloned().map(Extern::from).collect();
         let mut members = Vec::new();
         let mut own = None;
         for t in 0..threads as u64 {
@@ -181,25 +212,24 @@ impl WasmExecutable {
                 .collect::<Result<Vec<_>, _>>()?;
             members.push(Member { store, funcs });
         }
-        let memory = match (memory, own) {
-            (Some(m), _) => m,
-            (None, Some(m)) => Linear::Own(m),
+        let instance = match (shared, own) {
+            (Some(memory), _) => {
+                let pieces = program
+                    .kernels
+                    .iter()
+                    .map(|k| k.as_ref().map_or_else(Vec::new, |k| host::chunks(k, threads)))
+                    .collect();
+                Wasmtime::Many { members: members.into_iter().map(Mutex::new).collect(), memory, pieces }
+            }
+            (None, Some(memory)) => {
+                let member = members.pop().ok_or("no instance")?;
+                Wasmtime::One { member, memory }
+            }
             (None, None) => return Err("no memory".into()),
-        };
-        let caller = members.remove(0);
-        let pool = if threads > 1 {
-            let pieces = program
-                .kernels
-                .iter()
-                .map(|k| k.as_ref().map_or_else(Vec::new, |k| host::chunks(k, threads)))
-                .collect();
-            Some(Pool::start(members, pieces)?)
-        } else {
-            None
         };
         let compile_time = start.elapsed();
         let host = HostKernels::new(module, &program);
-        let instance = RefCell::new(Wasmtime { caller, memory, pool });
+        let instance = RefCell::new(instance);
         Ok(WasmExecutable { program, host, instance, compile_time })
     }
 
@@ -257,7 +287,10 @@ impl WasmExecutable {
         let epoch = Instant::now();
         let clock = move || epoch.elapsed().as_secs_f64();
         let clock: Option<&dyn Fn() -> f64> = if timed { Some(&clock) } else { None };
-        let times = self.host.execute(&self.program, &mut *self.instance.borrow_mut(), clock, hook)?;
+        let run = || self.host.execute(&self.program, &mut *self.instance.borrow_mut(), clock, hook);
+        // A threaded run's calling thread on the CPU the pool's workers leave free, as the
+        // CPU target's runs do.
+        let times = if self.threads() > 1 { pool::as_caller(run)? } else { run()? };
         Ok(timed.then(|| {
             let plan = &self.program.plan;
             (plan.kernels.iter().zip(&self.program.kernels).zip(times))

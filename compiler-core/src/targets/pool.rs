@@ -1,4 +1,6 @@
-//! A small persistent thread pool for splitting one kernel across cores.
+//! A small persistent thread pool for splitting one kernel across cores: the CPU
+//! target's native kernels and dots, and the WebAssembly target's pieces under wasmtime
+//! (an instance per thread), one pool for the process.
 //!
 //! Kernels are short (tens of microseconds to milliseconds) and many, so spawning
 //! threads per kernel would cost as much as the work: the workers are started once, on

@@ -42,7 +42,7 @@
 //! "bytes", "flops", "calls", "code"}]}` (`code`: how the kernels run, e.g. `simd 4x4 +
 //! native exp`, `scalar`, `gemm`, `interpreter`, `wgsl`, `interpreter (host)`); webgpu
 //! adds `"timing"` (the method's label), `"adapter"`, `"backend"`, `"driver"`, and
-//! `"on_host"` per kernel. Otherwise a table. `--out-dir` writes the last run's results
+//! `"on_host"` per kernel; wasm adds `"threads"`. Otherwise a table. `--out-dir` writes the last run's results
 //! as .npy (what `cargo xtask bench` compares with XLA's).
 
 use crate::run::{self, RunError, Target};
@@ -79,7 +79,8 @@ inside while bodies and branches are rows named like while.3/body/fusion.7); byt
 FLOPs come from the cost model. --target webgpu adds \"timing\" (how kernels were timed: \
 \"gpu timestamps\" or \"submit and wait per kernel\"; host kernels on the host's clock), \
 \"adapter\", \"backend\", \"driver\" and per kernel \"on_host\"; its run times are plain runs \
-of the kernels on the loaded inputs, its kernel times those of a timed run after each.
+of the kernels on the loaded inputs, its kernel times those of a timed run after each. \
+--target wasm adds \"threads\".
 
 Exit status: 0 on success, 2 on any error (bad text, bad inputs, a failed run).")]
 pub struct BenchArgs {
@@ -150,6 +151,11 @@ pub struct BenchArgs {
     /// kernels are all WebAssembly).
     #[arg(long, value_enum, default_value_t = Engine::Wasmtime)]
     pub engine: Engine,
+
+    /// Threads the WebAssembly kernels run on (--target wasm, either engine): an
+    /// instance per thread on one shared memory. Default: every core, as the CPU target uses.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(wasm::MAX_THREADS)))]
+    pub threads: Option<u32>,
 }
 
 /// What runs `--target wasm`.
@@ -214,6 +220,8 @@ impl RunTimes {
 struct Report {
     target: Target,
     fusion: String,
+    /// On wasm: the threads its kernels ran on.
+    threads: Option<u32>,
     /// On webgpu and cuda: the device and how its kernels were timed.
     device: Option<Device>,
     compile_s: f64,
@@ -501,6 +509,7 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
     if args.engine != Engine::Wasmtime && args.target != Target::Wasm {
         return Err(RunError("--engine chooses the engine of --target wasm".into()));
     }
+    let threads = crate::run::wasm_threads(args.threads, args.target)?;
     let started = Instant::now();
     let mut device = None;
     let mut not_compiling = Duration::ZERO;
@@ -533,7 +542,7 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
         Target::Wasm => {
             let failed = |e: String| RunError(format!("{source_name}: wasm: {e}"));
             let optimized = hloscope_core::targets::optimize_owned(module, &fusion).map_err(failed)?;
-            let program = wasm::compile(&optimized).map_err(failed)?;
+            let program = wasm::compile_threaded(&optimized, threads).map_err(failed)?;
             match args.engine {
                 Engine::Wasmtime => {
                     let exe = WasmExecutable::new(&optimized, program).map_err(failed)?;
@@ -583,6 +592,7 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
     let report = Report {
         target: args.target,
         fusion: args.fusion.trim().to_string(),
+        threads: (args.target == Target::Wasm).then_some(threads),
         device,
         compile_s,
         compile_peak_rss_bytes,
@@ -925,8 +935,9 @@ fn json(r: &Report) -> String {
             quote(&d.driver)
         )
     });
+    let threads = r.threads.map_or(String::new(), |t| format!("\"threads\":{t},"));
     format!(
-        "{{\"target\":{},\"fusion\":{},{device}\"compile_s\":{},\"compile_peak_rss_bytes\":{},\"run_median_s\":{},\"run_min_s\":{},\"iters\":{},\"arena_bytes\":{},\"buffer_bytes\":{},\"kernels\":[{}]}}\n",
+        "{{\"target\":{},\"fusion\":{},{threads}{device}\"compile_s\":{},\"compile_peak_rss_bytes\":{},\"run_median_s\":{},\"run_min_s\":{},\"iters\":{},\"arena_bytes\":{},\"buffer_bytes\":{},\"kernels\":[{}]}}\n",
         quote(target_name(r.target)),
         quote(&r.fusion),
         num(r.compile_s),
@@ -953,7 +964,8 @@ fn time_text(s: f64) -> String {
 fn table(r: &Report) -> String {
     let mut out = String::new();
     let fusion = if r.fusion.is_empty() { String::new() } else { format!(" (--fusion {})", r.fusion) };
-    let _ = writeln!(out, "target {}{fusion}: compile {}", target_name(r.target), time_text(r.compile_s));
+    let threads = r.threads.map_or(String::new(), |t| format!(" on {t} thread{}", if t == 1 { "" } else { "s" }));
+    let _ = writeln!(out, "target {}{threads}{fusion}: compile {}", target_name(r.target), time_text(r.compile_s));
     if let Some(d) = &r.device {
         let _ = writeln!(out, "adapter: {}; backend {}; driver {}", d.adapter, d.backend, d.driver);
         let _ = writeln!(out, "kernel times: {}; host kernels on the host's clock", d.timing);

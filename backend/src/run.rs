@@ -83,6 +83,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_cache: bool,
 
+    /// Threads the WebAssembly kernels run on (--target wasm): an instance per thread
+    /// on one shared memory. Default: every core, as the CPU target uses.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(hloscope_core::targets::wasm::MAX_THREADS)))]
+    pub threads: Option<u32>,
+
     /// Say on standard error whether the compilation cache hit and how long compiling
     /// took (from parsing to a ready executable); on webgpu, also time each kernel
     /// (GPU timestamps where the adapter has them, else submit and wait per kernel).
@@ -154,6 +159,7 @@ fn run_checked(args: &RunArgs, module: &Module, source_name: &str) -> Result<Str
 
 /// Runs the command; returns the text to print on standard output.
 pub fn run(args: &RunArgs) -> Result<String, RunError> {
+    wasm_threads(args.threads, args.target)?;
     // Read every file first, so that a missing one is reported before any parse error.
     let (source_name, text) = read_module_text(&args.module)?;
     let started = std::time::Instant::now();
@@ -357,9 +363,10 @@ fn compile_wasm(
 ) -> Result<std::rc::Rc<crate::cache::WasmEntry>, RunError> {
     use hloscope_core::targets::{optimize, wasm};
     let failed = |e: String| RunError(format!("{source_name}: wasm: {e}"));
+    let threads = wasm_threads(args.threads, args.target)?;
     let compile = |module: &Module, store: bool| {
         let optimized = optimize(module)?;
-        let program = wasm::compile(&optimized)?;
+        let program = wasm::compile_threaded(&optimized, threads)?;
         let (exe, bytes) = if store {
             let (exe, bytes) = wasm::artifact::compile(&optimized, program)?;
             (exe, Some(bytes))
@@ -368,12 +375,16 @@ fn compile_wasm(
         };
         Ok((crate::cache::WasmEntry { exe, module: optimized }, bytes))
     };
-    let (entry, _, what) = compile_cached(args, text, "wasm", parse, compile, &failed)?;
+    // The module differs with the thread count (an imported shared memory, a scratch
+    // region per thread), so the count is part of the key.
+    let target = format!("wasm threads={threads}");
+    let (entry, _, what) = compile_cached(args, text, &target, parse, compile, &failed)?;
     let program = entry.exe.program();
     let (compiled, on_host) = program.counts();
     eprintln!(
-        "wasm: wasmtime: {compiled} kernels in WebAssembly ({} bytes), {on_host} on the host",
-        program.bytes.len()
+        "wasm: wasmtime: {compiled} kernels in WebAssembly ({} bytes), {on_host} on the host, {threads} thread{}",
+        program.bytes.len(),
+        if threads == 1 { "" } else { "s" }
     );
     if args.verbose {
         eprintln!(
@@ -383,6 +394,19 @@ fn compile_wasm(
         );
     }
     Ok(entry)
+}
+
+/// The threads `--target wasm` runs on: `--threads`, else every core the CPU target's
+/// pool uses; `--threads` with another target is an error.
+pub(crate) fn wasm_threads(threads: Option<u32>, target: Target) -> Result<u32, RunError> {
+    match (threads, target) {
+        (Some(n), Target::Wasm) => Ok(n),
+        (None, Target::Wasm) => {
+            Ok(hloscope_core::targets::pool::threads().min(hloscope_core::targets::wasm::MAX_THREADS as usize) as u32)
+        }
+        (Some(_), _) => Err(RunError("--threads is for --target wasm (the CPU target uses every core)".into())),
+        (None, _) => Ok(1),
+    }
 }
 
 /// Target `target`'s executable for module `text` from the compilation cache, or made by

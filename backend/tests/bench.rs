@@ -395,6 +395,58 @@ fn cpu_bench_takes_the_fusion_knobs() {
     }
 }
 
+/// `--threads N` runs the WebAssembly kernels on N instances over one shared memory: the
+/// report says how many, and the split dots and loops give the bytes of one thread.
+#[test]
+fn wasm_bench_threads_give_one_threads_bytes() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-wasm-threads");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // Big enough that both kernels split: a GEMM with ragged tiles and a relu epilogue,
+    // and 76,800 tanh's (the split starts at 65,536 iterations).
+    let module = dir.join("split.mlir").display().to_string();
+    std::fs::write(
+        &module,
+        r#"func.func public @main(%a: tensor<300x256xf32>, %b: tensor<256x200xf32>) -> (tensor<300x200xf32>, tensor<300x256xf32>) {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<300x256xf32>, tensor<256x200xf32>) -> tensor<300x200xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<300x200xf32>
+  %1 = stablehlo.maximum %0, %z : tensor<300x200xf32>
+  %2 = stablehlo.tanh %a : tensor<300x256xf32>
+  return %1, %2 : tensor<300x200xf32>, tensor<300x256xf32>
+}"#,
+    )
+    .unwrap();
+    let run = |target: &str, threads: &str| {
+        let out = dir.join(format!("{target}{threads}"));
+        let mut args = vec!["bench", &module, "--target", target, "--json", "--iters", "2"];
+        args.extend(["--out-dir", out.to_str().unwrap()]);
+        if target == "wasm" {
+            args.extend(["--threads", threads]);
+        }
+        let json: Value = serde_json::from_str(&ok(hloscope(&args))).unwrap();
+        if target == "wasm" {
+            assert_eq!(json["threads"].as_u64().unwrap().to_string(), threads, "{json}");
+        }
+        ["out0.npy", "out1.npy"].map(|f| std::fs::read(out.join(f)).unwrap())
+    };
+    let one = run("wasm", "1");
+    assert_eq!(run("wasm", "3"), one, "three threads compute one thread's bytes");
+    // And the dot is the interpreter's, bit for bit (every output sums in k order).
+    assert_eq!(run("interp", "")[0], one[0]);
+    let table = ok(hloscope(&["bench", &module, "--target", "wasm", "--threads", "2", "--iters", "1"]));
+    assert!(table.starts_with("target wasm on 2 threads: compile "), "{table}");
+    for (args, needle) in [
+        (vec!["--threads", "2"], "--threads is for --target wasm"),
+        (vec!["--target", "wasm", "--threads", "0"], "--threads"),
+        (vec!["--target", "wasm", "--threads", "65"], "--threads"),
+    ] {
+        let o = hloscope(&[&["bench", module.as_str()][..], &args].concat());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(needle), "{err}");
+    }
+}
+
 /// `--engine v8` runs the WebAssembly target's module in Node.js: the same result bytes
 /// as wasmtime's, a time for every kernel, the engine named; programs with host kernels
 /// and other targets are refused with the reason.

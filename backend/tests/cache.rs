@@ -224,7 +224,7 @@ fn wasm_entries_hit_and_damaged_ones_are_rebuilt() {
     let cache = dir.join("cache");
     let module = corpus("layernorm").join("module.mlir");
     let ins = inputs("layernorm");
-    let wasm = |out: &str| run_on("wasm", &module, &ins, &cache, &dir.join(out), &[]);
+    let wasm = |out: &str| run_on("wasm", &module, &ins, &cache, &dir.join(out), &["--threads", "2"]);
     let (_, err) = wasm("a");
     assert!(err.contains("wasm: cache miss (stored"), "{err}");
     let files = entries(&cache);
@@ -248,6 +248,18 @@ fn wasm_entries_hit_and_damaged_ones_are_rebuilt() {
     assert_eq!(entries(&cache).len(), 2);
     let (_, err) = wasm("e");
     assert!(err.contains("wasm: cache hit"), "{err}");
+
+    // The module is built for a thread count (an imported shared memory past one), so
+    // each count is an entry of its own, with the same outputs.
+    for threads in ["1", "3"] {
+        let out = dir.join(format!("threads{threads}"));
+        for expected in ["wasm: cache miss (stored", "wasm: cache hit"] {
+            let (_, err) = run_on("wasm", &module, &ins, &cache, &out, &["--threads", threads]);
+            assert!(err.contains(expected) && err.contains(&format!(", {threads} thread")), "{err}");
+            assert_eq!(std::fs::read(out.join("out0.npy")).unwrap(), reference);
+        }
+    }
+    assert_eq!(entries(&cache).len(), 4);
 
     // --no-cache neither reads nor writes.
     let (_, err) = run_on("wasm", &module, &ins, &cache, &dir.join("f"), &["--no-cache"]);

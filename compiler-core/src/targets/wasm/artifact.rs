@@ -65,6 +65,9 @@ pub fn load(bytes: &[u8]) -> Result<(WasmExecutable, Module), String> {
     if program.kernels.len() != program.plan.kernels.len() {
         return Err("stale artifact: the kernels do not match the plan".into());
     }
+    if !(1..=super::MAX_THREADS).contains(&program.threads) {
+        return Err(format!("the artifact is built for {} threads", program.threads));
+    }
     // SAFETY: the bytes passed the checksum and come from `compile` above, by this very
     // compiler (its version matched): `serialize` of a module this engine compiled.
     // wasmtime itself refuses code from another version or configuration.

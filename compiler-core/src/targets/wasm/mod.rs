@@ -124,9 +124,15 @@ pub fn compile(module: &Module) -> Result<WasmProgram, String> {
     compile_threaded(module, 1)
 }
 
+/// Most threads a module is built for (each has its own instance and scratch region).
+pub const MAX_THREADS: u32 = 64;
+
 /// [`compile`] for `threads` instances sharing one memory (more than 1: the module
 /// imports a shared `env.memory` of [`WasmProgram::pages`] pages).
 pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, String> {
+    if threads > MAX_THREADS {
+        return Err(format!("{threads} threads; a module is built for at most {MAX_THREADS}"));
+    }
     let threads = threads.max(1);
     let mut plan = kernel::plan_computation_with(module, module.entry, &caps())?;
     let mut refused: HashMap<crate::ir::InstId, String> = HashMap::new();

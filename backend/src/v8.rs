@@ -4,57 +4,185 @@
 //! input and output, one JSON line per request. Node times the runs itself with
 //! `performance.now()`, so the pipe's latency is never part of a time.
 //!
+//! A threaded module ([`hloscope_core::targets::wasm::compile_threaded`]) runs as under
+//! wasmtime ([`hloscope_core::targets::wasm::runtime`]): one shared memory, an instance
+//! per thread (Node's main thread and `threads - 1` `worker_threads`, each with its own
+//! scratch region), a kernel of one piece ([`host::chunks`]) called on the main thread,
+//! a kernel of several claimed piece by piece by every thread, the next kernel started
+//! only when the last piece is done. The protocol is described in the runner below.
+//!
 //! Only programs whose kernels are all WebAssembly run here: a host kernel needs the
 //! interpreter, which lives on this side of the pipe.
 
 use hloscope_core::ir::{Literal, Value};
-use hloscope_core::targets::wasm::WasmProgram;
+use hloscope_core::targets::wasm::{host, WasmProgram};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-/// Node's side: instantiates the module, then answers `load`, `run` and `result`
-/// requests (one JSON line each) with one JSON line.
+/// Node's side: instantiates the module (a threaded one once per thread: this thread's
+/// instance and `threads - 1` workers, all on one shared memory), then answers `load`,
+/// `run` and `result` requests (one JSON line each) with one JSON line. The same file is
+/// the workers' code (`isMainThread` false).
 const RUNNER: &str = r#"
 const fs = require('fs');
 const readline = require('readline');
 const { performance } = require('perf_hooks');
+const { Worker, isMainThread, workerData, parentPort } = require('worker_threads');
+
+// A threaded program's kernel with several pieces runs on every thread: the main thread
+// publishes one 64-bit claim word, `gen << 40 | kernel << 16 | next piece`, and every
+// thread claims pieces by compare-and-swap on that word until its piece index reaches
+// the kernel's piece count. The word is the only thing a thread reads to learn what to
+// run, so a thread holding a word of an earlier call (or a stop) fails its swap and
+// reads the new word instead: no piece runs twice or for the wrong kernel. `done` (in
+// `ctl`) counts finished pieces; whoever finishes the last one wakes the main thread,
+// which publishes the next call only then, so no late piece ever counts towards it.
+const GEN_SHIFT = 40n, KERNEL_SHIFT = 16n, GEN_MASK = (1n << 23n) - 1n;
+const IDLE = 0xffffff, STOP = 0xfffffe; // kernel fields of a word with no work
+const DONE = 0, ERR = 1, ERR_LEN = 2; // `ctl` slots; ERR: 0 none, 1 being written, 2 written
+const SPIN_MS = 0.15; // how long an idle thread polls before it sleeps
+const kernelOf = (c) => Number((c >> KERNEL_SHIFT) & 0xffffffn);
+
+// Keeps the first error of a piece for the main thread, which throws it after the call.
+function fail(s, e) {
+  if (Atomics.compareExchange(s.ctl, ERR, 0, 1) !== 0) return;
+  const text = Buffer.from(String((e && e.stack) || e)).subarray(0, s.err.length);
+  s.err.set(text);
+  Atomics.store(s.ctl, ERR_LEN, text.length);
+  Atomics.store(s.ctl, ERR, 2);
+}
+
+// Runs pieces of the call in word `c` until none is left; returns the last word seen.
+function drain(s, c) {
+  for (;;) {
+    const k = kernelOf(c), i = Number(c & 0xffffn), pieces = s.pieces[k];
+    if (pieces === undefined || i >= pieces.length) return c;
+    const seen = Atomics.compareExchange(s.claim, 0, c, c + 1n);
+    if (seen !== c) { c = seen; continue; }
+    try { s.fns[k](pieces[i][0], pieces[i][1]); } catch (e) { fail(s, e); }
+    if (Atomics.add(s.ctl, DONE, 1) === pieces.length - 1) Atomics.notify(s.ctl, DONE);
+    c += 1n;
+  }
+}
+
+function shared(d, instance) {
+  return {
+    claim: new BigInt64Array(d.claim), ctl: new Int32Array(d.ctl), err: new Uint8Array(d.err),
+    pieces: d.kernels.map((k) => k.pieces), fns: d.kernels.map((k) => instance.exports[k.export]),
+  };
+}
+
+if (!isMainThread) {
+  // A worker: its own instance on the shared memory, then pieces until a stop.
+  const d = workerData;
+  const instance = new WebAssembly.Instance(d.module, { env: { memory: d.memory } });
+  instance.exports.scratch.value = d.scratch;
+  const s = shared(d, instance);
+  parentPort.postMessage('ready');
+  let c = Atomics.load(s.claim, 0);
+  for (;;) {
+    c = drain(s, c);
+    if (kernelOf(c) === STOP) break;
+    const until = performance.now() + SPIN_MS;
+    let now;
+    while ((now = Atomics.load(s.claim, 0)) === c && performance.now() < until);
+    if (now === c) { Atomics.wait(s.claim, 0, c); now = Atomics.load(s.claim, 0); }
+    c = now;
+  }
+  return;
+}
+
 const dir = process.argv[2];
 const reply = (v) => process.stdout.write(JSON.stringify(v) + '\n');
 (async () => {
   const program = JSON.parse(fs.readFileSync(dir + '/program.json'));
+  const bytes = fs.readFileSync(dir + '/module.wasm');
   const t0 = performance.now();
-  const { instance } = await WebAssembly.instantiate(fs.readFileSync(dir + '/module.wasm'));
+  let instance, memory, s = null, workers = [];
+  if (program.threads > 1) {
+    const module = await WebAssembly.compile(bytes);
+    memory = new WebAssembly.Memory({ initial: program.pages, maximum: program.pages, shared: true });
+    instance = await WebAssembly.instantiate(module, { env: { memory } });
+    instance.exports.scratch.value = program.scratch;
+    const d = {
+      module, memory, kernels: program.kernels,
+      claim: new SharedArrayBuffer(8), ctl: new SharedArrayBuffer(16), err: new SharedArrayBuffer(4096),
+    };
+    s = shared(d, instance);
+    Atomics.store(s.claim, 0, BigInt(IDLE) << KERNEL_SHIFT);
+    workers = Array.from({ length: program.threads - 1 }, (_, t) =>
+      new Worker(__filename, { argv: [dir], workerData: { ...d, scratch: program.scratch + (t + 1) * program.stride } }));
+    await Promise.all(workers.map((w) => new Promise((ok, no) => {
+      w.once('message', ok);
+      w.once('error', no);
+      w.once('exit', (code) => no(new Error(`a worker exited (${code}) before it was ready`)));
+    })));
+    for (const w of workers) {
+      w.removeAllListeners();
+      w.on('error', (e) => { reply({ error: `a worker failed: ${(e && e.stack) || e}` }); process.exit(1); });
+      w.unref();
+    }
+  } else {
+    ({ instance } = await WebAssembly.instantiate(bytes));
+    memory = instance.exports.memory;
+  }
   const instantiate_ms = performance.now() - t0;
-  const calls = program.calls.map(([name, extent]) => [instance.exports[name], extent]);
-  const memory = () => new Uint8Array(instance.exports.memory.buffer);
-  reply({ ready: true, instantiate_ms, node: process.version });
+  const calls = program.kernels.map((k) => [instance.exports[k.export], k.pieces]);
+  let gen = 0n;
+  const stop = () => {
+    if (s) { Atomics.store(s.claim, 0, BigInt(STOP) << KERNEL_SHIFT); Atomics.notify(s.claim, 0); }
+  };
+  // Kernel `k`: one piece on this thread, several on every thread.
+  const dispatch = (k) => {
+    const [f, pieces] = calls[k];
+    if (pieces.length === 1) return f(pieces[0][0], pieces[0][1]);
+    gen = (gen + 1n) & GEN_MASK;
+    Atomics.store(s.ctl, DONE, 0);
+    const c = (gen << GEN_SHIFT) | (BigInt(k) << KERNEL_SHIFT);
+    Atomics.store(s.claim, 0, c);
+    Atomics.notify(s.claim, 0);
+    drain(s, c);
+    const until = performance.now() + SPIN_MS;
+    let done;
+    while ((done = Atomics.load(s.ctl, DONE)) < pieces.length) {
+      if (performance.now() > until) Atomics.wait(s.ctl, DONE, done);
+    }
+    if (Atomics.load(s.ctl, ERR) !== 0) {
+      const text = Buffer.from(s.err.slice(0, Atomics.load(s.ctl, ERR_LEN))).toString();
+      throw new Error(`kernel ${k} (${program.kernels[k].export}): ${text}`);
+    }
+  };
+  const bytesOf = () => new Uint8Array(memory.buffer);
+  reply({ ready: true, instantiate_ms, node: process.version, threads: workers.length + 1 });
   for await (const line of readline.createInterface({ input: process.stdin })) {
     const req = JSON.parse(line);
     if (req.cmd === 'load') {
-      const mem = memory();
+      const mem = bytesOf();
       for (const [offset, file] of req.params) mem.set(fs.readFileSync(`${dir}/${file}`), offset);
       reply({ ok: true });
     } else if (req.cmd === 'run') {
-      // A plain run for the run's time, then one with each call timed.
+      // A plain run for the run's time, then one with each kernel's dispatch timed.
       let t = performance.now();
-      for (const [f, extent] of calls) f(0, extent);
+      for (let k = 0; k < calls.length; k++) dispatch(k);
       const total_ms = performance.now() - t;
-      const kernels_ms = calls.map(([f, extent]) => {
+      const kernels_ms = calls.map((_, k) => {
         const s = performance.now();
-        f(0, extent);
+        dispatch(k);
         return performance.now() - s;
       });
       reply({ total_ms, kernels_ms });
     } else if (req.cmd === 'result') {
-      const mem = memory();
+      const mem = bytesOf();
       fs.writeFileSync(`${dir}/result.bin`, Buffer.concat(req.result.map(([o, n]) => mem.subarray(o, o + n))));
       reply({ ok: true });
     } else {
       reply({ error: `unknown request ${req.cmd}` });
     }
   }
-})().catch((e) => { reply({ error: String(e && e.stack || e) }); process.exit(1); });
+  stop();
+  process.exit(0);
+})().catch((e) => { reply({ error: String((e && e.stack) || e) }); process.exit(1); });
 "#;
 
 /// A program instantiated in a `node` process.
@@ -66,13 +194,14 @@ pub struct V8Engine {
     program: WasmProgram,
     /// Node's version (`v22.x`).
     pub node: String,
-    /// V8's compile and instantiate of the module, as Node measured it.
+    /// V8's compile and instantiate of the module (a threaded one's workers started and
+    /// their instances made too), as Node measured it.
     pub instantiate_s: f64,
 }
 
 impl V8Engine {
-    /// Starts `node` on the program's module; refuses a program with host kernels, and
-    /// says so when `node` is not on the PATH.
+    /// Starts `node` on the program's module (a threaded one on its threads); refuses a
+    /// program with host kernels, and says so when `node` is not on the PATH.
     pub fn start(program: WasmProgram) -> Result<V8Engine, String> {
         let (_, on_host) = program.counts();
         if on_host > 0 {
@@ -86,9 +215,21 @@ impl V8Engine {
         std::fs::create_dir_all(&dir).map_err(io)?;
         std::fs::write(dir.join("module.wasm"), &program.bytes).map_err(io)?;
         std::fs::write(dir.join("run.js"), RUNNER).map_err(io)?;
-        let calls: Vec<serde_json::Value> =
-            program.kernels.iter().flatten().map(|k| serde_json::json!([k.export, k.extent])).collect();
-        std::fs::write(dir.join("program.json"), serde_json::json!({ "calls": calls }).to_string()).map_err(io)?;
+        let threads = program.threads.max(1);
+        let kernels: Vec<serde_json::Value> = program
+            .kernels
+            .iter()
+            .flatten()
+            .map(|k| serde_json::json!({ "export": k.export, "extent": k.extent, "pieces": host::chunks(k, threads) }))
+            .collect();
+        let description = serde_json::json!({
+            "threads": threads,
+            "pages": program.pages,
+            "scratch": program.scratch,
+            "stride": program.scratch_stride,
+            "kernels": kernels,
+        });
+        std::fs::write(dir.join("program.json"), description.to_string()).map_err(io)?;
         let mut child = Command::new("node")
             .arg(dir.join("run.js"))
             .arg(&dir)
@@ -111,6 +252,9 @@ impl V8Engine {
         let ready = engine.receive()?;
         engine.node = ready["node"].as_str().unwrap_or("node").to_string();
         engine.instantiate_s = ready["instantiate_ms"].as_f64().unwrap_or(0.0) / 1e3;
+        if ready["threads"].as_u64() != Some(u64::from(threads)) {
+            return Err(format!("node started {} threads for a module of {threads}", ready["threads"]));
+        }
         Ok(engine)
     }
 
@@ -209,5 +353,70 @@ impl Drop for V8Engine {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hloscope_core::targets::wasm::{self, runtime::WasmExecutable};
+
+    /// A dot large enough to split by rows, an elementwise kernel and a row reduction.
+    const HLO: &str = "HloModule threads
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY main {
+  x = f32[1024,256] parameter(0)
+  w = f32[256,512] parameter(1)
+  d = f32[1024,512] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  y = f32[1024,512] parameter(2)
+  t = f32[1024,512] tanh(y)
+  e = f32[1024,512] multiply(t, y)
+  z = f32[] constant(0)
+  r = f32[1024] reduce(d, z), dimensions={1}, to_apply=add
+  ROOT out = (f32[1024,512], f32[1024,512], f32[1024]) tuple(d, e, r)
+}
+";
+
+    fn bytes(values: &[Literal]) -> Vec<Vec<u8>> {
+        values.iter().map(Literal::to_le_bytes).collect()
+    }
+
+    /// The threaded module in V8 gives the one-thread module's bytes under wasmtime, on 1,
+    /// 2 and 3 threads, run after run; the dot and the elementwise kernel are split, so
+    /// a piece no thread ran would leave zeros where wasmtime has numbers.
+    #[test]
+    fn threaded_modules_in_v8_give_wasmtimes_bytes() {
+        let node = Command::new("node").arg("--version").output();
+        assert!(node.is_ok_and(|o| o.status.success()), "this test needs Node.js (`node`) on the PATH");
+        let parsed = hloscope_core::parse::parse_module(HLO).unwrap();
+        let m = hloscope_core::targets::optimize(&parsed).unwrap();
+        let args = hloscope_core::interp::random_inputs(&m, 11);
+        let one = wasm::compile_threaded(&m, 1).unwrap();
+        let want: Vec<Literal> = WasmExecutable::new(&m, one).unwrap().run(&args).unwrap().0.flatten();
+        let interpreted = hloscope_core::interp::run(&m, &args).unwrap().flatten();
+        let check = hloscope_core::interp::check::check_outputs(&want, &interpreted);
+        assert!(check.passed, "wasmtime agrees with the interpreter: {check:?}");
+        for threads in [1, 2, 3] {
+            let program = wasm::compile_threaded(&m, threads).unwrap();
+            let pieces: Vec<usize> = program.kernels.iter().flatten().map(|k| host::chunks(k, threads).len()).collect();
+            eprintln!("{threads} threads, pieces {pieces:?}:\n{}", program.summary());
+            assert_eq!(pieces.len(), 3, "a dot, a row reduction and an elementwise kernel:\n{}", program.summary());
+            if threads > 1 {
+                assert!(pieces.iter().all(|&n| n > 1), "every kernel splits on {threads} threads: {pieces:?}");
+            }
+            let mut engine = V8Engine::start(program).unwrap();
+            for _ in 0..3 {
+                engine.load(&args).unwrap();
+                let (total, kernels) = engine.run().unwrap();
+                eprintln!("{threads} threads: run {:.2} ms, kernels {kernels:.4?}", total * 1e3);
+                assert_eq!(bytes(&engine.result().unwrap()), bytes(&want), "{threads} threads");
+            }
+        }
     }
 }

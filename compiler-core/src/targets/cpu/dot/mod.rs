@@ -98,21 +98,16 @@ const PARALLEL_FLOPS: usize = 1 << 18;
 /// core takes fewer.
 const TASKS_PER_THREAD: usize = 4;
 
-/// Depth up to which f32 products run on [`tiles`]: a tile's rows of A (`MR x k`) then
-/// stay in L1 across a chunk's panels. Deeper ones go to the `gemm` crate, which blocks
-/// `k` too.
-const TILES_MAX_K: usize = 512;
-
 /// The element types dots compute in, each with a single-threaded GEMM of a block.
 trait Element: Copy + Default + Send + Sync + 'static {
-    /// The block GEMM for depth `k`, if this CPU has one for the type.
-    fn tiles(k: usize) -> Option<&'static tiles::Tiles>;
+    /// The block GEMM, if this CPU has one for the type.
+    fn tiles() -> Option<&'static tiles::Tiles>;
     fn one() -> Self;
 }
 
 impl Element for f32 {
-    fn tiles(k: usize) -> Option<&'static tiles::Tiles> {
-        tiles::Tiles::detect().filter(|_| k <= TILES_MAX_K)
+    fn tiles() -> Option<&'static tiles::Tiles> {
+        tiles::Tiles::detect()
     }
     fn one() -> f32 {
         1.0
@@ -120,7 +115,7 @@ impl Element for f32 {
 }
 
 impl Element for f64 {
-    fn tiles(_: usize) -> Option<&'static tiles::Tiles> {
+    fn tiles() -> Option<&'static tiles::Tiles> {
         None
     }
     fn one() -> f64 {
@@ -163,19 +158,25 @@ fn batched<T: Element>(spec: &DotSpec, a: &Operand<T>, b: &Operand<T>, out: *mut
         }
         return;
     }
-    let tiles = T::tiles(k);
+    let tiles = T::tiles();
     let threads = super::pool::threads();
     let parallel = spec.batch * m * n * k >= PARALLEL_FLOPS && threads > 1;
     let shared = Shared { a, b, c: out };
     if let Some(e) = epilogue {
         return with_epilogue(spec, &shared, tiles, parallel || (e.parallel && threads > 1), e);
     }
-    // Columns: a chunk of packed panels each for the tiles; all of them for `gemm`,
-    // which blocks its columns itself.
-    let cols = tiles.map_or(n, |t| t.task_cols(k).min(n));
-    let col_blocks = n.div_ceil(cols);
-    // Rows: whole tiles, at least two each, split until every thread has a few tasks.
-    let tile_rows = tiles.map_or(16, |t| t.mr());
+    in_column_blocks(spec, &shared, tiles, parallel);
+}
+
+/// The dot in tasks of (batch, block of rows, block of columns).
+fn in_column_blocks<T: Element>(
+    spec: &DotSpec,
+    shared: &Shared<T>,
+    tiles: Option<&'static tiles::Tiles>,
+    parallel: bool,
+) {
+    let (m, n, k) = (spec.m, spec.n, spec.k);
+    let threads = super::pool::threads();
     // `gemm` packs all of B for each call, so it gets one task per thread (several cost a
     // GELU MLP's 256-row products 3x); the tiles pack only a task's own columns.
     let wanted = match (parallel, tiles) {
@@ -183,6 +184,12 @@ fn batched<T: Element>(spec: &DotSpec, a: &Operand<T>, b: &Operand<T>, out: *mut
         (true, Some(_)) => threads * TASKS_PER_THREAD,
         (true, None) => threads,
     };
+    // Columns: at most a chunk of packed panels each for the tiles, split before rows
+    // are; all of them for `gemm`, which blocks its columns itself.
+    let cols = tiles.map_or(n, |t| t.task_cols(k, n, wanted.div_ceil(spec.batch)).min(n));
+    let col_blocks = n.div_ceil(cols);
+    // Rows: whole tiles, at least two each, split until every thread has a few tasks.
+    let tile_rows = tiles.map_or(16, |t| t.mr());
     let row_blocks = wanted.div_ceil(spec.batch * col_blocks).min(m.div_ceil(2 * tile_rows)).max(1);
     let rows = m.div_ceil(row_blocks).div_ceil(tile_rows) * tile_rows;
     let row_blocks = m.div_ceil(rows);
@@ -190,7 +197,7 @@ fn batched<T: Element>(spec: &DotSpec, a: &Operand<T>, b: &Operand<T>, out: *mut
         let (bi, rest) = (t / (row_blocks * col_blocks), t % (row_blocks * col_blocks));
         let (r0, c0) = ((rest / col_blocks) * rows, (rest % col_blocks) * cols);
         // SAFETY: tasks' blocks of C are disjoint and inside the result.
-        unsafe { block(spec, &shared, tiles, bi, (r0, (r0 + rows).min(m)), (c0, (c0 + cols).min(n))) };
+        unsafe { block(spec, shared, tiles, bi, (r0, (r0 + rows).min(m)), (c0, (c0 + cols).min(n))) };
     };
     let tasks = spec.batch * row_blocks * col_blocks;
     if parallel {
@@ -223,6 +230,23 @@ fn with_epilogue<T: Element>(
     let mut tasks = e.rows.div_ceil(per);
     if parallel {
         tasks = tasks.div_ceil(threads) * threads;
+    }
+    // Each task packs all of B for its rows. When packing it again per task moves more
+    // bytes than a second pass over the result would (a few rows against large weights,
+    // a transformer's projections), the dot runs in blocks of columns, which pack B once
+    // between them, and the epilogue after it.
+    let (k, size) = (spec.k, std::mem::size_of::<T>());
+    if tiles.is_some() && spec.batch == 1 && (tasks - 1) * k * n * size > 2 * m * n * size {
+        in_column_blocks(spec, shared, tiles, parallel);
+        let tasks = if parallel { threads.min(e.rows) } else { 1 };
+        let per = e.rows.div_ceil(tasks);
+        let epilogue = |t: usize| (e.run)(t * per, ((t + 1) * per).min(e.rows));
+        if parallel {
+            super::pool::run(e.rows.div_ceil(per), &epilogue);
+        } else {
+            epilogue(0);
+        }
+        return;
     }
     // Rows per task for that many tasks (rounding up may leave fewer tasks).
     let per = e.rows.div_ceil(tasks);

@@ -9,7 +9,10 @@
 //! chunk at a time, a chunk small enough to stay in L2 while every row tile of the block
 //! sweeps it, and the tile's A rows stay in L1 across the chunk's panels.
 //!
-//! Tiles accumulate over the whole of `k` in registers and store once: no read of C.
+//! A product deeper than [`KC_MAX`] runs in blocks of `k` (equal ones, at most that
+//! deep): the first block's tiles start from zero, a later block's from the C the one
+//! before stored, so every output still sums its products in `k` order, one fused
+//! multiply-add at a time, and the bits do not depend on the blocking.
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
@@ -17,10 +20,29 @@ use std::arch::x86_64::*;
 /// Bytes of packed B a chunk holds: a share of L2 that leaves room for A and C.
 const CHUNK_BYTES: usize = 256 << 10;
 
+/// Deepest block of `k` a tile runs: its rows of A (`MR x KC_MAX` floats, 24 KiB on
+/// AVX-512) stay in L1 while it streams a packed panel from L2.
+const KC_MAX: usize = 512;
+
+/// The depth of each block of `k` (all equal but the last).
+fn k_block(k: usize) -> usize {
+    k.div_ceil(k.div_ceil(KC_MAX).max(1)).max(1)
+}
+
 /// A register tile of `rows` rows: `C[0..rows, 0..cols] = A[0..rows, 0..k] x P`, P a
-/// packed panel (`k` steps of `NR` floats), C with row stride `ldc`.
-type TileFn =
-    unsafe fn(k: usize, a: *const f32, a_rs: isize, a_cs: isize, p: *const f32, c: *mut f32, ldc: usize, cols: usize);
+/// packed panel (`k` steps of `NR` floats), C with row stride `ldc`; with `more`, the
+/// sums continue from C's values instead of zero.
+type TileFn = unsafe fn(
+    k: usize,
+    a: *const f32,
+    a_rs: isize,
+    a_cs: isize,
+    p: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    cols: usize,
+    more: bool,
+);
 
 /// One instruction set's tiles: `tiles[r - 1]` computes `r` rows.
 pub(super) struct Tiles {
@@ -49,14 +71,16 @@ impl Tiles {
     }
 
     /// Columns of C a task should cover for depth `k`: whole panels, as many as one
-    /// chunk of packed B holds.
-    pub fn task_cols(&self, k: usize) -> usize {
-        (CHUNK_BYTES / (k * self.nr * 4).max(1)).max(1) * self.nr
+    /// chunk of packed B holds, and few enough that `n` columns make `pieces` tasks
+    /// (splitting rows instead would pack B once per block of rows).
+    pub fn task_cols(&self, k: usize, n: usize, pieces: usize) -> usize {
+        let chunk = (CHUNK_BYTES / (k_block(k) * self.nr * 4)).max(1) * self.nr;
+        chunk.min(n.div_ceil(pieces.max(1)).next_multiple_of(self.nr))
     }
 
     /// `C[r0..r1, c0..c1] = A[r0..r1, 0..k] x B[0..k, c0..c1]`: A's element `(i, p)` at
     /// `a + i*a_rs + p*a_cs`, B's `(p, j)` at `b + p*b_rs + j*b_cs`, C row-major with `n`
-    /// columns; `c0` a multiple of [`Tiles::task_cols`].
+    /// columns; `c0` a multiple of the panel width (as [`Tiles::task_cols`] is).
     ///
     /// # Safety
     /// Every element addressed exists; C's block overlaps neither operand.
@@ -72,24 +96,52 @@ impl Tiles {
     ) {
         let (nr, mr) = (self.nr, self.mr());
         let (first, panels) = (c0 / nr, c1.div_ceil(nr));
-        let per_chunk = (CHUNK_BYTES / (k * nr * 4).max(1)).clamp(1, panels - first);
+        let kc = k_block(k);
+        let per_chunk = (CHUNK_BYTES / (kc * nr * 4)).clamp(1, panels - first);
+        let pack_a = rows_share_l1_sets(a_rs.unsigned_abs() * 4, mr);
         PACKED.with(|packed| {
-            let mut packed = packed.borrow_mut();
-            let need = per_chunk * k * nr;
+            let Packed { a: packed_a, b: packed } = &mut *packed.borrow_mut();
+            let need = per_chunk * kc * nr;
             if packed.len() < need {
                 packed.resize(need, 0.0);
             }
+            if pack_a && packed_a.len() < mr * packed_row_stride(kc) {
+                packed_a.resize(mr * packed_row_stride(kc), 0.0);
+            }
             for chunk in (first..panels).step_by(per_chunk) {
                 let last = (chunk + per_chunk).min(panels);
-                pack(&mut packed[..(last - chunk) * k * nr], (k, c1, nr), (b, b_rs, b_cs), chunk);
-                for row in (r0..r1).step_by(mr) {
-                    let rows = (r1 - row).min(mr);
-                    let tile = self.tiles[rows - 1];
-                    let a_row = a.offset(row as isize * a_rs);
-                    for j in chunk..last {
-                        let p = packed.as_ptr().add((j - chunk) * k * nr);
-                        let cols = (c1 - j * nr).min(nr);
-                        tile(k, a_row, a_rs, a_cs, p, c.add(row * n + j * nr), n, cols);
+                for k0 in (0..k).step_by(kc) {
+                    let depth = (k - k0).min(kc);
+                    let b_block = b.offset(k0 as isize * b_rs);
+                    pack(&mut packed[..(last - chunk) * depth * nr], (depth, c1, nr), (b_block, b_rs, b_cs), chunk);
+                    // The block of B packed next (this chunk's next block of k, else the
+                    // next chunk's first), fetched into L2 a share per row tile while the
+                    // tiles compute: B read from memory then costs its packing no wait.
+                    let next = if k0 + kc < k {
+                        Some((k0 + kc, chunk * nr, last * nr))
+                    } else {
+                        (last < panels).then(|| (0, last * nr, ((last + per_chunk).min(panels) * nr)))
+                    };
+                    let row_tiles = (r1 - r0).div_ceil(mr);
+                    for (t, row) in (r0..r1).step_by(mr).enumerate() {
+                        if let Some((p0, j0, j1)) = next {
+                            let steps = (k - p0).min(kc);
+                            let share = (steps * t / row_tiles, steps * (t + 1) / row_tiles);
+                            prefetch((b, b_rs, b_cs), (p0 + share.0, p0 + share.1), (j0, j1.min(c1)));
+                        }
+                        let rows = (r1 - row).min(mr);
+                        let tile = self.tiles[rows - 1];
+                        let mut a_tile = (a.offset(row as isize * a_rs + k0 as isize * a_cs), a_rs, a_cs);
+                        if pack_a {
+                            pack_rows(packed_a, a_tile, rows, depth);
+                            a_tile = (packed_a.as_ptr(), packed_row_stride(depth) as isize, 1);
+                        }
+                        let (a_at, rs, cs) = a_tile;
+                        for j in chunk..last {
+                            let p = packed.as_ptr().add((j - chunk) * depth * nr);
+                            let cols = (c1 - j * nr).min(nr);
+                            tile(depth, a_at, rs, cs, p, c.add(row * n + j * nr), n, cols, k0 > 0);
+                        }
                     }
                 }
             }
@@ -97,9 +149,98 @@ impl Tiles {
     }
 }
 
+/// Asks for B's elements `(p, j)`, `p` in `p0..p1` and `j` in `j0..j1`, to be brought
+/// into L2, along whichever of B's axes is contiguous (none: nothing).
+///
+/// # Safety
+/// The elements exist (a prefetch of any address is harmless, but the pointer
+/// arithmetic must stay inside B).
+#[inline]
+unsafe fn prefetch((b, rs, cs): (*const f32, isize, isize), (p0, p1): (usize, usize), (j0, j1): (usize, usize)) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let lines = |from: *const f32, to: *const f32| {
+            let mut at = (from as usize) & !63;
+            while at <= to as usize {
+                _mm_prefetch::<_MM_HINT_T1>(at as *const i8);
+                at += 64;
+            }
+        };
+        if j0 >= j1 {
+            return;
+        }
+        if cs == 1 {
+            for p in p0..p1 {
+                let row = b.offset(p as isize * rs);
+                lines(row.add(j0), row.add(j1 - 1));
+            }
+        } else if rs == 1 && p0 < p1 {
+            for j in j0..j1 {
+                let col = b.offset(j as isize * cs);
+                lines(col.add(p0), col.add(p1 - 1));
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (b, rs, cs, p0, p1, j0, j1);
+}
+
+/// Whether a tile's `rows` rows of A, `stride` bytes apart, crowd into few sets of L1
+/// (64 sets of 64-byte lines on the CPUs these tiles run on, a way every 4 KiB): more than
+/// half of them in one set (a stride of 4 KiB puts all in one) evicts the packed B a tile
+/// streams past them, so such rows are copied first ([`pack_rows`]).
+fn rows_share_l1_sets(stride: usize, rows: usize) -> bool {
+    if stride < 64 {
+        // Rows within a line or two of each other share lines, not just sets.
+        return false;
+    }
+    let lines = (stride / 64) % 64;
+    let gcd = |mut x: usize, mut y: usize| {
+        while y != 0 {
+            (x, y) = (y, x % y);
+        }
+        x
+    };
+    let period = 64 / gcd(lines, 64);
+    rows.div_ceil(period) > rows / 2
+}
+
+/// Floats between the starts of two rows of A as [`pack_rows`] copies them: a row's
+/// floats and one line more, so that consecutive rows start in consecutive L1 sets.
+fn packed_row_stride(depth: usize) -> usize {
+    depth.next_multiple_of(16) + 16
+}
+
+/// Copies `rows` rows of A's block `(a, rs, cs)` (`depth` steps each) into `out`, each
+/// row contiguous, [`packed_row_stride`] floats apart.
+///
+/// # Safety
+/// The block's elements exist.
+unsafe fn pack_rows(out: &mut [f32], (a, rs, cs): (*const f32, isize, isize), rows: usize, depth: usize) {
+    let stride = packed_row_stride(depth);
+    for (r, row) in out.chunks_exact_mut(stride).take(rows).enumerate() {
+        let src = a.offset(r as isize * rs);
+        if cs == 1 {
+            std::ptr::copy_nonoverlapping(src, row.as_mut_ptr(), depth);
+        } else {
+            for (p, x) in row[..depth].iter_mut().enumerate() {
+                *x = *src.offset(p as isize * cs);
+            }
+        }
+    }
+}
+
+/// A thread's packed operands (grown as needed, kept).
+#[derive(Default)]
+struct Packed {
+    /// Panels of B.
+    b: Vec<f32>,
+    /// One tile's rows of A, when their stride makes them share L1 sets.
+    a: Vec<f32>,
+}
+
 thread_local! {
-    /// Packed panels of B, per thread (grown as needed, kept).
-    static PACKED: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    static PACKED: std::cell::RefCell<Packed> = const { std::cell::RefCell::new(Packed { b: Vec::new(), a: Vec::new() }) };
 }
 
 /// Packs B's panels `first..` into `out` (`[panel][k][nr]`, zeros from column `n`).
@@ -112,35 +253,62 @@ unsafe fn pack(
     (b, rs, cs): (*const f32, isize, isize),
     first: usize,
 ) {
+    let panels = out.len() / (k * nr);
+    if cs == 1 {
+        // Row by row across the chunk, so that each row of B is read as one run (every
+        // row is on a page of its own when B is wide), the rows a few steps ahead asked
+        // for while this one is copied.
+        let (j0, j1) = (first * nr, ((first + panels) * nr).min(n));
+        for p in 0..k {
+            if p + PACK_AHEAD < k {
+                prefetch((b, rs, cs), (p + PACK_AHEAD, p + PACK_AHEAD + 1), (j0, j1));
+            }
+            let row = b.offset(p as isize * rs);
+            for i in 0..panels {
+                let j = j0 + i * nr;
+                let step = &mut out[(i * k + p) * nr..][..nr];
+                if j + nr <= n {
+                    step.copy_from_slice(std::slice::from_raw_parts(row.add(j), nr));
+                } else {
+                    step[..n - j].copy_from_slice(std::slice::from_raw_parts(row.add(j), n - j));
+                    step[n - j..].fill(0.0);
+                }
+            }
+        }
+        return;
+    }
     for (i, panel) in out.chunks_exact_mut(k * nr).enumerate() {
         let j0 = (first + i) * nr;
         let cols = (n - j0).min(nr);
-        if cs == 1 {
-            for (p, step) in panel.chunks_exact_mut(nr).enumerate() {
-                let src = b.offset(p as isize * rs + j0 as isize);
-                std::ptr::copy_nonoverlapping(src, step.as_mut_ptr(), cols);
-                step[cols..].fill(0.0);
-            }
-        } else {
-            // A transposed B (K in Q x K^T): read each column along k, where it is
-            // contiguous when `rs` is 1.
-            if cols < nr {
-                panel.fill(0.0);
-            }
-            for j in 0..cols {
-                let src = b.offset((j0 + j) as isize * cs);
-                for p in 0..k {
-                    panel[p * nr + j] = *src.offset(p as isize * rs);
-                }
+        // A transposed B (K in Q x K^T): read each column along k, where it is
+        // contiguous when `rs` is 1.
+        if cols < nr {
+            panel.fill(0.0);
+        }
+        for j in 0..cols {
+            let src = b.offset((j0 + j) as isize * cs);
+            for p in 0..k {
+                panel[p * nr + j] = *src.offset(p as isize * rs);
             }
         }
     }
 }
 
+/// Rows of B [`pack`] asks for ahead of the one it copies.
+const PACK_AHEAD: usize = 8;
+
 /// Stores the first `cols` of a tile row's `2 * W` floats (held in `v`) at `c`.
 #[inline(always)]
 unsafe fn store_row<const W: usize>(v: &[f32], c: *mut f32, cols: usize) {
     std::ptr::copy_nonoverlapping(v.as_ptr(), c, cols.min(2 * W));
+}
+
+/// A tile row's `2 * W` floats from the first `cols` at `c`, zeros past them.
+#[inline(always)]
+unsafe fn load_row<const W: usize>(c: *const f32, cols: usize) -> [[f32; W]; 2] {
+    let mut v = [[0f32; W]; 2];
+    std::ptr::copy_nonoverlapping(c, v.as_mut_ptr().cast::<f32>(), cols.min(2 * W));
+    v
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -181,8 +349,18 @@ unsafe fn tile_avx512<const R: usize>(
     c: *mut f32,
     ldc: usize,
     cols: usize,
+    more: bool,
 ) {
+    // Masks of the row's columns in each vector (a ragged last panel has fewer).
+    let lanes = |n: usize| if n >= 16 { 0xffff } else { (1u16 << n) - 1 };
+    let (m0, m1) = (lanes(cols), lanes(cols.saturating_sub(16)));
     let mut acc = [[_mm512_setzero_ps(); 2]; R];
+    if more {
+        for (r, row) in acc.iter_mut().enumerate() {
+            let at = c.add(r * ldc);
+            *row = [_mm512_maskz_loadu_ps(m0, at), _mm512_maskz_loadu_ps(m1, at.add(16))];
+        }
+    }
     let mut a_at = a;
     for step in 0..k {
         let b0 = _mm512_loadu_ps(p.add(step * 32));
@@ -196,15 +374,8 @@ unsafe fn tile_avx512<const R: usize>(
     }
     for (r, row) in acc.iter().enumerate() {
         let out = c.add(r * ldc);
-        if cols == 32 {
-            _mm512_storeu_ps(out, row[0]);
-            _mm512_storeu_ps(out.add(16), row[1]);
-        } else {
-            let mut v = [0f32; 32];
-            _mm512_storeu_ps(v.as_mut_ptr(), row[0]);
-            _mm512_storeu_ps(v.as_mut_ptr().add(16), row[1]);
-            store_row::<16>(&v, out, cols);
-        }
+        _mm512_mask_storeu_ps(out, m0, row[0]);
+        _mm512_mask_storeu_ps(out.add(16), m1, row[1]);
     }
 }
 
@@ -221,8 +392,20 @@ unsafe fn tile_avx2<const R: usize>(
     c: *mut f32,
     ldc: usize,
     cols: usize,
+    more: bool,
 ) {
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    if more {
+        for (r, row) in acc.iter_mut().enumerate() {
+            let at = c.add(r * ldc);
+            *row = if cols == 16 {
+                [_mm256_loadu_ps(at), _mm256_loadu_ps(at.add(8))]
+            } else {
+                let v = load_row::<8>(at, cols);
+                [_mm256_loadu_ps(v[0].as_ptr()), _mm256_loadu_ps(v[1].as_ptr())]
+            };
+        }
+    }
     let mut a_at = a;
     for step in 0..k {
         let b0 = _mm256_loadu_ps(p.add(step * 16));
@@ -252,8 +435,24 @@ unsafe fn tile_avx2<const R: usize>(
 mod tests {
     use super::*;
 
+    #[test]
+    fn only_rows_crowding_an_l1_set_are_packed() {
+        // 12 rows 4 KiB apart share one set; 2 KiB apart, two sets of six; 3 KiB apart,
+        // four sets of three; 4400 bytes apart, twelve sets.
+        assert!(rows_share_l1_sets(4096, 12) && rows_share_l1_sets(3 * 4096, 12));
+        assert!(!rows_share_l1_sets(2048, 12) && !rows_share_l1_sets(3072, 12) && !rows_share_l1_sets(4400, 12));
+        assert!(rows_share_l1_sets(4096, 6) && !rows_share_l1_sets(2048, 6));
+        // Rows a float or a few apart share lines; the copies' own stride never crowds.
+        assert!(!rows_share_l1_sets(4, 12) && !rows_share_l1_sets(48, 12));
+        for depth in [1, 16, 500, 512, 1024, 3072] {
+            let stride = packed_row_stride(depth) * 4;
+            assert!(!rows_share_l1_sets(stride, 12) && !rows_share_l1_sets(stride, 6), "{depth}");
+        }
+    }
+
     /// Every tile height, ragged edges, and B both row-major and transposed, against
-    /// a plain triple loop in f64 (hand-checkable: small integers, exact in f32).
+    /// a plain triple loop in f64 (hand-checkable: small integers, exact in f32); deep
+    /// products in blocks of `k`, and with rows 4 KiB apart (copied first).
     #[test]
     fn blocks_match_the_definition() {
         let Some(tiles) = Tiles::detect() else {
@@ -263,7 +462,16 @@ mod tests {
             #[cfg(not(target_arch = "x86_64"))]
             return;
         };
-        for &(m, n, k) in &[(1, 1, 1), (13, 33, 7), (25, 70, 64), (12, 32, 300), (7, 5, 3)] {
+        for &(m, n, k) in &[
+            (1, 1, 1),
+            (13, 33, 7),
+            (25, 70, 64),
+            (12, 32, 300),
+            (7, 5, 3),
+            (13, 40, 1100),
+            (3, 33, 513),
+            (25, 33, 1024),
+        ] {
             let a: Vec<f32> = (0..m * k).map(|i| ((i * 7) % 11) as f32 - 5.0).collect();
             let b: Vec<f32> = (0..k * n).map(|i| ((i * 5) % 13) as f32 - 6.0).collect();
             let want: Vec<f32> = (0..m * n)

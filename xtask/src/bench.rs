@@ -738,6 +738,7 @@ fn wasm(root: &Path, quick: bool) -> Result<(), String> {
         );
     }
     let bound = |r: &&WasmRow| r.intensity < MEMORY_BOUND_FLOPS_PER_BYTE;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     t += &format!(
         "| **geomean** | | | | **{:.2}x** (memory-bound: **{:.2}x**) | **{:.2}x** (memory-bound: **{:.2}x**) | | | | | |\n",
         geomean(rows.iter().map(WasmRow::ratio)),
@@ -746,8 +747,8 @@ fn wasm(root: &Path, quick: bool) -> Result<(), String> {
         geomean(rows.iter().filter(bound).filter_map(WasmRow::v8_ratio))
     );
     t += &format!(
-        "\nspeed / cpu: the native CPU target's run time over the WebAssembly target's (one thread; the CPU \
-target uses every core), so 1 is parity; V8 geomeans over the programs it ran (a program with host kernels \
+        "\nspeed / cpu: the native CPU target's run time over the WebAssembly target's, both on every core ({threads} \
+threads: an instance per thread on one shared memory under wasmtime, a worker per thread in V8), so 1 is parity; V8 geomeans over the programs it ran (a program with host kernels \
 runs only under wasmtime). Run: `hloscope bench --target wasm` (wasmtime), `--target wasm --engine v8` \
 (Node.js, timed inside it with `performance.now`) and `--target cpu` on the inputs exported for the cpu suite, \
 the median of timed runs, the best of {rounds} rounds that alternate them; every output matched XLA:CPU's \

@@ -455,13 +455,23 @@ mod tests {
     /// products in blocks of `k`, and with rows 4 KiB apart (copied first).
     #[test]
     fn blocks_match_the_definition() {
-        let Some(tiles) = Tiles::detect() else {
+        let Some(widest) = Tiles::detect() else {
             // Only x86-64 has tiles; every x86-64 machine this runs on has AVX2.
             #[cfg(target_arch = "x86_64")]
             panic!("an x86-64 CPU without AVX2 and FMA");
             #[cfg(not(target_arch = "x86_64"))]
             return;
         };
+        // The AVX2 tiles too where the CPU has AVX-512 (it has AVX2 as well).
+        #[cfg(target_arch = "x86_64")]
+        for tiles in [widest, &AVX2] {
+            check_blocks(tiles);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = widest;
+    }
+
+    fn check_blocks(tiles: &Tiles) {
         for &(m, n, k) in &[
             (1, 1, 1),
             (13, 33, 7),
@@ -480,7 +490,6 @@ mod tests {
             let bt: Vec<f32> = (0..n * k).map(|i| b[(i % k) * n + i / k]).collect();
             for (bp, rs, cs) in [(b.as_ptr(), n as isize, 1), (bt.as_ptr(), 1, k as isize)] {
                 let mut c = vec![f32::NAN; m * n];
-                // Two row blocks, as the pool would split them.
                 let mid = m / 2;
                 // Two row blocks as the pool would split them, and column blocks of one
                 // panel at a time.
@@ -498,8 +507,8 @@ mod tests {
                 unsafe {
                     tiles.block((k, n), (a.as_ptr(), k as isize, 1), (bp, rs, cs), whole.as_mut_ptr(), (0, m), (0, n))
                 };
-                assert_eq!(whole, want, "{m}x{n}x{k} whole");
-                assert_eq!(c, want, "{m}x{n}x{k}, B strides ({rs}, {cs})");
+                assert_eq!(whole, want, "{m}x{n}x{k} whole, {} columns a panel", tiles.nr);
+                assert_eq!(c, want, "{m}x{n}x{k}, B strides ({rs}, {cs}), {} columns a panel", tiles.nr);
             }
         }
     }

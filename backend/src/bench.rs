@@ -137,9 +137,10 @@ pub struct BenchArgs {
     #[arg(long)]
     pub no_tile_epilogues: bool,
 
-    /// Working set of one chunk of a row chain, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = cpu::DEFAULT_CHAIN_BYTES)]
-    pub row_chain_bytes: usize,
+    /// Working set of one chunk of a row chain, in bytes (default: half of a core's L2
+    /// cache, 256 KiB where the system does not say).
+    #[arg(long, value_name = "BYTES")]
+    pub row_chain_bytes: Option<usize>,
 
     /// Keep exp, tanh, log, ... inline in 4-lane Cranelift vectors instead of strip-mining
     /// their loops into calls of the native block functions (same results, for comparing).
@@ -521,7 +522,9 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
             let options = cpu::CompileOptions { block_math: !args.no_block_math, ..Default::default() };
             let exe = cpu::compile_with(&optimized, options)
                 .map_err(|e| RunError(format!("{source_name}: compiling for the cpu failed: {e}")))?;
-            exe.set_row_chains((!args.no_row_chains).then_some(args.row_chain_bytes));
+            exe.set_row_chains(
+                (!args.no_row_chains).then(|| args.row_chain_bytes.unwrap_or_else(cpu::default_chain_bytes)),
+            );
             exe.set_tile_epilogues(!args.no_tile_epilogues);
             Runner::cpu(std::rc::Rc::new(exe))
         }

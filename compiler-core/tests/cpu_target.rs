@@ -682,7 +682,7 @@ fn row_chains_give_the_same_bits_as_kernel_by_kernel() {
         );
         exe.set_row_chains(None);
         let (plain, one) = run_counting_chains(&exe, &args);
-        exe.set_row_chains(Some(cpu::DEFAULT_CHAIN_BYTES));
+        exe.set_row_chains(Some(cpu::default_chain_bytes()));
         let (chained, longest) = run_counting_chains(&exe, &args);
         // A small working set per chunk: many more chunks than threads.
         exe.set_row_chains(Some(4096));

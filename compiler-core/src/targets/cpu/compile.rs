@@ -629,7 +629,7 @@ fn assemble(
         jit: Some(jit),
         arena: Default::default(),
         chains,
-        chain_bytes: std::sync::atomic::AtomicUsize::new(super::DEFAULT_CHAIN_BYTES),
+        chain_bytes: std::sync::atomic::AtomicUsize::new(super::default_chain_bytes()),
         epilogues,
         tile_epilogues: std::sync::atomic::AtomicBool::new(true),
     })

@@ -94,4 +94,4 @@ use executable::{Code, KernelFn};
 #[cfg(feature = "cpu")]
 pub use executable::{CpuExecutable, CustomCalls, KernelInfo, ScopedWrap, Wrap};
 #[cfg(feature = "cpu")]
-pub use runtime::DEFAULT_CHAIN_BYTES;
+pub use runtime::default_chain_bytes;

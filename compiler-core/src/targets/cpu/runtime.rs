@@ -48,8 +48,37 @@ fn run_native(f: KernelFn, table: *const *mut u8, par_extent: i64, work: usize) 
     });
 }
 
-/// Default working set of one chunk of a row chain: a typical L2 share per core.
-pub const DEFAULT_CHAIN_BYTES: usize = 256 << 10;
+/// Working set of one chunk of a row chain when none is set: half of a core's L2 (read
+/// once from Linux's sysfs), between 128 KiB and 1 MiB; 256 KiB where the size cannot be
+/// read. Measured on a 1 MiB-L2 AMD EPYC, alternating: softmax over 4096x1024 ran 5%
+/// faster with 512 KiB chunks than with 256 KiB ones, layernorm the same.
+pub fn default_chain_bytes() -> usize {
+    static BYTES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BYTES.get_or_init(|| l2_bytes().map_or(256 << 10, |l2| (l2 / 2).clamp(128 << 10, 1 << 20)))
+}
+
+/// The size of the first CPU's level-2 data (or unified) cache, where Linux says it.
+fn l2_bytes() -> Option<usize> {
+    let dir = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache");
+    (0..8).find_map(|i| {
+        let read = |f: &str| std::fs::read_to_string(dir.join(format!("index{i}/{f}"))).ok();
+        if read("level")?.trim() != "2" || read("type")?.trim() == "Instruction" {
+            return None;
+        }
+        cache_size(&read("size")?)
+    })
+}
+
+/// Bytes of a sysfs cache size (`1024K`, `2M`, `512`).
+fn cache_size(text: &str) -> Option<usize> {
+    let text = text.trim();
+    let (digits, scale) = match (text.strip_suffix('K'), text.strip_suffix('M')) {
+        (Some(d), _) => (d, 1 << 10),
+        (_, Some(d)) => (d, 1 << 20),
+        _ => (text, 1),
+    };
+    digits.parse::<usize>().ok()?.checked_mul(scale)
+}
 
 /// A row chain of the plan ([`crate::kernel::chains`]) that this executable runs
 /// interleaved: every member is native code split along its first loop variable (the
@@ -378,7 +407,7 @@ impl Arena {
 
 impl CpuExecutable {
     /// Runs row chains interleaved, each chunk's members together, with chunks of about
-    /// `bytes` of working set (`Some(DEFAULT_CHAIN_BYTES)`, the default), or kernel by
+    /// `bytes` of working set (`Some(default_chain_bytes())`, the default), or kernel by
     /// kernel (`None`). A setting of the executable rather than a compile option, so the
     /// same code can be measured both ways; either way gives the same results bit for bit.
     pub fn set_row_chains(&self, bytes: Option<usize>) {
@@ -669,7 +698,7 @@ impl CpuExecutable {
                 },
             };
             if let Some(chain) = chain {
-                let mut exec = || self.run_chain(bufs, chain, budget.unwrap_or(DEFAULT_CHAIN_BYTES));
+                let mut exec = || self.run_chain(bufs, chain, budget.unwrap_or_else(default_chain_bytes));
                 wrap(&info, &mut exec).map_err(|e| format!("kernel {}: {e}", k.name))?;
                 skip_to = chain.kernels.end;
                 continue;
@@ -848,4 +877,20 @@ fn read_value(plan: &KernelPlan, bufs: &Arena, at: &ValueBufs) -> Result<Value, 
 fn read_buffer(plan: &KernelPlan, bufs: &Arena, b: BufferId) -> Result<Literal, String> {
     let shape = plan.buffers[b].shape.clone();
     Literal::from_le_bytes(shape, bufs.bytes(b)).ok_or_else(|| format!("buffer {b} has the wrong size"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_sizes_read_as_sysfs_writes_them() {
+        assert_eq!(cache_size("1024K\n"), Some(1 << 20));
+        assert_eq!(cache_size("2M"), Some(2 << 20));
+        assert_eq!(cache_size("512"), Some(512));
+        assert_eq!(cache_size("big"), None);
+        assert_eq!(cache_size("99999999999999999999M"), None);
+        let chunk = default_chain_bytes();
+        assert!((128 << 10..=1 << 20).contains(&chunk), "{chunk}");
+    }
 }

@@ -841,13 +841,15 @@ ENTRY %main (x: f32[8,8], w: f32[8,8]) -> f32[8,8] {
 fn dot_epilogues_run_tile_by_tile_with_the_same_bits() {
     // relu(dot + bias) as one output fusion: its epilogue runs inside the dot's tasks,
     // block of rows by block of rows. Small and large products (one thread and the
-    // pool, also for a small dot with a large epilogue), the register tiles and `gemm`
-    // (k > 512), f64, free dims that make one epilogue row several result rows, and
+    // pool, also for a small dot with a large epilogue), the register tiles in blocks of
+    // k (k > 512) and with rows of A copied apart first (k = 1024), `gemm`
+    // (f64), free dims that make one epilogue row several result rows, and
     // batches that a task's block spans. Running
     // the epilogue after the whole dot must give the same bits, and both the
     // interpreter's values within the reassociated sums' rounding.
-    let cases: [(&str, &str, &str, &str, &str); 7] = [
+    let cases: [(&str, &str, &str, &str, &str); 8] = [
         ("f32", "[300,64]", "[64,96]", "[300,96]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
+        ("f32", "[64,1024]", "[1024,80]", "[64,80]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
         // A dot too small to split whose epilogue is not: the pair runs on the pool.
         ("f32", "[2048,2]", "[2,48]", "[2048,48]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
         ("f32", "[17,3]", "[3,7]", "[17,7]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
@@ -893,6 +895,33 @@ ENTRY %main (a: {t}{a}, b: {t}{b}, c: {t}[{last}]) -> {t}{d} {{
         assert!(bits(&after) == bits(&tiled), "{a} x {b}: tile by tile differs");
         let k = a.trim_matches(['[', ']']).rsplit(',').next().unwrap().parse::<f64>().unwrap();
         assert_near_interpreter(&module, &args, &tiled, 1e-6 * k, &format!("{a} x {b}"));
+    }
+}
+
+#[test]
+fn batched_dots_whose_rows_of_a_crowd_l1_sets_give_the_interpreters_values() {
+    // Rows of 1024 and 3072 floats are 4 KiB apart (a multiple), so the tiles read A
+    // from a copy with its rows spread out; the batches' offsets must carry over, and an
+    // A read through strides (transposed) is not copied.
+    let batched = "lhs_batch_dims={0}, rhs_batch_dims={0}";
+    for (a, b, d, k, contracting) in [
+        ("[3,40,1024]", "[3,1024,48]", "[3,40,48]", 1024.0, "lhs_contracting_dims={2}, rhs_contracting_dims={1}"),
+        ("[2,30,3072]", "[2,3072,20]", "[2,30,20]", 3072.0, "lhs_contracting_dims={2}, rhs_contracting_dims={1}"),
+        ("[2,1024,40]", "[2,1024,48]", "[2,40,48]", 1024.0, "lhs_contracting_dims={1}, rhs_contracting_dims={1}"),
+    ] {
+        let hlo = format!(
+            "HloModule m
+ENTRY %main (a: f32{a}, b: f32{b}) -> f32{d} {{
+  %a = f32{a} parameter(0)
+  %b = f32{b} parameter(1)
+  ROOT %d = f32{d} dot(%a, %b), {batched}, {contracting}
+}}"
+        );
+        let module = hloscope_core::parse::parse_module(&hlo).unwrap_or_else(|e| panic!("{e:?}\n{hlo}"));
+        let exe = cpu::compile(&cpu::optimize(&module).unwrap()).unwrap();
+        let args = hloscope_core::interp::random_inputs(&module, 5);
+        let out = exe.run(&args).unwrap();
+        assert_near_interpreter(&module, &args, &out, 1e-6 * k, &format!("{a} x {b}"));
     }
 }
 

@@ -66,7 +66,14 @@ pub unsafe fn run(
         ElementType::F32 => {
             let a = Operand::<f32>::new(ls, lhs, &spec.lhs_perm, lhs_sizes);
             let b = Operand::<f32>::new(rs, rhs, &spec.rhs_perm, rhs_sizes);
-            batched(spec, &a, &b, out as *mut f32, epilogue);
+            match f32::tiles().and_then(|t| t.padded_a_stride(spec.k, a.rows, a.cols)) {
+                Some(stride) => PADDED_A.with(|buf| {
+                    let mut buf = buf.borrow_mut();
+                    let a = padded(&a, lhs_sizes, stride, &mut buf);
+                    batched(spec, &a, &b, out as *mut f32, epilogue);
+                }),
+                None => batched(spec, &a, &b, out as *mut f32, epilogue),
+            }
         }
         elem => {
             let widen = |shape: &Shape, p: *const u8, perm: &[usize], sizes| -> Result<Operand<f32>, String> {
@@ -89,6 +96,41 @@ pub unsafe fn run(
         }
     }
     Ok(())
+}
+
+thread_local! {
+    /// The calling thread's copy of an A whose rows crowd L1 sets (grown as needed, kept:
+    /// a fresh allocation of megabytes per call would fault every page in again).
+    static PADDED_A: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `a` (`[batch, rows, cols]` of `sizes`, columns contiguous) copied into `buf` with each
+/// row `stride` floats after the one before, the rows split across the pool's threads,
+/// once per dot rather than once per task. Returns the operand over `buf`.
+///
+/// # Safety
+/// `a`'s elements exist; the operand is used only while `buf` is neither resized nor
+/// dropped.
+unsafe fn padded(a: &Operand<f32>, sizes: [usize; 3], stride: usize, buf: &mut Vec<f32>) -> Operand<f32> {
+    let [batch, rows, cols] = sizes;
+    let total = batch * rows;
+    if buf.len() < total * stride {
+        buf.resize(total * stride, 0.0);
+    }
+    let dst = Shared { a, b: a, c: buf.as_mut_ptr() };
+    let copy = |range: std::ops::Range<usize>| {
+        // The whole of `dst` (which is Sync), not its raw-pointer fields one by one.
+        let Shared { a, c, .. } = &dst;
+        for g in range {
+            let src = a.base.offset(a.batch_offset(g / rows) + (g % rows) as isize * a.rows);
+            // SAFETY: row `g` of A exists and the copy holds `total` rows of `stride`.
+            std::ptr::copy_nonoverlapping(src, c.add(g * stride), cols);
+        }
+    };
+    let pieces = if total * cols >= PARALLEL_FLOPS { super::pool::threads() } else { 1 };
+    let per = total.div_ceil(pieces);
+    super::pool::run(total.div_ceil(per), &|t| copy(t * per..((t + 1) * per).min(total)));
+    Operand::over(buf.as_ptr(), (batch, (rows * stride) as isize), stride as isize, 1)
 }
 
 /// Multiply-adds (`m * n * k` over the batch) below which a dot runs on one thread.

@@ -40,6 +40,15 @@ impl<T: Copy> Operand<T> {
         Operand { base: ordered.as_ptr(), batch: v.batch, rows: v.rows, cols: v.cols, _copy: ordered }
     }
 
+    /// An operand over elements that someone else owns: `[batch, rows, cols]` with
+    /// batches `batch_stride` apart.
+    ///
+    /// # Safety
+    /// The elements addressed outlive the operand.
+    pub unsafe fn over(base: *const T, (batch, batch_stride): (usize, isize), rows: isize, cols: isize) -> Operand<T> {
+        Operand { base, batch: vec![(batch, batch_stride)], rows, cols, _copy: Vec::new() }
+    }
+
     /// The element offset of batch `b`.
     pub fn batch_offset(&self, mut b: usize) -> isize {
         let mut at = 0;

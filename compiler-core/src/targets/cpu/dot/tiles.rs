@@ -65,6 +65,14 @@ impl Tiles {
         None
     }
 
+    /// The row stride, in floats, to copy a row-major A (rows `a_rs` apart, columns
+    /// `a_cs`) into before the tiles read it, when its own rows would crowd into few L1
+    /// sets (rows of 1024 or 3072 floats): a row's `k` floats and one line more, so that
+    /// consecutive rows start in consecutive sets. None when A is read as it is.
+    pub fn padded_a_stride(&self, k: usize, a_rs: isize, a_cs: isize) -> Option<usize> {
+        (a_cs == 1 && rows_share_l1_sets(a_rs.unsigned_abs() * 4, self.mr())).then(|| padded_row_stride(k))
+    }
+
     /// Rows per full tile.
     pub fn mr(&self) -> usize {
         self.tiles.len()
@@ -98,15 +106,11 @@ impl Tiles {
         let (first, panels) = (c0 / nr, c1.div_ceil(nr));
         let kc = k_block(k);
         let per_chunk = (CHUNK_BYTES / (kc * nr * 4)).clamp(1, panels - first);
-        let pack_a = rows_share_l1_sets(a_rs.unsigned_abs() * 4, mr);
         PACKED.with(|packed| {
-            let Packed { a: packed_a, b: packed } = &mut *packed.borrow_mut();
+            let mut packed = packed.borrow_mut();
             let need = per_chunk * kc * nr;
             if packed.len() < need {
                 packed.resize(need, 0.0);
-            }
-            if pack_a && packed_a.len() < mr * packed_row_stride(kc) {
-                packed_a.resize(mr * packed_row_stride(kc), 0.0);
             }
             for chunk in (first..panels).step_by(per_chunk) {
                 let last = (chunk + per_chunk).min(panels);
@@ -131,16 +135,11 @@ impl Tiles {
                         }
                         let rows = (r1 - row).min(mr);
                         let tile = self.tiles[rows - 1];
-                        let mut a_tile = (a.offset(row as isize * a_rs + k0 as isize * a_cs), a_rs, a_cs);
-                        if pack_a {
-                            pack_rows(packed_a, a_tile, rows, depth);
-                            a_tile = (packed_a.as_ptr(), packed_row_stride(depth) as isize, 1);
-                        }
-                        let (a_at, rs, cs) = a_tile;
+                        let a_at = a.offset(row as isize * a_rs + k0 as isize * a_cs);
                         for j in chunk..last {
                             let p = packed.as_ptr().add((j - chunk) * depth * nr);
                             let cols = (c1 - j * nr).min(nr);
-                            tile(depth, a_at, rs, cs, p, c.add(row * n + j * nr), n, cols, k0 > 0);
+                            tile(depth, a_at, a_rs, a_cs, p, c.add(row * n + j * nr), n, cols, k0 > 0);
                         }
                     }
                 }
@@ -185,10 +184,15 @@ unsafe fn prefetch((b, rs, cs): (*const f32, isize, isize), (p0, p1): (usize, us
     let _ = (b, rs, cs, p0, p1, j0, j1);
 }
 
+/// Floats between the starts of two rows of A as [`Tiles::padded_a_stride`] has them.
+fn padded_row_stride(k: usize) -> usize {
+    k.next_multiple_of(16) + 16
+}
+
 /// Whether a tile's `rows` rows of A, `stride` bytes apart, crowd into few sets of L1
 /// (64 sets of 64-byte lines on the CPUs these tiles run on, a way every 4 KiB): more than
 /// half of them in one set (a stride of 4 KiB puts all in one) evicts the packed B a tile
-/// streams past them, so such rows are copied first ([`pack_rows`]).
+/// streams past them.
 fn rows_share_l1_sets(stride: usize, rows: usize) -> bool {
     if stride < 64 {
         // Rows within a line or two of each other share lines, not just sets.
@@ -205,42 +209,9 @@ fn rows_share_l1_sets(stride: usize, rows: usize) -> bool {
     rows.div_ceil(period) > rows / 2
 }
 
-/// Floats between the starts of two rows of A as [`pack_rows`] copies them: a row's
-/// floats and one line more, so that consecutive rows start in consecutive L1 sets.
-fn packed_row_stride(depth: usize) -> usize {
-    depth.next_multiple_of(16) + 16
-}
-
-/// Copies `rows` rows of A's block `(a, rs, cs)` (`depth` steps each) into `out`, each
-/// row contiguous, [`packed_row_stride`] floats apart.
-///
-/// # Safety
-/// The block's elements exist.
-unsafe fn pack_rows(out: &mut [f32], (a, rs, cs): (*const f32, isize, isize), rows: usize, depth: usize) {
-    let stride = packed_row_stride(depth);
-    for (r, row) in out.chunks_exact_mut(stride).take(rows).enumerate() {
-        let src = a.offset(r as isize * rs);
-        if cs == 1 {
-            std::ptr::copy_nonoverlapping(src, row.as_mut_ptr(), depth);
-        } else {
-            for (p, x) in row[..depth].iter_mut().enumerate() {
-                *x = *src.offset(p as isize * cs);
-            }
-        }
-    }
-}
-
-/// A thread's packed operands (grown as needed, kept).
-#[derive(Default)]
-struct Packed {
-    /// Panels of B.
-    b: Vec<f32>,
-    /// One tile's rows of A, when their stride makes them share L1 sets.
-    a: Vec<f32>,
-}
-
 thread_local! {
-    static PACKED: std::cell::RefCell<Packed> = const { std::cell::RefCell::new(Packed { b: Vec::new(), a: Vec::new() }) };
+    /// Packed panels of B, per thread (grown as needed, kept).
+    static PACKED: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Packs B's panels `first..` into `out` (`[panel][k][nr]`, zeros from column `n`).
@@ -444,15 +415,20 @@ mod tests {
         assert!(rows_share_l1_sets(4096, 6) && !rows_share_l1_sets(2048, 6));
         // Rows a float or a few apart share lines; the copies' own stride never crowds.
         assert!(!rows_share_l1_sets(4, 12) && !rows_share_l1_sets(48, 12));
-        for depth in [1, 16, 500, 512, 1024, 3072] {
-            let stride = packed_row_stride(depth) * 4;
-            assert!(!rows_share_l1_sets(stride, 12) && !rows_share_l1_sets(stride, 6), "{depth}");
+        for k in [1, 16, 500, 512, 1024, 3072] {
+            let stride = padded_row_stride(k) * 4;
+            assert!(!rows_share_l1_sets(stride, 12) && !rows_share_l1_sets(stride, 6), "{k}");
+            if let Some(t) = Tiles::detect() {
+                let want = (k % 1024 == 0).then_some(padded_row_stride(k));
+                assert_eq!(t.padded_a_stride(k, k as isize, 1), want, "{k}");
+                assert_eq!(t.padded_a_stride(k, 1, k as isize), None, "a transposed A is read as it is");
+            }
         }
     }
 
     /// Every tile height, ragged edges, and B both row-major and transposed, against
     /// a plain triple loop in f64 (hand-checkable: small integers, exact in f32); deep
-    /// products in blocks of `k`, and with rows 4 KiB apart (copied first).
+    /// products in blocks of `k`.
     #[test]
     fn blocks_match_the_definition() {
         let Some(widest) = Tiles::detect() else {

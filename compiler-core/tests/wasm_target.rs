@@ -434,6 +434,54 @@ ENTRY %main (x: f32[5,39], y: s32[5,39]) -> (f32[5,39], f32[5], s32[5]) {
         assert!(program.unwrap().kernels.iter().flatten().all(|k| wasm::host::chunks(k, 2) == [(0, k.extent as u32)]));
     }
 
+    #[test]
+    fn the_run_export_runs_the_kernels_between_host_kernels() {
+        // Untimed runs call consecutive kernels through the module's `run` export, timed
+        // runs call each kernel's own export: the same bytes, and the interpreter's (every
+        // op here is exact). A sort (on the host) sits between two pairs of kernels.
+        let hlo = "HloModule m
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(%a, %b)
+}
+%lt (a: f32[], b: f32[]) -> pred[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = pred[] compare(%a, %b), direction=LT
+}
+ENTRY %main (x: f32[64,1000]) -> (f32[64,1000], f32[64,1000]) {
+  %x = f32[64,1000] parameter(0)
+  %ninf = f32[] constant(-inf)
+  %m = f32[64] reduce(%x, %ninf), dimensions={1}, to_apply=%max
+  %bm = f32[64,1000] broadcast(%m), dimensions={0}
+  %d = f32[64,1000] subtract(%x, %bm)
+  %s = f32[64,1000] sort(%d), dimensions={1}, to_apply=%lt
+  %t = f32[64,1000] multiply(%s, %s)
+  %m2 = f32[64] reduce(%t, %ninf), dimensions={1}, to_apply=%max
+  %b2 = f32[64,1000] broadcast(%m2), dimensions={0}
+  %o = f32[64,1000] divide(%t, %b2)
+  ROOT %r = (f32[64,1000], f32[64,1000]) tuple(%d, %o)
+}";
+        let module = optimize(&hloscope_core::parse::parse_module(hlo).unwrap()).unwrap();
+        let args = hloscope_core::interp::random_inputs(&module, 9);
+        let want = format!("{:?}", Interpreter::new(&module).run(&args).unwrap());
+        for threads in [1, 2] {
+            let program = wasm::compile_threaded(&module, threads).unwrap();
+            // Kernels in WebAssembly (W) and on the host (H), in plan order.
+            let kinds: String = program.kernels.iter().map(|k| if k.is_some() { 'W' } else { 'H' }).collect();
+            assert!(kinds.contains("WWH") && kinds.contains("HWW"), "{kinds}\n{}", program.summary());
+            let exe = WasmExecutable::new(&module, program).unwrap();
+            for _ in 0..2 {
+                let (batched, _) = exe.run(&args).unwrap();
+                assert_eq!(format!("{batched:?}"), want, "{threads} threads, through run");
+                let (each, times) = exe.run_timed(&args).unwrap();
+                assert_eq!(times.kernels.map(|k| k.len()), Some(kinds.len()));
+                assert_eq!(format!("{each:?}"), want, "{threads} threads, kernel by kernel");
+            }
+        }
+    }
+
     /// wasmparser's verdict on a threaded module (shared memory: the threads feature).
     fn validate_threaded(bytes: &[u8]) -> Result<(), String> {
         let features = wasmparser::WasmFeatures::default() | wasmparser::WasmFeatures::THREADS;

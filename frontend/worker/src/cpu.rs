@@ -37,6 +37,8 @@ struct Browser {
     memory: WebAssembly::Memory,
     /// Per plan kernel, its export (none for a host kernel).
     funcs: Vec<Option<Function>>,
+    /// The module's `run` export: several kernels in one call.
+    run: Function,
 }
 
 impl Browser {
@@ -67,6 +69,15 @@ impl Instance for Browser {
         let f = self.funcs[kernel].as_ref().ok_or("a kernel without a function")?;
         let end = i32::try_from(extent).map_err(|_| format!("a range of {extent} past 32 bits"))?;
         f.call2(&JsValue::UNDEFINED, &JsValue::from(0), &JsValue::from(end)).map(drop).map_err(js_error)
+    }
+
+    fn whole(&self, _kernel: usize) -> bool {
+        true // one thread
+    }
+
+    fn run_whole(&mut self, first: usize, last: usize) -> Result<(), String> {
+        let (first, last) = (JsValue::from(first as u32), JsValue::from(last as u32));
+        self.run.call2(&JsValue::UNDEFINED, &first, &last).map(drop).map_err(js_error)
     }
 }
 
@@ -161,9 +172,10 @@ fn executable(job: &RunJob, clock: fn() -> f64) -> Result<(Rc<RefCell<Executable
             None => Ok(None),
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let run = export(wasm::RUN)?.dyn_into::<Function>().map_err(|_| "the module does not export run")?;
     let host = HostKernels::new(&job.module, &program);
     let compile_ms = clock() - t0;
-    let exe = Rc::new(RefCell::new(Executable { program, host, instance: Browser { memory, funcs }, compile_ms }));
+    let exe = Rc::new(RefCell::new(Executable { program, host, instance: Browser { memory, funcs, run }, compile_ms }));
     EXECUTABLES.with(|e| {
         let mut e = e.borrow_mut();
         e.insert(0, (key, Rc::clone(&exe)));

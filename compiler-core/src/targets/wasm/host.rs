@@ -17,6 +17,13 @@ pub trait Instance: ArenaMemory {
     /// Calls kernel `kernel`'s export (`k{kernel}`) over `0..extent` of its parallel
     /// variable.
     fn call(&mut self, kernel: usize, extent: u64) -> Result<(), String>;
+
+    /// Whether kernel `kernel` runs in one call on this thread (not split across threads).
+    fn whole(&self, kernel: usize) -> bool;
+
+    /// Runs kernels `first..last` (WebAssembly, each [`Instance::whole`]) in one call of
+    /// the module's [`super::RUN`] export.
+    fn run_whole(&mut self, first: usize, last: usize) -> Result<(), String>;
 }
 
 /// Pieces per thread of a split elemental kernel (the CPU target's number).
@@ -69,7 +76,27 @@ impl HostKernels {
     ) -> Result<Vec<f64>, String> {
         let plan = &program.plan;
         let mut times = Vec::new();
+        // Untimed, consecutive kernels that run whole go into the module in one call.
+        let batched = |i: usize, instance: &dyn Instance| {
+            clock.is_none()
+                && program.kernels[i].as_ref().is_some_and(|k| k.extent <= i32::MAX as u64)
+                && instance.whole(i)
+        };
+        let mut next = 0;
         for (i, (k, compiled)) in plan.kernels.iter().zip(&program.kernels).enumerate() {
+            if i < next {
+                continue;
+            }
+            if batched(i, instance) {
+                next = (i..plan.kernels.len()).find(|&j| !batched(j, instance)).unwrap_or(plan.kernels.len());
+                if next - i > 1 {
+                    let last = &plan.kernels[next - 1].name;
+                    instance
+                        .run_whole(i, next)
+                        .map_err(|e| format!("kernels {i} to {} (%{} to %{last}): {e}", next - 1, k.name))?;
+                    continue;
+                }
+            }
             let started = clock.map(|c| c());
             if let Some(wk) = compiled {
                 if wk.extent > 0 {

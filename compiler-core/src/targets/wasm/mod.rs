@@ -241,9 +241,9 @@ fn emit_dot(plan: &KernelPlan, k: &kernel::Kernel, d: &kernel::DotSpec) -> Resul
 }
 
 /// The module: type 0 is every kernel's `(i32, i32) -> ()`, then the helpers' types;
-/// the helpers are functions 0.., the kernels follow in plan order; global 0 is the
-/// scratch base (mutable, exported as `scratch`, thread 0's region at first). With
-/// `threads` past 1 the memory is imported, shared, of exactly `pages`.
+/// the helpers are functions 0.., the kernels follow in plan order, then [`RUN`]; global
+/// 0 is the scratch base (mutable, exported as `scratch`, thread 0's region at first).
+/// With `threads` past 1 the memory is imported, shared, of exactly `pages`.
 fn assemble(
     plan: &KernelPlan,
     kernels: &[Option<WasmKernel>],
@@ -264,6 +264,7 @@ fn assemble(
     for _ in &bodies {
         functions.function(0);
     }
+    functions.function(0); // RUN
     let mut imports = ImportSection::new();
     let mut memories = MemorySection::new();
     if threads > 1 {
@@ -290,6 +291,7 @@ fn assemble(
     for (f, k) in (helpers::COUNT..).zip(kernels.iter().flatten()) {
         exports.export(&k.export, ExportKind::Func, f);
     }
+    exports.export(RUN, ExportKind::Func, helpers::COUNT + bodies.len() as u32);
     let mut code = CodeSection::new();
     for h in helpers::bodies() {
         code.function(&h);
@@ -297,6 +299,7 @@ fn assemble(
     for b in &bodies {
         code.function(b);
     }
+    code.function(&run_body(kernels));
     let mut data = DataSection::new();
     for (b, lit) in &plan.constants {
         let bytes = lit.to_le_bytes();
@@ -315,4 +318,38 @@ fn assemble(
     }
     m.section(&globals).section(&exports).section(&code).section(&data);
     m.finish()
+}
+
+/// The export that runs plan kernels `first..last` whole, in plan order: `run(first,
+/// last)`, each kernel called over `0..extent` (one of zero extent not at all). A host
+/// that runs several kernels in a row on one thread ([`host::Instance::run_whole`])
+/// crosses into the module once for them instead of once per kernel, which is most of
+/// a tiny program's time. Every kernel in the range must be WebAssembly; a host kernel
+/// in it is skipped, so the host never asks for one.
+pub const RUN: &str = "run";
+
+fn run_body(kernels: &[Option<WasmKernel>]) -> wasm_encoder::Function {
+    use wasm_encoder::{BlockType, Instruction as I};
+    let mut f = wasm_encoder::Function::new([]);
+    let functions = (helpers::COUNT..).zip(kernels.iter().enumerate().filter_map(|(i, k)| Some((i, k.as_ref()?))));
+    for (function, (i, k)) in functions {
+        if k.extent == 0 {
+            continue;
+        }
+        // first <= i < last: call k{i}(0, extent).
+        let i = i as i32;
+        f.instructions()
+            .local_get(0)
+            .i32_const(i)
+            .i32_le_s()
+            .local_get(1)
+            .i32_const(i)
+            .i32_gt_s()
+            .i32_and();
+        f.instruction(&I::If(BlockType::Empty));
+        f.instructions().i32_const(0).i32_const(k.extent as u32 as i32).call(function);
+        f.instruction(&I::End);
+    }
+    f.instruction(&I::End);
+    f
 }

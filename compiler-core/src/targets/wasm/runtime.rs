@@ -64,6 +64,8 @@ struct Member {
     store: Store<()>,
     /// Per plan kernel, its function (`None`: a host kernel).
     funcs: Vec<Option<TypedFunc<(i32, i32), ()>>>,
+    /// The module's [`super::RUN`]: kernels `first..last` whole.
+    run: TypedFunc<(i32, i32), ()>,
 }
 
 impl Member {
@@ -71,6 +73,10 @@ impl Member {
     fn call(&mut self, kernel: usize, (begin, end): (u32, u32)) -> Result<(), String> {
         let f = self.funcs[kernel].as_ref().ok_or("a kernel without a function")?;
         f.call(&mut self.store, (begin as i32, end as i32)).map_err(|e| format!("{e:?}"))
+    }
+
+    fn run_whole(&mut self, first: usize, last: usize) -> Result<(), String> {
+        self.run.call(&mut self.store, (first as i32, last as i32)).map_err(|e| format!("{e:?}"))
     }
 }
 
@@ -111,6 +117,20 @@ impl Instance for Wasmtime {
                 error.into_inner().unwrap_or_else(|e| e.into_inner()).map_or(Ok(()), Err)
             }
             Wasmtime::Many { members, .. } => hold(members, 0).call(kernel, (0, end)),
+        }
+    }
+
+    fn whole(&self, kernel: usize) -> bool {
+        match self {
+            Wasmtime::One { .. } => true,
+            Wasmtime::Many { pieces, .. } => pieces[kernel].len() <= 1,
+        }
+    }
+
+    fn run_whole(&mut self, first: usize, last: usize) -> Result<(), String> {
+        match self {
+            Wasmtime::One { member, .. } => member.run_whole(first, last),
+            Wasmtime::Many { members, .. } => hold(members, 0).run_whole(first, last),
         }
     }
 }
@@ -210,7 +230,10 @@ impl WasmExecutable {
                     None => Ok(None),
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            members.push(Member { store, funcs });
+            let run = instance
+                .get_typed_func::<(i32, i32), ()>(&mut store, super::RUN)
+                .map_err(|e| format!("{}: {e:?}", super::RUN))?;
+            members.push(Member { store, funcs, run });
         }
         let instance = match (shared, own) {
             (Some(memory), _) => {

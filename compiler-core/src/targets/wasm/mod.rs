@@ -338,14 +338,7 @@ fn run_body(kernels: &[Option<WasmKernel>]) -> wasm_encoder::Function {
         }
         // first <= i < last: call k{i}(0, extent).
         let i = i as i32;
-        f.instructions()
-            .local_get(0)
-            .i32_const(i)
-            .i32_le_s()
-            .local_get(1)
-            .i32_const(i)
-            .i32_gt_s()
-            .i32_and();
+        f.instructions().local_get(0).i32_const(i).i32_le_s().local_get(1).i32_const(i).i32_gt_s().i32_and();
         f.instruction(&I::If(BlockType::Empty));
         f.instructions().i32_const(0).i32_const(k.extent as u32 as i32).call(function);
         f.instruction(&I::End);

@@ -15,8 +15,15 @@ use super::ast::{FuncAst, LocAst, ModuleAst, OpAst, Region, ValRef};
 use super::lexer::{LineIndex, MAX_DEPTH};
 use crate::ir::{CompId, Computation, InstId, Instruction, Loc, Module, Op, Type};
 use crate::parse::ParseError;
+use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::sync::Arc;
+
+/// The values a name binds (one, mostly): `%name` or `%name#i`.
+pub type Bound = SmallVec<[InstId; 1]>;
+
+/// A scope's names, borrowed from the text's syntax tree.
+pub type Names<'a> = HashMap<&'a str, Bound, foldhash::fast::RandomState>;
 
 #[derive(Copy, Clone, PartialEq, Eq)]
 pub enum Capture {
@@ -26,9 +33,9 @@ pub enum Capture {
     ConstantsOnly,
 }
 
-pub struct Scope {
+pub struct Scope<'a> {
     pub comp: CompId,
-    pub vars: HashMap<String, Vec<InstId>>,
+    pub vars: Names<'a>,
     /// A function body: names outside it are not visible.
     pub boundary: bool,
     pub capture: Capture,
@@ -53,7 +60,7 @@ pub struct Lowerer<'a> {
     pub lines: &'a LineIndex,
     pub ast: &'a ModuleAst,
     pub module: Module,
-    pub scopes: Vec<Scope>,
+    pub scopes: Vec<Scope<'a>>,
     pub call_stack: Vec<String>,
     loc_aliases: HashMap<&'a str, &'a LocAst>,
     insts: usize,
@@ -229,7 +236,7 @@ impl<'a> Lowerer<'a> {
     }
 
     fn resolve_in(&mut self, k: usize, v: &ValRef) -> Result<InstId, ParseError> {
-        if let Some(vals) = self.scopes[k].vars.get(&v.name) {
+        if let Some(vals) = self.scopes[k].vars.get(v.name.as_str()) {
             return match (v.index, vals.len()) {
                 (None, 1) => Ok(vals[0]),
                 (None, n) => Err(self.err(v.pos, format!("%{} has {n} results; use %{}#N", v.name, v.name))),
@@ -274,16 +281,16 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Binds an op's result names to `vals`.
-    pub fn bind(&mut self, op: &OpAst, vals: Vec<InstId>) -> Result<(), ParseError> {
+    pub fn bind(&mut self, op: &'a OpAst, vals: Vec<InstId>) -> Result<(), ParseError> {
         let want = op.result_count();
         if want != vals.len() {
             return Err(self.err(op.pos, format!("{} produces {} results but {} are named", op.name, vals.len(), want)));
         }
         let mut it = vals.into_iter();
         for r in &op.results {
-            let vs: Vec<InstId> = it.by_ref().take(r.count as usize).collect();
+            let vs: Bound = it.by_ref().take(r.count as usize).collect();
             let scope = self.scopes.last_mut().ok_or_else(|| ParseError::new(0, 0, "no scope"))?;
-            scope.vars.insert(r.name.clone(), vs);
+            scope.vars.insert(r.name.as_str(), vs);
         }
         Ok(())
     }
@@ -313,7 +320,7 @@ impl<'a> Lowerer<'a> {
         let comp = self.module.add_computation(Computation::new(name));
         let mut scope = Scope {
             comp,
-            vars: HashMap::new(),
+            vars: Names::default(),
             boundary: false,
             capture,
             owner: owner.to_string(),
@@ -324,7 +331,7 @@ impl<'a> Lowerer<'a> {
             let loc = self.loc(*pos, None);
             let pname = self.module.fresh_name("param");
             let p = self.module.comp_mut(comp).push_param(pname, ty.clone(), loc);
-            scope.vars.insert(name.clone(), vec![p]);
+            scope.vars.insert(name.as_str(), smallvec::smallvec![p]);
         }
         self.scopes.push(scope);
         let rets = self.lower_block(&region.ops, region.pos)?;
@@ -336,12 +343,17 @@ impl<'a> Lowerer<'a> {
     pub fn lower_entry(&mut self, f: &'a FuncAst) -> Result<CompId, ParseError> {
         let comp = self.module.add_computation(Computation::new(f.name.clone()));
         self.module.entry = comp;
-        let mut vars = HashMap::new();
+        // About an instruction per op (a few expand, a few vanish): grown once, not doubled
+        // and copied as the body is lowered.
+        let c = self.module.comp_mut(comp);
+        c.insts.reserve(f.body.ops.len() + f.body.args.len());
+        c.order.reserve(f.body.ops.len() + f.body.args.len());
+        let mut vars = Names::default();
         for (name, ty, pos) in &f.body.args {
             let loc = self.loc(*pos, None);
             let pname = self.module.fresh_name("Arg");
             let p = self.module.comp_mut(comp).push_param(pname, ty.clone(), loc);
-            vars.insert(name.clone(), vec![p]);
+            vars.insert(name.as_str(), smallvec::smallvec![p]);
         }
         self.scopes.push(Scope {
             comp,
@@ -389,12 +401,12 @@ impl<'a> Lowerer<'a> {
         if args.len() != f.body.args.len() {
             return Err(self.err(pos, format!("@{name} takes {} arguments, {} given", f.body.args.len(), args.len())));
         }
-        let mut vars = HashMap::new();
+        let mut vars = Names::default();
         for (i, ((an, at, _), &v)) in f.body.args.iter().zip(&args).enumerate() {
             if !self.ty(v).same_type(at) {
                 return Err(self.err(pos, format!("argument {i} of @{name} should be {at}, got {}", self.ty(v))));
             }
-            vars.insert(an.clone(), vec![v]);
+            vars.insert(an.as_str(), smallvec::smallvec![v]);
         }
         let comp = self.cur_comp();
         self.scopes.push(Scope {

@@ -136,27 +136,30 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
     let threads = threads.max(1);
     let mut plan = kernel::plan_computation_with(module, module.entry, &caps())?;
     let mut refused: HashMap<crate::ir::InstId, String> = HashMap::new();
+    // Each kernel's function, kept for the module unless a refusal changes the plan.
+    let mut first_pass: Vec<Option<Emitted>> = Vec::with_capacity(plan.kernels.len());
     for k in &plan.kernels {
-        let why = match &k.body {
-            KernelBody::Elemental(e) => match emit_kernel(&plan, k, e) {
-                Ok(_) => continue,
-                Err(why) => why,
-            },
-            KernelBody::Opaque { .. } => continue,
-            KernelBody::Dot(d) => match emit_dot(&plan, k, d) {
-                Ok(_) => continue,
-                Err(why) => why,
-            },
-            KernelBody::Sort(_) => "sorts are not compiled for wasm yet".into(),
-            KernelBody::Scatter(_) => "scatters are not compiled for wasm yet".into(),
+        let emitted = match &k.body {
+            KernelBody::Elemental(e) => emit_kernel(&plan, k, e).map(|e| Some(Emitted::Loop(e))),
+            KernelBody::Dot(d) => emit_dot(&plan, k, d).map(|f| Some(Emitted::Dot(f))),
+            KernelBody::Opaque { .. } => Ok(None),
+            KernelBody::Sort(_) => Err("sorts are not compiled for wasm yet".into()),
+            KernelBody::Scatter(_) => Err("scatters are not compiled for wasm yet".into()),
             KernelBody::While { .. } | KernelBody::Case { .. } => {
-                "control flow runs on the host for wasm (the interpreter, whole)".into()
+                Err("control flow runs on the host for wasm (the interpreter, whole)".into())
             }
         };
-        refused.entry(k.source).or_insert(why);
+        match emitted {
+            Ok(emitted) => first_pass.push(emitted),
+            Err(why) => {
+                refused.entry(k.source).or_insert(why);
+            }
+        }
     }
     if !refused.is_empty() {
+        // Demoting renumbers kernels and moves buffers: every kernel is emitted again.
         plan.demote_to_opaque(module, &refused)?;
+        first_pass.clear();
     }
     if plan.arena.arena_bytes > u32::MAX as u64 {
         return Err(format!("the arena ({} bytes) does not fit a 32-bit WebAssembly memory", plan.arena.arena_bytes));
@@ -178,10 +181,15 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
     }
     let mut bodies = Vec::new();
     let mut kernels = Vec::new();
+    let mut first_pass = first_pass.into_iter();
     for (i, k) in plan.kernels.iter().enumerate() {
+        let kept = first_pass.next().flatten();
         match &k.body {
             KernelBody::Elemental(e) => {
-                let emitted = emit_kernel(&plan, k, e)?;
+                let emitted = match kept {
+                    Some(Emitted::Loop(emitted)) => emitted,
+                    _ => emit_kernel(&plan, k, e)?,
+                };
                 kernels.push(Some(WasmKernel {
                     export: format!("k{i}"),
                     extent: emitted.extent,
@@ -192,7 +200,10 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
                 bodies.push(emitted.body);
             }
             KernelBody::Dot(d) => {
-                bodies.push(emit_dot(&plan, k, d)?);
+                bodies.push(match kept {
+                    Some(Emitted::Dot(f)) => f,
+                    _ => emit_dot(&plan, k, d)?,
+                });
                 let shape = match d.elem {
                     crate::ir::ElementType::F32 => format!(
                         "simd128 gemm {}x{} tiles, blocks of {} rows, {}x{}x{}",
@@ -220,6 +231,12 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
     let pages = end.div_ceil(PAGE).max(1);
     let bytes = assemble(&plan, &kernels, bodies, pages, threads, scratch);
     Ok(WasmProgram { plan, kernels, bytes, pages, threads, scratch, scratch_stride: scratch_bytes })
+}
+
+/// A kernel's function from the first pass over the plan.
+enum Emitted {
+    Loop(emit::Emitted),
+    Dot(wasm_encoder::Function),
 }
 
 fn emit_kernel(plan: &KernelPlan, k: &kernel::Kernel, e: &kernel::Elemental) -> Result<emit::Emitted, String> {

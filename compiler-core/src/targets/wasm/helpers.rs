@@ -25,9 +25,29 @@ pub fn signatures() -> [(Vec<ValType>, Vec<ValType>); COUNT as usize] {
     [(vec![F32], vec![I32]), (vec![I32], vec![F32]), (vec![F32], vec![I32]), (vec![F64], vec![F32])]
 }
 
-/// The helpers' bodies, in function-index order.
-pub fn bodies() -> Vec<Function> {
+/// The helpers' bodies, in function-index order; with `narrow_floats` false (no f16 or
+/// bf16 value in the program, so no kernel calls them), each is a one-instruction stub
+/// that traps, which an engine compiles at no cost (they are a third of a small
+/// program's module).
+pub fn bodies(narrow_floats: bool) -> Vec<Function> {
+    if !narrow_floats {
+        return (0..COUNT)
+            .map(|_| {
+                let mut f = Function::new([]);
+                f.instruction(&I::Unreachable).instruction(&I::End);
+                f
+            })
+            .collect();
+    }
     vec![f32_to_f16(), f16_to_f32(), f32_to_bf16(), f64_to_f32_odd()]
+}
+
+/// Whether any value of `module` (in any computation) is f16 or bf16: what makes its
+/// kernels call the helpers (f64 → f32 rounded to odd serves only f64 → f16/bf16).
+pub fn needed(module: &crate::ir::Module) -> bool {
+    use crate::ir::ElementType::{BF16, F16};
+    let narrow = |i: &crate::ir::Instruction| i.ty.leaves().any(|s| matches!(s.elem, F16 | BF16));
+    module.comps.values().any(|c| c.insts.values().any(narrow))
 }
 
 fn f32_to_f16() -> Function {

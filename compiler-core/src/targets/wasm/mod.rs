@@ -229,7 +229,7 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
         }
     }
     let pages = end.div_ceil(PAGE).max(1);
-    let bytes = assemble(&plan, &kernels, bodies, pages, threads, scratch);
+    let bytes = assemble(&plan, &kernels, bodies, helpers::needed(module), pages, threads, scratch);
     Ok(WasmProgram { plan, kernels, bytes, pages, threads, scratch, scratch_stride: scratch_bytes })
 }
 
@@ -265,6 +265,7 @@ fn assemble(
     plan: &KernelPlan,
     kernels: &[Option<WasmKernel>],
     bodies: Vec<wasm_encoder::Function>,
+    narrow_floats: bool,
     pages: u64,
     threads: u32,
     scratch: u64,
@@ -310,7 +311,7 @@ fn assemble(
     }
     exports.export(RUN, ExportKind::Func, helpers::COUNT + bodies.len() as u32);
     let mut code = CodeSection::new();
-    for h in helpers::bodies() {
+    for h in helpers::bodies(narrow_floats) {
         code.function(&h);
     }
     for b in &bodies {

@@ -136,17 +136,10 @@ const reply = (v) => process.stdout.write(JSON.stringify(v) + '\n');
     instantiate_ms = performance.now() - t0;
   }
   const calls = program.kernels.map((k) => [instance.exports[k.export], k.pieces]);
-  // An untimed run calls consecutive kernels of one piece through the module's `run`
-  // export, one call into the module for them all: group g is kernels `first[g]` to
-  // `end[g]` (one kernel: its dispatch).
-  const first = [], end = [];
-  for (let k = 0; k < calls.length;) {
-    let e = k;
-    while (e < calls.length && calls[e][1].length === 1) e++;
-    first.push(k);
-    end.push(Math.max(e, k + 1));
-    k = Math.max(e, k + 1);
-  }
+  // An untimed run calls each of the program's stretches (`host::stretches`) through the
+  // module's `run` export: stretchEnd[k] is the end of the stretch starting at kernel k.
+  const stretchEnd = new Array(calls.length).fill(0);
+  for (const [a, b] of program.stretches) stretchEnd[a] = b;
   const runWhole = instance.exports.run;
   let gen = 0n;
   const stop = () => {
@@ -191,9 +184,9 @@ const reply = (v) => process.stdout.write(JSON.stringify(v) + '\n');
         return performance.now() - s;
       });
       const t = performance.now();
-      for (let g = 0; g < first.length; g++) {
-        if (end[g] - first[g] > 1) runWhole(first[g], end[g]);
-        else dispatch(first[g]);
+      for (let k = 0; k < calls.length;) {
+        const e = stretchEnd[k];
+        if (e > 0) { runWhole(k, e); k = e; } else dispatch(k++);
       }
       const total_ms = performance.now() - t;
       reply({ total_ms, kernels_ms });
@@ -253,6 +246,8 @@ impl V8Engine {
             "scratch": program.scratch,
             "stride": program.scratch_stride,
             "kernels": kernels,
+            // All kernels are WebAssembly here, so plan indices are `kernels` indices.
+            "stretches": host::stretches(&program).iter().map(|r| [r.start, r.end]).collect::<Vec<_>>(),
         });
         std::fs::write(dir.join("program.json"), description.to_string()).map_err(io)?;
         let mut child = Command::new("node")

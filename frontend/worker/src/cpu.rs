@@ -71,10 +71,6 @@ impl Instance for Browser {
         f.call2(&JsValue::UNDEFINED, &JsValue::from(0), &JsValue::from(end)).map(drop).map_err(js_error)
     }
 
-    fn whole(&self, _kernel: usize) -> bool {
-        true // one thread
-    }
-
     fn run_whole(&mut self, first: usize, last: usize) -> Result<(), String> {
         let (first, last) = (JsValue::from(first as u32), JsValue::from(last as u32));
         self.run.call2(&JsValue::UNDEFINED, &first, &last).map(drop).map_err(js_error)

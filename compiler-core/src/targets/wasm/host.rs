@@ -18,11 +18,8 @@ pub trait Instance: ArenaMemory {
     /// variable.
     fn call(&mut self, kernel: usize, extent: u64) -> Result<(), String>;
 
-    /// Whether kernel `kernel` runs in one call on this thread (not split across threads).
-    fn whole(&self, kernel: usize) -> bool;
-
-    /// Runs kernels `first..last` (WebAssembly, each [`Instance::whole`]) in one call of
-    /// the module's [`super::RUN`] export.
+    /// Runs kernels `first..last` (a stretch of [`stretches`]) in one call of the
+    /// module's [`super::RUN`] export.
     fn run_whole(&mut self, first: usize, last: usize) -> Result<(), String>;
 }
 
@@ -43,17 +40,39 @@ pub fn chunks(k: &WasmKernel, threads: u32) -> Vec<(u32, u32)> {
     }
 }
 
+/// The stretches of two or more consecutive plan kernels that an untimed run calls
+/// through the module's [`super::RUN`] export, one call into the module for them all:
+/// kernels in WebAssembly that [`chunks`] keeps whole on the program's threads (a host
+/// kernel or a split one ends a stretch).
+pub fn stretches(program: &WasmProgram) -> Vec<std::ops::Range<usize>> {
+    let threads = program.threads.max(1);
+    let whole = |k: &Option<WasmKernel>| {
+        k.as_ref().is_some_and(|k| k.extent <= i32::MAX as u64 && chunks(k, threads).len() == 1)
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < program.kernels.len() {
+        let end = (i..program.kernels.len()).find(|&j| !whole(&program.kernels[j])).unwrap_or(program.kernels.len());
+        if end - i > 1 {
+            out.push(i..end);
+        }
+        i = end.max(i + 1);
+    }
+    out
+}
+
 /// What the host keeps beside a program's module: the module with a computation per
-/// host kernel, for the interpreter to run.
+/// host kernel, for the interpreter to run, and the program's [`stretches`].
 pub struct HostKernels {
     module: Module,
     computations: Vec<Option<CompId>>,
+    stretches: Vec<std::ops::Range<usize>>,
 }
 
 impl HostKernels {
     pub fn new(module: &Module, program: &WasmProgram) -> HostKernels {
         let (module, computations) = program.plan.host_computations(module);
-        HostKernels { module, computations }
+        HostKernels { module, computations, stretches: stretches(program) }
     }
 
     /// Writes the parameters (one value per entry parameter) into the memory.
@@ -76,26 +95,21 @@ impl HostKernels {
     ) -> Result<Vec<f64>, String> {
         let plan = &program.plan;
         let mut times = Vec::new();
-        // Untimed, consecutive kernels that run whole go into the module in one call.
-        let batched = |i: usize, instance: &dyn Instance| {
-            clock.is_none()
-                && program.kernels[i].as_ref().is_some_and(|k| k.extent <= i32::MAX as u64)
-                && instance.whole(i)
-        };
+        let mut stretches = self.stretches.iter().peekable();
         let mut next = 0;
         for (i, (k, compiled)) in plan.kernels.iter().zip(&program.kernels).enumerate() {
             if i < next {
                 continue;
             }
-            if batched(i, instance) {
-                next = (i..plan.kernels.len()).find(|&j| !batched(j, instance)).unwrap_or(plan.kernels.len());
-                if next - i > 1 {
-                    let last = &plan.kernels[next - 1].name;
-                    instance
-                        .run_whole(i, next)
-                        .map_err(|e| format!("kernels {i} to {} (%{} to %{last}): {e}", next - 1, k.name))?;
-                    continue;
-                }
+            // Untimed, a stretch is one call into the module.
+            let stretch = if clock.is_none() { stretches.next_if(|r| r.start == i) } else { None };
+            if let Some(r) = stretch {
+                let last = &plan.kernels[r.end - 1].name;
+                instance
+                    .run_whole(r.start, r.end)
+                    .map_err(|e| format!("kernels {i} to {} (%{} to %{last}): {e}", r.end - 1, k.name))?;
+                next = r.end;
+                continue;
             }
             let started = clock.map(|c| c());
             if let Some(wk) = compiled {

@@ -135,31 +135,17 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
     }
     let threads = threads.max(1);
     let mut plan = kernel::plan_computation_with(module, module.entry, &caps())?;
+    let mut emitted = emit_all(&plan);
     let mut refused: HashMap<crate::ir::InstId, String> = HashMap::new();
-    // Each kernel's function, kept for the module unless a refusal changes the plan.
-    let mut first_pass: Vec<Option<Emitted>> = Vec::with_capacity(plan.kernels.len());
-    for k in &plan.kernels {
-        let emitted = match &k.body {
-            KernelBody::Elemental(e) => emit_kernel(&plan, k, e).map(|e| Some(Emitted::Loop(e))),
-            KernelBody::Dot(d) => emit_dot(&plan, k, d).map(|f| Some(Emitted::Dot(f))),
-            KernelBody::Opaque { .. } => Ok(None),
-            KernelBody::Sort(_) => Err("sorts are not compiled for wasm yet".into()),
-            KernelBody::Scatter(_) => Err("scatters are not compiled for wasm yet".into()),
-            KernelBody::While { .. } | KernelBody::Case { .. } => {
-                Err("control flow runs on the host for wasm (the interpreter, whole)".into())
-            }
-        };
-        match emitted {
-            Ok(emitted) => first_pass.push(emitted),
-            Err(why) => {
-                refused.entry(k.source).or_insert(why);
-            }
+    for (k, e) in plan.kernels.iter().zip(&emitted) {
+        if let Err(why) = e {
+            refused.entry(k.source).or_insert_with(|| why.clone());
         }
     }
     if !refused.is_empty() {
         // Demoting renumbers kernels and moves buffers: every kernel is emitted again.
         plan.demote_to_opaque(module, &refused)?;
-        first_pass.clear();
+        emitted = emit_all(&plan);
     }
     if plan.arena.arena_bytes > u32::MAX as u64 {
         return Err(format!("the arena ({} bytes) does not fit a 32-bit WebAssembly memory", plan.arena.arena_bytes));
@@ -181,29 +167,41 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
     }
     let mut bodies = Vec::new();
     let mut kernels = Vec::new();
-    let mut first_pass = first_pass.into_iter();
-    for (i, k) in plan.kernels.iter().enumerate() {
-        let kept = first_pass.next().flatten();
-        match &k.body {
+    for e in emitted {
+        match e? {
+            Some((kernel, body)) => {
+                kernels.push(Some(kernel));
+                bodies.push(body);
+            }
+            None => kernels.push(None),
+        }
+    }
+    let pages = end.div_ceil(PAGE).max(1);
+    let bytes = assemble(&plan, &kernels, bodies, helpers::needed(module), pages, threads, scratch);
+    Ok(WasmProgram { plan, kernels, bytes, pages, threads, scratch, scratch_stride: scratch_bytes })
+}
+
+/// Per plan kernel, its export and function (`None`: a host kernel), or why the
+/// emitters refuse it.
+fn emit_all(plan: &KernelPlan) -> Vec<Result<Option<(WasmKernel, wasm_encoder::Function)>, String>> {
+    let export = |i: usize| format!("k{i}");
+    plan.kernels
+        .iter()
+        .enumerate()
+        .map(|(i, k)| match &k.body {
             KernelBody::Elemental(e) => {
-                let emitted = match kept {
-                    Some(Emitted::Loop(emitted)) => emitted,
-                    _ => emit_kernel(&plan, k, e)?,
-                };
-                kernels.push(Some(WasmKernel {
-                    export: format!("k{i}"),
+                let emitted = emit_kernel(plan, k, e)?;
+                let kernel = WasmKernel {
+                    export: export(i),
                     extent: emitted.extent,
                     work: e.work(),
                     dot: false,
                     shape: emitted.shape,
-                }));
-                bodies.push(emitted.body);
+                };
+                Ok(Some((kernel, emitted.body)))
             }
             KernelBody::Dot(d) => {
-                bodies.push(match kept {
-                    Some(Emitted::Dot(f)) => f,
-                    _ => emit_dot(&plan, k, d)?,
-                });
+                let body = emit_dot(plan, k, d)?;
                 let shape = match d.elem {
                     crate::ir::ElementType::F32 => format!(
                         "simd128 gemm {}x{} tiles, blocks of {} rows, {}x{}x{}",
@@ -217,26 +215,17 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
                     t => format!("{t} dot, a loop per output, {}x{}x{}", d.m, d.n, d.k),
                 };
                 let work = [d.batch, d.m, d.n, d.k].iter().fold(1u64, |n, &x| n.saturating_mul(x as u64));
-                kernels.push(Some(WasmKernel {
-                    export: format!("k{i}"),
-                    extent: gemm::extent(d),
-                    work,
-                    dot: true,
-                    shape,
-                }));
+                let kernel = WasmKernel { export: export(i), extent: gemm::extent(d), work, dot: true, shape };
+                Ok(Some((kernel, body)))
             }
-            _ => kernels.push(None),
-        }
-    }
-    let pages = end.div_ceil(PAGE).max(1);
-    let bytes = assemble(&plan, &kernels, bodies, helpers::needed(module), pages, threads, scratch);
-    Ok(WasmProgram { plan, kernels, bytes, pages, threads, scratch, scratch_stride: scratch_bytes })
-}
-
-/// A kernel's function from the first pass over the plan.
-enum Emitted {
-    Loop(emit::Emitted),
-    Dot(wasm_encoder::Function),
+            KernelBody::Opaque { .. } => Ok(None),
+            KernelBody::Sort(_) => Err("sorts are not compiled for wasm yet".into()),
+            KernelBody::Scatter(_) => Err("scatters are not compiled for wasm yet".into()),
+            KernelBody::While { .. } | KernelBody::Case { .. } => {
+                Err("control flow runs on the host for wasm (the interpreter, whole)".into())
+            }
+        })
+        .collect()
 }
 
 fn emit_kernel(plan: &KernelPlan, k: &kernel::Kernel, e: &kernel::Elemental) -> Result<emit::Emitted, String> {

@@ -120,13 +120,6 @@ impl Instance for Wasmtime {
         }
     }
 
-    fn whole(&self, kernel: usize) -> bool {
-        match self {
-            Wasmtime::One { .. } => true,
-            Wasmtime::Many { pieces, .. } => pieces[kernel].len() <= 1,
-        }
-    }
-
     fn run_whole(&mut self, first: usize, last: usize) -> Result<(), String> {
         match self {
             Wasmtime::One { member, .. } => member.run_whole(first, last),

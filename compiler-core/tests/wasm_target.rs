@@ -81,6 +81,66 @@ fn every_jax_corpus_module_validates() {
     assert!(kernels >= 80, "only {kernels} kernels were emitted");
 }
 
+/// Each function body of a module, in function-index order, as its operators.
+fn function_bodies(bytes: &[u8]) -> Vec<Vec<wasmparser::Operator<'_>>> {
+    let mut out = Vec::new();
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        if let wasmparser::Payload::CodeSectionEntry(body) = payload.unwrap() {
+            let ops = body.get_operators_reader().unwrap().into_iter().map(|op| op.unwrap()).collect();
+            out.push(ops);
+        }
+    }
+    out
+}
+
+#[test]
+fn the_f32_dots_of_a_module_share_one_gemm_body() {
+    // Three dots of different shapes (a batch, a transposed rhs): each kernel walks its
+    // blocks and calls the module's one GEMM body, which holds the packing and the
+    // register tiles; a module without an f32 dot carries a stub in its place.
+    let hlo = "HloModule m
+ENTRY %main (a: f32[2,7,9], b: f32[2,9,13], c: f32[13,5], e: f32[6,5]) -> f32[2,7,6] {
+  %a = f32[2,7,9] parameter(0)
+  %b = f32[2,9,13] parameter(1)
+  %c = f32[13,5] parameter(2)
+  %e = f32[6,5] parameter(3)
+  %d1 = f32[2,7,13] dot(%a, %b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
+  %d2 = f32[2,7,5] dot(%d1, %c), lhs_contracting_dims={2}, rhs_contracting_dims={0}
+  ROOT %d3 = f32[2,7,6] dot(%d2, %e), lhs_contracting_dims={2}, rhs_contracting_dims={1}
+}";
+    let module = optimize(&hloscope_core::parse::parse_module(hlo).unwrap()).unwrap();
+    let program = wasm::compile(&module).unwrap();
+    validate(&program.bytes).unwrap();
+    let dots: Vec<usize> =
+        (0..program.kernels.len()).filter(|&i| program.kernels[i].as_ref().is_some_and(|k| k.dot)).collect();
+    assert_eq!(dots.len(), 3, "{}", program.summary());
+    let bodies = function_bodies(&program.bytes);
+    let gemm = wasm::helpers::GEMM_BLOCK as usize;
+    let calls = |ops: &[wasmparser::Operator]| {
+        ops.iter()
+            .filter(
+                |op| matches!(op, wasmparser::Operator::Call { function_index } if *function_index as usize == gemm),
+            )
+            .count()
+    };
+    let gemm_len = bodies[gemm].len();
+    // The kernels' functions follow the helpers, one per emitted kernel, in plan order.
+    let functions: Vec<usize> = (0..program.kernels.len()).filter(|&i| program.kernels[i].is_some()).collect();
+    for &d in &dots {
+        let f = wasm::helpers::COUNT as usize + functions.iter().position(|&i| i == d).unwrap();
+        assert_eq!(calls(&bodies[f]), 1, "dot kernel {d} calls the GEMM body once");
+        assert!(bodies[f].len() * 4 < gemm_len, "dot kernel {d}: {} operators, the GEMM {gemm_len}", bodies[f].len());
+    }
+    // Without an f32 dot the GEMM body is a stub (unreachable, end).
+    let plain = "HloModule m
+ENTRY %main (a: f32[8]) -> f32[8] {
+  %a = f32[8] parameter(0)
+  ROOT %t = f32[8] tanh(%a)
+}";
+    let program = wasm::compile(&optimize(&hloscope_core::parse::parse_module(plain).unwrap()).unwrap()).unwrap();
+    assert_eq!(function_bodies(&program.bytes)[gemm].len(), 2);
+}
+
 #[cfg(feature = "wasm-run")]
 mod on_wasmtime {
     use super::*;

@@ -2,16 +2,23 @@
 //! lhs[b, m, k] rhs[b, k, n]`) as a blocked SIMD128 GEMM over f32. The parallel
 //! variable runs over the batch times blocks of [`ROWS`] output rows ([`extent`]), so a
 //! single large GEMM splits across threads as well as a batch does. A call packs the
-//! rhs of a batch into panels of [`NR`] columns (`k` rows of [`NR`] contiguous floats,
-//! zero past `n`) when it reaches that batch (a call over several blocks of one batch
-//! packs it once), then per block its lhs rows into groups of [`MR`] (`k` groups of
-//! [`MR`] floats, zero past `m`), and runs, panel by panel, a register tile of [`MR`] x
-//! [`NR`] outputs (8 `f32x4` accumulators) over `k` for each group: the panel is
-//! reused by every group of the block while it is in cache. Packing reads the operands
-//! through their strides, so transposed operands cost nothing more. Each output sums
-//! its products in `k` order, rounded at every step (`mul`, then `add`, from +0): the
-//! interpreter's f32 dot, bit for bit, however the range is split. Edge tiles go through
-//! a scratch tile and are stored element by element.
+//! rhs of a batch into panels of [`NR`] columns (`k` rows of [`NR`] contiguous floats)
+//! when it reaches that batch (a call over several blocks of one batch packs it once),
+//! then per block its lhs rows into groups of [`MR`] (`k` groups of [`MR`] floats), and
+//! runs, panel by panel, a register tile of [`MR`] x [`NR`] outputs (8 `f32x4`
+//! accumulators) over `k` for each group: the panel is reused by every group of the
+//! block while it is in cache. Packing reads the operands through their strides, so
+//! transposed operands cost nothing more; a row past `m` or a column past `n` repeats
+//! the last one, since the outputs it feeds are never stored. Each output sums its
+//! products in `k` order, rounded at every step (`mul`, then `add`, from +0): the
+//! interpreter's f32 dot, bit for bit, however the range is split. Edge tiles go
+//! through a scratch tile and are stored element by element.
+//!
+//! The body is written once per module ([`block_function`], the helper
+//! [`helpers::GEMM_BLOCK`]): it takes the dims, strides and byte addresses of one
+//! block of one batch as arguments, and each f32 dot kernel is a short loop over its
+//! blocks that calls it. A module with six dots (a transformer block) carries one GEMM
+//! instead of six, which an engine compiles once.
 //!
 //! The packed panels, the packed block and the tile live in scratch memory after the
 //! arena ([`scratch_bytes`]), at the module's global `scratch` (global 0), which each
@@ -218,185 +225,263 @@ fn range(c: &mut Code, v: u32, start: I<'static>, end: &[I<'static>], step: i32,
     c.ops([I::LocalGet(v), I::I32Const(step), I::I32Add, I::LocalSet(v), I::Br(0), I::End, I::End]);
 }
 
-/// f32: packed operands and register tiles, over blocks of rows (see the module doc).
+/// The parameters of [`block_function`], in order (all i32): the byte addresses of
+/// this batch's lhs, rhs and output, the block's rows `i_start..i_end`, the dims `m`,
+/// `n`, `k`, the element strides of the lhs's free and contracting groups and of the
+/// rhs's contracting and free groups, whether to pack this batch's rhs (0 or 1), and the
+/// scratch base.
+pub const BLOCK_PARAMS: usize = 14;
+const A: u32 = 0;
+const B: u32 = 1;
+const OUT: u32 = 2;
+const I_START: u32 = 3;
+const I_END: u32 = 4;
+const M: u32 = 5;
+const N: u32 = 6;
+const K: u32 = 7;
+const SAM: u32 = 8;
+const SAK: u32 = 9;
+const SBK: u32 = 10;
+const SBN: u32 = 11;
+const PACK: u32 = 12;
+const SB: u32 = 13;
+
+/// f32: a call per block of rows of one batch to the module's one GEMM body
+/// ([`helpers::GEMM_BLOCK`], [`block_function`]), which every f32 dot shares: its dims,
+/// strides and places are arguments, so a module holds the body once however many dots
+/// it has. This function walks its range of blocks and says when a new batch's rhs
+/// must be packed (a call over several blocks of one batch packs it once).
 fn blocked(d: &DotSpec, place: &DotPlace, a: Layout, b_layout: Layout) -> Function {
     let ([sam, sak], [sbk, sbn]) = (a.strides, b_layout.strides);
     let (m, n, k) = (d.m as i32, d.n as i32, d.k as i32);
-    let panels = (d.n as u32).div_ceil(NR) as i32;
     let rows = block_rows(d) as i32;
     let blocks = (m as u32).div_ceil(rows as u32) as i32;
-    // Scratch offsets from the instance's base: packed rhs, packed block, edge tile.
-    let pb = 0u64;
-    let pa = pb + 4 * (panels as u64 * NR as u64 * d.k as u64);
-    let tile = pa + 4 * (rows as u64 * d.k as u64);
-    let nr = NR as i32;
     let mut c = Code::new(2);
     let l = |c: &mut Code| c.local(ValType::I32);
-    let (idx, b, i_start, i_end, i0) = (l(&mut c), l(&mut c), l(&mut c), l(&mut c), l(&mut c));
-    let (jp, p, r, col, at, ga) = (l(&mut c), l(&mut c), l(&mut c), l(&mut c), l(&mut c), l(&mut c));
-    let (a_at, b_at, packed, sb) = (l(&mut c), l(&mut c), l(&mut c), l(&mut c));
+    let (idx, b, i_start, packed, pack) = (l(&mut c), l(&mut c), l(&mut c), l(&mut c), l(&mut c));
+    c.ops([I::I32Const(-1), I::LocalSet(packed)]);
+    range(&mut c, idx, I::LocalGet(0), &[I::LocalGet(1)], 1, &mut |c| {
+        c.ops([I::LocalGet(idx), I::I32Const(blocks), I::I32DivU, I::LocalSet(b)]);
+        c.ops([I::LocalGet(idx), I::I32Const(blocks), I::I32RemU, I::I32Const(rows), I::I32Mul, I::LocalSet(i_start)]);
+        c.ops([I::LocalGet(b), I::LocalGet(packed), I::I32Ne, I::LocalTee(pack), I::If(BlockType::Empty)]);
+        c.ops([I::LocalGet(b), I::LocalSet(packed), I::End]);
+        // Arguments, in BLOCK_PARAMS order.
+        batch_offset(c, b, &a.batch);
+        c.ops([I::I32Const(4), I::I32Mul, I::I32Const(place.lhs as u32 as i32), I::I32Add]);
+        batch_offset(c, b, &b_layout.batch);
+        c.ops([I::I32Const(4), I::I32Mul, I::I32Const(place.rhs as u32 as i32), I::I32Add]);
+        c.ops([I::LocalGet(b), I::I32Const(m.wrapping_mul(n).wrapping_mul(4)), I::I32Mul]);
+        c.ops([I::I32Const(place.out as u32 as i32), I::I32Add]);
+        // i_start, i_end = min(i_start + rows, m)
+        c.ops([I::LocalGet(i_start), I::LocalGet(i_start), I::I32Const(rows), I::I32Add]);
+        c.ops([
+            I::I32Const(m),
+            I::LocalGet(i_start),
+            I::I32Const(rows),
+            I::I32Add,
+            I::I32Const(m),
+            I::I32LtS,
+            I::Select,
+        ]);
+        c.ops([I::I32Const(m), I::I32Const(n), I::I32Const(k)]);
+        for s in [sam, sak, sbk, sbn] {
+            c.op(I::I32Const(s as i32));
+        }
+        c.ops([I::LocalGet(pack), I::GlobalGet(0), I::Call(helpers::GEMM_BLOCK)]);
+    });
+    c.finish()
+}
+
+/// The GEMM body every f32 dot calls (see the module doc and [`BLOCK_PARAMS`]): packs
+/// the batch's rhs when asked, then the block's lhs rows, and runs the register tiles
+/// over them panel by panel.
+pub fn block_function() -> Function {
+    let mut c = Code::new(BLOCK_PARAMS as u32);
+    let l = |c: &mut Code| c.local(ValType::I32);
+    let (jp, p, r, col, at, ga, i0) = (l(&mut c), l(&mut c), l(&mut c), l(&mut c), l(&mut c), l(&mut c), l(&mut c));
+    let (panels, k4, kpanel, pa, tile) = (l(&mut c), l(&mut c), l(&mut c), l(&mut c), l(&mut c));
     let accs: Vec<u32> = (0..8).map(|_| c.local(ValType::V128)).collect();
     let (bv0, bv1, av) = (c.local(ValType::V128), c.local(ValType::V128), c.local(ValType::V128));
-
-    c.ops([I::GlobalGet(0), I::LocalSet(sb), I::I32Const(-1), I::LocalSet(packed)]);
-    range(&mut c, idx, I::LocalGet(0), &[I::LocalGet(1)], 1, &mut |c| {
-        // Batch b, rows i_start..i_end.
-        c.ops([I::LocalGet(idx), I::I32Const(blocks), I::I32DivU, I::LocalSet(b)]);
-        c.ops([I::LocalGet(idx), I::I32Const(blocks), I::I32RemU, I::I32Const(rows), I::I32Mul, I::LocalTee(i_start)]);
-        c.ops([I::I32Const(rows), I::I32Add, I::LocalTee(i_end), I::I32Const(m), I::LocalGet(i_end)]);
-        c.ops([I::I32Const(m), I::I32LtS, I::Select, I::LocalSet(i_end)]);
-        batch_offset(c, b, &a.batch);
-        c.op(I::LocalSet(a_at));
-        // This batch's rhs, packed unless this call packed it already.
-        c.ops([I::LocalGet(b), I::LocalGet(packed), I::I32Ne, I::If(BlockType::Empty)]);
-        c.ops([I::LocalGet(b), I::LocalSet(packed)]);
-        batch_offset(c, b, &b_layout.batch);
-        c.op(I::LocalSet(b_at));
-        pack_rhs(c, place, (k, n, panels, sbk, sbn), (jp, p, col, at, b_at, sb), pb);
-        c.op(I::End);
-        // Pack the block's rows in groups of MR: group g, row p holds lhs[b, i0 + r, p]
-        // for each r (i0 = i_start + g*MR), or 0 past m, at ((i0 - i_start)*k + p*MR)*4.
-        range(c, i0, I::LocalGet(i_start), &[I::LocalGet(i_end)], MR as i32, &mut |c| {
-            c.ops([I::LocalGet(i0), I::LocalGet(i_start), I::I32Sub, I::I32Const(k * 4), I::I32Mul]);
-            c.ops([I::LocalGet(sb), I::I32Add, I::LocalSet(ga)]);
-            range(c, p, I::I32Const(0), &[I::I32Const(k)], 1, &mut |c| {
-                for rr in 0..MR as i32 {
-                    c.ops([I::LocalGet(i0), I::I32Const(rr), I::I32Add, I::LocalSet(r)]);
-                    c.ops([I::LocalGet(ga), I::LocalGet(p), I::I32Const(4 * MR as i32), I::I32Mul, I::I32Add]);
-                    c.op(I::LocalGet(a_at));
-                    c.ops([I::LocalGet(r), I::I32Const(m - 1), I::LocalGet(r), I::I32Const(m), I::I32LtS, I::Select]);
-                    c.ops([I::I32Const(sam as i32), I::I32Mul, I::I32Add]);
-                    c.ops([I::LocalGet(p), I::I32Const(sak as i32), I::I32Mul, I::I32Add, I::I32Const(4), I::I32Mul]);
-                    c.ops([I::F32Load(mem(place.lhs, 2)), I::F32Const(0.0f32.into())]);
-                    c.ops([I::LocalGet(r), I::I32Const(m), I::I32LtS, I::Select]);
-                    c.op(I::F32Store(mem(pa + 4 * rr as u64, 2)));
-                }
-            });
+    // The byte address of each packed row's (or column's) first element.
+    let row_bases: Vec<u32> = (0..MR.max(NR)).map(|_| c.local(ValType::I32)).collect();
+    let nr = NR as i32;
+    // panels = ceil(n / NR); k4 = k * 4 (a packed row of the block); kpanel = k4 * NR (a
+    // packed panel). Scratch, from sb: the packed rhs, the packed block (pa), the edge
+    // tile (after the block's whole groups of MR rows).
+    c.ops([I::LocalGet(N), I::I32Const(nr - 1), I::I32Add, I::I32Const(nr), I::I32DivU, I::LocalSet(panels)]);
+    c.ops([
+        I::LocalGet(K),
+        I::I32Const(4),
+        I::I32Mul,
+        I::LocalTee(k4),
+        I::I32Const(nr),
+        I::I32Mul,
+        I::LocalSet(kpanel),
+    ]);
+    c.ops([I::LocalGet(SB), I::LocalGet(panels), I::LocalGet(kpanel), I::I32Mul, I::I32Add, I::LocalSet(pa)]);
+    c.ops([I::LocalGet(I_END), I::LocalGet(I_START), I::I32Sub, I::I32Const(MR as i32 - 1), I::I32Add]);
+    c.ops([
+        I::I32Const(-(MR as i32)),
+        I::I32And,
+        I::LocalGet(k4),
+        I::I32Mul,
+        I::LocalGet(pa),
+        I::I32Add,
+        I::LocalSet(tile),
+    ]);
+    c.ops([I::LocalGet(PACK), I::If(BlockType::Empty)]);
+    pack_rhs(&mut c, (jp, p, col, at), kpanel, panels, &row_bases);
+    c.op(I::End);
+    // Pack the block's rows in groups of MR: group g, row p holds lhs[b, i0 + r, p] for
+    // each r (i0 = i_start + g*MR) at pa + (i0 - i_start)*k*4 + p*MR*4. A row past m
+    // repeats row m - 1: its outputs are never stored, so any finite or not value will do.
+    range(&mut c, i0, I::LocalGet(I_START), &[I::LocalGet(I_END)], MR as i32, &mut |c| {
+        c.ops([I::LocalGet(i0), I::LocalGet(I_START), I::I32Sub, I::LocalGet(k4), I::I32Mul]);
+        c.ops([I::LocalGet(pa), I::I32Add, I::LocalSet(ga)]);
+        for (rr, &base) in (0..).zip(&row_bases[..MR as usize]) {
+            // base = A + min(i0 + rr, m - 1) * sam * 4
+            c.ops([I::LocalGet(i0), I::I32Const(rr), I::I32Add, I::LocalTee(r), I::LocalGet(M), I::I32Const(1)]);
+            c.ops([I::I32Sub, I::LocalGet(r), I::LocalGet(M), I::I32LtS, I::Select, I::LocalGet(SAM), I::I32Mul]);
+            c.ops([I::I32Const(4), I::I32Mul, I::LocalGet(A), I::I32Add, I::LocalSet(base)]);
+        }
+        // col: p * sak * 4, the element's distance from its row's base.
+        c.ops([I::I32Const(0), I::LocalSet(col)]);
+        range(c, p, I::I32Const(0), &[I::LocalGet(K)], 1, &mut |c| {
+            for (rr, &base) in (0..).zip(&row_bases[..MR as usize]) {
+                c.ops([I::LocalGet(ga), I::LocalGet(base), I::LocalGet(col), I::I32Add, I::F32Load(mem(0, 2))]);
+                c.op(I::F32Store(mem(4 * rr, 2)));
+            }
+            c.ops([I::LocalGet(ga), I::I32Const(4 * MR as i32), I::I32Add, I::LocalSet(ga)]);
+            c.ops([I::LocalGet(col), I::LocalGet(SAK), I::I32Const(4), I::I32Mul, I::I32Add, I::LocalSet(col)]);
         });
-        range(c, jp, I::I32Const(0), &[I::I32Const(panels)], 1, &mut |c| {
-            range(c, i0, I::LocalGet(i_start), &[I::LocalGet(i_end)], MR as i32, &mut |c| {
-                for &a in &accs {
-                    c.ops([I::V128Const(0), I::LocalSet(a)]);
-                }
-                // at: this panel's packed rows; ga: this group's.
-                c.ops([
-                    I::LocalGet(jp),
-                    I::I32Const(k * 4 * nr),
-                    I::I32Mul,
-                    I::LocalGet(sb),
-                    I::I32Add,
-                    I::LocalSet(at),
-                ]);
-                c.ops([I::LocalGet(i0), I::LocalGet(i_start), I::I32Sub, I::I32Const(k * 4), I::I32Mul]);
-                c.ops([I::LocalGet(sb), I::I32Add, I::LocalSet(ga)]);
-                range(c, p, I::I32Const(0), &[I::I32Const(k)], 1, &mut |c| {
-                    c.ops([I::LocalGet(at), I::V128Load(mem(pb, 4)), I::LocalSet(bv0)]);
-                    c.ops([I::LocalGet(at), I::V128Load(mem(pb + 16, 4)), I::LocalSet(bv1)]);
-                    for rr in 0..MR as usize {
-                        c.ops([I::LocalGet(ga), I::V128Load32Splat(mem(pa + 4 * rr as u64, 2)), I::LocalSet(av)]);
-                        for (h, bv) in [bv0, bv1].into_iter().enumerate() {
-                            let acc = accs[rr * 2 + h];
-                            c.ops([I::LocalGet(acc), I::LocalGet(av), I::LocalGet(bv), I::F32x4Mul, I::F32x4Add]);
-                            c.op(I::LocalSet(acc));
-                        }
+    });
+    // Per panel: at0, its packed rows; the group's packed rows start where the previous
+    // group's walk over k ended (ga); obase, the output address of the group's first row
+    // in the panel, steps MR rows a group.
+    let (at0, obase, n4) = (l(&mut c), l(&mut c), l(&mut c));
+    c.ops([I::LocalGet(N), I::I32Const(4), I::I32Mul, I::LocalSet(n4)]);
+    range(&mut c, jp, I::I32Const(0), &[I::LocalGet(panels)], 1, &mut |c| {
+        c.ops([I::LocalGet(jp), I::LocalGet(kpanel), I::I32Mul, I::LocalGet(SB), I::I32Add, I::LocalSet(at0)]);
+        c.ops([I::LocalGet(pa), I::LocalSet(ga)]);
+        c.ops([I::LocalGet(I_START), I::LocalGet(n4), I::I32Mul, I::LocalGet(jp), I::I32Const(4 * nr), I::I32Mul]);
+        c.ops([I::I32Add, I::LocalGet(OUT), I::I32Add, I::LocalSet(obase)]);
+        range(c, i0, I::LocalGet(I_START), &[I::LocalGet(I_END)], MR as i32, &mut |c| {
+            for &a in &accs {
+                c.ops([I::V128Const(0), I::LocalSet(a)]);
+            }
+            c.ops([I::LocalGet(at0), I::LocalSet(at)]);
+            range(c, p, I::I32Const(0), &[I::LocalGet(K)], 1, &mut |c| {
+                c.ops([I::LocalGet(at), I::V128Load(mem(0, 4)), I::LocalSet(bv0)]);
+                c.ops([I::LocalGet(at), I::V128Load(mem(16, 4)), I::LocalSet(bv1)]);
+                for rr in 0..MR as usize {
+                    c.ops([I::LocalGet(ga), I::V128Load32Splat(mem(4 * rr as u64, 2)), I::LocalSet(av)]);
+                    for (h, bv) in [bv0, bv1].into_iter().enumerate() {
+                        let acc = accs[rr * 2 + h];
+                        c.ops([I::LocalGet(acc), I::LocalGet(av), I::LocalGet(bv), I::F32x4Mul, I::F32x4Add]);
+                        c.op(I::LocalSet(acc));
                     }
-                    c.ops([I::LocalGet(at), I::I32Const(4 * nr), I::I32Add, I::LocalSet(at)]);
-                    c.ops([I::LocalGet(ga), I::I32Const(4 * MR as i32), I::I32Add, I::LocalSet(ga)]);
-                });
-                store_tile(c, place, (m, n), (b, i0, jp, r, p, col, sb), &accs, tile);
+                }
+                c.ops([I::LocalGet(at), I::I32Const(4 * nr), I::I32Add, I::LocalSet(at)]);
+                c.ops([I::LocalGet(ga), I::I32Const(4 * MR as i32), I::I32Add, I::LocalSet(ga)]);
             });
+            store_tile(c, (i0, jp, r, p, col, tile), (obase, n4), &accs);
+            c.ops([
+                I::LocalGet(obase),
+                I::LocalGet(n4),
+                I::I32Const(MR as i32),
+                I::I32Mul,
+                I::I32Add,
+                I::LocalSet(obase),
+            ]);
         });
     });
     c.finish()
 }
 
-/// Packs batch `b`'s rhs (its element offset in `b_at`) at the scratch base `sb` plus
-/// `pb`: panel jp, row p, column c holds rhs[b, p, jp*NR + c], or 0 past n. A whole
-/// panel of a rhs whose columns are contiguous is copied two vectors a row.
-fn pack_rhs(
-    c: &mut Code,
-    place: &DotPlace,
-    (k, n, panels, sbk, sbn): (i32, i32, i32, i64, i64),
-    (jp, p, col, at, b_at, sb): (u32, u32, u32, u32, u32, u32),
-    pb: u64,
-) {
+/// Packs the batch's rhs (at byte address `B`) at the scratch base `SB`: panel jp, row
+/// p, column c holds rhs[p, jp*NR + c] (column n - 1 past n). A whole panel of a rhs whose
+/// columns are contiguous is copied two vectors a row.
+fn pack_rhs(c: &mut Code, (jp, p, col, at): (u32, u32, u32, u32), kpanel: u32, panels: u32, col_bases: &[u32]) {
     let nr = NR as i32;
-    range(c, jp, I::I32Const(0), &[I::I32Const(panels)], 1, &mut |c| {
-        // at = ((jp * k) * NR) * 4 + sb: the panel's first row.
-        c.ops([I::LocalGet(jp), I::I32Const(k * 4 * nr), I::I32Mul, I::LocalGet(sb), I::I32Add, I::LocalSet(at)]);
-        if sbn == 1 {
-            c.ops([I::LocalGet(jp), I::I32Const(nr), I::I32Mul, I::I32Const(nr), I::I32Add, I::I32Const(n)]);
-            c.ops([I::I32LeS, I::If(BlockType::Empty)]);
-            // col: the element offset of row p's first column of the panel.
-            range(c, p, I::I32Const(0), &[I::I32Const(k)], 1, &mut |c| {
-                c.ops([I::LocalGet(b_at), I::LocalGet(p), I::I32Const(sbk as i32), I::I32Mul, I::I32Add]);
-                c.ops([I::LocalGet(jp), I::I32Const(nr), I::I32Mul, I::I32Add, I::I32Const(4), I::I32Mul]);
-                c.op(I::LocalSet(col));
-                c.ops([I::LocalGet(at), I::LocalGet(col), I::V128Load(mem(place.rhs, 2)), I::V128Store(mem(pb, 4))]);
-                c.ops([I::LocalGet(at), I::LocalGet(col), I::V128Load(mem(place.rhs + 16, 2))]);
-                c.ops([I::V128Store(mem(pb + 16, 4))]);
-                c.ops([I::LocalGet(at), I::I32Const(4 * nr), I::I32Add, I::LocalSet(at)]);
-            });
-            c.op(I::Else);
-        }
-        range(c, p, I::I32Const(0), &[I::I32Const(k)], 1, &mut |c| {
-            for cc in 0..nr {
-                // col = jp*NR + cc; the element (at a clamped column), or 0.
-                c.ops([I::LocalGet(jp), I::I32Const(nr), I::I32Mul, I::I32Const(cc), I::I32Add, I::LocalSet(col)]);
-                c.ops([I::LocalGet(at), I::LocalGet(b_at)]);
-                c.ops([I::LocalGet(p), I::I32Const(sbk as i32), I::I32Mul, I::I32Add]);
-                c.ops([I::LocalGet(col), I::I32Const(n - 1), I::LocalGet(col), I::I32Const(n), I::I32LtS, I::Select]);
-                c.ops([I::I32Const(sbn as i32), I::I32Mul, I::I32Add, I::I32Const(4), I::I32Mul]);
-                c.ops([I::F32Load(mem(place.rhs, 2)), I::F32Const(0.0f32.into())]);
-                c.ops([I::LocalGet(col), I::I32Const(n), I::I32LtS, I::Select]);
-                c.op(I::F32Store(mem(pb + 4 * cc as u64, 2)));
-            }
+    range(c, jp, I::I32Const(0), &[I::LocalGet(panels)], 1, &mut |c| {
+        // at = jp * k*4*NR + sb: the panel's first row.
+        c.ops([I::LocalGet(jp), I::LocalGet(kpanel), I::I32Mul, I::LocalGet(SB), I::I32Add, I::LocalSet(at)]);
+        c.ops([I::LocalGet(SBN), I::I32Const(1), I::I32Eq]);
+        c.ops([I::LocalGet(jp), I::I32Const(nr), I::I32Mul, I::I32Const(nr), I::I32Add, I::LocalGet(N), I::I32LeS]);
+        c.ops([I::I32And, I::If(BlockType::Empty)]);
+        // col: the byte address of row p's first column of the panel.
+        range(c, p, I::I32Const(0), &[I::LocalGet(K)], 1, &mut |c| {
+            c.ops([I::LocalGet(p), I::LocalGet(SBK), I::I32Mul, I::LocalGet(jp), I::I32Const(nr), I::I32Mul]);
+            c.ops([I::I32Add, I::I32Const(4), I::I32Mul, I::LocalGet(B), I::I32Add, I::LocalSet(col)]);
+            c.ops([I::LocalGet(at), I::LocalGet(col), I::V128Load(mem(0, 2)), I::V128Store(mem(0, 4))]);
+            c.ops([I::LocalGet(at), I::LocalGet(col), I::V128Load(mem(16, 2)), I::V128Store(mem(16, 4))]);
             c.ops([I::LocalGet(at), I::I32Const(4 * nr), I::I32Add, I::LocalSet(at)]);
         });
-        if sbn == 1 {
-            c.op(I::End);
+        c.op(I::Else);
+        // A column past n repeats column n - 1 (its outputs are never stored).
+        for (cc, &base) in (0..).zip(&col_bases[..NR as usize]) {
+            // base = B + min(jp*NR + cc, n - 1) * sbn * 4
+            c.ops([I::LocalGet(jp), I::I32Const(nr), I::I32Mul, I::I32Const(cc), I::I32Add, I::LocalTee(col)]);
+            c.ops([I::LocalGet(N), I::I32Const(1), I::I32Sub, I::LocalGet(col), I::LocalGet(N), I::I32LtS, I::Select]);
+            c.ops([
+                I::LocalGet(SBN),
+                I::I32Mul,
+                I::I32Const(4),
+                I::I32Mul,
+                I::LocalGet(B),
+                I::I32Add,
+                I::LocalSet(base),
+            ]);
         }
+        // col: p * sbk * 4, the element's distance from its column's base.
+        c.ops([I::I32Const(0), I::LocalSet(col)]);
+        range(c, p, I::I32Const(0), &[I::LocalGet(K)], 1, &mut |c| {
+            for (cc, &base) in (0..).zip(&col_bases[..NR as usize]) {
+                c.ops([I::LocalGet(at), I::LocalGet(base), I::LocalGet(col), I::I32Add, I::F32Load(mem(0, 2))]);
+                c.op(I::F32Store(mem(4 * cc, 2)));
+            }
+            c.ops([I::LocalGet(at), I::I32Const(4 * nr), I::I32Add, I::LocalSet(at)]);
+            c.ops([I::LocalGet(col), I::LocalGet(SBK), I::I32Const(4), I::I32Mul, I::I32Add, I::LocalSet(col)]);
+        });
+        c.op(I::End);
     });
 }
 
-/// Stores the tile of rows i0.. and panel jp: a whole tile straight to the output, an
-/// edge tile through the scratch tile (at `sb` plus `tile`), element by element.
+/// Stores the tile of rows i0.. and panel jp: a whole tile straight to the output (its
+/// first row at `obase`, rows `n4` bytes apart), an edge tile through the scratch tile,
+/// element by element (the output at byte address `OUT`).
 fn store_tile(
     c: &mut Code,
-    place: &DotPlace,
-    (m, n): (i32, i32),
-    (b, i0, jp, r, p, col, sb): (u32, u32, u32, u32, u32, u32, u32),
+    (i0, jp, r, p, col, tile): (u32, u32, u32, u32, u32, u32),
+    (obase, n4): (u32, u32),
     accs: &[u32],
-    tile: u64,
 ) {
     let nr = NR as i32;
-    c.ops([I::LocalGet(i0), I::I32Const(MR as i32), I::I32Add, I::I32Const(m), I::I32LeS]);
+    c.ops([I::LocalGet(i0), I::I32Const(MR as i32), I::I32Add, I::LocalGet(M), I::I32LeS]);
     c.ops([I::LocalGet(jp), I::I32Const(nr), I::I32Mul, I::I32Const(nr), I::I32Add]);
-    c.ops([I::I32Const(n), I::I32LeS, I::I32And, I::If(BlockType::Empty)]);
+    c.ops([I::LocalGet(N), I::I32LeS, I::I32And, I::If(BlockType::Empty)]);
+    // Row rr of the tile at obase + rr * n * 4.
+    c.ops([I::LocalGet(obase), I::LocalSet(col)]);
     for rr in 0..MR as usize {
-        // col = ((b*m + i0 + rr) * n + jp*NR) * 4
-        c.ops([I::LocalGet(b), I::I32Const(m), I::I32Mul, I::LocalGet(i0), I::I32Add]);
-        c.ops([I::I32Const(rr as i32), I::I32Add, I::I32Const(n), I::I32Mul]);
-        c.ops([I::LocalGet(jp), I::I32Const(nr), I::I32Mul, I::I32Add, I::I32Const(4), I::I32Mul]);
-        c.op(I::LocalTee(col));
-        c.ops([I::LocalGet(accs[rr * 2]), I::V128Store(mem(place.out, 2))]);
-        c.ops([I::LocalGet(col), I::LocalGet(accs[rr * 2 + 1]), I::V128Store(mem(place.out + 16, 2))]);
+        c.ops([I::LocalGet(col), I::LocalGet(accs[rr * 2]), I::V128Store(mem(0, 2))]);
+        c.ops([I::LocalGet(col), I::LocalGet(accs[rr * 2 + 1]), I::V128Store(mem(16, 2))]);
+        c.ops([I::LocalGet(col), I::LocalGet(n4), I::I32Add, I::LocalSet(col)]);
     }
     c.op(I::Else);
     for (q, &a) in accs.iter().enumerate() {
-        c.ops([I::LocalGet(sb), I::LocalGet(a), I::V128Store(mem(tile + 16 * q as u64, 4))]);
+        c.ops([I::LocalGet(tile), I::LocalGet(a), I::V128Store(mem(16 * q as u64, 4))]);
     }
     range(c, r, I::I32Const(0), &[I::I32Const(MR as i32)], 1, &mut |c| {
         range(c, p, I::I32Const(0), &[I::I32Const(nr)], 1, &mut |c| {
             // row i0 + r < m and column jp*NR + p < n: out[...] = tile[r*NR + p]
-            c.ops([I::LocalGet(i0), I::LocalGet(r), I::I32Add, I::I32Const(m), I::I32LtS]);
+            c.ops([I::LocalGet(i0), I::LocalGet(r), I::I32Add, I::LocalGet(M), I::I32LtS]);
             c.ops([I::LocalGet(jp), I::I32Const(nr), I::I32Mul, I::LocalGet(p), I::I32Add]);
-            c.ops([I::I32Const(n), I::I32LtS, I::I32And, I::If(BlockType::Empty)]);
-            c.ops([I::LocalGet(b), I::I32Const(m), I::I32Mul, I::LocalGet(i0), I::I32Add, I::LocalGet(r)]);
-            c.ops([I::I32Add, I::I32Const(n), I::I32Mul, I::LocalGet(jp), I::I32Const(nr), I::I32Mul]);
-            c.ops([I::I32Add, I::LocalGet(p), I::I32Add, I::I32Const(4), I::I32Mul]);
+            c.ops([I::LocalGet(N), I::I32LtS, I::I32And, I::If(BlockType::Empty)]);
+            c.ops([I::LocalGet(i0), I::LocalGet(r), I::I32Add, I::LocalGet(N), I::I32Mul, I::LocalGet(jp)]);
+            c.ops([I::I32Const(nr), I::I32Mul, I::I32Add, I::LocalGet(p), I::I32Add, I::I32Const(4), I::I32Mul]);
+            c.ops([I::LocalGet(OUT), I::I32Add]);
             c.ops([I::LocalGet(r), I::I32Const(nr), I::I32Mul, I::LocalGet(p), I::I32Add, I::I32Const(4), I::I32Mul]);
-            c.ops([I::LocalGet(sb), I::I32Add, I::F32Load(mem(tile, 2)), I::F32Store(mem(place.out, 2)), I::End]);
+            c.ops([I::LocalGet(tile), I::I32Add, I::F32Load(mem(0, 2)), I::F32Store(mem(0, 2)), I::End]);
         });
     });
     c.op(I::End);

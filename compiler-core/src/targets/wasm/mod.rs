@@ -177,7 +177,10 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
         }
     }
     let pages = end.div_ceil(PAGE).max(1);
-    let bytes = assemble(&plan, &kernels, bodies, helpers::needed(module), pages, threads, scratch);
+    let gemm =
+        plan.kernels.iter().any(|k| matches!(&k.body, KernelBody::Dot(d) if d.elem == crate::ir::ElementType::F32));
+    let helpers = helpers::bodies(helpers::needed(module), gemm);
+    let bytes = assemble(&plan, &kernels, helpers, bodies, pages, threads, scratch);
     Ok(WasmProgram { plan, kernels, bytes, pages, threads, scratch, scratch_stride: scratch_bytes })
 }
 
@@ -253,8 +256,8 @@ fn emit_dot(plan: &KernelPlan, k: &kernel::Kernel, d: &kernel::DotSpec) -> Resul
 fn assemble(
     plan: &KernelPlan,
     kernels: &[Option<WasmKernel>],
+    helpers: Vec<wasm_encoder::Function>,
     bodies: Vec<wasm_encoder::Function>,
-    narrow_floats: bool,
     pages: u64,
     threads: u32,
     scratch: u64,
@@ -300,8 +303,8 @@ fn assemble(
     }
     exports.export(RUN, ExportKind::Func, helpers::COUNT + bodies.len() as u32);
     let mut code = CodeSection::new();
-    for h in helpers::bodies(narrow_floats) {
-        code.function(&h);
+    for h in &helpers {
+        code.function(h);
     }
     for b in &bodies {
         code.function(b);

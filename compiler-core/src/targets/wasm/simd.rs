@@ -1,6 +1,7 @@
 //! SIMD128 code for the kernels `kernel::vector::plan` vectorizes (the CPU target's
 //! decision), in 4 lanes of 32 bits: f32, s32, u32, and pred as lane masks (all ones is
-//! true). Along the innermost variable, with a scalar tail for the remainder:
+//! true). Along the innermost variable, with a scalar tail for the remainder (not written
+//! where the extent is known to be whole steps):
 //! - a **loop** kernel computes 4 consecutive elements per step;
 //! - a **row reduction** keeps one vector accumulator per reduction (starting at its
 //!   op's identity), combined lane by lane into the scalar accumulator (which started
@@ -305,6 +306,11 @@ impl Writer<'_> {
         inner(self);
         self.vector = false;
         self.ops([I::LocalGet(var), I::I64Const(LANES), I::I64Add, I::LocalSet(var), I::Br(0), I::End, I::End]);
+        // A range of whole vectors known here (0..n, n a multiple of the lanes) has no
+        // tail, and its code is not written: it would be half the kernel's.
+        if matches!(start, [I::I64Const(0)]) && matches!(end, [I::I64Const(n)] if n % LANES == 0) {
+            return;
+        }
         // The tail, from where the vectors stopped.
         self.ops([I::Block(BlockType::Empty), I::Loop(BlockType::Empty), I::LocalGet(var)]);
         self.code.ops.extend(end.iter().cloned());
@@ -365,13 +371,15 @@ impl Writer<'_> {
             }
             w.vector = false;
             w.ops([I::LocalGet(base), I::I64Const(step), I::I64Add, I::LocalSet(var), I::Br(0), I::End, I::End]);
-            // The scalar tail.
-            w.ops([I::Block(BlockType::Empty), I::Loop(BlockType::Empty)]);
-            w.ops([I::LocalGet(var), I::I64Const(n), I::I64GeS, I::BrIf(1)]);
-            w.memo.values = scalar_memo.clone();
-            w.memo.indices = saved_indices.clone();
-            body(w);
-            w.ops([I::LocalGet(var), I::I64Const(1), I::I64Add, I::LocalSet(var), I::Br(0), I::End, I::End]);
+            // The scalar tail, unless the steps cover the row (its code would never run).
+            if n % step != 0 {
+                w.ops([I::Block(BlockType::Empty), I::Loop(BlockType::Empty)]);
+                w.ops([I::LocalGet(var), I::I64Const(n), I::I64GeS, I::BrIf(1)]);
+                w.memo.values = scalar_memo.clone();
+                w.memo.indices = saved_indices.clone();
+                body(w);
+                w.ops([I::LocalGet(var), I::I64Const(1), I::I64Add, I::LocalSet(var), I::Br(0), I::End, I::End]);
+            }
             w.memo.values = scalar_memo;
             w.memo.indices = saved_indices;
         });

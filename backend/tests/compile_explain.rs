@@ -375,7 +375,10 @@ fn cuda_emits_c_ptx_and_sass_and_runs_or_says_why_not() {
 fn wasm_emits_wat_and_a_binary_and_runs_like_the_interpreter() {
     let module = example("dense_relu.mlir");
     let wat = ok(hloscope(&["compile", "--target", "wasm", "--emit", "wat", &module]));
-    assert!(wat.contains("(module") && wat.contains("(export \"memory\"") && wat.contains("(export \"k0\""), "{wat}");
+    assert!(
+        wat.contains("(module") && wat.contains("(export \"memory\"") && wat.contains("(export \"kernel\""),
+        "{wat}"
+    );
     assert!(wat.starts_with(";; kernel 0 %"), "{wat}");
     fails_with(hloscope(&["compile", "--emit", "wat", &module]), &["--target wasm"]);
     let dir = scratch("wasm");

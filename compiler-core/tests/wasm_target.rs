@@ -598,7 +598,7 @@ const dir = process.argv[2];
     const { instance } = await WebAssembly.instantiate(fs.readFileSync(`${dir}/${p.name}.wasm`));
     const mem = new Uint8Array(instance.exports.memory.buffer);
     for (const [offset, file] of p.params) mem.set(fs.readFileSync(`${dir}/${file}`), offset);
-    for (const [name, extent] of p.calls) instance.exports[name](0, extent);
+    for (const [index, extent] of p.calls) instance.exports.kernel(index, 0, extent);
     const out = p.result.map(([offset, len]) => Buffer.from(mem.subarray(offset, offset + len)));
     fs.writeFileSync(`${dir}/${p.name}.out`, Buffer.concat(out));
   }
@@ -641,8 +641,9 @@ const dir = process.argv[2];
                 std::fs::write(dir.join(&file), l.to_le_bytes()).unwrap();
                 params.push(format!("[{}, \"{file}\"]", plan.arena.offset(b)));
             }
-            let calls: Vec<String> =
-                program.kernels.iter().flatten().map(|k| format!("[\"{}\", {}]", k.export, k.extent)).collect();
+            let calls: Vec<String> = (program.kernels.iter().enumerate())
+                .filter_map(|(i, k)| Some(format!("[{i}, {}]", k.as_ref()?.extent)))
+                .collect();
             let result: Vec<String> = plan
                 .result
                 .leaves()

@@ -35,8 +35,10 @@ const KEPT: usize = 4;
 /// The module instantiated by the browser's engine.
 struct Browser {
     memory: WebAssembly::Memory,
-    /// Per plan kernel, its export (none for a host kernel).
-    funcs: Vec<Option<Function>>,
+    /// Per plan kernel, whether the module has its function (not a host kernel's).
+    compiled: Vec<bool>,
+    /// The module's `kernel(index, begin, end)` export.
+    kernel: Function,
     /// The module's `run` export: several kernels in one call.
     run: Function,
 }
@@ -66,9 +68,12 @@ impl ArenaMemory for Browser {
 
 impl Instance for Browser {
     fn call(&mut self, kernel: usize, extent: u64) -> Result<(), String> {
-        let f = self.funcs[kernel].as_ref().ok_or("a kernel without a function")?;
+        if !self.compiled.get(kernel).copied().unwrap_or(false) {
+            return Err("a kernel without a function".into());
+        }
         let end = i32::try_from(extent).map_err(|_| format!("a range of {extent} past 32 bits"))?;
-        f.call2(&JsValue::UNDEFINED, &JsValue::from(0), &JsValue::from(end)).map(drop).map_err(js_error)
+        let (index, begin) = (JsValue::from(kernel as u32), JsValue::from(0));
+        self.kernel.call3(&JsValue::UNDEFINED, &index, &begin, &JsValue::from(end)).map(drop).map_err(js_error)
     }
 
     fn run_whole(&mut self, first: usize, last: usize) -> Result<(), String> {
@@ -157,21 +162,13 @@ fn executable(job: &RunJob, clock: fn() -> f64) -> Result<(Rc<RefCell<Executable
     let exports = instance.exports();
     let export = |name: &str| Reflect::get(&exports, &JsValue::from_str(name)).map_err(js_error);
     let memory = export("memory")?.dyn_into::<WebAssembly::Memory>().map_err(|_| "the module exports no memory")?;
-    let funcs = program
-        .kernels
-        .iter()
-        .map(|k| match k {
-            Some(k) => export(&k.export)?
-                .dyn_into::<Function>()
-                .map(Some)
-                .map_err(|_| format!("the module does not export {}", k.export)),
-            None => Ok(None),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let kernel =
+        export(wasm::KERNEL)?.dyn_into::<Function>().map_err(|_| "the module does not export kernel")?;
+    let compiled = program.kernels.iter().map(Option::is_some).collect();
     let run = export(wasm::RUN)?.dyn_into::<Function>().map_err(|_| "the module does not export run")?;
     let host = HostKernels::new(&job.module, &program);
     let compile_ms = clock() - t0;
-    let exe = Rc::new(RefCell::new(Executable { program, host, instance: Browser { memory, funcs, run }, compile_ms }));
+    let exe = Rc::new(RefCell::new(Executable { program, host, instance: Browser { memory, compiled, kernel, run }, compile_ms }));
     EXECUTABLES.with(|e| {
         let mut e = e.borrow_mut();
         e.insert(0, (key, Rc::clone(&exe)));

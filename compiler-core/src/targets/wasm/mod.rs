@@ -5,8 +5,9 @@
 //! Planning for WebAssembly ([`caps`]): a GEMM of its own for f32 dots ([`gemm`], in the
 //! module, the epilogue a kernel after it), buffers at 16-byte offsets (a SIMD128 vector's), no row chains (chunk-by-chunk rows are
 //! a policy of the native CPU target's thread pool), and every element type computed.
-//! Each elemental kernel the emitter takes becomes one exported function `k{index}(begin,
-//! end)` over a range of its parallel variable; the others (sorts, scatters, control
+//! Each elemental kernel the emitter takes becomes one function over a range of its
+//! parallel variable, which the module's export `kernel(index, begin, end)` ([`KERNEL`])
+//! calls by plan index; the others (sorts, scatters, control
 //! flow, the ops the emitter refuses) are demoted to opaque kernels, which the host runs
 //! in the reference interpreter on the module's memory between calls.
 //!
@@ -58,13 +59,12 @@ pub fn caps() -> TargetCaps {
     }
 }
 
-/// One plan kernel's exported function.
+/// One plan kernel's function, which the export [`KERNEL`] calls by the kernel's plan
+/// index.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct WasmKernel {
-    /// Its export's name (`k{index}`).
-    pub export: String,
-    /// The parallel variable's extent: a run calls `export(0, extent)`, or the export on
-    /// the pieces of that range that [`host::chunks`] gives.
+    /// The parallel variable's extent: a run calls `kernel(index, 0, extent)`, or the
+    /// same on the pieces of that range that [`host::chunks`] gives.
     pub extent: u64,
     /// Its iterations (the product of its loops' extents; a dot's multiply-adds): what
     /// decides whether splitting its range across threads pays.
@@ -102,14 +102,12 @@ impl WasmProgram {
         (wasm, self.kernels.len() - wasm)
     }
 
-    /// One line per plan kernel: its export and how it runs, or why the host runs it.
+    /// One line per plan kernel: how it runs, or why the host runs it.
     pub fn summary(&self) -> String {
         let mut s = String::new();
         for (i, (k, w)) in self.plan.kernels.iter().zip(&self.kernels).enumerate() {
             match w {
-                Some(w) => {
-                    s += &format!(";; kernel {i} %{}: {} ({}, range 0..{})\n", k.name, w.export, w.shape, w.extent)
-                }
+                Some(w) => s += &format!(";; kernel {i} %{}: {}, range 0..{}\n", k.name, w.shape, w.extent),
                 None => s += &format!(";; kernel {i} %{}: on the host: {}\n", k.name, k.kind),
             }
         }
@@ -184,23 +182,15 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
     Ok(WasmProgram { plan, kernels, bytes, pages, threads, scratch, scratch_stride: scratch_bytes })
 }
 
-/// Per plan kernel, its export and function (`None`: a host kernel), or why the
+/// Per plan kernel, its description and function (`None`: a host kernel), or why the
 /// emitters refuse it.
 fn emit_all(plan: &KernelPlan) -> Vec<Result<Option<(WasmKernel, wasm_encoder::Function)>, String>> {
-    let export = |i: usize| format!("k{i}");
     plan.kernels
         .iter()
-        .enumerate()
-        .map(|(i, k)| match &k.body {
+        .map(|k| match &k.body {
             KernelBody::Elemental(e) => {
                 let emitted = emit_kernel(plan, k, e)?;
-                let kernel = WasmKernel {
-                    export: export(i),
-                    extent: emitted.extent,
-                    work: e.work(),
-                    dot: false,
-                    shape: emitted.shape,
-                };
+                let kernel = WasmKernel { extent: emitted.extent, work: e.work(), dot: false, shape: emitted.shape };
                 Ok(Some((kernel, emitted.body)))
             }
             KernelBody::Dot(d) => {
@@ -218,7 +208,7 @@ fn emit_all(plan: &KernelPlan) -> Vec<Result<Option<(WasmKernel, wasm_encoder::F
                     t => format!("{t} dot, a loop per output, {}x{}x{}", d.m, d.n, d.k),
                 };
                 let work = [d.batch, d.m, d.n, d.k].iter().fold(1u64, |n, &x| n.saturating_mul(x as u64));
-                let kernel = WasmKernel { export: export(i), extent: gemm::extent(d), work, dot: true, shape };
+                let kernel = WasmKernel { extent: gemm::extent(d), work, dot: true, shape };
                 Ok(Some((kernel, body)))
             }
             KernelBody::Opaque { .. } => Ok(None),
@@ -249,8 +239,9 @@ fn emit_dot(plan: &KernelPlan, k: &kernel::Kernel, d: &kernel::DotSpec) -> Resul
     gemm::emit(d, &place)
 }
 
-/// The module: type 0 is every kernel's `(i32, i32) -> ()`, then the helpers' types;
-/// the helpers are functions 0.., the kernels follow in plan order, then [`RUN`]; global
+/// The module: type 0 is every kernel's `(i32, i32) -> ()`, then the helpers' types and
+/// [`KERNEL`]'s; the helpers are functions 0.., the kernels follow in plan order, then
+/// [`KERNEL`] and [`RUN`]; global
 /// 0 is the scratch base (mutable, exported as `scratch`, thread 0's region at first).
 /// With `threads` past 1 the memory is imported, shared, of exactly `pages`.
 fn assemble(
@@ -267,6 +258,8 @@ fn assemble(
     for (params, results) in helpers::signatures() {
         types.ty().function(params, results);
     }
+    let kernel_type = helpers::COUNT + 1;
+    types.ty().function([ValType::I32; 3], []);
     let mut functions = FunctionSection::new();
     for h in 0..helpers::COUNT {
         functions.function(h + 1);
@@ -274,6 +267,7 @@ fn assemble(
     for _ in &bodies {
         functions.function(0);
     }
+    functions.function(kernel_type); // KERNEL
     functions.function(0); // RUN
     let mut imports = ImportSection::new();
     let mut memories = MemorySection::new();
@@ -298,10 +292,8 @@ fn assemble(
     let mut exports = ExportSection::new();
     exports.export("memory", ExportKind::Memory, 0);
     exports.export("scratch", ExportKind::Global, 0);
-    for (f, k) in (helpers::COUNT..).zip(kernels.iter().flatten()) {
-        exports.export(&k.export, ExportKind::Func, f);
-    }
-    exports.export(RUN, ExportKind::Func, helpers::COUNT + bodies.len() as u32);
+    exports.export(KERNEL, ExportKind::Func, helpers::COUNT + bodies.len() as u32);
+    exports.export(RUN, ExportKind::Func, helpers::COUNT + bodies.len() as u32 + 1);
     let mut code = CodeSection::new();
     for h in &helpers {
         code.function(h);
@@ -309,6 +301,7 @@ fn assemble(
     for b in &bodies {
         code.function(b);
     }
+    code.function(&kernel_body(kernels));
     code.function(&run_body(kernels));
     let mut data = DataSection::new();
     for (b, lit) in &plan.constants {
@@ -328,6 +321,46 @@ fn assemble(
     }
     m.section(&globals).section(&exports).section(&code).section(&data);
     m.finish()
+}
+
+/// The export that runs one plan kernel over a range of its parallel variable:
+/// `kernel(index, begin, end)`. One export for all kernels rather than one each: an
+/// engine compiles an entry trampoline per exported function (wasmtime: a fifth of a
+/// transformer block's compile). A host kernel's index traps.
+pub const KERNEL: &str = "kernel";
+
+/// [`KERNEL`]'s body: a `br_table` on the index to a call of that kernel's function.
+fn kernel_body(kernels: &[Option<WasmKernel>]) -> wasm_encoder::Function {
+    use wasm_encoder::{BlockType, Instruction as I};
+    let functions: Vec<u32> = (helpers::COUNT..).take(kernels.iter().flatten().count()).collect();
+    let m = functions.len() as u32;
+    let mut next = 0;
+    let targets: Vec<u32> = kernels
+        .iter()
+        .map(|k| match k {
+            Some(_) => {
+                next += 1;
+                next - 1
+            }
+            None => m,
+        })
+        .collect();
+    let mut f = wasm_encoder::Function::new([]);
+    // Block j (from the innermost) ends where kernel function j is called; the
+    // outermost, where an index without a function traps.
+    for _ in 0..=m {
+        f.instruction(&I::Block(BlockType::Empty));
+    }
+    f.instruction(&I::LocalGet(0));
+    f.instruction(&I::BrTable(targets.into(), m));
+    for function in functions {
+        f.instruction(&I::End);
+        f.instructions().local_get(1).local_get(2).call(function).return_();
+    }
+    f.instruction(&I::End);
+    f.instruction(&I::Unreachable);
+    f.instruction(&I::End);
+    f
 }
 
 /// The export that runs plan kernels `first..last` whole, in plan order: `run(first,

@@ -62,8 +62,10 @@ pub struct RunTimes {
 /// One instance of the module in its own store.
 struct Member {
     store: Store<()>,
-    /// Per plan kernel, its function (`None`: a host kernel).
-    funcs: Vec<Option<TypedFunc<(i32, i32), ()>>>,
+    /// Per plan kernel, whether the module has its function (`false`: a host kernel).
+    compiled: Vec<bool>,
+    /// The module's [`super::KERNEL`]: one kernel over a range.
+    kernel: TypedFunc<(i32, i32, i32), ()>,
     /// The module's [`super::RUN`]: kernels `first..last` whole.
     run: TypedFunc<(i32, i32), ()>,
 }
@@ -71,8 +73,10 @@ struct Member {
 impl Member {
     /// Runs kernel `kernel` over `[begin, end)`.
     fn call(&mut self, kernel: usize, (begin, end): (u32, u32)) -> Result<(), String> {
-        let f = self.funcs[kernel].as_ref().ok_or("a kernel without a function")?;
-        f.call(&mut self.store, (begin as i32, end as i32)).map_err(|e| format!("{e:?}"))
+        if !self.compiled.get(kernel).copied().unwrap_or(false) {
+            return Err("a kernel without a function".into());
+        }
+        self.kernel.call(&mut self.store, (kernel as i32, begin as i32, end as i32)).map_err(|e| format!("{e:?}"))
     }
 
     fn run_whole(&mut self, first: usize, last: usize) -> Result<(), String> {
@@ -212,21 +216,14 @@ impl WasmExecutable {
             if threads == 1 {
                 own = Some(instance.get_memory(&mut store, "memory").ok_or("the module exports no memory")?);
             }
-            let funcs = program
-                .kernels
-                .iter()
-                .map(|k| match k {
-                    Some(k) => instance
-                        .get_typed_func::<(i32, i32), ()>(&mut store, &k.export)
-                        .map(Some)
-                        .map_err(|e| format!("{}: {e:?}", k.export)),
-                    None => Ok(None),
-                })
-                .collect::<Result<Vec<_>, _>>()?;
+            let kernel = instance
+                .get_typed_func::<(i32, i32, i32), ()>(&mut store, super::KERNEL)
+                .map_err(|e| format!("{}: {e:?}", super::KERNEL))?;
             let run = instance
                 .get_typed_func::<(i32, i32), ()>(&mut store, super::RUN)
                 .map_err(|e| format!("{}: {e:?}", super::RUN))?;
-            members.push(Member { store, funcs, run });
+            let compiled = program.kernels.iter().map(Option::is_some).collect();
+            members.push(Member { store, compiled, kernel, run });
         }
         let instance = match (shared, own) {
             (Some(memory), _) => {

@@ -35,9 +35,8 @@ const KEPT: usize = 4;
 /// The module instantiated by the browser's engine.
 struct Browser {
     memory: WebAssembly::Memory,
-    /// Per plan kernel, whether the module has its function (not a host kernel's).
-    compiled: Vec<bool>,
-    /// The module's `kernel(index, begin, end)` export.
+    /// The module's `kernel(index, begin, end)` export (a host kernel's index traps; the
+    /// host never asks for one).
     kernel: Function,
     /// The module's `run` export: several kernels in one call.
     run: Function,
@@ -68,9 +67,6 @@ impl ArenaMemory for Browser {
 
 impl Instance for Browser {
     fn call(&mut self, kernel: usize, extent: u64) -> Result<(), String> {
-        if !self.compiled.get(kernel).copied().unwrap_or(false) {
-            return Err("a kernel without a function".into());
-        }
         let end = i32::try_from(extent).map_err(|_| format!("a range of {extent} past 32 bits"))?;
         let (index, begin) = (JsValue::from(kernel as u32), JsValue::from(0));
         self.kernel.call3(&JsValue::UNDEFINED, &index, &begin, &JsValue::from(end)).map(drop).map_err(js_error)
@@ -163,16 +159,11 @@ fn executable(job: &RunJob, clock: fn() -> f64) -> Result<(Rc<RefCell<Executable
     let export = |name: &str| Reflect::get(&exports, &JsValue::from_str(name)).map_err(js_error);
     let memory = export("memory")?.dyn_into::<WebAssembly::Memory>().map_err(|_| "the module exports no memory")?;
     let kernel = export(wasm::KERNEL)?.dyn_into::<Function>().map_err(|_| "the module does not export kernel")?;
-    let compiled = program.kernels.iter().map(Option::is_some).collect();
     let run = export(wasm::RUN)?.dyn_into::<Function>().map_err(|_| "the module does not export run")?;
     let host = HostKernels::new(&job.module, &program);
     let compile_ms = clock() - t0;
-    let exe = Rc::new(RefCell::new(Executable {
-        program,
-        host,
-        instance: Browser { memory, compiled, kernel, run },
-        compile_ms,
-    }));
+    let exe =
+        Rc::new(RefCell::new(Executable { program, host, instance: Browser { memory, kernel, run }, compile_ms }));
     EXECUTABLES.with(|e| {
         let mut e = e.borrow_mut();
         e.insert(0, (key, Rc::clone(&exe)));

@@ -233,9 +233,8 @@ impl Writer<'_> {
             return;
         };
         let rest = rest.to_vec();
-        self.var_range(p, &[I::LocalGet(0), I::I64ExtendI32S], &[I::LocalGet(1), I::I64ExtendI32S], &mut |w| {
-            w.kept(&rest)
-        });
+        let (start, end) = ([I::LocalGet(0), I::I64ExtendI32S], [I::LocalGet(1), I::I64ExtendI32S]);
+        self.var_range(p, &start, &end, None, &mut |w| w.kept(&rest));
     }
 
     fn kept(&mut self, vars: &[u32]) {
@@ -246,14 +245,22 @@ impl Writer<'_> {
         };
         let n = self.e.space[v as usize];
         let rest = rest.to_vec();
-        self.var_range(v, &[I::I64Const(0)], &[I::I64Const(n)], &mut |w| w.kept(&rest));
+        self.var_range(v, &[I::I64Const(0)], &[I::I64Const(n)], Some(n), &mut |w| w.kept(&rest));
     }
 
     /// A kept variable's loop: in vectors and a tail for a vectorized loop kernel's
-    /// vector variable, else one element at a time.
-    fn var_range(&mut self, v: u32, start: &[I<'static>], end: &[I<'static>], inner: &mut dyn FnMut(&mut Self)) {
+    /// vector variable, else one element at a time; `whole` is the extent when it is
+    /// known here (the range is then `0..whole`).
+    fn var_range(
+        &mut self,
+        v: u32,
+        start: &[I<'static>],
+        end: &[I<'static>],
+        whole: Option<i64>,
+        inner: &mut dyn FnMut(&mut Self),
+    ) {
         if self.vector_kind() == Some(&VecKind::Loop) && self.vplan.as_ref().is_some_and(|p| p.var == v) {
-            return self.vector_range(v, start, end, inner);
+            return self.vector_range(v, start, end, whole, inner);
         }
         self.for_range(self.vars[v as usize], start, end, inner);
     }

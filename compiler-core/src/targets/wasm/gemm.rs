@@ -154,10 +154,16 @@ pub fn emit(d: &DotSpec, place: &DotPlace) -> Result<Function, String> {
         return Err("a dot operand whose free or contracting dimensions are not one stride each".into());
     };
     match d.elem {
-        ElementType::F32 => Ok(blocked(d, place, a, b)),
+        _ if calls_block(d) => Ok(blocked(d, place, a, b)),
         ElementType::F64 | ElementType::F16 | ElementType::BF16 => Ok(plain(d, place, a, b)),
         t => Err(format!("a {t} dot")),
     }
+}
+
+/// Whether the dot's kernel calls the module's GEMM body ([`block_function`]): the f32
+/// dots; the others are plain loops of their own.
+pub fn calls_block(d: &DotSpec) -> bool {
+    d.elem == ElementType::F32
 }
 
 /// f64, f16 and bf16 dots: one output at a time, its products summed in `k` order (f64

@@ -175,8 +175,7 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
         }
     }
     let pages = end.div_ceil(PAGE).max(1);
-    let gemm =
-        plan.kernels.iter().any(|k| matches!(&k.body, KernelBody::Dot(d) if d.elem == crate::ir::ElementType::F32));
+    let gemm = plan.kernels.iter().any(|k| matches!(&k.body, KernelBody::Dot(d) if gemm::calls_block(d)));
     let helpers = helpers::bodies(helpers::needed(module), gemm);
     let bytes = assemble(&plan, &kernels, helpers, bodies, pages, threads, scratch);
     Ok(WasmProgram { plan, kernels, bytes, pages, threads, scratch, scratch_stride: scratch_bytes })
@@ -329,25 +328,23 @@ fn assemble(
 /// transformer block's compile). A host kernel's index traps.
 pub const KERNEL: &str = "kernel";
 
+/// Per plan kernel, its function's index in the module (`None`: a host kernel): the
+/// helpers' functions come first, then the kernels' in plan order.
+fn kernel_functions(kernels: &[Option<WasmKernel>]) -> impl Iterator<Item = Option<u32>> + '_ {
+    let mut next = helpers::COUNT..;
+    kernels.iter().map(move |k| k.as_ref().and_then(|_| next.next()))
+}
+
 /// [`KERNEL`]'s body: a `br_table` on the index to a call of that kernel's function.
 fn kernel_body(kernels: &[Option<WasmKernel>]) -> wasm_encoder::Function {
     use wasm_encoder::{BlockType, Instruction as I};
-    let functions: Vec<u32> = (helpers::COUNT..).take(kernels.iter().flatten().count()).collect();
+    let functions: Vec<u32> = kernel_functions(kernels).flatten().collect();
     let m = functions.len() as u32;
-    let mut next = 0;
-    let targets: Vec<u32> = kernels
-        .iter()
-        .map(|k| match k {
-            Some(_) => {
-                next += 1;
-                next - 1
-            }
-            None => m,
-        })
-        .collect();
+    // Label j (from the innermost block) is the j-th kernel with a function; label m,
+    // the outermost block, is where an index without a function traps.
+    let mut label = 0..;
+    let targets: Vec<u32> = kernel_functions(kernels).map(|f| f.and_then(|_| label.next()).unwrap_or(m)).collect();
     let mut f = wasm_encoder::Function::new([]);
-    // Block j (from the innermost) ends where kernel function j is called; the
-    // outermost, where an index without a function traps.
     for _ in 0..=m {
         f.instruction(&I::Block(BlockType::Empty));
     }
@@ -374,12 +371,12 @@ pub const RUN: &str = "run";
 fn run_body(kernels: &[Option<WasmKernel>]) -> wasm_encoder::Function {
     use wasm_encoder::{BlockType, Instruction as I};
     let mut f = wasm_encoder::Function::new([]);
-    let functions = (helpers::COUNT..).zip(kernels.iter().enumerate().filter_map(|(i, k)| Some((i, k.as_ref()?))));
-    for (function, (i, k)) in functions {
+    for (i, (k, function)) in kernels.iter().zip(kernel_functions(kernels)).enumerate() {
+        let (Some(k), Some(function)) = (k, function) else { continue };
         if k.extent == 0 {
             continue;
         }
-        // first <= i < last: call k{i}(0, extent).
+        // first <= i < last: call kernel i's function over (0, extent).
         let i = i as i32;
         f.instructions().local_get(0).i32_const(i).i32_le_s().local_get(1).i32_const(i).i32_gt_s().i32_and();
         f.instruction(&I::If(BlockType::Empty));

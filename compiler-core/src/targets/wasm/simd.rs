@@ -346,7 +346,10 @@ impl Writer<'_> {
             // The values read unchanged, as vectors for the vector loop.
             let scalar_memo = w.memo.values.clone();
             let mut vector_memo = std::collections::HashMap::new();
-            for (&x, &l) in &scalar_memo {
+            // In expression order, so the module's bytes do not depend on the map's.
+            let mut read: Vec<(ExprId, u32)> = scalar_memo.iter().map(|(&x, &l)| (x, l)).collect();
+            read.sort_unstable_by_key(|&(x, _)| x);
+            for (x, l) in read {
                 let elem = w.e.expr(x).elem;
                 let v = w.splat(elem, l);
                 vector_memo.insert(x, v);

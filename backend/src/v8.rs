@@ -60,7 +60,7 @@ function drain(s, c) {
     if (pieces === undefined || i >= pieces.length) return c;
     const seen = Atomics.compareExchange(s.claim, 0, c, c + 1n);
     if (seen !== c) { c = seen; continue; }
-    try { s.kernel(s.index[k], pieces[i][0], pieces[i][1]); } catch (e) { fail(s, e); }
+    try { s.kernel(k, pieces[i][0], pieces[i][1]); } catch (e) { fail(s, e); }
     if (Atomics.add(s.ctl, DONE, 1) === pieces.length - 1) Atomics.notify(s.ctl, DONE);
     c += 1n;
   }
@@ -69,7 +69,7 @@ function drain(s, c) {
 function shared(d, instance) {
   return {
     claim: new BigInt64Array(d.claim), ctl: new Int32Array(d.ctl), err: new Uint8Array(d.err),
-    pieces: d.kernels.map((k) => k.pieces), index: d.kernels.map((k) => k.index), kernel: instance.exports.kernel,
+    pieces: d.kernels.map((k) => k.pieces), kernel: instance.exports.kernel,
   };
 }
 
@@ -135,8 +135,10 @@ const reply = (v) => process.stdout.write(JSON.stringify(v) + '\n');
     memory = instance.exports.memory;
     instantiate_ms = performance.now() - t0;
   }
+  // Every plan kernel is WebAssembly here (a program with host kernels is refused), so
+  // kernel k of the description is the module's kernel k.
   const kernel = instance.exports.kernel;
-  const calls = program.kernels.map((k) => [k.index, k.pieces]);
+  const calls = program.kernels.map((k) => k.pieces);
   // An untimed run calls each of the program's stretches (`host::stretches`) through the
   // module's `run` export: stretchEnd[k] is the end of the stretch starting at kernel k.
   const stretchEnd = new Array(calls.length).fill(0);
@@ -148,8 +150,8 @@ const reply = (v) => process.stdout.write(JSON.stringify(v) + '\n');
   };
   // Kernel `k`: one piece on this thread, several on every thread.
   const dispatch = (k) => {
-    const [index, pieces] = calls[k];
-    if (pieces.length === 1) return kernel(index, pieces[0][0], pieces[0][1]);
+    const pieces = calls[k];
+    if (pieces.length === 1) return kernel(k, pieces[0][0], pieces[0][1]);
     gen = (gen + 1n) & GEN_MASK;
     Atomics.store(s.ctl, DONE, 0);
     const c = (gen << GEN_SHIFT) | (BigInt(k) << KERNEL_SHIFT);
@@ -163,7 +165,7 @@ const reply = (v) => process.stdout.write(JSON.stringify(v) + '\n');
     }
     if (Atomics.load(s.ctl, ERR) !== 0) {
       const text = Buffer.from(s.err.slice(0, Atomics.load(s.ctl, ERR_LEN))).toString();
-      throw new Error(`kernel ${program.kernels[k].index}: ${text}`);
+      throw new Error(`kernel ${k}: ${text}`);
     }
   };
   const bytesOf = () => new Uint8Array(memory.buffer);
@@ -238,9 +240,8 @@ impl V8Engine {
         let kernels: Vec<serde_json::Value> = program
             .kernels
             .iter()
-            .enumerate()
-            .filter_map(|(i, k)| Some((i, k.as_ref()?)))
-            .map(|(i, k)| serde_json::json!({ "index": i, "extent": k.extent, "pieces": host::chunks(k, threads) }))
+            .flatten()
+            .map(|k| serde_json::json!({ "extent": k.extent, "pieces": host::chunks(k, threads) }))
             .collect();
         let description = serde_json::json!({
             "threads": threads,

@@ -308,8 +308,10 @@ pub fn block_function() -> Function {
     let (panels, k4, kpanel, pa, tile) = (l(&mut c), l(&mut c), l(&mut c), l(&mut c), l(&mut c));
     let accs: Vec<u32> = (0..8).map(|_| c.local(ValType::V128)).collect();
     let (bv0, bv1, av) = (c.local(ValType::V128), c.local(ValType::V128), c.local(ValType::V128));
-    // The byte address of each packed row's (or column's) first element.
-    let row_bases: Vec<u32> = (0..MR.max(NR)).map(|_| c.local(ValType::I32)).collect();
+    // The byte address of each packed lhs row's first element, and (other locals) of
+    // each packed rhs column's.
+    let row_bases: Vec<u32> = (0..MR).map(|_| c.local(ValType::I32)).collect();
+    let col_bases: Vec<u32> = (0..NR).map(|_| c.local(ValType::I32)).collect();
     let nr = NR as i32;
     // panels = ceil(n / NR); k4 = k * 4 (a packed row of the block); kpanel = k4 * NR (a
     // packed panel). Scratch, from sb: the packed rhs, the packed block (pa), the edge
@@ -336,7 +338,7 @@ pub fn block_function() -> Function {
         I::LocalSet(tile),
     ]);
     c.ops([I::LocalGet(PACK), I::If(BlockType::Empty)]);
-    pack_rhs(&mut c, (jp, p, col, at), kpanel, panels, &row_bases);
+    pack_rhs(&mut c, (jp, p, col, at), kpanel, panels, &col_bases);
     c.op(I::End);
     // Pack the block's rows in groups of MR: group g, row p holds lhs[b, i0 + r, p] for
     // each r (i0 = i_start + g*MR) at pa + (i0 - i_start)*k*4 + p*MR*4. A row past m
@@ -344,7 +346,7 @@ pub fn block_function() -> Function {
     range(&mut c, i0, I::LocalGet(I_START), &[I::LocalGet(I_END)], MR as i32, &mut |c| {
         c.ops([I::LocalGet(i0), I::LocalGet(I_START), I::I32Sub, I::LocalGet(k4), I::I32Mul]);
         c.ops([I::LocalGet(pa), I::I32Add, I::LocalSet(ga)]);
-        for (rr, &base) in (0..).zip(&row_bases[..MR as usize]) {
+        for (rr, &base) in (0..).zip(&row_bases) {
             // base = A + min(i0 + rr, m - 1) * sam * 4
             c.ops([I::LocalGet(i0), I::I32Const(rr), I::I32Add, I::LocalTee(r), I::LocalGet(M), I::I32Const(1)]);
             c.ops([I::I32Sub, I::LocalGet(r), I::LocalGet(M), I::I32LtS, I::Select, I::LocalGet(SAM), I::I32Mul]);
@@ -353,7 +355,7 @@ pub fn block_function() -> Function {
         // col: p * sak * 4, the element's distance from its row's base.
         c.ops([I::I32Const(0), I::LocalSet(col)]);
         range(c, p, I::I32Const(0), &[I::LocalGet(K)], 1, &mut |c| {
-            for (rr, &base) in (0..).zip(&row_bases[..MR as usize]) {
+            for (rr, &base) in (0..).zip(&row_bases) {
                 c.ops([I::LocalGet(ga), I::LocalGet(base), I::LocalGet(col), I::I32Add, I::F32Load(mem(0, 2))]);
                 c.op(I::F32Store(mem(4 * rr, 2)));
             }
@@ -425,7 +427,7 @@ fn pack_rhs(c: &mut Code, (jp, p, col, at): (u32, u32, u32, u32), kpanel: u32, p
         });
         c.op(I::Else);
         // A column past n repeats column n - 1 (its outputs are never stored).
-        for (cc, &base) in (0..).zip(&col_bases[..NR as usize]) {
+        for (cc, &base) in (0..).zip(col_bases) {
             // base = B + min(jp*NR + cc, n - 1) * sbn * 4
             c.ops([I::LocalGet(jp), I::I32Const(nr), I::I32Mul, I::I32Const(cc), I::I32Add, I::LocalTee(col)]);
             c.ops([I::LocalGet(N), I::I32Const(1), I::I32Sub, I::LocalGet(col), I::LocalGet(N), I::I32LtS, I::Select]);
@@ -442,7 +444,7 @@ fn pack_rhs(c: &mut Code, (jp, p, col, at): (u32, u32, u32, u32), kpanel: u32, p
         // col: p * sbk * 4, the element's distance from its column's base.
         c.ops([I::I32Const(0), I::LocalSet(col)]);
         range(c, p, I::I32Const(0), &[I::LocalGet(K)], 1, &mut |c| {
-            for (cc, &base) in (0..).zip(&col_bases[..NR as usize]) {
+            for (cc, &base) in (0..).zip(col_bases) {
                 c.ops([I::LocalGet(at), I::LocalGet(base), I::LocalGet(col), I::I32Add, I::F32Load(mem(0, 2))]);
                 c.op(I::F32Store(mem(4 * cc, 2)));
             }

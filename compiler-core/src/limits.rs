@@ -188,6 +188,20 @@ fn check_attributes(op: &Op, limits: &Limits) -> Result<(), String> {
         }
         Ok(())
     };
+    let window = |window_dims: &[i64], strides: &[i64], padding: &[(i64, i64)]| -> Result<(), String> {
+        // Within the limit, window times result stays below 2^58: no product of
+        // loop extents overflows, whatever the padding made room for.
+        let positions = window_dims.iter().try_fold(1u64, |n, &d| n.checked_mul(d.max(1) as u64));
+        if positions.is_none_or(|n| n > max) {
+            let n = match positions {
+                Some(n) => n.to_string(),
+                None => format!("{:.1e}", window_dims.iter().map(|&d| d.max(1) as f64).product::<f64>()),
+            };
+            return Err(format!("the window {window_dims:?} has {n} positions, more than the limit of {max}"));
+        }
+        each("stride", &mut strides.iter().copied())?;
+        each("padding", &mut padding.iter().flat_map(|&(lo, hi)| [lo, hi]))
+    };
     match op {
         Op::Pad { low, high, interior } => {
             each("padding", &mut low.iter().chain(high).copied())?;
@@ -199,25 +213,11 @@ fn check_attributes(op: &Op, limits: &Limits) -> Result<(), String> {
             each("padding", &mut c.padding.iter().flat_map(|&(lo, hi)| [lo, hi]))?;
             each("dilation", &mut c.lhs_dilation.iter().chain(&c.rhs_dilation).copied())
         }
-        Op::ReduceWindow(crate::ir::ReduceWindowAttrs { window_dims, strides, padding, .. })
-        | Op::SelectAndScatter(crate::ir::SelectAndScatterAttrs { window_dims, strides, padding, .. }) => {
-            // Within the limit, window times result stays below 2^58: no product of
-            // loop extents overflows, whatever the padding made room for.
-            let positions = window_dims.iter().try_fold(1u64, |n, &d| n.checked_mul(d.max(1) as u64));
-            if positions.is_none_or(|n| n > max) {
-                let n = match positions {
-                    Some(n) => n.to_string(),
-                    None => format!("{:.1e}", window_dims.iter().map(|&d| d.max(1) as f64).product::<f64>()),
-                };
-                return Err(format!("the window {window_dims:?} has {n} positions, more than the limit of {max}"));
-            }
-            each("stride", &mut strides.iter().copied())?;
-            each("padding", &mut padding.iter().flat_map(|&(lo, hi)| [lo, hi]))?;
-            if let Op::ReduceWindow(a) = op {
-                each("dilation", &mut a.base_dilations.iter().chain(&a.window_dilations).copied())?;
-            }
-            Ok(())
+        Op::ReduceWindow(a) => {
+            window(&a.window_dims, &a.strides, &a.padding)?;
+            each("dilation", &mut a.base_dilations.iter().chain(&a.window_dilations).copied())
         }
+        Op::SelectAndScatter(a) => window(&a.window_dims, &a.strides, &a.padding),
         _ => Ok(()),
     }
 }

@@ -246,7 +246,7 @@ mod tests {
     }
 
     fn conv(a: ConvAttrs, lhs: Literal, rhs: Literal, out_elem: ElementType, out: &[i64]) -> Vec<f64> {
-        run_op_array(Op::Convolution(a), arr(out_elem, out), &[lhs.into(), rhs.into()]).to_f64_vec()
+        run_op_array(Op::Convolution(Box::new(a)), arr(out_elem, out), &[lhs.into(), rhs.into()]).to_f64_vec()
     }
 
     fn lhs_4x4(elem: ElementType) -> Literal {
@@ -332,17 +332,17 @@ mod tests {
         a.window_strides = vec![i64::MAX];
         let args = [x.into(), k.into()];
         // Refused by the limits (`crate::limits`) before it runs ...
-        let err = run_op(Op::Convolution(a.clone()), arr(F32, &[1, 1, 1]), &args).unwrap_err();
+        let err = run_op(Op::Convolution(Box::new(a.clone())), arr(F32, &[1, 1, 1]), &args).unwrap_err();
         assert_eq!(err.message, "convolution stride 9223372036854775807 is beyond the limit of ±536870912");
         // ... and behind them by the interpreter's own range check.
-        let err = run_op_unlimited(Op::Convolution(a), arr(F32, &[1, 1, 1]), &args).unwrap_err();
+        let err = run_op_unlimited(Op::Convolution(Box::new(a)), arr(F32, &[1, 1, 1]), &args).unwrap_err();
         assert!(err.message.contains("out of the supported range"), "{err}");
     }
 
     #[test]
     fn rejects_mismatched_result() {
         let (a, x, k) = one_d();
-        let err = run_op(Op::Convolution(a), arr(F32, &[1, 1, 5]), &[x.into(), k.into()]).unwrap_err();
+        let err = run_op(Op::Convolution(Box::new(a)), arr(F32, &[1, 1, 5]), &[x.into(), k.into()]).unwrap_err();
         assert!(err.message.contains("expected 4"), "{err}");
     }
 }

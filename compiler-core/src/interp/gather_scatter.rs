@@ -295,7 +295,7 @@ mod tests {
             slice_sizes: vec![1, 2, 2],
             ..Default::default()
         };
-        let out = run_op_array(Op::Gather(g), arr(S64, &[2, 3, 2, 2]), &[operand.into(), idx.into()]);
+        let out = run_op_array(Op::Gather(Box::new(g)), arr(S64, &[2, 3, 2, 2]), &[operand.into(), idx.into()]);
         let want = [1, 2, 3, 4, 3, 4, 5, 6, 13, 14, 15, 16, 9, 10, 11, 12, 11, 12, 13, 14, 17, 18, 19, 20];
         assert_eq!(as_i64s(&out.into()), want);
     }
@@ -315,7 +315,7 @@ mod tests {
             slice_sizes: vec![1, 1, 2, 2],
             ..Default::default()
         };
-        let out = run_op_array(Op::Gather(g), arr(S64, &[2, 2, 3, 2, 2]), &[operand.into(), idx.into()]);
+        let out = run_op_array(Op::Gather(Box::new(g)), arr(S64, &[2, 2, 3, 2, 2]), &[operand.into(), idx.into()]);
         let want = [
             1, 2, 3, 4, 3, 4, 5, 6, 13, 14, 15, 16, //
             33, 34, 35, 36, 35, 36, 37, 38, 41, 42, 43, 44, //
@@ -339,7 +339,7 @@ mod tests {
             slice_sizes: vec![1, 2],
             ..Default::default()
         };
-        let out = run_op_array(Op::Gather(g), arr(S32, &[4, 2]), &[operand.into(), idx.into()]);
+        let out = run_op_array(Op::Gather(Box::new(g)), arr(S32, &[4, 2]), &[operand.into(), idx.into()]);
         assert_eq!(as_i64s(&out.into()), [30, 31, 10, 11, 10, 11, 30, 31]);
     }
 
@@ -352,8 +352,11 @@ mod tests {
             slice_sizes: vec![5],
             ..Default::default()
         };
-        let err =
-            run_op(Op::Gather(g), arr(F32, &[5]), &[f32s(&[3], &[1.0, 2.0, 3.0]).into(), ints(S32, &[1], &[0]).into()]);
+        let err = run_op(
+            Op::Gather(Box::new(g)),
+            arr(F32, &[5]),
+            &[f32s(&[3], &[1.0, 2.0, 3.0]).into(), ints(S32, &[1], &[0]).into()],
+        );
         assert!(err.unwrap_err().message.contains("slice size 5"));
     }
 
@@ -392,7 +395,7 @@ mod tests {
             let updates = ints(S64, &[2, 3, 2, 2], &[1; 24]);
             let out = m
                 .run_op(
-                    Op::Scatter(scatter_dims(body)),
+                    Op::Scatter(Box::new(scatter_dims(body))),
                     arr(S64, &[3, 4, 2]),
                     &[inputs.into(), idx.into(), updates.into()],
                 )
@@ -419,8 +422,9 @@ mod tests {
             index_vector_dim: 3,
             ..scatter_dims(body)
         };
-        let out =
-            m.run_op(Op::Scatter(dims), arr(S64, &[2, 3, 4, 2]), &[inputs.into(), idx.into(), updates.into()]).unwrap();
+        let out = m
+            .run_op(Op::Scatter(Box::new(dims)), arr(S64, &[2, 3, 4, 2]), &[inputs.into(), idx.into(), updates.into()])
+            .unwrap();
         let want = [
             3, 4, 6, 7, 6, 7, 7, 8, 9, 10, 11, 12, 15, 16, 17, 18, 17, 18, 19, 20, 22, 23, 24, 25, //
             25, 26, 28, 29, 30, 31, 31, 32, 35, 36, 38, 39, 38, 39, 39, 40, 41, 42, 44, 45, 46, 47, 47, 48,
@@ -453,7 +457,7 @@ mod tests {
         let ty = Type::Tuple(vec![arr(F32, &[3]), arr(S32, &[3])]);
         let out = m
             .run_op(
-                Op::Scatter(dims),
+                Op::Scatter(Box::new(dims)),
                 ty,
                 &[
                     f32s(&[3], &[0.5, 0.5, 0.5]).into(),

@@ -264,7 +264,11 @@ mod tests {
             let a = attrs(body, &[window, 1], &[4, 1], &[2, 1], &[3, 1], &[(2, 1), (0, 0)]);
             let input = ints(S64, &[3, 2], &[1, 2, 3, 4, 5, 6]);
             let out = m
-                .run_op(Op::ReduceWindow(a), arr(S64, &out_dims), &[input.into(), ints(S64, &[], &[0]).into()])
+                .run_op(
+                    Op::ReduceWindow(Box::new(a)),
+                    arr(S64, &out_dims),
+                    &[input.into(), ints(S64, &[], &[0]).into()],
+                )
                 .unwrap();
             assert_eq!(i64s(out.as_array().unwrap()), want);
         }
@@ -287,7 +291,7 @@ mod tests {
         let a = attrs(body, &[2], &[1], &[1], &[1], &[(1, 0)]);
         let out = m
             .run_op(
-                Op::ReduceWindow(a),
+                Op::ReduceWindow(Box::new(a)),
                 arr(S32, &[3]),
                 &[ints(S32, &[3], &[1, 2, 3]).into(), ints(S32, &[], &[10]).into()],
             )
@@ -304,7 +308,7 @@ mod tests {
         let a = attrs(body, &[2], &[1], &[1], &[1], &[(1, 0)]);
         let out = m
             .run_op(
-                Op::ReduceWindow(a),
+                Op::ReduceWindow(Box::new(a)),
                 arr(S32, &[3]),
                 &[ints(S32, &[3], &[1, 2, 3]).into(), ints(S32, &[], &[10]).into()],
             )
@@ -321,7 +325,11 @@ mod tests {
         let a = attrs(body, &[2], &[1], &[1], &[2], &[(-1, 0)]);
         let input = f32s(&[6], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
         let out = m
-            .run_op(Op::ReduceWindow(a), arr(F32, &[3]), &[input.into(), f32s(&[], &[f64::NEG_INFINITY]).into()])
+            .run_op(
+                Op::ReduceWindow(Box::new(a)),
+                arr(F32, &[3]),
+                &[input.into(), f32s(&[], &[f64::NEG_INFINITY]).into()],
+            )
             .unwrap();
         assert_eq!(out.as_array().unwrap().to_f64_vec(), [4.0, 5.0, 6.0]);
     }
@@ -344,7 +352,7 @@ mod tests {
             f32s(&[], &[f64::NEG_INFINITY]).into(),
             ints(S32, &[], &[-1]).into(),
         ];
-        let out = m.run_op(Op::ReduceWindow(a), ty, &args).unwrap().flatten();
+        let out = m.run_op(Op::ReduceWindow(Box::new(a)), ty, &args).unwrap().flatten();
         assert_eq!(out[0].to_f64_vec(), [4.0, 5.0, 9.0]);
         assert_eq!(i64s(&out[1]), [2, 4, 5]);
     }
@@ -354,7 +362,7 @@ mod tests {
         let args: [Value; 2] = [ints(S32, &[1, 1], &[1]).into(), ints(S32, &[], &[0]).into()];
         let window = |m: &mut TestModule, window: &[i64]| {
             let body = m.binary_body(BinaryOp::Add, S32);
-            Op::ReduceWindow(attrs(body, window, &[1, 1], &[1, 1], &[1, 1], &[(0, 0), (i64::MAX, 0)]))
+            Op::ReduceWindow(Box::new(attrs(body, window, &[1, 1], &[1, 1], &[1, 1], &[(0, 0), (i64::MAX, 0)])))
         };
         // 2^80 window positions: over the limits (`crate::limits`), refused before it runs
         // (past 64 bits, whatever the limits).
@@ -379,7 +387,7 @@ mod tests {
         let a = attrs(body, &[2], &[1], &[1], &[1], &[(0, 0)]);
         let err = m
             .run_op(
-                Op::ReduceWindow(a),
+                Op::ReduceWindow(Box::new(a)),
                 arr(S32, &[4]),
                 &[ints(S32, &[3], &[1, 2, 3]).into(), ints(S32, &[], &[0]).into()],
             )

@@ -81,8 +81,10 @@ pub enum Op {
     },
 
     Dot(DotDims),
-    /// Operands: lhs, rhs.
-    Convolution(ConvAttrs),
+    /// Operands: lhs, rhs. (This and the other wide attribute sets are boxed: every
+    /// instruction is as wide as the widest variant, and a program's instructions are
+    /// moved and copied by every pass.)
+    Convolution(Box<ConvAttrs>),
 
     /// Operands: N inputs, then N scalar init values. Result: one array, or a tuple of N.
     Reduce {
@@ -90,13 +92,13 @@ pub enum Op {
         body: CompId,
     },
     /// Operands: N inputs, then N init values.
-    ReduceWindow(ReduceWindowAttrs),
+    ReduceWindow(Box<ReduceWindowAttrs>),
     /// Operands: operand, source, init value.
     SelectAndScatter(SelectAndScatterAttrs),
     /// Operands: operand, start indices.
-    Gather(GatherDims),
+    Gather(Box<GatherDims>),
     /// Operands: N inputs, scatter indices, N updates.
-    Scatter(ScatterDims),
+    Scatter(Box<ScatterDims>),
     /// Operands: N arrays sorted together along `dim` by `comparator`.
     Sort {
         dim: i64,

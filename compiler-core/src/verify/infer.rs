@@ -1532,7 +1532,7 @@ mod tests {
 
     /// NHWC input, HWIO kernel, NHWC output.
     fn conv(strides: &[i64], padding: &[(i64, i64)], lhs_dil: &[i64], rhs_dil: &[i64], fg: i64, bg: i64) -> Op {
-        Op::Convolution(ConvAttrs {
+        Op::Convolution(Box::new(ConvAttrs {
             dims: ConvDims {
                 input_batch: 0,
                 input_feature: 3,
@@ -1551,7 +1551,7 @@ mod tests {
             window_reversal: vec![],
             feature_group_count: fg,
             batch_group_count: bg,
-        })
+        }))
     }
 
     #[test]
@@ -1644,14 +1644,14 @@ mod tests {
         let mut m = Module::new("t");
         let add = binary_body(&mut m, "add", BinaryOp::Add, F32);
         let rw = |w: &[i64], s: &[i64], bd: &[i64], wd: &[i64], p: &[(i64, i64)]| {
-            Op::ReduceWindow(ReduceWindowAttrs {
+            Op::ReduceWindow(Box::new(ReduceWindowAttrs {
                 window_dims: w.to_vec(),
                 strides: s.to_vec(),
                 base_dilations: bd.to_vec(),
                 window_dilations: wd.to_vec(),
                 padding: p.to_vec(),
                 body: add,
-            })
+            }))
         };
         let x = [f32(&[4, 6]), f32(&[])];
         assert_eq!(inf_in(&m, rw(&[2, 3], &[2, 3], &[], &[], &[]), &x), Ok(f32(&[2, 2])));
@@ -1709,7 +1709,7 @@ mod tests {
         ivd: i64,
         sizes: &[i64],
     ) -> Op {
-        Op::Gather(GatherDims {
+        Op::Gather(Box::new(GatherDims {
             offset_dims: offset.to_vec(),
             collapsed_slice_dims: collapsed.to_vec(),
             operand_batching_dims: ob.to_vec(),
@@ -1718,7 +1718,7 @@ mod tests {
             index_vector_dim: ivd,
             slice_sizes: sizes.to_vec(),
             indices_are_sorted: false,
-        })
+        }))
     }
 
     #[test]
@@ -1754,7 +1754,7 @@ mod tests {
     fn scatter() {
         let mut m = Module::new("t");
         let add = binary_body(&mut m, "add", BinaryOp::Add, F32);
-        let op = Op::Scatter(ScatterDims {
+        let op = Op::Scatter(Box::new(ScatterDims {
             update_window_dims: vec![1],
             inserted_window_dims: vec![0],
             input_batching_dims: vec![],
@@ -1764,7 +1764,7 @@ mod tests {
             indices_are_sorted: false,
             unique_indices: false,
             body: add,
-        });
+        }));
         assert_eq!(inf_in(&m, op.clone(), &[f32(&[3, 4]), s32(&[2, 1]), f32(&[2, 4])]), Ok(f32(&[3, 4])));
         // Update windows may be smaller than the input.
         assert_eq!(inf_in(&m, op.clone(), &[f32(&[3, 4]), s32(&[2, 1]), f32(&[2, 3])]), Ok(f32(&[3, 4])));

@@ -282,7 +282,7 @@ pub(super) fn build_op<'t>(
                     dims.input_spatial.len()
                 )));
             }
-            Op::Convolution(ConvAttrs {
+            Op::Convolution(Box::new(ConvAttrs {
                 dims,
                 window_strides: w.stride,
                 padding: w.pad,
@@ -291,7 +291,7 @@ pub(super) fn build_op<'t>(
                 window_reversal: w.reversal,
                 feature_group_count: a.int("feature_group_count")?.unwrap_or(1),
                 batch_group_count: a.int("batch_group_count")?.unwrap_or(1),
-            })
+            }))
         }
         "reduce" => Op::Reduce { dims: a.ints_or_empty("dimensions")?, body: a.comp("to_apply")? },
         "reduce-window" => {
@@ -304,14 +304,14 @@ pub(super) fn build_op<'t>(
             if w.reversal.iter().any(|&r| r) {
                 return Err(bad("reduce-window does not support window reversal".into()));
             }
-            Op::ReduceWindow(ReduceWindowAttrs {
+            Op::ReduceWindow(Box::new(ReduceWindowAttrs {
                 window_dims: w.size,
                 strides: w.stride,
                 base_dilations: w.lhs_dilate,
                 window_dilations: w.rhs_dilate,
                 padding: w.pad,
                 body: a.comp("to_apply")?,
-            })
+            }))
         }
         "select-and-scatter" => {
             let rank = ri.ty.as_array().map_or(0, Shape::rank);
@@ -324,7 +324,7 @@ pub(super) fn build_op<'t>(
                 scatter: a.comp("scatter")?,
             })
         }
-        "gather" => Op::Gather(GatherDims {
+        "gather" => Op::Gather(Box::new(GatherDims {
             offset_dims: a.ints_or_empty("offset_dims")?,
             collapsed_slice_dims: a.ints_or_empty("collapsed_slice_dims")?,
             operand_batching_dims: a.ints_or_empty("operand_batching_dims")?,
@@ -333,8 +333,8 @@ pub(super) fn build_op<'t>(
             index_vector_dim: a.int_req("index_vector_dim")?,
             slice_sizes: a.ints_req("slice_sizes")?,
             indices_are_sorted: a.flag("indices_are_sorted")?,
-        }),
-        "scatter" => Op::Scatter(ScatterDims {
+        })),
+        "scatter" => Op::Scatter(Box::new(ScatterDims {
             update_window_dims: a.ints_or_empty("update_window_dims")?,
             inserted_window_dims: a.ints_or_empty("inserted_window_dims")?,
             input_batching_dims: a.ints_or_empty("input_batching_dims")?,
@@ -344,7 +344,7 @@ pub(super) fn build_op<'t>(
             indices_are_sorted: a.flag("indices_are_sorted")?,
             unique_indices: a.flag("unique_indices")?,
             body: a.comp("to_apply")?,
-        }),
+        })),
         "sort" => match a.ints_req("dimensions")?.as_slice() {
             [d] => Op::Sort { dim: *d, stable: a.flag("is_stable")?, comparator: a.comp("to_apply")? },
             _ => return Err(bad("sort needs exactly one dimension".into())),

@@ -64,15 +64,17 @@ pub enum Attr {
     Pair(Box<Attr>, Box<Attr>),
     /// `array<i64: 1, 2>`.
     DenseArray(Vec<Attr>),
-    Dense(Dense),
+    // The large variants are boxed: an op's attribute list is read for every op of a
+    // program, and each entry is as wide as the widest variant.
+    Dense(Box<Dense>),
     Dict(Vec<AttrEntry>),
     Symbol(String),
     /// An enum value: `#stablehlo<comparison_direction LT>` or a bare word (`LT`).
     Enum(String),
     /// `#stablehlo.dot<...>`, `#stablehlo.gather<...>`, `#stablehlo.scatter<...>`.
-    Struct(String, Vec<AttrEntry>),
-    Conv(ConvDims),
-    Type(Type),
+    Struct(Box<(String, Vec<AttrEntry>)>),
+    Conv(Box<ConvDims>),
+    Type(Box<Type>),
     /// Anything else, kept as text (`#stablehlo.output_operand_alias<...>`, `<...>`).
     Raw(String),
 }

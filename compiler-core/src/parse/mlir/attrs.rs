@@ -45,7 +45,7 @@ fn parse_attr_inner(c: &mut Cursor, with_type: bool) -> Result<Attr, ParseError>
         b'@' => Ok(Attr::Symbol(c.symbol()?.unwrap_or_default())),
         b'#' => hash_attr(c),
         b'<' | b'(' => Ok(Attr::Raw(c.skip_balanced()?.to_string())),
-        b'!' => Ok(Attr::Type(parse_type(c)?)),
+        b'!' => Ok(Attr::Type(Box::new(parse_type(c)?))),
         _ if c.peek_number() => {
             let n = c.number(false)?;
             if with_type && c.eat(":") {
@@ -67,7 +67,7 @@ fn parse_attr_inner(c: &mut Cursor, with_type: bool) -> Result<Attr, ParseError>
                     }
                     Ok(Attr::Bool(id == "true"))
                 }
-                "dense" if angle => Ok(Attr::Dense(parse_dense(c)?)),
+                "dense" if angle => Ok(Attr::Dense(Box::new(parse_dense(c)?))),
                 "array" if angle => {
                     c.pos = after + 1;
                     parse_type(c)?;
@@ -83,7 +83,7 @@ fn parse_attr_inner(c: &mut Cursor, with_type: bool) -> Result<Attr, ParseError>
                     c.expect(">")?;
                     Ok(Attr::DenseArray(items))
                 }
-                "tensor" | "tuple" if angle => Ok(Attr::Type(parse_type(c)?)),
+                "tensor" | "tuple" if angle => Ok(Attr::Type(Box::new(parse_type(c)?))),
                 "unit" => {
                     c.pos = after;
                     Ok(Attr::Unit)
@@ -145,7 +145,7 @@ fn hash_attr(c: &mut Cursor) -> Result<Attr, ParseError> {
     if name == "stablehlo.conv" {
         let dims = if c.eat_kw("raw") || c.peek() != Some(b'[') { conv_dims_keyed(c)? } else { conv_dims_compact(c)? };
         c.expect(">")?;
-        return Ok(Attr::Conv(dims));
+        return Ok(Attr::Conv(Box::new(dims)));
     }
     if !name.contains('.') {
         // `#dialect<kind VALUE>`: an enum.
@@ -155,7 +155,7 @@ fn hash_attr(c: &mut Cursor) -> Result<Attr, ParseError> {
             }
         }
     } else if let Ok(entries) = struct_entries(c) {
-        return Ok(Attr::Struct(name, entries));
+        return Ok(Attr::Struct(Box::new((name, entries))));
     }
     c.pos = open;
     let body = c.skip_balanced()?;

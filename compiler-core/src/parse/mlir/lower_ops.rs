@@ -87,7 +87,7 @@ impl<'a> Lowerer<'a> {
 
     fn fields<'o>(&self, op: &'o OpAst, names: &[&str]) -> R<HashMap<&'o str, &'o Attr>> {
         match self.attr(op, names) {
-            Some(Attr::Struct(_, entries)) => Ok(entries.iter().map(|e| (e.name.as_str(), &e.value)).collect()),
+            Some(Attr::Struct(s)) => Ok(s.1.iter().map(|e| (e.name.as_str(), &e.value)).collect()),
             Some(_) => Err(self.err(op.pos, format!("{}: `{}` has an unexpected form", op.name, names[0]))),
             None => Err(self.err(op.pos, format!("{}: missing attribute `{}`", op.name, names[0]))),
         }
@@ -329,14 +329,14 @@ impl<'a> Lowerer<'a> {
             "stablehlo.convolution" => {
                 let x = self.operands_n(op, 2)?;
                 let attrs = self.conv_attrs(op, None)?;
-                single(self, Op::Convolution(attrs), x)
+                single(self, Op::Convolution(Box::new(attrs)), x)
             }
             "stablehlo.dynamic_conv" => {
                 let x = self.operands_n(op, 3)?;
                 let pad = self.const_ints(op, x[2], "padding")?;
                 let attrs =
                     self.conv_attrs(op, Some(pad.chunks(2).map(|c| (c[0], *c.get(1).unwrap_or(&0))).collect()))?;
-                single(self, Op::Convolution(attrs), x[..2].to_vec())
+                single(self, Op::Convolution(Box::new(attrs)), x[..2].to_vec())
             }
             "stablehlo.reduce" => self.lower_reduce(op, &loc),
             "stablehlo.reduce_window" => self.lower_reduce_window(op, &loc),
@@ -379,7 +379,7 @@ impl<'a> Lowerer<'a> {
                     slice_sizes,
                     indices_are_sorted: self.opt_bool(op, &["indices_are_sorted"])?.unwrap_or(false),
                 };
-                single(self, Op::Gather(dims), x[..2].to_vec())
+                single(self, Op::Gather(Box::new(dims)), x[..2].to_vec())
             }
             "stablehlo.scatter" => {
                 let x = self.resolve_all(&op.operands)?;
@@ -407,7 +407,7 @@ impl<'a> Lowerer<'a> {
                     body,
                 };
                 let types = self.result_types(op, n)?;
-                self.emit_multi(Op::Scatter(dims), x, types, &loc)
+                self.emit_multi(Op::Scatter(Box::new(dims)), x, types, &loc)
             }
             "stablehlo.sort" => {
                 let x = self.resolve_all(&op.operands)?;
@@ -606,7 +606,7 @@ impl<'a> Lowerer<'a> {
 
     fn conv_attrs(&self, op: &OpAst, dyn_padding: Option<Vec<(i64, i64)>>) -> R<ConvAttrs> {
         let dims = match self.attr(op, &["dimension_numbers", "dim_numbers"]) {
-            Some(Attr::Conv(d)) => d.clone(),
+            Some(Attr::Conv(d)) => (**d).clone(),
             _ => return Err(self.err(op.pos, format!("{}: missing convolution dimension numbers", op.name))),
         };
         let n = dims.input_spatial.len();
@@ -711,7 +711,7 @@ impl<'a> Lowerer<'a> {
             body: self.scalar_region(op, 0)?,
         };
         let types = self.result_types(op, x.len() / 2)?;
-        self.emit_multi(Op::ReduceWindow(attrs), x, types, loc)
+        self.emit_multi(Op::ReduceWindow(Box::new(attrs)), x, types, loc)
     }
 
     /// `case`/`if`: values the branches capture become extra operands, listed per
@@ -930,7 +930,8 @@ impl<'a> Lowerer<'a> {
             compare_type: self.opt_enum(op, &["compare_type"]),
             is_stable: self.opt_bool(op, &["is_stable"])?,
             ragged_dot: match self.attr(op, &["ragged_dot_dimension_numbers"]) {
-                Some(Attr::Struct(_, entries)) => {
+                Some(Attr::Struct(s)) => {
+                    let entries = &s.1;
                     let dims = |n: &str| {
                         entries.iter().find(|e| e.name == n).and_then(|e| attr_i64_list(&e.value)).unwrap_or_default()
                     };

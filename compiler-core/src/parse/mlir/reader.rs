@@ -283,7 +283,8 @@ fn read_op(c: &mut Cursor) -> Result<OpAst, ParseError> {
 }
 
 fn read_op_inner(c: &mut Cursor) -> Result<OpAst, ParseError> {
-    let mut results = Vec::new();
+    // Almost every op binds one name (a program holds thousands of these lists).
+    let mut results = Vec::with_capacity(1);
     if c.peek() == Some(b'%') {
         loop {
             c.skip_ws();
@@ -455,7 +456,7 @@ fn pretty_op(c: &mut Cursor, op: &mut OpAst) -> Result<(), ParseError> {
 /// `dense<...> : T` or any other attribute (with its type).
 fn parse_dense_or_attr(c: &mut Cursor) -> Result<Attr, ParseError> {
     if c.peek_kw("dense") {
-        Ok(Attr::Dense(parse_dense(c)?))
+        Ok(Attr::Dense(Box::new(parse_dense(c)?)))
     } else {
         parse_attr(c, true)
     }
@@ -491,7 +492,7 @@ fn keyed_items(c: &mut Cursor, op: &mut OpAst, after_comma: bool) -> Result<(), 
             op.operands.push(value_ref(c)?);
         } else if c.peek_kw("dense") {
             let d = parse_dense(c)?;
-            push_attr(op, "value", Attr::Dense(d));
+            push_attr(op, "value", Attr::Dense(Box::new(d)));
         } else if let Some(key) = c.peek_ident() {
             let save = c.pos;
             c.pos += key.len();
@@ -527,7 +528,7 @@ fn pretty_value(c: &mut Cursor, key: &str) -> Result<Attr, ParseError> {
 
 fn pretty_value_inner(c: &mut Cursor, key: &str) -> Result<Attr, ParseError> {
     if key == "dim_numbers" {
-        return Ok(Attr::Conv(conv_dims_compact(c)?));
+        return Ok(Attr::Conv(Box::new(conv_dims_compact(c)?)));
     }
     match c.peek() {
         Some(b'{') => {

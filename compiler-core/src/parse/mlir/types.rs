@@ -165,7 +165,8 @@ pub fn parse_colon_types(c: &mut Cursor) -> Result<(Option<Vec<Type>>, Vec<Type>
 
 /// Comma-separated types up to the closing `close` (consumed); empty allowed.
 pub fn type_list_until(c: &mut Cursor, close: &str) -> Result<Vec<Type>, ParseError> {
-    let mut out = Vec::new();
+    // Most lists hold one or two types; a program holds thousands of them.
+    let mut out = Vec::with_capacity(2);
     if c.eat(close) {
         return Ok(out);
     }

@@ -555,7 +555,7 @@ fn convolution_epilogue_is_one_output_fusion() {
         output_feature: 3,
         output_spatial: vec![1, 2],
     };
-    let conv = Op::Convolution(ConvAttrs {
+    let conv = Op::Convolution(Box::new(ConvAttrs {
         dims,
         window_strides: vec![1, 1],
         padding: vec![(0, 0), (0, 0)],
@@ -564,7 +564,7 @@ fn convolution_epilogue_is_one_output_fusion() {
         window_reversal: vec![false, false],
         feature_group_count: 1,
         batch_group_count: 1,
-    });
+    }));
     let m = TestModule::new().finish_with_entry(
         &[arr(F32, &[1, 6, 6, 3]), arr(F32, &[3, 3, 3, 4]), arr(F32, &[4])],
         |b, p| {

@@ -519,7 +519,9 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
         Target::Cpu => {
             let optimized = hloscope_core::targets::optimize_owned(module, &fusion)
                 .map_err(|e| RunError(format!("{source_name}: optimizing for the cpu failed: {e}")))?;
-            let options = cpu::CompileOptions { block_math: !args.no_block_math, ..Default::default() };
+            // A bench only runs the code: no CLIF or machine-code listings to write.
+            let options =
+                cpu::CompileOptions { block_math: !args.no_block_math, listings: false, ..Default::default() };
             let exe = cpu::compile_with(&optimized, options)
                 .map_err(|e| RunError(format!("{source_name}: compiling for the cpu failed: {e}")))?;
             exe.set_row_chains(

@@ -264,6 +264,52 @@ ENTRY %main (x: f32[8]) -> f32[8] {
     assert_eq!(exe.clif(1), None);
 }
 
+#[test]
+fn a_compile_without_listings_has_none_and_computes_the_same_bits() {
+    // Softmax rows: a reduction, exp (strip-mined on wide CPUs) and a division.
+    let hlo = "HloModule m
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(%a, %b)
+}
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (x: f32[16,256]) -> f32[16,256] {
+  %x = f32[16,256] parameter(0)
+  %ninf = f32[] constant(-inf)
+  %mx = f32[16] reduce(%x, %ninf), dimensions={1}, to_apply=%max
+  %mb = f32[16,256] broadcast(%mx), dimensions={0}
+  %d = f32[16,256] subtract(%x, %mb)
+  %e = f32[16,256] exponential(%d)
+  %zero = f32[] constant(0)
+  %s = f32[16] reduce(%e, %zero), dimensions={1}, to_apply=%add
+  %sb = f32[16,256] broadcast(%s), dimensions={0}
+  ROOT %y = f32[16,256] divide(%e, %sb)
+}";
+    let module = cpu::optimize(&hloscope_core::parse::parse_module(hlo).unwrap()).unwrap();
+    let with = cpu::compile(&module).unwrap();
+    let without = cpu::compile_with(&module, cpu::CompileOptions { listings: false, ..Default::default() }).unwrap();
+    let kernels = with.plan().kernels.len();
+    assert!((0..kernels).any(|i| with.clif(i).is_some() && with.asm(i).is_some()));
+    for i in 0..kernels {
+        assert_eq!((without.clif(i), without.asm(i)), (None, None), "kernel {i}");
+    }
+    let x: Vec<f64> = (0..16 * 256).map(|i| ((i * 37 % 101) as f64 - 50.0) / 7.0).collect();
+    let arg = hloscope_core::ir::Value::Array(Literal::from_f64s(Shape::new(ElementType::F32, vec![16, 256]), &x));
+    let (a, b) = (with.run(std::slice::from_ref(&arg)).unwrap(), without.run(&[arg]).unwrap());
+    let bits = |v: &hloscope_core::ir::Value| {
+        v.as_array().unwrap().to_f64_vec().iter().map(|f| f.to_bits()).collect::<Vec<_>>()
+    };
+    assert_eq!(bits(&a), bits(&b));
+    // The rows sum to 1: the kernels ran.
+    let y = a.as_array().unwrap().to_f64_vec();
+    assert!((y[..256].iter().sum::<f64>() - 1.0).abs() < 1e-4);
+}
+
 /// A while loop over (i, s): while i < 5 { s += i * i; i += 1 }.
 const SQUARES_LOOP: &str = "%cond (i: s32[], s: f32[]) -> pred[] {
   %i = s32[] parameter(0)

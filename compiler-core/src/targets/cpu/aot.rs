@@ -108,7 +108,7 @@ pub fn compile_object(module: &Module, name: &str) -> Result<AotOutput, String> 
             &format!("{name}_kernel{i}"),
             k.inputs.len(),
             // No Rust in a C object: inline f16/bf16 conversions and transcendentals.
-            codegen::EmitOptions { block_lanes: 0, inline_half: true },
+            codegen::EmitOptions { block_lanes: 0, inline_half: true, listings: false },
             &[],
         )
         .map_err(|r| format!("kernel {} cannot be compiled: {r}", k.name))?;

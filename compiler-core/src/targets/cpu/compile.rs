@@ -72,11 +72,17 @@ pub struct CompileOptions {
     /// the Rust helpers (the default: `half` uses the CPU's F16C instructions, which
     /// Cranelift does not emit, and is faster). The same bits either way; for tests.
     pub inline_half_floats: bool,
+    /// Keep each kernel's listings: its CLIF as text and Cranelift's machine-code
+    /// listing ([`CpuExecutable::clif`] and [`CpuExecutable::asm`], the explorer's
+    /// kernels pane, `hloscope compile --emit clif|asm`). Writing them took a fifth to a
+    /// quarter of a compile's instructions, so a caller that only runs the code (`hloscope
+    /// bench`) turns them off. On by default. The machine code is the same either way.
+    pub listings: bool,
 }
 
 impl Default for CompileOptions {
     fn default() -> Self {
-        CompileOptions { block_math: true, inline_half_floats: false }
+        CompileOptions { block_math: true, inline_half_floats: false, listings: true }
     }
 }
 
@@ -132,7 +138,7 @@ fn isa_description(jit: &JITModule) -> String {
 
 /// The code options as an artifact records them, after the CPU's description.
 fn options_text(o: CompileOptions) -> String {
-    format!("block_math={} inline_half={}", o.block_math, o.inline_half_floats)
+    format!("block_math={} inline_half={} listings={}", o.block_math, o.inline_half_floats, o.listings)
 }
 
 /// The Rust helpers a JIT kernel may import (f16/bf16 conversions), with their addresses.
@@ -235,6 +241,7 @@ fn build(
     let emit_options = codegen::EmitOptions {
         block_lanes: if options.block_math { super::block_math::native_lanes() } else { 0 },
         inline_half: options.inline_half_floats,
+        listings: options.listings,
     };
     // Kernels that are the same code up to their buffers (the layers of a stack) are
     // compiled once: a kernel reads its buffers' addresses from the table it is called
@@ -615,6 +622,8 @@ fn assemble(
     for t in &texts {
         let listing = match t {
             Some(KernelText { shares: Some(first), .. }) => listings.get(*first).cloned().unwrap_or_default(),
+            // Compiled without listings (`CompileOptions::listings`): none.
+            Some(t) if t.clif.is_empty() => Listing::default(),
             Some(t) => (format!("{}{}", t.shape.header(), t.clif).into(), t.asm.clone()),
             None => Listing::default(),
         };

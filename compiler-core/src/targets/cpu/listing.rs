@@ -121,7 +121,7 @@ pub fn list(module: &Module, machine: Machine) -> Result<Vec<KernelListing>, Str
     let mut m = ListingModule { isa: machine.isa()?, declarations: ModuleDeclarations::default() };
     let helpers = Helpers::declare(&mut m)?;
     let results: rustc_hash::FxHashSet<_> = plan.result.leaves().into_iter().collect();
-    let options = EmitOptions { block_lanes: machine.block_lanes(), inline_half: false };
+    let options = EmitOptions { block_lanes: machine.block_lanes(), inline_half: false, listings: true };
     let mut out = Vec::with_capacity(plan.kernels.len());
     // The first kernel of each distinct code: the JIT compiles it once for all.
     let mut firsts: Vec<(codegen::CodeKey, usize)> = Vec::new();

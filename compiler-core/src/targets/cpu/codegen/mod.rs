@@ -146,6 +146,8 @@ pub struct EmitOptions {
     pub block_lanes: u32,
     /// f16/bf16 conversions as inline code instead of calls of the Rust helpers.
     pub inline_half: bool,
+    /// Write the kernel's CLIF and machine-code listings (`CompileOptions::listings`).
+    pub listings: bool,
 }
 
 /// The Rust f16/bf16 helpers (`helpers.rs`) by symbol, with their parameter and result
@@ -367,7 +369,7 @@ fn prepare<M: Module>(
         Ok(vp) => {
             let blocks = blocked_ops(e, &indices, &vp, results, options.block_lanes);
             let shape = vector_shape(e, vp, &blocks);
-            match build(m, helpers, e, &indices, id, n_inputs, shape, blocks, options.inline_half) {
+            match build(m, helpers, e, &indices, id, n_inputs, shape, blocks, options) {
                 Ok(p) => return Ok(p),
                 Err(why) => format!("vector code failed: {why}"),
             }
@@ -389,7 +391,7 @@ fn build_scalar<M: Module>(
     reason: String,
 ) -> Result<Pending, String> {
     let shape = CodeShape::Scalar { reason };
-    build(m, helpers, e, indices, id, n_inputs, shape, Vec::new(), options.inline_half)
+    build(m, helpers, e, indices, id, n_inputs, shape, Vec::new(), options)
 }
 
 impl Pending {
@@ -456,8 +458,9 @@ fn build<M: Module>(
     n_inputs: usize,
     shape: CodeShape,
     blocked: Vec<BlockedOp>,
-    inline_half: bool,
+    options: EmitOptions,
 ) -> Result<Pending, String> {
+    let inline_half = options.inline_half;
     let par = parallel_var(e);
     let vp = match &shape {
         CodeShape::Vector { plan, .. } => Some(plan.clone()),
@@ -465,7 +468,7 @@ fn build<M: Module>(
     };
     let ptr = m.target_config().pointer_type();
     let mut ctx = m.make_context();
-    ctx.set_disasm(true);
+    ctx.set_disasm(options.listings);
     ctx.func.signature = signature(m);
     // Source locations (the HLO instructions of `Elemental::origins`) are stored relative
     // to the first one set, and one just below it would read as "none": start at 0.
@@ -548,7 +551,7 @@ fn build<M: Module>(
         em.b.seal_all_blocks();
         em.b.finalize(m.isa().frontend_config());
     }
-    let clif = ctx.func.display().to_string();
+    let clif = if options.listings { ctx.func.display().to_string() } else { String::new() };
     let par_extent = par.map_or(1, |v| e.space[v as usize]);
     Ok(Pending { id, ctx, shape, clif, par_extent })
 }

@@ -27,6 +27,9 @@
 //! one chain of shrinking values before starting an expensive new one, which is the
 //! common win.
 //!
+//! Not scheduled: fusion bodies (a kernel keeps its values in registers, so their order
+//! costs no memory; XLA's schedule leaves them out too).
+//!
 //! Refused: side-effecting instructions (custom calls marked so, `rng`) keep their
 //! relative order (each depends on the previous one). A computation whose `order` is
 //! not a valid topological order (an operand used before it is defined, which the
@@ -49,9 +52,23 @@ impl Pass for Scheduler {
         "schedule"
     }
     fn run(&self, module: &mut Module, _log: &mut PassLog) -> Changed {
+        // A fusion's body is one kernel: its values live in registers, not in buffers,
+        // so the order of its instructions costs no memory (XLA's schedule covers only
+        // the computations that are not fusions, too). A stack of layers has hundreds.
+        let fusion_bodies: HashSet<CompId> = module
+            .comps
+            .values()
+            .flat_map(|comp| comp.order.iter().map(|&id| &comp.inst(id).op))
+            .filter_map(|op| match op {
+                crate::ir::Op::Fusion { body, .. } => Some(*body),
+                _ => None,
+            })
+            .collect();
         let mut changed = false;
         for c in module.post_order() {
-            changed |= schedule_computation(module, c);
+            if !fusion_bodies.contains(&c) {
+                changed |= schedule_computation(module, c);
+            }
         }
         changed
     }
@@ -348,5 +365,52 @@ ENTRY main {
         broken.comp_mut(entry).order.reverse();
         assert_eq!(list_schedule(broken.entry_comp()), None);
         assert!(!schedule_computation(&mut broken, entry));
+    }
+
+    /// Two chains interleaved, as in `two_chains`: inside a fusion their order costs no
+    /// memory and stays; the same instructions in the entry are reordered.
+    #[test]
+    fn fusion_bodies_keep_their_order() {
+        let body = |name: &str| {
+            format!(
+                "{name} {{
+  p = f32[16] parameter(0)
+  q = f32[16] parameter(1)
+  zero = f32[] constant(0)
+  a1 = f32[64,16] broadcast(p), dimensions={{1}}
+  b1 = f32[64,16] broadcast(q), dimensions={{1}}
+  a2 = f32[16] reduce(a1, zero), dimensions={{0}}, to_apply=add
+  b2 = f32[16] reduce(b1, zero), dimensions={{0}}, to_apply=add
+  ROOT r = f32[16] add(a2, b2)
+}}"
+            )
+        };
+        let add = "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}";
+        let names = |m: &crate::ir::Module, c: CompId| -> Vec<String> {
+            let comp = m.comp(c);
+            comp.order.iter().map(|&i| comp.inst(i).name.clone()).collect()
+        };
+        let interleaved = ["p", "q", "zero", "a1", "b1", "a2", "b2", "r"];
+        let one_chain_first = ["p", "q", "zero", "a1", "a2", "b1", "b2", "r"];
+
+        let fused = format!(
+            "HloModule m\n{add}\n{}\nENTRY main {{\n  x = f32[16] parameter(0)\n  y = f32[16] parameter(1)\n  ROOT f = f32[16] fusion(x, y), kind=kInput, calls=fused\n}}",
+            body("fused")
+        );
+        let before = crate::parse::hlo::parse(&fused).unwrap();
+        let body_id = before.comps.keys().find(|&c| before.comp(c).name == "fused").unwrap();
+        assert_eq!(names(&before, body_id), interleaved);
+        // The scheduler would reorder it were it not a fusion body.
+        let order = list_schedule(before.comp(body_id)).unwrap();
+        let comp = before.comp(body_id);
+        assert_eq!(order.iter().map(|&i| comp.inst(i).name.as_str()).collect::<Vec<_>>(), one_chain_first);
+        let mut after = before.clone();
+        Scheduler.run(&mut after, &mut PassLog::default());
+        assert_eq!(names(&after, body_id), interleaved);
+
+        let entry = format!("HloModule m\n{add}\n{}", body("ENTRY main"));
+        let mut m = crate::parse::hlo::parse(&entry).unwrap();
+        assert!(Scheduler.run(&mut m, &mut PassLog::default()));
+        assert_eq!(names(&m, m.entry), one_chain_first);
     }
 }

@@ -265,6 +265,20 @@ impl Module {
         self.next_name = max;
     }
 
+    /// How many fusion instructions of the live computations call each fusion body.
+    pub fn fusion_callers(&self) -> std::collections::HashMap<CompId, usize> {
+        let mut callers = std::collections::HashMap::new();
+        for c in self.post_order() {
+            let comp = self.comp(c);
+            for &i in &comp.order {
+                if let Op::Fusion { body, .. } = comp.inst(i).op {
+                    *callers.entry(body).or_default() += 1;
+                }
+            }
+        }
+        callers
+    }
+
     /// Computations reachable from the entry, callees before callers (the entry last).
     pub fn post_order(&self) -> Vec<CompId> {
         let mut seen = HashSet::new();

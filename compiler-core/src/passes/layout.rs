@@ -56,14 +56,7 @@ impl Pass for LayoutAssignment {
         comps.reverse();
         // How many fusion instructions call each body: a body called from one place can
         // take that caller's operand layouts.
-        let mut fusion_callers: HashMap<CompId, usize> = HashMap::new();
-        for &c in &comps {
-            for &i in &module.comp(c).order {
-                if let Op::Fusion { body, .. } = module.comp(c).inst(i).op {
-                    *fusion_callers.entry(body).or_default() += 1;
-                }
-            }
-        }
+        let fusion_callers = module.fusion_callers();
         let mut param_types: HashMap<CompId, Vec<Type>> = HashMap::new();
         let mut changed = false;
         for c in comps {

@@ -52,21 +52,11 @@ impl Pass for Scheduler {
         "schedule"
     }
     fn run(&self, module: &mut Module, _log: &mut PassLog) -> Changed {
-        // A fusion's body is one kernel: its values live in registers, not in buffers,
-        // so the order of its instructions costs no memory (XLA's schedule covers only
-        // the computations that are not fusions, too). A stack of layers has hundreds.
-        let fusion_bodies: HashSet<CompId> = module
-            .comps
-            .values()
-            .flat_map(|comp| comp.order.iter().map(|&id| &comp.inst(id).op))
-            .filter_map(|op| match op {
-                crate::ir::Op::Fusion { body, .. } => Some(*body),
-                _ => None,
-            })
-            .collect();
+        // Fusion bodies keep their order (see the module's doc).
+        let fusion_bodies = module.fusion_callers();
         let mut changed = false;
         for c in module.post_order() {
-            if !fusion_bodies.contains(&c) {
+            if !fusion_bodies.contains_key(&c) {
                 changed |= schedule_computation(module, c);
             }
         }

@@ -244,9 +244,35 @@ impl Module {
 
     /// A name not yet handed out by this module: `base.N`.
     pub fn fresh_name(&mut self, base: &str) -> String {
+        self.fresh_name_from(&[base])
+    }
+
+    /// [`Module::fresh_name`] for a base written in pieces (`["param_", "3"]`), without
+    /// building the base first.
+    ///
+    /// Written out by hand: the parser and the passes name every instruction they make,
+    /// and `format!` made each name cost about a thousand instructions.
+    pub fn fresh_name_from(&mut self, base: &[&str]) -> String {
         let n = self.next_name;
-        self.next_name += 1;
-        format!("{base}.{n}")
+        // Text may name an instruction `x.18446744073709551615` (see `reserve_names`).
+        self.next_name = n.saturating_add(1);
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut rest = n;
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        let len = base.iter().map(|p| p.len()).sum::<usize>() + 1 + digits.len() - at;
+        let mut name = String::with_capacity(len);
+        base.iter().for_each(|p| name.push_str(p));
+        name.push('.');
+        name.extend(digits[at..].iter().map(|&d| char::from(d)));
+        name
     }
 
     /// Makes `fresh_name` skip past numeric suffixes already used (call after parsing
@@ -257,7 +283,7 @@ impl Module {
             for inst in comp.insts.values() {
                 if let Some((_, suffix)) = inst.name.rsplit_once('.') {
                     if let Ok(n) = suffix.parse::<u64>() {
-                        max = max.max(n + 1);
+                        max = max.max(n.saturating_add(1));
                     }
                 }
             }
@@ -348,5 +374,24 @@ mod tests {
         assert_eq!(crate::print::hlo::print_module(&m), before);
         assert_eq!(crate::interp::run(&m, &args).expect("runs"), want);
         crate::verify::verify(&m).expect("still valid");
+    }
+
+    #[test]
+    fn fresh_names_count_up_in_decimal_after_their_base() {
+        let mut m = super::Module::new("m");
+        assert_eq!(m.fresh_name("add"), "add.0");
+        assert_eq!(m.fresh_name_from(&["x", ".clone"]), "x.clone.1");
+        m.next_name = 9;
+        assert_eq!(m.fresh_name("fusion"), "fusion.9");
+        assert_eq!(m.fresh_name_from(&["param_", "3"]), "param_3.10");
+        m.next_name = 1_234_567_890_123;
+        assert_eq!(m.fresh_name(""), ".1234567890123");
+        m.next_name = u64::MAX;
+        assert_eq!(m.fresh_name_from(&[]), format!(".{}", u64::MAX));
+        // A name from the text with the largest suffix: reserving past it must not overflow.
+        let text = "HloModule m\n\nENTRY main {\n  ROOT p.18446744073709551615 = f32[4] parameter(0)\n}\n";
+        let mut m = crate::parse::parse_module(text).expect("parses");
+        m.reserve_names();
+        assert_eq!(m.fresh_name("add"), format!("add.{}", u64::MAX));
     }
 }

@@ -342,7 +342,7 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
 /// end of the phase) and points `users` at the copy.
 fn clone_for(f: &mut Fuser, p: InstId, users: &[InstId]) -> InstId {
     let inst = f.inst(p).clone();
-    let name = f.module.fresh_name(&format!("{}.clone", inst.name));
+    let name = f.module.fresh_name_from(&[&inst.name, ".clone"]);
     let operands = inst.operands.clone();
     let comp = f.module.comp_mut(f.comp);
     let clone = comp.insts.push(Instruction { name, ..inst });

@@ -68,7 +68,7 @@ pub(super) fn run(f: &mut Fuser) -> bool {
         let mut body = Computation::new(body_name);
         let mut map: HashMap<InstId, InstId> = HashMap::default();
         for (i, &o) in operands.iter().enumerate() {
-            let name = f.module.fresh_name(&format!("param_{i}"));
+            let name = f.module.fresh_name_from(&["param_", &i.to_string()]);
             let ty = f.inst(o).ty.clone();
             let loc = f.inst(o).loc.clone();
             map.insert(o, body.push_param(name, ty, loc));

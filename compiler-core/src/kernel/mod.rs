@@ -38,6 +38,7 @@ mod conv;
 pub mod elemental;
 pub mod index;
 pub mod lower;
+mod memo;
 pub mod print;
 pub mod reduction;
 pub mod semantics;
@@ -383,6 +384,7 @@ pub fn plan_computation_with(module: &Module, comp_id: CompId, caps: &TargetCaps
             caps: caps.clone(),
         },
         values: HashMap::default(),
+        elementals: memo::ElementalMemo::default(),
     };
     for &param in &comp.params {
         let v = p.fresh_value(&comp.inst(param).ty, &comp.inst(param).name);
@@ -465,6 +467,8 @@ struct Planner<'m> {
     comp: CompId,
     plan: KernelPlan,
     values: HashMap<InstId, ValueBufs>,
+    /// Fusion bodies' descriptions, for fusions whose bodies are the same code.
+    elementals: memo::ElementalMemo,
 }
 
 impl<'m> Planner<'m> {
@@ -561,11 +565,11 @@ impl<'m> Planner<'m> {
                 // A variadic reduce among the outputs (argmax next to a sum): read each of
                 // its results through a get-tuple-element in a scratch copy of the body.
                 let scratch;
-                let (body_comp, roots) = if roots.iter().any(|&r| body_comp.inst(r).ty.as_tuple().is_some()) {
+                let (body_comp, roots, body_id) = if roots.iter().any(|&r| body_comp.inst(r).ty.as_tuple().is_some()) {
                     scratch = flatten_roots(body_comp, &roots)?;
-                    (&scratch.0, scratch.1.clone())
+                    (&scratch.0, scratch.1.clone(), None)
                 } else {
-                    (body_comp, roots)
+                    (body_comp, roots, Some(*body))
                 };
                 if roots.len() != outputs.len() {
                     return Err("fusion outputs do not match its type".into());
@@ -627,7 +631,7 @@ impl<'m> Planner<'m> {
                     slots.insert(d, inputs.len() as u32);
                     inputs.push(tmp);
                 }
-                self.elemental(inst.name.clone(), id, body_comp, &roots, slots, inputs, outputs)
+                self.elemental(inst.name.clone(), id, (body_comp, body_id), &roots, slots, inputs, outputs)
             }
             Op::While { cond, body } => {
                 let operands: Vec<ValueBufs> =
@@ -759,7 +763,7 @@ impl<'m> Planner<'m> {
                 } else {
                     vec![id]
                 };
-                self.elemental(inst.name.clone(), id, comp, &roots, slots, inputs, outputs)
+                self.elemental(inst.name.clone(), id, (comp, None), &roots, slots, inputs, outputs)
             }
             other => Err(format!("{} is not compiled", other.hlo_name())),
         }
@@ -952,7 +956,7 @@ impl<'m> Planner<'m> {
                 loc: inst.loc.clone(),
             }));
         }
-        self.elemental(inst.name.clone(), id, &scratch, &roots, slots, inputs, outputs)
+        self.elemental(inst.name.clone(), id, (&scratch, None), &roots, slots, inputs, outputs)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -960,7 +964,7 @@ impl<'m> Planner<'m> {
         &mut self,
         name: String,
         source: InstId,
-        comp: &crate::ir::Computation,
+        comp: (&crate::ir::Computation, Option<CompId>),
         roots: &[InstId],
         slots: HashMap<InstId, u32>,
         inputs: Vec<BufferId>,
@@ -973,20 +977,25 @@ impl<'m> Planner<'m> {
     }
 
     /// The elemental kernel of `roots` of `comp` (whose reduce bodies `module` holds):
-    /// the constants it meets become plan constants read as extra inputs.
+    /// the constants it meets become plan constants read as extra inputs. `comp` comes
+    /// with its id when it is a computation of `module` (a fusion body), whose
+    /// description may then be a copy of an earlier body's with the same code.
     #[allow(clippy::too_many_arguments)]
     fn elemental_kernel(
         &mut self,
         module: &Module,
         name: String,
         source: InstId,
-        comp: &crate::ir::Computation,
+        (comp, id): (&crate::ir::Computation, Option<CompId>),
         roots: &[InstId],
         slots: &HashMap<InstId, u32>,
         mut inputs: Vec<BufferId>,
         outputs: Vec<BufferId>,
     ) -> Result<Kernel, String> {
-        let (mut e, extra) = elemental::build(module, comp, roots, slots)?;
+        let (mut e, extra) = match id {
+            Some(id) => self.elementals.build(module, id, roots, slots)?,
+            None => elemental::build(module, comp, roots, slots)?,
+        };
         for (_, lit) in extra {
             let b = self.buffer(lit.shape.clone(), format!("{name}.const"));
             self.plan.constants.push((b, lit));
@@ -1050,7 +1059,16 @@ impl<'m> Planner<'m> {
         let red = push_dot_reduction(&mut module, &mut scratch, d)?;
         scratch.replace_all_uses(d, red);
         let roots: Vec<InstId> = roots.iter().map(|&r| if r == d { red } else { r }).collect();
-        self.elemental_kernel(&module, name.into(), source, &scratch, &roots, slots, inputs.to_vec(), outputs.to_vec())
+        self.elemental_kernel(
+            &module,
+            name.into(),
+            source,
+            (&scratch, None),
+            &roots,
+            slots,
+            inputs.to_vec(),
+            outputs.to_vec(),
+        )
     }
 
     fn dot(

@@ -739,3 +739,82 @@ ENTRY %main (a: f32[32,3], b: f32[3,8]) -> f32[32,8] {
     assert_eq!(p.kernels[0].kind, KernelKind::Dot);
     assert_eq!(super::chains::tile_epilogue(&p, 0), None, "{}", p.summary());
 }
+
+/// Two softmax layers, the second scaling its input by `c2` before the exponential; both
+/// results are outputs and fusion makes no multi-output kernel, so that each layer keeps
+/// kernels of its own.
+fn two_softmax_layers(c2: &str) -> KernelPlan {
+    let text = with_bodies(&format!(
+        "ENTRY %main (x: f32[8,16]) -> (f32[8,16], f32[8,16]) {{
+  %x = f32[8,16] parameter(0)
+  %zero = f32[] constant(0)
+  %c1 = f32[] constant(2)
+  %b1 = f32[8,16] broadcast(%c1), dimensions={{}}
+  %m1 = f32[8,16] multiply(%x, %b1)
+  %e1 = f32[8,16] exponential(%m1)
+  %s1 = f32[8] reduce(%e1, %zero), dimensions={{1}}, to_apply=%sum
+  %sb1 = f32[8,16] broadcast(%s1), dimensions={{0}}
+  %y1 = f32[8,16] divide(%e1, %sb1)
+  %c2 = f32[] constant({c2})
+  %b2 = f32[8,16] broadcast(%c2), dimensions={{}}
+  %m2 = f32[8,16] multiply(%y1, %b2)
+  %e2 = f32[8,16] exponential(%m2)
+  %s2 = f32[8] reduce(%e2, %zero), dimensions={{1}}, to_apply=%sum
+  %sb2 = f32[8,16] broadcast(%s2), dimensions={{0}}
+  %y2 = f32[8,16] divide(%e2, %sb2)
+  ROOT %t = (f32[8,16], f32[8,16]) tuple(%y1, %y2)
+}}"
+    ));
+    let mut m = crate::parse::parse_module(&text).unwrap_or_else(|e| panic!("{e:?}"));
+    let config = crate::passes::fusion::FusionConfig { multi_output: false, ..Default::default() };
+    FusionPass::new(config).run(&mut m, &mut PassLog::default());
+    plan(&m).unwrap()
+}
+
+/// Kernels `a` and `b` of `p` have one description, but for the names of their origins.
+fn same_but_names(p: &KernelPlan, a: usize, b: usize) -> bool {
+    let unnamed = |k: usize| Elemental { origin_names: Vec::new(), ..elemental(&p.kernels[k]).clone() };
+    unnamed(a) == unnamed(b)
+}
+
+#[test]
+fn fusions_with_the_same_code_share_one_description_under_their_own_names() {
+    let p = two_softmax_layers("2");
+    // exp(x * 2); its row sum; the division.
+    assert_eq!(kinds(&p), ["loop", "reduction(row)", "loop", "loop", "reduction(row)", "loop"], "{}", p.summary());
+    for (first, second) in [(0, 3), (1, 4), (2, 5)] {
+        assert!(same_but_names(&p, first, second), "{}", p.summary());
+        // Each layer's nodes name its own instructions (`m1`, `e1` against `m2`, `e2`;
+        // the parameters and copies the passes named are numbered apart).
+        let names = |k: usize| elemental(&p.kernels[k]).origin_names.clone();
+        let written = |k: usize, layer: &str| -> Vec<String> {
+            names(k).into_iter().filter(|n| !n.contains('.')).map(|n| n.replace(layer, "")).collect()
+        };
+        assert!(!written(first, "1").is_empty());
+        assert_eq!(written(first, "1"), written(second, "2"), "{:?} {:?}", names(first), names(second));
+        assert!(names(second).iter().all(|n| !n.ends_with('1') || n.contains('.')), "{:?}", names(second));
+        assert_ne!(names(first), names(second));
+    }
+}
+
+#[test]
+fn fusions_that_differ_in_a_constant_keep_their_own_descriptions() {
+    // The same ops, operands and types, but the second layer scales by 3: its first
+    // kernel must compute with 3 (a copy of the first layer's would use 2). The sum and
+    // the division are still the same code.
+    let p = two_softmax_layers("3");
+    let constants = |k: usize| -> Vec<String> {
+        let e = elemental(&p.kernels[k]);
+        e.nodes
+            .iter()
+            .filter_map(|n| match &n.node {
+                Node::Const(v) => Some(format!("{v:?}")),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_ne!(constants(0), constants(3), "{}", p.summary());
+    assert!(constants(3).iter().any(|c| c.contains('3')), "{:?}", constants(3));
+    assert!(!same_but_names(&p, 0, 3));
+    assert!(same_but_names(&p, 1, 4) && same_but_names(&p, 2, 5));
+}

@@ -522,7 +522,7 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
             // A bench only runs the code: no CLIF or machine-code listings to write.
             let options =
                 cpu::CompileOptions { block_math: !args.no_block_math, listings: false, ..Default::default() };
-            let exe = cpu::compile_with(&optimized, options)
+            let exe = cpu::compile_owned(optimized, options)
                 .map_err(|e| RunError(format!("{source_name}: compiling for the cpu failed: {e}")))?;
             exe.set_row_chains(
                 (!args.no_row_chains).then(|| args.row_chain_bytes.unwrap_or_else(cpu::default_chain_bytes)),

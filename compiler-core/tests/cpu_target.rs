@@ -8,7 +8,7 @@
 use crate::common;
 
 use common::{f32s, run_against_interpreter, s32, ulps};
-use hloscope_core::ir::{ElementType, Literal, Shape};
+use hloscope_core::ir::{ElementType, Literal, Shape, Value};
 use hloscope_core::kernel::KernelKind;
 use hloscope_core::targets::cpu;
 
@@ -299,11 +299,9 @@ ENTRY %main (x: f32[16,256]) -> f32[16,256] {
         assert_eq!((without.clif(i), without.asm(i)), (None, None), "kernel {i}");
     }
     let x: Vec<f64> = (0..16 * 256).map(|i| ((i * 37 % 101) as f64 - 50.0) / 7.0).collect();
-    let arg = hloscope_core::ir::Value::Array(Literal::from_f64s(Shape::new(ElementType::F32, vec![16, 256]), &x));
+    let arg = Value::Array(Literal::from_f64s(Shape::new(ElementType::F32, vec![16, 256]), &x));
     let (a, b) = (with.run(std::slice::from_ref(&arg)).unwrap(), without.run(&[arg]).unwrap());
-    let bits = |v: &hloscope_core::ir::Value| {
-        v.as_array().unwrap().to_f64_vec().iter().map(|f| f.to_bits()).collect::<Vec<_>>()
-    };
+    let bits = |v: &Value| v.as_array().unwrap().to_f64_vec().iter().map(|f| f.to_bits()).collect::<Vec<_>>();
     assert_eq!(bits(&a), bits(&b));
     // The rows sum to 1: the kernels ran.
     let y = a.as_array().unwrap().to_f64_vec();
@@ -343,6 +341,42 @@ fn while_loops_run_their_compiled_bodies() {
     let (out, kinds) = run(hlo, &[f32s(&[], &[0.0])]);
     assert_eq!(out, vec![s32(&[], &[5]), f32s(&[], &[30.0])]);
     assert_eq!(kinds, vec![KernelKind::While]);
+}
+
+#[test]
+fn a_module_compiled_owned_runs_its_loop_and_branches_as_a_borrowed_one_does() {
+    // s = x + 30 after the loop; branch 0 doubles [s, s], branch 1 negates it.
+    let hlo = &format!(
+        "HloModule m
+{SQUARES_LOOP}%double (x: f32[2]) -> f32[2] {{
+  %x = f32[2] parameter(0)
+  ROOT %d = f32[2] add(%x, %x)
+}}
+%negate (x: f32[2]) -> f32[2] {{
+  %x = f32[2] parameter(0)
+  ROOT %n = f32[2] negate(%x)
+}}
+ENTRY %main (x: f32[], i: s32[]) -> f32[2] {{
+  %x = f32[] parameter(0)
+  %i = s32[] parameter(1)
+  %zero = s32[] constant(0)
+  %w = (s32[], f32[]) while(%zero, %x), condition=%cond, body=%body
+  %s = f32[] get-tuple-element(%w), index=1
+  %v = f32[2] broadcast(%s), dimensions={{}}
+  ROOT %c = f32[2] conditional(%i, %v, %v), branch_computations={{%double, %negate}}
+}}"
+    );
+    let module = cpu::optimize(&hloscope_core::parse::parse_module(hlo).unwrap()).unwrap();
+    let borrowed = cpu::compile_with(&module, Default::default()).unwrap();
+    let owned = cpu::compile_owned(module, Default::default()).unwrap();
+    let kinds: Vec<KernelKind> = owned.plan().kernels.iter().map(|k| k.kind.clone()).collect();
+    assert!(kinds.contains(&KernelKind::While) && kinds.contains(&KernelKind::Case), "{kinds:?}");
+    for (branch, want) in [(0, [62.0, 62.0]), (1, [-31.0, -31.0])] {
+        let args = [Value::Array(f32s(&[], &[1.0])), Value::Array(s32(&[], &[branch]))];
+        for exe in [&borrowed, &owned] {
+            assert_eq!(exe.run(&args).unwrap(), Value::Array(f32s(&[2], &want)), "branch {branch}");
+        }
+    }
 }
 
 #[test]
@@ -458,7 +492,6 @@ fn artifact_module(hlo: &str) -> hloscope_core::ir::Module {
 
 /// Runs an executable of [`artifact_hlo`] and checks its hand-computed outputs.
 fn check_artifact_outputs(exe: &cpu::CpuExecutable) {
-    use hloscope_core::ir::Value;
     let args = [Value::Array(f32s(&[], &[0.5])), Value::Array(f32s(&[2, 2], &[2.0, 1.0, 1.0, 2.5]))];
     let out = exe.run(&args).unwrap().flatten();
     assert_eq!(out[0], s32(&[], &[5]));

@@ -17,6 +17,7 @@ use crate::kernel::{self, KernelBody, KernelPlan};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module as _};
 use rustc_hash::FxHashMap as HashMap;
+use std::borrow::Cow;
 
 // The C library's math functions (the kernels call them by these names, so that object
 // files link with `-lm`). The process links libm already (std uses it).
@@ -93,7 +94,14 @@ pub fn compile(module: &Module) -> Result<CpuExecutable, String> {
 
 /// Compiles `module` with `options`.
 pub fn compile_with(module: &Module, options: CompileOptions) -> Result<CpuExecutable, String> {
-    Ok(build(module, module.entry, 0, options, false)?.0)
+    Ok(build(Cow::Borrowed(module), module.entry, 0, options, false)?.0)
+}
+
+/// [`compile_with`] of a module the caller is done with: the executable keeps it
+/// instead of a copy (a copy of a deep stack's module is a few percent of its compile).
+pub fn compile_owned(module: Module, options: CompileOptions) -> Result<CpuExecutable, String> {
+    let entry = module.entry;
+    Ok(build(Cow::Owned(module), entry, 0, options, false)?.0)
 }
 
 /// Compiles `module` (normally after simplification and fusion) and returns, with the
@@ -106,7 +114,7 @@ pub fn compile_to_artifact(module: &Module) -> Result<(CpuExecutable, Vec<u8>), 
 
 /// [`compile_to_artifact`] with `options` (which the artifact records).
 pub fn compile_to_artifact_with(module: &Module, options: CompileOptions) -> Result<(CpuExecutable, Vec<u8>), String> {
-    let (exe, entry) = build(module, module.entry, 0, options, true)?;
+    let (exe, entry) = build(Cow::Borrowed(module), module.entry, 0, options, true)?;
     let entry = entry.ok_or("no artifact was made")?;
     let isa = format!("{} | {}", isa_description(exe.jit.as_ref().ok_or("no machine code")?), options_text(options));
     let art = Artifact { compiler: artifact::compiler_version(), isa, module: artifact::encode(module)?, entry };
@@ -221,12 +229,13 @@ fn compile_all(
 /// conditional computations on their own. Returns the executable and, when `artifact`
 /// is asked for, its artifact (whose encodings and fingerprints a plain compile skips).
 fn build(
-    module: &Module,
+    owned: Cow<'_, Module>,
     comp_id: CompId,
     depth: usize,
     options: CompileOptions,
     artifact: bool,
 ) -> Result<(CpuExecutable, Option<CompArtifact>), String> {
+    let module: &Module = &owned;
     let mut plan = kernel::plan_computation(module, comp_id)?;
     let mut jit = new_jit()?;
     let helper_ids = codegen::Helpers::declare(&mut jit)?;
@@ -360,11 +369,29 @@ fn build(
     } else {
         None
     };
+    // The computations the plan's control flow runs compile first, in the order
+    // `assemble` asks for them, so that the module can move into the executable then.
     let mut children = Vec::new();
-    let exe = assemble(module.clone(), comp_id, depth, plan, jit, &funcs, texts, &mut |c| {
-        let (exe, a) = build(module, c, depth + 1, options, artifact)?;
-        children.extend(a);
-        Ok(exe)
+    let mut compiled_children = std::collections::VecDeque::new();
+    if depth < MAX_DEPTH {
+        for k in &plan.kernels {
+            let called = match &k.body {
+                KernelBody::While { cond, body, .. } => vec![*cond, *body],
+                KernelBody::Case { branches, .. } => branches.clone(),
+                _ => continue,
+            };
+            for c in called {
+                let (exe, a) = build(Cow::Borrowed(module), c, depth + 1, options, artifact)?;
+                children.extend(a);
+                compiled_children.push_back((c, exe));
+            }
+        }
+    }
+    let exe = assemble(owned.into_owned(), comp_id, depth, plan, jit, &funcs, texts, &mut |c| match compiled_children
+        .pop_front()
+    {
+        Some((compiled, exe)) if compiled == c => Ok(exe),
+        _ => Err(format!("computation {c} was not compiled before its kernel")),
     })?;
     let art = stored.map(|(buffers_fingerprint, plan)| CompArtifact {
         buffers_fingerprint,

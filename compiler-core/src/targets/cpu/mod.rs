@@ -86,8 +86,8 @@ mod sort;
 pub use artifact::compiler_version;
 #[cfg(feature = "cpu")]
 pub use compile::{
-    compile, compile_to_artifact, compile_to_artifact_with, compile_with, load_artifact, optimize, CompileOptions,
-    PIPELINE,
+    compile, compile_owned, compile_to_artifact, compile_to_artifact_with, compile_with, load_artifact, optimize,
+    CompileOptions, PIPELINE,
 };
 #[cfg(feature = "cpu")]
 use executable::{Code, KernelFn};

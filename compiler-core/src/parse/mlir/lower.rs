@@ -44,7 +44,7 @@ pub struct Scope<'a> {
     /// (value in the enclosing computation, parameter standing for it here).
     pub captures: Vec<(InstId, InstId)>,
     /// Outer value -> local copy or parameter.
-    pub imported: HashMap<InstId, InstId>,
+    pub imported: rustc_hash::FxHashMap<InstId, InstId>,
 }
 
 /// A lowered region: its computation, the values its terminator returns, and the
@@ -62,7 +62,7 @@ pub struct Lowerer<'a> {
     pub module: Module,
     pub scopes: Vec<Scope<'a>>,
     pub call_stack: Vec<String>,
-    loc_aliases: HashMap<&'a str, &'a LocAst>,
+    loc_aliases: HashMap<&'a str, &'a LocAst, foldhash::fast::RandomState>,
     insts: usize,
 }
 
@@ -325,7 +325,7 @@ impl<'a> Lowerer<'a> {
             capture,
             owner: owner.to_string(),
             captures: Vec::new(),
-            imported: HashMap::new(),
+            imported: Default::default(),
         };
         for (name, ty, pos) in &region.args {
             let loc = self.loc(*pos, None);
@@ -362,7 +362,7 @@ impl<'a> Lowerer<'a> {
             capture: Capture::ConstantsOnly,
             owner: f.name.clone(),
             captures: vec![],
-            imported: HashMap::new(),
+            imported: Default::default(),
         });
         self.call_stack.push(f.name.clone());
         let rets = self.lower_block(&f.body.ops, f.pos)?;
@@ -416,7 +416,7 @@ impl<'a> Lowerer<'a> {
             capture: Capture::ConstantsOnly,
             owner: name.to_string(),
             captures: vec![],
-            imported: HashMap::new(),
+            imported: Default::default(),
         });
         self.call_stack.push(name.to_string());
         let rets = self.lower_block(&f.body.ops, f.pos)?;

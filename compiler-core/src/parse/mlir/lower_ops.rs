@@ -16,6 +16,24 @@ use std::collections::HashMap;
 
 type R<T> = Result<T, ParseError>;
 
+/// The elementwise op a StableHLO name (after `stablehlo.`) stands for, if it is one.
+/// A table built once: trying each op's name in turn was fifty string compares per op
+/// of every program.
+fn elementwise_op(short: &str) -> Option<Op> {
+    static TABLE: std::sync::OnceLock<rustc_hash::FxHashMap<&'static str, Op>> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let unary = UnaryOp::ALL.into_iter().map(|u| (u.stablehlo_name(), Op::Unary(u)));
+        let binary = BinaryOp::ALL.into_iter().map(|b| (b.stablehlo_name(), Op::Binary(b)));
+        // Unary first: a name both spell keeps the unary op, as the scan did.
+        let mut table = rustc_hash::FxHashMap::default();
+        for (name, op) in unary.chain(binary) {
+            table.entry(name).or_insert(op);
+        }
+        table
+    });
+    table.get(short).cloned()
+}
+
 impl<'a> Lowerer<'a> {
     // ---- attribute access ------------------------------------------------------
 
@@ -165,17 +183,10 @@ impl<'a> Lowerer<'a> {
     fn lower_op_values(&mut self, op: &'a OpAst) -> R<Vec<InstId>> {
         let loc = self.loc(op.pos, op.loc.as_ref());
         let name = op.name.as_str();
-        if let Some(short) = name.strip_prefix("stablehlo.") {
-            if let Some(u) = UnaryOp::ALL.into_iter().find(|u| u.stablehlo_name() == short) {
-                let x = self.operands_n(op, 1)?;
-                let ty = self.result_type(op)?;
-                return Ok(vec![self.emit(Op::Unary(u), x, ty, &loc)?]);
-            }
-            if let Some(b) = BinaryOp::ALL.into_iter().find(|b| b.stablehlo_name() == short) {
-                let x = self.operands_n(op, 2)?;
-                let ty = self.result_type(op)?;
-                return Ok(vec![self.emit(Op::Binary(b), x, ty, &loc)?]);
-            }
+        if let Some(elementwise) = name.strip_prefix("stablehlo.").and_then(elementwise_op) {
+            let x = self.operands_n(op, if matches!(elementwise, Op::Unary(_)) { 1 } else { 2 })?;
+            let ty = self.result_type(op)?;
+            return Ok(vec![self.emit(elementwise, x, ty, &loc)?]);
         }
         if let Some(short) = name.strip_prefix("chlo.") {
             return self.lower_chlo(op, short, &loc);

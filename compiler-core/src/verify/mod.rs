@@ -33,6 +33,7 @@
 pub mod infer;
 
 use crate::ir::{CompId, Computation, InstId, Loc, Module, Op, Shape, Type};
+use cranelift_entity::EntityRef;
 use std::collections::HashMap;
 use std::fmt;
 
@@ -77,12 +78,17 @@ pub fn verify(module: &Module) -> Result<(), VerifyError> {
     verify_structure(module)
 }
 
+/// Instruction names seen so far, with the computation of each.
+type Names<'m> = HashMap<&'m str, &'m str, foldhash::fast::RandomState>;
+
 /// Every invariant but the resource limits.
 pub fn verify_structure(module: &Module) -> Result<(), VerifyError> {
     let comps = reachable(module)?;
     // Sized up front: growing it rehashed every name several times.
     let insts = comps.iter().map(|&c| module.comp(c).order.len()).sum();
-    let mut names: HashMap<&str, &str> = HashMap::with_capacity(insts);
+    // The names are the input's, so the hasher is randomly seeded (foldhash's, as the
+    // parser's: SipHash made this map half of a verify).
+    let mut names: Names = HashMap::with_capacity_and_hasher(insts, Default::default());
     for &c in &comps {
         verify_computation(module, c, &mut names)?;
     }
@@ -176,26 +182,27 @@ fn reachable(module: &Module) -> Result<Vec<CompId>, VerifyError> {
     Ok(out)
 }
 
-fn verify_computation<'m>(
-    module: &'m Module,
-    c: CompId,
-    names: &mut HashMap<&'m str, &'m str>,
-) -> Result<(), VerifyError> {
+fn verify_computation<'m>(module: &'m Module, c: CompId, names: &mut Names<'m>) -> Result<(), VerifyError> {
     let comp = module.comp(c);
-    let mut live: rustc_hash::FxHashSet<InstId> = Default::default();
+    // Per arena slot (instruction ids index it): listed in the order, defined so far.
+    let slots = comp.insts.len();
+    let mut live = vec![false; slots];
     for &id in &comp.order {
-        if !live.insert(id) {
-            return Err(inst_error(comp, id, "is listed twice in the computation's order"));
+        match live.get_mut(id.index()) {
+            Some(seen) if !*seen => *seen = true,
+            Some(_) => return Err(inst_error(comp, id, "is listed twice in the computation's order")),
+            None => return Err(comp_error(comp, format!("{id} in the computation's order is not in the computation"))),
         }
     }
+    let is_live = |id: InstId| live.get(id.index()).copied().unwrap_or(false);
     if !comp.has_root() || comp.insts.get(comp.root).is_none() {
         return Err(comp_error(comp, "the computation has no root"));
     }
-    if !live.contains(&comp.root) {
+    if !is_live(comp.root) {
         return Err(inst_error(comp, comp.root, "the root is not a live instruction"));
     }
     for (k, &p) in comp.params.iter().enumerate() {
-        if comp.insts.get(p).is_none() || !live.contains(&p) {
+        if comp.insts.get(p).is_none() || !is_live(p) {
             return Err(comp_error(comp, format!("parameter {k} ({p}) is not a live instruction")));
         }
         if comp.inst(p).op != Op::Parameter(k as u32) {
@@ -203,7 +210,7 @@ fn verify_computation<'m>(
         }
     }
 
-    let mut defined: rustc_hash::FxHashSet<InstId> = Default::default();
+    let mut defined = vec![false; slots];
     let mut operand_types: Vec<&Type> = Vec::new();
     for &id in &comp.order {
         let inst = comp.inst(id);
@@ -217,9 +224,9 @@ fn verify_computation<'m>(
             }
         }
         for (i, &o) in inst.operands.iter().enumerate() {
-            if !defined.contains(&o) {
+            if !defined.get(o.index()).copied().unwrap_or(false) {
                 let what = match comp.insts.get(o) {
-                    Some(op_inst) if live.contains(&o) => format!("%{} is defined after its use", op_inst.name),
+                    Some(op_inst) if is_live(o) => format!("%{} is defined after its use", op_inst.name),
                     Some(op_inst) => format!("%{} is not a live instruction", op_inst.name),
                     None => format!("{o} is not in the computation"),
                 };
@@ -236,7 +243,7 @@ fn verify_computation<'m>(
         operand_types.clear();
         operand_types.extend(inst.operands.iter().map(|&o| &comp.inst(o).ty));
         infer::check_type(module, &inst.op, &operand_types, &inst.ty).map_err(|m| inst_error(comp, id, m))?;
-        defined.insert(id);
+        defined[id.index()] = true;
     }
     Ok(())
 }
@@ -590,6 +597,12 @@ mod tests {
         let id = m.comp(e).order[3];
         m.comp_mut(e).order.insert(5, id);
         assert_eq!(err(&m).message, "is listed twice in the computation's order");
+        // An id past the computation's instructions (a corrupt artifact's module): an
+        // error, not an index out of bounds.
+        let mut m = mlp();
+        let beyond = InstId::new(m.comp(e).insts.len() + 3);
+        m.comp_mut(e).order.push(beyond);
+        assert!(err(&m).message.contains("is not in the computation"), "{}", err(&m).message);
     }
 
     #[test]

@@ -23,7 +23,7 @@
 use super::members::Members;
 use super::rules::{check_group, is_expensive, opaque_reason, role, Refusal, Role};
 use super::{Effect, Fuser};
-use crate::cost::group_traffic;
+use crate::cost::{group_traffic, group_traffic_saved};
 use crate::ir::{InstId, Instruction, Op};
 
 /// A producer is not duplicated when its operands are more than this many times the size
@@ -252,13 +252,10 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
     for (c, us) in groups {
         let clone = clone_for(f, p, &us);
         // With the copy as the group's operand, the effect is the group's traffic saved
-        // (two walks of the group: only for a copy taken or a refusal explained).
-        let effect = |f: &mut Fuser| {
-            let before = group_traffic(f.comp(), f.clusters[c].as_slice(), &f.users) as i64;
-            f.clusters[c].insert(clone);
-            let with = group_traffic(f.comp(), f.clusters[c].as_slice(), &f.users) as i64;
-            f.clusters[c].remove(&clone);
-            Effect { bytes: before - with, kernels: 0 }
+        // by taking it in.
+        let effect = |f: &mut Fuser| Effect {
+            bytes: group_traffic_saved(f.comp(), f.clusters[c].as_slice(), &f.users, clone),
+            kernels: 0,
         };
         let (refusal, forced) = judge(f, p, clone, c, &us, profitability.clone());
         match refusal {

@@ -46,7 +46,7 @@ pub(super) fn run(f: &mut Fuser) -> bool {
     for (members, kind) in groups {
         let mut sorted: Vec<InstId> = members.iter().copied().collect();
         sorted.sort_by_key(|m| pos.get(m).copied().unwrap_or(usize::MAX));
-        let outputs: Vec<InstId> = {
+        let outputs = {
             let mut o = f.graph().outputs(&members);
             o.sort_by_key(|m| pos.get(m).copied().unwrap_or(usize::MAX));
             o

@@ -21,6 +21,11 @@ impl Members {
         self.0.binary_search(id).is_ok()
     }
 
+    /// Where `id` sits among the members (in id order), if it is one.
+    pub fn position(&self, id: &InstId) -> Option<usize> {
+        self.0.binary_search(id).ok()
+    }
+
     /// Adds `id`; false if it was a member already.
     pub fn insert(&mut self, id: InstId) -> bool {
         match self.0.binary_search(&id) {

@@ -14,7 +14,7 @@ use super::{epilogue, reduction, FusionConfig, Pos};
 use crate::ir::{BinaryOp, Computation, FusionKind, InstId, Instruction, Op};
 use cranelift_entity::SecondaryMap;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-use std::collections::VecDeque;
+use smallvec::SmallVec;
 
 /// What part an instruction can play in a fused kernel.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -125,24 +125,31 @@ impl Graph<'_> {
         self.inst(id).ty.as_array().map(|s| s.dims.as_slice())
     }
 
-    /// Members of `members` that (transitively, through members) use `from`.
-    pub fn downstream(&self, members: &Members, from: InstId) -> Vec<InstId> {
-        let mut seen = HashSet::default();
-        let mut queue: VecDeque<InstId> = VecDeque::from([from]);
-        let mut out = Vec::new();
-        while let Some(id) = queue.pop_front() {
+    /// Members of `members` that (transitively, through members) use `from`, nearest
+    /// first. (On the stack for the usual group: every candidate merge asks.)
+    pub fn downstream(&self, members: &Members, from: InstId) -> SmallVec<[InstId; 16]> {
+        let mut seen: SmallVec<[bool; 64]> = smallvec::smallvec![false; members.len()];
+        let mut out: SmallVec<[InstId; 16]> = SmallVec::new();
+        let mut visit = |id: InstId, out: &mut SmallVec<[InstId; 16]>| {
             for &u in self.users_of(id) {
-                if members.contains(&u) && seen.insert(u) {
-                    out.push(u);
-                    queue.push_back(u);
+                if let Some(i) = members.position(&u) {
+                    if !std::mem::replace(&mut seen[i], true) {
+                        out.push(u);
+                    }
                 }
             }
+        };
+        visit(from, &mut out);
+        let mut next = 0;
+        while let Some(&id) = out.get(next) {
+            next += 1;
+            visit(id, &mut out);
         }
         out
     }
 
     /// Members whose value is needed outside the set (or is the computation's root).
-    pub fn outputs(&self, members: &Members) -> Vec<InstId> {
+    pub fn outputs(&self, members: &Members) -> SmallVec<[InstId; 8]> {
         members
             .iter()
             .copied()
@@ -244,9 +251,9 @@ pub(super) fn size_of(g: &Graph, members: &Members) -> usize {
 
 /// Whether `members` can be one kernel; if so, its fusion kind.
 pub(super) fn check_group(g: &Graph, members: &Members, cfg: &FusionConfig) -> Result<FusionKind, Refusal> {
-    let mut reduces = Vec::new();
-    let mut library = Vec::new();
-    let mut in_place = Vec::new();
+    let mut reduces: SmallVec<[InstId; 4]> = SmallVec::new();
+    let mut library: SmallVec<[InstId; 2]> = SmallVec::new();
+    let mut in_place: SmallVec<[InstId; 2]> = SmallVec::new();
     for &m in members {
         match role(g.inst(m)) {
             Role::Loop => {}

@@ -30,7 +30,8 @@ fn key(inst: &Instruction) -> Key {
             operands.sort();
         }
     }
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    // A bucket's hash (the ops in it are compared in full): no need for SipHash's.
+    let mut h = rustc_hash::FxHasher::default();
     inst.ty.hash(&mut h);
     if let Op::Constant(l) = &inst.op {
         (l.num_elements() > 0).then(|| l.bits(0)).hash(&mut h);

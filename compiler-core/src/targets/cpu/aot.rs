@@ -85,7 +85,7 @@ pub fn compile_object(module: &Module, name: &str) -> Result<AotOutput, String> 
     }
 
     let mut flags = settings::builder();
-    for (k, v) in [("opt_level", "speed"), ("is_pic", "true")] {
+    for (k, v) in [("opt_level", "speed"), ("is_pic", "true"), ("enable_verifier", super::CRANELIFT_VERIFIER)] {
         flags.set(k, v).map_err(|e| format!("cranelift flag {k}: {e}"))?;
     }
     let isa = cranelift_native::builder()

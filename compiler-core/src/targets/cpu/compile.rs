@@ -160,7 +160,8 @@ pub(crate) fn helper_symbols() -> [(&'static str, *const u8); 4] {
 }
 
 fn new_jit() -> Result<JITModule, String> {
-    let mut builder = JITBuilder::with_flags(&[("opt_level", "speed")], cranelift_module::default_libcall_names())
+    let flags = [("opt_level", "speed"), ("enable_verifier", super::CRANELIFT_VERIFIER)];
+    let mut builder = JITBuilder::with_flags(&flags, cranelift_module::default_libcall_names())
         .map_err(|e| format!("cannot set up the JIT: {e}"))?;
     for (name, ptr) in helper_symbols().into_iter().chain(libm_symbols()).chain(super::block_math::block_symbols()) {
         builder.symbol(name, ptr);

@@ -75,6 +75,7 @@ impl Machine {
         }
         let mut shared = settings::builder();
         shared.set("opt_level", "speed").map_err(|e| e.to_string())?;
+        shared.set("enable_verifier", super::CRANELIFT_VERIFIER).map_err(|e| e.to_string())?;
         builder.finish(settings::Flags::new(shared)).map_err(|e| format!("{}: {e}", self.name()))
     }
 

@@ -83,6 +83,12 @@ mod scatter;
 #[cfg(feature = "cpu")]
 mod sort;
 
+/// Cranelift's own IR verifier (its `enable_verifier` flag, for every ISA this target
+/// builds): on in debug builds, so that every test checks each CLIF function the
+/// emitters write; off in release builds, where it was over a third of a compile's
+/// instructions (production JITs, wasmtime among them, leave it off too).
+pub(crate) const CRANELIFT_VERIFIER: &str = if cfg!(debug_assertions) { "true" } else { "false" };
+
 pub use artifact::compiler_version;
 #[cfg(feature = "cpu")]
 pub use compile::{

@@ -259,7 +259,7 @@ impl CodeKey<'_> {
     #[cfg_attr(not(feature = "cpu"), allow(dead_code))]
     pub(super) fn bucket(&self) -> u64 {
         use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let mut h = rustc_hash::FxHasher::default();
         (self.kind, self.n_inputs, &self.is_result, &self.e.space, &self.e.reduced).hash(&mut h);
         (self.e.nodes.len(), self.e.idx.len(), self.e.outputs.len(), self.e.reductions.len()).hash(&mut h);
         h.finish()

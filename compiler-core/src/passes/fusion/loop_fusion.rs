@@ -25,6 +25,7 @@ use super::rules::{check_group, is_expensive, opaque_reason, role, Refusal, Role
 use super::{Effect, Fuser};
 use crate::cost::{group_traffic, group_traffic_saved};
 use crate::ir::{InstId, Instruction, Op};
+use smallvec::SmallVec;
 
 /// A producer is not duplicated when its operands are more than this many times the size
 /// of its result.
@@ -38,10 +39,14 @@ pub(super) fn run(f: &mut Fuser) {
     f.flush_order();
 }
 
+/// The groups of a producer's users, each with those users (a few, mostly one: on the
+/// stack).
+type ConsumerGroups = SmallVec<[(usize, SmallVec<[InstId; 2]>); 2]>;
+
 /// The groups `p`'s users are in, each with those users; and whether `p` is also needed
 /// outside any group (root, tuple, unfusible op).
-fn consumer_groups(f: &Fuser, p: InstId) -> (Vec<(usize, Vec<InstId>)>, bool) {
-    let mut groups: Vec<(usize, Vec<InstId>)> = Vec::new();
+fn consumer_groups(f: &Fuser, p: InstId) -> (ConsumerGroups, bool) {
+    let mut groups = ConsumerGroups::new();
     let mut outside = f.comp().root == p;
     let users = f.users.get(&p).map(Vec::as_slice).unwrap_or_default();
     // A user's uses sit next to each other in the list: each user once.
@@ -52,7 +57,7 @@ fn consumer_groups(f: &Fuser, p: InstId) -> (Vec<(usize, Vec<InstId>)>, bool) {
         match f.cluster(u) {
             Some(c) => match groups.iter_mut().find(|(g, _)| *g == c) {
                 Some((_, us)) => us.push(u),
-                None => groups.push((c, vec![u])),
+                None => groups.push((c, smallvec::smallvec![u])),
             },
             None => outside = true,
         }
@@ -115,8 +120,8 @@ fn judge(
     us: &[InstId],
     profitability: Option<Refusal>,
 ) -> (Option<Refusal>, bool) {
-    let pset = Members::one(orig);
-    if let Some((a, b)) = f.never_fused(&pset, &f.clusters[c]) {
+    let never = if f.cfg.never_fuse.is_empty() { None } else { f.never_fused(&Members::one(orig), &f.clusters[c]) };
+    if let Some((a, b)) = never {
         let reason = format!("the never-fuse override ({a}, {b}) keeps them in separate kernels");
         return (Some(Refusal::hard("override-never-fuse", reason)), false);
     }
@@ -197,7 +202,7 @@ fn describe(f: &Fuser, p: InstId, us: &[InstId]) -> String {
 /// the copy, a soft refusal a force override lifted, and the group's traffic saved.
 struct Candidate {
     group: usize,
-    users: Vec<InstId>,
+    users: SmallVec<[InstId; 2]>,
     clone: InstId,
     lifted: Option<Refusal>,
     effect: Effect,
@@ -205,7 +210,7 @@ struct Candidate {
 
 /// `p` has users in several groups, or is needed outside: put a copy of it in each
 /// group that may take one.
-fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outside: bool) {
+fn duplicate(f: &mut Fuser, p: InstId, groups: ConsumerGroups, outside: bool) {
     // Its name for the log and the refusals (the instruction itself is not copied: the
     // pass sees each producer, and most are scalar constants copied into every kernel).
     let name = f.name(p);
@@ -279,7 +284,7 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: Vec<(usize, Vec<InstId>)>, outsid
     // instead of its result; the producer's kernel goes away only if no user is left.
     // A tie is refused: the copies would force the producer's operands to be written
     // out, which this local estimate does not see.
-    let dies = !outside && f.users_of(p).is_empty();
+    let dies = !outside && f.users.get(&p).is_none_or(Vec::is_empty);
     let copies_saved: i64 = accepted.iter().map(|a| a.effect.bytes).sum();
     let total =
         Effect { bytes: copies_saved + if dies { own_traffic } else { 0 }, kernels: if dies { own_kernel } else { 0 } };

@@ -407,7 +407,7 @@ pub fn group_traffic_saved(
         let bytes = |id: InstId| bytes_of(comp, id).min(i64::MAX as u64) as i64;
         // `added` was read from outside; now it is computed inside, and written only if
         // someone outside still needs it.
-        if users_of(added).iter().any(|u| inside(u)) {
+        if users_of(added).iter().any(&inside) {
             saved = saved.saturating_add(bytes(added));
         }
         if comp.root == added || users_of(added).iter().any(|u| !inside(u)) {
@@ -424,7 +424,7 @@ pub fn group_traffic_saved(
                 if !still_needed {
                     saved = saved.saturating_add(bytes(o));
                 }
-            } else if !users_of(o).iter().any(|u| inside(u)) {
+            } else if !users_of(o).iter().any(&inside) {
                 // A value no member read before: the kernel reads it now.
                 saved = saved.saturating_sub(bytes(o));
             }

@@ -117,8 +117,12 @@ fn same_code(module: &Module, a: CompId, b: CompId, depth: usize) -> bool {
         })
 }
 
-/// Whether two ops are the same, their called computations compared as code.
+/// Whether two ops are the same, their called computations compared as code and their
+/// constants bit for bit (as floats, -0 equals +0, and a NaN nothing).
 fn same_op(module: &Module, a: &Op, b: &Op, depth: usize) -> bool {
+    if let (Op::Constant(x), Op::Constant(y)) = (a, b) {
+        return x.shape == y.shape && (0..x.num_elements()).all(|i| x.bits(i) == y.bits(i));
+    }
     let (called_a, called_b) = (a.called_computations(), b.called_computations());
     if called_a.is_empty() && called_b.is_empty() {
         return a == b;

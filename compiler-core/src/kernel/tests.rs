@@ -740,15 +740,15 @@ ENTRY %main (a: f32[32,3], b: f32[3,8]) -> f32[32,8] {
     assert_eq!(super::chains::tile_epilogue(&p, 0), None, "{}", p.summary());
 }
 
-/// Two softmax layers, the second scaling its input by `c2` before the exponential; both
-/// results are outputs and fusion makes no multi-output kernel, so that each layer keeps
-/// kernels of its own.
-fn two_softmax_layers(c2: &str) -> KernelPlan {
+/// Two softmax layers, scaling their inputs by `c1` and `c2` before the exponential;
+/// both results are outputs and fusion makes no multi-output kernel, so that each layer
+/// keeps kernels of its own.
+fn two_softmax_layers(c1: &str, c2: &str) -> KernelPlan {
     let text = with_bodies(&format!(
         "ENTRY %main (x: f32[8,16]) -> (f32[8,16], f32[8,16]) {{
   %x = f32[8,16] parameter(0)
   %zero = f32[] constant(0)
-  %c1 = f32[] constant(2)
+  %c1 = f32[] constant({c1})
   %b1 = f32[8,16] broadcast(%c1), dimensions={{}}
   %m1 = f32[8,16] multiply(%x, %b1)
   %e1 = f32[8,16] exponential(%m1)
@@ -779,7 +779,7 @@ fn same_but_names(p: &KernelPlan, a: usize, b: usize) -> bool {
 
 #[test]
 fn fusions_with_the_same_code_share_one_description_under_their_own_names() {
-    let p = two_softmax_layers("2");
+    let p = two_softmax_layers("2", "2");
     // exp(x * 2); its row sum; the division.
     assert_eq!(kinds(&p), ["loop", "reduction(row)", "loop", "loop", "reduction(row)", "loop"], "{}", p.summary());
     for (first, second) in [(0, 3), (1, 4), (2, 5)] {
@@ -802,19 +802,26 @@ fn fusions_that_differ_in_a_constant_keep_their_own_descriptions() {
     // The same ops, operands and types, but the second layer scales by 3: its first
     // kernel must compute with 3 (a copy of the first layer's would use 2). The sum and
     // the division are still the same code.
-    let p = two_softmax_layers("3");
-    let constants = |k: usize| -> Vec<String> {
-        let e = elemental(&p.kernels[k]);
-        e.nodes
-            .iter()
-            .filter_map(|n| match &n.node {
-                Node::Const(v) => Some(format!("{v:?}")),
-                _ => None,
-            })
-            .collect()
-    };
-    assert_ne!(constants(0), constants(3), "{}", p.summary());
-    assert!(constants(3).iter().any(|c| c.contains('3')), "{:?}", constants(3));
+    let p = two_softmax_layers("2", "3");
+    assert_ne!(constants(&p, 0), constants(&p, 3), "{}", p.summary());
+    assert!(constants(&p, 3).iter().any(|c| c.contains('3')), "{:?}", constants(&p, 3));
     assert!(!same_but_names(&p, 0, 3));
     assert!(same_but_names(&p, 1, 4) && same_but_names(&p, 2, 5));
+    // Zeros of both signs are equal floats but other constants: x * -0 is -0 for a
+    // positive x.
+    let p = two_softmax_layers("0", "-0");
+    assert_eq!(constants(&p, 0).iter().filter(|c| c.contains("-0")).count(), 0, "{:?}", constants(&p, 0));
+    assert!(constants(&p, 3).iter().any(|c| c.contains("-0")), "{:?}", constants(&p, 3));
+}
+
+/// The constants kernel `k` of `p` computes with, in node order.
+fn constants(p: &KernelPlan, k: usize) -> Vec<String> {
+    elemental(&p.kernels[k])
+        .nodes
+        .iter()
+        .filter_map(|n| match &n.node {
+            Node::Const(v) => Some(format!("{v:?}")),
+            _ => None,
+        })
+        .collect()
 }

@@ -19,9 +19,10 @@
 //! Provenance: the concatenation and the merged dot are `created_by` `dot-merger`; each
 //! original dot is rewritten in place into its slice (its name, so its graph id, stays).
 
-use crate::ir::{CompId, Computation, DotDims, InstId, Instruction, Module, Op, Shape, Type};
+use crate::ir::{CompId, Computation, DotDims, ElementType, InstId, Instruction, Module, Op, Shape, Type};
 use crate::passes::provenance::Scope;
 use crate::passes::{Changed, Decision, Pass, PassLog, Rewrite};
+use cranelift_entity::EntityRef;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// The dot merger; see the module documentation.
@@ -49,8 +50,8 @@ struct GroupKey {
     shared: InstId,
     shared_side: usize,
     dims: DotDims,
-    other_shape: (String, Vec<i64>),
-    result_elem: String,
+    other_shape: (ElementType, Vec<i64>),
+    result_elem: ElementType,
 }
 
 /// How a group's merge would pay off, in bytes.
@@ -142,8 +143,8 @@ impl DotMerger {
                     shared: inst.operands[side],
                     shared_side: side,
                     dims: dims.clone(),
-                    other_shape: (shape.elem.to_string(), blanked),
-                    result_elem: out.elem.to_string(),
+                    other_shape: (shape.elem, blanked),
+                    result_elem: out.elem,
                 };
                 match index.get(&key) {
                     Some(&g) => groups[g].1.push(id),
@@ -323,21 +324,30 @@ impl DotMerger {
 /// other, so they can be one dot. One walk, remembering only whether each instruction
 /// depends on some member (linear, however many members share the operand).
 fn independent(comp: &Computation, members: &[InstId]) -> Vec<InstId> {
-    let set: HashSet<InstId> = members.iter().copied().collect();
-    let mut after_member: HashSet<InstId> = HashSet::default();
+    // Flags per arena slot: a stack's layers share their weights, so a group of dots on
+    // one weight spans the whole program, and this walk visits most of it.
+    let slots = comp.insts.len();
+    let mut member = vec![false; slots];
+    for m in members {
+        if let Some(f) = member.get_mut(m.index()) {
+            *f = true;
+        }
+    }
+    let is = |flags: &[bool], id: &InstId| flags.get(id.index()).copied().unwrap_or(false);
+    let mut after_member = vec![false; slots];
     let mut out = Vec::new();
     // Only what lies between the first and the last member can depend on a member.
-    let first = comp.order.iter().position(|id| set.contains(id)).unwrap_or(comp.order.len());
-    let mut left = set.len();
+    let first = comp.order.iter().position(|id| is(&member, id)).unwrap_or(comp.order.len());
+    let mut left = members.iter().filter(|m| is(&member, m)).collect::<HashSet<_>>().len();
     for &id in &comp.order[first..] {
         if left == 0 {
             break;
         }
-        left -= usize::from(set.contains(&id));
-        let depends = comp.inst(id).operands.iter().any(|o| set.contains(o) || after_member.contains(o));
+        left -= usize::from(is(&member, &id));
+        let depends = comp.inst(id).operands.iter().any(|o| is(&member, o) || is(&after_member, o));
         if depends {
-            after_member.insert(id);
-        } else if set.contains(&id) {
+            after_member[id.index()] = true;
+        } else if is(&member, &id) {
             out.push(id);
         }
     }

@@ -30,6 +30,7 @@ use super::{Changed, PassLog, Rewrite};
 use crate::ir::{CompId, Computation, InstId, Instruction, Literal, Loc, Module, Op, Scalar, Shape, Type};
 use cranelift_entity::EntityRef;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use smallvec::SmallVec;
 
 /// What a rule does to the instruction it matched. (Short-lived, one at a time: the size
 /// difference between the variants does not matter.)
@@ -254,6 +255,62 @@ impl Touched {
     }
 }
 
+/// Who uses each instruction of a computation, once per use, by arena slot: what a
+/// round needs to point a replaced value's users at its replacement. Scanning the whole
+/// computation for them at every replacement was quadratic in a deep stack's depth.
+/// Built when a round first replaces a value, then kept up to date by its rewrites.
+struct Uses(Vec<SmallVec<[InstId; 4]>>);
+
+impl Uses {
+    /// The uses among `comp`'s live instructions (those in its order).
+    fn of(comp: &Computation) -> Uses {
+        let mut uses = Uses(vec![SmallVec::new(); comp.insts.len()]);
+        for &x in &comp.order {
+            uses.add(x, &comp.inst(x).operands);
+        }
+        uses
+    }
+
+    fn list(&mut self, id: InstId) -> &mut SmallVec<[InstId; 4]> {
+        if self.0.len() <= id.index() {
+            self.0.resize(id.index() + 1, SmallVec::new());
+        }
+        &mut self.0[id.index()]
+    }
+
+    fn add(&mut self, user: InstId, operands: &[InstId]) {
+        for &o in operands {
+            self.list(o).push(user);
+        }
+    }
+
+    fn remove(&mut self, user: InstId, operands: &[InstId]) {
+        for &o in operands {
+            let list = self.list(o);
+            if let Some(at) = list.iter().position(|&u| u == user) {
+                list.swap_remove(at);
+            }
+        }
+    }
+
+    /// Points every use of `old` at `new`, and the root (as
+    /// `Computation::replace_all_uses` does, from the users it knows).
+    fn replace(&mut self, comp: &mut Computation, old: InstId, new: InstId) {
+        let users = std::mem::take(self.list(old));
+        for &u in &users {
+            for o in comp.inst_mut(u).operands.iter_mut() {
+                if *o == old {
+                    *o = new;
+                }
+            }
+        }
+        self.list(new).extend(users);
+        if comp.root == old {
+            comp.root = new;
+        }
+    }
+}
+
 /// One round over one computation: tries the rules on every live instruction (or only
 /// on those in `only`). Records provenance when `scope` is given (the computation is
 /// in the graph). Returns what the round changed (nothing: no rule fired).
@@ -269,6 +326,7 @@ fn round(
     let order = module.comp(comp).order.clone();
     let mut touched: Option<Touched> = None;
     let mut replaced: HashSet<InstId> = HashSet::default();
+    let mut uses: Option<Uses> = None;
     for id in order {
         if replaced.contains(&id) || only.is_some_and(|only| !only.contains(&id)) {
             continue;
@@ -293,6 +351,12 @@ fn round(
                     scope.created(cx.module, comp, InstId::new(k), rule.name, log);
                 }
             }
+            if let Some(uses) = &mut uses {
+                let c = cx.module.comp(comp);
+                for k in made_from..c.insts.len() {
+                    uses.add(InstId::new(k), &c.inst(InstId::new(k)).operands);
+                }
+            }
             let Some(action) = action else { continue };
             let c = cx.module.comp_mut(comp);
             let name = c.inst(id).name.clone();
@@ -308,7 +372,7 @@ fn round(
                 Action::Use(y) => {
                     // `y` takes over `id`'s users: its own users changed.
                     t.add([y]);
-                    c.replace_all_uses(id, y);
+                    uses.get_or_insert_with(|| Uses::of(c)).replace(c, id, y);
                     replaced.insert(id);
                     if let Some(scope) = scope.as_deref_mut() {
                         scope.replaced(cx.module, comp, id, y, rule.name, log);
@@ -317,6 +381,10 @@ fn round(
                 Action::Rewrite { op, operands } => {
                     // The old and new operands' users changed, and `id` itself.
                     t.add(c.inst(id).operands.iter().chain(&operands).copied().chain([id]));
+                    if let Some(uses) = &mut uses {
+                        uses.remove(id, &c.inst(id).operands);
+                        uses.add(id, &operands);
+                    }
                     let inst = c.inst_mut(id);
                     inst.op = op;
                     inst.operands = operands;

@@ -396,12 +396,16 @@ pub fn group_traffic_saved(
 ) -> i64 {
     let inside = |id: &InstId| members.binary_search(id).is_ok();
     let users_of = |id: InstId| users.get(&id).map(Vec::as_slice).unwrap_or(&[]);
-    let saved = if members.iter().all(|&m| is_trivial(&comp.inst(m).op)) {
-        // The group moved nothing; with `added` it may.
+    // The group with `added`, sorted as `group_traffic` wants it (the slow way).
+    let with_added = || {
         let mut with = members.to_vec();
         let at = with.binary_search(&added).unwrap_or_else(|at| at);
         with.insert(at, added);
-        -(group_traffic(comp, &with, users) as i64)
+        with
+    };
+    let saved = if members.iter().all(|&m| is_trivial(&comp.inst(m).op)) {
+        // The group moved nothing; with `added` it may.
+        -(group_traffic(comp, &with_added(), users) as i64)
     } else {
         let mut saved = 0i64;
         let bytes = |id: InstId| bytes_of(comp, id).min(i64::MAX as u64) as i64;
@@ -431,12 +435,10 @@ pub fn group_traffic_saved(
         }
         saved
     };
-    debug_assert_eq!(saved, {
-        let mut with = members.to_vec();
-        let at = with.binary_search(&added).unwrap_or_else(|at| at);
-        with.insert(at, added);
-        group_traffic(comp, members, users) as i64 - group_traffic(comp, &with, users) as i64
-    });
+    debug_assert_eq!(
+        saved,
+        group_traffic(comp, members, users) as i64 - group_traffic(comp, &with_added(), users) as i64
+    );
     saved
 }
 

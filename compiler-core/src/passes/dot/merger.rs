@@ -338,7 +338,7 @@ fn independent(comp: &Computation, members: &[InstId]) -> Vec<InstId> {
     let mut out = Vec::new();
     // Only what lies between the first and the last member can depend on a member.
     let first = comp.order.iter().position(|id| is(&member, id)).unwrap_or(comp.order.len());
-    let mut left = members.iter().filter(|m| is(&member, m)).collect::<HashSet<_>>().len();
+    let mut left = member.iter().filter(|&&m| m).count();
     for &id in &comp.order[first..] {
         if left == 0 {
             break;

@@ -120,8 +120,7 @@ fn judge(
     us: &[InstId],
     profitability: Option<Refusal>,
 ) -> (Option<Refusal>, bool) {
-    let never = if f.cfg.never_fuse.is_empty() { None } else { f.never_fused(&Members::one(orig), &f.clusters[c]) };
-    if let Some((a, b)) = never {
+    if let Some((a, b)) = f.never_fused(&[orig], f.clusters[c].as_slice()) {
         let reason = format!("the never-fuse override ({a}, {b}) keeps them in separate kernels");
         return (Some(Refusal::hard("override-never-fuse", reason)), false);
     }

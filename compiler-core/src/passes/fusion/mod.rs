@@ -388,11 +388,11 @@ impl<'a> Fuser<'a> {
     }
 
     /// A never-fuse override that forbids `a` and `b` in one kernel, if any.
-    fn never_fused(&self, a: &Members, b: &Members) -> Option<(String, String)> {
+    fn never_fused(&self, a: &[InstId], b: &[InstId]) -> Option<(String, String)> {
         if self.cfg.never_fuse.is_empty() {
             return None;
         }
-        let names = |s: &Members| s.iter().map(|&i| self.name(i)).collect::<std::collections::HashSet<_>>();
+        let names = |s: &[InstId]| s.iter().map(|&i| self.name(i)).collect::<std::collections::HashSet<_>>();
         let (na, nb) = (names(a), names(b));
         self.cfg
             .never_fuse

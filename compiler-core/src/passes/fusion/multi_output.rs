@@ -120,7 +120,7 @@ fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: Inst
         return false;
     }
     let merged: Members = f.clusters[a].union(&f.clusters[b]);
-    let refusal = if let Some((x, y)) = f.never_fused(&f.clusters[a], &f.clusters[b]) {
+    let refusal = if let Some((x, y)) = f.never_fused(f.clusters[a].as_slice(), f.clusters[b].as_slice()) {
         Some(Refusal::hard(
             "override-never-fuse",
             format!("the never-fuse override ({x}, {y}) keeps them in separate kernels"),

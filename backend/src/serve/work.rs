@@ -407,7 +407,7 @@ fn output_summary(index: usize, l: &Literal, with_npy: bool) -> OutputSummary {
     OutputSummary {
         index: index as u32,
         dtype: l.elem().hlo_name().to_string(),
-        shape: l.shape.dims.clone(),
+        shape: l.shape.dims.to_vec(),
         min: stats.min,
         max: stats.max,
         mean: stats.mean,

@@ -193,7 +193,7 @@ pub fn inst_flops(module: &Module, comp: &Computation, id: InstId) -> u64 {
     let operand_elems = |i: usize| inst.operands.get(i).map(|&o| elems(&comp.inst(o).ty)).unwrap_or(0);
     // Dimensions of operand `i` (empty when it is missing: a malformed op costs 0).
     let operand_dims = |i: usize| -> Vec<i64> {
-        inst.operands.get(i).and_then(|&o| comp.inst(o).ty.as_array()).map(|s| s.dims.clone()).unwrap_or_default()
+        inst.operands.get(i).and_then(|&o| comp.inst(o).ty.as_array()).map(|s| s.dims.to_vec()).unwrap_or_default()
     };
     match &inst.op {
         Op::Unary(u) if u.is_transcendental() => out.saturating_mul(TRANSCENDENTAL_FLOPS),

@@ -44,7 +44,7 @@ impl<'a> IndexArray<'a> {
 
     /// Dimensions of the index array without the index vector dimension.
     fn batch_dims(&self) -> Vec<i64> {
-        let mut d = self.lit.shape.dims.clone();
+        let mut d = self.lit.shape.dims.to_vec();
         if self.vector_dim < d.len() {
             d.remove(self.vector_dim);
         }

@@ -102,7 +102,7 @@ pub(super) fn reduce_window(interp: &mut Interpreter, inst: &Instruction, args: 
         })
         .collect();
     for s in &out_shapes {
-        if s.dims != out_dims {
+        if s.dims[..] != out_dims[..] {
             return Err(format!("result dims {:?} differ from the window count {out_dims:?}", s.dims));
         }
     }
@@ -176,7 +176,7 @@ pub(super) fn select_and_scatter(
     check_window_ranges(&a.window_dims, &a.strides, &a.padding)?;
     let expected: Vec<i64> =
         (0..rank).map(|d| num_windows(dims[d], a.window_dims[d], a.strides[d], 1, 1, a.padding[d])).collect();
-    if source.shape.dims != expected {
+    if source.shape.dims[..] != expected[..] {
         return Err(format!("source dims {:?} differ from the window count {expected:?}", source.shape.dims));
     }
     let out_shape = result_shape(inst)?;

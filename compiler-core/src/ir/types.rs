@@ -153,22 +153,26 @@ impl fmt::Display for ElementType {
     }
 }
 
+/// A shape's dimensions: inline up to rank 4, so that the many shapes a compile makes
+/// and copies (every instruction's type, every rewrite's) allocate nothing.
+pub type Dims = smallvec::SmallVec<[i64; 4]>;
+
 /// An array shape: element type, static dimensions, optional layout.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Shape {
     pub elem: ElementType,
-    pub dims: Vec<i64>,
+    pub dims: Dims,
     /// `minor_to_major` order of the dimensions; `None` means the default row-major
     /// layout (`{n-1, ..., 1, 0}`), chosen later by layout assignment.
     pub layout: Option<Vec<i64>>,
 }
 
 impl Shape {
-    pub fn new(elem: ElementType, dims: impl Into<Vec<i64>>) -> Shape {
-        Shape { elem, dims: dims.into(), layout: None }
+    pub fn new(elem: ElementType, dims: impl AsRef<[i64]>) -> Shape {
+        Shape { elem, dims: Dims::from_slice(dims.as_ref()), layout: None }
     }
     pub fn scalar(elem: ElementType) -> Shape {
-        Shape::new(elem, Vec::new())
+        Shape::new(elem, Dims::new())
     }
     pub fn rank(&self) -> usize {
         self.dims.len()
@@ -257,7 +261,7 @@ pub enum Type {
 }
 
 impl Type {
-    pub fn array(elem: ElementType, dims: impl Into<Vec<i64>>) -> Type {
+    pub fn array(elem: ElementType, dims: impl AsRef<[i64]>) -> Type {
         Type::Array(Shape::new(elem, dims))
     }
     /// The result type of an op with `n` results: the single type, or a tuple of them.

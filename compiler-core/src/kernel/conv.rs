@@ -270,7 +270,7 @@ impl<'m> Planner<'m> {
         }
         // out[..b.., ..o.., ..f..] = product[f / Cout_g, (b, o...), f % Cout_g].
         let mut b = Builder::new(comp, HashMap::default());
-        b.e.space = os.dims.clone();
+        b.e.space = os.dims.to_vec();
         b.e.reduced = vec![false; os.rank()];
         let f = var(&mut b, dn.output_feature as usize);
         let gi = b.idx(Idx::Div(f, g.cout.max(1)));

@@ -313,9 +313,9 @@ fn build_with_split(
     for &o in outputs {
         let shape = array_shape(&comp.inst(o).ty)?;
         let depends_on_reduce = b.depends_on_reduce(o);
-        let (inner, at) = if b.reduce_of.is_empty() || shape.dims == kept_dims {
+        let (inner, at) = if b.reduce_of.is_empty() || shape.dims[..] == kept_dims[..] {
             (false, outer.clone())
-        } else if shape.dims == b.e.space && !depends_on_reduce {
+        } else if shape.dims[..] == b.e.space[..] && !depends_on_reduce {
             (true, full.clone())
         } else if let Some(at) = b.outer_index_up_to_unit_dims(&shape.dims, &kept_dims, &outer) {
             // The reduce's result with size-1 dimensions added or dropped (a mean kept
@@ -482,9 +482,9 @@ impl<'c> Builder<'c> {
             return Ok(());
         }
         if reduces.is_empty() {
-            let first = array_shape(&self.comp.inst(outputs[0]).ty)?.dims.clone();
+            let first = array_shape(&self.comp.inst(outputs[0]).ty)?.dims.to_vec();
             for &o in outputs {
-                if array_shape(&self.comp.inst(o).ty)?.dims != first {
+                if array_shape(&self.comp.inst(o).ty)?.dims[..] != first[..] {
                     return Err("outputs of different shapes in one loop kernel".into());
                 }
             }
@@ -496,7 +496,7 @@ impl<'c> Builder<'c> {
         for (k, &r) in reduces.iter().enumerate() {
             let inst = self.comp.inst(r);
             let Op::Reduce { dims, .. } = &inst.op else { unreachable!("filtered above") };
-            let input = array_shape(&self.comp.inst(inst.operands[0]).ty)?.dims.clone();
+            let input = array_shape(&self.comp.inst(inst.operands[0]).ty)?.dims.to_vec();
             match &space {
                 None => space = Some((input, dims.clone())),
                 Some((i, d)) if *i == input && d == dims => {}
@@ -963,7 +963,7 @@ impl<'c> Builder<'c> {
                 let from = self.shape_of(ops[0])?;
                 if sizes.len() != from.rank()
                     || ops.len() != 1 + from.rank()
-                    || sizes != &shape.dims
+                    || sizes[..] != shape.dims[..]
                     || sizes.iter().zip(&from.dims).any(|(&s, &n)| s < 0 || s > n)
                 {
                     return Err("malformed dynamic-slice".into());

@@ -805,7 +805,7 @@ impl<'m> Planner<'m> {
         }
         Ok(SortSpec {
             dim: d as usize,
-            dims: first.dims.clone(),
+            dims: first.dims.to_vec(),
             elems: shapes.iter().map(|s| s.elem).collect(),
             comparator,
         })
@@ -917,9 +917,9 @@ impl<'m> Planner<'m> {
             return Err("scatter body: not a scalar function".into());
         }
         Ok(ScatterSpec {
-            operand_dims: operand.dims.clone(),
-            update_dims: update.dims.clone(),
-            index_dims: index.dims.clone(),
+            operand_dims: operand.dims.to_vec(),
+            update_dims: update.dims.to_vec(),
+            index_dims: index.dims.to_vec(),
             index_elem: index.elem,
             index_vector_dim: vdim,
             scatter_dims_to_operand_dims: s.scatter_dims_to_operand_dims.iter().map(|&d| d as usize).collect(),

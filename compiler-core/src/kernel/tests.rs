@@ -226,7 +226,7 @@ ENTRY %main (x: f32[1,4,5,5], k: f32[6,2,3,3]) -> f32[1,6,3,3] {
     let KernelBody::Dot(spec) = &p.kernels[2].body else { panic!() };
     // Per group: 9 output positions x (3*3 window * 2 input features) x 3 output features.
     assert_eq!((spec.batch, spec.m, spec.k, spec.n), (2, 9, 18, 3));
-    assert_eq!(p.buffers[p.kernels[0].outputs[0]].shape.dims, vec![2, 9, 18]);
+    assert_eq!(p.buffers[p.kernels[0].outputs[0]].shape.dims[..], [2, 9, 18]);
 }
 
 /// Checks the arena's one rule: two buffers live at the same kernel never share bytes,
@@ -522,7 +522,7 @@ fn softmax_rows_form_one_chain() {
     assert_eq!(p.chains, vec![0..3]);
     // x (pinned), max, exp, sum, result (pinned): max, exp and sum live over the whole
     // chain, none in place.
-    let exp = p.kernels[1].outputs.iter().find(|&&b| p.buffers[b].shape.dims == [4096, 1024]).copied().unwrap();
+    let exp = p.kernels[1].outputs.iter().find(|&&b| p.buffers[b].shape.dims[..] == [4096, 1024]).copied().unwrap();
     assert_eq!(p.arena.live[exp.index()], (0, 2));
     assert_eq!(p.arena.live[p.kernels[0].outputs[0].index()], (0, 2));
     assert!(p.arena.in_place_of.iter().all(Option::is_none));

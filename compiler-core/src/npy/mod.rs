@@ -195,9 +195,9 @@ impl NpyArray {
     pub fn from_literal(l: &Literal) -> NpyArray {
         if l.elem() == ElementType::BF16 {
             let f32s = Literal::from_f64s(l.shape.with_elem(ElementType::F32), &l.to_f64_vec());
-            return NpyArray { elem: ElementType::F32, dims: l.shape.dims.clone(), data: f32s.to_le_bytes() };
+            return NpyArray { elem: ElementType::F32, dims: l.shape.dims.to_vec(), data: f32s.to_le_bytes() };
         }
-        NpyArray { elem: l.elem(), dims: l.shape.dims.clone(), data: l.to_le_bytes() }
+        NpyArray { elem: l.elem(), dims: l.shape.dims.to_vec(), data: l.to_le_bytes() }
     }
 
     /// The literal of shape `dims`/`elem` this array holds. The dtype must match, except

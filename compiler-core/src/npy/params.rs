@@ -89,7 +89,7 @@ fn check_matches(arr: &NpyRef, shape: &Shape) -> Result<(), String> {
     if !dtype_ok {
         return Err(format!("expects dtype {expected}, but the file holds {}", numpy_name(arr.elem)));
     }
-    if arr.dims != shape.dims {
+    if arr.dims[..] != shape.dims[..] {
         return Err(format!(
             "expects shape {}, but the file holds shape {}",
             dims_text(&shape.dims),

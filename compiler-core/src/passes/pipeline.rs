@@ -534,7 +534,7 @@ fn diff_signatures(before: &HashMap<String, String>, after: &HashMap<String, Str
 
 fn dtype_and_dims(ty: &Type) -> (String, Vec<i64>) {
     match ty {
-        Type::Array(s) => (s.elem.hlo_name().to_string(), s.dims.clone()),
+        Type::Array(s) => (s.elem.hlo_name().to_string(), s.dims.to_vec()),
         Type::Tuple(_) => ("tuple".to_string(), vec![]),
         Type::Token => ("token".to_string(), vec![]),
     }

@@ -124,7 +124,7 @@ impl Ctx<'_> {
     }
     /// The dimensions of `id` (empty for non-arrays, which no rule matches anyway).
     pub fn dims(&self, id: InstId) -> Vec<i64> {
-        self.shape(id).map(|s| s.dims.clone()).unwrap_or_default()
+        self.shape(id).map(|s| s.dims.to_vec()).unwrap_or_default()
     }
 
     /// The single value every element of `id` holds, when `id` is a constant whose

@@ -67,7 +67,7 @@ pub fn needs_declared_type(op: &Op) -> bool {
 // Small helpers shared by the rules.
 
 /// An array type without layout.
-fn plain(elem: ElementType, dims: Vec<i64>) -> Type {
+fn plain(elem: ElementType, dims: impl AsRef<[i64]>) -> Type {
     Type::Array(Shape::new(elem, dims))
 }
 
@@ -529,7 +529,7 @@ fn transpose(perm: &[i64], s: &Shape) -> R<Type> {
     len_is(perm.len(), s.rank(), "permutation")?;
     all_in(perm, s.rank(), "permutation entry")?;
     unique(perm, "permutation")?;
-    Ok(plain(s.elem, perm.iter().map(|&p| s.dims[p as usize]).collect()))
+    Ok(plain(s.elem, perm.iter().map(|&p| s.dims[p as usize]).collect::<Vec<_>>()))
 }
 
 fn slice(start: &[i64], limit: &[i64], stride: &[i64], s: &Shape) -> R<Type> {
@@ -823,7 +823,7 @@ fn select_and_scatter(module: &Module, a: &SelectAndScatterAttrs, ops: &[&Type])
     let windows: Vec<i64> = (0..rank)
         .map(|i| num_windows(operand.dims[i], 1, padding[i], a.window_dims[i], 1, strides[i]))
         .collect::<R<_>>()?;
-    if source.dims != windows {
+    if source.dims[..] != windows[..] {
         return Err(format!("source has dims {:?} but the operand's windows give {windows:?}", source.dims));
     }
     let (name, params, root) = signature(module, a.select, "select")?;
@@ -929,7 +929,7 @@ fn gather(g: &GatherDims, operand: &Shape, indices: &Shape) -> R<Type> {
     let (mut bi, mut oi) = (batch.iter(), offsets.iter());
     let dims = (0..out_rank as i64)
         .map(|r| if g.offset_dims.contains(&r) { *oi.next().unwrap() } else { *bi.next().unwrap() })
-        .collect();
+        .collect::<Vec<_>>();
     Ok(plain(operand.elem, dims))
 }
 
@@ -1913,7 +1913,7 @@ mod tests {
         let lit = Literal::from_f64s(crate::ir::Shape::new(F32, vec![2]), &[1.0, 2.0]);
         assert_eq!(inf(Op::Constant(lit.clone()), &[]), Ok(f32(&[2])));
         let mut bad = lit;
-        bad.shape.dims = vec![3];
+        bad.shape.dims = smallvec::smallvec![3];
         assert_eq!(
             inf(Op::Constant(bad), &[]),
             Err("constant: literal has 2 elements but its shape f32[3] needs 3".into())

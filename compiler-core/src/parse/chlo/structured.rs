@@ -27,7 +27,7 @@ pub(crate) fn top_k(
     }
     let last = shape.rank() - 1;
     let kk = k.min(shape.dims[last]);
-    let mut out_dims = shape.dims.clone();
+    let mut out_dims = shape.dims.to_vec();
     out_dims[last] = kk;
     ctx.result(0, &Shape::new(shape.elem, out_dims.clone()))?;
     ctx.result(1, &Shape::new(ElementType::S32, out_dims.clone()))?;
@@ -142,7 +142,7 @@ pub(crate) fn ragged_dot(
     for i in 0..g {
         let mut lo = vec![0; g_rank];
         lo[g_rank - 1] = i;
-        let mut hi = gss.dims.clone();
+        let mut hi = gss.dims.to_vec();
         hi[g_rank - 1] = i + 1;
         let size = b.slice(gs, lo, hi);
         let mut size = b.reshape(size, batch_shape.clone());
@@ -174,7 +174,7 @@ pub(crate) fn ragged_dot(
         for (i, masked) in masked_groups.into_iter().enumerate() {
             let mut lo = vec![0; rs.rank()];
             lo[gd as usize] = i as i64;
-            let mut hi = rs.dims.clone();
+            let mut hi = rs.dims.to_vec();
             hi[gd as usize] = i as i64 + 1;
             let slice = b.slice(rhs, lo, hi);
             let rhs_i = b.reshape(slice, rhs_dims.clone());
@@ -281,14 +281,14 @@ pub(crate) fn scan(
     let zero = lb.int_like(pos, 0);
     let mut call_args = Vec::new();
     for (i, s) in ctx.shapes[..n].iter().enumerate() {
-        let mut sizes = s.dims.clone();
+        let mut sizes = s.dims.to_vec();
         sizes[dim as usize] = 1;
         let starts: Vec<InstId> = (0..s.rank()).map(|d| if d == dim as usize { at } else { zero }).collect();
         let mut ops = vec![p[1 + i]];
         ops.extend(starts);
         let ty = Type::Array(Shape::new(s.elem, sizes.clone()));
         let slice = lb.push("dynamic-slice", Op::DynamicSlice { sizes }, ops, ty);
-        call_args.push(lb.reshape(slice, drop_dim(s).dims));
+        call_args.push(lb.reshape(slice, drop_dim(s).dims.to_vec()));
     }
     call_args.extend_from_slice(&p[1 + n..1 + n + m]);
     let body_root = lb.module.comp(body).root_inst().ty.clone();
@@ -310,7 +310,7 @@ pub(crate) fn scan(
         if !lb.shape(slice)?.same_shape(&drop_dim(out)) {
             return Err(ctx.err(&format!("body output {j} does not match result {out}")));
         }
-        let mut dims = out.dims.clone();
+        let mut dims = out.dims.to_vec();
         dims[dim as usize] = 1;
         let update = lb.reshape(slice, dims);
         let acc = p[1 + n + m + j];

@@ -51,7 +51,7 @@ pub fn dense_to_literal(d: &Dense) -> Result<Literal, String> {
             }
             if n > 0 {
                 let dims: Vec<i64> = written.iter().map(|&x| x as i64).collect();
-                if dims != shape.dims && !(shape.dims.is_empty() && dims == [1]) {
+                if dims[..] != shape.dims[..] && !(shape.dims.is_empty() && dims == [1]) {
                     return Err(format!("dense literal of shape {:?} does not match {}", dims, shape));
                 }
             }

@@ -582,7 +582,7 @@ impl<'a> Lowerer<'a> {
         let want = self.const_ints(op, shape, "shape")?;
         let ty = self.result_type(op)?;
         match ty.as_array() {
-            Some(s) if s.dims == want => Ok(()),
+            Some(s) if s.dims[..] == want[..] => Ok(()),
             _ => Err(self
                 .err(op.pos, format!("{}: shape operand {:?} does not match the result type {}", op.name, want, ty))),
         }

@@ -91,7 +91,7 @@ fn dot_canonical_form(cx: &mut Ctx, id: InstId) -> Option<Action> {
     };
     let mut product = batch_dims.clone();
     product.extend([m, n]);
-    if product == out.dims {
+    if product[..] == out.dims[..] {
         return Some(Action::Rewrite { op: Op::Dot(dims), operands: vec![lhs, rhs] });
     }
     let ty = Type::Array(Shape::new(out.elem, product));

@@ -137,7 +137,7 @@ impl DotMerger {
                 let other = inst.operands[1 - side];
                 let Some(shape) = array(comp, other) else { continue };
                 let Some(cat) = first_free(dims, 1 - side, shape.rank()) else { continue };
-                let mut blanked = shape.dims.clone();
+                let mut blanked = shape.dims.to_vec();
                 blanked[cat] = -1;
                 let key = GroupKey {
                     shared: inst.operands[side],
@@ -278,7 +278,7 @@ impl DotMerger {
         let mut cat_dims = other_shape.dims.clone();
         cat_dims[cat] = sizes.iter().sum();
         let out = first.ty.as_array().expect("a dot is an array").clone();
-        let mut merged_dims = out.dims.clone();
+        let mut merged_dims = out.dims.to_vec();
         merged_dims[at] = cat_dims[cat];
         let loc = first.loc.clone();
         let (cat_name, dot_name) = (module.fresh_name("concatenate"), module.fresh_name("dot"));

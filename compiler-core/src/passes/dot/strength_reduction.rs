@@ -86,7 +86,7 @@ fn dot_to_multiply_reduce(cx: &mut Ctx, id: InstId) -> Option<Action> {
         return None;
     }
     let (nb, nl, nr) = (dd.lhs_batch.len(), lfree.len(), rfree.len());
-    let mut product_dims: Vec<i64> = out.dims.clone();
+    let mut product_dims: Vec<i64> = out.dims.to_vec();
     product_dims.extend(&contracting);
     if product_dims.len() != nb + nl + nr + contracting.len() {
         return None;

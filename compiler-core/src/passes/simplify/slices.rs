@@ -61,7 +61,7 @@ pub(super) fn slice_of_broadcast(cx: &mut Ctx, id: InstId) -> Option<Action> {
             dims.push(*out.get(k)?);
         }
     }
-    let full = s.iter().all(|&v| v == 0) && t.iter().all(|&v| v == 1) && l == xs.dims;
+    let full = s.iter().all(|&v| v == 0) && t.iter().all(|&v| v == 1) && l[..] == xs.dims[..];
     let src = if full {
         x
     } else {

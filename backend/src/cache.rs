@@ -109,10 +109,7 @@ impl<E: Entry> Cache<E> {
     /// The folder from the environment: `$HLOSCOPE_CACHE_DIR`, else the user's cache
     /// folder + `hloscope`; the cap from `$HLOSCOPE_CACHE_MAX_BYTES`.
     pub fn from_env() -> Self {
-        let dir = std::env::var_os("HLOSCOPE_CACHE_DIR")
-            .filter(|d| !d.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| dirs::cache_dir().map(|d| d.join("hloscope")));
+        let dir = folder_from_env();
         let max =
             std::env::var("HLOSCOPE_CACHE_MAX_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(DEFAULT_MAX_BYTES);
         Cache::new(dir, max)
@@ -178,6 +175,15 @@ impl<E: Entry> Cache<E> {
         }
         evict(dir, self.max_bytes, path)
     }
+}
+
+/// The cache folder the environment names: `$HLOSCOPE_CACHE_DIR`, else the user's cache
+/// folder + `hloscope` (none when the system has no cache folder).
+pub fn folder_from_env() -> Option<PathBuf> {
+    std::env::var_os("HLOSCOPE_CACHE_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| dirs::cache_dir().map(|d| d.join("hloscope")))
 }
 
 /// Removes the oldest `.hsart` files of `dir` until their total is at most `max_bytes`

@@ -87,6 +87,17 @@ fn main() -> ExitCode {
     if let Command::Worker(args) = &cli.command {
         return serve::work::worker_main(args);
     }
+    // The WebAssembly target's GEMM library, compiled once and kept beside the compiled
+    // modules (not by a run that keeps nothing on disk; the server's workers keep it in
+    // its cache folder).
+    let keeps_files = match &cli.command {
+        Command::Run(args) => !args.no_cache,
+        Command::Bench(_) | Command::Compile(_) => true,
+        _ => false,
+    };
+    if let Some(folder) = cache::folder_from_env().filter(|_| keeps_files) {
+        hloscope_core::targets::wasm::runtime::keep_gemm_library_in(folder);
+    }
     let worker = std::thread::Builder::new().stack_size(STACK_BYTES).spawn(move || match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Compile(args) => compile::compile(&args),

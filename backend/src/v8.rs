@@ -15,7 +15,7 @@
 //! interpreter, which lives on this side of the pipe.
 
 use hloscope_core::ir::{Literal, Value};
-use hloscope_core::targets::wasm::{host, WasmProgram};
+use hloscope_core::targets::wasm::{self, host, WasmProgram};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -73,10 +73,18 @@ function shared(d, instance) {
   };
 }
 
+// The program's module instantiated on `memory`: with the GEMM library's instance on
+// the same memory first, when the module imports the GEMM body from it.
+function instantiate(module, memory, library) {
+  const imports = { env: { memory } };
+  if (library) imports.gemm = { table: new WebAssembly.Instance(library, { env: { memory } }).exports.table };
+  return new WebAssembly.Instance(module, imports);
+}
+
 if (!isMainThread) {
   // A worker: its own instance on the shared memory, then pieces until a stop.
   const d = workerData;
-  const instance = new WebAssembly.Instance(d.module, { env: { memory: d.memory } });
+  const instance = instantiate(d.module, d.memory, d.library);
   instance.exports.scratch.value = d.scratch;
   const s = shared(d, instance);
   parentPort.postMessage('ready');
@@ -98,6 +106,9 @@ const reply = (v) => process.stdout.write(JSON.stringify(v) + '\n');
 (async () => {
   const program = JSON.parse(fs.readFileSync(dir + '/program.json'));
   const bytes = fs.readFileSync(dir + '/module.wasm');
+  // The GEMM library is compiled once per worker, as the explorer's worker does, before
+  // any program's module: like Node's start, it is not part of a program's compile.
+  const library = program.gemm ? new WebAssembly.Module(fs.readFileSync(dir + '/gemm.wasm')) : null;
   const t0 = performance.now();
   let instance, memory, s = null, workers = [];
   // V8's compile and instantiate of the module, synchronous as in the explorer's worker
@@ -108,11 +119,11 @@ const reply = (v) => process.stdout.write(JSON.stringify(v) + '\n');
   if (program.threads > 1) {
     const module = new WebAssembly.Module(bytes);
     memory = new WebAssembly.Memory({ initial: program.pages, maximum: program.pages, shared: true });
-    instance = new WebAssembly.Instance(module, { env: { memory } });
+    instance = instantiate(module, memory, library);
     instance.exports.scratch.value = program.scratch;
     instantiate_ms = performance.now() - t0;
     const d = {
-      module, memory, kernels: program.kernels,
+      module, library, memory, kernels: program.kernels,
       claim: new SharedArrayBuffer(8), ctl: new SharedArrayBuffer(16), err: new SharedArrayBuffer(4096),
     };
     s = shared(d, instance);
@@ -131,7 +142,11 @@ const reply = (v) => process.stdout.write(JSON.stringify(v) + '\n');
     }
     workers_ms = performance.now() - t0 - instantiate_ms;
   } else {
-    instance = new WebAssembly.Instance(new WebAssembly.Module(bytes), {});
+    const module = new WebAssembly.Module(bytes);
+    // A module with the GEMM imports its memory; one without defines it.
+    instance = library
+      ? instantiate(module, new WebAssembly.Memory({ initial: program.pages }), library)
+      : new WebAssembly.Instance(module, {});
     memory = instance.exports.memory;
     instantiate_ms = performance.now() - t0;
   }
@@ -236,6 +251,9 @@ impl V8Engine {
         std::fs::create_dir_all(&dir).map_err(io)?;
         std::fs::write(dir.join("module.wasm"), &program.bytes).map_err(io)?;
         std::fs::write(dir.join("run.js"), RUNNER).map_err(io)?;
+        if program.gemm {
+            std::fs::write(dir.join("gemm.wasm"), wasm::gemm::library(program.threads > 1)).map_err(io)?;
+        }
         let threads = program.threads.max(1);
         let kernels: Vec<serde_json::Value> = program
             .kernels
@@ -248,6 +266,7 @@ impl V8Engine {
             "pages": program.pages,
             "scratch": program.scratch,
             "stride": program.scratch_stride,
+            "gemm": program.gemm,
             "kernels": kernels,
             // All kernels are WebAssembly here, so plan indices are `kernels` indices.
             "stretches": host::stretches(&program).iter().map(|r| [r.start, r.end]).collect::<Vec<_>>(),

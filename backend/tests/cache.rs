@@ -267,3 +267,48 @@ fn wasm_entries_hit_and_damaged_ones_are_rebuilt() {
     assert_eq!(std::fs::read(dir.join("f/out0.npy")).unwrap(), reference);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The files of the compiled GEMM library in `dir`.
+fn gemm_libraries(dir: &Path) -> Vec<PathBuf> {
+    let Ok(files) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut v: Vec<PathBuf> = files
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("wasm-gemm-library-"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn the_gemm_library_is_compiled_once_and_a_damaged_copy_compiled_again() {
+    // A program with f32 dots on the WebAssembly target imports the GEMM library, which
+    // the first process compiles and keeps in the cache folder, and later ones load.
+    let dir = temp("gemm-library");
+    let cache = dir.join("cache");
+    let module = corpus("mlp_gelu_tanh").join("module.mlir");
+    let ins = inputs("mlp_gelu_tanh");
+    let wasm = |out: &str, extra: &[&str]| run_on("wasm", &module, &ins, &cache, &dir.join(out), extra);
+    wasm("a", &["--no-cache"]);
+    assert!(gemm_libraries(&cache).is_empty(), "--no-cache keeps nothing on disk");
+    let reference = std::fs::read(dir.join("a/out0.npy")).unwrap();
+    wasm("b", &[]);
+    let libraries = gemm_libraries(&cache);
+    assert_eq!(libraries.len(), 1, "{libraries:?}");
+    let stored = std::fs::read(&libraries[0]).unwrap();
+    assert!(stored.len() > 1000, "{} bytes", stored.len());
+    assert_eq!(std::fs::read(dir.join("b/out0.npy")).unwrap(), reference);
+    // Loaded by the next process (a fresh compile of the program: other threads).
+    wasm("c", &["--threads", "1"]);
+    assert_eq!(std::fs::read(dir.join("c/out0.npy")).unwrap(), reference);
+    assert_eq!(std::fs::read(&libraries[0]).unwrap(), stored, "loaded, not rewritten");
+    // Damaged in the middle, then truncated: compiled again and stored again.
+    flip_middle_bytes(&libraries[0]);
+    wasm("d", &["--threads", "3"]);
+    assert_eq!(std::fs::read(dir.join("d/out0.npy")).unwrap(), reference);
+    assert_eq!(std::fs::read(&libraries[0]).unwrap(), stored, "the damaged copy was replaced");
+    std::fs::write(&libraries[0], &stored[..stored.len() / 3]).unwrap();
+    wasm("e", &["--threads", "4"]);
+    assert_eq!(std::fs::read(dir.join("e/out0.npy")).unwrap(), reference);
+    assert_eq!(std::fs::read(&libraries[0]).unwrap(), stored, "the truncated copy was replaced");
+    let _ = std::fs::remove_dir_all(&dir);
+}

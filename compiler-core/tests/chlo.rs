@@ -70,10 +70,10 @@ fn floats(elem: ElementType, v: &[f64]) -> Literal {
     Literal::from_f64s(Shape::new(elem, vec![v.len() as i64]), v)
 }
 fn ints(elem: ElementType, dims: &[i64], v: &[i64]) -> Literal {
-    Literal::from_i64s(Shape::new(elem, dims.to_vec()), v)
+    Literal::from_i64s(Shape::new(elem, dims), v)
 }
 fn arr(elem: ElementType, dims: &[i64]) -> Type {
-    Type::array(elem, dims.to_vec())
+    Type::array(elem, dims)
 }
 
 /// The conformance corpus' ULP distance: on the bit patterns of |a| and |b|, the

@@ -27,7 +27,7 @@ const SIZES: &[i64] = &[1, 3, 4, 5, 17, 1000, 70_001];
 fn random(elem: ElementType, dims: &[i64], seed: u64, integral: bool) -> Literal {
     let n: i64 = dims.iter().product();
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-    let shape = Shape::new(elem, dims.to_vec());
+    let shape = Shape::new(elem, dims);
     if elem.is_float() {
         let v: Vec<f64> = (0..n)
             .map(|_| {

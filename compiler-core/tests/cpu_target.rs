@@ -448,9 +448,8 @@ ENTRY %main (a: f32[3], b: f32[3]) -> (f32[3], f32[3], f32[3], f32[2]) {
             .map(|(w, n)| unsafe { std::slice::from_raw_parts_mut(w.as_mut_ptr() as *mut u8, n) })
             .collect();
         exe.run_bytes(&[&a, &odd[1..]], &mut views, &mut |_, exec| exec()).unwrap();
-        let lit = |i: usize, dims: &[i64]| {
-            Literal::from_le_bytes(Shape::new(ElementType::F32, dims.to_vec()), views[i]).unwrap()
-        };
+        let lit =
+            |i: usize, dims: &[i64]| Literal::from_le_bytes(Shape::new(ElementType::F32, dims), views[i]).unwrap();
         assert_eq!(lit(0, &[3]), f32s(&[3], &[1.5, 2.25, -1.0]));
         assert_eq!(lit(1, &[3]), f32s(&[3], &[0.5, 0.25, -4.0]));
         assert_eq!(lit(2, &[3]), f32s(&[3], &[1.5, 2.25, -1.0]));

@@ -184,7 +184,7 @@ fn built(params: &[Type], extra: Vec<(Op, Vec<usize>, Type)>) -> Module {
 }
 
 fn f32s(dims: &[i64]) -> Type {
-    Type::array(ElementType::F32, dims.to_vec())
+    Type::array(ElementType::F32, dims)
 }
 
 /// The four oversized modules, each with the instruction, line and message its error

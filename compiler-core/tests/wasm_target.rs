@@ -106,11 +106,32 @@ fn function_bodies(bytes: &[u8]) -> Vec<Vec<wasmparser::Operator<'_>>> {
     out
 }
 
+/// The module's imports, as (module, name, kind).
+fn imports(bytes: &[u8]) -> Vec<(String, String, &'static str)> {
+    let mut out = Vec::new();
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        if let wasmparser::Payload::ImportSection(reader) = payload.unwrap() {
+            for import in reader.into_imports() {
+                let import = import.unwrap();
+                let kind = match import.ty {
+                    wasmparser::TypeRef::Func(_) => "function",
+                    wasmparser::TypeRef::Memory(_) => "memory",
+                    wasmparser::TypeRef::Table(_) => "table",
+                    _ => "other",
+                };
+                out.push((import.module.to_string(), import.name.to_string(), kind));
+            }
+        }
+    }
+    out
+}
+
 #[test]
-fn the_f32_dots_of_a_module_share_one_gemm_body() {
+fn the_f32_dots_of_a_module_call_the_gemm_library() {
     // Three dots of different shapes (a batch, a transposed rhs): each kernel walks its
-    // blocks and calls the module's one GEMM body, which holds the packing and the
-    // register tiles; a module without an f32 dot carries a stub in its place.
+    // blocks and calls the GEMM body, which holds the packing and the register tiles and
+    // lives in the GEMM library; the module imports its memory and the library's table
+    // and calls the body through it. A module without an f32 dot imports nothing.
     let hlo = "HloModule m
 ENTRY %main (a: f32[2,7,9], b: f32[2,9,13], c: f32[13,5], e: f32[6,5]) -> f32[2,7,6] {
   %a = f32[2,7,9] parameter(0)
@@ -124,34 +145,44 @@ ENTRY %main (a: f32[2,7,9], b: f32[2,9,13], c: f32[13,5], e: f32[6,5]) -> f32[2,
     let module = optimize(&hloscope_core::parse::parse_module(hlo).unwrap()).unwrap();
     let program = wasm::compile(&module).unwrap();
     validate(&program.bytes).unwrap();
+    assert!(program.gemm && program.imports_memory());
+    let library = wasm::gemm::library(false);
+    validate(&library).unwrap();
+    assert_eq!(
+        imports(&program.bytes),
+        [("env".into(), "memory".into(), "memory"), ("gemm".into(), "table".into(), "table")]
+    );
+    assert_eq!(imports(&library), [("env".into(), "memory".into(), "memory")]);
     let dots: Vec<usize> =
         (0..program.kernels.len()).filter(|&i| program.kernels[i].as_ref().is_some_and(|k| k.dot)).collect();
     assert_eq!(dots.len(), 3, "{}", program.summary());
-    let bodies = function_bodies(&program.bytes);
-    let gemm = wasm::helpers::GEMM_BLOCK as usize;
     let calls = |ops: &[wasmparser::Operator]| {
+        let block = wasm::GEMM_BLOCK_TYPE;
         ops.iter()
-            .filter(
-                |op| matches!(op, wasmparser::Operator::Call { function_index } if *function_index as usize == gemm),
-            )
+            .filter(|op| matches!(op, wasmparser::Operator::CallIndirect { type_index, table_index: 0 } if *type_index == block))
             .count()
     };
-    let gemm_len = bodies[gemm].len();
-    // The kernels' functions follow the helpers, one per emitted kernel, in plan order.
+    let gemm_len = function_bodies(&library)[0].len();
+    // Without f16 or bf16 values the module has no helpers: its functions are the
+    // kernels', one per emitted kernel in plan order, then `kernel` and `run`.
+    let bodies = function_bodies(&program.bytes);
     let functions: Vec<usize> = (0..program.kernels.len()).filter(|&i| program.kernels[i].is_some()).collect();
+    assert_eq!(bodies.len(), functions.len() + 2);
     for &d in &dots {
-        let f = wasm::helpers::COUNT as usize + functions.iter().position(|&i| i == d).unwrap();
+        let f = functions.iter().position(|&i| i == d).unwrap();
         assert_eq!(calls(&bodies[f]), 1, "dot kernel {d} calls the GEMM body once");
         assert!(bodies[f].len() * 4 < gemm_len, "dot kernel {d}: {} operators, the GEMM {gemm_len}", bodies[f].len());
     }
-    // Without an f32 dot the GEMM body is a stub (unreachable, end).
+    assert!(bodies.iter().all(|b| b.len() * 4 < gemm_len), "no GEMM body in the program's module");
+    // Without an f32 dot the module imports nothing.
     let plain = "HloModule m
 ENTRY %main (a: f32[8]) -> f32[8] {
   %a = f32[8] parameter(0)
   ROOT %t = f32[8] tanh(%a)
 }";
     let program = wasm::compile(&optimize(&hloscope_core::parse::parse_module(plain).unwrap()).unwrap()).unwrap();
-    assert_eq!(function_bodies(&program.bytes)[gemm].len(), 2);
+    assert!(!program.gemm && !program.imports_memory());
+    assert!(imports(&program.bytes).is_empty());
 }
 
 #[cfg(feature = "wasm-run")]
@@ -600,15 +631,23 @@ ENTRY %main (x: f32[64,1000]) -> (f32[64,1000], f32[64,1000]) {
         assert!(compiled >= 80, "only {compiled} kernels were compiled");
     }
 
-    /// Runs the manifest's programs in Node (V8): each module instantiated as it is, its
-    /// parameters written at their offsets, its kernels called in order, its result's
+    /// Runs the manifest's programs in Node (V8): each module instantiated as it is (one
+    /// with an f32 dot on a memory of its pages, with the GEMM library's instance on it),
+    /// its parameters written at their offsets, its kernels called in order, its result's
     /// bytes written beside it.
     const NODE_RUNNER: &str = r#"
 const fs = require('fs');
 const dir = process.argv[2];
 (async () => {
+  const library = new WebAssembly.Module(fs.readFileSync(`${dir}/gemm.wasm`));
   for (const p of JSON.parse(fs.readFileSync(dir + '/programs.json'))) {
-    const { instance } = await WebAssembly.instantiate(fs.readFileSync(`${dir}/${p.name}.wasm`));
+    const imports = {};
+    if (p.gemm) {
+      const memory = new WebAssembly.Memory({ initial: p.pages });
+      imports.env = { memory };
+      imports.gemm = { table: new WebAssembly.Instance(library, { env: { memory } }).exports.table };
+    }
+    const { instance } = await WebAssembly.instantiate(fs.readFileSync(`${dir}/${p.name}.wasm`), imports);
     const mem = new Uint8Array(instance.exports.memory.buffer);
     for (const [offset, file] of p.params) mem.set(fs.readFileSync(`${dir}/${file}`), offset);
     for (const [index, extent] of p.calls) instance.exports.kernel(index, 0, extent);
@@ -640,6 +679,8 @@ const dir = process.argv[2];
         }
         let mut manifest = Vec::new();
         let mut wanted = Vec::new();
+        let mut gemm_programs = 0;
+        std::fs::write(dir.join("gemm.wasm"), wasm::gemm::library(false)).unwrap();
         for (name, m, args) in &programs {
             let program = wasm::compile(m).unwrap();
             if program.counts().1 > 0 {
@@ -664,8 +705,11 @@ const dir = process.argv[2];
                 .map(|&b| format!("[{}, {}]", plan.arena.offset(b), plan.buffers[b].shape.byte_size()))
                 .collect();
             std::fs::write(dir.join(format!("{name}.wasm")), &program.bytes).unwrap();
+            gemm_programs += program.gemm as usize;
             manifest.push(format!(
-                "{{\"name\": \"{name}\", \"params\": [{}], \"calls\": [{}], \"result\": [{}]}}",
+                "{{\"name\": \"{name}\", \"gemm\": {}, \"pages\": {}, \"params\": [{}], \"calls\": [{}], \"result\": [{}]}}",
+                program.gemm,
+                program.pages,
                 params.join(", "),
                 calls.join(", "),
                 result.join(", ")
@@ -695,6 +739,7 @@ const dir = process.argv[2];
         println!("{} programs give the same results in V8 and wasmtime", wanted.len());
         assert!(failures.is_empty(), "{}", failures.join("\n"));
         assert!(wanted.len() >= 50, "only {} programs ran in V8", wanted.len());
+        assert!(gemm_programs >= 5, "only {gemm_programs} of them imported the GEMM library");
     }
 
     /// One conformance program on the target, after its pipeline without constant

@@ -54,7 +54,7 @@ fn all_on_device(program: &webgpu::WebGpuProgram) {
 }
 
 fn lit(elem: ElementType, dims: &[i64], v: &[i64]) -> Value {
-    Value::Array(Literal::from_i64s(Shape::new(elem, dims.to_vec()), v))
+    Value::Array(Literal::from_i64s(Shape::new(elem, dims), v))
 }
 
 /// The edges of both types: zero, ones, the extremes, the words' edges.

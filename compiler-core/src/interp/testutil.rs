@@ -157,28 +157,28 @@ pub(crate) fn run_op_array(op: Op, ty: Type, args: &[Value]) -> Literal {
 
 /// An array type.
 pub(crate) fn arr(elem: ElementType, dims: &[i64]) -> Type {
-    Type::array(elem, dims.to_vec())
+    Type::array(elem, dims)
 }
 
 /// A literal of `elem` from f64 values (converted as `convert` would).
 pub(crate) fn lit(elem: ElementType, dims: &[i64], values: &[f64]) -> Literal {
-    Literal::from_f64s(Shape::new(elem, dims.to_vec()), values)
+    Literal::from_f64s(Shape::new(elem, dims), values)
 }
 
 /// A literal of `elem` from i64 values (wrapped to the width).
 pub(crate) fn ints(elem: ElementType, dims: &[i64], values: &[i64]) -> Literal {
-    Literal::from_i64s(Shape::new(elem, dims.to_vec()), values)
+    Literal::from_i64s(Shape::new(elem, dims), values)
 }
 
 /// A literal of unsigned values (any u64, unlike `ints`).
 pub(crate) fn uints(elem: ElementType, dims: &[i64], values: &[u64]) -> Literal {
     let values: Vec<u64> = values.iter().map(|&v| crate::ir::literal::wrap_unsigned(elem, v)).collect();
-    Literal::new(Shape::new(elem, dims.to_vec()), crate::ir::Data::U(values))
+    Literal::new(Shape::new(elem, dims), crate::ir::Data::U(values))
 }
 
 /// A pred literal.
 pub(crate) fn preds(dims: &[i64], values: &[bool]) -> Literal {
-    Literal::new(Shape::new(ElementType::Pred, dims.to_vec()), crate::ir::Data::Pred(values.to_vec()))
+    Literal::new(Shape::new(ElementType::Pred, dims), crate::ir::Data::Pred(values.to_vec()))
 }
 
 /// An f32 literal.

@@ -695,7 +695,7 @@ impl<'c> Builder<'c> {
 
     /// Row-major linear index of `index` in an array of dimensions `dims`.
     pub(crate) fn linearize(&mut self, index: &[IdxId], dims: &[i64]) -> IdxId {
-        let strides = Shape::new(ElementType::F32, dims.to_vec()).strides();
+        let strides = Shape::new(ElementType::F32, dims).strides();
         let mut acc = self.konst(0);
         for (&i, &s) in index.iter().zip(&strides) {
             let t = self.idx(Idx::Mul(i, s as i64));
@@ -706,7 +706,7 @@ impl<'c> Builder<'c> {
 
     /// The multi-index of row-major position `linear` in dimensions `dims`.
     pub(crate) fn delinearize(&mut self, linear: IdxId, dims: &[i64]) -> Vec<IdxId> {
-        let strides = Shape::new(ElementType::F32, dims.to_vec()).strides();
+        let strides = Shape::new(ElementType::F32, dims).strides();
         dims.iter()
             .zip(&strides)
             .map(|(&d, &s)| {

@@ -121,7 +121,7 @@ mod tests {
     }
 
     fn file(elem: ElementType, dims: &[i64], values: &[f64]) -> Vec<u8> {
-        write(&NpyArray::from_literal(&Literal::from_f64s(Shape::new(elem, dims.to_vec()), values)))
+        write(&NpyArray::from_literal(&Literal::from_f64s(Shape::new(elem, dims), values)))
     }
 
     #[test]

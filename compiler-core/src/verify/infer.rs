@@ -576,7 +576,7 @@ fn dynamic_slice(sizes: &[i64], ops: &[&Type]) -> R<Type> {
             return Err(format!("slice size {z} of dim {i} must be in 0..={d}"));
         }
     }
-    Ok(plain(s.elem, sizes.to_vec()))
+    Ok(plain(s.elem, sizes))
 }
 
 fn dynamic_update_slice(ops: &[&Type]) -> R<Type> {

@@ -6,16 +6,16 @@ use crate::ir::{
 };
 
 pub fn f32(dims: &[i64]) -> Type {
-    Type::array(ElementType::F32, dims.to_vec())
+    Type::array(ElementType::F32, dims)
 }
 pub fn s32(dims: &[i64]) -> Type {
-    Type::array(ElementType::S32, dims.to_vec())
+    Type::array(ElementType::S32, dims)
 }
 pub fn pred(dims: &[i64]) -> Type {
-    Type::array(ElementType::Pred, dims.to_vec())
+    Type::array(ElementType::Pred, dims)
 }
 pub fn ty(elem: ElementType, dims: &[i64]) -> Type {
-    Type::array(elem, dims.to_vec())
+    Type::array(elem, dims)
 }
 /// An array type with an explicit layout.
 pub fn with_layout(t: Type, layout: &[i64]) -> Type {

@@ -8,13 +8,13 @@ use hloscope_core::kernel::KernelKind;
 use hloscope_core::targets::cpu;
 
 pub fn lit(elem: ElementType, dims: &[i64], v: &[i64]) -> Literal {
-    Literal::from_i64s(Shape::new(elem, dims.to_vec()), v)
+    Literal::from_i64s(Shape::new(elem, dims), v)
 }
 pub fn s32(dims: &[i64], v: &[i64]) -> Literal {
     lit(ElementType::S32, dims, v)
 }
 pub fn f32s(dims: &[i64], v: &[f64]) -> Literal {
-    Literal::from_f64s(Shape::new(ElementType::F32, dims.to_vec()), v)
+    Literal::from_f64s(Shape::new(ElementType::F32, dims), v)
 }
 
 /// A deterministic pseudo-random generator (xorshift64*).

@@ -6,7 +6,9 @@
 //! like every run.
 //!
 //! Instantiated modules are kept in memory, keyed by the module's text (fused and
-//! unfused apart), so compiling the same program again reuses them. A worker's clock
+//! unfused apart), so compiling the same program again reuses them. The GEMM library
+//! (`targets::wasm::gemm::library`), whose table a module with an f32 dot imports its
+//! GEMM from, is compiled once per worker, by the first such program. A worker's clock
 //! ticks in tenths of a millisecond: each timed round runs a batch of runs that takes
 //! at least 2 ms (its size found by doubling), each kernel read from the clock every time, and the round's per-kernel
 //! times are the batch's means; the view's are medians over the rounds.
@@ -92,6 +94,20 @@ type Kept = ((String, bool), Rc<RefCell<Executable>>);
 
 thread_local! {
     static EXECUTABLES: RefCell<Vec<Kept>> = const { RefCell::new(Vec::new()) };
+    static GEMM_LIBRARY: RefCell<Option<WebAssembly::Module>> = const { RefCell::new(None) };
+}
+
+/// The GEMM library compiled by this worker's engine (compiled at the first call).
+fn gemm_library() -> Result<WebAssembly::Module, String> {
+    GEMM_LIBRARY.with(|l| {
+        if let Some(m) = &*l.borrow() {
+            return Ok(m.clone());
+        }
+        let bytes = Uint8Array::from(wasm::gemm::library(false).as_slice());
+        let m = WebAssembly::Module::new(&bytes.into()).map_err(js_error)?;
+        *l.borrow_mut() = Some(m.clone());
+        Ok(m)
+    })
 }
 
 /// Runs `job` on the WebAssembly kernels: its view and outputs, or why not (a module the
@@ -154,7 +170,21 @@ fn executable(job: &RunJob, clock: fn() -> f64) -> Result<(Rc<RefCell<Executable
     let program = wasm::compile(&job.module)?;
     let bytes = Uint8Array::from(program.bytes.as_slice());
     let module = WebAssembly::Module::new(&bytes.into()).map_err(js_error)?;
-    let instance = WebAssembly::Instance::new(&module, &Object::new()).map_err(js_error)?;
+    let imports = Object::new();
+    if program.gemm {
+        // The module's memory, and the table of the GEMM library's instance on it:
+        // `{ env: { memory }, gemm: { table } }`.
+        let set = |o: &Object, k: &str, v: &JsValue| Reflect::set(o, &k.into(), v).map(drop).map_err(js_error);
+        let (descriptor, env, gemm) = (Object::new(), Object::new(), Object::new());
+        set(&descriptor, "initial", &JsValue::from(program.pages as f64))?;
+        set(&env, "memory", &WebAssembly::Memory::new(&descriptor).map_err(js_error)?.into())?;
+        set(&imports, "env", &env)?;
+        let library = WebAssembly::Instance::new(&gemm_library()?, &imports).map_err(js_error)?;
+        let table = Reflect::get(&library.exports(), &wasm::gemm::LIBRARY_TABLE.into()).map_err(js_error)?;
+        set(&gemm, wasm::gemm::LIBRARY_TABLE, &table)?;
+        set(&imports, wasm::gemm::LIBRARY_MODULE, &gemm)?;
+    }
+    let instance = WebAssembly::Instance::new(&module, &imports).map_err(js_error)?;
     let exports = instance.exports();
     let export = |name: &str| Reflect::get(&exports, &JsValue::from_str(name)).map_err(js_error);
     let memory = export("memory")?.dyn_into::<WebAssembly::Memory>().map_err(|_| "the module exports no memory")?;

@@ -844,7 +844,7 @@ fn run_view(job: &RunJob, got: &[Literal], timing: RunTiming) -> Box<protocol::R
             protocol::OutputView {
                 index: i as u32,
                 dtype: l.elem().hlo_name().to_string(),
-                shape: l.shape.dims.clone(),
+                shape: l.shape.dims.to_vec(),
                 min: stats.min,
                 max: stats.max,
                 mean: stats.mean,

@@ -14,11 +14,16 @@
 //! interpreter's f32 dot, bit for bit, however the range is split. Edge tiles go
 //! through a scratch tile and are stored element by element.
 //!
-//! The body is written once per module ([`block_function`], the helper
-//! [`helpers::GEMM_BLOCK`]): it takes the dims, strides and byte addresses of one
-//! block of one batch as arguments, and each f32 dot kernel is a short loop over its
-//! blocks that calls it. A module with six dots (a transformer block) carries one GEMM
-//! instead of six, which an engine compiles once.
+//! The body is written once, in a module of its own ([`library`]: [`block_function`]):
+//! it takes the dims, strides and byte addresses of one block of one batch as
+//! arguments, and each f32 dot kernel is a short loop over its blocks that calls it. A
+//! program's module carries no GEMM: an engine compiles the library once (per worker in
+//! the browser, per process natively) and each program's instance imports the library
+//! instance's table, whose one entry is the body, and calls it through that
+//! (`call_indirect`), as the native target calls a GEMM compiled into its binary. A
+//! table rather than a function import: V8 compiles a wrapper for every imported
+//! function when it compiles a module, in case the import is JavaScript, and that one
+//! wrapper cost half a millisecond, more than compiling the rest of a GEMM program.
 //!
 //! The packed panels, the packed block and the tile live in scratch memory after the
 //! arena ([`scratch_bytes`]), at the module's global `scratch` (global 0), which each
@@ -32,7 +37,49 @@ use super::emit::Code;
 use super::helpers;
 use crate::ir::ElementType;
 use crate::kernel::DotSpec;
-use wasm_encoder::{BlockType, Function, Instruction as I, MemArg, ValType};
+use wasm_encoder::{
+    BlockType, CodeSection, ConstExpr, ElementSection, Elements, EntityType, ExportKind, ExportSection, Function,
+    FunctionSection, ImportSection, Instruction as I, MemArg, MemoryType, RefType, TableSection, TableType,
+    TypeSection, ValType,
+};
+
+/// The import module and name under which a program's module imports the GEMM
+/// library's table, which is also the library's export of it.
+pub const LIBRARY_MODULE: &str = "gemm";
+pub const LIBRARY_TABLE: &str = "table";
+
+/// The library table's type: one function reference, the GEMM body.
+pub fn library_table() -> TableType {
+    TableType { element_type: RefType::FUNCREF, minimum: 1, maximum: Some(1), table64: false, shared: false }
+}
+
+/// The GEMM library: a module that imports the program's memory (`env.memory`, shared
+/// when `shared`, as a threaded program's is) and exports a table ([`LIBRARY_TABLE`])
+/// holding [`block_function`]. Its memory import asks for nothing (no pages, any
+/// maximum), so every program's memory satisfies it; its function reaches only the
+/// addresses its caller passes, all inside that caller's memory.
+pub fn library(shared: bool) -> Vec<u8> {
+    let mut types = TypeSection::new();
+    types.ty().function(vec![ValType::I32; BLOCK_PARAMS], []);
+    let mut imports = ImportSection::new();
+    let maximum = shared.then_some(1u64 << 16);
+    let memory = MemoryType { minimum: 0, maximum, memory64: false, shared, page_size_log2: None };
+    imports.import("env", "memory", EntityType::Memory(memory));
+    let mut functions = FunctionSection::new();
+    functions.function(0);
+    let mut tables = TableSection::new();
+    tables.table(library_table());
+    let mut exports = ExportSection::new();
+    exports.export(LIBRARY_TABLE, ExportKind::Table, 0);
+    let mut elements = ElementSection::new();
+    elements.active(Some(0), &ConstExpr::i32_const(0), Elements::Functions([0].as_slice().into()));
+    let mut code = CodeSection::new();
+    code.function(&block_function());
+    let mut m = wasm_encoder::Module::new();
+    m.section(&types).section(&imports).section(&functions).section(&tables).section(&exports);
+    m.section(&elements).section(&code);
+    m.finish()
+}
 
 /// Rows of a register tile.
 pub const MR: u32 = 4;
@@ -252,10 +299,9 @@ const SBN: u32 = 11;
 const PACK: u32 = 12;
 const SB: u32 = 13;
 
-/// f32: a call per block of rows of one batch to the module's one GEMM body
-/// ([`helpers::GEMM_BLOCK`], [`block_function`]), which every f32 dot shares: its dims,
-/// strides and places are arguments, so a module holds the body once however many dots
-/// it has. This function walks its range of blocks and says when a new batch's rhs
+/// f32: a call per block of rows of one batch to the GEMM body ([`block_function`],
+/// entry 0 of the imported library table, its type [`super::GEMM_BLOCK_TYPE`]), which
+/// every f32 dot shares: its dims, strides and places are arguments. This function walks its range of blocks and says when a new batch's rhs
 /// must be packed (a call over several blocks of one batch packs it once).
 fn blocked(d: &DotSpec, place: &DotPlace, a: Layout, b_layout: Layout) -> Function {
     let ([sam, sak], [sbk, sbn]) = (a.strides, b_layout.strides);
@@ -293,7 +339,8 @@ fn blocked(d: &DotSpec, place: &DotPlace, a: Layout, b_layout: Layout) -> Functi
         for s in [sam, sak, sbk, sbn] {
             c.op(I::I32Const(s as i32));
         }
-        c.ops([I::LocalGet(pack), I::GlobalGet(0), I::Call(helpers::GEMM_BLOCK)]);
+        c.ops([I::LocalGet(pack), I::GlobalGet(0), I::I32Const(0)]);
+        c.op(I::CallIndirect { type_index: super::GEMM_BLOCK_TYPE, table_index: 0 });
     });
     c.finish()
 }

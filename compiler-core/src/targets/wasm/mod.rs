@@ -11,11 +11,16 @@
 //! flow, the ops the emitter refuses) are demoted to opaque kernels, which the host runs
 //! in the reference interpreter on the module's memory between calls.
 //!
-//! The module ([`WasmProgram::bytes`]) of [`compile`] is self-contained: it defines and
-//! exports its linear memory (`memory`, the plan's arena then the GEMMs' scratch), holds
-//! the plan's constants as data segments at their arena offsets, and imports nothing, so
-//! any engine instantiates it as it is; the host writes the parameters, calls the
-//! kernels in plan order and reads the result's buffers. [`compile`] needs no engine.
+//! The module ([`WasmProgram::bytes`]) of [`compile`] exports its linear memory
+//! (`memory`, the plan's arena then the GEMMs' scratch) and holds the plan's constants
+//! as data segments at their arena offsets. Without an f32 dot it defines that memory
+//! and imports nothing, so any engine instantiates it as it is. With one
+//! ([`WasmProgram::gemm`]) it imports its memory (`env.memory`, of
+//! [`WasmProgram::pages`]) and the GEMM library's table (`gemm.table`, whose one entry
+//! is the GEMM body, [`gemm::library`]), which the host instantiates on the same memory
+//! first. The host
+//! writes the parameters, calls the kernels in plan order and reads the result's
+//! buffers. [`compile`] needs no engine.
 //!
 //! Threads ([`compile_threaded`]): the module imports its memory instead (`env.memory`,
 //! shared, its minimum and maximum both the pages it needs), which the host creates and
@@ -93,9 +98,19 @@ pub struct WasmProgram {
     /// value of its instance's global `scratch`).
     pub scratch: u64,
     pub scratch_stride: u64,
+    /// The module imports its memory (`env.memory`) and the GEMM library's table
+    /// (`gemm.table`, [`gemm::library`]): it has an f32 dot.
+    pub gemm: bool,
 }
 
 impl WasmProgram {
+    /// Whether the module imports its memory rather than defining it: a threaded module
+    /// (a shared memory of exactly [`WasmProgram::pages`]) or one that imports the GEMM
+    /// (at least [`WasmProgram::pages`]).
+    pub fn imports_memory(&self) -> bool {
+        self.threads > 1 || self.gemm
+    }
+
     /// (kernels in WebAssembly, kernels on the host).
     pub fn counts(&self) -> (usize, usize) {
         let wasm = self.kernels.iter().filter(|s| s.is_some()).count();
@@ -176,10 +191,14 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
     }
     let pages = end.div_ceil(PAGE).max(1);
     let gemm = plan.kernels.iter().any(|k| matches!(&k.body, KernelBody::Dot(d) if gemm::calls_block(d)));
-    let helpers = helpers::bodies(helpers::needed(module), gemm);
-    let bytes = assemble(&plan, &kernels, helpers, bodies, pages, threads, scratch);
-    Ok(WasmProgram { plan, kernels, bytes, pages, threads, scratch, scratch_stride: scratch_bytes })
+    let helpers = helpers::bodies(helpers::needed(module));
+    let bytes = assemble(&plan, &kernels, helpers, bodies, pages, threads, scratch, gemm);
+    Ok(WasmProgram { plan, kernels, bytes, pages, threads, scratch, scratch_stride: scratch_bytes, gemm })
 }
+
+/// The type of the GEMM body in a program's module (after the kernels', the helpers'
+/// and [`KERNEL`]'s), which its dot kernels call through the library's table.
+pub const GEMM_BLOCK_TYPE: u32 = helpers::COUNT + 2;
 
 /// Per plan kernel, its description and function (`None`: a host kernel), or why the
 /// emitters refuse it.
@@ -242,7 +261,11 @@ fn emit_dot(plan: &KernelPlan, k: &kernel::Kernel, d: &kernel::DotSpec) -> Resul
 /// [`KERNEL`]'s; the helpers are functions 0.., the kernels follow in plan order, then
 /// [`KERNEL`] and [`RUN`]; global
 /// 0 is the scratch base (mutable, exported as `scratch`, thread 0's region at first).
-/// With `threads` past 1 the memory is imported, shared, of exactly `pages`.
+/// With `threads` past 1 the memory is imported, shared, of exactly `pages`; with
+/// `gemm` it is imported too (unshared on one thread, at least `pages`), and so is the
+/// GEMM library's table (table 0), whose body the dot kernels call as type
+/// [`GEMM_BLOCK_TYPE`].
+#[allow(clippy::too_many_arguments)]
 fn assemble(
     plan: &KernelPlan,
     kernels: &[Option<WasmKernel>],
@@ -251,6 +274,7 @@ fn assemble(
     pages: u64,
     threads: u32,
     scratch: u64,
+    gemm: bool,
 ) -> Vec<u8> {
     let mut types = TypeSection::new();
     types.ty().function([ValType::I32, ValType::I32], []);
@@ -259,8 +283,9 @@ fn assemble(
     }
     let kernel_type = helpers::COUNT + 1;
     types.ty().function([ValType::I32; 3], []);
+    types.ty().function([ValType::I32; gemm::BLOCK_PARAMS], []); // GEMM_BLOCK_TYPE
     let mut functions = FunctionSection::new();
-    for h in 0..helpers::COUNT {
+    for h in 0..helpers.len() as u32 {
         functions.function(h + 1);
     }
     for _ in &bodies {
@@ -270,10 +295,14 @@ fn assemble(
     functions.function(0); // RUN
     let mut imports = ImportSection::new();
     let mut memories = MemorySection::new();
-    if threads > 1 {
-        let shared =
-            MemoryType { minimum: pages, maximum: Some(pages), memory64: false, shared: true, page_size_log2: None };
-        imports.import("env", "memory", EntityType::Memory(shared));
+    if threads > 1 || gemm {
+        let shared = threads > 1;
+        let maximum = shared.then_some(pages);
+        let memory = MemoryType { minimum: pages, maximum, memory64: false, shared, page_size_log2: None };
+        imports.import("env", "memory", EntityType::Memory(memory));
+        if gemm {
+            imports.import(gemm::LIBRARY_MODULE, gemm::LIBRARY_TABLE, EntityType::Table(gemm::library_table()));
+        }
     } else {
         memories.memory(MemoryType {
             minimum: pages,
@@ -291,8 +320,9 @@ fn assemble(
     let mut exports = ExportSection::new();
     exports.export("memory", ExportKind::Memory, 0);
     exports.export("scratch", ExportKind::Global, 0);
-    exports.export(KERNEL, ExportKind::Func, helpers::COUNT + bodies.len() as u32);
-    exports.export(RUN, ExportKind::Func, helpers::COUNT + bodies.len() as u32 + 1);
+    let first_kernel = helpers.len() as u32;
+    exports.export(KERNEL, ExportKind::Func, first_kernel + bodies.len() as u32);
+    exports.export(RUN, ExportKind::Func, first_kernel + bodies.len() as u32 + 1);
     let mut code = CodeSection::new();
     for h in &helpers {
         code.function(h);
@@ -300,8 +330,8 @@ fn assemble(
     for b in &bodies {
         code.function(b);
     }
-    code.function(&kernel_body(kernels));
-    code.function(&run_body(kernels));
+    code.function(&kernel_body(kernels, first_kernel));
+    code.function(&run_body(kernels, first_kernel));
     let mut data = DataSection::new();
     for (b, lit) in &plan.constants {
         let bytes = lit.to_le_bytes();
@@ -311,11 +341,11 @@ fn assemble(
     }
     let mut m = wasm_encoder::Module::new();
     m.section(&types);
-    if threads > 1 {
+    if !imports.is_empty() {
         m.section(&imports);
     }
     m.section(&functions);
-    if threads == 1 {
+    if !memories.is_empty() {
         m.section(&memories);
     }
     m.section(&globals).section(&exports).section(&code).section(&data);
@@ -330,20 +360,21 @@ pub const KERNEL: &str = "kernel";
 
 /// Per plan kernel, its function's index in the module (`None`: a host kernel): the
 /// helpers' functions come first, then the kernels' in plan order.
-fn kernel_functions(kernels: &[Option<WasmKernel>]) -> impl Iterator<Item = Option<u32>> + '_ {
-    let mut next = helpers::COUNT..;
+fn kernel_functions(kernels: &[Option<WasmKernel>], first: u32) -> impl Iterator<Item = Option<u32>> + '_ {
+    let mut next = first..;
     kernels.iter().map(move |k| k.as_ref().and_then(|_| next.next()))
 }
 
 /// [`KERNEL`]'s body: a `br_table` on the index to a call of that kernel's function.
-fn kernel_body(kernels: &[Option<WasmKernel>]) -> wasm_encoder::Function {
+fn kernel_body(kernels: &[Option<WasmKernel>], first: u32) -> wasm_encoder::Function {
     use wasm_encoder::{BlockType, Instruction as I};
-    let functions: Vec<u32> = kernel_functions(kernels).flatten().collect();
+    let functions: Vec<u32> = kernel_functions(kernels, first).flatten().collect();
     let m = functions.len() as u32;
     // Label j (from the innermost block) is the j-th kernel with a function; label m,
     // the outermost block, is where an index without a function traps.
     let mut label = 0..;
-    let targets: Vec<u32> = kernel_functions(kernels).map(|f| f.and_then(|_| label.next()).unwrap_or(m)).collect();
+    let targets: Vec<u32> =
+        kernel_functions(kernels, first).map(|f| f.and_then(|_| label.next()).unwrap_or(m)).collect();
     let mut f = wasm_encoder::Function::new([]);
     for _ in 0..=m {
         f.instruction(&I::Block(BlockType::Empty));
@@ -368,10 +399,10 @@ fn kernel_body(kernels: &[Option<WasmKernel>]) -> wasm_encoder::Function {
 /// in it is skipped, so the host never asks for one.
 pub const RUN: &str = "run";
 
-fn run_body(kernels: &[Option<WasmKernel>]) -> wasm_encoder::Function {
+fn run_body(kernels: &[Option<WasmKernel>], first: u32) -> wasm_encoder::Function {
     use wasm_encoder::{BlockType, Instruction as I};
     let mut f = wasm_encoder::Function::new([]);
-    for (i, (k, function)) in kernels.iter().zip(kernel_functions(kernels)).enumerate() {
+    for (i, (k, function)) in kernels.iter().zip(kernel_functions(kernels, first)).enumerate() {
         let (Some(k), Some(function)) = (k, function) else { continue };
         if k.extent == 0 {
             continue;

@@ -22,6 +22,8 @@ use crate::kernel::ArenaMemory;
 use crate::targets::pool;
 use std::borrow::Cow;
 use std::cell::RefCell;
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 use wasmtime::{Config, Engine, Extern, Memory, MemoryType, OptLevel, SharedMemory, Store, TypedFunc, Val};
@@ -41,6 +43,64 @@ pub fn engine() -> &'static Engine {
 }
 
 /// One kernel of a timed run.
+/// Where the compiled GEMM library is kept between processes (set once, by
+/// [`keep_gemm_library_in`]); without it each process compiles the library itself.
+static LIBRARY_FOLDER: OnceLock<PathBuf> = OnceLock::new();
+
+/// Keeps the GEMM library as wasmtime compiled it in `folder` (the compilation cache's):
+/// a process after the first loads it instead of compiling it, as the native target
+/// calls a GEMM compiled into its binary. Takes effect before the library's first use
+/// in the process; later calls are ignored.
+pub fn keep_gemm_library_in(folder: PathBuf) {
+    let _ = LIBRARY_FOLDER.set(folder);
+}
+
+const LIBRARY_MAGIC: &[u8; 8] = b"HSWASMLB";
+
+/// The GEMM library ([`super::gemm::library`]) as this process's engine compiled it
+/// (or loaded it from [`keep_gemm_library_in`]'s folder), once per process for each
+/// memory kind (unshared, shared).
+pub fn gemm_library(shared: bool) -> Result<&'static wasmtime::Module, String> {
+    static LIBRARIES: [OnceLock<Result<wasmtime::Module, String>>; 2] = [OnceLock::new(), OnceLock::new()];
+    LIBRARIES[shared as usize].get_or_init(|| load_or_compile_library(shared)).as_ref().map_err(Clone::clone)
+}
+
+fn load_or_compile_library(shared: bool) -> Result<wasmtime::Module, String> {
+    let bytes = super::gemm::library(shared);
+    let compile =
+        || wasmtime::Module::new(engine(), &bytes).map_err(|e| format!("wasmtime refuses the GEMM library: {e:?}"));
+    let Some(folder) = LIBRARY_FOLDER.get() else { return compile() };
+    // The file's name stands for everything that decides the code: the library's bytes,
+    // this compiler and wasmtime's configuration. The envelope's checksum guards the
+    // contents, and wasmtime refuses code from another version or configuration.
+    let mut h = std::hash::DefaultHasher::new();
+    (&bytes, crate::targets::envelope::compiler_version()).hash(&mut h);
+    engine().precompile_compatibility_hash().hash(&mut h);
+    let path = folder.join(format!("wasm-gemm-library-{:016x}.bin", h.finish()));
+    if let Ok(stored) = std::fs::read(&path) {
+        if let Ok(code) = crate::targets::envelope::open(LIBRARY_MAGIC, 1, "GEMM library", &stored) {
+            // SAFETY: the checksum matched, so these are the bytes `serialize` wrote
+            // below for this library, compiler and engine configuration (the name);
+            // wasmtime checks its own version and configuration again.
+            if let Ok(module) = unsafe { wasmtime::Module::deserialize(engine(), code) } {
+                return Ok(module);
+            }
+        }
+    }
+    let module = compile()?;
+    // Stored through a temporary file renamed into place, so that no process reads half
+    // of it; a failure to store only costs the next process a compile.
+    if let Ok(code) = module.serialize() {
+        let temporary = path.with_extension(format!("tmp{}", std::process::id()));
+        let sealed = crate::targets::envelope::seal(LIBRARY_MAGIC, 1, &code);
+        if std::fs::create_dir_all(folder).and_then(|_| std::fs::write(&temporary, sealed)).is_ok() {
+            let _ = std::fs::rename(&temporary, &path);
+        }
+        let _ = std::fs::remove_file(&temporary);
+    }
+    Ok(module)
+}
+
 #[derive(Clone, Debug)]
 pub struct KernelTime {
     /// The plan kernel's name (its source instruction's).
@@ -199,11 +259,29 @@ impl WasmExecutable {
         } else {
             None
         };
-        let imports: Vec<Extern> = shared.iter().cloned().map(Extern::from).collect();
+        let library = if program.gemm { Some(gemm_library(threads > 1)?) } else { None };
         let mut members = Vec::new();
         let mut own = None;
         for t in 0..threads as u64 {
             let mut store = Store::new(engine(), ());
+            // The imports in the module's order: its memory, then the table of the
+            // library's instance on that memory.
+            let mut imports: Vec<Extern> = Vec::new();
+            if let Some(shared) = &shared {
+                imports.push(shared.clone().into());
+            } else if program.gemm {
+                let pages = u32::try_from(program.pages).map_err(|_| "a memory past 32 bits".to_string())?;
+                let memory = Memory::new(&mut store, MemoryType::new(pages, None))
+                    .map_err(|e| format!("wasmtime cannot make the memory: {e:?}"))?;
+                imports.push(memory.into());
+            }
+            if let Some(library) = library {
+                let lib = wasmtime::Instance::new(&mut store, library, &imports[..1])
+                    .map_err(|e| format!("wasmtime: the GEMM library: {e:?}"))?;
+                let table =
+                    lib.get_table(&mut store, super::gemm::LIBRARY_TABLE).ok_or("the GEMM library exports no table")?;
+                imports.push(table.into());
+            }
             let instance =
                 wasmtime::Instance::new(&mut store, compiled, &imports).map_err(|e| format!("wasmtime: {e:?}"))?;
             let scratch = instance.get_global(&mut store, "scratch").ok_or("the module exports no scratch global")?;

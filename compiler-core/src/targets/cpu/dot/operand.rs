@@ -148,7 +148,7 @@ mod tests {
     use crate::ir::ElementType;
 
     fn f32_shape(dims: &[i64]) -> Shape {
-        Shape::new(ElementType::F32, dims.to_vec())
+        Shape::new(ElementType::F32, dims)
     }
 
     fn strides(batch: &[(usize, isize)], rows: isize, cols: isize) -> Option<View> {

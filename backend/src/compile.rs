@@ -123,7 +123,9 @@ pub enum Emit {
     /// The WebAssembly target's module in the text format (WAT), headed by one comment
     /// line per kernel (its export, or why the host runs it); `--target wasm`.
     Wat,
-    /// The WebAssembly target's binary module (`--target wasm`; needs `-o FILE`).
+    /// The WebAssembly target's binary module (`--target wasm`; needs `-o FILE`), and
+    /// beside it, when the module calls a GEMM, the GEMM library it imports
+    /// (`FILE.gemm.wasm`).
     Wasm,
 }
 
@@ -265,8 +267,22 @@ fn wasm_listing(args: &CompileArgs) -> Result<String, RunError> {
     if args.emit == Emit::Wasm {
         let out =
             args.output.as_ref().ok_or_else(|| RunError("--emit wasm writes a binary: give -o FILE.wasm".into()))?;
-        std::fs::write(out, &program.bytes).map_err(|e| RunError(format!("{}: {e}", out.display())))?;
-        return Ok(format!("wrote {}\n", out.display()));
+        let write = |path: &std::path::Path, bytes: &[u8]| {
+            std::fs::write(path, bytes).map_err(|e| RunError(format!("{}: {e}", path.display())))
+        };
+        write(out, &program.bytes)?;
+        if !program.gemm {
+            return Ok(format!("wrote {}\n", out.display()));
+        }
+        // The module imports its GEMM from the library: written beside it.
+        let library = out.with_extension("gemm.wasm");
+        write(&library, &wasm::gemm::library(false))?;
+        return Ok(format!(
+            "wrote {} and {} (the GEMM library it imports: instantiate it on the module's memory, \
+             env.memory, and pass its table as gemm.table)\n",
+            out.display(),
+            library.display()
+        ));
     }
     let text = wasmprinter::print_bytes(&program.bytes).map_err(|e| failed(format!("printing the module: {e}")))?;
     let text = program.summary() + &text + "\n";

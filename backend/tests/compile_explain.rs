@@ -384,8 +384,11 @@ fn wasm_emits_wat_and_a_binary_and_runs_like_the_interpreter() {
     let dir = scratch("wasm");
     let file = dir.join("m.wasm");
     let wrote = ok(hloscope(&["compile", "--target", "wasm", "--emit", "wasm", "-o", file.to_str().unwrap(), &module]));
-    assert!(wrote.starts_with("wrote "), "{wrote}");
+    assert!(wrote.starts_with("wrote ") && wrote.contains("m.gemm.wasm"), "{wrote}");
     assert!(std::fs::read(&file).unwrap().starts_with(b"\0asm"));
+    // Its dot calls the GEMM library, written beside it.
+    let library = std::fs::read(dir.join("m.gemm.wasm")).unwrap();
+    assert_eq!(library, hloscope_core::targets::wasm::gemm::library(false));
     let run = |target: &str| {
         let out = dir.join(target);
         let o = hloscope(&["run", "--random-inputs", "--target", target, "--out-dir", out.to_str().unwrap(), &module]);

@@ -124,8 +124,8 @@ pub struct OpAst {
     pub regions: Vec<Region>,
     /// Result types from `-> ...` or from the single type list of pretty forms.
     pub result_types: Vec<Type>,
-    /// Operand types, when the op spells them (function-type forms).
-    pub operand_types: Option<Vec<Type>>,
+    /// The op spells its operand types (a function type after its `:`).
+    pub spells_operand_types: bool,
     /// Compact reduce: `applies stablehlo.add`, with the offset of the op name.
     pub applies: Option<(String, usize)>,
     /// Symbol of a call (`func.call @f`), custom call target (`@foo`).
@@ -144,7 +144,7 @@ impl OpAst {
             attrs: Vec::new(),
             regions: Vec::new(),
             result_types: Vec::new(),
-            operand_types: None,
+            spells_operand_types: false,
             applies: None,
             callee: None,
             loc: None,

@@ -140,7 +140,7 @@ impl<'a> Lowerer<'a> {
         if op.result_types.len() == n {
             return Ok(op.result_types.clone());
         }
-        if n == 1 && op.operand_types.is_none() && op.result_types.len() > 1 {
+        if n == 1 && !op.spells_operand_types && op.result_types.len() > 1 {
             // `select %p, %a, %b : tensor<i1>, tensor<4xf32>`: the last type is the result's.
             return Ok(op.result_types[op.result_types.len() - 1..].to_vec());
         }
@@ -148,7 +148,12 @@ impl<'a> Lowerer<'a> {
     }
 
     fn result_type(&self, op: &OpAst) -> R<Type> {
-        Ok(self.result_types(op, 1)?.remove(0))
+        // [`Self::result_types`] for one result, without a vector (most ops take this).
+        match &op.result_types[..] {
+            [t] => Ok(t.clone()),
+            [.., t] if !op.spells_operand_types => Ok(t.clone()),
+            _ => self.result_types(op, 1).map(|mut v| v.remove(0)),
+        }
     }
 
     fn shape_of(&self, op: &OpAst, id: InstId) -> R<Shape> {

@@ -357,8 +357,8 @@ fn generic_op(c: &mut Cursor, op: &mut OpAst) -> Result<(), ParseError> {
 }
 
 fn set_types(c: &mut Cursor, op: &mut OpAst) -> Result<(), ParseError> {
-    let (ins, outs) = parse_colon_types(c)?;
-    op.operand_types = ins;
+    let (function_type, outs) = parse_colon_types(c)?;
+    op.spells_operand_types = function_type;
     op.result_types = outs;
     Ok(())
 }
@@ -661,9 +661,9 @@ fn pretty_while(c: &mut Cursor, op: &mut OpAst) -> Result<(), ParseError> {
     }
     let mut types = Vec::new();
     if c.eat(":") {
-        let (ins, outs) = parse_colon_types(c)?;
+        let (function_type, outs) = parse_colon_types(c)?;
         types = outs;
-        op.operand_types = ins;
+        op.spells_operand_types = function_type;
     }
     if c.eat_kw("attributes") {
         op.attrs.extend(parse_dict(c)?);

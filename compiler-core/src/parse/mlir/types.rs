@@ -139,27 +139,36 @@ fn tensor_body(c: &mut Cursor, start: usize) -> Result<Type, ParseError> {
 }
 
 /// The types after an op's `:`: either a function type `(A, B) -> C` / `A -> (B, C)`
-/// (returns `Some(inputs)` and the results) or a plain list `A, B` (`None`, the list).
-pub fn parse_colon_types(c: &mut Cursor) -> Result<(Option<Vec<Type>>, Vec<Type>), ParseError> {
-    let list = if c.peek() == Some(b'(') {
+/// (`true` and the results) or a plain list `A, B` (`false`, the list). A function
+/// type's operand types are read (a bad one is an error at its position) but not kept:
+/// lowering takes operand types from the operands.
+pub fn parse_colon_types(c: &mut Cursor) -> Result<(bool, Vec<Type>), ParseError> {
+    let results = |c: &mut Cursor| if c.eat("(") { type_list_until(c, ")") } else { Ok(vec![parse_type(c)?]) };
+    if c.peek() == Some(b'(') {
         c.pos += 1;
-        let l = type_list_until(c, ")")?;
-        if !c.starts_with("->") {
+        if !c.eat(")") {
+            loop {
+                parse_type(c)?;
+                if c.eat(",") {
+                    continue;
+                }
+                c.expect(")")?;
+                break;
+            }
+        }
+        if !c.eat("->") {
             return Err(c.expected("`->`"));
         }
-        l
-    } else {
-        let mut l = vec![parse_type(c)?];
-        while c.eat(",") {
-            l.push(parse_type(c)?);
-        }
-        l
-    };
+        return Ok((true, results(c)?));
+    }
+    let mut list = vec![parse_type(c)?];
+    while c.eat(",") {
+        list.push(parse_type(c)?);
+    }
     if c.eat("->") {
-        let outs = if c.eat("(") { type_list_until(c, ")")? } else { vec![parse_type(c)?] };
-        Ok((Some(list), outs))
+        Ok((true, results(c)?))
     } else {
-        Ok((None, list))
+        Ok((false, list))
     }
 }
 

@@ -87,12 +87,12 @@ fn main() -> ExitCode {
     if let Command::Worker(args) = &cli.command {
         return serve::work::worker_main(args);
     }
-    // The WebAssembly target's GEMM library, compiled once and kept beside the compiled
-    // modules (not by a run that keeps nothing on disk; the server's workers keep it in
-    // its cache folder).
+    // The WebAssembly target's GEMM library, which `run` and `bench` instantiate under
+    // wasmtime: compiled once and kept beside the compiled modules (not by a run that
+    // keeps nothing on disk).
     let keeps_files = match &cli.command {
         Command::Run(args) => !args.no_cache,
-        Command::Bench(_) | Command::Compile(_) => true,
+        Command::Bench(_) => true,
         _ => false,
     };
     if let Some(folder) = cache::folder_from_env().filter(|_| keeps_files) {

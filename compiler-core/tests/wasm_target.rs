@@ -157,10 +157,11 @@ ENTRY %main (a: f32[2,7,9], b: f32[2,9,13], c: f32[13,5], e: f32[6,5]) -> f32[2,
         (0..program.kernels.len()).filter(|&i| program.kernels[i].as_ref().is_some_and(|k| k.dot)).collect();
     assert_eq!(dots.len(), 3, "{}", program.summary());
     let calls = |ops: &[wasmparser::Operator]| {
-        let block = wasm::GEMM_BLOCK_TYPE;
-        ops.iter()
-            .filter(|op| matches!(op, wasmparser::Operator::CallIndirect { type_index, table_index: 0 } if *type_index == block))
-            .count()
+        let gemm_call = |op: &&wasmparser::Operator| {
+            matches!(op, wasmparser::Operator::CallIndirect { type_index, table_index: 0 }
+                if *type_index == wasm::GEMM_BLOCK_TYPE)
+        };
+        ops.iter().filter(gemm_call).count()
     };
     let gemm_len = function_bodies(&library)[0].len();
     // Without f16 or bf16 values the module has no helpers: its functions are the

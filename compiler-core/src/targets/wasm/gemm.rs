@@ -301,8 +301,9 @@ const SB: u32 = 13;
 
 /// f32: a call per block of rows of one batch to the GEMM body ([`block_function`],
 /// entry 0 of the imported library table, its type [`super::GEMM_BLOCK_TYPE`]), which
-/// every f32 dot shares: its dims, strides and places are arguments. This function walks its range of blocks and says when a new batch's rhs
-/// must be packed (a call over several blocks of one batch packs it once).
+/// every f32 dot shares: its dims, strides and places are arguments. This function
+/// walks its range of blocks and says when a new batch's rhs must be packed (a call
+/// over several blocks of one batch packs it once).
 fn blocked(d: &DotSpec, place: &DotPlace, a: Layout, b_layout: Layout) -> Function {
     let ([sam, sak], [sbk, sbn]) = (a.strides, b_layout.strides);
     let (m, n, k) = (d.m as i32, d.n as i32, d.k as i32);

@@ -2,8 +2,8 @@
 //! value (function indices [`F32_TO_F16`] ... before the kernels'; a module without
 //! one has none, and its kernels start at function 0): the f16 and bf16 conversions,
 //! rounded to nearest even as the `half` crate (and so the interpreter) rounds, and the
-//! f64 to f32 rounding to odd that makes f64 → f16/bf16 round once. (The f32 GEMM body every f32
-//! dot kernel calls is not one of them: it lives in the GEMM library,
+//! f64 to f32 rounding to odd that makes f64 → f16/bf16 round once. (The f32 GEMM body
+//! every f32 dot kernel calls is not one of them: it lives in the GEMM library,
 //! [`super::gemm::library`].)
 
 use super::emit::Code;

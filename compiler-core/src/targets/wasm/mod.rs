@@ -3,8 +3,9 @@
 //! wasmtime (feature `wasm-run`, [`runtime`]).
 //!
 //! Planning for WebAssembly ([`caps`]): a GEMM of its own for f32 dots ([`gemm`], in the
-//! module, the epilogue a kernel after it), buffers at 16-byte offsets (a SIMD128 vector's), no row chains (chunk-by-chunk rows are
-//! a policy of the native CPU target's thread pool), and every element type computed.
+//! GEMM library, the epilogue a kernel after it), buffers at 16-byte offsets (a SIMD128
+//! vector's), no row chains (chunk-by-chunk rows are a policy of the native CPU
+//! target's thread pool), and every element type computed.
 //! Each elemental kernel the emitter takes becomes one function over a range of its
 //! parallel variable, which the module's export `kernel(index, begin, end)` ([`KERNEL`])
 //! calls by plan index; the others (sorts, scatters, control
@@ -18,9 +19,8 @@
 //! ([`WasmProgram::gemm`]) it imports its memory (`env.memory`, of
 //! [`WasmProgram::pages`]) and the GEMM library's table (`gemm.table`, whose one entry
 //! is the GEMM body, [`gemm::library`]), which the host instantiates on the same memory
-//! first. The host
-//! writes the parameters, calls the kernels in plan order and reads the result's
-//! buffers. [`compile`] needs no engine.
+//! first. The host writes the parameters, calls the kernels in plan order and reads the
+//! result's buffers. [`compile`] needs no engine.
 //!
 //! Threads ([`compile_threaded`]): the module imports its memory instead (`env.memory`,
 //! shared, its minimum and maximum both the pages it needs), which the host creates and
@@ -359,7 +359,8 @@ fn assemble(
 pub const KERNEL: &str = "kernel";
 
 /// Per plan kernel, its function's index in the module (`None`: a host kernel): the
-/// helpers' functions come first, then the kernels' in plan order.
+/// helpers' functions (if the module has them) come first, then the kernels' in plan
+/// order from `first`.
 fn kernel_functions(kernels: &[Option<WasmKernel>], first: u32) -> impl Iterator<Item = Option<u32>> + '_ {
     let mut next = first..;
     kernels.iter().map(move |k| k.as_ref().and_then(|_| next.next()))

@@ -42,7 +42,6 @@ pub fn engine() -> &'static Engine {
     })
 }
 
-/// One kernel of a timed run.
 /// Where the compiled GEMM library is kept between processes (set once, by
 /// [`keep_gemm_library_in`]); without it each process compiles the library itself.
 static LIBRARY_FOLDER: OnceLock<PathBuf> = OnceLock::new();
@@ -101,6 +100,7 @@ fn load_or_compile_library(shared: bool) -> Result<wasmtime::Module, String> {
     Ok(module)
 }
 
+/// One kernel of a timed run.
 #[derive(Clone, Debug)]
 pub struct KernelTime {
     /// The plan kernel's name (its source instruction's).

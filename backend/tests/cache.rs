@@ -52,14 +52,17 @@ fn inputs(case: &str) -> Vec<PathBuf> {
     (0..).map(|i| corpus(case).join(format!("in{i}.npy"))).take_while(|p| p.exists()).collect()
 }
 
-fn entries(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "hsart"))
-        .collect();
+/// The files of `dir` that `keep` takes, sorted (none when `dir` does not exist).
+fn files(dir: &Path, keep: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
+    let Ok(read) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut v: Vec<PathBuf> = read.map(|e| e.unwrap().path()).filter(|p| keep(p)).collect();
     v.sort();
     v
+}
+
+/// The cache entries in `dir`.
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    files(dir, |p| p.extension().is_some_and(|x| x == "hsart"))
 }
 
 /// Flips 8 bytes in the middle of the file at `path`.
@@ -270,13 +273,7 @@ fn wasm_entries_hit_and_damaged_ones_are_rebuilt() {
 
 /// The files of the compiled GEMM library in `dir`.
 fn gemm_libraries(dir: &Path) -> Vec<PathBuf> {
-    let Ok(files) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut v: Vec<PathBuf> = files
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("wasm-gemm-library-"))
-        .collect();
-    v.sort();
-    v
+    files(dir, |p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("wasm-gemm-library-")))
 }
 
 #[test]

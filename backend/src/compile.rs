@@ -121,7 +121,8 @@ pub enum Emit {
     /// cuobjdump or nvdisasm (needs `--target cuda`, NVRTC and those tools).
     Sass,
     /// The WebAssembly target's module in the text format (WAT), headed by one comment
-    /// line per kernel (its export, or why the host runs it); `--target wasm`.
+    /// line per kernel (its export, or why the host runs it), followed by the GEMM
+    /// library when the module imports it; `--target wasm`.
     Wat,
     /// The WebAssembly target's binary module (`--target wasm`; needs `-o FILE`), and
     /// beside it, when the module calls a GEMM, the GEMM library it imports
@@ -284,8 +285,13 @@ fn wasm_listing(args: &CompileArgs) -> Result<String, RunError> {
             library.display()
         ));
     }
-    let text = wasmprinter::print_bytes(&program.bytes).map_err(|e| failed(format!("printing the module: {e}")))?;
-    let text = program.summary() + &text + "\n";
+    let print = |bytes: &[u8]| wasmprinter::print_bytes(bytes).map_err(|e| failed(format!("printing the module: {e}")));
+    let mut text = program.summary() + &print(&program.bytes)? + "\n";
+    if program.gemm {
+        // The GEMM its dot kernels call is in the library it imports: shown after it.
+        text += ";; the GEMM library this module imports (gemm.table: the GEMM body)\n";
+        text += &(print(&wasm::gemm::library(false))? + "\n");
+    }
     match &args.output {
         Some(out) => {
             std::fs::write(out, &text).map_err(|e| RunError(format!("{}: {e}", out.display())))?;

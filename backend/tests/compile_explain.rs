@@ -380,6 +380,10 @@ fn wasm_emits_wat_and_a_binary_and_runs_like_the_interpreter() {
         "{wat}"
     );
     assert!(wat.starts_with(";; kernel 0 %"), "{wat}");
+    // Its dot calls the GEMM in the library it imports, printed after it.
+    let (module_text, library_text) = wat.split_once(";; the GEMM library this module imports").unwrap();
+    assert!(module_text.contains("(import \"gemm\" \"table\"") && module_text.contains("call_indirect"), "{wat}");
+    assert!(library_text.contains("(export \"table\"") && library_text.contains("f32x4.mul"), "{wat}");
     fails_with(hloscope(&["compile", "--emit", "wat", &module]), &["--target wasm"]);
     let dir = scratch("wasm");
     let file = dir.join("m.wasm");

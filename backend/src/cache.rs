@@ -160,20 +160,8 @@ impl<E: Entry> Cache<E> {
 
     /// Writes an entry atomically, then evicts the oldest entries over the cap.
     fn store(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-        let dir = path.parent().expect("an entry path has a folder");
-        std::fs::create_dir_all(dir)?;
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let tmp = dir.join(format!(
-            ".{}.{}.{nanos}.tmp",
-            path.file_name().and_then(|n| n.to_str()).unwrap_or("entry"),
-            std::process::id()
-        ));
-        std::fs::write(&tmp, bytes)?;
-        if let Err(e) = std::fs::rename(&tmp, path) {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e);
-        }
-        evict(dir, self.max_bytes, path)
+        hloscope_core::targets::envelope::write_atomically(path, bytes)?;
+        evict(path.parent().expect("an entry path has a folder"), self.max_bytes, path)
     }
 }
 

@@ -10,6 +10,21 @@ pub fn compiler_version() -> String {
     format!("hloscope-core {} source {}", env!("CARGO_PKG_VERSION"), env!("HLOSCOPE_SOURCE_HASH"))
 }
 
+/// Writes `bytes` to `path` through a temporary file beside it renamed into place, so
+/// that no reader ever sees half of it (its folder is made first). The compilation
+/// cache's entries and the WebAssembly target's compiled GEMM library are stored so.
+pub fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().ok_or_else(|| std::io::Error::other("a file path without a folder"))?;
+    std::fs::create_dir_all(dir)?;
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("entry");
+    let tmp = dir.join(format!(".{name}.{}.{nanos}.tmp", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
 /// Bytes before the payload.
 const HEADER: usize = 28;
 

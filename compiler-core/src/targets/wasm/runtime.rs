@@ -87,15 +87,10 @@ fn load_or_compile_library(shared: bool) -> Result<wasmtime::Module, String> {
         }
     }
     let module = compile()?;
-    // Stored through a temporary file renamed into place, so that no process reads half
-    // of it; a failure to store only costs the next process a compile.
+    // A failure to store only costs the next process a compile.
     if let Ok(code) = module.serialize() {
-        let temporary = path.with_extension(format!("tmp{}", std::process::id()));
-        let sealed = crate::targets::envelope::seal(LIBRARY_MAGIC, 1, &code);
-        if std::fs::create_dir_all(folder).and_then(|_| std::fs::write(&temporary, sealed)).is_ok() {
-            let _ = std::fs::rename(&temporary, &path);
-        }
-        let _ = std::fs::remove_file(&temporary);
+        let _ =
+            crate::targets::envelope::write_atomically(&path, &crate::targets::envelope::seal(LIBRARY_MAGIC, 1, &code));
     }
     Ok(module)
 }

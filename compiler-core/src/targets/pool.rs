@@ -1,6 +1,7 @@
 //! A small persistent thread pool for splitting one kernel across cores: the CPU
 //! target's native kernels and dots, and the WebAssembly target's pieces under wasmtime
-//! (an instance per thread), one pool for the process.
+//! (an instance per thread), one pool for the process. The CPU target's compiles use it
+//! too (Cranelift, a function per task).
 //!
 //! Kernels are short (tens of microseconds to milliseconds) and many, so spawning
 //! threads per kernel would cost as much as the work: the workers are started once, on
@@ -87,9 +88,13 @@ fn pool() -> &'static Pool {
             let cpu = cpus.as_ref().map(|c| c[i]);
             let spawned =
                 std::thread::Builder::new().name(format!("hloscope-cpu-{i}")).spawn(move || worker(pool, cpu));
-            if spawned.is_err() {
+            match (spawned, cpu) {
+                // Placed from here too: a new thread waits on its parent's CPU until it
+                // first runs, which took a millisecond or more where that CPU was busy.
+                (Ok(handle), Some(cpu)) => placement::pin_spawned(&handle, cpu),
+                (Ok(_), None) => {}
                 // Fewer workers only means less parallelism: the caller runs the rest.
-                break;
+                (Err(_), _) => break,
             }
         }
         pool
@@ -263,6 +268,20 @@ mod placement {
         ok.then_some(Mask(old))
     }
 
+    /// Pins the thread of `handle` (not started yet, maybe) to `cpu`.
+    pub fn pin_spawned<T>(handle: &std::thread::JoinHandle<T>, cpu: usize) {
+        use std::os::unix::thread::JoinHandleExt;
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return;
+        }
+        // SAFETY: as in `pin_to`; the handle's thread is alive (not joined, not detached).
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            libc::pthread_setaffinity_np(handle.as_pthread_t(), std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
+    }
+
     /// The CPU this thread runs on now.
     pub fn current_cpu() -> Option<usize> {
         // SAFETY: no arguments; -1 on failure.
@@ -285,6 +304,7 @@ mod placement {
     pub fn pin_to(_cpu: usize) -> Option<Mask> {
         None
     }
+    pub fn pin_spawned<T>(_handle: &std::thread::JoinHandle<T>, _cpu: usize) {}
     pub fn current_cpu() -> Option<usize> {
         None
     }

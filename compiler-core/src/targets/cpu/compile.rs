@@ -189,32 +189,28 @@ fn loops_fingerprint(k: &kernel::Kernel) -> u64 {
     artifact::hash_debug(&(&k.kind, loops))
 }
 
-/// Compiles `functions` with Cranelift on up to one thread per core, each taking the
-/// next function when it is done with one; the outcomes in the same order.
+/// Compiles `functions` with Cranelift on the process's thread pool (its threads are
+/// started once and stay on cores of their own: a thread spawned per compile often
+/// waited a millisecond or more for a core on these 2-core machines), the largest
+/// functions first so that no long compile starts last; the outcomes in the given order.
 fn compile_all(
     isa: &dyn cranelift_codegen::isa::TargetIsa,
     functions: Vec<&mut codegen::Pending>,
 ) -> Vec<Result<(), String>> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(functions.len());
-    if threads < 2 {
+    if functions.len() < 2 || crate::targets::pool::threads() < 2 {
         return functions.into_iter().map(|f| f.compile(isa)).collect();
     }
+    let mut largest_first: Vec<usize> = (0..functions.len()).collect();
+    largest_first.sort_by_key(|&i| std::cmp::Reverse(functions[i].size()));
     /// A function and, once compiled, the outcome.
     type Slot<'f> = std::sync::Mutex<(&'f mut codegen::Pending, Option<Result<(), String>>)>;
     let slots: Vec<Slot> = functions.into_iter().map(|f| std::sync::Mutex::new((f, None))).collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let work = || {
-        while let Some(slot) = slots.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
-            let mut slot = slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    crate::targets::pool::as_caller(|| {
+        crate::targets::pool::run(slots.len(), &|task| {
+            let mut slot = slots[largest_first[task]].lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             let outcome = slot.0.compile(isa);
             slot.1 = Some(outcome);
-        }
-    };
-    std::thread::scope(|s| {
-        for _ in 1..threads {
-            s.spawn(work);
-        }
-        work();
+        })
     });
     slots
         .into_iter()

@@ -395,6 +395,11 @@ fn build_scalar<M: Module>(
 }
 
 impl Pending {
+    /// The function's size in Cranelift instructions (its compile time grows with it).
+    pub fn size(&self) -> usize {
+        self.ctx.func.dfg.num_insts()
+    }
+
     /// Compiles the function to machine code (the part that may run on any thread).
     pub fn compile(&mut self, isa: &dyn cranelift_codegen::isa::TargetIsa) -> Result<(), String> {
         let mut ctrl = cranelift_codegen::control::ControlPlane::default();

@@ -166,7 +166,12 @@ impl OpAst {
 pub struct FuncAst {
     pub name: String,
     pub public: bool,
+    /// The body; without ops when they were left in the text (`deferred`).
     pub body: Region,
+    /// Where the body's ops start (after its `{`) and where the body ends (after its
+    /// `}`) when the reader skipped them, to be lowered as they are read
+    /// ([`super::reader::read_module`]'s `defer`).
+    pub deferred: Option<(usize, usize)>,
     pub result_types: Vec<Type>,
     pub pos: usize,
 }

@@ -23,6 +23,11 @@ impl LineIndex {
         LineIndex { starts }
     }
 
+    /// The 0-based line of offset `pos`.
+    pub fn line_of(&self, pos: usize) -> usize {
+        self.starts.partition_point(|&s| s <= pos).saturating_sub(1)
+    }
+
     pub fn line_col(&self, src: &str, pos: usize) -> (u32, u32) {
         let pos = pos.min(src.len());
         let line = match self.starts.binary_search(&pos) {
@@ -150,6 +155,38 @@ impl<'a> Cursor<'a> {
             }
             break;
         }
+    }
+
+    /// Moves past the `}` that closes the block the cursor is in, without reading what
+    /// is inside: braces in strings and comments do not count.
+    pub fn skip_block(&mut self) -> Result<(), ParseError> {
+        let (b, mut i, mut depth) = (self.bytes, self.pos, 1u32);
+        while i < b.len() {
+            match b[i] {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        self.pos = i + 1;
+                        return Ok(());
+                    }
+                }
+                b'"' => {
+                    i += 1;
+                    while i < b.len() && b[i] != b'"' {
+                        i += if b[i] == b'\\' { 2 } else { 1 };
+                    }
+                }
+                b'/' if b.get(i + 1) == Some(&b'/') => {
+                    while i < b.len() && b[i] != b'\n' {
+                        i += 1;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        Err(self.err_at(self.pos, "no `}` closes this block"))
     }
 
     pub fn at_end(&mut self) -> bool {

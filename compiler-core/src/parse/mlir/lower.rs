@@ -12,7 +12,8 @@
 //! again in the caller's computation, in a scope that only sees the call's arguments.
 
 use super::ast::{FuncAst, LocAst, ModuleAst, OpAst, Region, ValRef};
-use super::lexer::{LineIndex, MAX_DEPTH};
+use super::lexer::{Cursor, LineIndex, MAX_DEPTH};
+use super::reader;
 use crate::ir::{CompId, Computation, InstId, Instruction, Loc, Module, Op, Type};
 use crate::parse::ParseError;
 use smallvec::SmallVec;
@@ -281,7 +282,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Binds an op's result names to `vals`.
-    pub fn bind(&mut self, op: &'a OpAst, vals: Vec<InstId>) -> Result<(), ParseError> {
+    pub fn bind(&mut self, op: &OpAst, vals: Vec<InstId>) -> Result<(), ParseError> {
         let want = op.result_count();
         if want != vals.len() {
             return Err(self.err(op.pos, format!("{} produces {} results but {} are named", op.name, vals.len(), want)));
@@ -289,18 +290,29 @@ impl<'a> Lowerer<'a> {
         let mut it = vals.into_iter();
         for r in &op.results {
             let vs: Bound = it.by_ref().take(r.count as usize).collect();
+            let name = self.name_in_text(&r.name, r.pos)?;
             let scope = self.scopes.last_mut().ok_or_else(|| ParseError::new(0, 0, "no scope"))?;
-            scope.vars.insert(r.name.as_str(), vs);
+            scope.vars.insert(name, vs);
         }
         Ok(())
+    }
+
+    /// The text's own copy of value name `name` written at `pos` (its `%`): a scope's
+    /// names borrow from the text, not from the syntax tree, so that an op's tree can
+    /// go as soon as the op is lowered ([`Lowerer::lower_streamed`]).
+    fn name_in_text(&self, name: &str, pos: usize) -> Result<&'a str, ParseError> {
+        match self.src.get(pos + 1..pos + 1 + name.len()) {
+            Some(written) if written == name => Ok(written),
+            _ => Err(self.err(pos, format!("internal error: %{name} is not where the parser read it"))),
+        }
     }
 
     // ---- regions and functions -------------------------------------------------
 
     /// Lowers ops up to the terminator; returns the terminator's operands.
-    pub fn lower_block(&mut self, ops: &'a [OpAst], region_pos: usize) -> Result<Vec<InstId>, ParseError> {
+    pub fn lower_block(&mut self, ops: &[OpAst], region_pos: usize) -> Result<Vec<InstId>, ParseError> {
         for (i, op) in ops.iter().enumerate() {
-            if matches!(op.name.as_str(), "stablehlo.return" | "func.return" | "return") {
+            if is_terminator(op) {
                 if i + 1 != ops.len() {
                     return Err(self.err(ops[i + 1].pos, "op after the region's terminator"));
                 }
@@ -311,7 +323,33 @@ impl<'a> Lowerer<'a> {
         Err(self.err(region_pos, "region has no terminator (`stablehlo.return` / `func.return`)"))
     }
 
-    pub fn lower_region(&mut self, region: &'a Region, owner: &str, capture: Capture) -> Result<RegionOut, ParseError> {
+    /// [`Lowerer::lower_block`] of a body the reader skipped (`start..end`, after its
+    /// `{` to after its `}`): each op is read from the text and lowered at once, so the
+    /// syntax tree of a deep model's `main` never exists whole (its memory was most of a
+    /// parse's page faults).
+    fn lower_streamed(
+        &mut self,
+        c: &mut Cursor,
+        (start, end): (usize, usize),
+        region_pos: usize,
+    ) -> Result<Vec<InstId>, ParseError> {
+        c.pos = start;
+        while let Some(op) = reader::next_op(c)? {
+            if is_terminator(&op) {
+                if let Some(next) = reader::next_op(c)? {
+                    return Err(self.err(next.pos, "op after the region's terminator"));
+                }
+                if c.pos != end {
+                    return Err(self.err(c.pos, "the body's ops end elsewhere than its braces"));
+                }
+                return self.resolve_all(&op.operands);
+            }
+            self.lower_op(&op)?;
+        }
+        Err(self.err(region_pos, "region has no terminator (`stablehlo.return` / `func.return`)"))
+    }
+
+    pub fn lower_region(&mut self, region: &Region, owner: &str, capture: Capture) -> Result<RegionOut, ParseError> {
         if self.scopes.len() > MAX_DEPTH as usize {
             return Err(self.err(region.pos, "regions nested too deeply"));
         }
@@ -331,7 +369,7 @@ impl<'a> Lowerer<'a> {
             let loc = self.loc(*pos, None);
             let pname = self.module.fresh_name("param");
             let p = self.module.comp_mut(comp).push_param(pname, ty.clone(), loc);
-            scope.vars.insert(name.as_str(), smallvec::smallvec![p]);
+            scope.vars.insert(self.name_in_text(name, *pos)?, smallvec::smallvec![p]);
         }
         self.scopes.push(scope);
         let rets = self.lower_block(&region.ops, region.pos)?;
@@ -339,15 +377,20 @@ impl<'a> Lowerer<'a> {
         Ok(RegionOut { comp, rets, captures: scope.captures })
     }
 
-    /// Lowers the entry function into its own computation.
-    pub fn lower_entry(&mut self, f: &'a FuncAst) -> Result<CompId, ParseError> {
+    /// Lowers the entry function into its own computation (a body the reader skipped is
+    /// read from `c` as it is lowered).
+    pub fn lower_entry(&mut self, f: &'a FuncAst, c: &mut Cursor) -> Result<CompId, ParseError> {
         let comp = self.module.add_computation(Computation::new(f.name.clone()));
         self.module.entry = comp;
-        // About an instruction per op (a few expand, a few vanish): grown once, not doubled
-        // and copied as the body is lowered.
-        let c = self.module.comp_mut(comp);
-        c.insts.reserve(f.body.ops.len() + f.body.args.len());
-        c.order.reserve(f.body.ops.len() + f.body.args.len());
+        // About an instruction per op (a few expand, a few vanish), and an op per line in
+        // a skipped body: grown once, not doubled and copied as the body is lowered.
+        let ops = match f.deferred {
+            Some((start, end)) => self.lines.line_of(end) - self.lines.line_of(start),
+            None => f.body.ops.len(),
+        };
+        let comp_mut = self.module.comp_mut(comp);
+        comp_mut.insts.reserve(ops + f.body.args.len());
+        comp_mut.order.reserve(ops + f.body.args.len());
         let mut vars = Names::default();
         for (name, ty, pos) in &f.body.args {
             let loc = self.loc(*pos, None);
@@ -365,7 +408,10 @@ impl<'a> Lowerer<'a> {
             imported: Default::default(),
         });
         self.call_stack.push(f.name.clone());
-        let rets = self.lower_block(&f.body.ops, f.pos)?;
+        let rets = match f.deferred {
+            Some(body) => self.lower_streamed(c, body, f.pos)?,
+            None => self.lower_block(&f.body.ops, f.pos)?,
+        };
         self.check_returns(f, &rets)?;
         let loc = self.loc(f.pos, None);
         self.set_root(comp, &rets, &loc)?;
@@ -425,4 +471,9 @@ impl<'a> Lowerer<'a> {
         self.scopes.pop();
         Ok(rets)
     }
+}
+
+/// Whether `op` ends its block.
+fn is_terminator(op: &OpAst) -> bool {
+    matches!(op.name.as_str(), "stablehlo.return" | "func.return" | "return")
 }

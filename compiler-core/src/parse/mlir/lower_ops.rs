@@ -180,12 +180,12 @@ impl<'a> Lowerer<'a> {
 
     // ---- dispatch --------------------------------------------------------------
 
-    pub fn lower_op(&mut self, op: &'a OpAst) -> R<()> {
+    pub fn lower_op(&mut self, op: &OpAst) -> R<()> {
         let vals = self.lower_op_values(op)?;
         self.bind(op, vals)
     }
 
-    fn lower_op_values(&mut self, op: &'a OpAst) -> R<Vec<InstId>> {
+    fn lower_op_values(&mut self, op: &OpAst) -> R<Vec<InstId>> {
         let loc = self.loc(op.pos, op.loc.as_ref());
         let name = op.name.as_str();
         if let Some(elementwise) = name.strip_prefix("stablehlo.").and_then(elementwise_op) {
@@ -663,7 +663,7 @@ impl<'a> Lowerer<'a> {
 
     /// Region `i` of a reduction-like op: block arguments become parameters; only
     /// constants may be captured.
-    fn scalar_region(&mut self, op: &'a OpAst, i: usize) -> R<CompId> {
+    fn scalar_region(&mut self, op: &OpAst, i: usize) -> R<CompId> {
         let region = op.regions.get(i).ok_or_else(|| self.err(op.pos, format!("{}: missing region", op.name)))?;
         let out = self.lower_region(region, &op.name, Capture::ConstantsOnly)?;
         let loc = self.loc(region.pos, None);
@@ -671,7 +671,7 @@ impl<'a> Lowerer<'a> {
         Ok(out.comp)
     }
 
-    fn lower_reduce(&mut self, op: &'a OpAst, loc: &Loc) -> R<Vec<InstId>> {
+    fn lower_reduce(&mut self, op: &OpAst, loc: &Loc) -> R<Vec<InstId>> {
         let x = self.resolve_all(&op.operands)?;
         if x.is_empty() || x.len() % 2 != 0 {
             return Err(self.err(op.pos, "stablehlo.reduce takes N inputs and N init values"));
@@ -708,7 +708,7 @@ impl<'a> Lowerer<'a> {
         self.emit_multi(Op::Reduce { dims, body }, x, types, loc)
     }
 
-    fn lower_reduce_window(&mut self, op: &'a OpAst, loc: &Loc) -> R<Vec<InstId>> {
+    fn lower_reduce_window(&mut self, op: &OpAst, loc: &Loc) -> R<Vec<InstId>> {
         let x = self.resolve_all(&op.operands)?;
         if x.is_empty() || x.len() % 2 != 0 {
             return Err(self.err(op.pos, "stablehlo.reduce_window takes N inputs and N init values"));
@@ -732,7 +732,7 @@ impl<'a> Lowerer<'a> {
 
     /// `case`/`if`: values the branches capture become extra operands, listed per
     /// branch in `branch_operands`.
-    fn lower_case(&mut self, op: &'a OpAst, loc: &Loc) -> R<Vec<InstId>> {
+    fn lower_case(&mut self, op: &OpAst, loc: &Loc) -> R<Vec<InstId>> {
         let x = self.operands_n(op, 1)?;
         let nres = op.result_count();
         let types = self.result_types(op, nres)?;
@@ -774,7 +774,7 @@ impl<'a> Lowerer<'a> {
 
     /// `while`: captured values are appended to the loop state; both regions take
     /// them as parameters and the body passes them through unchanged.
-    fn lower_while(&mut self, op: &'a OpAst, loc: &Loc) -> R<Vec<InstId>> {
+    fn lower_while(&mut self, op: &OpAst, loc: &Loc) -> R<Vec<InstId>> {
         let inits = self.resolve_all(&op.operands)?;
         let n = inits.len();
         if op.regions.len() != 2 {
@@ -859,7 +859,7 @@ impl<'a> Lowerer<'a> {
         params
     }
 
-    fn lower_custom_call(&mut self, op: &'a OpAst, loc: &Loc) -> R<Vec<InstId>> {
+    fn lower_custom_call(&mut self, op: &OpAst, loc: &Loc) -> R<Vec<InstId>> {
         let target = match (&op.callee, self.attr(op, &["call_target_name"])) {
             (Some(t), _) => t.clone(),
             (None, Some(Attr::Str(s))) | (None, Some(Attr::Symbol(s))) => s.clone(),
@@ -891,7 +891,7 @@ impl<'a> Lowerer<'a> {
 
     /// `check.expect_*` ops and `custom_call @check.expect_*`: a side-effecting custom
     /// call on (actual, expected) with its tolerances made explicit.
-    fn lower_check(&mut self, op: &'a OpAst, base: &str, is_const: bool, custom: bool, loc: &Loc) -> R<Vec<InstId>> {
+    fn lower_check(&mut self, op: &OpAst, base: &str, is_const: bool, custom: bool, loc: &Loc) -> R<Vec<InstId>> {
         let target = match base {
             "expect_eq" | "expect_almost_eq" | "expect_close" => format!("check.{base}"),
             _ => return Err(self.err(op.pos, format!("unsupported op {}", op.name))),
@@ -934,7 +934,7 @@ impl<'a> Lowerer<'a> {
         Ok(vec![])
     }
 
-    fn lower_chlo(&mut self, op: &'a OpAst, short: &str, loc: &Loc) -> R<Vec<InstId>> {
+    fn lower_chlo(&mut self, op: &OpAst, short: &str, loc: &Loc) -> R<Vec<InstId>> {
         let x = self.resolve_all(&op.operands)?;
         let nres = op.result_count();
         let types = self.result_types(op, nres)?;

@@ -14,7 +14,9 @@ use super::types::{parse_colon_types, parse_type};
 use crate::parse::ParseError;
 
 /// Reads a whole text: `#alias = ...` definitions, `module { ... }` and/or functions.
-pub fn read_module(c: &mut Cursor) -> Result<ModuleAst, ParseError> {
+/// The body of the first function named `defer`, if any, is skipped, not read (its
+/// `FuncAst::deferred` says where it starts): the entry is lowered as its ops are read.
+pub fn read_module(c: &mut Cursor, mut defer: Option<&str>) -> Result<ModuleAst, ParseError> {
     let mut m = ModuleAst::default();
     let mut seen_module = false;
     loop {
@@ -55,7 +57,7 @@ pub fn read_module(c: &mut Cursor) -> Result<ModuleAst, ParseError> {
                 if c.at_end() {
                     return Err(c.expected("`}` closing the module"));
                 }
-                if let Some(f) = read_func(c)? {
+                if let Some(f) = read_func(c, &mut defer)? {
                     m.funcs.push(f);
                 }
             }
@@ -64,7 +66,7 @@ pub fn read_module(c: &mut Cursor) -> Result<ModuleAst, ParseError> {
             }
             continue;
         }
-        if let Some(f) = read_func(c)? {
+        if let Some(f) = read_func(c, &mut defer)? {
             m.funcs.push(f);
         }
     }
@@ -89,7 +91,7 @@ fn alias_def(c: &mut Cursor, m: &mut ModuleAst) -> Result<(), ParseError> {
 
 /// `func.func [public|private] @name(%a: T {attrs} loc(..), ...) [-> results]
 /// [attributes {...}] { body } [loc(..)]`. Declarations without a body are skipped.
-fn read_func(c: &mut Cursor) -> Result<Option<FuncAst>, ParseError> {
+fn read_func(c: &mut Cursor, defer: &mut Option<&str>) -> Result<Option<FuncAst>, ParseError> {
     c.skip_ws();
     let pos = c.pos;
     if !c.eat_kw("func.func") {
@@ -156,28 +158,42 @@ fn read_func(c: &mut Cursor) -> Result<Option<FuncAst>, ParseError> {
         return Ok(None);
     }
     c.expect("{")?;
-    region.ops = read_ops(c)?;
+    let mut deferred = None;
+    if *defer == Some(name.as_str()) {
+        *defer = None;
+        let start = c.pos;
+        c.skip_block()?;
+        deferred = Some((start, c.pos));
+    } else {
+        region.ops = read_ops(c)?;
+    }
     if c.peek_kw("loc") {
         parse_loc(c)?;
     }
-    Ok(Some(FuncAst { name, public, body: region, result_types, pos }))
+    Ok(Some(FuncAst { name, public, body: region, deferred, result_types, pos }))
 }
 
 /// Ops up to and including the closing `}` of a block.
 fn read_ops(c: &mut Cursor) -> Result<Vec<OpAst>, ParseError> {
     let mut ops = Vec::new();
-    loop {
-        if c.eat("}") {
-            return Ok(ops);
-        }
-        if c.at_end() {
-            return Err(c.expected("`}`"));
-        }
-        if c.peek() == Some(b'^') {
-            return Err(c.err_at(c.pos, "regions with several blocks are not supported"));
-        }
-        ops.push(read_op(c)?);
+    while let Some(op) = next_op(c)? {
+        ops.push(op);
     }
+    Ok(ops)
+}
+
+/// The next op of a block, or None after the block's closing `}`.
+pub fn next_op(c: &mut Cursor) -> Result<Option<OpAst>, ParseError> {
+    if c.eat("}") {
+        return Ok(None);
+    }
+    if c.at_end() {
+        return Err(c.expected("`}`"));
+    }
+    if c.peek() == Some(b'^') {
+        return Err(c.err_at(c.pos, "regions with several blocks are not supported"));
+    }
+    read_op(c).map(Some)
 }
 
 /// A region `{ [^bb0(%a: T, ...):] ops }`.

@@ -357,11 +357,7 @@ pub fn try_module_cost(module: &Module, profile: &Profile) -> Result<ModuleCost,
 /// by id): the distinct values it reads from outside plus the members it must write
 /// because someone outside (or the computation's root) uses them. A group of only
 /// trivial instructions moves nothing. `users` is `comp`'s user lists.
-pub fn group_traffic(
-    comp: &Computation,
-    members: &[InstId],
-    users: &rustc_hash::FxHashMap<InstId, Vec<InstId>>,
-) -> u64 {
+pub fn group_traffic(comp: &Computation, members: &[InstId], users: &crate::ir::UserLists) -> u64 {
     if members.iter().all(|&m| is_trivial(&comp.inst(m).op)) {
         return 0;
     }
@@ -376,7 +372,7 @@ pub fn group_traffic(
                 bytes = bytes.saturating_add(bytes_of(comp, o));
             }
         }
-        let used_outside = comp.root == m || users.get(&m).is_some_and(|us| us.iter().any(|u| !inside(u)));
+        let used_outside = comp.root == m || users.get(m).iter().any(|u| !inside(u));
         if used_outside {
             bytes = bytes.saturating_add(bytes_of(comp, m));
         }
@@ -388,14 +384,9 @@ pub fn group_traffic(
 /// kernel stops moving when `added` (not a member) joins it. Only `added`'s neighbours
 /// change their part, so this looks at them instead of summing the group twice (fusion
 /// asks it for every copy a group may take).
-pub fn group_traffic_saved(
-    comp: &Computation,
-    members: &[InstId],
-    users: &rustc_hash::FxHashMap<InstId, Vec<InstId>>,
-    added: InstId,
-) -> i64 {
+pub fn group_traffic_saved(comp: &Computation, members: &[InstId], users: &crate::ir::UserLists, added: InstId) -> i64 {
     let inside = |id: &InstId| members.binary_search(id).is_ok();
-    let users_of = |id: InstId| users.get(&id).map(Vec::as_slice).unwrap_or(&[]);
+    let users_of = |id: InstId| users.get(id);
     // The group with `added`, sorted as `group_traffic` wants it (the slow way).
     let with_added = || {
         let mut with = members.to_vec();
@@ -476,12 +467,7 @@ mod tests {
             b.op(Op::Tuple, &[n, w], crate::ir::Type::Tuple(vec![arr(F32, &[64]), arr(F32, &[4, 64])]))
         });
         let comp = module.comp(module.entry);
-        let mut users: rustc_hash::FxHashMap<InstId, Vec<InstId>> = Default::default();
-        for &id in &comp.order {
-            for &o in &comp.inst(id).operands {
-                users.entry(o).or_default().push(id);
-            }
-        }
+        let users = crate::ir::UserLists::of(comp);
         let [_, e, s, n, w, _] = comp.order[..] else { panic!("six instructions") };
         // {s, n} reads e and writes n: 512 B. With e: reads x, writes n and e (the
         // broadcast outside still needs it): 768 B, so 256 B more.

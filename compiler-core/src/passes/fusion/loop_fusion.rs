@@ -48,7 +48,7 @@ type ConsumerGroups = SmallVec<[(usize, SmallVec<[InstId; 2]>); 2]>;
 fn consumer_groups(f: &Fuser, p: InstId) -> (ConsumerGroups, bool) {
     let mut groups = ConsumerGroups::new();
     let mut outside = f.comp().root == p;
-    let users = f.users.get(&p).map(Vec::as_slice).unwrap_or_default();
+    let users = f.users.get(p);
     // A user's uses sit next to each other in the list: each user once.
     for (i, &u) in users.iter().enumerate() {
         if i > 0 && users[i - 1] == u {
@@ -283,7 +283,7 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: ConsumerGroups, outside: bool) {
     // instead of its result; the producer's kernel goes away only if no user is left.
     // A tie is refused: the copies would force the producer's operands to be written
     // out, which this local estimate does not see.
-    let dies = !outside && f.users.get(&p).is_none_or(Vec::is_empty);
+    let dies = !outside && f.users.get(p).is_empty();
     let copies_saved: i64 = accepted.iter().map(|a| a.effect.bytes).sum();
     let total =
         Effect { bytes: copies_saved + if dies { own_traffic } else { 0 }, kernels: if dies { own_kernel } else { 0 } };
@@ -387,7 +387,7 @@ fn unclone(f: &mut Fuser, p: InstId, clone: InstId, users: &[InstId]) {
     for o in f.inst(clone).operands.clone() {
         f.remove_user(o, clone);
     }
-    f.users.remove(&clone);
+    f.users.list_mut(clone).clear();
     for &u in users {
         f.add_user(p, u);
     }

@@ -53,7 +53,7 @@ pub use spec::FUSION_KNOBS;
 
 use super::{Changed, Decision, Pass, PassLog, Provenance};
 use crate::cost::{group_traffic, is_trivial};
-use crate::ir::{CompId, Computation, InstId, Instruction, Module, Op};
+use crate::ir::{CompId, Computation, InstId, Instruction, Module, Op, UserLists};
 use cranelift_entity::SecondaryMap;
 use members::Members;
 use rules::Graph;
@@ -165,7 +165,7 @@ pub(super) struct Fuser<'a> {
     cfg: &'a FusionConfig,
     /// Each instruction's users, once per use, in program order (as
     /// [`Fuser::refresh_users`] builds them; kept so incrementally).
-    users: HashMap<InstId, Vec<InstId>>,
+    users: UserLists,
     /// Program-order position of every live instruction (see [`Pos`]).
     pos: SecondaryMap<InstId, Pos>,
     /// Whether every operand comes before its users in `pos` (true for verified
@@ -222,7 +222,7 @@ impl<'a> Fuser<'a> {
             module,
             comp,
             cfg,
-            users: HashMap::default(),
+            users: UserLists::default(),
             pos: SecondaryMap::new(),
             pos_topological: true,
             copies: 0,
@@ -281,18 +281,14 @@ impl<'a> Fuser<'a> {
     fn add_user(&mut self, of: InstId, user: InstId) {
         let uses = self.inst(user).operands.iter().filter(|&&o| o == of).count();
         let key = self.pos[user];
-        let list = self.users.entry(of).or_default();
-        let at = list.partition_point(|&u| self.pos[u] < key);
-        list.splice(at..at, std::iter::repeat_n(user, uses));
+        let pos = &self.pos;
+        let list = self.users.list_mut(of);
+        let at = list.partition_point(|&u| pos[u] < key);
+        list.insert_many(at, std::iter::repeat_n(user, uses));
     }
 
     fn remove_user(&mut self, of: InstId, user: InstId) {
-        if let Some(list) = self.users.get_mut(&of) {
-            list.retain(|&u| u != user);
-            if list.is_empty() {
-                self.users.remove(&of);
-            }
-        }
+        self.users.list_mut(of).retain(|u| *u != user);
     }
 
     /// Rebuilds the computation's order after copies were added or instructions removed.
@@ -310,20 +306,13 @@ impl<'a> Fuser<'a> {
 
     /// Recomputes the user lists (after an instruction is cloned or removed).
     fn refresh_users(&mut self) {
-        let comp = self.module.comp(self.comp);
-        let mut users: HashMap<InstId, Vec<InstId>> = HashMap::default();
-        for &id in &comp.order {
-            for &o in &comp.inst(id).operands {
-                users.entry(o).or_default().push(id);
-            }
-        }
-        self.users = users;
+        self.users = UserLists::of(self.module.comp(self.comp));
     }
 
     /// Distinct users of `id`, in program order. (A user's uses sit next to each other
     /// in the list, which is kept in program order.)
     fn users_of(&self, id: InstId) -> Vec<InstId> {
-        let mut us = self.users.get(&id).cloned().unwrap_or_default();
+        let mut us = self.users.get(id).to_vec();
         us.dedup();
         us
     }

@@ -14,7 +14,7 @@
 //! Built only for at most [`Reach::MAX`] nodes, to bound its memory (`n * n / 8` bytes).
 
 use super::members::Members;
-use crate::ir::InstId;
+use crate::ir::{InstId, UserLists};
 use rustc_hash::FxHashMap as HashMap;
 
 pub(super) struct Reach {
@@ -38,12 +38,7 @@ impl Reach {
     /// Reachability between `groups` (instruction -> group index through `group_of`)
     /// and the instructions of `order` in no group. None if there are too many nodes or
     /// the groups already form a cycle (then callers fall back to a walk).
-    pub fn new(
-        order: &[InstId],
-        users: &HashMap<InstId, Vec<InstId>>,
-        group_of: &HashMap<InstId, usize>,
-        groups: usize,
-    ) -> Option<Reach> {
+    pub fn new(order: &[InstId], users: &UserLists, group_of: &HashMap<InstId, usize>, groups: usize) -> Option<Reach> {
         let mut node = HashMap::with_capacity_and_hasher(order.len(), Default::default());
         let mut group_node = vec![u32::MAX; groups];
         let mut nodes = 0;
@@ -72,7 +67,7 @@ impl Reach {
         let mut preds = vec![0u32; nodes];
         for &id in order {
             let from = node[&id];
-            for u in users.get(&id).map(Vec::as_slice).unwrap_or(&[]) {
+            for u in users.get(id) {
                 let to = *node.get(u)?;
                 if to != from {
                     succ[from as usize].push(to);
@@ -216,11 +211,11 @@ mod tests {
     use cranelift_entity::EntityRef;
 
     /// Instructions 0..n with the edges (operand, user).
-    fn graph(n: usize, edges: &[(usize, usize)]) -> (Vec<InstId>, HashMap<InstId, Vec<InstId>>) {
+    fn graph(n: usize, edges: &[(usize, usize)]) -> (Vec<InstId>, UserLists) {
         let ids: Vec<InstId> = (0..n).map(InstId::new).collect();
-        let mut users: HashMap<InstId, Vec<InstId>> = HashMap::default();
+        let mut users = UserLists::default();
         for &(o, u) in edges {
-            users.entry(ids[o]).or_default().push(ids[u]);
+            users.list_mut(ids[o]).push(ids[u]);
         }
         (ids, users)
     }

@@ -11,7 +11,7 @@
 use super::members::Members;
 use super::reach::Reach;
 use super::{epilogue, reduction, FusionConfig, Pos};
-use crate::ir::{BinaryOp, Computation, FusionKind, InstId, Instruction, Op};
+use crate::ir::{BinaryOp, Computation, FusionKind, InstId, Instruction, Op, UserLists};
 use cranelift_entity::SecondaryMap;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use smallvec::SmallVec;
@@ -101,7 +101,7 @@ pub(super) type Groups<'a> = (&'a HashMap<InstId, usize>, &'a [Members]);
 /// A computation seen as a graph: instructions and their users.
 pub(super) struct Graph<'a> {
     pub comp: &'a Computation,
-    pub users: &'a HashMap<InstId, Vec<InstId>>,
+    pub users: &'a UserLists,
     /// Program-order positions in which every operand precedes its users, when known.
     pub pos: Option<&'a SecondaryMap<InstId, Pos>>,
     /// Group of each grouped instruction and the groups, once groups may have several
@@ -119,7 +119,7 @@ impl Graph<'_> {
         &self.comp.inst(id).name
     }
     pub fn users_of(&self, id: InstId) -> &[InstId] {
-        self.users.get(&id).map(Vec::as_slice).unwrap_or(&[])
+        self.users.get(id)
     }
     pub fn dims(&self, id: InstId) -> Option<&[i64]> {
         self.inst(id).ty.as_array().map(|s| s.dims.as_slice())

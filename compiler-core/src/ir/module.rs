@@ -79,6 +79,18 @@ impl Computation {
         }
     }
 
+    /// An empty computation with room for `insts` instructions, `params` of them
+    /// parameters.
+    pub fn with_capacity(name: impl Into<String>, insts: usize, params: usize) -> Computation {
+        Computation {
+            name: name.into(),
+            insts: PrimaryMap::with_capacity(insts),
+            params: Vec::with_capacity(params),
+            order: Vec::with_capacity(insts),
+            root: InstId::reserved_value(),
+        }
+    }
+
     /// Appends an instruction at the end of `order`.
     pub fn push(&mut self, inst: Instruction) -> InstId {
         let id = self.insts.push(inst);

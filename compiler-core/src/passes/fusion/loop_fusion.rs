@@ -252,7 +252,7 @@ fn duplicate(f: &mut Fuser, p: InstId, groups: ConsumerGroups, outside: bool) {
     let own_traffic = if weighed { group_traffic(f.comp(), own.as_slice(), &f.users) as i64 } else { 0 };
     let own_kernel = f.is_kernel(&own) as i64;
     // First, which groups may legally take a copy.
-    let mut accepted: Vec<Candidate> = Vec::new();
+    let mut accepted: Vec<Candidate> = Vec::with_capacity(groups.len());
     for (c, us) in groups {
         let clone = clone_for(f, p, &us);
         // With the copy as the group's operand, the effect is the group's traffic saved
@@ -358,7 +358,7 @@ fn clone_for(f: &mut Fuser, p: InstId, users: &[InstId]) -> InstId {
     f.pos[clone] = (f.pos[p].0, u32::MAX - f.copies);
     f.added.push(clone);
     f.clone_of.insert(clone, p);
-    let mut seen = Vec::new();
+    let mut seen: SmallVec<[InstId; 4]> = SmallVec::new();
     for o in operands {
         if !seen.contains(&o) {
             seen.push(o);

@@ -65,7 +65,8 @@ pub(super) fn run(f: &mut Fuser) -> bool {
             }
         }
         let body_name = f.module.fresh_name("fused_computation");
-        let mut body = Computation::new(body_name);
+        // Parameters, members and the tuple of several outputs.
+        let mut body = Computation::with_capacity(body_name, operands.len() + sorted.len() + 1, operands.len());
         let mut map: HashMap<InstId, InstId> = HashMap::default();
         for (i, &o) in operands.iter().enumerate() {
             let name = f.module.fresh_name_from(&["param_", &i.to_string()]);

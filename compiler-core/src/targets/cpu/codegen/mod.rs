@@ -396,6 +396,7 @@ fn build_scalar<M: Module>(
 
 impl Pending {
     /// The function's size in Cranelift instructions (its compile time grows with it).
+    #[cfg(feature = "cpu")]
     pub fn size(&self) -> usize {
         self.ctx.func.dfg.num_insts()
     }

@@ -383,9 +383,11 @@ impl<'a> Lowerer<'a> {
         let comp = self.module.add_computation(Computation::new(f.name.clone()));
         self.module.entry = comp;
         // About an instruction per op (a few expand, a few vanish), and an op per line in
-        // a skipped body: grown once, not doubled and copied as the body is lowered.
+        // a skipped body: grown once, not doubled and copied as the body is lowered. An op
+        // takes a dozen bytes of text at the least (`%0 = a.b %x : t`), which bounds the
+        // guess for a text of empty lines.
         let ops = match f.deferred {
-            Some((start, end)) => self.lines.line_of(end) - self.lines.line_of(start),
+            Some((start, end)) => (self.lines.line_of(end) - self.lines.line_of(start)).min((end - start) / 12),
             None => f.body.ops.len(),
         };
         let comp_mut = self.module.comp_mut(comp);

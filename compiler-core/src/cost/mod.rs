@@ -467,7 +467,7 @@ mod tests {
             b.op(Op::Tuple, &[n, w], crate::ir::Type::Tuple(vec![arr(F32, &[64]), arr(F32, &[4, 64])]))
         });
         let comp = module.comp(module.entry);
-        let users = crate::ir::UserLists::of(comp);
+        let users = comp.users();
         let [_, e, s, n, w, _] = comp.order[..] else { panic!("six instructions") };
         // {s, n} reads e and writes n: 512 B. With e: reads x, writes n and e (the
         // broadcast outside still needs it): 768 B, so 256 B more.

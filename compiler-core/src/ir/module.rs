@@ -70,13 +70,7 @@ pub struct Computation {
 
 impl Computation {
     pub fn new(name: impl Into<String>) -> Computation {
-        Computation {
-            name: name.into(),
-            insts: PrimaryMap::new(),
-            params: Vec::new(),
-            order: Vec::new(),
-            root: InstId::reserved_value(),
-        }
+        Computation::with_capacity(name, 0, 0)
     }
 
     /// An empty computation with room for `insts` instructions, `params` of them
@@ -124,14 +118,8 @@ impl Computation {
 
     /// Users of each live instruction, in `order` (an instruction using a value twice
     /// appears twice).
-    pub fn users(&self) -> SecondaryMap<InstId, Vec<InstId>> {
-        let mut users: SecondaryMap<InstId, Vec<InstId>> = SecondaryMap::new();
-        for &id in &self.order {
-            for &op in &self.insts[id].operands {
-                users[op].push(id);
-            }
-        }
-        users
+    pub fn users(&self) -> super::UserLists {
+        super::UserLists::of(self)
     }
 
     /// Replaces every use of `old` by `new` among live instructions and the root.

@@ -1,5 +1,6 @@
-//! Each instruction's users within one computation, once per use, in program order: the
-//! lists fusion keeps up to date as it copies instructions, and the cost model reads.
+//! Each instruction's users within one computation, once per use, in program order
+//! ([`super::Computation::users`]): the lists fusion keeps up to date as it copies
+//! instructions and the cost model reads, and layout assignment's and the dot merger's.
 
 use super::{Computation, InstId};
 use cranelift_entity::SecondaryMap;

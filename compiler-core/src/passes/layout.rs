@@ -158,7 +158,7 @@ fn assign_computation(
                 if y.layout.is_none() {
                     let mut rm = y.clone();
                     rm.layout = Some(row_major(y.rank()));
-                    let us = users.get(id).map(Vec::as_slice).unwrap_or(&[]);
+                    let us = users.get(id);
                     let folds = !transpose_is_bitcast(&x, &rm, perm)
                         && comp.root != id
                         && !us.is_empty()

@@ -86,11 +86,11 @@ fn pool() -> &'static Pool {
         }));
         for i in 1..threads {
             let cpu = cpus.as_ref().map(|c| c[i]);
-            let spawned =
-                std::thread::Builder::new().name(format!("hloscope-cpu-{i}")).spawn(move || worker(pool, cpu));
+            let spawned = std::thread::Builder::new().name(format!("hloscope-cpu-{i}")).spawn(move || worker(pool));
             match (spawned, cpu) {
-                // Placed from here too: a new thread waits on its parent's CPU until it
-                // first runs, which took a millisecond or more where that CPU was busy.
+                // Placed from here, not by the worker itself: a new thread waits on its
+                // parent's CPU until it first runs, which took a millisecond or more
+                // where that CPU was busy.
                 (Ok(handle), Some(cpu)) => placement::pin_spawned(&handle, cpu),
                 (Ok(_), None) => {}
                 // Fewer workers only means less parallelism: the caller runs the rest.
@@ -150,10 +150,7 @@ impl Pool {
     }
 }
 
-fn worker(pool: &'static Pool, cpu: Option<usize>) {
-    if let Some(cpu) = cpu {
-        placement::pin_to(cpu);
-    }
+fn worker(pool: &'static Pool) {
     loop {
         pool.poll(|p| p.unclaimed.load(Ordering::Acquire) > 0);
         let task = {
@@ -259,26 +256,31 @@ mod placement {
         if cpu >= libc::CPU_SETSIZE as usize || !unsafe { libc::CPU_ISSET(cpu, &old) } {
             return None;
         }
-        // SAFETY: as in `mask`; CPU_SET ignores CPUs beyond the set's size.
-        let ok = unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
-        };
+        let set = only(cpu);
+        // SAFETY: a set made by `only`, of the size given.
+        let ok = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0 };
         ok.then_some(Mask(old))
     }
 
-    /// Pins the thread of `handle` (not started yet, maybe) to `cpu`.
+    /// Pins the thread of `handle` (not started yet, maybe) to `cpu`, one of this
+    /// thread's (which the new thread inherits).
     pub fn pin_spawned<T>(handle: &std::thread::JoinHandle<T>, cpu: usize) {
         use std::os::unix::thread::JoinHandleExt;
         if cpu >= libc::CPU_SETSIZE as usize {
             return;
         }
+        let set = only(cpu);
         // SAFETY: as in `pin_to`; the handle's thread is alive (not joined, not detached).
+        unsafe { libc::pthread_setaffinity_np(handle.as_pthread_t(), std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    }
+
+    /// The set of just `cpu` (below `CPU_SETSIZE`).
+    fn only(cpu: usize) -> libc::cpu_set_t {
+        // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET ignores CPUs beyond its size.
         unsafe {
             let mut set: libc::cpu_set_t = std::mem::zeroed();
             libc::CPU_SET(cpu, &mut set);
-            libc::pthread_setaffinity_np(handle.as_pthread_t(), std::mem::size_of::<libc::cpu_set_t>(), &set);
+            set
         }
     }
 

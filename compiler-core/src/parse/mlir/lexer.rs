@@ -30,10 +30,7 @@ impl LineIndex {
 
     pub fn line_col(&self, src: &str, pos: usize) -> (u32, u32) {
         let pos = pos.min(src.len());
-        let line = match self.starts.binary_search(&pos) {
-            Ok(i) => i,
-            Err(i) => i - 1,
-        };
+        let line = self.line_of(pos);
         let start = self.starts[line];
         let col = src.get(start..pos).map(|s| s.chars().count()).unwrap_or(pos - start);
         (line as u32 + 1, col as u32 + 1)
@@ -155,38 +152,6 @@ impl<'a> Cursor<'a> {
             }
             break;
         }
-    }
-
-    /// Moves past the `}` that closes the block the cursor is in, without reading what
-    /// is inside: braces in strings and comments do not count.
-    pub fn skip_block(&mut self) -> Result<(), ParseError> {
-        let (b, mut i, mut depth) = (self.bytes, self.pos, 1u32);
-        while i < b.len() {
-            match b[i] {
-                b'{' => depth += 1,
-                b'}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        self.pos = i + 1;
-                        return Ok(());
-                    }
-                }
-                b'"' => {
-                    i += 1;
-                    while i < b.len() && b[i] != b'"' {
-                        i += if b[i] == b'\\' { 2 } else { 1 };
-                    }
-                }
-                b'/' if b.get(i + 1) == Some(&b'/') => {
-                    while i < b.len() && b[i] != b'\n' {
-                        i += 1;
-                    }
-                }
-                _ => {}
-            }
-            i += 1;
-        }
-        Err(self.err_at(self.pos, "no `}` closes this block"))
     }
 
     pub fn at_end(&mut self) -> bool {
@@ -487,8 +452,8 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// Skips a balanced group starting at one of `( [ { <` (strings respected, `->` is
-    /// not a closing `>`), returning its text.
+    /// Skips a balanced group starting at one of `( [ { <` (strings and `//` comments
+    /// respected, `->` is not a closing `>`), returning its text.
     pub fn skip_balanced(&mut self) -> Result<&'a str, ParseError> {
         self.skip_ws();
         let start = self.pos;
@@ -500,6 +465,10 @@ impl<'a> Cursor<'a> {
             match b {
                 b'"' => {
                     self.string()?;
+                    continue;
+                }
+                b'/' if self.bytes.get(self.pos + 1) == Some(&b'/') => {
+                    self.skip_ws();
                     continue;
                 }
                 b'(' | b'[' | b'{' | b'<' => {

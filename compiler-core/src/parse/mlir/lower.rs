@@ -17,6 +17,7 @@ use super::reader;
 use crate::ir::{CompId, Computation, InstId, Instruction, Loc, Module, Op, Type};
 use crate::parse::ParseError;
 use smallvec::SmallVec;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -311,16 +312,8 @@ impl<'a> Lowerer<'a> {
 
     /// Lowers ops up to the terminator; returns the terminator's operands.
     pub fn lower_block(&mut self, ops: &[OpAst], region_pos: usize) -> Result<Vec<InstId>, ParseError> {
-        for (i, op) in ops.iter().enumerate() {
-            if is_terminator(op) {
-                if i + 1 != ops.len() {
-                    return Err(self.err(ops[i + 1].pos, "op after the region's terminator"));
-                }
-                return self.resolve_all(&op.operands);
-            }
-            self.lower_op(op)?;
-        }
-        Err(self.err(region_pos, "region has no terminator (`stablehlo.return` / `func.return`)"))
+        let mut ops = ops.iter();
+        self.lower_to_terminator(|| Ok(ops.next().map(Cow::Borrowed)), region_pos)
     }
 
     /// [`Lowerer::lower_block`] of a body the reader skipped (`start..end`, after its
@@ -334,13 +327,24 @@ impl<'a> Lowerer<'a> {
         region_pos: usize,
     ) -> Result<Vec<InstId>, ParseError> {
         c.pos = start;
-        while let Some(op) = reader::next_op(c)? {
+        let rets = self.lower_to_terminator(|| reader::next_op(c).map(|op| op.map(Cow::Owned)), region_pos)?;
+        if c.pos != end {
+            return Err(self.err(c.pos, "the body's ops end elsewhere than its braces"));
+        }
+        Ok(rets)
+    }
+
+    /// Lowers the ops `next` gives (None once the block has closed) up to the
+    /// terminator, which must be the last; returns the terminator's operands.
+    fn lower_to_terminator<'o>(
+        &mut self,
+        mut next: impl FnMut() -> Result<Option<Cow<'o, OpAst>>, ParseError>,
+        region_pos: usize,
+    ) -> Result<Vec<InstId>, ParseError> {
+        while let Some(op) = next()? {
             if is_terminator(&op) {
-                if let Some(next) = reader::next_op(c)? {
-                    return Err(self.err(next.pos, "op after the region's terminator"));
-                }
-                if c.pos != end {
-                    return Err(self.err(c.pos, "the body's ops end elsewhere than its braces"));
+                if let Some(after) = next()? {
+                    return Err(self.err(after.pos, "op after the region's terminator"));
                 }
                 return self.resolve_all(&op.operands);
             }

@@ -157,14 +157,14 @@ fn read_func(c: &mut Cursor, defer: &mut Option<&str>) -> Result<Option<FuncAst>
         }
         return Ok(None);
     }
-    c.expect("{")?;
     let mut deferred = None;
     if *defer == Some(name.as_str()) {
         *defer = None;
-        let start = c.pos;
-        c.skip_block()?;
-        deferred = Some((start, c.pos));
+        let open = c.pos;
+        c.skip_balanced()?;
+        deferred = Some((open + 1, c.pos));
     } else {
+        c.expect("{")?;
         region.ops = read_ops(c)?;
     }
     if c.peek_kw("loc") {

@@ -146,16 +146,7 @@ pub fn parse_colon_types(c: &mut Cursor) -> Result<(bool, Vec<Type>), ParseError
     let results = |c: &mut Cursor| if c.eat("(") { type_list_until(c, ")") } else { Ok(vec![parse_type(c)?]) };
     if c.peek() == Some(b'(') {
         c.pos += 1;
-        if !c.eat(")") {
-            loop {
-                parse_type(c)?;
-                if c.eat(",") {
-                    continue;
-                }
-                c.expect(")")?;
-                break;
-            }
-        }
+        each_type_until(c, ")", drop)?;
         if !c.eat("->") {
             return Err(c.expected("`->`"));
         }
@@ -176,15 +167,20 @@ pub fn parse_colon_types(c: &mut Cursor) -> Result<(bool, Vec<Type>), ParseError
 pub fn type_list_until(c: &mut Cursor, close: &str) -> Result<Vec<Type>, ParseError> {
     // Most lists hold one or two types; a program holds thousands of them.
     let mut out = Vec::with_capacity(2);
+    each_type_until(c, close, |t| out.push(t))?;
+    Ok(out)
+}
+
+/// Reads `T, T, ...` up to `close` (consumed; empty allowed), handing each type to `each`.
+fn each_type_until(c: &mut Cursor, close: &str, mut each: impl FnMut(Type)) -> Result<(), ParseError> {
     if c.eat(close) {
-        return Ok(out);
+        return Ok(());
     }
     loop {
-        out.push(parse_type(c)?);
+        each(parse_type(c)?);
         if c.eat(",") {
             continue;
         }
-        c.expect(close)?;
-        return Ok(out);
+        return c.expect(close);
     }
 }

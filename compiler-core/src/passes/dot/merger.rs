@@ -223,7 +223,7 @@ impl DotMerger {
         comp: &Computation,
         key: &GroupKey,
         members: &[InstId],
-        users: &cranelift_entity::SecondaryMap<InstId, Vec<InstId>>,
+        users: &crate::ir::UserLists,
     ) -> Estimate {
         let others: Vec<InstId> = members.iter().map(|&d| comp.inst(d).operands[1 - key.shared_side]).collect();
         let folded = others.iter().all(|&o| matches!(comp.inst(o).op, Op::Constant(_)))
@@ -234,7 +234,7 @@ impl DotMerger {
         let mut copies = 0;
         for &d in members {
             let unfusable = comp.root == d
-                || users[d].iter().any(|&u| {
+                || users.get(d).iter().any(|&u| {
                     let op = &comp.inst(u).op;
                     !(op.is_elementwise() || op.is_data_movement() || matches!(op, Op::Reduce { .. }))
                 });

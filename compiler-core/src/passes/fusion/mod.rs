@@ -306,7 +306,7 @@ impl<'a> Fuser<'a> {
 
     /// Recomputes the user lists (after an instruction is cloned or removed).
     fn refresh_users(&mut self) {
-        self.users = UserLists::of(self.module.comp(self.comp));
+        self.users = self.module.comp(self.comp).users();
     }
 
     /// Distinct users of `id`, in program order. (A user's uses sit next to each other

@@ -155,10 +155,11 @@ const reply = (v) => process.stdout.write(JSON.stringify(v) + '\n');
   const kernel = instance.exports.kernel;
   const calls = program.kernels.map((k) => k.pieces);
   // An untimed run calls each of the program's stretches (`host::stretches`) through the
-  // module's `run` export: stretchEnd[k] is the end of the stretch starting at kernel k.
+  // module's export with the index `program.whole` (`wasm::WHOLE`): stretchEnd[k] is the
+  // end of the stretch starting at kernel k.
   const stretchEnd = new Array(calls.length).fill(0);
   for (const [a, b] of program.stretches) stretchEnd[a] = b;
-  const runWhole = instance.exports.run;
+  const runWhole = (first, last) => kernel(program.whole, first, last);
   let gen = 0n;
   const stop = () => {
     if (s) { Atomics.store(s.claim, 0, BigInt(STOP) << KERNEL_SHIFT); Atomics.notify(s.claim, 0); }
@@ -270,6 +271,7 @@ impl V8Engine {
             "kernels": kernels,
             // All kernels are WebAssembly here, so plan indices are `kernels` indices.
             "stretches": host::stretches(&program).iter().map(|r| [r.start, r.end]).collect::<Vec<_>>(),
+            "whole": wasm::WHOLE,
         });
         std::fs::write(dir.join("program.json"), description.to_string()).map_err(io)?;
         let mut child = Command::new("node")

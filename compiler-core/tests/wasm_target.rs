@@ -106,6 +106,25 @@ fn function_bodies(bytes: &[u8]) -> Vec<Vec<wasmparser::Operator<'_>>> {
     out
 }
 
+/// How many function types the module declares, and its exported functions' names.
+fn types_and_exported_functions(bytes: &[u8]) -> (u32, Vec<String>) {
+    let (mut types, mut functions) = (0, Vec::new());
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        match payload.unwrap() {
+            wasmparser::Payload::TypeSection(reader) => types = reader.count(),
+            wasmparser::Payload::ExportSection(reader) => functions.extend(
+                reader
+                    .into_iter()
+                    .map(|e| e.unwrap())
+                    .filter(|e| e.kind == wasmparser::ExternalKind::Func)
+                    .map(|e| e.name.to_string()),
+            ),
+            _ => {}
+        }
+    }
+    (types, functions)
+}
+
 /// The module's imports, as (module, name, kind).
 fn imports(bytes: &[u8]) -> Vec<(String, String, &'static str)> {
     let mut out = Vec::new();
@@ -165,10 +184,13 @@ ENTRY %main (a: f32[2,7,9], b: f32[2,9,13], c: f32[13,5], e: f32[6,5]) -> f32[2,
     };
     let gemm_len = function_bodies(&library)[0].len();
     // Without f16 or bf16 values the module has no helpers: its functions are the
-    // kernels', one per emitted kernel in plan order, then `kernel` and `run`.
+    // kernels', one per emitted kernel in plan order, then `kernel`, the one export
+    // (wasmtime compiles a trampoline per export and per declared function type): two
+    // types, the kernels' (and `kernel`'s) and the GEMM body's.
     let bodies = function_bodies(&program.bytes);
     let functions: Vec<usize> = (0..program.kernels.len()).filter(|&i| program.kernels[i].is_some()).collect();
-    assert_eq!(bodies.len(), functions.len() + 2);
+    assert_eq!(bodies.len(), functions.len() + 1);
+    assert_eq!(types_and_exported_functions(&program.bytes), (2, vec![wasm::KERNEL.to_string()]));
     for &d in &dots {
         let f = functions.iter().position(|&i| i == d).unwrap();
         assert_eq!(calls(&bodies[f]), 1, "dot kernel {d} calls the GEMM body once");
@@ -184,6 +206,7 @@ ENTRY %main (a: f32[8]) -> f32[8] {
     let program = wasm::compile(&optimize(&hloscope_core::parse::parse_module(plain).unwrap()).unwrap()).unwrap();
     assert!(!program.gemm && !program.imports_memory());
     assert!(imports(&program.bytes).is_empty());
+    assert_eq!(types_and_exported_functions(&program.bytes), (1, vec![wasm::KERNEL.to_string()]));
 }
 
 #[cfg(feature = "wasm-run")]
@@ -540,9 +563,9 @@ ENTRY %main (x: f32[5,39], y: s32[5,39]) -> (f32[5,39], f32[5], s32[5]) {
     }
 
     #[test]
-    fn the_run_export_runs_the_kernels_between_host_kernels() {
-        // Untimed runs call consecutive kernels through the module's `run` export, timed
-        // runs call each kernel's own export: the same bytes, and the interpreter's (every
+    fn whole_stretches_run_the_kernels_between_host_kernels() {
+        // Untimed runs call consecutive kernels in one call of the module's export (index
+        // `WHOLE`), timed runs call it once per kernel: the same bytes, and the interpreter's (every
         // op here is exact). A sort (on the host) sits between two pairs of kernels.
         let hlo = "HloModule m
 %max (a: f32[], b: f32[]) -> f32[] {

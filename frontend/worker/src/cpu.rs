@@ -38,10 +38,9 @@ const KEPT: usize = 4;
 struct Browser {
     memory: WebAssembly::Memory,
     /// The module's `kernel(index, begin, end)` export (a host kernel's index traps; the
-    /// host never asks for one).
+    /// host never asks for one), which with index [`wasm::WHOLE`] runs several kernels in
+    /// one call.
     kernel: Function,
-    /// The module's `run` export: several kernels in one call.
-    run: Function,
 }
 
 impl Browser {
@@ -75,8 +74,9 @@ impl Instance for Browser {
     }
 
     fn run_whole(&mut self, first: usize, last: usize) -> Result<(), String> {
-        let (first, last) = (JsValue::from(first as u32), JsValue::from(last as u32));
-        self.run.call2(&JsValue::UNDEFINED, &first, &last).map(drop).map_err(js_error)
+        let (whole, first, last) =
+            (JsValue::from(wasm::WHOLE), JsValue::from(first as u32), JsValue::from(last as u32));
+        self.kernel.call3(&JsValue::UNDEFINED, &whole, &first, &last).map(drop).map_err(js_error)
     }
 }
 
@@ -189,11 +189,9 @@ fn executable(job: &RunJob, clock: fn() -> f64) -> Result<(Rc<RefCell<Executable
     let export = |name: &str| Reflect::get(&exports, &JsValue::from_str(name)).map_err(js_error);
     let memory = export("memory")?.dyn_into::<WebAssembly::Memory>().map_err(|_| "the module exports no memory")?;
     let kernel = export(wasm::KERNEL)?.dyn_into::<Function>().map_err(|_| "the module does not export kernel")?;
-    let run = export(wasm::RUN)?.dyn_into::<Function>().map_err(|_| "the module does not export run")?;
     let host = HostKernels::new(&job.module, &program);
     let compile_ms = clock() - t0;
-    let exe =
-        Rc::new(RefCell::new(Executable { program, host, instance: Browser { memory, kernel, run }, compile_ms }));
+    let exe = Rc::new(RefCell::new(Executable { program, host, instance: Browser { memory, kernel }, compile_ms }));
     EXECUTABLES.with(|e| {
         let mut e = e.borrow_mut();
         e.insert(0, (key, Rc::clone(&exe)));

@@ -142,7 +142,7 @@ fn write(e: &Elemental, place: &Placement, outer: &[u32], vplan: Option<VecPlan>
     let mut w = Writer {
         e,
         place,
-        code: Code::new(2),
+        code: Code::new(super::KERNEL_PARAMS),
         memo: Memo::default(),
         err: None,
         vars: Vec::new(),

@@ -222,7 +222,7 @@ fn plain(d: &DotSpec, place: &DotPlace, a: Layout, b_layout: Layout) -> Function
     let size = if wide { 8 } else { 2 };
     let ty = if wide { ValType::F64 } else { ValType::F32 };
     let (m, n, k) = (d.m as i32, d.n as i32, d.k as i32);
-    let mut c = Code::new(2);
+    let mut c = Code::new(super::KERNEL_PARAMS);
     let l = |c: &mut Code| c.local(ValType::I32);
     let (b, i, j, p) = (l(&mut c), l(&mut c), l(&mut c), l(&mut c));
     let (a_at, b_at) = (l(&mut c), l(&mut c));
@@ -309,7 +309,7 @@ fn blocked(d: &DotSpec, place: &DotPlace, a: Layout, b_layout: Layout) -> Functi
     let (m, n, k) = (d.m as i32, d.n as i32, d.k as i32);
     let rows = block_rows(d) as i32;
     let blocks = (m as u32).div_ceil(rows as u32) as i32;
-    let mut c = Code::new(2);
+    let mut c = Code::new(super::KERNEL_PARAMS);
     let l = |c: &mut Code| c.local(ValType::I32);
     let (idx, b, i_start, packed, pack) = (l(&mut c), l(&mut c), l(&mut c), l(&mut c), l(&mut c));
     c.ops([I::I32Const(-1), I::LocalSet(packed)]);

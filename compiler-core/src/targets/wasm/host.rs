@@ -19,7 +19,7 @@ pub trait Instance: ArenaMemory {
     fn call(&mut self, kernel: usize, extent: u64) -> Result<(), String>;
 
     /// Runs kernels `first..last` (a stretch of [`stretches`]) in one call of the
-    /// module's [`super::RUN`] export.
+    /// module's [`super::KERNEL`] export ([`super::WHOLE`]).
     fn run_whole(&mut self, first: usize, last: usize) -> Result<(), String>;
 }
 
@@ -41,7 +41,7 @@ pub fn chunks(k: &WasmKernel, threads: u32) -> Vec<(u32, u32)> {
 }
 
 /// The stretches of two or more consecutive plan kernels that an untimed run calls
-/// through the module's [`super::RUN`] export, one call into the module for them all:
+/// through the module's [`super::KERNEL`] export ([`super::WHOLE`]), one call into the module for them all:
 /// kernels in WebAssembly that [`chunks`] keeps whole on the program's threads (a host
 /// kernel or a split one ends a stretch).
 pub fn stretches(program: &WasmProgram) -> Vec<std::ops::Range<usize>> {

@@ -196,9 +196,13 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
     Ok(WasmProgram { plan, kernels, bytes, pages, threads, scratch, scratch_stride: scratch_bytes, gemm })
 }
 
-/// The type of the GEMM body in a program's module (after the kernels', the helpers'
-/// and [`KERNEL`]'s), which its dot kernels call through the library's table.
-pub const GEMM_BLOCK_TYPE: u32 = helpers::COUNT + 2;
+/// The type of the GEMM body in a program's module (after the kernels' and
+/// [`KERNEL`]'s), which its dot kernels call through the library's table.
+pub const GEMM_BLOCK_TYPE: u32 = 1;
+
+/// A kernel function's parameters: the range `begin, end` of its parallel variable and
+/// one it ignores, which gives it [`KERNEL`]'s type `(i32, i32, i32) -> ()`.
+pub(crate) const KERNEL_PARAMS: u32 = 3;
 
 /// Per plan kernel, its description and function (`None`: a host kernel), or why the
 /// emitters refuse it.
@@ -257,9 +261,13 @@ fn emit_dot(plan: &KernelPlan, k: &kernel::Kernel, d: &kernel::DotSpec) -> Resul
     gemm::emit(d, &place)
 }
 
-/// The module: type 0 is every kernel's `(i32, i32) -> ()`, then the helpers' types and
-/// [`KERNEL`]'s; the helpers are functions 0.., the kernels follow in plan order, then
-/// [`KERNEL`] and [`RUN`]; global
+/// The module: type 0, `(i32, i32, i32) -> ()`, is every kernel function's
+/// ([`KERNEL_PARAMS`]) and [`KERNEL`]'s, then [`GEMM_BLOCK_TYPE`] where a dot calls the
+/// GEMM and the helpers' types where there are helpers, and no other: wasmtime compiles
+/// a trampoline for each function type a module declares, used or not, and one for
+/// each exported function (on a small program's module, eight trampolines took more
+/// than half of its compile). The helpers are functions 0.., the kernels follow in plan
+/// order, then [`KERNEL`]; global
 /// 0 is the scratch base (mutable, exported as `scratch`, thread 0's region at first).
 /// With `threads` past 1 the memory is imported, shared, of exactly `pages`; with
 /// `gemm` it is imported too (unshared on one thread, at least `pages`), and so is the
@@ -277,22 +285,24 @@ fn assemble(
     gemm: bool,
 ) -> Vec<u8> {
     let mut types = TypeSection::new();
-    types.ty().function([ValType::I32, ValType::I32], []);
-    for (params, results) in helpers::signatures() {
-        types.ty().function(params, results);
+    types.ty().function([ValType::I32; KERNEL_PARAMS as usize], []);
+    if gemm {
+        types.ty().function([ValType::I32; gemm::BLOCK_PARAMS], []); // GEMM_BLOCK_TYPE
     }
-    let kernel_type = helpers::COUNT + 1;
-    types.ty().function([ValType::I32; 3], []);
-    types.ty().function([ValType::I32; gemm::BLOCK_PARAMS], []); // GEMM_BLOCK_TYPE
+    let first_helper_type = types.len();
+    if !helpers.is_empty() {
+        for (params, results) in helpers::signatures() {
+            types.ty().function(params, results);
+        }
+    }
     let mut functions = FunctionSection::new();
     for h in 0..helpers.len() as u32 {
-        functions.function(h + 1);
+        functions.function(first_helper_type + h);
     }
     for _ in &bodies {
         functions.function(0);
     }
-    functions.function(kernel_type); // KERNEL
-    functions.function(0); // RUN
+    functions.function(0); // KERNEL
     let mut imports = ImportSection::new();
     let mut memories = MemorySection::new();
     if threads > 1 || gemm {
@@ -322,7 +332,6 @@ fn assemble(
     exports.export("scratch", ExportKind::Global, 0);
     let first_kernel = helpers.len() as u32;
     exports.export(KERNEL, ExportKind::Func, first_kernel + bodies.len() as u32);
-    exports.export(RUN, ExportKind::Func, first_kernel + bodies.len() as u32 + 1);
     let mut code = CodeSection::new();
     for h in &helpers {
         code.function(h);
@@ -331,7 +340,6 @@ fn assemble(
         code.function(b);
     }
     code.function(&kernel_body(kernels, first_kernel));
-    code.function(&run_body(kernels, first_kernel));
     let mut data = DataSection::new();
     for (b, lit) in &plan.constants {
         let bytes = lit.to_le_bytes();
@@ -352,11 +360,20 @@ fn assemble(
     m.finish()
 }
 
-/// The export that runs one plan kernel over a range of its parallel variable:
-/// `kernel(index, begin, end)`. One export for all kernels rather than one each: an
-/// engine compiles an entry trampoline per exported function (wasmtime: a fifth of a
-/// transformer block's compile). A host kernel's index traps.
+/// The module's one exported function: `kernel(index, begin, end)` runs plan kernel
+/// `index` over the range `begin..end` of its parallel variable, and `kernel(WHOLE,
+/// first, last)` runs kernels `first..last` whole ([`WHOLE`]). One export for all
+/// rather than one each: an engine compiles an entry trampoline per exported function
+/// (wasmtime: a fifth of a transformer block's compile). A host kernel's index traps.
 pub const KERNEL: &str = "kernel";
+
+/// [`KERNEL`]'s index that runs plan kernels `first..last` whole, in plan order, each
+/// over `0..extent` (one of zero extent not at all). A host that runs several kernels
+/// in a row on one thread ([`host::Instance::run_whole`]) crosses into the module once
+/// for them instead of once per kernel, which is most of a tiny program's time. Every
+/// kernel in the range must be WebAssembly; a host kernel in it is skipped, so the host
+/// never asks for one.
+pub const WHOLE: i32 = -1;
 
 /// Per plan kernel, its function's index in the module (`None`: a host kernel): the
 /// helpers' functions (if the module has them) come first, then the kernels' in plan
@@ -366,43 +383,13 @@ fn kernel_functions(kernels: &[Option<WasmKernel>], first: u32) -> impl Iterator
     kernels.iter().map(move |k| k.as_ref().and_then(|_| next.next()))
 }
 
-/// [`KERNEL`]'s body: a `br_table` on the index to a call of that kernel's function.
+/// [`KERNEL`]'s body: [`WHOLE`]'s calls, else a `br_table` on the index to a call of that
+/// kernel's function.
 fn kernel_body(kernels: &[Option<WasmKernel>], first: u32) -> wasm_encoder::Function {
     use wasm_encoder::{BlockType, Instruction as I};
-    let functions: Vec<u32> = kernel_functions(kernels, first).flatten().collect();
-    let m = functions.len() as u32;
-    // Label j (from the innermost block) is the j-th kernel with a function; label m,
-    // the outermost block, is where an index without a function traps.
-    let mut label = 0..;
-    let targets: Vec<u32> =
-        kernel_functions(kernels, first).map(|f| f.and_then(|_| label.next()).unwrap_or(m)).collect();
     let mut f = wasm_encoder::Function::new([]);
-    for _ in 0..=m {
-        f.instruction(&I::Block(BlockType::Empty));
-    }
-    f.instruction(&I::LocalGet(0));
-    f.instruction(&I::BrTable(targets.into(), m));
-    for function in functions {
-        f.instruction(&I::End);
-        f.instructions().local_get(1).local_get(2).call(function).return_();
-    }
-    f.instruction(&I::End);
-    f.instruction(&I::Unreachable);
-    f.instruction(&I::End);
-    f
-}
-
-/// The export that runs plan kernels `first..last` whole, in plan order: `run(first,
-/// last)`, each kernel called over `0..extent` (one of zero extent not at all). A host
-/// that runs several kernels in a row on one thread ([`host::Instance::run_whole`])
-/// crosses into the module once for them instead of once per kernel, which is most of
-/// a tiny program's time. Every kernel in the range must be WebAssembly; a host kernel
-/// in it is skipped, so the host never asks for one.
-pub const RUN: &str = "run";
-
-fn run_body(kernels: &[Option<WasmKernel>], first: u32) -> wasm_encoder::Function {
-    use wasm_encoder::{BlockType, Instruction as I};
-    let mut f = wasm_encoder::Function::new([]);
+    f.instructions().local_get(0).i32_const(WHOLE).i32_eq();
+    f.instruction(&I::If(BlockType::Empty));
     for (i, (k, function)) in kernels.iter().zip(kernel_functions(kernels, first)).enumerate() {
         let (Some(k), Some(function)) = (k, function) else { continue };
         if k.extent == 0 {
@@ -410,11 +397,31 @@ fn run_body(kernels: &[Option<WasmKernel>], first: u32) -> wasm_encoder::Functio
         }
         // first <= i < last: call kernel i's function over (0, extent).
         let i = i as i32;
-        f.instructions().local_get(0).i32_const(i).i32_le_s().local_get(1).i32_const(i).i32_gt_s().i32_and();
+        f.instructions().local_get(1).i32_const(i).i32_le_s().local_get(2).i32_const(i).i32_gt_s().i32_and();
         f.instruction(&I::If(BlockType::Empty));
-        f.instructions().i32_const(0).i32_const(k.extent as u32 as i32).call(function);
+        f.instructions().i32_const(0).i32_const(k.extent as u32 as i32).i32_const(0).call(function);
         f.instruction(&I::End);
     }
+    f.instruction(&I::Return);
+    f.instruction(&I::End);
+    let functions: Vec<u32> = kernel_functions(kernels, first).flatten().collect();
+    let m = functions.len() as u32;
+    // Label j (from the innermost block) is the j-th kernel with a function; label m,
+    // the outermost block, is where an index without a function traps.
+    let mut label = 0..;
+    let targets: Vec<u32> =
+        kernel_functions(kernels, first).map(|f| f.and_then(|_| label.next()).unwrap_or(m)).collect();
+    for _ in 0..=m {
+        f.instruction(&I::Block(BlockType::Empty));
+    }
+    f.instruction(&I::LocalGet(0));
+    f.instruction(&I::BrTable(targets.into(), m));
+    for function in functions {
+        f.instruction(&I::End);
+        f.instructions().local_get(1).local_get(2).i32_const(0).call(function).return_();
+    }
+    f.instruction(&I::End);
+    f.instruction(&I::Unreachable);
     f.instruction(&I::End);
     f
 }

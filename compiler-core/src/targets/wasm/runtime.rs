@@ -118,10 +118,8 @@ pub struct RunTimes {
 struct Member {
     store: Store<()>,
     /// The module's [`super::KERNEL`]: one kernel over a range (a host kernel's index
-    /// traps; the host never asks for one).
+    /// traps; the host never asks for one), or kernels `first..last` whole.
     kernel: TypedFunc<(i32, i32, i32), ()>,
-    /// The module's [`super::RUN`]: kernels `first..last` whole.
-    run: TypedFunc<(i32, i32), ()>,
 }
 
 impl Member {
@@ -131,7 +129,7 @@ impl Member {
     }
 
     fn run_whole(&mut self, first: usize, last: usize) -> Result<(), String> {
-        self.run.call(&mut self.store, (first as i32, last as i32)).map_err(|e| format!("{e:?}"))
+        self.kernel.call(&mut self.store, (super::WHOLE, first as i32, last as i32)).map_err(|e| format!("{e:?}"))
     }
 }
 
@@ -288,10 +286,7 @@ impl WasmExecutable {
             let kernel = instance
                 .get_typed_func::<(i32, i32, i32), ()>(&mut store, super::KERNEL)
                 .map_err(|e| format!("{}: {e:?}", super::KERNEL))?;
-            let run = instance
-                .get_typed_func::<(i32, i32), ()>(&mut store, super::RUN)
-                .map_err(|e| format!("{}: {e:?}", super::RUN))?;
-            members.push(Member { store, kernel, run });
+            members.push(Member { store, kernel });
         }
         let instance = match (shared, own) {
             (Some(memory), _) => {

@@ -9,7 +9,6 @@ use super::op::Op;
 use super::types::Type;
 use cranelift_entity::{entity_impl, packed_option::ReservedValue, PrimaryMap, SecondaryMap};
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
@@ -271,7 +270,7 @@ impl Module {
         let mut name = String::with_capacity(len);
         base.iter().for_each(|p| name.push_str(p));
         name.push('.');
-        name.extend(digits[at..].iter().map(|&d| char::from(d)));
+        name.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
         name
     }
 
@@ -307,10 +306,10 @@ impl Module {
 
     /// Computations reachable from the entry, callees before callers (the entry last).
     pub fn post_order(&self) -> Vec<CompId> {
-        let mut seen = HashSet::new();
+        let mut seen = SecondaryMap::with_capacity(self.comps.len());
         let mut out = Vec::new();
-        fn visit(m: &Module, c: CompId, seen: &mut HashSet<CompId>, out: &mut Vec<CompId>) {
-            if !seen.insert(c) {
+        fn visit(m: &Module, c: CompId, seen: &mut SecondaryMap<CompId, bool>, out: &mut Vec<CompId>) {
+            if std::mem::replace(&mut seen[c], true) {
                 return;
             }
             for &i in &m.comps[c].order {

@@ -10,6 +10,7 @@
 use super::literal::Literal;
 use super::module::CompId;
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 use std::fmt;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -418,17 +419,18 @@ impl Op {
     }
 
     /// Sub-computations this op calls, in a fixed order.
-    pub fn called_computations(&self) -> Vec<CompId> {
+    pub fn called_computations(&self) -> SmallVec<[CompId; 2]> {
+        use smallvec::smallvec;
         match self {
-            Op::Reduce { body, .. } | Op::Map { body, .. } | Op::Fusion { body, .. } => vec![*body],
-            Op::ReduceWindow(a) => vec![a.body],
-            Op::SelectAndScatter(a) => vec![a.select, a.scatter],
-            Op::Scatter(a) => vec![a.body],
-            Op::Sort { comparator, .. } => vec![*comparator],
-            Op::While { cond, body } => vec![*cond, *body],
-            Op::Case { branches, .. } => branches.clone(),
-            Op::Call { comp } => vec![*comp],
-            _ => Vec::new(),
+            Op::Reduce { body, .. } | Op::Map { body, .. } | Op::Fusion { body, .. } => smallvec![*body],
+            Op::ReduceWindow(a) => smallvec![a.body],
+            Op::SelectAndScatter(a) => smallvec![a.select, a.scatter],
+            Op::Scatter(a) => smallvec![a.body],
+            Op::Sort { comparator, .. } => smallvec![*comparator],
+            Op::While { cond, body } => smallvec![*cond, *body],
+            Op::Case { branches, .. } => branches.iter().copied().collect(),
+            Op::Call { comp } => smallvec![*comp],
+            _ => SmallVec::new(),
         }
     }
 

@@ -189,9 +189,11 @@ fn well_formed(comp: &Computation, id: InstId) -> bool {
             n == 1 && rank(0) == Some(dims.len()) && dims.iter().all(|&d| d >= 0 && Some(d as usize) < out_rank)
         }
         Op::Transpose { perm } => {
-            let mut sorted = perm.clone();
-            sorted.sort_unstable();
-            n == 1 && rank(0) == Some(perm.len()) && sorted.iter().enumerate().all(|(i, &d)| d == i as i64)
+            let mut seen: SmallVec<[bool; 8]> = smallvec::smallvec![false; perm.len()];
+            let permutes = perm.iter().all(|&d| {
+                usize::try_from(d).ok().and_then(|d| seen.get_mut(d)).is_some_and(|s| !std::mem::replace(s, true))
+            });
+            n == 1 && rank(0) == Some(perm.len()) && permutes
         }
         Op::Slice { start, limit, stride } => {
             n == 1 && rank(0) == Some(start.len()) && limit.len() == start.len() && stride.len() == start.len()
@@ -264,7 +266,7 @@ struct Uses(Vec<SmallVec<[InstId; 4]>>);
 impl Uses {
     /// The uses among `comp`'s live instructions (those in its order).
     fn of(comp: &Computation) -> Uses {
-        let mut uses = Uses(vec![SmallVec::new(); comp.insts.len()]);
+        let mut uses = Uses(std::iter::repeat_with(SmallVec::new).take(comp.insts.len()).collect());
         for &x in &comp.order {
             uses.add(x, &comp.inst(x).operands);
         }
@@ -332,7 +334,8 @@ fn round(
             continue;
         }
         let mut cx = Ctx { module, comp };
-        if matches!(cx.op(id), Op::Parameter(_)) || cx.op(id).has_side_effect() {
+        let candidates = index.for_op(cx.op(id));
+        if candidates.is_empty() || matches!(cx.op(id), Op::Parameter(_)) || cx.op(id).has_side_effect() {
             continue;
         }
         // Rules look at the instruction and its operands (and their operands).
@@ -340,7 +343,7 @@ fn round(
         if !well_formed(c, id) || !c.inst(id).operands.iter().all(|&o| well_formed(c, o)) {
             continue;
         }
-        for &r in index.for_op(cx.op(id)) {
+        for &r in candidates {
             let rule = &rules[r];
             let made_from = cx.module.comp(comp).insts.len();
             let action = (rule.apply)(&mut cx, id);

@@ -6,6 +6,7 @@
 //! tokens on demand from this cursor instead of from a pre-lexed token stream.
 
 use crate::parse::ParseError;
+use smallvec::SmallVec;
 
 /// Deepest nesting (regions, attribute lists, literals, types) the parser accepts.
 pub const MAX_DEPTH: u32 = 200;
@@ -57,6 +58,19 @@ impl Number {
         }
     }
 }
+
+/// The bytes [`Cursor::skip_balanced`] looks at: brackets, a string's quote, and the
+/// first byte of `//` and `->`.
+static BALANCED_STOPS: [bool; 256] = {
+    let mut stops = [false; 256];
+    let bytes = *b"([{<)]}>\"/-";
+    let mut i = 0;
+    while i < bytes.len() {
+        stops[bytes[i] as usize] = true;
+        i += 1;
+    }
+    stops
+};
 
 pub struct Cursor<'a> {
     pub src: &'a str,
@@ -457,8 +471,14 @@ impl<'a> Cursor<'a> {
     pub fn skip_balanced(&mut self) -> Result<&'a str, ParseError> {
         self.skip_ws();
         let start = self.pos;
-        let mut stack: Vec<u8> = Vec::new();
+        let mut stack: SmallVec<[u8; 16]> = SmallVec::new();
         loop {
+            // Inside the group, most bytes are none of the ones below: step over them in
+            // one scan (a `main` body of a deep model is skipped this way whole).
+            if !stack.is_empty() {
+                let rest = self.bytes.get(self.pos..).unwrap_or_default();
+                self.pos += rest.iter().position(|&b| BALANCED_STOPS[b as usize]).unwrap_or(rest.len());
+            }
             let Some(&b) = self.bytes.get(self.pos) else {
                 return Err(self.err_at(start, "unbalanced brackets"));
             };

@@ -22,7 +22,7 @@ use crate::passes::{Changed, Pass, PassLog};
 pub struct DotCanonicalize;
 
 const RULES: &[Rule] = rules![
-    "dot-canonical-form" => dot_canonical_form,
+    "dot-canonical-form" on ["dot"] => dot_canonical_form,
 ];
 
 impl Pass for DotCanonicalize {

@@ -24,7 +24,7 @@ use crate::passes::{Changed, Pass, PassLog};
 pub struct DotStrengthReduction;
 
 const RULES: &[Rule] = rules![
-    "dot-to-multiply-reduce" => dot_to_multiply_reduce,
+    "dot-to-multiply-reduce" on ["dot"] => dot_to_multiply_reduce,
 ];
 
 impl Pass for DotStrengthReduction {

@@ -25,8 +25,8 @@ use crate::passes::{Changed, Pass, PassLog};
 pub struct TransposeFolding;
 
 const RULES: &[Rule] = rules![
-    "transpose-operand-into-dot" => transpose_operand_into_dot,
-    "transposed-dot-swaps-operands" => transposed_dot_swaps_operands,
+    "transpose-operand-into-dot" on ["dot"] => transpose_operand_into_dot,
+    "transposed-dot-swaps-operands" on ["transpose"] => transposed_dot_swaps_operands,
 ];
 
 impl Pass for TransposeFolding {

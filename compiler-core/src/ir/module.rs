@@ -141,7 +141,10 @@ impl Computation {
     /// every clone, plan and stored artifact would carry them.
     pub fn compact(&mut self) {
         // Parameters and the root are in `order` in a well-formed computation; never lose one.
+        // Both maps sized once: growing a secondary map one index at a time cost more
+        // than the rest of the renumbering.
         let mut live: SecondaryMap<InstId, bool> = SecondaryMap::with_capacity(self.insts.len());
+        live.resize(self.insts.len());
         let roots = self.params.iter().chain(self.has_root().then_some(&self.root));
         for &id in self.order.iter().chain(roots) {
             live[id] = true;
@@ -155,6 +158,7 @@ impl Computation {
         // Kept instructions keep their relative order (`order` says which come first).
         let kept = self.insts.keys().filter(|&id| live[id]).count();
         let mut new_id: SecondaryMap<InstId, InstId> = SecondaryMap::with_default(InstId::reserved_value());
+        new_id.resize(self.insts.len());
         for (id, inst) in std::mem::replace(&mut self.insts, PrimaryMap::with_capacity(kept)) {
             if live[id] {
                 new_id[id] = self.insts.push(inst);

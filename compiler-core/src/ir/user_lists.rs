@@ -17,6 +17,7 @@ impl UserLists {
     /// The user lists of `comp`'s live instructions (those in its order).
     pub fn of(comp: &Computation) -> UserLists {
         let mut lists: SecondaryMap<InstId, SmallVec<[InstId; 2]>> = SecondaryMap::with_capacity(comp.insts.len());
+        lists.resize(comp.insts.len());
         for &id in &comp.order {
             for &o in &comp.inst(id).operands {
                 lists[o].push(id);

@@ -245,6 +245,7 @@ impl<'a> Fuser<'a> {
         };
         f.refresh_users();
         let order = f.comp().order.clone();
+        f.pos.resize(f.comp().insts.len());
         for (i, &id) in order.iter().enumerate() {
             f.pos[id] = (i as u32, 0);
         }

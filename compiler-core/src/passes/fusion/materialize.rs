@@ -13,13 +13,19 @@
 use super::members::Members;
 use super::rules::check_group;
 use super::Fuser;
-use crate::ir::{Computation, InstId, Instruction, Op, Type};
+use crate::ir::{CompId, Computation, InstId, Instruction, Op, Type};
 use crate::passes::Provenance;
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use cranelift_entity::packed_option::ReservedValue;
+use cranelift_entity::SecondaryMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Returns whether any fusion was made.
 pub(super) fn run(f: &mut Fuser) -> bool {
-    let pos: HashMap<InstId, usize> = f.comp().order.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+    let mut pos: SecondaryMap<InstId, usize> = SecondaryMap::with_default(usize::MAX);
+    pos.resize(f.comp().insts.len());
+    for (i, &id) in f.comp().order.iter().enumerate() {
+        pos[id] = i;
+    }
     let mut groups: Vec<(Members, crate::ir::FusionKind)> = Vec::new();
     for members in f.clusters.iter().filter(|c| c.len() >= 2) {
         // Every merge was checked; a group that no longer passes is left unfused rather
@@ -34,21 +40,33 @@ pub(super) fn run(f: &mut Fuser) -> bool {
     let record = f.explain && f.comp == f.module.entry;
     if groups.is_empty() {
         if record {
-            record_copies(f, &HashSet::default());
+            record_copies(f, &SecondaryMap::new());
         }
         return false;
     }
-    let mut replace: HashMap<InstId, InstId> = HashMap::default();
+    // Dense maps over the computation's instructions (new ones read as absent): most
+    // instructions are looked up here, and a hash per lookup cost more than the rest.
+    let none = InstId::reserved_value();
+    let slots = f.comp().insts.len();
+    let mut replace: SecondaryMap<InstId, InstId> = SecondaryMap::with_default(none);
+    replace.resize(slots);
     // The instructions (fusion, then its get-tuple-elements) that take the place of each
     // group's last member.
     let mut placed: HashMap<InstId, Vec<InstId>> = HashMap::default();
-    let mut fused: HashSet<InstId> = HashSet::default();
+    let mut fused: SecondaryMap<InstId, bool> = SecondaryMap::with_capacity(slots);
+    fused.resize(slots);
+    // Each group's operands and members, to their ids in its body.
+    let mut map: SecondaryMap<InstId, InstId> = SecondaryMap::with_default(none);
+    map.resize(slots);
+    // Each member's slot in its fusion body: filled by moving the member there once
+    // every group is built (until then the groups still read the members in place).
+    let mut moves: Vec<(CompId, InstId, InstId)> = Vec::new();
     for (members, kind) in groups {
         let mut sorted: Vec<InstId> = members.iter().copied().collect();
-        sorted.sort_by_key(|m| pos.get(m).copied().unwrap_or(usize::MAX));
+        sorted.sort_by_key(|&m| pos.get(m).copied().unwrap_or(usize::MAX));
         let outputs = {
             let mut o = f.graph().outputs(&members);
-            o.sort_by_key(|m| pos.get(m).copied().unwrap_or(usize::MAX));
+            o.sort_by_key(|&m| pos.get(m).copied().unwrap_or(usize::MAX));
             o
         };
         // Nothing outside reads the group (dead code, when fusion runs before DCE):
@@ -67,40 +85,47 @@ pub(super) fn run(f: &mut Fuser) -> bool {
         let body_name = f.module.fresh_name("fused_computation");
         // Parameters, members and the tuple of several outputs.
         let mut body = Computation::with_capacity(body_name, operands.len() + sorted.len() + 1, operands.len());
-        let mut map: HashMap<InstId, InstId> = HashMap::default();
         for (i, &o) in operands.iter().enumerate() {
             let name = f.module.fresh_name_from(&["param_", &i.to_string()]);
             let ty = f.inst(o).ty.clone();
             let loc = f.inst(o).loc.clone();
-            map.insert(o, body.push_param(name, ty, loc));
+            map[o] = body.push_param(name, ty, loc);
         }
+        let mut slots = Vec::with_capacity(sorted.len());
         for &m in &sorted {
-            let mut inst = f.inst(m).clone();
-            for o in inst.operands.iter_mut() {
-                *o = map[o];
-            }
-            map.insert(m, body.push(inst));
+            let operands = f.inst(m).operands.iter().map(|&o| map[o]).collect();
+            let slot = body.push(Instruction { operands, ..placeholder() });
+            map[m] = slot;
+            slots.push((m, slot));
         }
-        body.root = if outputs.len() == 1 {
-            map[&outputs[0]]
+        let fusion_ty = if outputs.len() == 1 {
+            body.root = map[outputs[0]];
+            f.inst(outputs[0]).ty.clone()
         } else {
-            let items: Vec<InstId> = outputs.iter().map(|o| map[o]).collect();
+            let items: Vec<InstId> = outputs.iter().map(|&o| map[o]).collect();
             let ty = Type::Tuple(outputs.iter().map(|&o| f.inst(o).ty.clone()).collect());
             let name = f.module.fresh_name("tuple");
-            body.push(Instruction { name, op: Op::Tuple, operands: items, ty, loc: Default::default() })
+            body.root = body.push(Instruction {
+                name,
+                op: Op::Tuple,
+                operands: items,
+                ty: ty.clone(),
+                loc: Default::default(),
+            });
+            ty
         };
         let tuple = (outputs.len() > 1).then(|| body.root_inst().name.clone());
-        let fusion_ty = body.root_inst().ty.clone();
         let last = *sorted.last().unwrap_or(&outputs[0]);
         let loc = f.inst(outputs[outputs.len() - 1]).loc.clone();
         let body_id = f.module.add_computation(body);
+        moves.extend(slots.into_iter().map(|(m, slot)| (body_id, m, slot)));
         let name = f.module.fresh_name("fusion");
         let fusion_inst =
             Instruction { name, op: Op::Fusion { kind, body: body_id }, operands, ty: fusion_ty, loc: loc.clone() };
         let fusion = f.module.comp_mut(f.comp).insts.push(fusion_inst);
         let mut here = vec![fusion];
         if outputs.len() == 1 {
-            replace.insert(outputs[0], fusion);
+            replace[outputs[0]] = fusion;
         } else {
             for (i, &o) in outputs.iter().enumerate() {
                 let ty = f.inst(o).ty.clone();
@@ -113,7 +138,7 @@ pub(super) fn run(f: &mut Fuser) -> bool {
                     loc: loc.clone(),
                 };
                 let gte = f.module.comp_mut(f.comp).insts.push(gte);
-                replace.insert(o, gte);
+                replace[o] = gte;
                 here.push(gte);
             }
         }
@@ -121,33 +146,52 @@ pub(super) fn run(f: &mut Fuser) -> bool {
             record_group(f, &sorted, &outputs, &here, tuple);
         }
         placed.insert(last, here);
-        fused.extend(members.iter().copied());
+        for &m in members.iter() {
+            fused[m] = true;
+        }
     }
     if record {
         record_copies(f, &fused);
+    }
+    for (body, m, slot) in moves {
+        let member = std::mem::replace(f.module.comp_mut(f.comp).inst_mut(m), placeholder());
+        let inst = f.module.comp_mut(body).inst_mut(slot);
+        *inst = Instruction { operands: std::mem::take(&mut inst.operands), ..member };
     }
     let comp = f.module.comp_mut(f.comp);
     let mut order = Vec::with_capacity(comp.order.len());
     for &id in &comp.order {
         if let Some(new) = placed.get(&id) {
             order.extend(new.iter().copied());
-        } else if !fused.contains(&id) {
+        } else if !fused[id] {
             order.push(id);
         }
     }
     for &id in &order {
         for o in comp.insts[id].operands.iter_mut() {
-            if let Some(&new) = replace.get(o) {
-                *o = new;
+            if replace[*o] != none {
+                *o = replace[*o];
             }
         }
     }
-    if let Some(&new) = replace.get(&comp.root) {
-        comp.root = new;
+    if replace[comp.root] != none {
+        comp.root = replace[comp.root];
     }
     comp.order = topo_sort(comp, &order);
     f.refresh_users();
     true
+}
+
+/// What a member's slot holds until the member moves there, and what its old slot holds
+/// after (no longer in any order: `compact` drops it).
+fn placeholder() -> Instruction {
+    Instruction {
+        name: String::new(),
+        op: Op::Tuple,
+        operands: Vec::new(),
+        ty: Type::Tuple(Vec::new()),
+        loc: Default::default(),
+    }
 }
 
 /// Records the provenance of one fusion built from `sorted` (its members in program
@@ -192,10 +236,10 @@ fn record_group(f: &mut Fuser, sorted: &[InstId], outputs: &[InstId], here: &[In
 
 /// Records the copies left outside any fusion (`cloned_from`, under their own names) and
 /// the producers removed because every user got a copy (`removed`).
-fn record_copies(f: &mut Fuser, fused: &HashSet<InstId>) {
+fn record_copies(f: &mut Fuser, fused: &SecondaryMap<InstId, bool>) {
     let mut out = std::mem::take(&mut f.provenance);
     for (&copy, &original) in &f.clone_of {
-        if !fused.contains(&copy) {
+        if !fused[copy] {
             let rule = f.joined.get(&copy).copied().unwrap_or("duplicate-into-consumer");
             out.push(Provenance::ClonedFrom { id: f.name(copy), original: f.name(original), rule });
         }
@@ -210,25 +254,37 @@ fn record_copies(f: &mut Fuser, fused: &HashSet<InstId>) {
 /// A cycle (which the fusion checks rule out) cannot be sorted: its back edge is left
 /// as it is, for the verifier to report, rather than looping.
 fn topo_sort(comp: &Computation, order: &[InstId]) -> Vec<InstId> {
-    let live: HashSet<InstId> = order.iter().copied().collect();
-    let mut done: HashSet<InstId> = HashSet::default();
-    let mut open: HashSet<InstId> = HashSet::default();
+    #[derive(Clone, Copy, Default, PartialEq)]
+    enum State {
+        /// Not in `order`: never sorted in.
+        #[default]
+        Dead,
+        Waiting,
+        Open,
+        Done,
+    }
+    let mut state: SecondaryMap<InstId, State> = SecondaryMap::with_capacity(comp.insts.len());
+    state.resize(comp.insts.len());
+    for &id in order {
+        state[id] = State::Waiting;
+    }
     let mut out = Vec::with_capacity(order.len());
+    let mut stack = Vec::new();
     for &start in order {
-        let mut stack = vec![(start, false)];
+        stack.push((start, false));
         while let Some((id, expanded)) = stack.pop() {
             if expanded {
-                open.remove(&id);
-                done.insert(id);
+                state[id] = State::Done;
                 out.push(id);
                 continue;
             }
-            if done.contains(&id) || !open.insert(id) {
+            if state[id] != State::Waiting {
                 continue;
             }
+            state[id] = State::Open;
             stack.push((id, true));
             for &o in comp.inst(id).operands.iter().rev() {
-                if live.contains(&o) && !done.contains(&o) && !open.contains(&o) {
+                if state[o] == State::Waiting {
                     stack.push((o, false));
                 }
             }

@@ -98,16 +98,13 @@ fn main() -> ExitCode {
     if let Some(folder) = cache::folder_from_env().filter(|_| keeps_files) {
         hloscope_core::targets::wasm::runtime::keep_gemm_library_in(folder);
     }
-    let worker = std::thread::Builder::new().stack_size(STACK_BYTES).spawn(move || {
-        hloscope_core::targets::huge_pages::for_this_threads_heap();
-        match cli.command {
-            Command::Run(args) => run::run(&args),
-            Command::Compile(args) => compile::compile(&args),
-            Command::Explain(args) => explain::explain(&args),
-            Command::Bench(args) => bench::bench(&args),
-            Command::Serve(args) => serve::serve(&args),
-            Command::Worker(_) => unreachable!("handled above"),
-        }
+    let worker = std::thread::Builder::new().stack_size(STACK_BYTES).spawn(move || match cli.command {
+        Command::Run(args) => run::run(&args),
+        Command::Compile(args) => compile::compile(&args),
+        Command::Explain(args) => explain::explain(&args),
+        Command::Bench(args) => bench::bench(&args),
+        Command::Serve(args) => serve::serve(&args),
+        Command::Worker(_) => unreachable!("handled above"),
     });
     let result = match worker.map(|h| h.join()) {
         Ok(Ok(r)) => r,

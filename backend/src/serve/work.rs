@@ -101,10 +101,7 @@ pub fn worker_main(args: &WorkerArgs) -> std::process::ExitCode {
     let args2 = args.clone();
     let answer = std::thread::Builder::new()
         .stack_size(crate::STACK_BYTES)
-        .spawn(move || {
-            hloscope_core::targets::huge_pages::for_this_threads_heap();
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| do_job(&input, &args2)))
-        })
+        .spawn(move || std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| do_job(&input, &args2))))
         .map_err(|e| e.to_string())
         .and_then(|h| h.join().map_err(|_| "the job thread failed".to_string()));
     let (header, body) = match answer {

@@ -29,8 +29,6 @@ pub mod cuda;
 #[cfg(any(feature = "cpu-codegen", feature = "wasm-run"))]
 pub mod envelope;
 #[cfg(all(any(feature = "cpu", feature = "wasm-run"), not(target_arch = "wasm32")))]
-pub mod huge_pages;
-#[cfg(all(any(feature = "cpu", feature = "wasm-run"), not(target_arch = "wasm32")))]
 pub mod pool;
 pub mod split;
 pub mod wasm;

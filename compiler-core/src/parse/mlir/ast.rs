@@ -7,19 +7,29 @@
 
 use super::lexer::Number;
 use crate::ir::{ConvDims, Type};
+use smallvec::SmallVec;
 
-/// A use of a value: `%name` or `%name#index`.
+// An op's lists are short (one result, one or two operands) and there is one per line
+// of a program: inline, so that reading an op allocates none of them.
+/// An op's operands.
+pub type Operands = SmallVec<[ValRef; 2]>;
+/// An op's result types.
+pub type Types = SmallVec<[Type; 1]>;
+
+/// A use of a value: `%name` or `%name#index`. Its name is the text's own, the `len`
+/// bytes after the `%` at `pos` (not a copy: one per operand of every op).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ValRef {
-    pub name: String,
+    pub len: u32,
     pub index: Option<u32>,
     pub pos: usize,
 }
 
-/// Names bound by an op: `%0:2` (count 2) or `%a, %b` (two entries, count 1 each).
+/// Names bound by an op: `%0:2` (count 2) or `%a, %b` (two entries, count 1 each). The
+/// name is the `len` bytes after the `%` at `pos`, as in [`ValRef`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct ResultDef {
-    pub name: String,
+    pub len: u32,
     pub count: u32,
     pub pos: usize,
 }
@@ -116,14 +126,14 @@ pub struct Region {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct OpAst {
-    pub results: Vec<ResultDef>,
+    pub results: SmallVec<[ResultDef; 1]>,
     /// Full op name (`stablehlo.add`, `func.return`, `check.expect_eq`).
     pub name: String,
-    pub operands: Vec<ValRef>,
+    pub operands: Operands,
     pub attrs: Vec<AttrEntry>,
     pub regions: Vec<Region>,
     /// Result types from `-> ...` or from the single type list of pretty forms.
-    pub result_types: Vec<Type>,
+    pub result_types: Types,
     /// The op spells its operand types (a function type after its `:`).
     pub spells_operand_types: bool,
     /// Compact reduce: `applies stablehlo.add`, with the offset of the op name.
@@ -138,12 +148,12 @@ pub struct OpAst {
 impl OpAst {
     pub fn new(name: String, pos: usize) -> OpAst {
         OpAst {
-            results: Vec::new(),
+            results: SmallVec::new(),
             name,
-            operands: Vec::new(),
+            operands: SmallVec::new(),
             attrs: Vec::new(),
             regions: Vec::new(),
-            result_types: Vec::new(),
+            result_types: SmallVec::new(),
             spells_operand_types: false,
             applies: None,
             callee: None,

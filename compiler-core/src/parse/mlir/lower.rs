@@ -238,18 +238,19 @@ impl<'a> Lowerer<'a> {
     }
 
     fn resolve_in(&mut self, k: usize, v: &ValRef) -> Result<InstId, ParseError> {
-        if let Some(vals) = self.scopes[k].vars.get(v.name.as_str()) {
+        let name = self.written_name(v.pos, v.len)?;
+        if let Some(vals) = self.scopes[k].vars.get(name) {
             return match (v.index, vals.len()) {
                 (None, 1) => Ok(vals[0]),
-                (None, n) => Err(self.err(v.pos, format!("%{} has {n} results; use %{}#N", v.name, v.name))),
+                (None, n) => Err(self.err(v.pos, format!("%{name} has {n} results; use %{name}#N"))),
                 (Some(i), n) => vals
                     .get(i as usize)
                     .copied()
-                    .ok_or_else(|| self.err(v.pos, format!("%{} has {n} results, no #{i}", v.name))),
+                    .ok_or_else(|| self.err(v.pos, format!("%{name} has {n} results, no #{i}"))),
             };
         }
         if self.scopes[k].boundary || k == 0 {
-            return Err(self.err(v.pos, format!("undefined value %{}", v.name)));
+            return Err(self.err(v.pos, format!("undefined value %{name}")));
         }
         let outer = self.resolve_in(k - 1, v)?;
         self.import(k, outer, v)
@@ -275,7 +276,10 @@ impl<'a> Lowerer<'a> {
             let owner = self.scopes[k].owner.clone();
             return Err(self.err(
                 v.pos,
-                format!("%{} is defined outside this {owner} region; only constants can be used there", v.name),
+                format!(
+                    "%{} is defined outside this {owner} region; only constants can be used there",
+                    self.written_name(v.pos, v.len)?
+                ),
             ));
         };
         self.scopes[k].imported.insert(outer, local);
@@ -291,7 +295,7 @@ impl<'a> Lowerer<'a> {
         let mut it = vals.into_iter();
         for r in &op.results {
             let vs: Bound = it.by_ref().take(r.count as usize).collect();
-            let name = self.name_in_text(&r.name, r.pos)?;
+            let name = self.written_name(r.pos, r.len)?;
             let scope = self.scopes.last_mut().ok_or_else(|| ParseError::new(0, 0, "no scope"))?;
             scope.vars.insert(name, vs);
         }
@@ -301,6 +305,14 @@ impl<'a> Lowerer<'a> {
     /// The text's own copy of value name `name` written at `pos` (its `%`): a scope's
     /// names borrow from the text, not from the syntax tree, so that an op's tree can
     /// go as soon as the op is lowered ([`Lowerer::lower_streamed`]).
+    /// The value name the reader read at `pos` (its `%`), `len` bytes long.
+    fn written_name(&self, pos: usize, len: u32) -> Result<&'a str, ParseError> {
+        let at = pos + 1;
+        self.src
+            .get(at..at + len as usize)
+            .ok_or_else(|| self.err(pos, "internal error: a value name is not where the parser read it"))
+    }
+
     fn name_in_text(&self, name: &str, pos: usize) -> Result<&'a str, ParseError> {
         match self.src.get(pos + 1..pos + 1 + name.len()) {
             Some(written) if written == name => Ok(written),

@@ -138,7 +138,7 @@ impl<'a> Lowerer<'a> {
     /// The op's `n` result types as written.
     fn result_types(&self, op: &OpAst, n: usize) -> R<Vec<Type>> {
         if op.result_types.len() == n {
-            return Ok(op.result_types.clone());
+            return Ok(op.result_types.to_vec());
         }
         if n == 1 && !op.spells_operand_types && op.result_types.len() > 1 {
             // `select %p, %a, %b : tensor<i1>, tensor<4xf32>`: the last type is the result's.

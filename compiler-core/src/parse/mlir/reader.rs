@@ -7,11 +7,12 @@
 //! stored under the names written, and lowering looks attributes up under both the
 //! pretty and the generic name.
 
-use super::ast::{Attr, AttrEntry, FuncAst, ModuleAst, OpAst, Region, ResultDef, ValRef};
+use super::ast::{Attr, AttrEntry, FuncAst, ModuleAst, OpAst, Operands, Region, ResultDef, Types, ValRef};
 use super::attrs::{conv_dims_compact, parse_attr, parse_dense, parse_dict, parse_loc};
 use super::lexer::Cursor;
 use super::types::{parse_colon_types, parse_type};
 use crate::parse::ParseError;
+use smallvec::SmallVec;
 
 /// Reads a whole text: `#alias = ...` definitions, `module { ... }` and/or functions.
 /// The body of the first function named `defer`, if any, is skipped, not read (its
@@ -238,10 +239,16 @@ fn block_args(c: &mut Cursor) -> Result<Vec<(String, crate::ir::Type, usize)>, P
     }
 }
 
+/// Reads a value's `%name`; its length, which the syntax tree keeps instead of the name.
+fn value_name_len(c: &mut Cursor, what: &str) -> Result<u32, ParseError> {
+    let name = c.value_name().ok_or_else(|| c.expected(what))?;
+    u32::try_from(name.len()).map_err(|_| c.err_at(c.pos, "a value name longer than 4 GiB"))
+}
+
 fn value_ref(c: &mut Cursor) -> Result<ValRef, ParseError> {
     c.skip_ws();
     let pos = c.pos;
-    let name = c.value_name().ok_or_else(|| c.expected("a value `%name`"))?.to_string();
+    let len = value_name_len(c, "a value `%name`")?;
     let mut index = None;
     if c.peek_raw(0) == Some(b'#') {
         c.pos += 1;
@@ -249,12 +256,12 @@ fn value_ref(c: &mut Cursor) -> Result<ValRef, ParseError> {
         let i = c.int()?;
         index = Some(u32::try_from(i).map_err(|_| c.err_at(ip, "bad result index"))?);
     }
-    Ok(ValRef { name, index, pos })
+    Ok(ValRef { len, index, pos })
 }
 
 /// `%a, %b` up to `close` (consumed); empty allowed.
-fn operand_list(c: &mut Cursor, close: &str) -> Result<Vec<ValRef>, ParseError> {
-    let mut out = Vec::new();
+fn operand_list(c: &mut Cursor, close: &str) -> Result<Operands, ParseError> {
+    let mut out = Operands::new();
     if c.eat(close) {
         return Ok(out);
     }
@@ -299,20 +306,19 @@ fn read_op(c: &mut Cursor) -> Result<OpAst, ParseError> {
 }
 
 fn read_op_inner(c: &mut Cursor) -> Result<OpAst, ParseError> {
-    // Almost every op binds one name (a program holds thousands of these lists).
-    let mut results = Vec::with_capacity(1);
+    let mut results = SmallVec::new();
     if c.peek() == Some(b'%') {
         loop {
             c.skip_ws();
             let pos = c.pos;
-            let name = c.value_name().ok_or_else(|| c.expected("a result name"))?.to_string();
+            let len = value_name_len(c, "a result name")?;
             let mut count = 1;
             if c.peek_raw(0) == Some(b':') {
                 c.pos += 1;
                 let cp = c.pos;
                 count = u32::try_from(c.int()?).map_err(|_| c.err_at(cp, "bad result count"))?;
             }
-            results.push(ResultDef { name, count, pos });
+            results.push(ResultDef { len, count, pos });
             if c.eat(",") {
                 continue;
             }
@@ -392,7 +398,7 @@ fn pretty_op(c: &mut Cursor, op: &mut OpAst) -> Result<(), ParseError> {
             }
             let d = parse_dense_or_attr(c)?;
             if let Attr::Dense(d) = &d {
-                op.result_types = vec![d.ty.clone()];
+                op.result_types = smallvec::smallvec![d.ty.clone()];
             }
             push_attr(op, "value", d);
             return Ok(());
@@ -608,7 +614,7 @@ fn slice_ranges(c: &mut Cursor, op: &mut OpAst) -> Result<(), ParseError> {
 /// `stablehlo.reduce(%x init: %c), ... applies stablehlo.add across dimensions = [1] : T`
 /// or `... across dimensions = [1] : T reducer(%a: T, %b: T) (%c: T, %d: T) { ... }`.
 fn pretty_reduce(c: &mut Cursor, op: &mut OpAst) -> Result<(), ParseError> {
-    let mut inputs = Vec::new();
+    let mut inputs = Operands::new();
     let mut inits = Vec::new();
     loop {
         c.expect("(")?;
@@ -675,7 +681,7 @@ fn pretty_while(c: &mut Cursor, op: &mut OpAst) -> Result<(), ParseError> {
             break;
         }
     }
-    let mut types = Vec::new();
+    let mut types = Types::new();
     if c.eat(":") {
         let (function_type, outs) = parse_colon_types(c)?;
         types = outs;

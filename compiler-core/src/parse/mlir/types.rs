@@ -4,6 +4,7 @@
 //! Element types outside hloscope's set (complex, quantized, sub-byte integers, 8/6/4-bit
 //! floats) and dynamic dimensions are rejected here, at the type's own position.
 
+use super::ast::Types;
 use super::lexer::Cursor;
 use crate::ir::{ElementType, Type};
 use crate::parse::ParseError;
@@ -142,8 +143,9 @@ fn tensor_body(c: &mut Cursor, start: usize) -> Result<Type, ParseError> {
 /// (`true` and the results) or a plain list `A, B` (`false`, the list). A function
 /// type's operand types are read (a bad one is an error at its position) but not kept:
 /// lowering takes operand types from the operands.
-pub fn parse_colon_types(c: &mut Cursor) -> Result<(bool, Vec<Type>), ParseError> {
-    let results = |c: &mut Cursor| if c.eat("(") { type_list_until(c, ")") } else { Ok(vec![parse_type(c)?]) };
+pub fn parse_colon_types(c: &mut Cursor) -> Result<(bool, Types), ParseError> {
+    let results =
+        |c: &mut Cursor| if c.eat("(") { type_list_until(c, ")") } else { Ok(smallvec::smallvec![parse_type(c)?]) };
     if c.peek() == Some(b'(') {
         c.pos += 1;
         each_type_until(c, ")", drop)?;
@@ -152,7 +154,7 @@ pub fn parse_colon_types(c: &mut Cursor) -> Result<(bool, Vec<Type>), ParseError
         }
         return Ok((true, results(c)?));
     }
-    let mut list = vec![parse_type(c)?];
+    let mut list: Types = smallvec::smallvec![parse_type(c)?];
     while c.eat(",") {
         list.push(parse_type(c)?);
     }
@@ -164,9 +166,8 @@ pub fn parse_colon_types(c: &mut Cursor) -> Result<(bool, Vec<Type>), ParseError
 }
 
 /// Comma-separated types up to the closing `close` (consumed); empty allowed.
-pub fn type_list_until(c: &mut Cursor, close: &str) -> Result<Vec<Type>, ParseError> {
-    // Most lists hold one or two types; a program holds thousands of them.
-    let mut out = Vec::with_capacity(2);
+pub fn type_list_until(c: &mut Cursor, close: &str) -> Result<Types, ParseError> {
+    let mut out = Types::new();
     each_type_until(c, close, |t| out.push(t))?;
     Ok(out)
 }

@@ -10,6 +10,6 @@ pub mod value;
 pub use literal::{Data, Literal, Scalar};
 pub use module::{CompId, Computation, InstId, Instruction, Loc, Module};
 pub use op::*;
-pub use types::{ElementType, Shape, Type};
+pub use types::{is_permutation, ElementType, Shape, Type};
 pub use user_lists::UserLists;
 pub use value::Value;

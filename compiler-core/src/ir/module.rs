@@ -311,6 +311,7 @@ impl Module {
     /// Computations reachable from the entry, callees before callers (the entry last).
     pub fn post_order(&self) -> Vec<CompId> {
         let mut seen = SecondaryMap::with_capacity(self.comps.len());
+        seen.resize(self.comps.len());
         let mut out = Vec::new();
         fn visit(m: &Module, c: CompId, seen: &mut SecondaryMap<CompId, bool>, out: &mut Vec<CompId>) {
             if std::mem::replace(&mut seen[c], true) {

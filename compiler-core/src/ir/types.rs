@@ -167,6 +167,14 @@ pub struct Shape {
     pub layout: Option<Vec<i64>>,
 }
 
+/// Whether `p` is a permutation of `0..rank` (a transpose's, a layout's minor-to-major
+/// order).
+pub fn is_permutation(p: &[i64], rank: usize) -> bool {
+    let mut seen = vec![false; rank];
+    p.len() == rank
+        && p.iter().all(|&d| d >= 0 && (d as usize) < rank && !std::mem::replace(&mut seen[d as usize], true))
+}
+
 impl Shape {
     pub fn new(elem: ElementType, dims: impl AsRef<[i64]>) -> Shape {
         Shape { elem, dims: Dims::from_slice(dims.as_ref()), layout: None }

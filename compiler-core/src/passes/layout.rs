@@ -41,7 +41,7 @@
 //! run modules before and after on random inputs and compare bit for bit.
 
 use super::{Changed, Pass, PassLog, Rewrite};
-use crate::ir::{CompId, Module, Op, Shape, Type};
+use crate::ir::{is_permutation, CompId, Module, Op, Shape, Type};
 use std::collections::HashMap;
 
 /// The layout assignment pass (`layout-assignment`).
@@ -106,13 +106,6 @@ fn physical_dims(shape: &Shape, minor_to_major: &[i64]) -> Vec<i64> {
 /// Whether `shape` is row-major once size-1 dimensions are ignored.
 fn is_effectively_row_major(shape: &Shape) -> bool {
     physical_dims(shape, &shape.minor_to_major()).windows(2).all(|w| w[0] < w[1])
-}
-
-/// Whether `perm` is a permutation of `0..rank` and a layout is a permutation too.
-fn is_permutation(p: &[i64], rank: usize) -> bool {
-    let mut seen = vec![false; rank];
-    p.len() == rank
-        && p.iter().all(|&d| d >= 0 && (d as usize) < rank && !std::mem::replace(&mut seen[d as usize], true))
 }
 
 /// Whether a transpose from `x` to `y` by `perm` keeps every element at the same

@@ -27,7 +27,9 @@
 
 use super::provenance::Scope;
 use super::{Changed, PassLog, Rewrite};
-use crate::ir::{CompId, Computation, InstId, Instruction, Literal, Loc, Module, Op, Scalar, Shape, Type};
+use crate::ir::{
+    is_permutation, CompId, Computation, InstId, Instruction, Literal, Loc, Module, Op, Scalar, Shape, Type, UserLists,
+};
 use cranelift_entity::EntityRef;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use smallvec::SmallVec;
@@ -188,13 +190,7 @@ fn well_formed(comp: &Computation, id: InstId) -> bool {
         Op::BroadcastInDim { dims } => {
             n == 1 && rank(0) == Some(dims.len()) && dims.iter().all(|&d| d >= 0 && Some(d as usize) < out_rank)
         }
-        Op::Transpose { perm } => {
-            let mut seen: SmallVec<[bool; 8]> = smallvec::smallvec![false; perm.len()];
-            let permutes = perm.iter().all(|&d| {
-                usize::try_from(d).ok().and_then(|d| seen.get_mut(d)).is_some_and(|s| !std::mem::replace(s, true))
-            });
-            n == 1 && rank(0) == Some(perm.len()) && permutes
-        }
+        Op::Transpose { perm } => n == 1 && rank(0) == Some(perm.len()) && is_permutation(perm, perm.len()),
         Op::Slice { start, limit, stride } => {
             n == 1 && rank(0) == Some(start.len()) && limit.len() == start.len() && stride.len() == start.len()
         }
@@ -260,24 +256,18 @@ impl Touched {
 /// Who uses each instruction of a computation, once per use, by arena slot: what a
 /// round needs to point a replaced value's users at its replacement. Scanning the whole
 /// computation for them at every replacement was quadratic in a deep stack's depth.
-/// Built when a round first replaces a value, then kept up to date by its rewrites.
-struct Uses(Vec<SmallVec<[InstId; 4]>>);
+/// Built when a round first replaces a value (the computation's [`UserLists`]), then
+/// kept up to date by its rewrites.
+struct Uses(UserLists);
 
 impl Uses {
     /// The uses among `comp`'s live instructions (those in its order).
     fn of(comp: &Computation) -> Uses {
-        let mut uses = Uses(std::iter::repeat_with(SmallVec::new).take(comp.insts.len()).collect());
-        for &x in &comp.order {
-            uses.add(x, &comp.inst(x).operands);
-        }
-        uses
+        Uses(comp.users())
     }
 
-    fn list(&mut self, id: InstId) -> &mut SmallVec<[InstId; 4]> {
-        if self.0.len() <= id.index() {
-            self.0.resize(id.index() + 1, SmallVec::new());
-        }
-        &mut self.0[id.index()]
+    fn list(&mut self, id: InstId) -> &mut SmallVec<[InstId; 2]> {
+        self.0.list_mut(id)
     }
 
     fn add(&mut self, user: InstId, operands: &[InstId]) {

@@ -119,6 +119,11 @@ pub(super) fn run(f: &mut Fuser) -> bool {
         let loc = f.inst(outputs[outputs.len() - 1]).loc.clone();
         let body_id = f.module.add_computation(body);
         moves.extend(slots.into_iter().map(|(m, slot)| (body_id, m, slot)));
+        // A later group reading an entry it did not set (an operand after its user in
+        // `order`, which verified input never has) then finds none, not this group's.
+        for &o in operands.iter().chain(&sorted) {
+            map[o] = none;
+        }
         let name = f.module.fresh_name("fusion");
         let fusion_inst =
             Instruction { name, op: Op::Fusion { kind, body: body_id }, operands, ty: fusion_ty, loc: loc.clone() };

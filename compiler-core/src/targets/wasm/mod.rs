@@ -390,18 +390,7 @@ fn kernel_body(kernels: &[Option<WasmKernel>], first: u32) -> wasm_encoder::Func
     let mut f = wasm_encoder::Function::new([]);
     f.instructions().local_get(0).i32_const(WHOLE).i32_eq();
     f.instruction(&I::If(BlockType::Empty));
-    for (i, (k, function)) in kernels.iter().zip(kernel_functions(kernels, first)).enumerate() {
-        let (Some(k), Some(function)) = (k, function) else { continue };
-        if k.extent == 0 {
-            continue;
-        }
-        // first <= i < last: call kernel i's function over (0, extent).
-        let i = i as i32;
-        f.instructions().local_get(1).i32_const(i).i32_le_s().local_get(2).i32_const(i).i32_gt_s().i32_and();
-        f.instruction(&I::If(BlockType::Empty));
-        f.instructions().i32_const(0).i32_const(k.extent as u32 as i32).i32_const(0).call(function);
-        f.instruction(&I::End);
-    }
+    whole_calls(&mut f, kernels, first);
     f.instruction(&I::Return);
     f.instruction(&I::End);
     let functions: Vec<u32> = kernel_functions(kernels, first).flatten().collect();
@@ -424,4 +413,21 @@ fn kernel_body(kernels: &[Option<WasmKernel>], first: u32) -> wasm_encoder::Func
     f.instruction(&I::Unreachable);
     f.instruction(&I::End);
     f
+}
+
+/// [`WHOLE`]'s part of [`KERNEL`]: each kernel `i` with `first <= i < last` (locals 1
+/// and 2) called over `0..extent`, in plan order.
+fn whole_calls(f: &mut wasm_encoder::Function, kernels: &[Option<WasmKernel>], first: u32) {
+    use wasm_encoder::{BlockType, Instruction as I};
+    for (i, (k, function)) in kernels.iter().zip(kernel_functions(kernels, first)).enumerate() {
+        let (Some(k), Some(function)) = (k, function) else { continue };
+        if k.extent == 0 {
+            continue;
+        }
+        let i = i as i32;
+        f.instructions().local_get(1).i32_const(i).i32_le_s().local_get(2).i32_const(i).i32_gt_s().i32_and();
+        f.instruction(&I::If(BlockType::Empty));
+        f.instructions().i32_const(0).i32_const(k.extent as u32 as i32).i32_const(0).call(function);
+        f.instruction(&I::End);
+    }
 }

@@ -141,10 +141,7 @@ impl Computation {
     /// every clone, plan and stored artifact would carry them.
     pub fn compact(&mut self) {
         // Parameters and the root are in `order` in a well-formed computation; never lose one.
-        // Both maps sized once: growing a secondary map one index at a time cost more
-        // than the rest of the renumbering.
-        let mut live: SecondaryMap<InstId, bool> = SecondaryMap::with_capacity(self.insts.len());
-        live.resize(self.insts.len());
+        let mut live: SecondaryMap<InstId, bool> = super::sized_map(self.insts.len(), false);
         let roots = self.params.iter().chain(self.has_root().then_some(&self.root));
         for &id in self.order.iter().chain(roots) {
             live[id] = true;
@@ -157,8 +154,7 @@ impl Computation {
         }
         // Kept instructions keep their relative order (`order` says which come first).
         let kept = self.insts.keys().filter(|&id| live[id]).count();
-        let mut new_id: SecondaryMap<InstId, InstId> = SecondaryMap::with_default(InstId::reserved_value());
-        new_id.resize(self.insts.len());
+        let mut new_id: SecondaryMap<InstId, InstId> = super::sized_map(self.insts.len(), InstId::reserved_value());
         for (id, inst) in std::mem::replace(&mut self.insts, PrimaryMap::with_capacity(kept)) {
             if live[id] {
                 new_id[id] = self.insts.push(inst);
@@ -310,8 +306,7 @@ impl Module {
 
     /// Computations reachable from the entry, callees before callers (the entry last).
     pub fn post_order(&self) -> Vec<CompId> {
-        let mut seen = SecondaryMap::with_capacity(self.comps.len());
-        seen.resize(self.comps.len());
+        let mut seen = super::sized_map(self.comps.len(), false);
         let mut out = Vec::new();
         fn visit(m: &Module, c: CompId, seen: &mut SecondaryMap<CompId, bool>, out: &mut Vec<CompId>) {
             if std::mem::replace(&mut seen[c], true) {

@@ -16,8 +16,8 @@ pub struct UserLists {
 impl UserLists {
     /// The user lists of `comp`'s live instructions (those in its order).
     pub fn of(comp: &Computation) -> UserLists {
-        let mut lists: SecondaryMap<InstId, SmallVec<[InstId; 2]>> = SecondaryMap::with_capacity(comp.insts.len());
-        lists.resize(comp.insts.len());
+        let mut lists: SecondaryMap<InstId, SmallVec<[InstId; 2]>> =
+            super::sized_map(comp.insts.len(), SmallVec::new());
         for &id in &comp.order {
             for &o in &comp.inst(id).operands {
                 lists[o].push(id);

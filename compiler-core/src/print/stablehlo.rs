@@ -904,11 +904,7 @@ impl<'m> Printer<'m> {
         };
         let a = src_ty.as_array().cloned().unwrap_or(a);
         let physical = |s: &Shape| -> Vec<i64> { s.minor_to_major().into_iter().rev().collect() };
-        let is_perm = |s: &Shape| {
-            let mut p = s.minor_to_major();
-            p.sort_unstable();
-            p == (0..s.rank() as i64).collect::<Vec<_>>()
-        };
+        let is_perm = |s: &Shape| crate::ir::is_permutation(&s.minor_to_major(), s.rank());
         if !is_perm(&a) || !is_perm(b) {
             // A malformed layout (a bug upstream): print the logical reshape.
             return self.generic(f, inst, "stablehlo.reshape", ops, "", &inst.ty);

@@ -238,7 +238,7 @@ impl<'a> Lowerer<'a> {
     }
 
     fn resolve_in(&mut self, k: usize, v: &ValRef) -> Result<InstId, ParseError> {
-        let name = self.written_name(v.pos, v.len)?;
+        let name = self.written_name(v.pos, v.len as usize)?;
         if let Some(vals) = self.scopes[k].vars.get(name) {
             return match (v.index, vals.len()) {
                 (None, 1) => Ok(vals[0]),
@@ -278,7 +278,7 @@ impl<'a> Lowerer<'a> {
                 v.pos,
                 format!(
                     "%{} is defined outside this {owner} region; only constants can be used there",
-                    self.written_name(v.pos, v.len)?
+                    self.written_name(v.pos, v.len as usize)?
                 ),
             ));
         };
@@ -295,27 +295,29 @@ impl<'a> Lowerer<'a> {
         let mut it = vals.into_iter();
         for r in &op.results {
             let vs: Bound = it.by_ref().take(r.count as usize).collect();
-            let name = self.written_name(r.pos, r.len)?;
+            let name = self.written_name(r.pos, r.len as usize)?;
             let scope = self.scopes.last_mut().ok_or_else(|| ParseError::new(0, 0, "no scope"))?;
             scope.vars.insert(name, vs);
         }
         Ok(())
     }
 
-    /// The text's own copy of value name `name` written at `pos` (its `%`): a scope's
-    /// names borrow from the text, not from the syntax tree, so that an op's tree can
-    /// go as soon as the op is lowered ([`Lowerer::lower_streamed`]).
-    /// The value name the reader read at `pos` (its `%`), `len` bytes long.
-    fn written_name(&self, pos: usize, len: u32) -> Result<&'a str, ParseError> {
+    /// The value name the reader read at `pos` (its `%`), `len` bytes long, as the
+    /// text's own slice: a scope's names borrow from the text, not from the syntax tree,
+    /// so that an op's tree can go as soon as the op is lowered
+    /// ([`Lowerer::lower_streamed`]).
+    fn written_name(&self, pos: usize, len: usize) -> Result<&'a str, ParseError> {
         let at = pos + 1;
         self.src
-            .get(at..at + len as usize)
+            .get(at..at + len)
             .ok_or_else(|| self.err(pos, "internal error: a value name is not where the parser read it"))
     }
 
+    /// [`Lowerer::written_name`] of a block argument, whose tree keeps a copy of its name:
+    /// checked against it.
     fn name_in_text(&self, name: &str, pos: usize) -> Result<&'a str, ParseError> {
-        match self.src.get(pos + 1..pos + 1 + name.len()) {
-            Some(written) if written == name => Ok(written),
+        match self.written_name(pos, name.len()) {
+            Ok(written) if written == name => Ok(written),
             _ => Err(self.err(pos, format!("internal error: %{name} is not where the parser read it"))),
         }
     }

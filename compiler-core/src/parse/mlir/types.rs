@@ -166,7 +166,7 @@ pub fn parse_colon_types(c: &mut Cursor) -> Result<(bool, Types), ParseError> {
 }
 
 /// Comma-separated types up to the closing `close` (consumed); empty allowed.
-pub fn type_list_until(c: &mut Cursor, close: &str) -> Result<Types, ParseError> {
+fn type_list_until(c: &mut Cursor, close: &str) -> Result<Types, ParseError> {
     let mut out = Types::new();
     each_type_until(c, close, |t| out.push(t))?;
     Ok(out)

@@ -13,7 +13,7 @@
 use super::members::Members;
 use super::rules::check_group;
 use super::Fuser;
-use crate::ir::{CompId, Computation, InstId, Instruction, Op, Type};
+use crate::ir::{sized_map, CompId, Computation, InstId, Instruction, Op, Type};
 use crate::passes::Provenance;
 use cranelift_entity::packed_option::ReservedValue;
 use cranelift_entity::SecondaryMap;
@@ -21,8 +21,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 /// Returns whether any fusion was made.
 pub(super) fn run(f: &mut Fuser) -> bool {
-    let mut pos: SecondaryMap<InstId, usize> = SecondaryMap::with_default(usize::MAX);
-    pos.resize(f.comp().insts.len());
+    let mut pos: SecondaryMap<InstId, usize> = sized_map(f.comp().insts.len(), usize::MAX);
     for (i, &id) in f.comp().order.iter().enumerate() {
         pos[id] = i;
     }
@@ -48,16 +47,13 @@ pub(super) fn run(f: &mut Fuser) -> bool {
     // instructions are looked up here, and a hash per lookup cost more than the rest.
     let none = InstId::reserved_value();
     let slots = f.comp().insts.len();
-    let mut replace: SecondaryMap<InstId, InstId> = SecondaryMap::with_default(none);
-    replace.resize(slots);
+    let mut replace: SecondaryMap<InstId, InstId> = sized_map(slots, none);
     // The instructions (fusion, then its get-tuple-elements) that take the place of each
     // group's last member.
     let mut placed: HashMap<InstId, Vec<InstId>> = HashMap::default();
-    let mut fused: SecondaryMap<InstId, bool> = SecondaryMap::with_capacity(slots);
-    fused.resize(slots);
+    let mut fused: SecondaryMap<InstId, bool> = sized_map(slots, false);
     // Each group's operands and members, to their ids in its body.
-    let mut map: SecondaryMap<InstId, InstId> = SecondaryMap::with_default(none);
-    map.resize(slots);
+    let mut map: SecondaryMap<InstId, InstId> = sized_map(slots, none);
     // Each member's slot in its fusion body: filled by moving the member there once
     // every group is built (until then the groups still read the members in place).
     let mut moves: Vec<(CompId, InstId, InstId)> = Vec::new();
@@ -259,17 +255,15 @@ fn record_copies(f: &mut Fuser, fused: &SecondaryMap<InstId, bool>) {
 /// A cycle (which the fusion checks rule out) cannot be sorted: its back edge is left
 /// as it is, for the verifier to report, rather than looping.
 fn topo_sort(comp: &Computation, order: &[InstId]) -> Vec<InstId> {
-    #[derive(Clone, Copy, Default, PartialEq)]
+    #[derive(Clone, Copy, PartialEq)]
     enum State {
         /// Not in `order`: never sorted in.
-        #[default]
         Dead,
         Waiting,
         Open,
         Done,
     }
-    let mut state: SecondaryMap<InstId, State> = SecondaryMap::with_capacity(comp.insts.len());
-    state.resize(comp.insts.len());
+    let mut state: SecondaryMap<InstId, State> = sized_map(comp.insts.len(), State::Dead);
     for &id in order {
         state[id] = State::Waiting;
     }

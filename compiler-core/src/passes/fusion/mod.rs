@@ -53,7 +53,7 @@ pub use spec::FUSION_KNOBS;
 
 use super::{Changed, Decision, Pass, PassLog, Provenance};
 use crate::cost::{group_traffic, is_trivial};
-use crate::ir::{CompId, Computation, InstId, Instruction, Module, Op, UserLists};
+use crate::ir::{sized_map, CompId, Computation, InstId, Instruction, Module, Op, UserLists};
 use cranelift_entity::SecondaryMap;
 use members::Members;
 use rules::Graph;
@@ -245,7 +245,7 @@ impl<'a> Fuser<'a> {
         };
         f.refresh_users();
         let order = f.comp().order.clone();
-        f.pos.resize(f.comp().insts.len());
+        f.pos = sized_map(f.comp().insts.len(), Pos::default());
         for (i, &id) in order.iter().enumerate() {
             f.pos[id] = (i as u32, 0);
         }

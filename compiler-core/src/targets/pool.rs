@@ -174,10 +174,25 @@ pub fn run(n: usize, f: &(dyn Fn(usize) + Sync)) {
         (0..n).for_each(f);
         return;
     }
+    job(n, f, || ());
+}
+
+/// Runs `helper` on a worker while this thread runs `main`; returns `main`'s result once
+/// both are done. A helper no worker has taken by the time `main` returns runs here,
+/// after it: so `main` must never wait on the helper without a way to go on alone (the
+/// process may have no worker, or the worker may start late). Panics if either panicked.
+pub fn beside<R>(helper: &(dyn Fn() + Sync), main: impl FnOnce() -> R) -> R {
+    as_caller(|| job(1, &|_| helper(), main))
+}
+
+/// Posts `f(0) .. f(n-1)` as the pool's job, runs `first` on this thread, then takes
+/// tasks until none is left and waits for the rest.
+fn job<R>(n: usize, f: &(dyn Fn(usize) + Sync), first: impl FnOnce() -> R) -> R {
     let pool = pool();
     let _turn = pool.turn.lock().unwrap_or_else(|e| e.into_inner());
     // SAFETY: `f` is only called for tasks of this job, and this function does not
-    // return before every task has finished (`pending == 0`) and the job is cleared.
+    // return (nor unwind: `first` runs under catch_unwind) before every task has
+    // finished (`pending == 0`) and the job is cleared.
     let f_static: &'static (dyn Fn(usize) + Sync) = unsafe { std::mem::transmute(f) };
     {
         let mut s = pool.lock();
@@ -186,6 +201,7 @@ pub fn run(n: usize, f: &(dyn Fn(usize) + Sync)) {
         pool.unclaimed.store(n, Ordering::Release);
     }
     pool.work.notify_all();
+    let first = catch_unwind(AssertUnwindSafe(first));
     loop {
         let t = pool.take(&mut pool.lock());
         let Some(t) = t else { break };
@@ -199,7 +215,9 @@ pub fn run(n: usize, f: &(dyn Fn(usize) + Sync)) {
     s.job = None;
     let panicked = s.panicked;
     drop(s);
+    let first = first.unwrap_or_else(|payload| std::panic::resume_unwind(payload));
     assert!(!panicked, "a parallel task panicked");
+    first
 }
 
 /// Runs `f` (a whole run of an executable, many jobs) with the calling thread pinned to

@@ -11,13 +11,12 @@
 //! `func.call` and `stablehlo.composite` are inlined: the callee's body is lowered
 //! again in the caller's computation, in a scope that only sees the call's arguments.
 
-use super::ast::{FuncAst, LocAst, ModuleAst, OpAst, Region, ValRef};
+use super::ast::{FuncAst, LocAst, ModuleAst, OpAst, Operands, Region, ValRef};
 use super::lexer::{Cursor, LineIndex, MAX_DEPTH};
 use super::reader;
 use crate::ir::{CompId, Computation, InstId, Instruction, Loc, Module, Op, Type};
 use crate::parse::ParseError;
 use smallvec::SmallVec;
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -326,8 +325,7 @@ impl<'a> Lowerer<'a> {
 
     /// Lowers ops up to the terminator; returns the terminator's operands.
     pub fn lower_block(&mut self, ops: &[OpAst], region_pos: usize) -> Result<Vec<InstId>, ParseError> {
-        let mut ops = ops.iter();
-        self.lower_to_terminator(|| Ok(ops.next().map(Cow::Borrowed)), region_pos)
+        self.lower_to_terminator(ops, region_pos)
     }
 
     /// [`Lowerer::lower_block`] of a body the reader skipped (`start..end`, after its
@@ -341,30 +339,68 @@ impl<'a> Lowerer<'a> {
         region_pos: usize,
     ) -> Result<Vec<InstId>, ParseError> {
         c.pos = start;
-        let rets = self.lower_to_terminator(|| reader::next_op(c).map(|op| op.map(Cow::Owned)), region_pos)?;
+        let mut terminator = None;
+        #[cfg(all(any(feature = "cpu", feature = "wasm-run"), not(target_arch = "wasm32")))]
+        if end - start >= super::beside::MIN_BYTES {
+            super::beside::read_and_lower(c, |op| self.lower_in_block(op, &mut terminator))?;
+            return self.after_block(c, end, terminator, region_pos);
+        }
+        while let Some(op) = reader::next_op(c)? {
+            self.lower_in_block(&op, &mut terminator)?;
+        }
+        self.after_block(c, end, terminator, region_pos)
+    }
+
+    /// The end of a streamed body: where the reading stopped, and the terminator's values.
+    fn after_block(
+        &mut self,
+        c: &Cursor,
+        end: usize,
+        terminator: Option<Operands>,
+        region_pos: usize,
+    ) -> Result<Vec<InstId>, ParseError> {
         if c.pos != end {
             return Err(self.err(c.pos, "the body's ops end elsewhere than its braces"));
         }
-        Ok(rets)
+        self.terminator_values(terminator, region_pos)
     }
 
-    /// Lowers the ops `next` gives (None once the block has closed) up to the
-    /// terminator, which must be the last; returns the terminator's operands.
+    /// Lowers the ops of a block up to the terminator, which must be the last; returns
+    /// the terminator's operands.
     fn lower_to_terminator<'o>(
         &mut self,
-        mut next: impl FnMut() -> Result<Option<Cow<'o, OpAst>>, ParseError>,
+        ops: impl IntoIterator<Item = &'o OpAst>,
         region_pos: usize,
     ) -> Result<Vec<InstId>, ParseError> {
-        while let Some(op) = next()? {
-            if is_terminator(&op) {
-                if let Some(after) = next()? {
-                    return Err(self.err(after.pos, "op after the region's terminator"));
-                }
-                return self.resolve_all(&op.operands);
-            }
-            self.lower_op(&op)?;
+        let mut terminator = None;
+        for op in ops {
+            self.lower_in_block(op, &mut terminator)?;
         }
-        Err(self.err(region_pos, "region has no terminator (`stablehlo.return` / `func.return`)"))
+        self.terminator_values(terminator, region_pos)
+    }
+
+    /// Lowers one op of a block; a terminator's operands are kept in `terminator`, to
+    /// be resolved once no op follows it.
+    fn lower_in_block(&mut self, op: &OpAst, terminator: &mut Option<Operands>) -> Result<(), ParseError> {
+        if terminator.is_some() {
+            return Err(self.err(op.pos, "op after the region's terminator"));
+        }
+        if is_terminator(op) {
+            *terminator = Some(op.operands.clone());
+            return Ok(());
+        }
+        self.lower_op(op)
+    }
+
+    fn terminator_values(
+        &mut self,
+        terminator: Option<Operands>,
+        region_pos: usize,
+    ) -> Result<Vec<InstId>, ParseError> {
+        match terminator {
+            Some(operands) => self.resolve_all(&operands),
+            None => Err(self.err(region_pos, "region has no terminator (`stablehlo.return` / `func.return`)")),
+        }
     }
 
     pub fn lower_region(&mut self, region: &Region, owner: &str, capture: Capture) -> Result<RegionOut, ParseError> {

@@ -15,6 +15,8 @@
 
 mod ast;
 mod attrs;
+#[cfg(all(any(feature = "cpu", feature = "wasm-run"), not(target_arch = "wasm32")))]
+mod beside;
 mod dense;
 mod lexer;
 mod lower;
@@ -169,5 +171,70 @@ module @m {
         assert!(parse_read(text, None, Read::EntryAsLowered).is_err());
         let e = parse_with_entry(text, None).expect_err("unclosed");
         assert!(e.message.contains("expected `}`"), "{e}");
+    }
+
+    /// A `main` long enough to be read on a second core (`beside::MIN_BYTES`): a chain
+    /// of `n` ops with a reduce and its region every tenth op. `bad` replaces op `k`'s
+    /// line.
+    fn long_main(n: usize, bad: &[(usize, &str)]) -> String {
+        let mut text = String::from(
+            "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  %v0 = stablehlo.add %a, %a : tensor<4xf32>\n",
+        );
+        for k in 1..n {
+            if let Some((_, line)) = bad.iter().find(|(at, _)| *at == k) {
+                text += line;
+                text += "\n";
+                continue;
+            }
+            if k % 10 == 0 {
+                text += &format!(
+                    "  %s{k} = stablehlo.reduce(%v{p} init: %z{k}) across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32>\n     reducer(%x: tensor<f32>, %y: tensor<f32>)  {{\n      %m = stablehlo.maximum %x, %y : tensor<f32>\n      stablehlo.return %m : tensor<f32>\n    }}\n  %v{k} = stablehlo.broadcast_in_dim %s{k}, dims = [] : (tensor<f32>) -> tensor<4xf32>\n",
+                    p = k - 1
+                );
+                text = text.replace(&format!("init: %z{k}"), &format!("init: %c{k}"));
+                text = text.replace(
+                    &format!("  %s{k} = "),
+                    &format!("  %c{k} = stablehlo.constant dense<0.0> : tensor<f32>\n  %s{k} = "),
+                );
+            } else {
+                text += &format!("  %v{k} = stablehlo.multiply %v{}, %a : tensor<4xf32>\n", k - 1);
+            }
+        }
+        text += &format!("  return %v{} : tensor<4xf32>\n}}\n", n - 1);
+        text
+    }
+
+    /// Read on a second core and lowered on this one, a long `main` is the module read
+    /// whole; its errors are the ones one thread reading and lowering in turn meets.
+    #[test]
+    #[cfg(all(any(feature = "cpu", feature = "wasm-run"), not(target_arch = "wasm32")))]
+    fn a_long_main_read_beside_its_lowering_is_the_main_read_whole() {
+        let text = long_main(3000, &[]);
+        assert!(text.len() > 3 * super::beside::MIN_BYTES, "{} bytes", text.len());
+        let (streamed, whole) = both(&text);
+        assert_eq!(streamed, whole);
+        assert!(streamed.matches("Reduce").count() >= 299, "the reduces are lowered");
+
+        // A syntax error late in the body: every op before it is lowered first, so an
+        // undefined name earlier wins; alone, the syntax error is the answer.
+        let undefined = "  %v100 = stablehlo.multiply %nope, %a : tensor<4xf32>";
+        let malformed = "  %v2500 = stablehlo.multiply %v2499, : tensor<4xf32>";
+        let line_of = |text: &str, needle: &str| text.lines().position(|l| l == needle).map(|i| i + 1);
+        for (bad, first) in [
+            (vec![(100, undefined), (2500, malformed)], undefined),
+            (vec![(2500, malformed)], malformed),
+            (vec![(2999, undefined)], undefined),
+        ] {
+            let text = long_main(3000, &bad);
+            let e = parse_read(&text, None, Read::EntryAsLowered).expect_err("an error");
+            assert_eq!(Some(e.line as usize), line_of(&text, first), "{e}");
+        }
+        // An op after the terminator, far down the body.
+        let text = long_main(3000, &[]).replace(
+            "  return %v2999 : tensor<4xf32>\n}",
+            "  return %v2999 : tensor<4xf32>\n  %after = stablehlo.add %a, %a : tensor<4xf32>\n}",
+        );
+        let e = parse_read(&text, None, Read::EntryAsLowered).expect_err("an op after the return");
+        assert!(e.message.contains("after the region's terminator"), "{e}");
     }
 }

@@ -21,7 +21,7 @@
 
 use super::members::Members;
 use super::reach::Reach;
-use super::rules::{check_group, is_expensive, role, Refusal, Role};
+use super::rules::{check_group, is_expensive, role, Refusal, Role, CYCLE_REASON};
 use super::{Effect, Fuser};
 use crate::ir::InstId;
 use rustc_hash::FxHashSet as HashSet;
@@ -116,16 +116,21 @@ fn siblings(f: &mut Fuser, tried: &mut HashSet<Pair>) {
 /// Merges group `b` into group `a` if the rules allow; logs the decision either way.
 /// `producer` and `consumer` name the edge shown to the user.
 fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: InstId, rule: &'static str) -> bool {
-    if already_refused(f, a, b, producer, consumer) {
+    let quick = quick_refusal(f, a, b);
+    // The same refusal for the same edge, retried after a group grew: nothing changes
+    // and nothing is logged.
+    if quick.is_some_and(|q| f.refused_edges.contains(&(producer, consumer, q.rule()))) {
         return false;
     }
-    let merged: Members = f.clusters[a].union(&f.clusters[b]);
-    let refusal = if let Some((x, y)) = f.never_fused(f.clusters[a].as_slice(), f.clusters[b].as_slice()) {
+    let refusal = if let Some(q) = quick {
+        Some(q.refusal(f.cfg.max_fusion_size))
+    } else if let Some((x, y)) = f.never_fused(f.clusters[a].as_slice(), f.clusters[b].as_slice()) {
         Some(Refusal::hard(
             "override-never-fuse",
             format!("the never-fuse override ({x}, {y}) keeps them in separate kernels"),
         ))
     } else {
+        let merged: Members = f.clusters[a].union(&f.clusters[b]);
         let g = f.graph();
         // An expensive member whose value the other kernel broadcasts would be recomputed
         // for every broadcast element.
@@ -148,7 +153,7 @@ fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: Inst
     match refusal {
         Some(r) => {
             // The same refusal for the same edge, retried after a group grew, is logged
-            // once.
+            // once (and, for the quick ones, not even checked again).
             f.refused_edges.insert((producer, consumer, r.rule));
             if f.explain {
                 let (pn, cn) = (f.name(producer), f.name(consumer));
@@ -181,29 +186,53 @@ fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: Inst
     }
 }
 
-/// Whether merging `a` and `b` meets one of the common refusals (size, cycle) that
-/// [`check_group`] would give first, already logged for this edge: then nothing changes
-/// and nothing is logged, and the full check (which builds the merged set and the
-/// reason) can be skipped. Sibling merges try every pair of readers of a value, so
-/// this is most of them.
-fn already_refused(f: &Fuser, a: usize, b: usize, producer: InstId, consumer: InstId) -> bool {
+/// A refusal of a merge that [`check_group`] gives first and that is found without
+/// building the merged set: sibling merges try every pair of readers of a value, and
+/// most pairs of kernels far apart are refused as a cycle.
+#[derive(Clone, Copy)]
+enum Quick {
+    /// The merged kernel would hold this many instructions, over the budget.
+    Size(usize),
+    Cycle,
+}
+
+impl Quick {
+    fn rule(self) -> &'static str {
+        match self {
+            Quick::Size(_) => "refuse-max-size",
+            Quick::Cycle => "refuse-cycle",
+        }
+    }
+
+    /// The refusal, word for word [`check_group`]'s.
+    fn refusal(self, max_fusion_size: usize) -> Refusal {
+        match self {
+            Quick::Size(size) => Refusal::soft(
+                "refuse-max-size",
+                format!("the kernel would hold {size} instructions, more than max_fusion_size = {max_fusion_size}"),
+            ),
+            Quick::Cycle => Refusal::hard("refuse-cycle", CYCLE_REASON.into()),
+        }
+    }
+}
+
+/// [`check_group`]'s verdict on merging `a` and `b` where it is a size or cycle refusal
+/// decided from the members' roles and count and the reachability rows (which answer
+/// its cycle check for two whole groups, [`Reach::groups_cycle`]); None where the full
+/// check must decide: a never-fuse override (checked before), a member no kernel can
+/// hold (refused before the size), groups that share members, or no rows.
+fn quick_refusal(f: &Fuser, a: usize, b: usize) -> Option<Quick> {
     if !f.cfg.never_fuse.is_empty() {
-        return false;
+        return None;
     }
     let (ca, cb) = (&f.clusters[a], &f.clusters[b]);
     let members = || ca.iter().chain(cb.iter()).copied();
     if members().any(|m| matches!(role(f.inst(m)), Role::Value | Role::Opaque)) || !ca.is_disjoint(cb) {
-        return false;
+        return None;
     }
     let size = members().filter(|&m| !matches!(f.inst(m).op, crate::ir::Op::Constant(_))).count();
-    let rule = if size > f.cfg.max_fusion_size {
-        "refuse-max-size"
-    } else {
-        let Some(reach) = &f.reach else { return false };
-        if !reach.groups_cycle(&[a, b]) {
-            return false;
-        }
-        "refuse-cycle"
-    };
-    f.refused_edges.contains(&(producer, consumer, rule))
+    if size > f.cfg.max_fusion_size {
+        return Some(Quick::Size(size));
+    }
+    f.reach.as_ref().and_then(|reach| reach.groups_cycle(&[a, b]).then_some(Quick::Cycle))
 }

@@ -249,6 +249,10 @@ pub(super) fn size_of(g: &Graph, members: &Members) -> usize {
     members.iter().filter(|&&m| !matches!(g.inst(m).op, Op::Constant(_))).count()
 }
 
+/// Why a group that creates a cycle is refused.
+pub(super) const CYCLE_REASON: &str =
+    "a value leaves the kernel and comes back through an instruction outside it, so the kernel would wait on itself";
+
 /// Whether `members` can be one kernel; if so, its fusion kind.
 pub(super) fn check_group(g: &Graph, members: &Members, cfg: &FusionConfig) -> Result<FusionKind, Refusal> {
     let mut reduces: SmallVec<[InstId; 4]> = SmallVec::new();
@@ -276,10 +280,7 @@ pub(super) fn check_group(g: &Graph, members: &Members, cfg: &FusionConfig) -> R
         ));
     }
     if g.creates_cycle(members) {
-        return Err(Refusal::hard(
-            "refuse-cycle",
-            "a value leaves the kernel and comes back through an instruction outside it, so the kernel would wait on itself".into(),
-        ));
+        return Err(Refusal::hard("refuse-cycle", CYCLE_REASON.into()));
     }
     in_place_check(g, members, &in_place)?;
     let outputs = g.outputs(members);

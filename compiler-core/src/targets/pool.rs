@@ -174,22 +174,39 @@ pub fn run(n: usize, f: &(dyn Fn(usize) + Sync)) {
         (0..n).for_each(f);
         return;
     }
-    job(n, f, || ());
+    let pool = pool();
+    job(pool, pool.turn.lock().unwrap_or_else(|e| e.into_inner()), n, f, || ());
 }
 
 /// Runs `helper` on a worker while this thread runs `main`; returns `main`'s result once
 /// both are done. A helper no worker has taken by the time `main` returns runs here,
 /// after it: so `main` must never wait on the helper without a way to go on alone (the
-/// process may have no worker, or the worker may start late). Panics if either panicked.
+/// process may have no worker, the worker may start late, or the pool may be running
+/// another caller's job: then this one does not wait for its turn, and `main` runs
+/// alone). Panics if either panicked.
 pub fn beside<R>(helper: &(dyn Fn() + Sync), main: impl FnOnce() -> R) -> R {
-    as_caller(|| job(1, &|_| helper(), main))
+    let pool = pool();
+    let turn = match pool.turn.try_lock() {
+        Ok(turn) => turn,
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => {
+            let result = main();
+            helper();
+            return result;
+        }
+    };
+    as_caller(|| job(pool, turn, 1, &|_| helper(), main))
 }
 
-/// Posts `f(0) .. f(n-1)` as the pool's job, runs `first` on this thread, then takes
-/// tasks until none is left and waits for the rest.
-fn job<R>(n: usize, f: &(dyn Fn(usize) + Sync), first: impl FnOnce() -> R) -> R {
-    let pool = pool();
-    let _turn = pool.turn.lock().unwrap_or_else(|e| e.into_inner());
+/// Posts `f(0) .. f(n-1)` as the pool's job (the caller holds its `turn`), runs `first`
+/// on this thread, then takes tasks until none is left and waits for the rest.
+fn job<R>(
+    pool: &Pool,
+    _turn: std::sync::MutexGuard<'_, ()>,
+    n: usize,
+    f: &(dyn Fn(usize) + Sync),
+    first: impl FnOnce() -> R,
+) -> R {
     // SAFETY: `f` is only called for tasks of this job, and this function does not
     // return (nor unwind: `first` runs under catch_unwind) before every task has
     // finished (`pending == 0`) and the job is cleared.
@@ -372,6 +389,44 @@ mod tests {
             sum.fetch_add(i, Ordering::Relaxed);
         });
         assert_eq!(sum.load(Ordering::Relaxed), 45);
+    }
+
+    /// `beside` runs its helper once next to `main`; while another caller's job holds
+    /// the pool it does not wait for its turn: `main` runs alone, then the helper, both
+    /// on this thread.
+    #[test]
+    fn beside_runs_the_helper_once_and_never_waits_for_a_busy_pool() {
+        let helped = AtomicU32::new(0);
+        assert_eq!(beside(&|| _ = helped.fetch_add(1, Ordering::Relaxed), || 7), 7);
+        assert_eq!(helped.load(Ordering::Relaxed), 1);
+
+        let (holding, release) = (AtomicBool::new(false), AtomicBool::new(false));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                run(2, &|i| {
+                    if i == 0 {
+                        holding.store(true, Ordering::Release);
+                        let until = Instant::now() + Duration::from_secs(20);
+                        while !release.load(Ordering::Acquire) && Instant::now() < until {
+                            std::thread::yield_now();
+                        }
+                    }
+                })
+            });
+            while !holding.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+            let me = std::thread::current().id();
+            let order = Mutex::new(Vec::new());
+            let started = Instant::now();
+            beside(&|| order.lock().unwrap().push(("helper", std::thread::current().id())), || {
+                order.lock().unwrap().push(("main", std::thread::current().id()))
+            });
+            let waited = started.elapsed();
+            release.store(true, Ordering::Release);
+            assert_eq!(*order.lock().unwrap(), vec![("main", me), ("helper", me)]);
+            assert!(waited < Duration::from_secs(10), "beside waited {waited:?} for the pool");
+        });
     }
 
     /// `as_caller` gives the thread its CPU mask back, also when the run panics, and

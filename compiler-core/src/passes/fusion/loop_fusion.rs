@@ -21,7 +21,7 @@
 //! - `duplication-disabled`: the `allow_duplication` knob is off.
 
 use super::members::Members;
-use super::rules::{check_group, is_expensive, opaque_reason, role, Refusal, Role};
+use super::rules::{check_group, is_expensive, opaque_reason, role, Graph, Refusal, Role};
 use super::{Effect, Fuser};
 use crate::cost::{group_traffic, group_traffic_saved};
 use crate::ir::{InstId, Instruction, Op};
@@ -139,7 +139,8 @@ fn judge(
 /// [`judge`]'s checks of group `c`, which holds `p` for now.
 fn judge_merged(f: &Fuser, p: InstId, c: usize, profitability: Option<Refusal>) -> Option<Refusal> {
     let merged = &f.clusters[c];
-    let g = f.graph();
+    // Every user of `p` is in `c` (`fuse_into`; a copy's users in `duplicate`).
+    let g = Graph { producer_into_group: true, ..f.graph() };
     // Legality first, so that a reason shown is the deepest one.
     let mut refusal = check_group(&g, merged, f.cfg).err().or(profitability);
     if refusal.is_none() && is_expensive(f.inst(p)) {

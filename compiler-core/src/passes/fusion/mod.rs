@@ -274,7 +274,14 @@ impl<'a> Fuser<'a> {
     fn graph(&self) -> Graph<'_> {
         let pos = if self.pos_topological { Some(&self.pos) } else { None };
         let groups = self.multi_output_groups.then_some((&self.cluster_of, self.clusters.as_slice()));
-        Graph { comp: self.module.comp(self.comp), users: &self.users, pos, groups, reach: self.reach.as_ref() }
+        Graph {
+            comp: self.module.comp(self.comp),
+            users: &self.users,
+            pos,
+            groups,
+            reach: self.reach.as_ref(),
+            producer_into_group: false,
+        }
     }
 
     /// Inserts `user` (once per use of `of`) into `of`'s user list at its place in

@@ -109,6 +109,12 @@ pub(super) struct Graph<'a> {
     pub groups: Option<Groups<'a>>,
     /// Who reaches whom between groups, when computed (multi-output fusion).
     pub reach: Option<&'a Reach>,
+    /// The sets checked are a group and a producer all of whose users are in it
+    /// (producer–consumer fusion), which cannot create a cycle: nothing leaves the
+    /// producer but into the group, a path from the group back to the producer would be a
+    /// cycle of the program, and one from the group back into itself a cycle of the
+    /// group, which was checked when it formed.
+    pub producer_into_group: bool,
 }
 
 impl Graph<'_> {
@@ -160,6 +166,14 @@ impl Graph<'_> {
     /// Whether making `members` one kernel creates a cycle: a path that leaves the set
     /// and comes back into it (the kernel would wait on its own output).
     pub fn creates_cycle(&self, members: &Members) -> bool {
+        if self.producer_into_group {
+            debug_assert!(!self.walk_for_cycle(members), "a producer joining its consumers' group made a cycle");
+            return false;
+        }
+        self.walk_for_cycle(members)
+    }
+
+    fn walk_for_cycle(&self, members: &Members) -> bool {
         if let Some(cycle) = self.reach.and_then(|r| r.creates_cycle(members)) {
             return cycle;
         }

@@ -187,14 +187,14 @@ module @m {
                 continue;
             }
             if k % 10 == 0 {
+                let p = k - 1;
+                text += &format!("  %c{k} = stablehlo.constant dense<0.0> : tensor<f32>\n");
+                text += &format!("  %s{k} = stablehlo.reduce(%v{p} init: %c{k}) across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32>\n");
+                text += "     reducer(%x: tensor<f32>, %y: tensor<f32>)  {\n";
+                text += "      %m = stablehlo.maximum %x, %y : tensor<f32>\n";
+                text += "      stablehlo.return %m : tensor<f32>\n    }\n";
                 text += &format!(
-                    "  %s{k} = stablehlo.reduce(%v{p} init: %z{k}) across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32>\n     reducer(%x: tensor<f32>, %y: tensor<f32>)  {{\n      %m = stablehlo.maximum %x, %y : tensor<f32>\n      stablehlo.return %m : tensor<f32>\n    }}\n  %v{k} = stablehlo.broadcast_in_dim %s{k}, dims = [] : (tensor<f32>) -> tensor<4xf32>\n",
-                    p = k - 1
-                );
-                text = text.replace(&format!("init: %z{k}"), &format!("init: %c{k}"));
-                text = text.replace(
-                    &format!("  %s{k} = "),
-                    &format!("  %c{k} = stablehlo.constant dense<0.0> : tensor<f32>\n  %s{k} = "),
+                    "  %v{k} = stablehlo.broadcast_in_dim %s{k}, dims = [] : (tensor<f32>) -> tensor<4xf32>\n"
                 );
             } else {
                 text += &format!("  %v{k} = stablehlo.multiply %v{}, %a : tensor<4xf32>\n", k - 1);

@@ -28,6 +28,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+/// Each worker's stack (address space; only what a task touches is backed).
+const WORKER_STACK_BYTES: usize = 64 << 20;
+
 /// How long a thread polls before it sleeps: longer than the gap between two kernels
 /// of a run, short enough that an idle pool stops burning its cores at once.
 const SPIN: Duration = Duration::from_micros(200);
@@ -86,7 +89,13 @@ fn pool() -> &'static Pool {
         }));
         for i in 1..threads {
             let cpu = cpus.as_ref().map(|c| c[i]);
-            let spawned = std::thread::Builder::new().name(format!("hloscope-cpu-{i}")).spawn(move || worker(pool));
+            // More than the default 2 MiB, as for the threads that compile: tasks
+            // include reading a long `main` (`parse/mlir/beside.rs`), which recurses
+            // once per nesting level of hostile text. Reserved, not touched.
+            let spawned = std::thread::Builder::new()
+                .name(format!("hloscope-cpu-{i}"))
+                .stack_size(WORKER_STACK_BYTES)
+                .spawn(move || worker(pool));
             match (spawned, cpu) {
                 // Placed from here, not by the worker itself: a new thread waits on its
                 // parent's CPU until it first runs, which took a millisecond or more

@@ -237,4 +237,26 @@ module @m {
         let e = parse_read(&text, None, Read::EntryAsLowered).expect_err("an op after the return");
         assert!(e.message.contains("after the region's terminator"), "{e}");
     }
+
+    /// Nesting as deep as the reader allows (an attribute past the limit, regions just
+    /// within it), far down a long body: read on a pool worker, it gives the answer one
+    /// thread gives (the limit's error; the unknown op's), and never overflows the
+    /// worker's stack.
+    #[test]
+    #[cfg(all(any(feature = "cpu", feature = "wasm-run"), not(target_arch = "wasm32")))]
+    fn the_deepest_nesting_read_beside_is_an_answer_not_a_crash() {
+        let depth = super::lexer::MAX_DEPTH as usize - 2;
+        let attribute = format!("{}0{}", "[".repeat(depth), "]".repeat(depth));
+        // A region takes two levels (its braces and its op): the deepest nest that reads.
+        let regions = format!("{}{}", "\"x.y\"() ({ ".repeat(depth / 2), "}) : () -> () ".repeat(depth / 2));
+        for deep in [
+            format!("  %v2900 = stablehlo.multiply %v2899, %a {{deep = {attribute}}} : tensor<4xf32>"),
+            format!("  {regions}"),
+        ] {
+            let text = long_main(3000, &[(2900, deep.as_str())]);
+            let streamed = parse_read(&text, None, Read::EntryAsLowered).map(|m| format!("{m:?}"));
+            let whole = parse_read(&text, None, Read::Whole).map(|m| format!("{m:?}"));
+            assert_eq!(streamed.map_err(|e| e.to_string()), whole.map_err(|e| e.to_string()));
+        }
+    }
 }

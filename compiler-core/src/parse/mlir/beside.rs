@@ -41,11 +41,9 @@ const POLL: Duration = Duration::from_micros(300);
 struct Handed {
     /// Chunks read and not lowered yet, in order.
     chunks: VecDeque<Vec<OpAst>>,
-    /// The reading's end, once met and until the lowering takes it: the closing brace
-    /// (Ok) or the first read error.
+    /// The reading's end, once met: the closing brace (Ok) or the first read error.
+    /// Nothing is read after it.
     end: Option<Result<(), ParseError>>,
-    /// The end was met: nothing more to read.
-    finished: bool,
     /// Chunks lowered, for the reader to free and reuse.
     spent: Vec<Vec<OpAst>>,
 }
@@ -87,15 +85,6 @@ fn read_chunk(c: &mut Cursor, into: &mut Vec<OpAst>) -> Option<Result<(), ParseE
     None
 }
 
-impl Handed {
-    fn finish(&mut self, end: Option<Result<(), ParseError>>) {
-        if end.is_some() {
-            self.end = end;
-            self.finished = true;
-        }
-    }
-}
-
 impl Handoff<'_, '_> {
     fn handed(&self) -> MutexGuard<'_, Handed> {
         self.handed.lock().unwrap_or_else(|e| e.into_inner())
@@ -110,7 +99,7 @@ impl Handoff<'_, '_> {
                 return;
             }
             let mut c = self.cursor.lock().unwrap_or_else(|e| e.into_inner());
-            if self.handed().finished {
+            if self.handed().end.is_some() {
                 return;
             }
             let mut chunk = free.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK));
@@ -120,7 +109,7 @@ impl Handoff<'_, '_> {
             let spent = {
                 let mut handed = self.handed();
                 handed.chunks.push_back(chunk);
-                handed.finish(end);
+                handed.end = end;
                 std::mem::take(&mut handed.spent)
             };
             self.count.fetch_add(1, Ordering::Release);
@@ -141,7 +130,7 @@ impl Handoff<'_, '_> {
                 let mut handed = self.handed();
                 match handed.chunks.pop_front() {
                     Some(chunk) => Ok(chunk),
-                    None => Err(handed.end.take()),
+                    None => Err(handed.end.clone()),
                 }
             };
             let (chunk, from_worker) = match next {
@@ -182,7 +171,7 @@ impl Handoff<'_, '_> {
             std::hint::spin_loop();
         };
         let mut handed = self.handed();
-        if !handed.chunks.is_empty() || handed.finished {
+        if !handed.chunks.is_empty() || handed.end.is_some() {
             return None;
         }
         drop(handed);
@@ -190,7 +179,7 @@ impl Handoff<'_, '_> {
         let end = read_chunk(&mut c, &mut chunk);
         handed = self.handed();
         // The worker sees the end and stops; the chunk's ops come first.
-        handed.finish(end);
+        handed.end = end;
         Some(chunk)
     }
 }

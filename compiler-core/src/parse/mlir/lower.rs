@@ -323,9 +323,13 @@ impl<'a> Lowerer<'a> {
 
     // ---- regions and functions -------------------------------------------------
 
-    /// Lowers ops up to the terminator; returns the terminator's operands.
+    /// Lowers ops up to the terminator, which must be the last; returns its operands.
     pub fn lower_block(&mut self, ops: &[OpAst], region_pos: usize) -> Result<Vec<InstId>, ParseError> {
-        self.lower_to_terminator(ops, region_pos)
+        let mut terminator = None;
+        for op in ops {
+            self.lower_in_block(op, &mut terminator)?;
+        }
+        self.terminator_values(terminator, region_pos)
     }
 
     /// [`Lowerer::lower_block`] of a body the reader skipped (`start..end`, after its
@@ -361,20 +365,6 @@ impl<'a> Lowerer<'a> {
     ) -> Result<Vec<InstId>, ParseError> {
         if c.pos != end {
             return Err(self.err(c.pos, "the body's ops end elsewhere than its braces"));
-        }
-        self.terminator_values(terminator, region_pos)
-    }
-
-    /// Lowers the ops of a block up to the terminator, which must be the last; returns
-    /// the terminator's operands.
-    fn lower_to_terminator<'o>(
-        &mut self,
-        ops: impl IntoIterator<Item = &'o OpAst>,
-        region_pos: usize,
-    ) -> Result<Vec<InstId>, ParseError> {
-        let mut terminator = None;
-        for op in ops {
-            self.lower_in_block(op, &mut terminator)?;
         }
         self.terminator_values(terminator, region_pos)
     }

@@ -21,7 +21,7 @@
 
 use super::members::Members;
 use super::reach::Reach;
-use super::rules::{check_group, is_expensive, role, Refusal, Role, CYCLE_REASON};
+use super::rules::{check_group, counts_toward_size, cycle_refusal, is_expensive, over_size, role, Refusal, Role};
 use super::{Effect, Fuser};
 use crate::ir::InstId;
 use rustc_hash::FxHashSet as HashSet;
@@ -119,11 +119,11 @@ fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: Inst
     let quick = quick_refusal(f, a, b);
     // The same refusal for the same edge, retried after a group grew: nothing changes
     // and nothing is logged.
-    if quick.is_some_and(|q| f.refused_edges.contains(&(producer, consumer, q.rule()))) {
+    if quick.as_ref().is_some_and(|r| f.refused_edges.contains(&(producer, consumer, r.rule))) {
         return false;
     }
-    let refusal = if let Some(q) = quick {
-        Some(q.refusal(f.cfg.max_fusion_size))
+    let refusal = if quick.is_some() {
+        quick
     } else if let Some((x, y)) = f.never_fused(f.clusters[a].as_slice(), f.clusters[b].as_slice()) {
         Some(Refusal::hard(
             "override-never-fuse",
@@ -186,53 +186,22 @@ fn try_merge(f: &mut Fuser, a: usize, b: usize, producer: InstId, consumer: Inst
     }
 }
 
-/// A refusal of a merge that [`check_group`] gives first and that is found without
-/// building the merged set: sibling merges try every pair of readers of a value, and
-/// most pairs of kernels far apart are refused as a cycle.
-#[derive(Clone, Copy)]
-enum Quick {
-    /// The merged kernel would hold this many instructions, over the budget.
-    Size(usize),
-    Cycle,
-}
-
-impl Quick {
-    fn rule(self) -> &'static str {
-        match self {
-            Quick::Size(_) => "refuse-max-size",
-            Quick::Cycle => "refuse-cycle",
-        }
-    }
-
-    /// The refusal, word for word [`check_group`]'s.
-    fn refusal(self, max_fusion_size: usize) -> Refusal {
-        match self {
-            Quick::Size(size) => Refusal::soft(
-                "refuse-max-size",
-                format!("the kernel would hold {size} instructions, more than max_fusion_size = {max_fusion_size}"),
-            ),
-            Quick::Cycle => Refusal::hard("refuse-cycle", CYCLE_REASON.into()),
-        }
-    }
-}
-
-/// [`check_group`]'s verdict on merging `a` and `b` where it is a size or cycle refusal
-/// decided from the members' roles and count and the reachability rows (which answer
-/// its cycle check for two whole groups, [`Reach::groups_cycle`]); None where the full
-/// check must decide: a never-fuse override (checked before), a member no kernel can
-/// hold (refused before the size), groups that share members, or no rows.
-fn quick_refusal(f: &Fuser, a: usize, b: usize) -> Option<Quick> {
+/// [`check_group`]'s refusal of merging `a` and `b`, word for word, where it is the size
+/// budget or a cycle, found without building the merged set (from the members' roles
+/// and count, and the reachability rows, which answer its cycle check for two whole
+/// groups: [`Reach::groups_cycle`]). Sibling merges try every pair of readers of a
+/// value, and most pairs of kernels far apart are refused as a cycle. None where the
+/// full check must decide: a never-fuse override (checked before), a member no kernel
+/// can hold (refused before the size), groups that share members, or no rows.
+fn quick_refusal(f: &Fuser, a: usize, b: usize) -> Option<Refusal> {
     if !f.cfg.never_fuse.is_empty() {
         return None;
     }
     let (ca, cb) = (&f.clusters[a], &f.clusters[b]);
-    let members = || ca.iter().chain(cb.iter()).copied();
-    if members().any(|m| matches!(role(f.inst(m)), Role::Value | Role::Opaque)) || !ca.is_disjoint(cb) {
+    let members = || ca.iter().chain(cb.iter()).map(|&m| f.inst(m));
+    if members().any(|m| matches!(role(m), Role::Value | Role::Opaque)) || !ca.is_disjoint(cb) {
         return None;
     }
-    let size = members().filter(|&m| !matches!(f.inst(m).op, crate::ir::Op::Constant(_))).count();
-    if size > f.cfg.max_fusion_size {
-        return Some(Quick::Size(size));
-    }
-    f.reach.as_ref().and_then(|reach| reach.groups_cycle(&[a, b]).then_some(Quick::Cycle))
+    over_size(members().filter(|m| counts_toward_size(m)).count(), f.cfg)
+        .or_else(|| f.reach.as_ref().and_then(|reach| reach.groups_cycle(&[a, b]).then(cycle_refusal)))
 }

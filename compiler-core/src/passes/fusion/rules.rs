@@ -258,14 +258,30 @@ impl Graph<'_> {
     }
 }
 
-/// Counts instructions against the size budget (scalar constants are free immediates).
-pub(super) fn size_of(g: &Graph, members: &Members) -> usize {
-    members.iter().filter(|&&m| !matches!(g.inst(m).op, Op::Constant(_))).count()
+/// Whether an instruction counts against the size budget (scalar constants are free
+/// immediates).
+pub(super) fn counts_toward_size(inst: &Instruction) -> bool {
+    !matches!(inst.op, Op::Constant(_))
 }
 
-/// Why a group that creates a cycle is refused.
-pub(super) const CYCLE_REASON: &str =
-    "a value leaves the kernel and comes back through an instruction outside it, so the kernel would wait on itself";
+/// The refusal of a kernel of `size` counted instructions over the budget, if it is.
+pub(super) fn over_size(size: usize, cfg: &FusionConfig) -> Option<Refusal> {
+    (size > cfg.max_fusion_size).then(|| {
+        Refusal::soft(
+            "refuse-max-size",
+            format!("the kernel would hold {size} instructions, more than max_fusion_size = {}", cfg.max_fusion_size),
+        )
+    })
+}
+
+/// The refusal of a group that creates a cycle.
+pub(super) fn cycle_refusal() -> Refusal {
+    Refusal::hard(
+        "refuse-cycle",
+        "a value leaves the kernel and comes back through an instruction outside it, so the kernel would wait on itself"
+            .into(),
+    )
+}
 
 /// Whether `members` can be one kernel; if so, its fusion kind.
 pub(super) fn check_group(g: &Graph, members: &Members, cfg: &FusionConfig) -> Result<FusionKind, Refusal> {
@@ -286,15 +302,11 @@ pub(super) fn check_group(g: &Graph, members: &Members, cfg: &FusionConfig) -> R
             }
         }
     }
-    let size = size_of(g, members);
-    if size > cfg.max_fusion_size {
-        return Err(Refusal::soft(
-            "refuse-max-size",
-            format!("the kernel would hold {size} instructions, more than max_fusion_size = {}", cfg.max_fusion_size),
-        ));
+    if let Some(refusal) = over_size(members.iter().filter(|&&m| counts_toward_size(g.inst(m))).count(), cfg) {
+        return Err(refusal);
     }
     if g.creates_cycle(members) {
-        return Err(Refusal::hard("refuse-cycle", CYCLE_REASON.into()));
+        return Err(cycle_refusal());
     }
     in_place_check(g, members, &in_place)?;
     let outputs = g.outputs(members);

@@ -8,6 +8,9 @@
 
 use crate::ir::InstId;
 
+/// Up to this many members joining a group are inserted one by one rather than merged.
+const INSERTED_IN_PLACE: usize = 4;
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct Members(Vec<InstId>);
 
@@ -97,9 +100,19 @@ impl Members {
         Members(out)
     }
 
-    /// Moves every member of `other` into this group.
+    /// Moves every member of `other` into this group. A few are inserted in place, so
+    /// the group keeps the spare room its vector grew (a merge mostly adds one member,
+    /// and the next candidate's check inserts one more for a moment).
     pub fn extend(&mut self, other: Members) {
-        *self = if self.0.is_empty() { other } else { self.union(&other) };
+        if self.0.is_empty() {
+            *self = other;
+        } else if other.len() <= INSERTED_IN_PLACE {
+            other.0.into_iter().for_each(|id| {
+                self.insert(id);
+            });
+        } else {
+            *self = self.union(&other);
+        }
     }
 
     pub fn is_disjoint(&self, other: &Members) -> bool {
@@ -145,5 +158,10 @@ mod tests {
         assert!(m.is_disjoint(&set(&[0, 9])) && !m.is_disjoint(&set(&[9, 5])));
         m.extend(set(&[2]));
         assert_eq!((m.first(), m.len()), (Some(&InstId::new(2)), 4));
+        // A few members are inserted one by one, more are merged: the same set either way.
+        m.extend(set(&[4, 6]));
+        assert_eq!(m, set(&[2, 3, 4, 5, 6]));
+        m.extend(set(&[0, 1, 5, 7, 8, 9]));
+        assert_eq!(m, set(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]));
     }
 }

@@ -188,8 +188,10 @@ pub struct ScatterSpec {
 pub enum KernelBody {
     Elemental(Elemental),
     Dot(DotSpec),
-    Sort(SortSpec),
-    Scatter(ScatterSpec),
+    // Boxed: a scatter's spec is 448 bytes, a sort's 296, and every kernel of a plan is
+    // as large as the largest body (a 12-layer stack's plan holds 265 kernels).
+    Sort(Box<SortSpec>),
+    Scatter(Box<ScatterSpec>),
     /// A while loop over computations `cond` and `body` (planned with
     /// [`plan_computation`]), from `operands` to `result`.
     While {
@@ -376,7 +378,8 @@ pub fn plan_computation_with(module: &Module, comp_id: CompId, caps: &TargetCaps
             buffers: PrimaryMap::new(),
             params: Vec::new(),
             constants: Vec::new(),
-            kernels: Vec::new(),
+            // About a kernel an instruction: one allocation, not a doubling per power of two.
+            kernels: Vec::with_capacity(comp.order.len()),
             result: ValueBufs::Token,
             values: HashMap::default(),
             chains: Vec::new(),
@@ -701,7 +704,7 @@ impl<'m> Planner<'m> {
                     kind: KernelKind::Sort,
                     inputs: ins,
                     outputs,
-                    body: KernelBody::Sort(spec),
+                    body: KernelBody::Sort(Box::new(spec)),
                 });
                 Ok(())
             }
@@ -719,7 +722,7 @@ impl<'m> Planner<'m> {
                     kind: KernelKind::Scatter,
                     inputs: ins,
                     outputs,
-                    body: KernelBody::Scatter(spec),
+                    body: KernelBody::Scatter(Box::new(spec)),
                 });
                 Ok(())
             }

@@ -594,8 +594,8 @@ fn assemble(
                 Code::Native { f, par_extent: codegen::par_extent(e), work }
             }
             KernelBody::Dot(spec) => Code::Dot(spec.clone()),
-            KernelBody::Sort(spec) => Code::Sort { spec: spec.clone(), cmp: function(&jit, funcs, i)? },
-            KernelBody::Scatter(spec) => Code::Scatter { spec: spec.clone(), combine: function(&jit, funcs, i)? },
+            KernelBody::Sort(spec) => Code::Sort { spec: (**spec).clone(), cmp: function(&jit, funcs, i)? },
+            KernelBody::Scatter(spec) => Code::Scatter { spec: (**spec).clone(), combine: function(&jit, funcs, i)? },
             KernelBody::Opaque { inst, operands, result } => {
                 let comp = kernel::host_computation(&mut wrapped, comp_id, *inst);
                 Code::Interpret { comp, operands: operands.clone(), result: result.clone() }

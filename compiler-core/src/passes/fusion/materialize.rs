@@ -178,8 +178,9 @@ pub(super) fn run(f: &mut Fuser) -> bool {
     if replace[comp.root] != none {
         comp.root = replace[comp.root];
     }
+    // The computation is final: the pass reads nothing more of this fuser but its log,
+    // so its user lists are not rebuilt.
     comp.order = topo_sort(comp, &order);
-    f.refresh_users();
     true
 }
 

@@ -58,6 +58,7 @@ use cranelift_entity::SecondaryMap;
 use members::Members;
 use rules::Graph;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use smallvec::SmallVec;
 use std::collections::BTreeMap;
 
 /// Where an instruction sits in program order: (index in the original order, copy
@@ -319,8 +320,8 @@ impl<'a> Fuser<'a> {
 
     /// Distinct users of `id`, in program order. (A user's uses sit next to each other
     /// in the list, which is kept in program order.)
-    fn users_of(&self, id: InstId) -> Vec<InstId> {
-        let mut us = self.users.get(id).to_vec();
+    fn users_of(&self, id: InstId) -> SmallVec<[InstId; 4]> {
+        let mut us = SmallVec::from_slice(self.users.get(id));
         us.dedup();
         us
     }

@@ -25,7 +25,6 @@ use super::rules::{check_group, counts_toward_size, cycle_refusal, is_expensive,
 use super::{Effect, Fuser};
 use crate::ir::InstId;
 use rustc_hash::FxHashSet as HashSet;
-use std::collections::BTreeSet;
 
 pub(super) fn run(f: &mut Fuser) {
     // Groups may get several outputs from here on, and the instructions no longer
@@ -33,9 +32,47 @@ pub(super) fn run(f: &mut Fuser) {
     f.multi_output_groups = true;
     f.reach = Reach::new(&f.comp().order, &f.users, &f.cluster_of, f.clusters.len());
     let mut tried: HashSet<Pair> = HashSet::default();
-    let mut dirty: BTreeSet<usize> = (0..f.clusters.len()).collect();
+    let mut dirty = Dirty::all(f.clusters.len());
     while producer_consumer_step(f, &mut tried, &mut dirty) {}
     siblings(f, &mut tried);
+}
+
+/// The groups to scan, lowest index first: one bit per group (a merge marks the groups
+/// feeding it, and the scan takes them in index order again).
+struct Dirty {
+    words: Vec<u64>,
+    /// No bit below this word is set.
+    first: usize,
+    groups: usize,
+}
+
+impl Dirty {
+    fn all(groups: usize) -> Dirty {
+        let mut words = vec![u64::MAX; groups.div_ceil(64)];
+        if let Some(last) = words.last_mut().filter(|_| groups % 64 != 0) {
+            *last = (1u64 << (groups % 64)) - 1;
+        }
+        Dirty { words, first: 0, groups }
+    }
+
+    fn insert(&mut self, group: usize) {
+        if let Some(word) = self.words.get_mut(group / 64).filter(|_| group < self.groups) {
+            *word |= 1 << (group % 64);
+            self.first = self.first.min(group / 64);
+        }
+    }
+
+    fn pop_first(&mut self) -> Option<usize> {
+        while let Some(word) = self.words.get_mut(self.first) {
+            if *word != 0 {
+                let bit = word.trailing_zeros() as usize;
+                *word &= *word - 1;
+                return Some(self.first * 64 + bit);
+            }
+            self.first += 1;
+        }
+        None
+    }
 }
 
 /// Two groups at their current sizes: a pair is tried again once either has grown.
@@ -53,7 +90,7 @@ fn eligible(f: &Fuser, c: usize) -> bool {
 
 /// Tries one producer–consumer merge; true if one happened. Only `dirty` groups are
 /// scanned: a clean group's candidate pairs have all been tried already.
-fn producer_consumer_step(f: &mut Fuser, tried: &mut HashSet<Pair>, dirty: &mut BTreeSet<usize>) -> bool {
+fn producer_consumer_step(f: &mut Fuser, tried: &mut HashSet<Pair>, dirty: &mut Dirty) -> bool {
     while let Some(a) = dirty.pop_first() {
         if !eligible(f, a) {
             continue;
@@ -204,4 +241,30 @@ fn quick_refusal(f: &Fuser, a: usize, b: usize) -> Option<Refusal> {
     }
     over_size(members().filter(|m| counts_toward_size(m)).count(), f.cfg)
         .or_else(|| f.reach.as_ref().and_then(|reach| reach.groups_cycle(&[a, b]).then(cycle_refusal)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Dirty;
+
+    #[test]
+    fn dirty_groups_come_out_lowest_first_and_once() {
+        let mut d = Dirty::all(70);
+        let first: Vec<usize> = std::iter::from_fn(|| d.pop_first()).take(3).collect();
+        assert_eq!(first, [0, 1, 2]);
+        // A merge marks groups below and above the scan, and one already marked.
+        d.insert(1);
+        d.insert(69);
+        d.insert(5);
+        let rest: Vec<usize> = std::iter::from_fn(|| d.pop_first()).collect();
+        let expected: Vec<usize> = [1].into_iter().chain(3..70).collect();
+        assert_eq!(rest, expected);
+        assert_eq!(d.pop_first(), None);
+        // Past its groups, a mark is ignored; a group exactly at a word's end counts.
+        d.insert(70);
+        d.insert(63);
+        assert_eq!((d.pop_first(), d.pop_first()), (Some(63), None));
+        let mut whole = Dirty::all(64);
+        assert_eq!(std::iter::from_fn(|| whole.pop_first()).count(), 64);
+    }
 }

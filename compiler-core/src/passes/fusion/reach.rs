@@ -15,11 +15,13 @@
 
 use super::members::Members;
 use crate::ir::{InstId, UserLists};
+use cranelift_entity::SecondaryMap;
 use rustc_hash::FxHashMap as HashMap;
 
 pub(super) struct Reach {
-    /// The node of every instruction of the computation.
-    node: HashMap<InstId, u32>,
+    /// The node of every instruction of the computation (`u32::MAX`: none, an
+    /// instruction not in the order it was built from).
+    node: SecondaryMap<InstId, u32>,
     /// The node of each group (`u32::MAX` for groups that were empty).
     group_node: Vec<u32>,
     /// Each node's direct successors, by node as built; a merged-away node's entries
@@ -39,7 +41,7 @@ impl Reach {
     /// and the instructions of `order` in no group. None if there are too many nodes or
     /// the groups already form a cycle (then callers fall back to a walk).
     pub fn new(order: &[InstId], users: &UserLists, group_of: &HashMap<InstId, usize>, groups: usize) -> Option<Reach> {
-        let mut node = HashMap::with_capacity_and_hasher(order.len(), Default::default());
+        let mut node = SecondaryMap::with_default(u32::MAX);
         let mut group_node = vec![u32::MAX; groups];
         let mut nodes = 0;
         for &id in order {
@@ -58,7 +60,7 @@ impl Reach {
                     nodes as u32 - 1
                 }
             };
-            node.insert(id, n);
+            node[id] = n;
         }
         if nodes > Reach::MAX {
             return None;
@@ -66,9 +68,9 @@ impl Reach {
         let mut succ: Vec<Vec<u32>> = vec![Vec::new(); nodes];
         let mut preds = vec![0u32; nodes];
         for &id in order {
-            let from = node[&id];
+            let from = node[id];
             for u in users.get(id) {
-                let to = *node.get(u)?;
+                let to = Some(node[*u]).filter(|&n| n != u32::MAX)?;
                 if to != from {
                     succ[from as usize].push(to);
                     preds[to as usize] += 1;
@@ -136,7 +138,7 @@ impl Reach {
     pub fn creates_cycle(&self, members: &Members) -> Option<bool> {
         let mut inside: Vec<usize> = Vec::new();
         for m in members {
-            let n = self.find(*self.node.get(m)? as usize);
+            let n = self.find(Some(self.node[*m]).filter(|&n| n != u32::MAX)? as usize);
             if !inside.contains(&n) {
                 inside.push(n);
             }

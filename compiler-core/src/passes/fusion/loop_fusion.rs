@@ -358,7 +358,9 @@ fn clone_for(f: &mut Fuser, p: InstId, users: &[InstId]) -> InstId {
     f.copies += 1;
     f.pos[clone] = (f.pos[p].0, u32::MAX - f.copies);
     f.added.push(clone);
-    f.clone_of.insert(clone, p);
+    if f.explain {
+        f.clone_of.insert(clone, p);
+    }
     let mut seen: SmallVec<[InstId; 4]> = SmallVec::new();
     for o in operands {
         if !seen.contains(&o) {

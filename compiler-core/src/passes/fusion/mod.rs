@@ -199,9 +199,11 @@ pub(super) struct Fuser<'a> {
     /// The same, by instruction (cheap to look up before building names).
     refused_edges: HashSet<(InstId, InstId, &'static str)>,
     /// For provenance: the rule of the merge by which each instruction joined a group of
-    /// two or more (both sides of a group's first merge get it).
+    /// two or more (both sides of a group's first merge get it; kept only when the log
+    /// is read).
     joined: HashMap<InstId, &'static str>,
-    /// Copies made of a producer (by [`loop_fusion`]), to the original, while they live.
+    /// Copies made of a producer (by [`loop_fusion`]), to the original, while they live
+    /// (for provenance: kept only when the log is read).
     clone_of: BTreeMap<InstId, InstId>,
     /// Producers removed because every user got a copy, with the rule that copied them.
     dropped: Vec<(InstId, &'static str)>,
@@ -344,14 +346,17 @@ impl<'a> Fuser<'a> {
         if a == b {
             return;
         }
-        if self.clusters[a].len() == 1 {
+        // Only provenance reads `joined`, and only a log that is read records it.
+        if self.explain && self.clusters[a].len() == 1 {
             let first = *self.clusters[a].first().expect("one member");
             self.joined.entry(first).or_insert(rule);
         }
         let moved = std::mem::take(&mut self.clusters[b]);
         for &m in &moved {
             self.cluster_of.insert(m, a);
-            self.joined.entry(m).or_insert(rule);
+            if self.explain {
+                self.joined.entry(m).or_insert(rule);
+            }
         }
         self.clusters[a].extend(moved);
         if let Some(reach) = &mut self.reach {

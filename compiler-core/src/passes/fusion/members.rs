@@ -4,20 +4,22 @@
 //! read far more often than changed — every candidate merge walks the group it would
 //! join, asks who is inside it and sums its traffic — so contiguous iteration and a
 //! binary search beat a B-tree's node hops, and a group is one allocation, not one per
-//! eleven members. Iteration is in id order, as the tree's was.
+//! eleven members, and none up to four (every instruction starts as a group of its own).
+//! Iteration is in id order, as the tree's was.
 
 use crate::ir::InstId;
+use smallvec::SmallVec;
 
 /// Up to this many members joining a group are inserted one by one rather than merged.
 const INSERTED_IN_PLACE: usize = 4;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct Members(Vec<InstId>);
+pub(super) struct Members(SmallVec<[InstId; 4]>);
 
 impl Members {
     /// The group of one instruction.
     pub fn one(id: InstId) -> Members {
-        Members(vec![id])
+        Members(smallvec::smallvec![id])
     }
 
     pub fn contains(&self, id: &InstId) -> bool {
@@ -76,7 +78,7 @@ impl Members {
     /// The members of both groups.
     pub fn union(&self, other: &Members) -> Members {
         let (a, b) = (&self.0, &other.0);
-        let mut out = Vec::with_capacity(a.len() + b.len());
+        let mut out = SmallVec::with_capacity(a.len() + b.len());
         let (mut i, mut j) = (0, 0);
         while i < a.len() && j < b.len() {
             match a[i].cmp(&b[j]) {
@@ -123,7 +125,7 @@ impl Members {
 
 impl FromIterator<InstId> for Members {
     fn from_iter<I: IntoIterator<Item = InstId>>(iter: I) -> Members {
-        let mut v: Vec<InstId> = iter.into_iter().collect();
+        let mut v: SmallVec<[InstId; 4]> = iter.into_iter().collect();
         v.sort_unstable();
         v.dedup();
         Members(v)

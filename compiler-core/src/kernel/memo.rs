@@ -28,6 +28,7 @@ struct Built {
     roots: Vec<InstId>,
     /// The input slot of each body value read as an input, sorted.
     slots: Vec<(InstId, u32)>,
+    /// The description, without its origin names (each copy takes its own body's).
     elemental: Elemental,
     extra: Vec<(InstId, Literal)>,
     /// The body instruction behind each of `elemental.origin_names`.
@@ -77,7 +78,7 @@ impl ElementalMemo {
                 body,
                 roots: roots.to_vec(),
                 slots: sorted_slots,
-                elemental: e.clone(),
+                elemental: Elemental { origin_names: Vec::new(), ..e.clone() },
                 extra: extra.clone(),
                 origin_ids,
             };

@@ -125,8 +125,8 @@ impl Ctx<'_> {
         self.inst(id).ty.as_array()
     }
     /// The dimensions of `id` (empty for non-arrays, which no rule matches anyway).
-    pub fn dims(&self, id: InstId) -> Vec<i64> {
-        self.shape(id).map(|s| s.dims.to_vec()).unwrap_or_default()
+    pub fn dims(&self, id: InstId) -> &[i64] {
+        self.shape(id).map_or(&[], |s| s.dims.as_slice())
     }
 
     /// The single value every element of `id` holds, when `id` is a constant whose

@@ -71,7 +71,7 @@ pub(super) fn transpose_is_reshape(cx: &mut Ctx, id: InstId) -> Option<Action> {
     if is_identity_perm(perm) || out.len() != perm.len() {
         return None;
     }
-    let moved: Vec<i64> = perm.iter().zip(&out).filter(|(_, &n)| n != 1).map(|(&p, _)| p).collect();
+    let moved: Vec<i64> = perm.iter().zip(out).filter(|(_, &n)| n != 1).map(|(&p, _)| p).collect();
     moved.windows(2).all(|w| w[0] < w[1]).then(|| Action::Rewrite { op: Op::Reshape, operands: vec![cx.arg(id, 0)] })
 }
 

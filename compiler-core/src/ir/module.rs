@@ -154,6 +154,10 @@ impl Computation {
         }
         // Kept instructions keep their relative order (`order` says which come first).
         let kept = self.insts.keys().filter(|&id| live[id]).count();
+        // Nothing dead (a fusion body, built whole): every id stays what it is.
+        if kept == self.insts.len() {
+            return;
+        }
         let mut new_id: SecondaryMap<InstId, InstId> = super::sized_map(self.insts.len(), InstId::reserved_value());
         for (id, inst) in std::mem::replace(&mut self.insts, PrimaryMap::with_capacity(kept)) {
             if live[id] {

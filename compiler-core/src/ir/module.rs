@@ -295,8 +295,8 @@ impl Module {
     }
 
     /// How many fusion instructions of the live computations call each fusion body.
-    pub fn fusion_callers(&self) -> std::collections::HashMap<CompId, usize> {
-        let mut callers = std::collections::HashMap::new();
+    pub fn fusion_callers(&self) -> rustc_hash::FxHashMap<CompId, usize> {
+        let mut callers = rustc_hash::FxHashMap::default();
         for c in self.post_order() {
             let comp = self.comp(c);
             for &i in &comp.order {

@@ -12,6 +12,7 @@ use super::provenance::Scope;
 use super::{Changed, Pass, PassLog};
 use crate::ir::{InstId, Instruction, Module, Op};
 use rustc_hash::FxHashMap as HashMap;
+use smallvec::SmallVec;
 
 pub struct Cse;
 
@@ -20,11 +21,14 @@ pub struct Cse;
 /// name, the operands (sorted for a commutative op), and a hash of the result type and
 /// of a constant's first element, so that a module's many constants and broadcasts of
 /// one scalar do not all land in one bucket (which made the pass quadratic in depth).
-type Key = (&'static str, Vec<InstId>, u64);
+/// An instruction's op name, operands and a hash of its type (and first constant
+/// element): equal for instructions that may compute the same value. Inline up to four
+/// operands, as the candidates of one key up to one: most keys allocate nothing.
+type Key = (&'static str, SmallVec<[InstId; 4]>, u64);
 
 fn key(inst: &Instruction) -> Key {
     use std::hash::{Hash, Hasher};
-    let mut operands = inst.operands.clone();
+    let mut operands = SmallVec::from_slice(&inst.operands);
     if let Op::Binary(b) = &inst.op {
         if b.is_commutative() {
             operands.sort();
@@ -60,7 +64,8 @@ impl Pass for Cse {
         for comp_id in module.post_order() {
             let in_graph = scope.in_graph(module, comp_id);
             let comp = module.comp_mut(comp_id);
-            let mut seen: HashMap<Key, Vec<InstId>> = HashMap::default();
+            let mut seen: HashMap<Key, SmallVec<[InstId; 1]>> =
+                HashMap::with_capacity_and_hasher(comp.order.len(), Default::default());
             let mut replaced: HashMap<InstId, InstId> = HashMap::default();
             // The same pairs in order, for the provenance.
             let mut merged: Vec<(InstId, InstId)> = Vec::new();

@@ -123,7 +123,7 @@ fn accepts_any_layout(op: &Op) -> bool {
 fn assign_computation(
     module: &mut Module,
     c: CompId,
-    fusion_callers: &HashMap<CompId, usize>,
+    fusion_callers: &rustc_hash::FxHashMap<CompId, usize>,
     param_types: &mut HashMap<CompId, Vec<Type>>,
     log: &mut PassLog,
 ) -> bool {

@@ -76,8 +76,8 @@ fn dot_to_multiply_reduce(cx: &mut Ctx, id: InstId) -> Option<Action> {
     let free_sizes = |dims: &[i64], batch: &[i64], contracting: &[i64]| -> Vec<i64> {
         (0..dims.len()).filter(|&d| is_free(d, batch, contracting)).map(|d| dims[d]).collect()
     };
-    let lfree = free_sizes(&ad, &dd.lhs_batch, &dd.lhs_contracting);
-    let rfree = free_sizes(&bd, &dd.rhs_batch, &dd.rhs_contracting);
+    let lfree = free_sizes(ad, &dd.lhs_batch, &dd.lhs_contracting);
+    let rfree = free_sizes(bd, &dd.rhs_batch, &dd.rhs_contracting);
     let contracting: Vec<i64> =
         dd.lhs_contracting.iter().map(|&c| ad.get(c as usize).copied()).collect::<Option<_>>()?;
     let vector_side = lfree.iter().all(|&n| n == 1) || rfree.iter().all(|&n| n == 1);

@@ -49,7 +49,7 @@ struct Dirty {
 impl Dirty {
     fn all(groups: usize) -> Dirty {
         let mut words = vec![u64::MAX; groups.div_ceil(64)];
-        if let Some(last) = words.last_mut().filter(|_| groups % 64 != 0) {
+        if let Some(last) = words.last_mut().filter(|_| !groups.is_multiple_of(64)) {
             *last = (1u64 << (groups % 64)) - 1;
         }
         Dirty { words, first: 0, groups }

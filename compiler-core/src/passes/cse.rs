@@ -21,9 +21,8 @@ pub struct Cse;
 /// name, the operands (sorted for a commutative op), and a hash of the result type and
 /// of a constant's first element, so that a module's many constants and broadcasts of
 /// one scalar do not all land in one bucket (which made the pass quadratic in depth).
-/// An instruction's op name, operands and a hash of its type (and first constant
-/// element): equal for instructions that may compute the same value. Inline up to four
-/// operands, as the candidates of one key up to one: most keys allocate nothing.
+/// Up to four operands are inline, as are a key's candidates up to one: most keys
+/// allocate nothing.
 type Key = (&'static str, SmallVec<[InstId; 4]>, u64);
 
 fn key(inst: &Instruction) -> Key {

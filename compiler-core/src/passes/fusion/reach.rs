@@ -18,11 +18,19 @@ use crate::ir::{InstId, UserLists};
 use cranelift_entity::SecondaryMap;
 use rustc_hash::FxHashMap as HashMap;
 
+/// The slot of an instruction or group that has no node.
+const NO_NODE: u32 = u32::MAX;
+
+/// The node a slot holds, if any.
+fn known(node: u32) -> Option<u32> {
+    (node != NO_NODE).then_some(node)
+}
+
 pub(super) struct Reach {
-    /// The node of every instruction of the computation (`u32::MAX`: none, an
-    /// instruction not in the order it was built from).
+    /// The node of every instruction of the computation ([`NO_NODE`]: an instruction
+    /// not in the order it was built from).
     node: SecondaryMap<InstId, u32>,
-    /// The node of each group (`u32::MAX` for groups that were empty).
+    /// The node of each group ([`NO_NODE`] for groups that were empty).
     group_node: Vec<u32>,
     /// Each node's direct successors, by node as built; a merged-away node's entries
     /// are read through `merged_into`.
@@ -41,12 +49,12 @@ impl Reach {
     /// and the instructions of `order` in no group. None if there are too many nodes or
     /// the groups already form a cycle (then callers fall back to a walk).
     pub fn new(order: &[InstId], users: &UserLists, group_of: &HashMap<InstId, usize>, groups: usize) -> Option<Reach> {
-        let mut node = SecondaryMap::with_default(u32::MAX);
-        let mut group_node = vec![u32::MAX; groups];
+        let mut node = SecondaryMap::with_default(NO_NODE);
+        let mut group_node = vec![NO_NODE; groups];
         let mut nodes = 0;
         for &id in order {
             if let Some(&g) = group_of.get(&id) {
-                if group_node.get(g) == Some(&u32::MAX) {
+                if group_node.get(g) == Some(&NO_NODE) {
                     group_node[g] = nodes as u32;
                     nodes += 1;
                 }
@@ -70,7 +78,7 @@ impl Reach {
         for &id in order {
             let from = node[id];
             for u in users.get(id) {
-                let to = Some(node[*u]).filter(|&n| n != u32::MAX)?;
+                let to = known(node[*u])?;
                 if to != from {
                     succ[from as usize].push(to);
                     preds[to as usize] += 1;
@@ -138,7 +146,7 @@ impl Reach {
     pub fn creates_cycle(&self, members: &Members) -> Option<bool> {
         let mut inside: Vec<usize> = Vec::new();
         for m in members {
-            let n = self.find(Some(self.node[*m]).filter(|&n| n != u32::MAX)? as usize);
+            let n = self.find(known(self.node[*m])? as usize);
             if !inside.contains(&n) {
                 inside.push(n);
             }
@@ -154,7 +162,7 @@ impl Reach {
     }
 
     fn group(&self, g: usize) -> Option<usize> {
-        self.group_node.get(g).filter(|&&n| n != u32::MAX).map(|&n| self.find(n as usize))
+        self.group_node.get(g).and_then(|&n| known(n)).map(|n| self.find(n as usize))
     }
 
     /// The live node a node's group went to through merges.

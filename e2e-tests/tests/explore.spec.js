@@ -486,6 +486,52 @@ test("the kernels pane shows each kernel's Cranelift IR and machine code for eit
   await page.locator(".pane.decisions-pane").screenshot({ path: `${OUT}/kernels.png` });
 });
 
+// Two layers of one softmax, the second reading the first's output: the CPU target
+// compiles the kernels that are the same code up to their buffers once.
+const TWO_LAYERS = `func.func public @main(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  %a = call @layer(%x) : (tensor<8x64xf32>) -> tensor<8x64xf32>
+  %b = call @layer(%a) : (tensor<8x64xf32>) -> tensor<8x64xf32>
+  return %b : tensor<8x64xf32>
+}
+func.func private @layer(%v: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %0 = stablehlo.reduce(%v init: %ninf) applies stablehlo.maximum across dimensions = [1] : (tensor<8x64xf32>, tensor<f32>) -> tensor<8xf32>
+  %1 = stablehlo.broadcast_in_dim %0, dims = [0] : (tensor<8xf32>) -> tensor<8x64xf32>
+  %2 = stablehlo.subtract %v, %1 : tensor<8x64xf32>
+  %3 = stablehlo.exponential %2 : tensor<8x64xf32>
+  %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %4 = stablehlo.reduce(%3 init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<8x64xf32>, tensor<f32>) -> tensor<8xf32>
+  %5 = stablehlo.broadcast_in_dim %4, dims = [0] : (tensor<8xf32>) -> tensor<8x64xf32>
+  %6 = stablehlo.divide %3, %5 : tensor<8x64xf32>
+  return %6 : tensor<8x64xf32>
+}
+`;
+
+test("the kernels pane says which kernels share code: a second layer runs the first layer's function", async ({ page }) => {
+  await open(page);
+  const before = await measures(page);
+  await pasteSource(page, TWO_LAYERS);
+  await expect.poll(() => measures(page)).toBeGreaterThan(before);
+  await expect(page.getByTestId("diagnostic")).toHaveCount(0);
+  await page.getByTestId("tab-kernels").click();
+  const rows = page.getByTestId("kernel-row");
+  const kernels = Number(await page.locator("[data-testid=pass][data-pass=schedule] td").nth(2).textContent());
+  await expect(rows).toHaveCount(kernels);
+  // The second layer's exp-and-sum kernel names the first layer's, which has its own code.
+  const sharer = rows.filter({ has: page.locator("[data-testid=kernel-runs]", { hasText: "code of kernel" }) });
+  await expect(sharer).toHaveCount(1);
+  const runs = await sharer.getByTestId("kernel-runs").textContent();
+  const [, first, firstName] = runs.match(/code of kernel (\d+) \(([^)]+)\)/);
+  const original = rows.nth(Number(first));
+  await expect(original).toHaveAttribute("data-name", firstName);
+  await expect(original.getByTestId("kernel-runs")).not.toContainText("code of kernel");
+  expect(await rows.evaluateAll((r) => r.indexOf(r.find((x) => x.textContent.includes("code of kernel"))))).toBeGreaterThan(Number(first));
+  // Picked, its notes say so; its listing is still shown.
+  await sharer.click();
+  await expect(page.getByTestId("kernel-notes")).toContainText(`The same code as kernel ${first} (${firstName})`);
+  await expect(page.getByTestId("kernel-code")).toContainText("function u0:");
+});
+
 test("the kernels pane shows each kernel's WGSL, its lines linked to the fusion's instructions", async ({ page }) => {
   await open(page, "#example=softmax&pass=fusion");
   await page.getByTestId("tab-kernels").click();

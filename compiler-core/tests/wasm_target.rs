@@ -528,6 +528,53 @@ ENTRY %main (x: f32[5,39], y: s32[5,39]) -> (f32[5,39], f32[5], s32[5]) {
         ),
     ];
 
+    /// Six layers of one integer block (exact, so the bits are the interpreter's): the
+    /// layers' kernels are the same code up to their buffers.
+    fn layers() -> String {
+        let mut hlo = String::from(
+            "HloModule m\n%max (a: s32[], b: s32[]) -> s32[] {\n  %a = s32[] parameter(0)\n  %b = s32[] parameter(1)\n  ROOT %m = s32[] maximum(%a, %b)\n}\nENTRY %main (x: s32[8,64]) -> s32[8,64] {\n  %v0 = s32[8,64] parameter(0)\n  %lo = s32[] constant(-2147483648)\n  %three = s32[] constant(3)\n  %t = s32[8,64] broadcast(%three), dimensions={}\n",
+        );
+        for l in 1..=6 {
+            let p = l - 1;
+            hlo += &format!(
+                "  %m{l} = s32[8] reduce(%v{p}, %lo), dimensions={{1}}, to_apply=%max\n  %b{l} = s32[8,64] broadcast(%m{l}), dimensions={{0}}\n  %y{l} = s32[8,64] multiply(%v{p}, %t)\n  %v{l} = s32[8,64] subtract(%y{l}, %b{l})\n"
+            );
+        }
+        hlo + "  ROOT %r = s32[8,64] add(%v6, %v0)\n}"
+    }
+
+    #[test]
+    fn kernels_that_are_the_same_code_share_one_function() {
+        let module = optimize(&hloscope_core::parse::parse_module(&layers()).unwrap()).unwrap();
+        let args = hloscope_core::interp::random_inputs(&module, 11);
+        let want = Interpreter::new(&module).run(&args).unwrap();
+        for threads in [1, 2] {
+            let program = wasm::compile_threaded(&module, threads).unwrap();
+            let sharers: Vec<(usize, usize)> =
+                program.kernels.iter().enumerate().filter_map(|(i, k)| Some((i, k.as_ref()?.shares?))).collect();
+            assert!(sharers.len() >= 2, "{}", program.summary());
+            for &(i, first) in &sharers {
+                let (k, of) = (program.kernels[i].as_ref().unwrap(), program.kernels[first].as_ref().unwrap());
+                // An earlier kernel with its own function; each one called with its own
+                // table of offsets, past the arena.
+                assert!(first < i && of.shares.is_none(), "{}", program.summary());
+                assert!(k.table != of.table && k.table >= program.plan.arena.arena_bytes && of.table > 0);
+                assert!(k.shape.ends_with(&format!("code of kernel {first}")), "{}", k.shape);
+            }
+            // A function per kernel with its own code, and the export.
+            let own = program.kernels.iter().flatten().filter(|k| k.shares.is_none()).count();
+            assert_eq!(function_bodies(&program.bytes).len(), own + 1);
+            if threads > 1 {
+                validate_threaded(&program.bytes).unwrap();
+            } else {
+                validate(&program.bytes).unwrap();
+            }
+            let exe = WasmExecutable::new(&module, program).unwrap();
+            let (got, _) = exe.run(&args).unwrap();
+            assert_eq!(format!("{got:?}"), format!("{want:?}"), "{threads} threads against the interpreter");
+        }
+    }
+
     #[test]
     fn threads_give_the_one_thread_bits() {
         for (name, hlo, exact) in THREADED {
@@ -701,6 +748,10 @@ const dir = process.argv[2];
             let args = c.repeated(9).inputs.iter().cloned().map(Value::Array).collect();
             programs.push((format!("case{i}"), m, args));
         }
+        // Kernels sharing one function, each with its own table of offsets.
+        let layers = optimize(&hloscope_core::parse::parse_module(&layers()).unwrap()).unwrap();
+        let args = hloscope_core::interp::random_inputs(&layers, 13);
+        programs.push(("layers".into(), layers, args));
         let mut manifest = Vec::new();
         let mut wanted = Vec::new();
         let mut gemm_programs = 0;

@@ -188,6 +188,40 @@ impl Elemental {
         self.space.iter().fold(1u64, |n, &d| n.saturating_mul(d.max(0) as u64))
     }
 
+    /// Whether `other` is the same code: every field but `origin_names`, which only label
+    /// listings. Kernels of equal descriptions on the same number of buffers compile to
+    /// the same function whatever buffers they touch, where a target reads the buffers'
+    /// places at run time (the layers of a stack).
+    pub fn same_code(&self, other: &Elemental) -> bool {
+        // Listed so that a new field is not forgotten.
+        let Elemental {
+            idx,
+            idx_range,
+            nodes,
+            space,
+            reduced,
+            reductions,
+            outputs,
+            input_elems,
+            origins,
+            origin_names: _,
+        } = self;
+        let o = other;
+        (space, reduced, input_elems) == (&o.space, &o.reduced, &o.input_elems)
+            && (idx, idx_range, nodes) == (&o.idx, &o.idx_range, &o.nodes)
+            && (reductions, outputs, origins) == (&o.reductions, &o.outputs, &o.origins)
+    }
+
+    /// A cheap hash of the description's shape: equal under [`Elemental::same_code`]
+    /// gives equal hashes, so kernels are grouped by it before the full comparison.
+    pub fn code_hash(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        (&self.space, &self.reduced, &self.input_elems).hash(&mut h);
+        (self.nodes.len(), self.idx.len(), self.outputs.len(), self.reductions.len()).hash(&mut h);
+        h.finish()
+    }
+
     pub fn expr(&self, e: ExprId) -> &Expr {
         &self.nodes[e.0 as usize]
     }

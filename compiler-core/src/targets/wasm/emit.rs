@@ -3,7 +3,8 @@
 //! without one runs its single element when the range is not empty), the other kept
 //! variables as loops inside it, the reduced ones as loops inside those. Every buffer
 //! is at its plan offset in the module's one linear memory, which a load or store names
-//! as its static offset.
+//! as its static offset, or, for a function that several kernels share, adds from the
+//! table of offsets its third parameter points at ([`Placement`]).
 //!
 //! The emitter implements the instructions of the lowering driver (`kernel::lower`) and
 //! nothing more. Each value the driver asks for is computed into a fresh local (the
@@ -70,10 +71,15 @@ impl Code {
     }
 }
 
-/// Where an elemental kernel's buffers are: byte offsets into the linear memory.
-pub struct Placement<'a> {
-    pub inputs: &'a [u64],
-    pub outputs: &'a [u64],
+/// Where an elemental kernel's buffers are.
+pub enum Placement<'a> {
+    /// At these byte offsets of the linear memory, which a load or store names as its
+    /// static offset.
+    Fixed { inputs: &'a [u64], outputs: &'a [u64] },
+    /// Read from the table at the function's third parameter (an `i32` offset per input,
+    /// then per output): kernels that are the same code up to their buffers (the layers
+    /// of a stack) share one function, each called with its own table.
+    Table,
 }
 
 /// A kernel's function, before it joins its module.
@@ -151,8 +157,17 @@ fn write(e: &Elemental, place: &Placement, outer: &[u32], vplan: Option<VecPlan>
         vplan,
         analysis: IndexAnalysis::new(e),
         vaccs: Vec::new(),
+        bases: Vec::new(),
     };
     w.vars = (0..e.space.len()).map(|_| w.code.local(ValType::I64)).collect();
+    if let Placement::Table = place {
+        // Each buffer's offset, once, from the table (parameter 2).
+        for slot in 0..(e.input_elems.len() + e.outputs.len()) as u64 {
+            w.ops([I::LocalGet(2), I::I32Load(mem(4 * slot, 2))]);
+            let base = w.fresh(ValType::I32);
+            w.bases.push(base);
+        }
+    }
     w.body(outer);
     match w.err {
         Some(why) => Err(why),
@@ -199,11 +214,35 @@ struct Writer<'a> {
     analysis: IndexAnalysis<'a>,
     /// A row reduction's vector accumulators, in its vector loop.
     vaccs: Vec<Vec<u32>>,
+    /// With [`Placement::Table`], the `i32` local of each input's offset, then each
+    /// output's.
+    bases: Vec<u32>,
 }
 
 impl Writer<'_> {
     fn ops<const N: usize>(&mut self, is: [I<'static>; N]) {
         self.code.ops(is);
+    }
+    /// With a byte index into input `input` on the stack, what a load's static offset
+    /// must be: the input's offset, or 0 with the offset added to the index.
+    fn input_at(&mut self, input: u32) -> u64 {
+        match self.place {
+            Placement::Fixed { inputs, .. } => inputs[input as usize],
+            Placement::Table => {
+                self.ops([I::LocalGet(self.bases[input as usize]), I::I32Add]);
+                0
+            }
+        }
+    }
+    /// [`Writer::input_at`] for output `o`.
+    fn output_at(&mut self, o: usize) -> u64 {
+        match self.place {
+            Placement::Fixed { outputs, .. } => outputs[o],
+            Placement::Table => {
+                self.ops([I::LocalGet(self.bases[self.e.input_elems.len() + o]), I::I32Add]);
+                0
+            }
+        }
     }
     fn get(&mut self, l: u32) {
         self.code.op(I::LocalGet(l));
@@ -747,11 +786,11 @@ impl<'a> Lower<'a> for Writer<'a> {
         let at = self.index(linear);
         let elem = self.e.expr(x).elem;
         let size = elem.byte_size() as i32;
-        let m = mem(self.place.inputs[input as usize], size.trailing_zeros());
         self.ops([I::LocalGet(at), I::I32WrapI64]);
         if size > 1 {
             self.ops([I::I32Const(size), I::I32Mul]);
         }
+        let m = mem(self.input_at(input), size.trailing_zeros());
         match elem {
             Pred => self.ops([I::I32Load8U(m), I::I32Const(0), I::I32Ne]),
             U8 => self.ops([I::I32Load8U(m)]),
@@ -1107,11 +1146,11 @@ impl<'a> Lower<'a> for Writer<'a> {
         let at = self.store_index(o);
         let elem = self.e.outputs[o].elem;
         let size = elem.byte_size() as i32;
-        let m = mem(self.place.outputs[o], size.trailing_zeros());
         self.ops([I::LocalGet(at), I::I32WrapI64]);
         if size > 1 {
             self.ops([I::I32Const(size), I::I32Mul]);
         }
+        let m = mem(self.output_at(o), size.trailing_zeros());
         self.get(v);
         match elem {
             Pred | S8 | U8 => self.ops([I::I32Store8(m)]),

@@ -8,7 +8,9 @@
 //! target's thread pool), and every element type computed.
 //! Each elemental kernel the emitter takes becomes one function over a range of its
 //! parallel variable, which the module's export `kernel(index, begin, end)` ([`KERNEL`])
-//! calls by plan index; the others (sorts, scatters, control
+//! calls by plan index; kernels that are the same code up to their buffers (the layers
+//! of a stack) share the first one's function, which reads the buffers' offsets from a
+//! table in the memory, one per kernel ([`WasmKernel::table`]); the others (sorts, scatters, control
 //! flow, the ops the emitter refuses) are demoted to opaque kernels, which the host runs
 //! in the reference interpreter on the module's memory between calls.
 //!
@@ -78,6 +80,13 @@ pub struct WasmKernel {
     pub dot: bool,
     /// How its code runs, in a few words.
     pub shape: String,
+    /// The plan kernel whose function it runs: an earlier kernel that is the same code up
+    /// to its buffers ([`kernel::Elemental::same_code`]). `None`: its own function.
+    pub shares: Option<usize>,
+    /// Where its table of buffer offsets is in the memory (the function's third argument;
+    /// [`emit::Placement::Table`]), for a kernel whose function serves several; 0 for one
+    /// whose buffers are the function's static offsets.
+    pub table: u64,
 }
 
 /// A module planned and translated to one WebAssembly module.
@@ -174,25 +183,33 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
         })
         .max()
         .unwrap_or(0);
-    let end = scratch + threads as u64 * scratch_bytes;
-    if end > u32::MAX as u64 {
-        return Err(format!("the arena and the GEMMs' scratch ({end} bytes) do not fit a 32-bit memory"));
-    }
+    // The tables of the kernels that share a function, after the scratch.
+    let mut end = scratch + threads as u64 * scratch_bytes;
     let mut bodies = Vec::new();
     let mut kernels = Vec::new();
-    for e in emitted {
+    let mut tables = Vec::new();
+    for (k, e) in plan.kernels.iter().zip(emitted) {
         match e? {
-            Some((kernel, body)) => {
+            Some((mut kernel, body, tabled)) => {
+                if tabled {
+                    kernel.table = end;
+                    let offsets = k.inputs.iter().chain(&k.outputs).map(|&b| plan.arena.offset(b) as u32);
+                    tables.push((end, offsets.flat_map(u32::to_le_bytes).collect::<Vec<u8>>()));
+                    end += 4 * (k.inputs.len() + k.outputs.len()) as u64;
+                }
                 kernels.push(Some(kernel));
-                bodies.push(body);
+                bodies.extend(body);
             }
             None => kernels.push(None),
         }
     }
+    if end > u32::MAX as u64 {
+        return Err(format!("the arena, the GEMMs' scratch and the tables ({end} bytes) do not fit a 32-bit memory"));
+    }
     let pages = end.div_ceil(PAGE).max(1);
     let gemm = plan.kernels.iter().any(|k| matches!(&k.body, KernelBody::Dot(d) if gemm::calls_block(d)));
     let helpers = helpers::bodies(helpers::needed(module));
-    let bytes = assemble(&plan, &kernels, helpers, bodies, pages, threads, scratch, gemm);
+    let bytes = assemble(&plan, &kernels, helpers, bodies, &tables, pages, threads, scratch, gemm);
     Ok(WasmProgram { plan, kernels, bytes, pages, threads, scratch, scratch_stride: scratch_bytes, gemm })
 }
 
@@ -201,52 +218,116 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
 pub const GEMM_BLOCK_TYPE: u32 = 1;
 
 /// A kernel function's parameters: the range `begin, end` of its parallel variable and
-/// one it ignores, which gives it [`KERNEL`]'s type `(i32, i32, i32) -> ()`.
+/// where its table of buffer offsets is ([`WasmKernel::table`]; ignored by a function
+/// with static offsets), which gives it [`KERNEL`]'s type `(i32, i32, i32) -> ()`.
 pub(crate) const KERNEL_PARAMS: u32 = 3;
 
-/// Per plan kernel, its description and function (`None`: a host kernel), or why the
-/// emitters refuse it.
-fn emit_all(plan: &KernelPlan) -> Vec<Result<Option<(WasmKernel, wasm_encoder::Function)>, String>> {
-    plan.kernels
-        .iter()
-        .map(|k| match &k.body {
-            KernelBody::Elemental(e) => {
-                let emitted = emit_kernel(plan, k, e)?;
-                let kernel = WasmKernel { extent: emitted.extent, work: e.work(), dot: false, shape: emitted.shape };
-                Ok(Some((kernel, emitted.body)))
+/// Per plan kernel, its description, its function (none for a kernel that runs an
+/// earlier one's) and whether the function reads its buffers from a table (`None`: a host
+/// kernel), or why the emitters refuse it. Elemental kernels that are the same code up
+/// to their buffers share the first one's function.
+fn emit_all(plan: &KernelPlan) -> Vec<Result<Option<Emitted>, String>> {
+    let codes = shared_codes(plan);
+    let mut all: Vec<Result<Option<Emitted>, String>> = Vec::with_capacity(plan.kernels.len());
+    for (i, k) in plan.kernels.iter().enumerate() {
+        let emitted = match (&k.body, codes[i]) {
+            // The first one's function (emitted before it), each buffer from this
+            // kernel's table; or the first one's refusal.
+            (KernelBody::Elemental(e), (first, _)) if first != i => match &all[first] {
+                Ok(Some((of, _, _))) => {
+                    let shape = format!("{}, code of kernel {first}", of.shape);
+                    Ok(Some((WasmKernel { shape, shares: Some(first), work: e.work(), ..of.clone() }, None, true)))
+                }
+                Ok(None) => Ok(None),
+                Err(why) => Err(why.clone()),
+            },
+            _ => emit_one(plan, k, codes[i].1),
+        };
+        all.push(emitted);
+    }
+    all
+}
+
+/// [`emit_all`] for a kernel with its own function (`shared`: one that serves others too,
+/// which reads its buffers from a table).
+fn emit_one(plan: &KernelPlan, k: &kernel::Kernel, shared: bool) -> Result<Option<Emitted>, String> {
+    match &k.body {
+        KernelBody::Elemental(e) => {
+            let emitted = if shared { emit::emit(e, &emit::Placement::Table)? } else { emit_kernel(plan, k, e)? };
+            let kernel = WasmKernel {
+                extent: emitted.extent,
+                work: e.work(),
+                dot: false,
+                shape: emitted.shape,
+                shares: None,
+                table: 0,
+            };
+            Ok(Some((kernel, Some(emitted.body), shared)))
+        }
+        KernelBody::Dot(d) => {
+            let body = emit_dot(plan, k, d)?;
+            let shape = match d.elem {
+                crate::ir::ElementType::F32 => format!(
+                    "simd128 gemm {}x{} tiles, blocks of {} rows, {}x{}x{}",
+                    gemm::MR,
+                    gemm::NR,
+                    gemm::ROWS,
+                    d.m,
+                    d.n,
+                    d.k
+                ),
+                t => format!("{t} dot, a loop per output, {}x{}x{}", d.m, d.n, d.k),
+            };
+            let work = [d.batch, d.m, d.n, d.k].iter().fold(1u64, |n, &x| n.saturating_mul(x as u64));
+            let kernel = WasmKernel { extent: gemm::extent(d), work, dot: true, shape, shares: None, table: 0 };
+            Ok(Some((kernel, Some(body), false)))
+        }
+        KernelBody::Opaque { .. } => Ok(None),
+        KernelBody::Sort(_) => Err("sorts are not compiled for wasm yet".into()),
+        KernelBody::Scatter(_) => Err("scatters are not compiled for wasm yet".into()),
+        KernelBody::While { .. } | KernelBody::Case { .. } => {
+            Err("control flow runs on the host for wasm (the interpreter, whole)".into())
+        }
+    }
+}
+
+/// A kernel's description, its function if it has one of its own, and whether it reads
+/// its buffers from a table.
+type Emitted = (WasmKernel, Option<wasm_encoder::Function>, bool);
+
+/// Per plan kernel: the first kernel that is the same code (itself when none before it
+/// is), and whether that code serves more than one kernel. Only elemental kernels
+/// share; every other kernel is its own first.
+fn shared_codes(plan: &KernelPlan) -> Vec<(usize, bool)> {
+    let elemental = |i: usize| match &plan.kernels[i].body {
+        KernelBody::Elemental(e) => Some(e),
+        _ => None,
+    };
+    let mut firsts: HashMap<u64, Vec<usize>> = HashMap::new();
+    let mut codes: Vec<(usize, bool)> = (0..plan.kernels.len()).map(|i| (i, false)).collect();
+    for (i, k) in plan.kernels.iter().enumerate() {
+        let Some(e) = elemental(i) else { continue };
+        let seen = firsts.entry(e.code_hash()).or_default();
+        let same =
+            |&f: &usize| plan.kernels[f].inputs.len() == k.inputs.len() && elemental(f).is_some_and(|o| o.same_code(e));
+        match seen.iter().copied().find(same) {
+            Some(first) => {
+                codes[i].0 = first;
+                codes[first].1 = true;
             }
-            KernelBody::Dot(d) => {
-                let body = emit_dot(plan, k, d)?;
-                let shape = match d.elem {
-                    crate::ir::ElementType::F32 => format!(
-                        "simd128 gemm {}x{} tiles, blocks of {} rows, {}x{}x{}",
-                        gemm::MR,
-                        gemm::NR,
-                        gemm::ROWS,
-                        d.m,
-                        d.n,
-                        d.k
-                    ),
-                    t => format!("{t} dot, a loop per output, {}x{}x{}", d.m, d.n, d.k),
-                };
-                let work = [d.batch, d.m, d.n, d.k].iter().fold(1u64, |n, &x| n.saturating_mul(x as u64));
-                let kernel = WasmKernel { extent: gemm::extent(d), work, dot: true, shape };
-                Ok(Some((kernel, body)))
-            }
-            KernelBody::Opaque { .. } => Ok(None),
-            KernelBody::Sort(_) => Err("sorts are not compiled for wasm yet".into()),
-            KernelBody::Scatter(_) => Err("scatters are not compiled for wasm yet".into()),
-            KernelBody::While { .. } | KernelBody::Case { .. } => {
-                Err("control flow runs on the host for wasm (the interpreter, whole)".into())
-            }
-        })
-        .collect()
+            None => seen.push(i),
+        }
+    }
+    for i in 0..codes.len() {
+        codes[i].1 = codes[codes[i].0].1;
+    }
+    codes
 }
 
 fn emit_kernel(plan: &KernelPlan, k: &kernel::Kernel, e: &kernel::Elemental) -> Result<emit::Emitted, String> {
     let bytes = |bs: &[kernel::BufferId]| bs.iter().map(|&b| plan.arena.offset(b)).collect::<Vec<_>>();
     let (inputs, outputs) = (bytes(&k.inputs), bytes(&k.outputs));
-    emit::emit(e, &emit::Placement { inputs: &inputs, outputs: &outputs })
+    emit::emit(e, &emit::Placement::Fixed { inputs: &inputs, outputs: &outputs })
 }
 
 fn emit_dot(plan: &KernelPlan, k: &kernel::Kernel, d: &kernel::DotSpec) -> Result<wasm_encoder::Function, String> {
@@ -279,6 +360,7 @@ fn assemble(
     kernels: &[Option<WasmKernel>],
     helpers: Vec<wasm_encoder::Function>,
     bodies: Vec<wasm_encoder::Function>,
+    tables: &[(u64, Vec<u8>)],
     pages: u64,
     threads: u32,
     scratch: u64,
@@ -347,6 +429,9 @@ fn assemble(
             data.active(0, &ConstExpr::i32_const(plan.arena.offset(*b) as u32 as i32), bytes);
         }
     }
+    for (at, offsets) in tables {
+        data.active(0, &ConstExpr::i32_const(*at as u32 as i32), offsets.iter().copied());
+    }
     let mut m = wasm_encoder::Module::new();
     m.section(&types);
     if !imports.is_empty() {
@@ -376,11 +461,20 @@ pub const KERNEL: &str = "kernel";
 pub const WHOLE: i32 = -1;
 
 /// Per plan kernel, its function's index in the module (`None`: a host kernel): the
-/// helpers' functions (if the module has them) come first, then the kernels' in plan
-/// order from `first`.
-fn kernel_functions(kernels: &[Option<WasmKernel>], first: u32) -> impl Iterator<Item = Option<u32>> + '_ {
+/// helpers' functions (if the module has them) come first, then the kernels' own in plan
+/// order from `first`; a kernel that shares another's function gets that one's index.
+fn kernel_functions(kernels: &[Option<WasmKernel>], first: u32) -> Vec<Option<u32>> {
     let mut next = first..;
-    kernels.iter().map(move |k| k.as_ref().and_then(|_| next.next()))
+    let mut functions: Vec<Option<u32>> = Vec::with_capacity(kernels.len());
+    for k in kernels {
+        let function = match k {
+            Some(WasmKernel { shares: Some(of), .. }) => functions[*of],
+            Some(_) => next.next(),
+            None => None,
+        };
+        functions.push(function);
+    }
+    functions
 }
 
 /// [`KERNEL`]'s body: [`WHOLE`]'s calls, else a `br_table` on the index to a call of that
@@ -393,21 +487,26 @@ fn kernel_body(kernels: &[Option<WasmKernel>], first: u32) -> wasm_encoder::Func
     whole_calls(&mut f, kernels, first);
     f.instruction(&I::Return);
     f.instruction(&I::End);
-    let functions: Vec<u32> = kernel_functions(kernels, first).flatten().collect();
-    let m = functions.len() as u32;
+    // (function, table) of each kernel with a function, in plan order.
+    let calls: Vec<(u32, u64)> = kernel_functions(kernels, first)
+        .into_iter()
+        .zip(kernels)
+        .filter_map(|(f, k)| Some((f?, k.as_ref()?.table)))
+        .collect();
+    let m = calls.len() as u32;
     // Label j (from the innermost block) is the j-th kernel with a function; label m,
     // the outermost block, is where an index without a function traps.
     let mut label = 0..;
     let targets: Vec<u32> =
-        kernel_functions(kernels, first).map(|f| f.and_then(|_| label.next()).unwrap_or(m)).collect();
+        kernel_functions(kernels, first).iter().map(|f| f.and_then(|_| label.next()).unwrap_or(m)).collect();
     for _ in 0..=m {
         f.instruction(&I::Block(BlockType::Empty));
     }
     f.instruction(&I::LocalGet(0));
     f.instruction(&I::BrTable(targets.into(), m));
-    for function in functions {
+    for (function, table) in calls {
         f.instruction(&I::End);
-        f.instructions().local_get(1).local_get(2).i32_const(0).call(function).return_();
+        f.instructions().local_get(1).local_get(2).i32_const(table as u32 as i32).call(function).return_();
     }
     f.instruction(&I::End);
     f.instruction(&I::Unreachable);
@@ -427,7 +526,7 @@ fn whole_calls(f: &mut wasm_encoder::Function, kernels: &[Option<WasmKernel>], f
         let i = i as i32;
         f.instructions().local_get(1).i32_const(i).i32_le_s().local_get(2).i32_const(i).i32_gt_s().i32_and();
         f.instruction(&I::If(BlockType::Empty));
-        f.instructions().i32_const(0).i32_const(k.extent as u32 as i32).i32_const(0).call(function);
+        f.instructions().i32_const(0).i32_const(k.extent as u32 as i32).i32_const(k.table as u32 as i32).call(function);
         f.instruction(&I::End);
     }
 }

@@ -110,7 +110,8 @@ impl Writer<'_> {
                 let at = self.index(linear);
                 let size = elem.byte_size() as i32;
                 self.ops([I::LocalGet(at), I::I32WrapI64, I::I32Const(size), I::I32Mul]);
-                self.code.op(I::V128Load(mem(self.place.inputs[input as usize], 2)));
+                let offset = self.input_at(input);
+                self.code.op(I::V128Load(mem(offset, 2)));
                 self.fresh(ValType::V128)
             }
             _ => self.gather(elem, &mut |w| w.load(x, input, linear)),
@@ -274,8 +275,8 @@ impl Writer<'_> {
         }
         let at = self.store_index(o);
         let size = elem.byte_size() as i32;
-        let base = self.place.outputs[o];
         self.ops([I::LocalGet(at), I::I32WrapI64, I::I32Const(size), I::I32Mul]);
+        let base = self.output_at(o);
         if elem != ElementType::Pred {
             self.ops([I::LocalGet(v), I::V128Store(mem(base, 2))]);
             return;

@@ -229,26 +229,9 @@ pub(super) struct CodeKey<'k> {
 
 impl PartialEq for CodeKey<'_> {
     fn eq(&self, other: &Self) -> bool {
-        // Every field of the description but `origin_names`, listed so that a new field
-        // is not forgotten.
-        let Elemental {
-            idx,
-            idx_range,
-            nodes,
-            space,
-            reduced,
-            reductions,
-            outputs,
-            input_elems,
-            origins,
-            origin_names: _,
-        } = self.e;
-        let o = other.e;
         (self.kind, self.n_inputs, &self.is_result, self.options)
             == (other.kind, other.n_inputs, &other.is_result, other.options)
-            && (space, reduced, input_elems) == (&o.space, &o.reduced, &o.input_elems)
-            && (idx, idx_range, nodes) == (&o.idx, &o.idx_range, &o.nodes)
-            && (reductions, outputs, origins) == (&o.reductions, &o.outputs, &o.origins)
+            && self.e.same_code(other.e)
     }
 }
 
@@ -260,8 +243,7 @@ impl CodeKey<'_> {
     pub(super) fn bucket(&self) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut h = rustc_hash::FxHasher::default();
-        (self.kind, self.n_inputs, &self.is_result, &self.e.space, &self.e.reduced).hash(&mut h);
-        (self.e.nodes.len(), self.e.idx.len(), self.e.outputs.len(), self.e.reductions.len()).hash(&mut h);
+        (self.kind, self.n_inputs, &self.is_result, self.e.code_hash()).hash(&mut h);
         h.finish()
     }
 }

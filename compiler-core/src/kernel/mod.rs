@@ -1255,6 +1255,25 @@ pub fn host_computation(module: &mut Module, comp_id: CompId, id: InstId) -> Com
     module.add_computation(comp)
 }
 
+/// Per kernel, the first kernel whose code key equals its own (itself when no earlier one
+/// does, or when it has no key): the kernels a target compiles once and calls with each
+/// kernel's buffers. `bucket` is a cheap hash that equal keys share, so a key is compared
+/// in full only against keys of its bucket. The CPU target's JIT and listings and the
+/// WebAssembly target group kernels with it, each with its own key.
+pub fn first_of_same_code<K: PartialEq>(keys: &[Option<K>], bucket: impl Fn(&K) -> u64) -> Vec<usize> {
+    let mut seen: rustc_hash::FxHashMap<u64, Vec<usize>> = Default::default();
+    let mut firsts: Vec<usize> = (0..keys.len()).collect();
+    for (i, key) in keys.iter().enumerate() {
+        let Some(key) = key else { continue };
+        let bucket = seen.entry(bucket(key)).or_default();
+        match bucket.iter().copied().find(|&f| keys[f].as_ref() == Some(key)) {
+            Some(first) => firsts[i] = first,
+            None => bucket.push(i),
+        }
+    }
+    firsts
+}
+
 /// The kind of an elemental kernel: a loop, or a row reduction when every reduced
 /// variable comes after every kept one, else a column reduction.
 pub fn elemental_kind(e: &Elemental) -> KernelKind {

@@ -252,26 +252,20 @@ fn build(
     // Kernels that are the same code up to their buffers (the layers of a stack) are
     // compiled once: a kernel reads its buffers' addresses from the table it is called
     // with, so the first one's function serves them all. `shared[i]` is that first one.
-    let mut codes: HashMap<u64, Vec<(codegen::CodeKey, usize)>> = HashMap::default();
+    let keys: Vec<_> = plan.kernels.iter().map(|k| codegen::code_key(k, &results, emit_options)).collect();
+    let firsts = kernel::first_of_same_code(&keys, codegen::CodeKey::bucket);
+    drop(keys);
     let mut shared: HashMap<usize, usize> = HashMap::default();
     let mut pending = Vec::new();
     for (i, k) in plan.kernels.iter().enumerate() {
-        let key = codegen::code_key(k, &results, emit_options).map(|key| (key.bucket(), key));
-        if let Some((bucket, key)) = &key {
-            if let Some(&(_, first)) = codes.get(bucket).and_then(|seen| seen.iter().find(|(other, _)| other == key)) {
-                shared.insert(i, first);
-                continue;
-            }
-        }
-        let Some(prepared) = codegen::prepare_kernel(&mut jit, &helper_ids, k, i, &results, emit_options) else {
+        if firsts[i] != i {
+            shared.insert(i, firsts[i]);
             continue;
-        };
-        if let Some((bucket, key)) = key {
-            codes.entry(bucket).or_default().push((key, i));
         }
-        pending.push((i, prepared));
+        if let Some(prepared) = codegen::prepare_kernel(&mut jit, &helper_ids, k, i, &results, emit_options) {
+            pending.push((i, prepared));
+        }
     }
-    drop(codes);
     // Cranelift's compiles, most of the time spent here, run on every core; the
     // functions are then defined in kernel order.
     let compiled = compile_all(jit.isa(), pending.iter_mut().filter_map(|(_, p)| p.as_mut().ok()).collect());

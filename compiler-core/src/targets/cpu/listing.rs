@@ -125,13 +125,10 @@ pub fn list(module: &Module, machine: Machine) -> Result<Vec<KernelListing>, Str
     let options = EmitOptions { block_lanes: machine.block_lanes(), inline_half: false, listings: true };
     let mut out = Vec::with_capacity(plan.kernels.len());
     // The first kernel of each distinct code: the JIT compiles it once for all.
-    let mut firsts: Vec<(codegen::CodeKey, usize)> = Vec::new();
+    let keys: Vec<_> = plan.kernels.iter().map(|k| codegen::code_key(k, &results, options)).collect();
+    let firsts = kernel::first_of_same_code(&keys, codegen::CodeKey::bucket);
     for (index, k) in plan.kernels.iter().enumerate() {
-        let key = codegen::code_key(k, &results, options);
-        let shares = key.as_ref().and_then(|key| firsts.iter().find(|(other, _)| other == key).map(|&(_, i)| i));
-        if let (Some(key), None) = (key, shares) {
-            firsts.push((key, index));
-        }
+        let shares = Some(firsts[index]).filter(|&first| first != index);
         let (mut runs, mut notes, clif, asm, code_bytes) =
             match codegen::emit_kernel(&mut m, &helpers, k, index, &results, options) {
                 Some(Ok(em)) => {

@@ -226,9 +226,9 @@ pub(crate) const KERNEL_PARAMS: u32 = 3;
 /// earlier one's) and whether the function reads its buffers from a table (`None`: a host
 /// kernel), or why the emitters refuse it. Elemental kernels that are the same code up
 /// to their buffers share the first one's function.
-fn emit_all(plan: &KernelPlan) -> Vec<Result<Option<Emitted>, String>> {
+fn emit_all(plan: &KernelPlan) -> Vec<Result<Option<KernelFunction>, String>> {
     let codes = shared_codes(plan);
-    let mut all: Vec<Result<Option<Emitted>, String>> = Vec::with_capacity(plan.kernels.len());
+    let mut all: Vec<Result<Option<KernelFunction>, String>> = Vec::with_capacity(plan.kernels.len());
     for (i, k) in plan.kernels.iter().enumerate() {
         let emitted = match (&k.body, codes[i]) {
             // The first one's function (emitted before it), each buffer from this
@@ -250,7 +250,7 @@ fn emit_all(plan: &KernelPlan) -> Vec<Result<Option<Emitted>, String>> {
 
 /// [`emit_all`] for a kernel with its own function (`shared`: one that serves others too,
 /// which reads its buffers from a table).
-fn emit_one(plan: &KernelPlan, k: &kernel::Kernel, shared: bool) -> Result<Option<Emitted>, String> {
+fn emit_one(plan: &KernelPlan, k: &kernel::Kernel, shared: bool) -> Result<Option<KernelFunction>, String> {
     match &k.body {
         KernelBody::Elemental(e) => {
             let emitted = if shared { emit::emit(e, &emit::Placement::Table)? } else { emit_kernel(plan, k, e)? };
@@ -293,35 +293,38 @@ fn emit_one(plan: &KernelPlan, k: &kernel::Kernel, shared: bool) -> Result<Optio
 
 /// A kernel's description, its function if it has one of its own, and whether it reads
 /// its buffers from a table.
-type Emitted = (WasmKernel, Option<wasm_encoder::Function>, bool);
+type KernelFunction = (WasmKernel, Option<wasm_encoder::Function>, bool);
 
-/// Per plan kernel: the first kernel that is the same code (itself when none before it
-/// is), and whether that code serves more than one kernel. Only elemental kernels
-/// share; every other kernel is its own first.
+/// Per plan kernel: the first kernel that is the same code up to its buffers (itself
+/// when none before it is), and, for a first, whether its code serves other kernels too.
+/// Only elemental kernels share; every other kernel is its own first.
 fn shared_codes(plan: &KernelPlan) -> Vec<(usize, bool)> {
-    let elemental = |i: usize| match &plan.kernels[i].body {
-        KernelBody::Elemental(e) => Some(e),
-        _ => None,
-    };
-    let mut firsts: HashMap<u64, Vec<usize>> = HashMap::new();
-    let mut codes: Vec<(usize, bool)> = (0..plan.kernels.len()).map(|i| (i, false)).collect();
-    for (i, k) in plan.kernels.iter().enumerate() {
-        let Some(e) = elemental(i) else { continue };
-        let seen = firsts.entry(e.code_hash()).or_default();
-        let same =
-            |&f: &usize| plan.kernels[f].inputs.len() == k.inputs.len() && elemental(f).is_some_and(|o| o.same_code(e));
-        match seen.iter().copied().find(same) {
-            Some(first) => {
-                codes[i].0 = first;
-                codes[first].1 = true;
-            }
-            None => seen.push(i),
-        }
+    let keys: Vec<Option<WasmCode>> = plan
+        .kernels
+        .iter()
+        .map(|k| match &k.body {
+            KernelBody::Elemental(e) => Some(WasmCode { e, n_inputs: k.inputs.len() }),
+            _ => None,
+        })
+        .collect();
+    let firsts = kernel::first_of_same_code(&keys, |key| key.e.code_hash());
+    let mut serves_more = vec![false; firsts.len()];
+    for (i, &first) in firsts.iter().enumerate() {
+        serves_more[first] |= first != i;
     }
-    for i in 0..codes.len() {
-        codes[i].1 = codes[codes[i].0].1;
+    firsts.into_iter().zip(serves_more).collect()
+}
+
+/// What an elemental kernel's WebAssembly function depends on, its buffers' places aside.
+struct WasmCode<'k> {
+    e: &'k kernel::Elemental,
+    n_inputs: usize,
+}
+
+impl PartialEq for WasmCode<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.n_inputs == other.n_inputs && self.e.same_code(other.e)
     }
-    codes
 }
 
 fn emit_kernel(plan: &KernelPlan, k: &kernel::Kernel, e: &kernel::Elemental) -> Result<emit::Emitted, String> {

@@ -237,9 +237,7 @@ impl PartialEq for CodeKey<'_> {
 
 impl CodeKey<'_> {
     /// A cheap hash of the key's shape (equal keys have equal buckets): kernels are
-    /// grouped by it before the full comparison. (The JIT's compile uses it; a listing
-    /// alone compares its few keys directly.)
-    #[cfg_attr(not(feature = "cpu"), allow(dead_code))]
+    /// grouped by it before the full comparison ([`crate::kernel::first_of_same_code`]).
     pub(super) fn bucket(&self) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut h = rustc_hash::FxHasher::default();

@@ -145,12 +145,31 @@ fn imports(bytes: &[u8]) -> Vec<(String, String, &'static str)> {
     out
 }
 
+/// The module's active data segments: (address, bytes).
+fn data_segments(bytes: &[u8]) -> Vec<(u64, Vec<u8>)> {
+    let mut out = Vec::new();
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        if let wasmparser::Payload::DataSection(reader) = payload.unwrap() {
+            for data in reader {
+                let data = data.unwrap();
+                let wasmparser::DataKind::Active { offset_expr, .. } = data.kind else { continue };
+                let Ok(wasmparser::Operator::I32Const { value }) = offset_expr.get_operators_reader().read() else {
+                    continue;
+                };
+                out.push((value as u32 as u64, data.data.to_vec()));
+            }
+        }
+    }
+    out
+}
+
 #[test]
 fn the_f32_dots_of_a_module_call_the_gemm_library() {
-    // Three dots of different shapes (a batch, a transposed rhs): each kernel walks its
-    // blocks and calls the GEMM body, which holds the packing and the register tiles and
-    // lives in the GEMM library; the module imports its memory and the library's table
-    // and calls the body through it. A module without an f32 dot imports nothing.
+    // Three dots of different shapes (a batch, a transposed rhs): each is a descriptor in
+    // the module's data, which `kernel` passes to the GEMM library's driver; the driver
+    // and the body it calls (the packing, the register tiles) live in the library. The
+    // module imports its memory and the library's table and calls the driver through
+    // it. A module without an f32 dot imports nothing.
     let hlo = "HloModule m
 ENTRY %main (a: f32[2,7,9], b: f32[2,9,13], c: f32[13,5], e: f32[6,5]) -> f32[2,7,6] {
   %a = f32[2,7,9] parameter(0)
@@ -175,28 +194,38 @@ ENTRY %main (a: f32[2,7,9], b: f32[2,9,13], c: f32[13,5], e: f32[6,5]) -> f32[2,
     let dots: Vec<usize> =
         (0..program.kernels.len()).filter(|&i| program.kernels[i].as_ref().is_some_and(|k| k.dot)).collect();
     assert_eq!(dots.len(), 3, "{}", program.summary());
-    let calls = |ops: &[wasmparser::Operator]| {
+    // Each dot's descriptor, past the arena, holds its operands' and output's places and
+    // its m, n and k.
+    let data = data_segments(&program.bytes);
+    for &d in &dots {
+        let (k, kernel) = (program.kernels[d].as_ref().unwrap(), &program.plan.kernels[d]);
+        assert!(k.library && k.shares.is_none() && k.table >= program.plan.arena.arena_bytes, "{k:?}");
+        let hloscope_core::kernel::KernelBody::Dot(spec) = &kernel.body else { panic!("kernel {d} is a dot") };
+        let (_, bytes) = data.iter().find(|(at, _)| *at == k.table).expect("a data segment at the descriptor");
+        let words: Vec<u32> = bytes.chunks(4).map(|w| u32::from_le_bytes(w.try_into().unwrap())).collect();
+        let place = |b| program.plan.arena.offset(b) as u32;
+        assert_eq!(words[..3], [place(kernel.inputs[0]), place(kernel.inputs[1]), place(kernel.outputs[0])]);
+        assert_eq!(words[3..6], [spec.m as u32, spec.n as u32, spec.k as u32]);
+    }
+    let driver_calls = |ops: &[wasmparser::Operator]| {
         let gemm_call = |op: &&wasmparser::Operator| {
             matches!(op, wasmparser::Operator::CallIndirect { type_index, table_index: 0 }
-                if *type_index == wasm::GEMM_BLOCK_TYPE)
+                if *type_index == wasm::GEMM_DOT_TYPE)
         };
         ops.iter().filter(gemm_call).count()
     };
-    let gemm_len = function_bodies(&library)[0].len();
-    // Without f16 or bf16 values the module has no helpers: its functions are the
-    // kernels', one per emitted kernel in plan order, then `kernel`, the one export
-    // (wasmtime compiles a trampoline per export and per declared function type): two
-    // types, the kernels' (and `kernel`'s) and the GEMM body's.
+    // Without f16 or bf16 values the module has no helpers, and with only f32 dots no
+    // kernel function: its one function is `kernel`, the one export (wasmtime compiles a
+    // trampoline per export and per declared function type), which calls the driver for
+    // each dot from its `br_table` and from its whole-program stretch. Two types:
+    // `kernel`'s and the driver's.
     let bodies = function_bodies(&program.bytes);
-    let functions: Vec<usize> = (0..program.kernels.len()).filter(|&i| program.kernels[i].is_some()).collect();
-    assert_eq!(bodies.len(), functions.len() + 1);
+    assert_eq!(bodies.len(), 1);
     assert_eq!(types_and_exported_functions(&program.bytes), (2, vec![wasm::KERNEL.to_string()]));
-    for &d in &dots {
-        let f = functions.iter().position(|&i| i == d).unwrap();
-        assert_eq!(calls(&bodies[f]), 1, "dot kernel {d} calls the GEMM body once");
-        assert!(bodies[f].len() * 4 < gemm_len, "dot kernel {d}: {} operators, the GEMM {gemm_len}", bodies[f].len());
-    }
-    assert!(bodies.iter().all(|b| b.len() * 4 < gemm_len), "no GEMM body in the program's module");
+    assert_eq!(driver_calls(&bodies[0]), 2 * dots.len());
+    let library_bodies = function_bodies(&library);
+    assert_eq!(library_bodies.len(), 2, "the GEMM body and the driver");
+    assert!(bodies[0].len() * 4 < library_bodies[0].len(), "no GEMM body in the program's module");
     // Without an f32 dot the module imports nothing.
     let plain = "HloModule m
 ENTRY %main (a: f32[8]) -> f32[8] {
@@ -562,7 +591,7 @@ ENTRY %main (x: f32[5,39], y: s32[5,39]) -> (f32[5,39], f32[5], s32[5]) {
                 assert!(k.shape.ends_with(&format!("code of kernel {first}")), "{}", k.shape);
             }
             // A function per kernel with its own code, and the export.
-            let own = program.kernels.iter().flatten().filter(|k| k.shares.is_none()).count();
+            let own = program.kernels.iter().flatten().filter(|k| k.shares.is_none() && !k.library).count();
             assert_eq!(function_bodies(&program.bytes).len(), own + 1);
             if threads > 1 {
                 validate_threaded(&program.bytes).unwrap();

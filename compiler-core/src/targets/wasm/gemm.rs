@@ -14,14 +14,18 @@
 //! interpreter's f32 dot, bit for bit, however the range is split. Edge tiles go
 //! through a scratch tile and are stored element by element.
 //!
-//! The body is written once, in a module of its own ([`library`]: [`block_function`]):
-//! it takes the dims, strides and byte addresses of one block of one batch as
-//! arguments, and each f32 dot kernel is a short loop over its blocks that calls it. A
-//! program's module carries no GEMM: an engine compiles the library once (per worker in
-//! the browser, per process natively) and each program's instance imports the library
-//! instance's table, whose one entry is the body, and calls it through that
-//! (`call_indirect`), as the native target calls a GEMM compiled into its binary. A
-//! table rather than a function import: V8 compiles a wrapper for every imported
+//! The code is written once, in a module of its own ([`library`]): the body of one
+//! block of one batch ([`block_function`], its dims, strides and byte addresses
+//! arguments) and the driver a dot kernel runs ([`dot_function`]), which walks a range of
+//! blocks, says when a new batch's rhs must be packed (a call over several blocks of one
+//! batch packs it once) and calls the body. A program's f32 dot is data, not code: its
+//! [`descriptor`] (places, dims, strides, batch layout) in the program's memory, whose
+//! address the program's `kernel` export passes to the driver. So a program's module
+//! carries no GEMM and no function per dot: an engine compiles the library once (per
+//! worker in the browser, per process natively), and each program's instance imports
+//! the library instance's table, whose one entry is the driver, and calls it through
+//! that (`call_indirect`), as the native target calls a GEMM compiled into its binary.
+//! A table rather than a function import: V8 compiles a wrapper for every imported
 //! function when it compiles a module, in case the import is JavaScript, and that one
 //! wrapper cost half a millisecond, more than compiling the rest of a GEMM program.
 //!
@@ -48,33 +52,38 @@ use wasm_encoder::{
 pub const LIBRARY_MODULE: &str = "gemm";
 pub const LIBRARY_TABLE: &str = "table";
 
-/// The library table's type: one function reference, the GEMM body.
+/// The library table's type: one function reference, the dot driver
+/// ([`dot_function`]).
 pub fn library_table() -> TableType {
     TableType { element_type: RefType::FUNCREF, minimum: 1, maximum: Some(1), table64: false, shared: false }
 }
 
 /// The GEMM library: a module that imports the program's memory (`env.memory`, shared
 /// when `shared`, as a threaded program's is) and exports a table ([`LIBRARY_TABLE`])
-/// holding [`block_function`]. Its memory import asks for nothing (no pages, any
-/// maximum), so every program's memory satisfies it; its function reaches only the
-/// addresses its caller passes, all inside that caller's memory.
+/// holding [`dot_function`], which calls [`block_function`] (function 0). Its memory
+/// import asks for nothing (no pages, any maximum), so every program's memory satisfies
+/// it; its functions reach only the addresses their caller passes or its descriptors
+/// hold, all inside that caller's memory.
 pub fn library(shared: bool) -> Vec<u8> {
     let mut types = TypeSection::new();
     types.ty().function(vec![ValType::I32; BLOCK_PARAMS], []);
+    types.ty().function(vec![ValType::I32; DOT_PARAMS], []);
     let mut imports = ImportSection::new();
     let maximum = shared.then_some(1u64 << 16);
     let memory = MemoryType { minimum: 0, maximum, memory64: false, shared, page_size_log2: None };
     imports.import("env", "memory", EntityType::Memory(memory));
     let mut functions = FunctionSection::new();
     functions.function(0);
+    functions.function(1);
     let mut tables = TableSection::new();
     tables.table(library_table());
     let mut exports = ExportSection::new();
     exports.export(LIBRARY_TABLE, ExportKind::Table, 0);
     let mut elements = ElementSection::new();
-    elements.active(Some(0), &ConstExpr::i32_const(0), Elements::Functions([0].as_slice().into()));
+    elements.active(Some(0), &ConstExpr::i32_const(0), Elements::Functions([1].as_slice().into()));
     let mut code = CodeSection::new();
     code.function(&block_function());
+    code.function(&dot_function());
     let mut m = wasm_encoder::Module::new();
     m.section(&types).section(&imports).section(&functions).section(&tables).section(&exports);
     m.section(&elements).section(&code);
@@ -191,8 +200,16 @@ fn mem(offset: u64, align: u32) -> MemArg {
     MemArg { offset, align, memory_index: 0 }
 }
 
-/// The GEMM function of `d`, or why it is not emitted.
-pub fn emit(d: &DotSpec, place: &DotPlace) -> Result<Function, String> {
+/// How a dot kernel runs: the library's driver on its descriptor (f32), or a function
+/// of its own.
+pub enum DotCode {
+    /// [`descriptor`]'s bytes, for the program's memory.
+    Descriptor(Vec<u8>),
+    Function(Function),
+}
+
+/// The code of `d`, or why it is not emitted.
+pub fn emit(d: &DotSpec, place: &DotPlace) -> Result<DotCode, String> {
     let (a_s, b_s) = (
         layout(place.lhs_dims, &d.lhs_perm, [d.batch, d.m, d.k]),
         layout(place.rhs_dims, &d.rhs_perm, [d.batch, d.k, d.n]),
@@ -201,15 +218,15 @@ pub fn emit(d: &DotSpec, place: &DotPlace) -> Result<Function, String> {
         return Err("a dot operand whose free or contracting dimensions are not one stride each".into());
     };
     match d.elem {
-        _ if calls_block(d) => Ok(blocked(d, place, a, b)),
-        ElementType::F64 | ElementType::F16 | ElementType::BF16 => Ok(plain(d, place, a, b)),
+        _ if runs_library(d) => Ok(DotCode::Descriptor(descriptor(d, place, &a, &b))),
+        ElementType::F64 | ElementType::F16 | ElementType::BF16 => Ok(DotCode::Function(plain(d, place, a, b))),
         t => Err(format!("a {t} dot")),
     }
 }
 
-/// Whether the dot's kernel calls the module's GEMM body ([`block_function`]): the f32
+/// Whether the dot runs the library's driver ([`dot_function`]) on a descriptor: the f32
 /// dots; the others are plain loops of their own.
-pub fn calls_block(d: &DotSpec) -> bool {
+pub fn runs_library(d: &DotSpec) -> bool {
     d.elem == ElementType::F32
 }
 
@@ -299,49 +316,115 @@ const SBN: u32 = 11;
 const PACK: u32 = 12;
 const SB: u32 = 13;
 
-/// f32: a call per block of rows of one batch to the GEMM body ([`block_function`],
-/// entry 0 of the imported library table, its type [`super::GEMM_BLOCK_TYPE`]), which
-/// every f32 dot shares: its dims, strides and places are arguments. This function
-/// walks its range of blocks and says when a new batch's rhs must be packed (a call
-/// over several blocks of one batch packs it once).
-fn blocked(d: &DotSpec, place: &DotPlace, a: Layout, b_layout: Layout) -> Function {
-    let ([sam, sak], [sbk, sbn]) = (a.strides, b_layout.strides);
-    let (m, n, k) = (d.m as i32, d.n as i32, d.k as i32);
-    let rows = block_rows(d) as i32;
-    let blocks = (m as u32).div_ceil(rows as u32) as i32;
-    let mut c = Code::new(super::KERNEL_PARAMS);
+/// The parameters of [`dot_function`], in order (all i32): the range `begin, end` of the
+/// dot's parallel variable (batch x blocks of rows), its descriptor's byte address
+/// ([`descriptor`]) and the calling instance's scratch base.
+pub const DOT_PARAMS: usize = 4;
+
+/// A descriptor's words (i32, little-endian), in order: the byte addresses of the lhs,
+/// rhs and output; `m`, `n`, `k`; the rows of a block and the blocks of a batch; the
+/// element strides of the lhs's free and contracting groups and of the rhs's contracting
+/// and free groups; the output's bytes per batch; the counts of the lhs's and the rhs's
+/// batch dimensions; then each batch dimension as (size, byte stride), the lhs's then
+/// the rhs's, innermost first.
+const D_LHS: u64 = 0;
+const D_RHS: u64 = 1;
+const D_OUT: u64 = 2;
+const D_M: u64 = 3;
+const D_N: u64 = 4;
+const D_K: u64 = 5;
+const D_ROWS: u64 = 6;
+const D_BLOCKS: u64 = 7;
+const D_SAM: u64 = 8;
+const D_SBN: u64 = 11;
+const D_OUT_BATCH: u64 = 12;
+const D_LHS_BATCH: u64 = 13;
+const D_RHS_BATCH: u64 = 14;
+const D_BATCH_DIMS: u64 = 15;
+
+/// The descriptor of an f32 dot (see [`D_LHS`] for its words): everything
+/// [`dot_function`] needs to run it.
+fn descriptor(d: &DotSpec, place: &DotPlace, a: &Layout, b: &Layout) -> Vec<u8> {
+    let rows = block_rows(d);
+    let blocks = (d.m as u64).div_ceil(rows);
+    // Values past 32 bits wrap, as the constants of a kernel's code would; a plan whose
+    // arena fits the 32-bit memory never has one.
+    let mut words: Vec<i64> = vec![place.lhs as i64, place.rhs as i64, place.out as i64];
+    words.extend([d.m, d.n, d.k].map(|x| x as i64));
+    words.extend([rows as i64, blocks as i64]);
+    words.extend(a.strides.iter().chain(&b.strides));
+    words.push((d.m as i64).wrapping_mul(d.n as i64).wrapping_mul(4));
+    words.extend([a.batch.len() as i64, b.batch.len() as i64]);
+    for l in [a, b] {
+        words.extend(l.batch.iter().rev().flat_map(|&(n, stride)| [n, stride.wrapping_mul(4)]));
+    }
+    words.into_iter().flat_map(|w| (w as u32).to_le_bytes()).collect()
+}
+
+/// The driver an f32 dot kernel runs (see [`DOT_PARAMS`]): per block of its range, the
+/// batch's operand addresses from the descriptor's batch dimensions, then a call of
+/// [`block_function`] (function 0 of the library), which packs the batch's rhs when the
+/// batch changes.
+pub fn dot_function() -> Function {
+    const BEGIN: u32 = 0;
+    const END: u32 = 1;
+    const DESC: u32 = 2;
+    const SCRATCH: u32 = 3;
+    let mut c = Code::new(DOT_PARAMS as u32);
     let l = |c: &mut Code| c.local(ValType::I32);
     let (idx, b, i_start, packed, pack) = (l(&mut c), l(&mut c), l(&mut c), l(&mut c), l(&mut c));
+    let (rows, blocks, m, lhs_dims) = (l(&mut c), l(&mut c), l(&mut c), l(&mut c));
+    let (at, end, inner, offset) = (l(&mut c), l(&mut c), l(&mut c), l(&mut c));
+    let word = |w: u64| I::I32Load(mem(4 * w, 2));
+    c.ops([I::LocalGet(DESC), word(D_ROWS), I::LocalSet(rows)]);
+    c.ops([I::LocalGet(DESC), word(D_BLOCKS), I::LocalSet(blocks)]);
+    c.ops([I::LocalGet(DESC), word(D_M), I::LocalSet(m)]);
+    // The lhs's batch dimensions start at word D_BATCH_DIMS, the rhs's after them.
+    c.ops([I::LocalGet(DESC), I::I32Const(4 * D_BATCH_DIMS as i32), I::I32Add, I::LocalSet(lhs_dims)]);
     c.ops([I::I32Const(-1), I::LocalSet(packed)]);
-    range(&mut c, idx, I::LocalGet(0), &[I::LocalGet(1)], 1, &mut |c| {
-        c.ops([I::LocalGet(idx), I::I32Const(blocks), I::I32DivU, I::LocalSet(b)]);
-        c.ops([I::LocalGet(idx), I::I32Const(blocks), I::I32RemU, I::I32Const(rows), I::I32Mul, I::LocalSet(i_start)]);
+    // Pushes operand batch `b`'s byte offset: the sum over its batch dimensions (from
+    // address `first`, as many as word `count` says) of ((b / inner) % size) * stride,
+    // inner the product of the sizes before it; `at` ends past them.
+    let batch_offset = |c: &mut Code, first: I<'static>, count: u64| {
+        c.ops([I::I32Const(0), I::LocalSet(offset), I::I32Const(1), I::LocalSet(inner)]);
+        c.ops([first, I::LocalTee(at), I::LocalGet(DESC), word(count), I::I32Const(8), I::I32Mul, I::I32Add]);
+        c.ops([I::LocalSet(end), I::Block(BlockType::Empty), I::Loop(BlockType::Empty)]);
+        c.ops([I::LocalGet(at), I::LocalGet(end), I::I32GeU, I::BrIf(1)]);
+        c.ops([I::LocalGet(b), I::LocalGet(inner), I::I32DivU, I::LocalGet(at), word(0), I::I32RemU]);
+        c.ops([I::LocalGet(at), word(1), I::I32Mul, I::LocalGet(offset), I::I32Add, I::LocalSet(offset)]);
+        c.ops([I::LocalGet(inner), I::LocalGet(at), word(0), I::I32Mul, I::LocalSet(inner)]);
+        c.ops([I::LocalGet(at), I::I32Const(8), I::I32Add, I::LocalSet(at), I::Br(0), I::End, I::End]);
+        c.op(I::LocalGet(offset));
+    };
+    range(&mut c, idx, I::LocalGet(BEGIN), &[I::LocalGet(END)], 1, &mut |c| {
+        c.ops([I::LocalGet(idx), I::LocalGet(blocks), I::I32DivU, I::LocalSet(b)]);
+        c.ops([I::LocalGet(idx), I::LocalGet(blocks), I::I32RemU, I::LocalGet(rows), I::I32Mul, I::LocalSet(i_start)]);
         c.ops([I::LocalGet(b), I::LocalGet(packed), I::I32Ne, I::LocalTee(pack), I::If(BlockType::Empty)]);
         c.ops([I::LocalGet(b), I::LocalSet(packed), I::End]);
         // Arguments, in BLOCK_PARAMS order.
-        batch_offset(c, b, &a.batch);
-        c.ops([I::I32Const(4), I::I32Mul, I::I32Const(place.lhs as u32 as i32), I::I32Add]);
-        batch_offset(c, b, &b_layout.batch);
-        c.ops([I::I32Const(4), I::I32Mul, I::I32Const(place.rhs as u32 as i32), I::I32Add]);
-        c.ops([I::LocalGet(b), I::I32Const(m.wrapping_mul(n).wrapping_mul(4)), I::I32Mul]);
-        c.ops([I::I32Const(place.out as u32 as i32), I::I32Add]);
+        batch_offset(c, I::LocalGet(lhs_dims), D_LHS_BATCH);
+        c.ops([I::LocalGet(DESC), word(D_LHS), I::I32Add]);
+        // The rhs's dimensions follow the lhs's: `at` ended there.
+        batch_offset(c, I::LocalGet(at), D_RHS_BATCH);
+        c.ops([I::LocalGet(DESC), word(D_RHS), I::I32Add]);
+        c.ops([I::LocalGet(b), I::LocalGet(DESC), word(D_OUT_BATCH), I::I32Mul, I::LocalGet(DESC), word(D_OUT)]);
+        c.op(I::I32Add);
         // i_start, i_end = min(i_start + rows, m)
-        c.ops([I::LocalGet(i_start), I::LocalGet(i_start), I::I32Const(rows), I::I32Add]);
+        c.ops([I::LocalGet(i_start), I::LocalGet(i_start), I::LocalGet(rows), I::I32Add]);
         c.ops([
-            I::I32Const(m),
+            I::LocalGet(m),
             I::LocalGet(i_start),
-            I::I32Const(rows),
+            I::LocalGet(rows),
             I::I32Add,
-            I::I32Const(m),
+            I::LocalGet(m),
             I::I32LtS,
             I::Select,
         ]);
-        c.ops([I::I32Const(m), I::I32Const(n), I::I32Const(k)]);
-        for s in [sam, sak, sbk, sbn] {
-            c.op(I::I32Const(s as i32));
+        c.op(I::LocalGet(m));
+        for w in [D_N, D_K, D_SAM, D_SAM + 1, D_SAM + 2, D_SBN] {
+            c.ops([I::LocalGet(DESC), word(w)]);
         }
-        c.ops([I::LocalGet(pack), I::GlobalGet(0), I::I32Const(0)]);
-        c.op(I::CallIndirect { type_index: super::GEMM_BLOCK_TYPE, table_index: 0 });
+        c.ops([I::LocalGet(pack), I::LocalGet(SCRATCH), I::Call(0)]);
     });
     c.finish()
 }

@@ -83,10 +83,14 @@ pub struct WasmKernel {
     /// The plan kernel whose function it runs: an earlier kernel that is the same code up
     /// to its buffers ([`kernel::Elemental::same_code`]). `None`: its own function.
     pub shares: Option<usize>,
-    /// Where its table of buffer offsets is in the memory (the function's third argument;
-    /// [`emit::Placement::Table`]), for a kernel whose function serves several; 0 for one
-    /// whose buffers are the function's static offsets.
+    /// Where its table is in the memory (the function's third argument): the offsets of
+    /// its buffers ([`emit::Placement::Table`]) for a kernel whose function serves
+    /// several, an f32 dot's descriptor ([`gemm::descriptor`]); 0 for a kernel whose
+    /// buffers are its function's static offsets.
     pub table: u64,
+    /// An f32 dot: it runs the GEMM library's driver ([`gemm::dot_function`]) on its
+    /// descriptor, and the module has no function of its own for it.
+    pub library: bool,
 }
 
 /// A module planned and translated to one WebAssembly module.
@@ -108,7 +112,7 @@ pub struct WasmProgram {
     pub scratch: u64,
     pub scratch_stride: u64,
     /// The module imports its memory (`env.memory`) and the GEMM library's table
-    /// (`gemm.table`, [`gemm::library`]): it has an f32 dot.
+    /// (`gemm.table`, [`gemm::library`]): it has an f32 dot ([`WasmKernel::library`]).
     pub gemm: bool,
 }
 
@@ -183,22 +187,21 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
         })
         .max()
         .unwrap_or(0);
-    // The tables of the kernels that share a function, after the scratch.
+    // The kernels' tables (buffer offsets, dot descriptors), after the scratch.
     let mut end = scratch + threads as u64 * scratch_bytes;
     let mut bodies = Vec::new();
     let mut kernels = Vec::new();
     let mut tables = Vec::new();
-    for (k, e) in plan.kernels.iter().zip(emitted) {
+    for e in emitted {
         match e? {
-            Some((mut kernel, body, tabled)) => {
-                if tabled {
+            Some(KernelCode { mut kernel, function, table }) => {
+                if let Some(bytes) = table {
                     kernel.table = end;
-                    let offsets = k.inputs.iter().chain(&k.outputs).map(|&b| plan.arena.offset(b) as u32);
-                    tables.push((end, offsets.flat_map(u32::to_le_bytes).collect::<Vec<u8>>()));
-                    end += 4 * (k.inputs.len() + k.outputs.len()) as u64;
+                    end += bytes.len() as u64;
+                    tables.push((kernel.table, bytes));
                 }
                 kernels.push(Some(kernel));
-                bodies.extend(body);
+                bodies.extend(function);
             }
             None => kernels.push(None),
         }
@@ -207,36 +210,37 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
         return Err(format!("the arena, the GEMMs' scratch and the tables ({end} bytes) do not fit a 32-bit memory"));
     }
     let pages = end.div_ceil(PAGE).max(1);
-    let gemm = plan.kernels.iter().any(|k| matches!(&k.body, KernelBody::Dot(d) if gemm::calls_block(d)));
+    let gemm = kernels.iter().flatten().any(|k| k.library);
     let helpers = helpers::bodies(helpers::needed(module));
     let bytes = assemble(&plan, &kernels, helpers, bodies, &tables, pages, threads, scratch, gemm);
     Ok(WasmProgram { plan, kernels, bytes, pages, threads, scratch, scratch_stride: scratch_bytes, gemm })
 }
 
-/// The type of the GEMM body in a program's module (after the kernels' and
-/// [`KERNEL`]'s), which its dot kernels call through the library's table.
-pub const GEMM_BLOCK_TYPE: u32 = 1;
+/// The type of the GEMM library's dot driver in a program's module (after the kernels'
+/// and [`KERNEL`]'s), which [`KERNEL`] calls through the library's table for each f32
+/// dot ([`gemm::DOT_PARAMS`]).
+pub const GEMM_DOT_TYPE: u32 = 1;
 
 /// A kernel function's parameters: the range `begin, end` of its parallel variable and
 /// where its table of buffer offsets is ([`WasmKernel::table`]; ignored by a function
 /// with static offsets), which gives it [`KERNEL`]'s type `(i32, i32, i32) -> ()`.
 pub(crate) const KERNEL_PARAMS: u32 = 3;
 
-/// Per plan kernel, its description, its function (none for a kernel that runs an
-/// earlier one's) and whether the function reads its buffers from a table (`None`: a host
-/// kernel), or why the emitters refuse it. Elemental kernels that are the same code up
-/// to their buffers share the first one's function.
-fn emit_all(plan: &KernelPlan) -> Vec<Result<Option<KernelFunction>, String>> {
+/// Per plan kernel, its code (`None`: a host kernel), or why the emitters refuse it.
+/// Elemental kernels that are the same code up to their buffers share the first one's
+/// function.
+fn emit_all(plan: &KernelPlan) -> Vec<Result<Option<KernelCode>, String>> {
     let codes = shared_codes(plan);
-    let mut all: Vec<Result<Option<KernelFunction>, String>> = Vec::with_capacity(plan.kernels.len());
+    let mut all: Vec<Result<Option<KernelCode>, String>> = Vec::with_capacity(plan.kernels.len());
     for (i, k) in plan.kernels.iter().enumerate() {
         let emitted = match (&k.body, codes[i]) {
             // The first one's function (emitted before it), each buffer from this
             // kernel's table; or the first one's refusal.
             (KernelBody::Elemental(e), (first, _)) if first != i => match &all[first] {
-                Ok(Some((of, _, _))) => {
-                    let shape = format!("{}, code of kernel {first}", of.shape);
-                    Ok(Some((WasmKernel { shape, shares: Some(first), work: e.work(), ..of.clone() }, None, true)))
+                Ok(Some(of)) => {
+                    let shape = format!("{}, code of kernel {first}", of.kernel.shape);
+                    let kernel = WasmKernel { shape, shares: Some(first), work: e.work(), ..of.kernel.clone() };
+                    Ok(Some(KernelCode { kernel, function: None, table: Some(buffer_table(plan, k)) }))
                 }
                 Ok(None) => Ok(None),
                 Err(why) => Err(why.clone()),
@@ -248,9 +252,9 @@ fn emit_all(plan: &KernelPlan) -> Vec<Result<Option<KernelFunction>, String>> {
     all
 }
 
-/// [`emit_all`] for a kernel with its own function (`shared`: one that serves others too,
-/// which reads its buffers from a table).
-fn emit_one(plan: &KernelPlan, k: &kernel::Kernel, shared: bool) -> Result<Option<KernelFunction>, String> {
+/// [`emit_all`] for a kernel with its own code (`shared`: an elemental kernel whose
+/// function serves others too, which reads its buffers from a table).
+fn emit_one(plan: &KernelPlan, k: &kernel::Kernel, shared: bool) -> Result<Option<KernelCode>, String> {
     match &k.body {
         KernelBody::Elemental(e) => {
             let emitted = if shared { emit::emit(e, &emit::Placement::Table)? } else { emit_kernel(plan, k, e)? };
@@ -261,11 +265,13 @@ fn emit_one(plan: &KernelPlan, k: &kernel::Kernel, shared: bool) -> Result<Optio
                 shape: emitted.shape,
                 shares: None,
                 table: 0,
+                library: false,
             };
-            Ok(Some((kernel, Some(emitted.body), shared)))
+            let table = shared.then(|| buffer_table(plan, k));
+            Ok(Some(KernelCode { kernel, function: Some(emitted.body), table }))
         }
         KernelBody::Dot(d) => {
-            let body = emit_dot(plan, k, d)?;
+            let code = emit_dot(plan, k, d)?;
             let shape = match d.elem {
                 crate::ir::ElementType::F32 => format!(
                     "simd128 gemm {}x{} tiles, blocks of {} rows, {}x{}x{}",
@@ -279,8 +285,13 @@ fn emit_one(plan: &KernelPlan, k: &kernel::Kernel, shared: bool) -> Result<Optio
                 t => format!("{t} dot, a loop per output, {}x{}x{}", d.m, d.n, d.k),
             };
             let work = [d.batch, d.m, d.n, d.k].iter().fold(1u64, |n, &x| n.saturating_mul(x as u64));
-            let kernel = WasmKernel { extent: gemm::extent(d), work, dot: true, shape, shares: None, table: 0 };
-            Ok(Some((kernel, Some(body), false)))
+            let library = matches!(code, gemm::DotCode::Descriptor(_));
+            let kernel =
+                WasmKernel { extent: gemm::extent(d), work, dot: true, shape, shares: None, table: 0, library };
+            Ok(Some(match code {
+                gemm::DotCode::Descriptor(bytes) => KernelCode { kernel, function: None, table: Some(bytes) },
+                gemm::DotCode::Function(f) => KernelCode { kernel, function: Some(f), table: None },
+            }))
         }
         KernelBody::Opaque { .. } => Ok(None),
         KernelBody::Sort(_) => Err("sorts are not compiled for wasm yet".into()),
@@ -291,9 +302,19 @@ fn emit_one(plan: &KernelPlan, k: &kernel::Kernel, shared: bool) -> Result<Optio
     }
 }
 
-/// A kernel's description, its function if it has one of its own, and whether it reads
-/// its buffers from a table.
-type KernelFunction = (WasmKernel, Option<wasm_encoder::Function>, bool);
+/// A kernel's description, its function if it has one of its own, and the bytes of its
+/// table ([`WasmKernel::table`]) if it reads one.
+struct KernelCode {
+    kernel: WasmKernel,
+    function: Option<wasm_encoder::Function>,
+    table: Option<Vec<u8>>,
+}
+
+/// The byte offsets of `k`'s buffers, inputs then outputs (u32, little-endian): the
+/// table a shared function reads them from.
+fn buffer_table(plan: &KernelPlan, k: &kernel::Kernel) -> Vec<u8> {
+    k.inputs.iter().chain(&k.outputs).flat_map(|&b| (plan.arena.offset(b) as u32).to_le_bytes()).collect()
+}
 
 /// Per plan kernel: the first kernel that is the same code up to its buffers (itself
 /// when none before it is), and, for a first, whether its code serves other kernels too.
@@ -333,7 +354,7 @@ fn emit_kernel(plan: &KernelPlan, k: &kernel::Kernel, e: &kernel::Elemental) -> 
     emit::emit(e, &emit::Placement::Fixed { inputs: &inputs, outputs: &outputs })
 }
 
-fn emit_dot(plan: &KernelPlan, k: &kernel::Kernel, d: &kernel::DotSpec) -> Result<wasm_encoder::Function, String> {
+fn emit_dot(plan: &KernelPlan, k: &kernel::Kernel, d: &kernel::DotSpec) -> Result<gemm::DotCode, String> {
     let (lhs, rhs) = (k.inputs[0], k.inputs[1]);
     let place = gemm::DotPlace {
         lhs: plan.arena.offset(lhs),
@@ -346,8 +367,8 @@ fn emit_dot(plan: &KernelPlan, k: &kernel::Kernel, d: &kernel::DotSpec) -> Resul
 }
 
 /// The module: type 0, `(i32, i32, i32) -> ()`, is every kernel function's
-/// ([`KERNEL_PARAMS`]) and [`KERNEL`]'s, then [`GEMM_BLOCK_TYPE`] where a dot calls the
-/// GEMM and the helpers' types where there are helpers, and no other: wasmtime compiles
+/// ([`KERNEL_PARAMS`]) and [`KERNEL`]'s, then [`GEMM_DOT_TYPE`] where a dot runs the
+/// GEMM library's driver and the helpers' types where there are helpers, and no other: wasmtime compiles
 /// a trampoline for each function type a module declares, used or not, and one for
 /// each exported function (on a small program's module, eight trampolines took more
 /// than half of its compile). The helpers are functions 0.., the kernels follow in plan
@@ -355,8 +376,8 @@ fn emit_dot(plan: &KernelPlan, k: &kernel::Kernel, d: &kernel::DotSpec) -> Resul
 /// 0 is the scratch base (mutable, exported as `scratch`, thread 0's region at first).
 /// With `threads` past 1 the memory is imported, shared, of exactly `pages`; with
 /// `gemm` it is imported too (unshared on one thread, at least `pages`), and so is the
-/// GEMM library's table (table 0), whose body the dot kernels call as type
-/// [`GEMM_BLOCK_TYPE`].
+/// GEMM library's table (table 0), whose driver [`KERNEL`] calls as type
+/// [`GEMM_DOT_TYPE`] for each f32 dot.
 #[allow(clippy::too_many_arguments)]
 fn assemble(
     plan: &KernelPlan,
@@ -372,7 +393,7 @@ fn assemble(
     let mut types = TypeSection::new();
     types.ty().function([ValType::I32; KERNEL_PARAMS as usize], []);
     if gemm {
-        types.ty().function([ValType::I32; gemm::BLOCK_PARAMS], []); // GEMM_BLOCK_TYPE
+        types.ty().function([ValType::I32; gemm::DOT_PARAMS], []); // GEMM_DOT_TYPE
     }
     let first_helper_type = types.len();
     if !helpers.is_empty() {
@@ -463,25 +484,51 @@ pub const KERNEL: &str = "kernel";
 /// never asks for one.
 pub const WHOLE: i32 = -1;
 
-/// Per plan kernel, its function's index in the module (`None`: a host kernel): the
-/// helpers' functions (if the module has them) come first, then the kernels' own in plan
-/// order from `first`; a kernel that shares another's function gets that one's index.
-fn kernel_functions(kernels: &[Option<WasmKernel>], first: u32) -> Vec<Option<u32>> {
+/// How [`KERNEL`] reaches a kernel's code.
+#[derive(Clone, Copy)]
+enum Callee {
+    /// The module's function of this index, with the kernel's table (or 0).
+    Function(u32),
+    /// The GEMM library's dot driver, through table 0, with the kernel's descriptor.
+    Library,
+}
+
+/// Per plan kernel, how its code is called (`None`: a host kernel): the helpers'
+/// functions (if the module has them) come first, then the kernels' own in plan order
+/// from `first`; a kernel that shares another's function gets that one's index, an f32
+/// dot the library's driver.
+fn callees(kernels: &[Option<WasmKernel>], first: u32) -> Vec<Option<Callee>> {
     let mut next = first..;
-    let mut functions: Vec<Option<u32>> = Vec::with_capacity(kernels.len());
+    let mut callees: Vec<Option<Callee>> = Vec::with_capacity(kernels.len());
     for k in kernels {
-        let function = match k {
-            Some(WasmKernel { shares: Some(of), .. }) => functions[*of],
-            Some(_) => next.next(),
+        let callee = match k {
+            Some(WasmKernel { shares: Some(of), .. }) => callees[*of],
+            Some(WasmKernel { library: true, .. }) => Some(Callee::Library),
+            Some(_) => next.next().map(Callee::Function),
             None => None,
         };
-        functions.push(function);
+        callees.push(callee);
     }
-    functions
+    callees
+}
+
+/// Calls a kernel's code on the range `begin, end` (pushed by the caller) with its table
+/// at `table`.
+fn call(f: &mut wasm_encoder::Function, callee: Callee, table: u64) {
+    f.instructions().i32_const(table as u32 as i32);
+    match callee {
+        Callee::Function(function) => {
+            f.instructions().call(function);
+        }
+        Callee::Library => {
+            f.instructions().global_get(0).i32_const(0);
+            f.instruction(&wasm_encoder::Instruction::CallIndirect { type_index: GEMM_DOT_TYPE, table_index: 0 });
+        }
+    }
 }
 
 /// [`KERNEL`]'s body: [`WHOLE`]'s calls, else a `br_table` on the index to a call of that
-/// kernel's function.
+/// kernel's code.
 fn kernel_body(kernels: &[Option<WasmKernel>], first: u32) -> wasm_encoder::Function {
     use wasm_encoder::{BlockType, Instruction as I};
     let mut f = wasm_encoder::Function::new([]);
@@ -490,26 +537,25 @@ fn kernel_body(kernels: &[Option<WasmKernel>], first: u32) -> wasm_encoder::Func
     whole_calls(&mut f, kernels, first);
     f.instruction(&I::Return);
     f.instruction(&I::End);
-    // (function, table) of each kernel with a function, in plan order.
-    let calls: Vec<(u32, u64)> = kernel_functions(kernels, first)
-        .into_iter()
-        .zip(kernels)
-        .filter_map(|(f, k)| Some((f?, k.as_ref()?.table)))
-        .collect();
+    let callees = callees(kernels, first);
+    // (callee, table) of each WebAssembly kernel, in plan order.
+    let calls: Vec<(Callee, u64)> =
+        callees.iter().zip(kernels).filter_map(|(c, k)| Some(((*c)?, k.as_ref()?.table))).collect();
     let m = calls.len() as u32;
-    // Label j (from the innermost block) is the j-th kernel with a function; label m,
-    // the outermost block, is where an index without a function traps.
+    // Label j (from the innermost block) is the j-th WebAssembly kernel; label m, the
+    // outermost block, is where a host kernel's index traps.
     let mut label = 0..;
-    let targets: Vec<u32> =
-        kernel_functions(kernels, first).iter().map(|f| f.and_then(|_| label.next()).unwrap_or(m)).collect();
+    let targets: Vec<u32> = callees.iter().map(|c| c.and_then(|_| label.next()).unwrap_or(m)).collect();
     for _ in 0..=m {
         f.instruction(&I::Block(BlockType::Empty));
     }
     f.instruction(&I::LocalGet(0));
     f.instruction(&I::BrTable(targets.into(), m));
-    for (function, table) in calls {
+    for (callee, table) in calls {
         f.instruction(&I::End);
-        f.instructions().local_get(1).local_get(2).i32_const(table as u32 as i32).call(function).return_();
+        f.instructions().local_get(1).local_get(2);
+        call(&mut f, callee, table);
+        f.instructions().return_();
     }
     f.instruction(&I::End);
     f.instruction(&I::Unreachable);
@@ -521,15 +567,16 @@ fn kernel_body(kernels: &[Option<WasmKernel>], first: u32) -> wasm_encoder::Func
 /// and 2) called over `0..extent`, in plan order.
 fn whole_calls(f: &mut wasm_encoder::Function, kernels: &[Option<WasmKernel>], first: u32) {
     use wasm_encoder::{BlockType, Instruction as I};
-    for (i, (k, function)) in kernels.iter().zip(kernel_functions(kernels, first)).enumerate() {
-        let (Some(k), Some(function)) = (k, function) else { continue };
+    for (i, (k, callee)) in kernels.iter().zip(callees(kernels, first)).enumerate() {
+        let (Some(k), Some(callee)) = (k, callee) else { continue };
         if k.extent == 0 {
             continue;
         }
         let i = i as i32;
         f.instructions().local_get(1).i32_const(i).i32_le_s().local_get(2).i32_const(i).i32_gt_s().i32_and();
         f.instruction(&I::If(BlockType::Empty));
-        f.instructions().i32_const(0).i32_const(k.extent as u32 as i32).i32_const(k.table as u32 as i32).call(function);
+        f.instructions().i32_const(0).i32_const(k.extent as u32 as i32);
+        call(f, callee, k.table);
         f.instruction(&I::End);
     }
 }

@@ -73,18 +73,21 @@ function shared(d, instance) {
   };
 }
 
-// The program's module instantiated on `memory`: with the GEMM library's instance on
-// the same memory first, when the module imports the GEMM body from it.
-function instantiate(module, memory, library) {
+// The GEMM library's table from its instance on `memory`.
+const libraryTable = (library, memory) => new WebAssembly.Instance(library, { env: { memory } }).exports.table;
+
+// The program's module instantiated on `memory`, importing `table` (the GEMM library's,
+// on the same memory) when the module runs f32 dots.
+function instantiate(module, memory, table) {
   const imports = { env: { memory } };
-  if (library) imports.gemm = { table: new WebAssembly.Instance(library, { env: { memory } }).exports.table };
+  if (table) imports.gemm = { table };
   return new WebAssembly.Instance(module, imports);
 }
 
 if (!isMainThread) {
   // A worker: its own instance on the shared memory, then pieces until a stop.
   const d = workerData;
-  const instance = instantiate(d.module, d.memory, d.library);
+  const instance = instantiate(d.module, d.memory, d.library && libraryTable(d.library, d.memory));
   instance.exports.scratch.value = d.scratch;
   const s = shared(d, instance);
   parentPort.postMessage('ready');
@@ -107,8 +110,22 @@ const reply = (v) => process.stdout.write(JSON.stringify(v) + '\n');
   const program = JSON.parse(fs.readFileSync(dir + '/program.json'));
   const bytes = fs.readFileSync(dir + '/module.wasm');
   // The GEMM library is compiled once per worker, as the explorer's worker does, before
-  // any program's module: like Node's start, it is not part of a program's compile.
+  // any program's module: like Node's start, it is not part of a program's compile. So is
+  // the spare that the explorer's worker makes between programs: a memory of one page
+  // and the library's instance on it, which a program that imports its memory grows to
+  // its pages and takes.
   const library = program.gemm ? new WebAssembly.Module(fs.readFileSync(dir + '/gemm.wasm')) : null;
+  const threaded = program.threads > 1;
+  let spare = null;
+  if (threaded || library) {
+    const memory = new WebAssembly.Memory(
+      threaded ? { initial: 1, maximum: program.max_pages, shared: true } : { initial: 1 });
+    spare = { memory, table: library && libraryTable(library, memory) };
+  }
+  const take = () => {
+    spare.memory.grow(program.pages - 1);
+    return spare;
+  };
   const t0 = performance.now();
   let instance, memory, s = null, workers = [];
   // V8's compile and instantiate of the module, synchronous as in the explorer's worker
@@ -118,8 +135,9 @@ const reply = (v) => process.stdout.write(JSON.stringify(v) + '\n');
   let instantiate_ms = 0, workers_ms = 0;
   if (program.threads > 1) {
     const module = new WebAssembly.Module(bytes);
-    memory = new WebAssembly.Memory({ initial: program.pages, maximum: program.pages, shared: true });
-    instance = instantiate(module, memory, library);
+    const { memory: m, table } = take();
+    memory = m;
+    instance = instantiate(module, memory, table);
     instance.exports.scratch.value = program.scratch;
     instantiate_ms = performance.now() - t0;
     const d = {
@@ -144,9 +162,12 @@ const reply = (v) => process.stdout.write(JSON.stringify(v) + '\n');
   } else {
     const module = new WebAssembly.Module(bytes);
     // A module with the GEMM imports its memory; one without defines it.
-    instance = library
-      ? instantiate(module, new WebAssembly.Memory({ initial: program.pages }), library)
-      : new WebAssembly.Instance(module, {});
+    if (library) {
+      const { memory: m, table } = take();
+      instance = instantiate(module, m, table);
+    } else {
+      instance = new WebAssembly.Instance(module, {});
+    }
     memory = instance.exports.memory;
     instantiate_ms = performance.now() - t0;
   }
@@ -265,6 +286,7 @@ impl V8Engine {
         let description = serde_json::json!({
             "threads": threads,
             "pages": program.pages,
+            "max_pages": wasm::MAX_PAGES,
             "scratch": program.scratch,
             "stride": program.scratch_stride,
             "gemm": program.gemm,

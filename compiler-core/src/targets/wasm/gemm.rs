@@ -69,7 +69,7 @@ pub fn library(shared: bool) -> Vec<u8> {
     types.ty().function(vec![ValType::I32; BLOCK_PARAMS], []);
     types.ty().function(vec![ValType::I32; DOT_PARAMS], []);
     let mut imports = ImportSection::new();
-    let maximum = shared.then_some(1u64 << 16);
+    let maximum = shared.then_some(super::MAX_PAGES);
     let memory = MemoryType { minimum: 0, maximum, memory64: false, shared, page_size_log2: None };
     imports.import("env", "memory", EntityType::Memory(memory));
     let mut functions = FunctionSection::new();

@@ -20,12 +20,13 @@
 //! and imports nothing, so any engine instantiates it as it is. With one
 //! ([`WasmProgram::gemm`]) it imports its memory (`env.memory`, of
 //! [`WasmProgram::pages`]) and the GEMM library's table (`gemm.table`, whose one entry
-//! is the GEMM body, [`gemm::library`]), which the host instantiates on the same memory
+//! is the GEMM library's dot driver, [`gemm::library`]), which the host instantiates on the same memory
 //! first. The host writes the parameters, calls the kernels in plan order and reads the
 //! result's buffers. [`compile`] needs no engine.
 //!
 //! Threads ([`compile_threaded`]): the module imports its memory instead (`env.memory`,
-//! shared, its minimum and maximum both the pages it needs), which the host creates and
+//! shared, at least the pages it needs, any maximum up to 4 GiB, so a host may make the
+//! memory before it knows the program and grow it), which the host creates and
 //! gives to one instance per thread; the memory holds a scratch region per thread, and
 //! each instance points its exported global `scratch` at its own before its first call.
 //! Every kernel's range is independent per element of its parallel variable (an element
@@ -118,7 +119,7 @@ pub struct WasmProgram {
 
 impl WasmProgram {
     /// Whether the module imports its memory rather than defining it: a threaded module
-    /// (a shared memory of exactly [`WasmProgram::pages`]) or one that imports the GEMM
+    /// (a shared memory of at least [`WasmProgram::pages`]) or one that imports the GEMM
     /// (at least [`WasmProgram::pages`]).
     pub fn imports_memory(&self) -> bool {
         self.threads > 1 || self.gemm
@@ -149,6 +150,9 @@ impl WasmProgram {
 pub fn compile(module: &Module) -> Result<WasmProgram, String> {
     compile_threaded(module, 1)
 }
+
+/// The pages of a 32-bit memory (4 GiB): a threaded module's declared maximum.
+pub const MAX_PAGES: u64 = 1 << 16;
 
 /// Most threads a module is built for (each has its own instance and scratch region).
 pub const MAX_THREADS: u32 = 64;
@@ -374,7 +378,8 @@ fn emit_dot(plan: &KernelPlan, k: &kernel::Kernel, d: &kernel::DotSpec) -> Resul
 /// than half of its compile). The helpers are functions 0.., the kernels follow in plan
 /// order, then [`KERNEL`]; global
 /// 0 is the scratch base (mutable, exported as `scratch`, thread 0's region at first).
-/// With `threads` past 1 the memory is imported, shared, of exactly `pages`; with
+/// With `threads` past 1 the memory is imported, shared, of at least `pages` (its
+/// maximum [`MAX_PAGES`]: a memory made ahead of the program, then grown, fits); with
 /// `gemm` it is imported too (unshared on one thread, at least `pages`), and so is the
 /// GEMM library's table (table 0), whose driver [`KERNEL`] calls as type
 /// [`GEMM_DOT_TYPE`] for each f32 dot.
@@ -413,7 +418,7 @@ fn assemble(
     let mut memories = MemorySection::new();
     if threads > 1 || gemm {
         let shared = threads > 1;
-        let maximum = shared.then_some(pages);
+        let maximum = shared.then_some(MAX_PAGES);
         let memory = MemoryType { minimum: pages, maximum, memory64: false, shared, page_size_log2: None };
         imports.import("env", "memory", EntityType::Memory(memory));
         if gemm {

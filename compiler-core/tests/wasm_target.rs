@@ -238,6 +238,44 @@ ENTRY %main (a: f32[8]) -> f32[8] {
     assert_eq!(types_and_exported_functions(&program.bytes), (1, vec![wasm::KERNEL.to_string()]));
 }
 
+#[test]
+fn kernels_whole_code_covers_the_stretches_only() {
+    // `kernel(WHOLE, first, last)` runs a stretch of kernels kept whole on the module's
+    // threads; a kernel split across threads is only ever called by its index. The large
+    // exponential splits on two threads, which leaves the small kernel alone: no stretch
+    // and no WHOLE code. On one thread both are one stretch.
+    let hlo = "HloModule m
+ENTRY %main (x: f32[1024,1024], y: f32[4]) -> (f32[1024,1024], f32[4]) {
+  %x = f32[1024,1024] parameter(0)
+  %y = f32[4] parameter(1)
+  %a = f32[1024,1024] exponential(%x)
+  %s = f32[4] multiply(%y, %y)
+  %t = f32[4] add(%s, %y)
+  ROOT %r = (f32[1024,1024], f32[4]) tuple(%a, %t)
+}";
+    let module = optimize(&hloscope_core::parse::parse_module(hlo).unwrap()).unwrap();
+    for (threads, stretches) in [(1, vec![0..2]), (2, vec![])] {
+        let program = wasm::compile_threaded(&module, threads).unwrap();
+        assert_eq!(program.counts(), (2, 0), "{}", program.summary());
+        assert_eq!(wasm::host::stretches(&program), stretches, "{threads} threads\n{}", program.summary());
+        // `kernel` (the last function) calls each kernel's function once by its index and
+        // once more in its WHOLE code if the kernel is in a stretch.
+        let bodies = function_bodies(&program.bytes);
+        let calls = |f: u32| {
+            bodies
+                .last()
+                .unwrap()
+                .iter()
+                .filter(|op| matches!(op, wasmparser::Operator::Call { function_index } if *function_index == f))
+                .count()
+        };
+        for f in 0..2u32 {
+            let in_stretch = stretches.iter().any(|r| r.contains(&(f as usize)));
+            assert_eq!(calls(f), 1 + in_stretch as usize, "kernel {f} on {threads} threads");
+        }
+    }
+}
+
 #[cfg(feature = "wasm-run")]
 mod on_wasmtime {
     use super::*;

@@ -45,14 +45,20 @@ pub fn chunks(k: &WasmKernel, threads: u32) -> Vec<(u32, u32)> {
 /// kernels in WebAssembly that [`chunks`] keeps whole on the program's threads (a host
 /// kernel or a split one ends a stretch).
 pub fn stretches(program: &WasmProgram) -> Vec<std::ops::Range<usize>> {
-    let threads = program.threads.max(1);
+    stretches_of(&program.kernels, program.threads)
+}
+
+/// [`stretches`] of a program's kernels on `threads`, before the program is whole (the
+/// module's [`super::WHOLE`] code is for these stretches only).
+pub(super) fn stretches_of(kernels: &[Option<WasmKernel>], threads: u32) -> Vec<std::ops::Range<usize>> {
+    let threads = threads.max(1);
     let whole = |k: &Option<WasmKernel>| {
         k.as_ref().is_some_and(|k| k.extent <= i32::MAX as u64 && chunks(k, threads).len() == 1)
     };
     let mut out = Vec::new();
     let mut i = 0;
-    while i < program.kernels.len() {
-        let end = (i..program.kernels.len()).find(|&j| !whole(&program.kernels[j])).unwrap_or(program.kernels.len());
+    while i < kernels.len() {
+        let end = (i..kernels.len()).find(|&j| !whole(&kernels[j])).unwrap_or(kernels.len());
         if end - i > 1 {
             out.push(i..end);
         }

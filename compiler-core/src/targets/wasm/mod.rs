@@ -450,7 +450,7 @@ fn assemble(
     for b in &bodies {
         code.function(b);
     }
-    code.function(&kernel_body(kernels, first_kernel));
+    code.function(&kernel_body(kernels, first_kernel, threads));
     let mut data = DataSection::new();
     for (b, lit) in &plan.constants {
         let bytes = lit.to_le_bytes();
@@ -484,9 +484,11 @@ pub const KERNEL: &str = "kernel";
 /// [`KERNEL`]'s index that runs plan kernels `first..last` whole, in plan order, each
 /// over `0..extent` (one of zero extent not at all). A host that runs several kernels
 /// in a row on one thread ([`host::Instance::run_whole`]) crosses into the module once
-/// for them instead of once per kernel, which is most of a tiny program's time. Every
-/// kernel in the range must be WebAssembly; a host kernel in it is skipped, so the host
-/// never asks for one.
+/// for them instead of once per kernel, which is most of a tiny program's time. The
+/// range must be one of the program's stretches ([`host::stretches`]): the module has
+/// this code only for the kernels in a stretch (a kernel split across threads or alone
+/// between two such never is, and a deep stack's large kernels mostly are split, so its
+/// `kernel` stays small), and skips any other.
 pub const WHOLE: i32 = -1;
 
 /// How [`KERNEL`] reaches a kernel's code.
@@ -534,12 +536,12 @@ fn call(f: &mut wasm_encoder::Function, callee: Callee, table: u64) {
 
 /// [`KERNEL`]'s body: [`WHOLE`]'s calls, else a `br_table` on the index to a call of that
 /// kernel's code.
-fn kernel_body(kernels: &[Option<WasmKernel>], first: u32) -> wasm_encoder::Function {
+fn kernel_body(kernels: &[Option<WasmKernel>], first: u32, threads: u32) -> wasm_encoder::Function {
     use wasm_encoder::{BlockType, Instruction as I};
     let mut f = wasm_encoder::Function::new([]);
     f.instructions().local_get(0).i32_const(WHOLE).i32_eq();
     f.instruction(&I::If(BlockType::Empty));
-    whole_calls(&mut f, kernels, first);
+    whole_calls(&mut f, kernels, first, threads);
     f.instruction(&I::Return);
     f.instruction(&I::End);
     let callees = callees(kernels, first);
@@ -568,13 +570,18 @@ fn kernel_body(kernels: &[Option<WasmKernel>], first: u32) -> wasm_encoder::Func
     f
 }
 
-/// [`WHOLE`]'s part of [`KERNEL`]: each kernel `i` with `first <= i < last` (locals 1
-/// and 2) called over `0..extent`, in plan order.
-fn whole_calls(f: &mut wasm_encoder::Function, kernels: &[Option<WasmKernel>], first: u32) {
+/// [`WHOLE`]'s part of [`KERNEL`]: each kernel `i` of a stretch on `threads`
+/// ([`host::stretches`]) with `first <= i < last` (locals 1 and 2) called over
+/// `0..extent`, in plan order.
+fn whole_calls(f: &mut wasm_encoder::Function, kernels: &[Option<WasmKernel>], first: u32, threads: u32) {
     use wasm_encoder::{BlockType, Instruction as I};
+    let mut in_stretch = vec![false; kernels.len()];
+    for r in host::stretches_of(kernels, threads) {
+        in_stretch[r].fill(true);
+    }
     for (i, (k, callee)) in kernels.iter().zip(callees(kernels, first)).enumerate() {
         let (Some(k), Some(callee)) = (k, callee) else { continue };
-        if k.extent == 0 {
+        if k.extent == 0 || !in_stretch[i] {
             continue;
         }
         let i = i as i32;

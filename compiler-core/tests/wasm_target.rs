@@ -254,7 +254,8 @@ ENTRY %main (x: f32[1024,1024], y: f32[4]) -> (f32[1024,1024], f32[4]) {
   ROOT %r = (f32[1024,1024], f32[4]) tuple(%a, %t)
 }";
     let module = optimize(&hloscope_core::parse::parse_module(hlo).unwrap()).unwrap();
-    for (threads, stretches) in [(1, vec![0..2]), (2, vec![])] {
+    let both: std::ops::Range<usize> = 0..2;
+    for (threads, stretches) in [(1, Vec::from([both])), (2, Vec::new())] {
         let program = wasm::compile_threaded(&module, threads).unwrap();
         assert_eq!(program.counts(), (2, 0), "{}", program.summary());
         assert_eq!(wasm::host::stretches(&program), stretches, "{threads} threads\n{}", program.summary());

@@ -336,6 +336,8 @@ const D_K: u64 = 5;
 const D_ROWS: u64 = 6;
 const D_BLOCKS: u64 = 7;
 const D_SAM: u64 = 8;
+const D_SAK: u64 = 9;
+const D_SBK: u64 = 10;
 const D_SBN: u64 = 11;
 const D_OUT_BATCH: u64 = 12;
 const D_LHS_BATCH: u64 = 13;
@@ -421,7 +423,7 @@ pub fn dot_function() -> Function {
             I::Select,
         ]);
         c.op(I::LocalGet(m));
-        for w in [D_N, D_K, D_SAM, D_SAM + 1, D_SAM + 2, D_SBN] {
+        for w in [D_N, D_K, D_SAM, D_SAK, D_SBK, D_SBN] {
             c.ops([I::LocalGet(DESC), word(w)]);
         }
         c.ops([I::LocalGet(pack), I::LocalGet(SCRATCH), I::Call(0)]);

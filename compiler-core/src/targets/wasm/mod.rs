@@ -289,13 +289,14 @@ fn emit_one(plan: &KernelPlan, k: &kernel::Kernel, shared: bool) -> Result<Optio
                 t => format!("{t} dot, a loop per output, {}x{}x{}", d.m, d.n, d.k),
             };
             let work = [d.batch, d.m, d.n, d.k].iter().fold(1u64, |n, &x| n.saturating_mul(x as u64));
-            let library = matches!(code, gemm::DotCode::Descriptor(_));
+            let (function, table) = match code {
+                gemm::DotCode::Descriptor(bytes) => (None, Some(bytes)),
+                gemm::DotCode::Function(f) => (Some(f), None),
+            };
+            let library = function.is_none();
             let kernel =
                 WasmKernel { extent: gemm::extent(d), work, dot: true, shape, shares: None, table: 0, library };
-            Ok(Some(match code {
-                gemm::DotCode::Descriptor(bytes) => KernelCode { kernel, function: None, table: Some(bytes) },
-                gemm::DotCode::Function(f) => KernelCode { kernel, function: Some(f), table: None },
-            }))
+            Ok(Some(KernelCode { kernel, function, table }))
         }
         KernelBody::Opaque { .. } => Ok(None),
         KernelBody::Sort(_) => Err("sorts are not compiled for wasm yet".into()),

@@ -101,9 +101,13 @@ thread_local! {
     static SPARE: RefCell<Option<(WebAssembly::Memory, JsValue)>> = const { RefCell::new(None) };
 }
 
+/// Sets `o[k] = v`.
+fn set(o: &Object, k: &str, v: &JsValue) -> Result<(), String> {
+    Reflect::set(o, &k.into(), v).map(drop).map_err(js_error)
+}
+
 /// A new memory of one page and the table of the GEMM library's instance on it.
 fn gemm_memory() -> Result<(WebAssembly::Memory, JsValue), String> {
-    let set = |o: &Object, k: &str, v: &JsValue| Reflect::set(o, &k.into(), v).map(drop).map_err(js_error);
     let (descriptor, env, imports) = (Object::new(), Object::new(), Object::new());
     set(&descriptor, "initial", &JsValue::from(1))?;
     let memory = WebAssembly::Memory::new(&descriptor).map_err(js_error)?;
@@ -214,7 +218,6 @@ fn executable(job: &RunJob, clock: fn() -> f64) -> Result<(Rc<RefCell<Executable
         // The module's memory, and the table of the GEMM library's instance on it (the
         // spare's, else new ones), the memory grown to the program's pages:
         // `{ env: { memory }, gemm: { table } }`.
-        let set = |o: &Object, k: &str, v: &JsValue| Reflect::set(o, &k.into(), v).map(drop).map_err(js_error);
         let (memory, table) = match SPARE.with(|s| s.borrow_mut().take()) {
             Some(spare) => spare,
             None => gemm_memory()?,

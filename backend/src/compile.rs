@@ -271,7 +271,7 @@ fn wasm_listing(args: &CompileArgs) -> Result<String, RunError> {
         let write = |path: &std::path::Path, bytes: &[u8]| {
             std::fs::write(path, bytes).map_err(|e| RunError(format!("{}: {e}", path.display())))
         };
-        write(out, &program.bytes)?;
+        write(out, &program.standalone())?;
         if !program.gemm {
             return Ok(format!("wrote {}\n", out.display()));
         }
@@ -286,7 +286,7 @@ fn wasm_listing(args: &CompileArgs) -> Result<String, RunError> {
         ));
     }
     let print = |bytes: &[u8]| wasmprinter::print_bytes(bytes).map_err(|e| failed(format!("printing the module: {e}")));
-    let mut text = program.summary() + &print(&program.bytes)? + "\n";
+    let mut text = program.summary() + &print(&program.standalone())? + "\n";
     if program.gemm {
         // The GEMM its dot kernels call is in the library it imports: shown after it.
         text += ";; the GEMM library this module imports (gemm.table: the GEMM body)\n";

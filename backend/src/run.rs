@@ -382,8 +382,9 @@ fn compile_wasm(
     let program = entry.exe.program();
     let (compiled, on_host) = program.counts();
     eprintln!(
-        "wasm: wasmtime: {compiled} kernels in WebAssembly ({} bytes), {on_host} on the host, {threads} thread{}",
+        "wasm: wasmtime: {compiled} kernels in WebAssembly ({} bytes, {} of data), {on_host} on the host, {threads} thread{}",
         program.bytes.len(),
+        program.data.iter().map(|(_, bytes)| bytes.len()).sum::<usize>(),
         if threads == 1 { "" } else { "s" }
     );
     if args.verbose {

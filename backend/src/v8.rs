@@ -109,6 +109,17 @@ const reply = (v) => process.stdout.write(JSON.stringify(v) + '\n');
 (async () => {
   const program = JSON.parse(fs.readFileSync(dir + '/program.json'));
   const bytes = fs.readFileSync(dir + '/module.wasm');
+  // The constants and the kernels' tables, which the host writes after instantiating
+  // (the module has no data): `program.data` gives each one's address and length.
+  const data = fs.readFileSync(dir + '/data.bin');
+  const writeData = (memory) => {
+    const mem = new Uint8Array(memory.buffer);
+    let at = 0;
+    for (const [offset, n] of program.data) {
+      mem.set(data.subarray(at, at + n), offset);
+      at += n;
+    }
+  };
   // The GEMM library is compiled once per worker, as the explorer's worker does, before
   // any program's module: like Node's start, it is not part of a program's compile. So is
   // the spare that the explorer's worker makes between programs: a memory of one page
@@ -139,6 +150,7 @@ const reply = (v) => process.stdout.write(JSON.stringify(v) + '\n');
     memory = m;
     instance = instantiate(module, memory, table);
     instance.exports.scratch.value = program.scratch;
+    writeData(memory);
     instantiate_ms = performance.now() - t0;
     const d = {
       module, library, memory, kernels: program.kernels,
@@ -169,6 +181,7 @@ const reply = (v) => process.stdout.write(JSON.stringify(v) + '\n');
       instance = new WebAssembly.Instance(module, {});
     }
     memory = instance.exports.memory;
+    writeData(memory);
     instantiate_ms = performance.now() - t0;
   }
   // Every plan kernel is WebAssembly here (a program with host kernels is refused), so
@@ -272,6 +285,11 @@ impl V8Engine {
         let io = |e: std::io::Error| format!("cannot prepare the V8 run in {}: {e}", dir.display());
         std::fs::create_dir_all(&dir).map_err(io)?;
         std::fs::write(dir.join("module.wasm"), &program.bytes).map_err(io)?;
+        std::fs::write(
+            dir.join("data.bin"),
+            program.data.iter().flat_map(|(_, bytes)| bytes).copied().collect::<Vec<u8>>(),
+        )
+        .map_err(io)?;
         std::fs::write(dir.join("run.js"), RUNNER).map_err(io)?;
         if program.gemm {
             std::fs::write(dir.join("gemm.wasm"), wasm::gemm::library(program.threads > 1)).map_err(io)?;
@@ -290,6 +308,7 @@ impl V8Engine {
             "scratch": program.scratch,
             "stride": program.scratch_stride,
             "gemm": program.gemm,
+            "data": program.data.iter().map(|(at, bytes)| [*at, bytes.len() as u64]).collect::<Vec<_>>(),
             "kernels": kernels,
             // All kernels are WebAssembly here, so plan indices are `kernels` indices.
             "stretches": host::stretches(&program).iter().map(|r| [r.start, r.end]).collect::<Vec<_>>(),

@@ -195,13 +195,17 @@ ENTRY %main (a: f32[2,7,9], b: f32[2,9,13], c: f32[13,5], e: f32[6,5]) -> f32[2,
         (0..program.kernels.len()).filter(|&i| program.kernels[i].as_ref().is_some_and(|k| k.dot)).collect();
     assert_eq!(dots.len(), 3, "{}", program.summary());
     // Each dot's descriptor, past the arena, holds its operands' and output's places and
-    // its m, n and k.
-    let data = data_segments(&program.bytes);
+    // its m, n and k. The host writes it: the module has no data, its standalone form has
+    // the program's data as its segments.
+    let data = &program.data;
+    assert!(data_segments(&program.bytes).is_empty());
+    assert_eq!(&data_segments(&program.standalone()), data);
+    validate(&program.standalone()).unwrap();
     for &d in &dots {
         let (k, kernel) = (program.kernels[d].as_ref().unwrap(), &program.plan.kernels[d]);
         assert!(k.library && k.shares.is_none() && k.table >= program.plan.arena.arena_bytes, "{k:?}");
         let hloscope_core::kernel::KernelBody::Dot(spec) = &kernel.body else { panic!("kernel {d} is a dot") };
-        let (_, bytes) = data.iter().find(|(at, _)| *at == k.table).expect("a data segment at the descriptor");
+        let (_, bytes) = data.iter().find(|(at, _)| *at == k.table).expect("data at the descriptor");
         let words: Vec<u32> = bytes.chunks(4).map(|w| u32::from_le_bytes(w.try_into().unwrap())).collect();
         let place = |b| program.plan.arena.offset(b) as u32;
         assert_eq!(words[..3], [place(kernel.inputs[0]), place(kernel.inputs[1]), place(kernel.outputs[0])]);
@@ -847,7 +851,8 @@ const dir = process.argv[2];
                 .iter()
                 .map(|&b| format!("[{}, {}]", plan.arena.offset(b), plan.buffers[b].shape.byte_size()))
                 .collect();
-            std::fs::write(dir.join(format!("{name}.wasm")), &program.bytes).unwrap();
+            // A module with its data (the runner below has none of the host's steps).
+            std::fs::write(dir.join(format!("{name}.wasm")), program.standalone()).unwrap();
             gemm_programs += program.gemm as usize;
             manifest.push(format!(
                 "{{\"name\": \"{name}\", \"gemm\": {}, \"pages\": {}, \"params\": [{}], \"calls\": [{}], \"result\": [{}]}}",

@@ -235,9 +235,12 @@ fn executable(job: &RunJob, clock: fn() -> f64) -> Result<(Rc<RefCell<Executable
     let export = |name: &str| Reflect::get(&exports, &JsValue::from_str(name)).map_err(js_error);
     let memory = export("memory")?.dyn_into::<WebAssembly::Memory>().map_err(|_| "the module exports no memory")?;
     let kernel = export(wasm::KERNEL)?.dyn_into::<Function>().map_err(|_| "the module does not export kernel")?;
+    // The constants and the kernels' tables: the host's to write (the module has no data).
+    let mut instance = Browser { memory, kernel };
+    program.write_data(&mut instance)?;
     let host = HostKernels::new(&job.module, &program);
     let compile_ms = clock() - t0;
-    let exe = Rc::new(RefCell::new(Executable { program, host, instance: Browser { memory, kernel }, compile_ms }));
+    let exe = Rc::new(RefCell::new(Executable { program, host, instance, compile_ms }));
     EXECUTABLES.with(|e| {
         let mut e = e.borrow_mut();
         e.insert(0, (key, Rc::clone(&exe)));

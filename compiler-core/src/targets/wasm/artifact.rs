@@ -20,7 +20,7 @@ use crate::targets::envelope::{self, compiler_version};
 use std::time::Instant;
 
 /// Bumped whenever the payload's layout or the serde form of its types changes.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 
 const MAGIC: &[u8; 8] = b"HSWASMAR";
 

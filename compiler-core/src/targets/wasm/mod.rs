@@ -15,8 +15,12 @@
 //! in the reference interpreter on the module's memory between calls.
 //!
 //! The module ([`WasmProgram::bytes`]) of [`compile`] exports its linear memory
-//! (`memory`, the plan's arena then the GEMMs' scratch) and holds the plan's constants
-//! as data segments at their arena offsets. Without an f32 dot it defines that memory
+//! (`memory`, the plan's arena then the GEMMs' scratch) but holds no data: the plan's
+//! constants and the kernels' tables are [`WasmProgram::data`], which the host writes
+//! into the memory once, after instantiating (wasmtime compiles a module's active data
+//! segments into a start function of its own, a fifth of a small module's compile);
+//! [`WasmProgram::standalone`] is the module with them as data segments, for an engine
+//! without the host. Without an f32 dot the module defines that memory
 //! and imports nothing, so any engine instantiates it as it is. With one
 //! ([`WasmProgram::gemm`]) it imports its memory (`env.memory`, of
 //! [`WasmProgram::pages`]) and the GEMM library's table (`gemm.table`, whose one entry
@@ -115,9 +119,34 @@ pub struct WasmProgram {
     /// The module imports its memory (`env.memory`) and the GEMM library's table
     /// (`gemm.table`, [`gemm::library`]): it has an f32 dot ([`WasmKernel::library`]).
     pub gemm: bool,
+    /// What the host writes into the memory after instantiating, before the first run
+    /// ([`WasmProgram::write_data`]): (address, bytes) of the plan's constants and of the
+    /// kernels' tables ([`WasmKernel::table`]). Nothing a kernel writes overlaps them.
+    pub data: Vec<(u64, Vec<u8>)>,
 }
 
 impl WasmProgram {
+    /// Writes [`WasmProgram::data`] into the memory of the program's instance.
+    pub fn write_data(&self, memory: &mut dyn kernel::ArenaMemory) -> Result<(), String> {
+        self.data.iter().try_for_each(|(at, bytes)| memory.write_bytes(*at as usize, bytes))
+    }
+
+    /// The module with [`WasmProgram::data`] as active data segments: what any engine
+    /// instantiates and runs without this crate's host (`hloscope compile --emit wasm`).
+    pub fn standalone(&self) -> Vec<u8> {
+        let mut bytes = self.bytes.clone();
+        if self.data.is_empty() {
+            return bytes;
+        }
+        let mut data = DataSection::new();
+        for (at, piece) in &self.data {
+            data.active(0, &ConstExpr::i32_const(*at as u32 as i32), piece.iter().copied());
+        }
+        // The data section is a module's last, after the code.
+        wasm_encoder::Section::append_to(&data, &mut bytes);
+        bytes
+    }
+
     /// Whether the module imports its memory rather than defining it: a threaded module
     /// (a shared memory of at least [`WasmProgram::pages`]) or one that imports the GEMM
     /// (at least [`WasmProgram::pages`]).
@@ -216,8 +245,10 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
     let pages = end.div_ceil(PAGE).max(1);
     let gemm = kernels.iter().flatten().any(|k| k.library);
     let helpers = helpers::bodies(helpers::needed(module));
-    let bytes = assemble(&plan, &kernels, helpers, bodies, &tables, pages, threads, scratch, gemm);
-    Ok(WasmProgram { plan, kernels, bytes, pages, threads, scratch, scratch_stride: scratch_bytes, gemm })
+    let bytes = assemble(&kernels, helpers, bodies, pages, threads, scratch, gemm);
+    let constants = plan.constants.iter().map(|(b, lit)| (plan.arena.offset(*b), lit.to_le_bytes()));
+    let data = constants.chain(tables).filter(|(_, bytes)| !bytes.is_empty()).collect();
+    Ok(WasmProgram { plan, kernels, bytes, pages, threads, scratch, scratch_stride: scratch_bytes, gemm, data })
 }
 
 /// The type of the GEMM library's dot driver in a program's module (after the kernels'
@@ -383,14 +414,11 @@ fn emit_dot(plan: &KernelPlan, k: &kernel::Kernel, d: &kernel::DotSpec) -> Resul
 /// maximum [`MAX_PAGES`]: a memory made ahead of the program, then grown, fits); with
 /// `gemm` it is imported too (unshared on one thread, at least `pages`), and so is the
 /// GEMM library's table (table 0), whose driver [`KERNEL`] calls as type
-/// [`GEMM_DOT_TYPE`] for each f32 dot.
-#[allow(clippy::too_many_arguments)]
+/// [`GEMM_DOT_TYPE`] for each f32 dot. It has no data section ([`WasmProgram::data`]).
 fn assemble(
-    plan: &KernelPlan,
     kernels: &[Option<WasmKernel>],
     helpers: Vec<wasm_encoder::Function>,
     bodies: Vec<wasm_encoder::Function>,
-    tables: &[(u64, Vec<u8>)],
     pages: u64,
     threads: u32,
     scratch: u64,
@@ -452,16 +480,6 @@ fn assemble(
         code.function(b);
     }
     code.function(&kernel_body(kernels, first_kernel, threads));
-    let mut data = DataSection::new();
-    for (b, lit) in &plan.constants {
-        let bytes = lit.to_le_bytes();
-        if !bytes.is_empty() {
-            data.active(0, &ConstExpr::i32_const(plan.arena.offset(*b) as u32 as i32), bytes);
-        }
-    }
-    for (at, offsets) in tables {
-        data.active(0, &ConstExpr::i32_const(*at as u32 as i32), offsets.iter().copied());
-    }
     let mut m = wasm_encoder::Module::new();
     m.section(&types);
     if !imports.is_empty() {
@@ -471,7 +489,7 @@ fn assemble(
     if !memories.is_empty() {
         m.section(&memories);
     }
-    m.section(&globals).section(&exports).section(&code).section(&data);
+    m.section(&globals).section(&exports).section(&code);
     m.finish()
 }
 

@@ -1,15 +1,16 @@
 //! Runs a [`WasmProgram`] natively through wasmtime (feature `wasm-run`): the module
 //! compiled by Cranelift, instantiated once per executable; its linear memory is the
 //! plan's arena. The steps of a run (kernels in plan order, host kernels on the
-//! interpreter) are [`super::host`]'s, shared with the browser. Constants are the module's data
-//! segments; parameters are written before each run ([`WasmExecutable::load`]), and the
+//! interpreter) are [`super::host`]'s, shared with the browser. Constants (with the
+//! kernels' tables, [`WasmProgram::data`]) are written once, after instantiating;
+//! parameters are written before each run ([`WasmExecutable::load`]), and the
 //! arena pins both, so a bench can run the kernels again on what is loaded
 //! ([`WasmExecutable::execute`]).
 //!
 //! One [`wasmtime::Engine`] serves the whole process (its set-up is paid once, not per
 //! program). A threaded module ([`super::compile_threaded`]) gets a shared memory and
 //! one instance per thread, in a store of its own, all instantiated here before any
-//! run (each instantiation writes the constants' data segments again); the calling
+//! run; the calling
 //! thread's instance runs host-side steps and small kernels alone, and a large
 //! kernel's pieces ([`host::chunks`]) run on the process's thread pool
 //! ([`crate::targets::pool`], the CPU target's), each on an instance no other piece holds.
@@ -288,7 +289,7 @@ impl WasmExecutable {
                 .map_err(|e| format!("{}: {e:?}", super::KERNEL))?;
             members.push(Member { store, kernel });
         }
-        let instance = match (shared, own) {
+        let mut instance = match (shared, own) {
             (Some(memory), _) => {
                 let pieces = program
                     .kernels
@@ -303,6 +304,7 @@ impl WasmExecutable {
             }
             (None, None) => return Err("no memory".into()),
         };
+        program.write_data(&mut instance)?;
         let compile_time = start.elapsed();
         let host = HostKernels::new(module, &program);
         let instance = RefCell::new(instance);

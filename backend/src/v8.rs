@@ -73,21 +73,27 @@ function shared(d, instance) {
   };
 }
 
-// The GEMM library's table from its instance on `memory`.
-const libraryTable = (library, memory) => new WebAssembly.Instance(library, { env: { memory } }).exports.table;
+// The GEMM library's instance on `memory`.
+const libraryOn = (library, memory) => new WebAssembly.Instance(library, { env: { memory } });
 
-// The program's module instantiated on `memory`, importing `table` (the GEMM library's,
-// on the same memory) when the module runs f32 dots.
-function instantiate(module, memory, table) {
+// The instance whose `kernel` runs the program, on `memory`: the program's module,
+// importing the table of `lib` (the GEMM library's instance on the same memory) when
+// the module runs f32 dots; or, for a program of f32 dots only (no module, a
+// `directory`), `lib` itself on the program's directory.
+function instantiate(module, memory, lib, directory) {
+  if (!module) {
+    lib.exports.directory.value = directory;
+    return lib;
+  }
   const imports = { env: { memory } };
-  if (table) imports.gemm = { table };
+  if (lib) imports.gemm = { table: lib.exports.table };
   return new WebAssembly.Instance(module, imports);
 }
 
 if (!isMainThread) {
   // A worker: its own instance on the shared memory, then pieces until a stop.
   const d = workerData;
-  const instance = instantiate(d.module, d.memory, d.library && libraryTable(d.library, d.memory));
+  const instance = instantiate(d.module, d.memory, d.library && libraryOn(d.library, d.memory), d.directory);
   instance.exports.scratch.value = d.scratch;
   const s = shared(d, instance);
   parentPort.postMessage('ready');
@@ -131,7 +137,7 @@ const reply = (v) => process.stdout.write(JSON.stringify(v) + '\n');
   if (threaded || library) {
     const memory = new WebAssembly.Memory(
       threaded ? { initial: 1, maximum: program.max_pages, shared: true } : { initial: 1 });
-    spare = { memory, table: library && libraryTable(library, memory) };
+    spare = { memory, lib: library && libraryOn(library, memory) };
   }
   const take = () => {
     spare.memory.grow(program.pages - 1);
@@ -144,16 +150,18 @@ const reply = (v) => process.stdout.write(JSON.stringify(v) + '\n');
   // a small module); the workers' start (Node booting a thread, each instantiating the
   // compiled module) is timed apart, as Node's own start is.
   let instantiate_ms = 0, workers_ms = 0;
+  // A program of f32 dots only has no module: the library's instance runs it.
+  const compile = () => (program.directory ? null : new WebAssembly.Module(bytes));
   if (program.threads > 1) {
-    const module = new WebAssembly.Module(bytes);
-    const { memory: m, table } = take();
+    const module = compile();
+    const { memory: m, lib } = take();
     memory = m;
-    instance = instantiate(module, memory, table);
+    instance = instantiate(module, memory, lib, program.directory);
     instance.exports.scratch.value = program.scratch;
     writeData(memory);
     instantiate_ms = performance.now() - t0;
     const d = {
-      module, library, memory, kernels: program.kernels,
+      module, library, memory, kernels: program.kernels, directory: program.directory,
       claim: new SharedArrayBuffer(8), ctl: new SharedArrayBuffer(16), err: new SharedArrayBuffer(4096),
     };
     s = shared(d, instance);
@@ -172,15 +180,17 @@ const reply = (v) => process.stdout.write(JSON.stringify(v) + '\n');
     }
     workers_ms = performance.now() - t0 - instantiate_ms;
   } else {
-    const module = new WebAssembly.Module(bytes);
+    const module = compile();
     // A module with the GEMM imports its memory; one without defines it.
     if (library) {
-      const { memory: m, table } = take();
-      instance = instantiate(module, m, table);
+      const { memory: m, lib } = take();
+      memory = m;
+      instance = instantiate(module, m, lib, program.directory);
+      instance.exports.scratch.value = program.scratch;
     } else {
       instance = new WebAssembly.Instance(module, {});
+      memory = instance.exports.memory;
     }
-    memory = instance.exports.memory;
     writeData(memory);
     instantiate_ms = performance.now() - t0;
   }
@@ -308,6 +318,7 @@ impl V8Engine {
             "scratch": program.scratch,
             "stride": program.scratch_stride,
             "gemm": program.gemm,
+            "directory": program.directory,
             "data": program.data.iter().map(|(at, bytes)| [*at, bytes.len() as u64]).collect::<Vec<_>>(),
             "kernels": kernels,
             // All kernels are WebAssembly here, so plan indices are `kernels` indices.
@@ -500,6 +511,39 @@ ENTRY main {
                 engine.load(&args).unwrap();
                 let (total, kernels) = engine.run().unwrap();
                 eprintln!("{threads} threads: run {:.2} ms, kernels {kernels:.4?}", total * 1e3);
+                assert_eq!(bytes(&engine.result().unwrap()), bytes(&want), "{threads} threads");
+            }
+        }
+    }
+
+    /// A program of f32 dots only has no module: in V8 the GEMM library's own `kernel`
+    /// runs it on the program's directory, a large dot split across the threads and a
+    /// batched one after it, with wasmtime's bytes.
+    #[test]
+    fn programs_of_dots_only_run_on_the_library_in_v8() {
+        let hlo = "HloModule dots
+ENTRY main {
+  x = f32[300,128] parameter(0)
+  w = f32[128,96] parameter(1)
+  d = f32[300,96] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  v = f32[96,300] parameter(2)
+  ROOT e = f32[300,300] dot(d, v), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+";
+        let parsed = hloscope_core::parse::parse_module(hlo).unwrap();
+        let m = hloscope_core::targets::optimize(&parsed).unwrap();
+        let args = hloscope_core::interp::random_inputs(&m, 3);
+        let want: Vec<Literal> =
+            WasmExecutable::new(&m, wasm::compile(&m).unwrap()).unwrap().run(&args).unwrap().0.flatten();
+        let interpreted = hloscope_core::interp::run(&m, &args).unwrap().flatten();
+        assert_eq!(bytes(&want), bytes(&interpreted), "wasmtime gives the interpreter's f32 dots");
+        for threads in [1, 2] {
+            let program = wasm::compile_threaded(&m, threads).unwrap();
+            assert!(program.runs_on_library(), "{}", program.summary());
+            let mut engine = V8Engine::start(program).unwrap();
+            for _ in 0..2 {
+                engine.load(&args).unwrap();
+                engine.run().unwrap();
                 assert_eq!(bytes(&engine.result().unwrap()), bytes(&want), "{threads} threads");
             }
         }

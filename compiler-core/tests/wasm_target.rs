@@ -228,7 +228,17 @@ ENTRY %main (a: f32[2,7,9], b: f32[2,9,13], c: f32[13,5], e: f32[6,5]) -> f32[2,
     assert_eq!(types_and_exported_functions(&program.bytes), (2, vec![wasm::KERNEL.to_string()]));
     assert_eq!(driver_calls(&bodies[0]), 2 * dots.len());
     let library_bodies = function_bodies(&library);
-    assert_eq!(library_bodies.len(), 2, "the GEMM body and the driver");
+    assert_eq!(library_bodies.len(), 3, "the GEMM body, the driver and the library's own kernel");
+    // A program of f32 dots only runs on the library's `kernel` (no module to compile):
+    // its directory gives each plan kernel's descriptor and extent.
+    assert!(program.runs_on_library());
+    let (_, directory) = data.iter().find(|(at, _)| *at == program.directory).expect("data at the directory");
+    let words: Vec<u32> = directory.chunks(4).map(|w| u32::from_le_bytes(w.try_into().unwrap())).collect();
+    assert_eq!(words.len(), 2 * program.kernels.len());
+    for (i, k) in program.kernels.iter().enumerate() {
+        let k = k.as_ref().unwrap();
+        assert_eq!(words[2 * i..2 * i + 2], [k.table as u32, k.extent as u32], "kernel {i}");
+    }
     assert!(bodies[0].len() * 4 < library_bodies[0].len(), "no GEMM body in the program's module");
     // Without an f32 dot the module imports nothing.
     let plain = "HloModule m
@@ -237,7 +247,7 @@ ENTRY %main (a: f32[8]) -> f32[8] {
   ROOT %t = f32[8] tanh(%a)
 }";
     let program = wasm::compile(&optimize(&hloscope_core::parse::parse_module(plain).unwrap()).unwrap()).unwrap();
-    assert!(!program.gemm && !program.imports_memory());
+    assert!(!program.gemm && !program.imports_memory() && !program.runs_on_library());
     assert!(imports(&program.bytes).is_empty());
     assert_eq!(types_and_exported_functions(&program.bytes), (1, vec![wasm::KERNEL.to_string()]));
 }
@@ -557,8 +567,57 @@ ENTRY %main (x: f32[5,39], y: s32[5,39]) -> (f32[5,39], f32[5], s32[5]) {
             let want = Interpreter::new(&module).run(&args).unwrap();
             let (got, program) = wasm_run(&module, &args);
             assert_eq!(program.counts(), (1, 0), "{hlo}\n{}", program.summary());
+            // An f32 dot alone runs on the GEMM library's own `kernel`, without a module.
+            assert_eq!(program.runs_on_library(), a.starts_with("f32"), "{hlo}");
             let (Value::Array(g), Value::Array(w)) = (&got, &want) else { panic!("not arrays") };
             assert!(same_result(g, w), "{hlo}: got {g:?}, want {w:?}");
+        }
+    }
+
+    #[test]
+    fn a_program_of_f32_dots_runs_on_the_library_alone() {
+        // Three dots in a row (a batch, a transposed rhs): no module of its own, the GEMM
+        // library's `kernel` runs each on its directory entry, one call per kernel when
+        // timed and one call for the stretch of all three when not, on one thread and
+        // on two. With an elementwise kernel after them the program has its module.
+        let dots = "HloModule m
+ENTRY %main (a: f32[2,37,9], b: f32[2,9,13], c: f32[13,70], e: f32[6,70]) -> f32[2,37,6] {
+  %a = f32[2,37,9] parameter(0)
+  %b = f32[2,9,13] parameter(1)
+  %c = f32[13,70] parameter(2)
+  %e = f32[6,70] parameter(3)
+  %d1 = f32[2,37,13] dot(%a, %b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
+  %d2 = f32[2,37,70] dot(%d1, %c), lhs_contracting_dims={2}, rhs_contracting_dims={0}
+  ROOT %d3 = f32[2,37,6] dot(%d2, %e), lhs_contracting_dims={2}, rhs_contracting_dims={1}
+}";
+        let mixed = dots.replace(
+            "ROOT %d3 = f32[2,37,6] dot(%d2, %e), lhs_contracting_dims={2}, rhs_contracting_dims={1}",
+            "%d3 = f32[2,37,6] dot(%d2, %e), lhs_contracting_dims={2}, rhs_contracting_dims={1}\n  ROOT %t = f32[2,37,6] abs(%d3)",
+        );
+        for (hlo, on_library) in [(dots, true), (mixed.as_str(), false)] {
+            let module = optimize(&hloscope_core::parse::parse_module(hlo).unwrap()).unwrap();
+            let args = hloscope_core::interp::random_inputs(&module, 5);
+            let want = Interpreter::new(&module).run(&args).unwrap();
+            let want = want.flatten();
+            for threads in [1, 2] {
+                let program = wasm::compile_threaded(&module, threads).unwrap();
+                assert_eq!(program.runs_on_library(), on_library, "{}", program.summary());
+                if on_library && threads == 1 {
+                    assert_eq!(
+                        wasm::host::stretches(&program),
+                        vec![std::ops::Range { start: 0, end: 3 }],
+                        "one stretch"
+                    );
+                }
+                let exe = WasmExecutable::new(&module, program).unwrap();
+                for (how, got) in [("untimed", exe.run(&args)), ("timed", exe.run_timed(&args))] {
+                    let got = got.unwrap().0.flatten();
+                    assert_eq!(got.len(), want.len());
+                    for (g, w) in got.iter().zip(&want) {
+                        assert!(same_result(g, w), "{how} on {threads} threads (library {on_library}): {g:?} {w:?}");
+                    }
+                }
+            }
         }
     }
 

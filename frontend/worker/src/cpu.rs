@@ -10,7 +10,9 @@
 //! (`targets::wasm::gemm::library`), whose table a module with an f32 dot imports its
 //! GEMM from, is compiled once per worker, by the first such program; after each run
 //! the worker makes a spare memory with the library's instance on it, which the next
-//! such program grows and takes instead of making its own. A worker's clock
+//! such program grows and takes instead of making its own. A program whose kernels in
+//! WebAssembly are all f32 dots has no module to compile: that library instance's own
+//! `kernel` runs it, on the program's directory of dots. A worker's clock
 //! ticks in tenths of a millisecond: each timed round runs a batch of runs that takes
 //! at least 2 ms (its size found by doubling), each kernel read from the clock every time, and the round's per-kernel
 //! times are the batch's means; the view's are medians over the rounds.
@@ -97,8 +99,8 @@ type Kept = ((String, bool), Rc<RefCell<Executable>>);
 thread_local! {
     static EXECUTABLES: RefCell<Vec<Kept>> = const { RefCell::new(Vec::new()) };
     static GEMM_LIBRARY: RefCell<Option<WebAssembly::Module>> = const { RefCell::new(None) };
-    /// A memory of one page and the GEMM library's table on it ([`prepare_spare`]).
-    static SPARE: RefCell<Option<(WebAssembly::Memory, JsValue)>> = const { RefCell::new(None) };
+    /// A memory of one page and the GEMM library's instance on it ([`prepare_spare`]).
+    static SPARE: RefCell<Option<(WebAssembly::Memory, WebAssembly::Instance)>> = const { RefCell::new(None) };
 }
 
 /// Sets `o[k] = v`.
@@ -106,16 +108,15 @@ fn set(o: &Object, k: &str, v: &JsValue) -> Result<(), String> {
     Reflect::set(o, &k.into(), v).map(drop).map_err(js_error)
 }
 
-/// A new memory of one page and the table of the GEMM library's instance on it.
-fn gemm_memory() -> Result<(WebAssembly::Memory, JsValue), String> {
+/// A new memory of one page and the GEMM library's instance on it.
+fn gemm_memory() -> Result<(WebAssembly::Memory, WebAssembly::Instance), String> {
     let (descriptor, env, imports) = (Object::new(), Object::new(), Object::new());
     set(&descriptor, "initial", &JsValue::from(1))?;
     let memory = WebAssembly::Memory::new(&descriptor).map_err(js_error)?;
     set(&env, "memory", &memory)?;
     set(&imports, "env", &env)?;
     let library = WebAssembly::Instance::new(&gemm_library()?, &imports).map_err(js_error)?;
-    let table = Reflect::get(&library.exports(), &wasm::gemm::LIBRARY_TABLE.into()).map_err(js_error)?;
-    Ok((memory, table))
+    Ok((memory, library))
 }
 
 /// Makes the spare memory and library instance for the next program with an f32 dot,
@@ -211,30 +212,51 @@ fn executable(job: &RunJob, clock: fn() -> f64) -> Result<(Rc<RefCell<Executable
     }
     let t0 = clock();
     let program = wasm::compile(&job.module)?;
-    let bytes = Uint8Array::from(program.bytes.as_slice());
-    let module = WebAssembly::Module::new(&bytes.into()).map_err(js_error)?;
     let imports = Object::new();
+    // The memory and the GEMM library's instance on it (the spare's, else new ones), the
+    // memory grown to the program's pages, for a program with an f32 dot.
+    let mut gemm = None;
     if program.gemm {
-        // The module's memory, and the table of the GEMM library's instance on it (the
-        // spare's, else new ones), the memory grown to the program's pages:
-        // `{ env: { memory }, gemm: { table } }`.
-        let (memory, table) = match SPARE.with(|s| s.borrow_mut().take()) {
+        let (memory, library) = match SPARE.with(|s| s.borrow_mut().take()) {
             Some(spare) => spare,
             None => gemm_memory()?,
         };
         let grow = u32::try_from(program.pages - 1).map_err(|_| "a memory past 32 bits".to_string())?;
         memory.grow(grow);
-        let (env, gemm) = (Object::new(), Object::new());
-        set(&env, "memory", &memory)?;
-        set(&imports, "env", &env)?;
-        set(&gemm, wasm::gemm::LIBRARY_TABLE, &table)?;
-        set(&imports, wasm::gemm::LIBRARY_MODULE, &gemm)?;
+        gemm = Some((memory, library));
     }
-    let instance = WebAssembly::Instance::new(&module, &imports).map_err(js_error)?;
-    let exports = instance.exports();
-    let export = |name: &str| Reflect::get(&exports, &JsValue::from_str(name)).map_err(js_error);
-    let memory = export("memory")?.dyn_into::<WebAssembly::Memory>().map_err(|_| "the module exports no memory")?;
-    let kernel = export(wasm::KERNEL)?.dyn_into::<Function>().map_err(|_| "the module does not export kernel")?;
+    let get = |o: &Object, name: &str| Reflect::get(o, &JsValue::from_str(name)).map_err(js_error);
+    let set_global = |exports: &Object, name: &str, value: u64| -> Result<(), String> {
+        let global = get(exports, name)?.dyn_into::<WebAssembly::Global>().map_err(|_| format!("no global {name}"))?;
+        global.set_value(&JsValue::from(value as u32));
+        Ok(())
+    };
+    // The instance whose `kernel` runs the program: its module's, or for a program of f32
+    // dots only the library's own on the program's directory (no module to compile).
+    let (exports, memory) = match gemm {
+        Some((memory, library)) if program.runs_on_library() => {
+            let exports = library.exports();
+            set_global(&exports, wasm::gemm::DIRECTORY, program.directory)?;
+            set_global(&exports, "scratch", program.scratch)?;
+            (exports, memory)
+        }
+        gemm => {
+            if let Some((memory, library)) = &gemm {
+                // `{ env: { memory }, gemm: { table } }`
+                let (env, table) = (Object::new(), Object::new());
+                set(&env, "memory", memory)?;
+                set(&imports, "env", &env)?;
+                set(&table, wasm::gemm::LIBRARY_TABLE, &get(&library.exports(), wasm::gemm::LIBRARY_TABLE)?)?;
+                set(&imports, wasm::gemm::LIBRARY_MODULE, &table)?;
+            }
+            let bytes = Uint8Array::from(program.bytes.as_slice());
+            let module = WebAssembly::Module::new(&bytes.into()).map_err(js_error)?;
+            let exports = WebAssembly::Instance::new(&module, &imports).map_err(js_error)?.exports();
+            let memory = get(&exports, "memory")?.dyn_into().map_err(|_| "the module exports no memory")?;
+            (exports, memory)
+        }
+    };
+    let kernel = get(&exports, wasm::KERNEL)?.dyn_into::<Function>().map_err(|_| "no kernel export")?;
     // The constants and the kernels' tables: the host's to write (the module has no data).
     let mut instance = Browser { memory, kernel };
     program.write_data(&mut instance)?;

@@ -12,7 +12,7 @@
 //! code is native machine code and is trusted on the same grounds as the CPU target's
 //! artifacts: the checksum guards it, and the cache folder is the user's own.
 
-use super::runtime::{engine, WasmExecutable};
+use super::runtime::{self, engine, WasmExecutable};
 use super::WasmProgram;
 use crate::ir::Module;
 use crate::kernel;
@@ -20,7 +20,7 @@ use crate::targets::envelope::{self, compiler_version};
 use std::time::Instant;
 
 /// Bumped whenever the payload's layout or the serde form of its types changes.
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
 
 const MAGIC: &[u8; 8] = b"HSWASMAR";
 
@@ -37,8 +37,11 @@ struct Payload {
 /// returns its artifact as bytes too ([`load`] turns them back into an executable).
 pub fn compile(module: &Module, program: WasmProgram) -> Result<(WasmExecutable, Vec<u8>), String> {
     let start = Instant::now();
-    let compiled = wasmtime::Module::new(engine(), &program.bytes).map_err(|e| format!("wasmtime: {e:?}"))?;
-    let serialized = compiled.serialize().map_err(|e| format!("wasmtime cannot serialize the module: {e:?}"))?;
+    let compiled = runtime::compile_module(&program)?;
+    let serialized = match &compiled {
+        Some(c) => c.serialize().map_err(|e| format!("wasmtime cannot serialize the module: {e:?}"))?,
+        None => Vec::new(),
+    };
     let payload = Payload {
         compiler: compiler_version(),
         module: module.clone(),
@@ -46,7 +49,7 @@ pub fn compile(module: &Module, program: WasmProgram) -> Result<(WasmExecutable,
         compiled: serialized,
     };
     let bytes = envelope::seal(MAGIC, FORMAT_VERSION, &envelope::encode(&payload)?);
-    let exe = WasmExecutable::instantiate(module, program, &compiled, start)?;
+    let exe = WasmExecutable::instantiate(module, program, compiled.as_ref(), start)?;
     Ok((exe, bytes))
 }
 
@@ -70,10 +73,16 @@ pub fn load(bytes: &[u8]) -> Result<(WasmExecutable, Module), String> {
     }
     // SAFETY: the bytes passed the checksum and come from `compile` above, by this very
     // compiler (its version matched): `serialize` of a module this engine compiled.
-    // wasmtime itself refuses code from another version or configuration.
-    let compiled = unsafe { wasmtime::Module::deserialize(engine(), &compiled) }
-        .map_err(|e| format!("wasmtime refuses the compiled module: {e:?}"))?;
-    let exe = WasmExecutable::instantiate(&module, program, &compiled, start)?;
+    // wasmtime itself refuses code from another version or configuration. A program the
+    // GEMM library runs has none.
+    let compiled = if program.runs_on_library() {
+        None
+    } else {
+        let compiled = unsafe { wasmtime::Module::deserialize(engine(), &compiled) }
+            .map_err(|e| format!("wasmtime refuses the compiled module: {e:?}"))?;
+        Some(compiled)
+    };
+    let exe = WasmExecutable::instantiate(&module, program, compiled.as_ref(), start)?;
     Ok((exe, module))
 }
 

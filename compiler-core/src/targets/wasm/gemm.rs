@@ -25,6 +25,8 @@
 //! worker in the browser, per process natively), and each program's instance imports
 //! the library instance's table, whose one entry is the driver, and calls it through
 //! that (`call_indirect`), as the native target calls a GEMM compiled into its binary.
+//! A program of f32 dots only has no module of its own: the library's own `kernel`
+//! ([`kernel_function`]) runs it from a [`directory`] of its descriptors.
 //! A table rather than a function import: V8 compiles a wrapper for every imported
 //! function when it compiles a module, in case the import is JavaScript, and that one
 //! wrapper cost half a millisecond, more than compiling the rest of a GEMM program.
@@ -43,8 +45,8 @@ use crate::ir::ElementType;
 use crate::kernel::DotSpec;
 use wasm_encoder::{
     BlockType, CodeSection, ConstExpr, ElementSection, Elements, EntityType, ExportKind, ExportSection, Function,
-    FunctionSection, ImportSection, Instruction as I, MemArg, MemoryType, RefType, TableSection, TableType,
-    TypeSection, ValType,
+    FunctionSection, GlobalSection, GlobalType, ImportSection, Instruction as I, MemArg, MemoryType, RefType,
+    TableSection, TableType, TypeSection, ValType,
 };
 
 /// The import module and name under which a program's module imports the GEMM
@@ -64,10 +66,16 @@ pub fn library_table() -> TableType {
 /// import asks for nothing (no pages, any maximum), so every program's memory satisfies
 /// it; its functions reach only the addresses their caller passes or its descriptors
 /// hold, all inside that caller's memory.
+///
+/// It also exports a [`super::KERNEL`] of its own ([`kernel_function`]) with the globals
+/// `scratch` and [`DIRECTORY`]: a program whose kernels in WebAssembly are all f32 dots
+/// needs no module, as the host calls this `kernel` as it would the program's, on the
+/// program's [`directory`] ([`super::WasmProgram::directory`]).
 pub fn library(shared: bool) -> Vec<u8> {
     let mut types = TypeSection::new();
     types.ty().function(vec![ValType::I32; BLOCK_PARAMS], []);
     types.ty().function(vec![ValType::I32; DOT_PARAMS], []);
+    types.ty().function(vec![ValType::I32; super::KERNEL_PARAMS as usize], []);
     let mut imports = ImportSection::new();
     let maximum = shared.then_some(super::MAX_PAGES);
     let memory = MemoryType { minimum: 0, maximum, memory64: false, shared, page_size_log2: None };
@@ -75,19 +83,75 @@ pub fn library(shared: bool) -> Vec<u8> {
     let mut functions = FunctionSection::new();
     functions.function(0);
     functions.function(1);
+    functions.function(2);
     let mut tables = TableSection::new();
     tables.table(library_table());
+    let mut globals = GlobalSection::new();
+    for _ in [LIBRARY_SCRATCH, LIBRARY_DIRECTORY] {
+        globals.global(GlobalType { val_type: ValType::I32, mutable: true, shared: false }, &ConstExpr::i32_const(0));
+    }
     let mut exports = ExportSection::new();
     exports.export(LIBRARY_TABLE, ExportKind::Table, 0);
+    exports.export(super::KERNEL, ExportKind::Func, 2);
+    exports.export("scratch", ExportKind::Global, LIBRARY_SCRATCH);
+    exports.export(DIRECTORY, ExportKind::Global, LIBRARY_DIRECTORY);
     let mut elements = ElementSection::new();
     elements.active(Some(0), &ConstExpr::i32_const(0), Elements::Functions([1].as_slice().into()));
     let mut code = CodeSection::new();
     code.function(&block_function());
     code.function(&dot_function());
+    code.function(&kernel_function());
     let mut m = wasm_encoder::Module::new();
-    m.section(&types).section(&imports).section(&functions).section(&tables).section(&exports);
+    m.section(&types).section(&imports).section(&functions).section(&tables).section(&globals).section(&exports);
     m.section(&elements).section(&code);
     m.finish()
+}
+
+/// The library's global (and export) that holds where the program's [`directory`] is.
+pub const DIRECTORY: &str = "directory";
+const LIBRARY_SCRATCH: u32 = 0;
+const LIBRARY_DIRECTORY: u32 = 1;
+
+/// The directory of a program whose kernels in WebAssembly are all f32 dots: per plan
+/// kernel, two i32 words, its descriptor's address and its extent (both 0 for a host
+/// kernel), which the library's [`kernel_function`] reads.
+pub fn directory(kernels: &[Option<super::WasmKernel>]) -> Vec<u8> {
+    let entry = |k: &Option<super::WasmKernel>| k.as_ref().map_or([0, 0], |k| [k.table as u32, k.extent as u32]);
+    kernels.iter().flat_map(|k| entry(k).into_iter().flat_map(u32::to_le_bytes)).collect()
+}
+
+/// The library's [`super::KERNEL`]: as a program module's, `kernel(index, begin, end)`
+/// runs plan kernel `index` over `begin..end` and `kernel(WHOLE, first, last)` runs
+/// kernels `first..last` whole (those of extent 0 not at all), each through
+/// [`dot_function`] on the descriptor the [`directory`] (at global [`DIRECTORY`]) gives
+/// it, with the global `scratch` as its scratch base. A host kernel's index traps, and
+/// [`super::WHOLE`] skips it.
+fn kernel_function() -> Function {
+    const INDEX: u32 = 0;
+    const BEGIN: u32 = 1;
+    const END: u32 = 2;
+    let mut c = Code::new(super::KERNEL_PARAMS);
+    let (entry, i) = (c.local(ValType::I32), c.local(ValType::I32));
+    let word = |w: u64| I::I32Load(mem(4 * w, 2));
+    // entry = directory + 8 * kernel
+    let entry_of = |c: &mut Code, kernel: u32| {
+        c.ops([I::GlobalGet(LIBRARY_DIRECTORY), I::LocalGet(kernel), I::I32Const(8), I::I32Mul, I::I32Add]);
+        c.op(I::LocalSet(entry));
+    };
+    c.ops([I::LocalGet(INDEX), I::I32Const(super::WHOLE), I::I32Eq, I::If(BlockType::Empty)]);
+    c.ops([I::LocalGet(BEGIN), I::LocalSet(i), I::Block(BlockType::Empty), I::Loop(BlockType::Empty)]);
+    c.ops([I::LocalGet(i), I::LocalGet(END), I::I32GeS, I::BrIf(1)]);
+    entry_of(&mut c, i);
+    c.ops([I::LocalGet(entry), word(0), I::I32Const(0), I::I32Ne, I::LocalGet(entry), word(1), I::I32Const(0)]);
+    c.ops([I::I32Ne, I::I32And, I::If(BlockType::Empty)]);
+    c.ops([I::I32Const(0), I::LocalGet(entry), word(1), I::LocalGet(entry), word(0)]);
+    c.ops([I::GlobalGet(LIBRARY_SCRATCH), I::Call(1), I::End]);
+    c.ops([I::LocalGet(i), I::I32Const(1), I::I32Add, I::LocalSet(i), I::Br(0), I::End, I::End, I::Return, I::End]);
+    entry_of(&mut c, INDEX);
+    c.ops([I::LocalGet(entry), word(0), I::I32Eqz, I::If(BlockType::Empty), I::Unreachable, I::End]);
+    c.ops([I::LocalGet(BEGIN), I::LocalGet(END), I::LocalGet(entry), word(0), I::GlobalGet(LIBRARY_SCRATCH)]);
+    c.op(I::Call(1));
+    c.finish()
 }
 
 /// Rows of a register tile.

@@ -25,8 +25,11 @@
 //! ([`WasmProgram::gemm`]) it imports its memory (`env.memory`, of
 //! [`WasmProgram::pages`]) and the GEMM library's table (`gemm.table`, whose one entry
 //! is the GEMM library's dot driver, [`gemm::library`]), which the host instantiates on the same memory
-//! first. The host writes the parameters, calls the kernels in plan order and reads the
-//! result's buffers. [`compile`] needs no engine.
+//! first. A program whose kernels in WebAssembly are all f32 dots needs no module at
+//! all ([`WasmProgram::runs_on_library`]): the library's own `kernel` runs each dot on
+//! the program's [`gemm::directory`], so the host compiles nothing for it. The host
+//! writes the parameters, calls the kernels in plan order and reads the result's
+//! buffers. [`compile`] needs no engine.
 //!
 //! Threads ([`compile_threaded`]): the module imports its memory instead (`env.memory`,
 //! shared, at least the pages it needs, any maximum up to 4 GiB, so a host may make the
@@ -123,9 +126,21 @@ pub struct WasmProgram {
     /// ([`WasmProgram::write_data`]): (address, bytes) of the plan's constants and of the
     /// kernels' tables ([`WasmKernel::table`]). Nothing a kernel writes overlaps them.
     pub data: Vec<(u64, Vec<u8>)>,
+    /// Where the program's [`gemm::directory`] is when its kernels in WebAssembly are all
+    /// f32 dots (the GEMM library's driver runs each): the host then compiles no module,
+    /// and calls the library's own [`KERNEL`] with its global [`gemm::DIRECTORY`] at this
+    /// address. 0: the host runs the module ([`WasmProgram::bytes`], which such a
+    /// program has too, for `compile --emit`).
+    pub directory: u64,
 }
 
 impl WasmProgram {
+    /// Whether the GEMM library runs the program without its module
+    /// ([`WasmProgram::directory`]).
+    pub fn runs_on_library(&self) -> bool {
+        self.directory != 0
+    }
+
     /// Writes [`WasmProgram::data`] into the memory of the program's instance.
     pub fn write_data(&self, memory: &mut dyn kernel::ArenaMemory) -> Result<(), String> {
         self.data.iter().try_for_each(|(at, bytes)| memory.write_bytes(*at as usize, bytes))
@@ -168,6 +183,13 @@ impl WasmProgram {
                 Some(w) => s += &format!(";; kernel {i} %{}: {}, range 0..{}\n", k.name, w.shape, w.extent),
                 None => s += &format!(";; kernel {i} %{}: on the host: {}\n", k.name, k.kind),
             }
+        }
+        if self.runs_on_library() {
+            s += &format!(
+                ";; every kernel in WebAssembly is an f32 dot: the hosts compile no module and run the GEMM \
+                 library's own kernel on the directory at {} (the module below is for other engines)\n",
+                self.directory
+            );
         }
         s
     }
@@ -220,7 +242,8 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
         })
         .max()
         .unwrap_or(0);
-    // The kernels' tables (buffer offsets, dot descriptors), after the scratch.
+    // The kernels' tables (buffer offsets, dot descriptors), after the scratch, then the
+    // directory of a program of f32 dots only.
     let mut end = scratch + threads as u64 * scratch_bytes;
     let mut bodies = Vec::new();
     let mut kernels = Vec::new();
@@ -239,16 +262,34 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
             None => kernels.push(None),
         }
     }
+    let gemm = kernels.iter().flatten().any(|k| k.library);
+    let mut directory = 0;
+    if gemm && kernels.iter().flatten().all(|k| k.library) {
+        directory = end;
+        let bytes = gemm::directory(&kernels);
+        end += bytes.len() as u64;
+        tables.push((directory, bytes));
+    }
     if end > u32::MAX as u64 {
         return Err(format!("the arena, the GEMMs' scratch and the tables ({end} bytes) do not fit a 32-bit memory"));
     }
     let pages = end.div_ceil(PAGE).max(1);
-    let gemm = kernels.iter().flatten().any(|k| k.library);
     let helpers = helpers::bodies(helpers::needed(module));
     let bytes = assemble(&kernels, helpers, bodies, pages, threads, scratch, gemm);
     let constants = plan.constants.iter().map(|(b, lit)| (plan.arena.offset(*b), lit.to_le_bytes()));
     let data = constants.chain(tables).filter(|(_, bytes)| !bytes.is_empty()).collect();
-    Ok(WasmProgram { plan, kernels, bytes, pages, threads, scratch, scratch_stride: scratch_bytes, gemm, data })
+    Ok(WasmProgram {
+        plan,
+        kernels,
+        bytes,
+        pages,
+        threads,
+        scratch,
+        scratch_stride: scratch_bytes,
+        gemm,
+        data,
+        directory,
+    })
 }
 
 /// The type of the GEMM library's dot driver in a program's module (after the kernels'

@@ -96,6 +96,15 @@ fn load_or_compile_library(shared: bool) -> Result<wasmtime::Module, String> {
     Ok(module)
 }
 
+/// The program's module as wasmtime compiles it, or `None` for a program the GEMM
+/// library runs ([`WasmProgram::runs_on_library`]).
+pub(super) fn compile_module(program: &WasmProgram) -> Result<Option<wasmtime::Module>, String> {
+    if program.runs_on_library() {
+        return Ok(None);
+    }
+    wasmtime::Module::new(engine(), &program.bytes).map(Some).map_err(|e| format!("wasmtime: {e:?}"))
+}
+
 /// One kernel of a timed run.
 #[derive(Clone, Debug)]
 pub struct KernelTime {
@@ -229,19 +238,21 @@ pub struct WasmExecutable {
 }
 
 impl WasmExecutable {
-    /// Compiles the program's module with wasmtime and instantiates it.
+    /// Compiles the program's module with wasmtime (none for a program the GEMM library
+    /// runs, [`WasmProgram::runs_on_library`]) and instantiates it.
     pub fn new(module: &Module, program: WasmProgram) -> Result<WasmExecutable, String> {
         let start = Instant::now();
-        let compiled = wasmtime::Module::new(engine(), &program.bytes).map_err(|e| format!("wasmtime: {e:?}"))?;
-        Self::instantiate(module, program, &compiled, start)
+        let compiled = compile_module(&program)?;
+        Self::instantiate(module, program, compiled.as_ref(), start)
     }
 
-    /// Instantiates `compiled` (the program's module, compiled by wasmtime; `start`: when
-    /// that began, for [`WasmExecutable::compile_time`]).
+    /// Instantiates `compiled` (the program's module, compiled by wasmtime, or `None` for
+    /// a program the GEMM library runs; `start`: when that began, for
+    /// [`WasmExecutable::compile_time`]).
     pub(super) fn instantiate(
         module: &Module,
         program: WasmProgram,
-        compiled: &wasmtime::Module,
+        compiled: Option<&wasmtime::Module>,
         start: Instant,
     ) -> Result<WasmExecutable, String> {
         let threads = program.threads.max(1);
@@ -261,28 +272,51 @@ impl WasmExecutable {
             // The imports in the module's order: its memory, then the table of the
             // library's instance on that memory.
             let mut imports: Vec<Extern> = Vec::new();
+            let mut made = None;
             if let Some(shared) = &shared {
                 imports.push(shared.clone().into());
             } else if program.gemm {
                 let pages = u32::try_from(program.pages).map_err(|_| "a memory past 32 bits".to_string())?;
                 let memory = Memory::new(&mut store, MemoryType::new(pages, None))
                     .map_err(|e| format!("wasmtime cannot make the memory: {e:?}"))?;
+                made = Some(memory);
                 imports.push(memory.into());
             }
+            let mut lib = None;
             if let Some(library) = library {
-                let lib = wasmtime::Instance::new(&mut store, library, &imports[..1])
+                let instance = wasmtime::Instance::new(&mut store, library, &imports[..1])
                     .map_err(|e| format!("wasmtime: the GEMM library: {e:?}"))?;
-                let table =
-                    lib.get_table(&mut store, super::gemm::LIBRARY_TABLE).ok_or("the GEMM library exports no table")?;
+                let table = instance
+                    .get_table(&mut store, super::gemm::LIBRARY_TABLE)
+                    .ok_or("the GEMM library exports no table")?;
                 imports.push(table.into());
+                lib = Some(instance);
             }
-            let instance =
-                wasmtime::Instance::new(&mut store, compiled, &imports).map_err(|e| format!("wasmtime: {e:?}"))?;
+            // The instance whose `kernel` the host calls: the program's, or the library's
+            // on the program's directory.
+            let instance = match (compiled, lib) {
+                (Some(compiled), _) => {
+                    wasmtime::Instance::new(&mut store, compiled, &imports).map_err(|e| format!("wasmtime: {e:?}"))?
+                }
+                (None, Some(lib)) => {
+                    let directory = lib
+                        .get_global(&mut store, super::gemm::DIRECTORY)
+                        .ok_or("the GEMM library exports no directory global")?;
+                    directory
+                        .set(&mut store, Val::I32(program.directory as u32 as i32))
+                        .map_err(|e| format!("wasmtime: {e:?}"))?;
+                    lib
+                }
+                (None, None) => return Err("a program without a module of its own needs the GEMM library".into()),
+            };
             let scratch = instance.get_global(&mut store, "scratch").ok_or("the module exports no scratch global")?;
             let base = program.scratch + t * program.scratch_stride;
             scratch.set(&mut store, Val::I32(base as u32 as i32)).map_err(|e| format!("wasmtime: {e:?}"))?;
             if threads == 1 {
-                own = Some(instance.get_memory(&mut store, "memory").ok_or("the module exports no memory")?);
+                own = Some(match made {
+                    Some(memory) => memory,
+                    None => instance.get_memory(&mut store, "memory").ok_or("the module exports no memory")?,
+                });
             }
             let kernel = instance
                 .get_typed_func::<(i32, i32, i32), ()>(&mut store, super::KERNEL)

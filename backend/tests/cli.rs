@@ -181,6 +181,7 @@ corpus_tests!(
     fori_loop,
     int_bitops,
     layernorm,
+    matmul_chain,
     mlp_gelu_erf,
     mlp_gelu_tanh,
     mlp_grad,

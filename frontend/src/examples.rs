@@ -25,6 +25,7 @@ pub const EXAMPLES: &[Example] = &[
         label: "MLP: softmax(relu(x @ W1 + b1) @ W2 + b2)",
         source: include_str!("../../examples/mlp.mlir"),
     },
+    corpus!("matmul_chain", "Matrix multiplies alone: (x @ W1) @ W2 and a batched a @ b"),
     corpus!("bf16_mlp", "relu(x @ W + b) in bfloat16"),
     corpus!("mlp_gelu_erf", "GELU MLP (erf)"),
     corpus!("mlp_gelu_tanh", "GELU MLP (tanh)"),

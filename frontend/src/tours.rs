@@ -30,6 +30,7 @@ pub struct Step {
 
 const FILES: &[&str] = &[
     include_str!("../tours/mlp.json"),
+    include_str!("../tours/matmul_chain.json"),
     include_str!("../tours/bf16_mlp.json"),
     include_str!("../tours/mlp_gelu_erf.json"),
     include_str!("../tours/mlp_gelu_tanh.json"),

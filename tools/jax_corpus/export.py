@@ -111,6 +111,15 @@ def mlp_gelu_erf(rng):
     return f, [normal(rng, (4, 8))] + mlp_params(rng, [8, 16, 4])
 
 
+@program("matrix multiplies alone: a chain of two and a batched one, no other op", tol=F32_DEEP)
+def matmul_chain(rng):
+    def f(x, w1, w2, a, b):
+        return (x @ w1) @ w2, a @ b
+
+    shapes = [(32, 48), (48, 64), (64, 24), (2, 16, 24), (2, 24, 8)]
+    return f, [normal(rng, s) for s in shapes]
+
+
 @program("layer normalization over the last axis, with scale and bias")
 def layernorm(rng):
     def f(x, gamma, beta):

@@ -192,8 +192,13 @@ fn run_on(
     }
     let (compiled, on_host) = program.counts();
     let cached = if fresh { "" } else { ", the module kept from an earlier run" };
+    let compiled = if program.runs_on_library() {
+        format!("{compiled} kernels, all f32 dots: the GEMM library runs them (no module compiled)")
+    } else {
+        format!("{compiled} kernels compiled")
+    };
     let device = format!(
-        "WebAssembly (SIMD128) in this page's worker: {compiled} kernels compiled, {on_host} on the host \
+        "WebAssembly (SIMD128) in this page's worker: {compiled}, {on_host} on the host \
          (interpreter){cached}; timed by performance.now() over batches of {batch} runs"
     );
     let kernels = kernel_times(job, &program.plan.kernels, &per_kernel);

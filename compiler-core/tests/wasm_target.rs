@@ -163,24 +163,27 @@ fn data_segments(bytes: &[u8]) -> Vec<(u64, Vec<u8>)> {
     out
 }
 
+/// Three f32 dots in a row, of different shapes: a batch, a transposed rhs, more than
+/// one block of rows.
+const THREE_DOTS: &str = "HloModule m
+ENTRY %main (a: f32[2,37,9], b: f32[2,9,13], c: f32[13,70], e: f32[6,70]) -> f32[2,37,6] {
+  %a = f32[2,37,9] parameter(0)
+  %b = f32[2,9,13] parameter(1)
+  %c = f32[13,70] parameter(2)
+  %e = f32[6,70] parameter(3)
+  %d1 = f32[2,37,13] dot(%a, %b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
+  %d2 = f32[2,37,70] dot(%d1, %c), lhs_contracting_dims={2}, rhs_contracting_dims={0}
+  ROOT %d3 = f32[2,37,6] dot(%d2, %e), lhs_contracting_dims={2}, rhs_contracting_dims={1}
+}";
+
 #[test]
 fn the_f32_dots_of_a_module_call_the_gemm_library() {
-    // Three dots of different shapes (a batch, a transposed rhs): each is a descriptor in
-    // the module's data, which `kernel` passes to the GEMM library's driver; the driver
+    // Three dots ([`THREE_DOTS`]): each is a descriptor in the program's data (the host
+    // writes it), which `kernel` passes to the GEMM library's driver; the driver
     // and the body it calls (the packing, the register tiles) live in the library. The
     // module imports its memory and the library's table and calls the driver through
     // it. A module without an f32 dot imports nothing.
-    let hlo = "HloModule m
-ENTRY %main (a: f32[2,7,9], b: f32[2,9,13], c: f32[13,5], e: f32[6,5]) -> f32[2,7,6] {
-  %a = f32[2,7,9] parameter(0)
-  %b = f32[2,9,13] parameter(1)
-  %c = f32[13,5] parameter(2)
-  %e = f32[6,5] parameter(3)
-  %d1 = f32[2,7,13] dot(%a, %b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
-  %d2 = f32[2,7,5] dot(%d1, %c), lhs_contracting_dims={2}, rhs_contracting_dims={0}
-  ROOT %d3 = f32[2,7,6] dot(%d2, %e), lhs_contracting_dims={2}, rhs_contracting_dims={1}
-}";
-    let module = optimize(&hloscope_core::parse::parse_module(hlo).unwrap()).unwrap();
+    let module = optimize(&hloscope_core::parse::parse_module(THREE_DOTS).unwrap()).unwrap();
     let program = wasm::compile(&module).unwrap();
     validate(&program.bytes).unwrap();
     assert!(program.gemm && program.imports_memory());
@@ -576,25 +579,15 @@ ENTRY %main (x: f32[5,39], y: s32[5,39]) -> (f32[5,39], f32[5], s32[5]) {
 
     #[test]
     fn a_program_of_f32_dots_runs_on_the_library_alone() {
-        // Three dots in a row (a batch, a transposed rhs): no module of its own, the GEMM
+        // Three dots in a row ([`THREE_DOTS`]): no module of its own, the GEMM
         // library's `kernel` runs each on its directory entry, one call per kernel when
         // timed and one call for the stretch of all three when not, on one thread and
         // on two. With an elementwise kernel after them the program has its module.
-        let dots = "HloModule m
-ENTRY %main (a: f32[2,37,9], b: f32[2,9,13], c: f32[13,70], e: f32[6,70]) -> f32[2,37,6] {
-  %a = f32[2,37,9] parameter(0)
-  %b = f32[2,9,13] parameter(1)
-  %c = f32[13,70] parameter(2)
-  %e = f32[6,70] parameter(3)
-  %d1 = f32[2,37,13] dot(%a, %b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
-  %d2 = f32[2,37,70] dot(%d1, %c), lhs_contracting_dims={2}, rhs_contracting_dims={0}
-  ROOT %d3 = f32[2,37,6] dot(%d2, %e), lhs_contracting_dims={2}, rhs_contracting_dims={1}
-}";
-        let mixed = dots.replace(
+        let mixed = THREE_DOTS.replace(
             "ROOT %d3 = f32[2,37,6] dot(%d2, %e), lhs_contracting_dims={2}, rhs_contracting_dims={1}",
             "%d3 = f32[2,37,6] dot(%d2, %e), lhs_contracting_dims={2}, rhs_contracting_dims={1}\n  ROOT %t = f32[2,37,6] abs(%d3)",
         );
-        for (hlo, on_library) in [(dots, true), (mixed.as_str(), false)] {
+        for (hlo, on_library) in [(THREE_DOTS, true), (mixed.as_str(), false)] {
             let module = optimize(&hloscope_core::parse::parse_module(hlo).unwrap()).unwrap();
             let args = hloscope_core::interp::random_inputs(&module, 5);
             let want = Interpreter::new(&module).run(&args).unwrap();

@@ -115,8 +115,9 @@ const reply = (v) => process.stdout.write(JSON.stringify(v) + '\n');
 (async () => {
   const program = JSON.parse(fs.readFileSync(dir + '/program.json'));
   const bytes = fs.readFileSync(dir + '/module.wasm');
-  // The constants and the kernels' tables, which the host writes after instantiating
-  // (the module has no data): `program.data` gives each one's address and length.
+  // The data the runner writes after instantiating, each piece's address and length in
+  // `program.data`: that of a program the GEMM library runs, which has no module to
+  // carry it (a module carries its data as segments, see `V8Engine::start`).
   const data = fs.readFileSync(dir + '/data.bin');
   const writeData = (memory) => {
     const mem = new Uint8Array(memory.buffer);
@@ -294,12 +295,17 @@ impl V8Engine {
         let dir = std::env::temp_dir().join(format!("hloscope-v8-{}-{nanos}", std::process::id()));
         let io = |e: std::io::Error| format!("cannot prepare the V8 run in {}: {e}", dir.display());
         std::fs::create_dir_all(&dir).map_err(io)?;
-        std::fs::write(dir.join("module.wasm"), &program.bytes).map_err(io)?;
-        std::fs::write(
-            dir.join("data.bin"),
-            program.data.iter().flat_map(|(_, bytes)| bytes).copied().collect::<Vec<u8>>(),
-        )
-        .map_err(io)?;
+        // V8 copies a module's data segments as it instantiates it, in less time than the
+        // runner's writes of the same data (unlike wasmtime, which compiles a start
+        // function for them): the module is the standalone one. A program the GEMM
+        // library runs has no module, and the runner writes its data.
+        let (module, data) = match program.runs_on_library() {
+            true => (Vec::new(), &program.data[..]),
+            false => (program.standalone(), &[][..]),
+        };
+        std::fs::write(dir.join("module.wasm"), module).map_err(io)?;
+        std::fs::write(dir.join("data.bin"), data.iter().flat_map(|(_, bytes)| bytes).copied().collect::<Vec<u8>>())
+            .map_err(io)?;
         std::fs::write(dir.join("run.js"), RUNNER).map_err(io)?;
         if program.gemm {
             std::fs::write(dir.join("gemm.wasm"), wasm::gemm::library(program.threads > 1)).map_err(io)?;
@@ -319,7 +325,7 @@ impl V8Engine {
             "stride": program.scratch_stride,
             "gemm": program.gemm,
             "directory": program.directory,
-            "data": program.data.iter().map(|(at, bytes)| [*at, bytes.len() as u64]).collect::<Vec<_>>(),
+            "data": data.iter().map(|(at, bytes)| [*at, bytes.len() as u64]).collect::<Vec<_>>(),
             "kernels": kernels,
             // All kernels are WebAssembly here, so plan indices are `kernels` indices.
             "stretches": host::stretches(&program).iter().map(|r| [r.start, r.end]).collect::<Vec<_>>(),

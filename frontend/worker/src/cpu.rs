@@ -254,7 +254,9 @@ fn executable(job: &RunJob, clock: fn() -> f64) -> Result<(Rc<RefCell<Executable
                 set(&table, wasm::gemm::LIBRARY_TABLE, &get(&library.exports(), wasm::gemm::LIBRARY_TABLE)?)?;
                 set(&imports, wasm::gemm::LIBRARY_MODULE, &table)?;
             }
-            let bytes = Uint8Array::from(program.bytes.as_slice());
+            // With its data as segments: the engine copies them as it instantiates, in
+            // less time than the writes of a host.
+            let bytes = Uint8Array::from(program.standalone().as_slice());
             let module = WebAssembly::Module::new(&bytes.into()).map_err(js_error)?;
             let exports = WebAssembly::Instance::new(&module, &imports).map_err(js_error)?.exports();
             let memory = get(&exports, "memory")?.dyn_into().map_err(|_| "the module exports no memory")?;
@@ -262,9 +264,11 @@ fn executable(job: &RunJob, clock: fn() -> f64) -> Result<(Rc<RefCell<Executable
         }
     };
     let kernel = get(&exports, wasm::KERNEL)?.dyn_into::<Function>().map_err(|_| "no kernel export")?;
-    // The constants and the kernels' tables: the host's to write (the module has no data).
+    // A program the library runs has no module to carry its data (descriptors, directory).
     let mut instance = Browser { memory, kernel };
-    program.write_data(&mut instance)?;
+    if program.runs_on_library() {
+        program.write_data(&mut instance)?;
+    }
     let host = HostKernels::new(&job.module, &program);
     let compile_ms = clock() - t0;
     let exe = Rc::new(RefCell::new(Executable { program, host, instance, compile_ms }));

@@ -20,7 +20,8 @@
 //! into the memory once, after instantiating (wasmtime compiles a module's active data
 //! segments into a start function of its own, a fifth of a small module's compile);
 //! [`WasmProgram::standalone`] is the module with them as data segments, for an engine
-//! without the host. Without an f32 dot the module defines that memory
+//! without the host and for V8, which copies segments as it instantiates in less time
+//! than JavaScript's writes. Without an f32 dot the module defines that memory
 //! and imports nothing, so any engine instantiates it as it is. With one
 //! ([`WasmProgram::gemm`]) it imports its memory (`env.memory`, of
 //! [`WasmProgram::pages`]) and the GEMM library's table (`gemm.table`, whose one entry
@@ -147,7 +148,9 @@ impl WasmProgram {
     }
 
     /// The module with [`WasmProgram::data`] as active data segments: what any engine
-    /// instantiates and runs without this crate's host (`hloscope compile --emit wasm`).
+    /// instantiates and runs without this crate's host (`hloscope compile --emit wasm`),
+    /// and what V8 gets (the explorer's worker, the V8 runner), which copies segments as
+    /// it instantiates in less time than a host's writes.
     pub fn standalone(&self) -> Vec<u8> {
         let mut bytes = self.bytes.clone();
         if self.data.is_empty() {

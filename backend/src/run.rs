@@ -381,10 +381,14 @@ fn compile_wasm(
     let (entry, _, what) = compile_cached(args, text, &target, parse, compile, &failed)?;
     let program = entry.exe.program();
     let (compiled, on_host) = program.counts();
+    let data = program.data.iter().map(|(_, bytes)| bytes.len()).sum::<usize>();
+    let code = if program.runs_on_library() {
+        format!("all f32 dots, run by the GEMM library: no module, {data} bytes of data")
+    } else {
+        format!("{} bytes, {data} of data", program.bytes.len())
+    };
     eprintln!(
-        "wasm: wasmtime: {compiled} kernels in WebAssembly ({} bytes, {} of data), {on_host} on the host, {threads} thread{}",
-        program.bytes.len(),
-        program.data.iter().map(|(_, bytes)| bytes.len()).sum::<usize>(),
+        "wasm: wasmtime: {compiled} kernels in WebAssembly ({code}), {on_host} on the host, {threads} thread{}",
         if threads == 1 { "" } else { "s" }
     );
     if args.verbose {

@@ -295,15 +295,9 @@ impl V8Engine {
         let dir = std::env::temp_dir().join(format!("hloscope-v8-{}-{nanos}", std::process::id()));
         let io = |e: std::io::Error| format!("cannot prepare the V8 run in {}: {e}", dir.display());
         std::fs::create_dir_all(&dir).map_err(io)?;
-        // V8 copies a module's data segments as it instantiates it, in less time than the
-        // runner's writes of the same data (unlike wasmtime, which compiles a start
-        // function for them): the module is the standalone one. A program the GEMM
-        // library runs has no module, and the runner writes its data.
-        let (module, data) = match program.runs_on_library() {
-            true => (Vec::new(), &program.data[..]),
-            false => (program.standalone(), &[][..]),
-        };
-        std::fs::write(dir.join("module.wasm"), module).map_err(io)?;
+        // The standalone module (V8 copies its segments), or none and the data to write.
+        let (module, data) = program.with_segments();
+        std::fs::write(dir.join("module.wasm"), module.unwrap_or_default()).map_err(io)?;
         std::fs::write(dir.join("data.bin"), data.iter().flat_map(|(_, bytes)| bytes).copied().collect::<Vec<u8>>())
             .map_err(io)?;
         std::fs::write(dir.join("run.js"), RUNNER).map_err(io)?;
@@ -526,7 +520,7 @@ ENTRY main {
     /// runs it on the program's directory, a large dot split across the threads and a
     /// batched one after it, with wasmtime's bytes.
     #[test]
-    fn programs_of_dots_only_run_on_the_library_in_v8() {
+    fn programs_of_dots_only_run_on_the_library_in_v8() -> Result<(), String> {
         let hlo = "HloModule dots
 ENTRY main {
   x = f32[300,128] parameter(0)
@@ -536,22 +530,22 @@ ENTRY main {
   ROOT e = f32[300,300] dot(d, v), lhs_contracting_dims={1}, rhs_contracting_dims={0}
 }
 ";
-        let parsed = hloscope_core::parse::parse_module(hlo).unwrap();
-        let m = hloscope_core::targets::optimize(&parsed).unwrap();
+        let parsed = hloscope_core::parse::parse_module(hlo).map_err(|e| format!("{e:?}"))?;
+        let m = hloscope_core::targets::optimize(&parsed)?;
         let args = hloscope_core::interp::random_inputs(&m, 3);
-        let want: Vec<Literal> =
-            WasmExecutable::new(&m, wasm::compile(&m).unwrap()).unwrap().run(&args).unwrap().0.flatten();
-        let interpreted = hloscope_core::interp::run(&m, &args).unwrap().flatten();
+        let want: Vec<Literal> = WasmExecutable::new(&m, wasm::compile(&m)?)?.run(&args)?.0.flatten();
+        let interpreted = hloscope_core::interp::run(&m, &args).map_err(|e| format!("{e:?}"))?.flatten();
         assert_eq!(bytes(&want), bytes(&interpreted), "wasmtime gives the interpreter's f32 dots");
         for threads in [1, 2] {
-            let program = wasm::compile_threaded(&m, threads).unwrap();
+            let program = wasm::compile_threaded(&m, threads)?;
             assert!(program.runs_on_library(), "{}", program.summary());
-            let mut engine = V8Engine::start(program).unwrap();
+            let mut engine = V8Engine::start(program)?;
             for _ in 0..2 {
-                engine.load(&args).unwrap();
-                engine.run().unwrap();
-                assert_eq!(bytes(&engine.result().unwrap()), bytes(&want), "{threads} threads");
+                engine.load(&args)?;
+                engine.run()?;
+                assert_eq!(bytes(&engine.result()?), bytes(&want), "{threads} threads");
             }
         }
+        Ok(())
     }
 }

@@ -236,16 +236,20 @@ fn executable(job: &RunJob, clock: fn() -> f64) -> Result<(Rc<RefCell<Executable
         global.set_value(&JsValue::from(value as u32));
         Ok(())
     };
-    // The instance whose `kernel` runs the program: its module's, or for a program of f32
-    // dots only the library's own on the program's directory (no module to compile).
-    let (exports, memory) = match gemm {
-        Some((memory, library)) if program.runs_on_library() => {
+    // The instance whose `kernel` runs the program: its standalone module's (the engine
+    // copies the segments as it instantiates, in less time than a host's writes), or for
+    // a program of f32 dots only the library's own on the program's directory (no module
+    // to compile, and its data for this host to write).
+    let (module, data) = program.with_segments();
+    let (exports, memory) = match (module, gemm) {
+        (None, Some((memory, library))) => {
             let exports = library.exports();
             set_global(&exports, wasm::gemm::DIRECTORY, program.directory)?;
-            set_global(&exports, "scratch", program.scratch)?;
+            set_global(&exports, wasm::SCRATCH, program.scratch)?;
             (exports, memory)
         }
-        gemm => {
+        (None, None) => return Err("a program without a module of its own needs the GEMM library".into()),
+        (Some(module), gemm) => {
             if let Some((memory, library)) = &gemm {
                 // `{ env: { memory }, gemm: { table } }`
                 let (env, table) = (Object::new(), Object::new());
@@ -254,9 +258,7 @@ fn executable(job: &RunJob, clock: fn() -> f64) -> Result<(Rc<RefCell<Executable
                 set(&table, wasm::gemm::LIBRARY_TABLE, &get(&library.exports(), wasm::gemm::LIBRARY_TABLE)?)?;
                 set(&imports, wasm::gemm::LIBRARY_MODULE, &table)?;
             }
-            // With its data as segments: the engine copies them as it instantiates, in
-            // less time than the writes of a host.
-            let bytes = Uint8Array::from(program.standalone().as_slice());
+            let bytes = Uint8Array::from(module.as_slice());
             let module = WebAssembly::Module::new(&bytes.into()).map_err(js_error)?;
             let exports = WebAssembly::Instance::new(&module, &imports).map_err(js_error)?.exports();
             let memory = get(&exports, "memory")?.dyn_into().map_err(|_| "the module exports no memory")?;
@@ -264,11 +266,8 @@ fn executable(job: &RunJob, clock: fn() -> f64) -> Result<(Rc<RefCell<Executable
         }
     };
     let kernel = get(&exports, wasm::KERNEL)?.dyn_into::<Function>().map_err(|_| "no kernel export")?;
-    // A program the library runs has no module to carry its data (descriptors, directory).
     let mut instance = Browser { memory, kernel };
-    if program.runs_on_library() {
-        program.write_data(&mut instance)?;
-    }
+    data.iter().try_for_each(|(at, bytes)| instance.write_bytes(*at as usize, bytes))?;
     let host = HostKernels::new(&job.module, &program);
     let compile_ms = clock() - t0;
     let exe = Rc::new(RefCell::new(Executable { program, host, instance, compile_ms }));

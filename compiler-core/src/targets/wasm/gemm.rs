@@ -68,7 +68,7 @@ pub fn library_table() -> TableType {
 /// hold, all inside that caller's memory.
 ///
 /// It also exports a [`super::KERNEL`] of its own ([`kernel_function`]) with the globals
-/// `scratch` and [`DIRECTORY`]: a program whose kernels in WebAssembly are all f32 dots
+/// [`super::SCRATCH`] and [`DIRECTORY`]: a program whose kernels in WebAssembly are all f32 dots
 /// needs no module, as the host calls this `kernel` as it would the program's, on the
 /// program's [`directory`] ([`super::WasmProgram::directory`]).
 pub fn library(shared: bool) -> Vec<u8> {
@@ -93,7 +93,7 @@ pub fn library(shared: bool) -> Vec<u8> {
     let mut exports = ExportSection::new();
     exports.export(LIBRARY_TABLE, ExportKind::Table, 0);
     exports.export(super::KERNEL, ExportKind::Func, 2);
-    exports.export("scratch", ExportKind::Global, LIBRARY_SCRATCH);
+    exports.export(super::SCRATCH, ExportKind::Global, LIBRARY_SCRATCH);
     exports.export(DIRECTORY, ExportKind::Global, LIBRARY_DIRECTORY);
     let mut elements = ElementSection::new();
     elements.active(Some(0), &ConstExpr::i32_const(0), Elements::Functions([1].as_slice().into()));

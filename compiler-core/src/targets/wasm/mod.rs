@@ -102,6 +102,9 @@ pub struct WasmKernel {
     pub library: bool,
 }
 
+/// A piece of a program's [`WasmProgram::data`]: its address in the memory, its bytes.
+pub type DataPiece = (u64, Vec<u8>);
+
 /// A module planned and translated to one WebAssembly module.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct WasmProgram {
@@ -126,7 +129,7 @@ pub struct WasmProgram {
     /// What the host writes into the memory after instantiating, before the first run
     /// ([`WasmProgram::write_data`]): (address, bytes) of the plan's constants and of the
     /// kernels' tables ([`WasmKernel::table`]). Nothing a kernel writes overlaps them.
-    pub data: Vec<(u64, Vec<u8>)>,
+    pub data: Vec<DataPiece>,
     /// Where the program's [`gemm::directory`] is when its kernels in WebAssembly are all
     /// f32 dots (the GEMM library's driver runs each): the host then compiles no module,
     /// and calls the library's own [`KERNEL`] with its global [`gemm::DIRECTORY`] at this
@@ -140,6 +143,17 @@ impl WasmProgram {
     /// ([`WasmProgram::directory`]).
     pub fn runs_on_library(&self) -> bool {
         self.directory != 0
+    }
+
+    /// What a host gives an engine that copies data segments as it instantiates, in less
+    /// time than the host's writes (V8: the explorer's worker, the V8 runner): the
+    /// standalone module, whose segments carry the data; or, for a program the GEMM
+    /// library runs, no module and the data for the host to write.
+    pub fn with_segments(&self) -> (Option<Vec<u8>>, &[DataPiece]) {
+        match self.runs_on_library() {
+            true => (None, &self.data),
+            false => (Some(self.standalone()), &[]),
+        }
     }
 
     /// Writes [`WasmProgram::data`] into the memory of the program's instance.
@@ -513,7 +527,7 @@ fn assemble(
     );
     let mut exports = ExportSection::new();
     exports.export("memory", ExportKind::Memory, 0);
-    exports.export("scratch", ExportKind::Global, 0);
+    exports.export(SCRATCH, ExportKind::Global, 0);
     let first_kernel = helpers.len() as u32;
     exports.export(KERNEL, ExportKind::Func, first_kernel + bodies.len() as u32);
     let mut code = CodeSection::new();
@@ -543,6 +557,10 @@ fn assemble(
 /// rather than one each: an engine compiles an entry trampoline per exported function
 /// (wasmtime: a fifth of a transformer block's compile). A host kernel's index traps.
 pub const KERNEL: &str = "kernel";
+
+/// The exported global that holds an instance's scratch base: a program module's
+/// (global 0), and the GEMM library's for its own [`KERNEL`].
+pub const SCRATCH: &str = "scratch";
 
 /// [`KERNEL`]'s index that runs plan kernels `first..last` whole, in plan order, each
 /// over `0..extent` (one of zero extent not at all). A host that runs several kernels

@@ -309,7 +309,8 @@ impl WasmExecutable {
                 }
                 (None, None) => return Err("a program without a module of its own needs the GEMM library".into()),
             };
-            let scratch = instance.get_global(&mut store, "scratch").ok_or("the module exports no scratch global")?;
+            let scratch =
+                instance.get_global(&mut store, super::SCRATCH).ok_or("the module exports no scratch global")?;
             let base = program.scratch + t * program.scratch_stride;
             scratch.set(&mut store, Val::I32(base as u32 as i32)).map_err(|e| format!("wasmtime: {e:?}"))?;
             if threads == 1 {

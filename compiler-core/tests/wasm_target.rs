@@ -223,24 +223,25 @@ fn the_f32_dots_of_a_module_call_the_gemm_library() {
     };
     // Without f16 or bf16 values the module has no helpers, and with only f32 dots no
     // kernel function: its one function is `kernel`, the one export (wasmtime compiles a
-    // trampoline per export and per declared function type), which calls the driver for
-    // each dot from its `br_table` and from its whole-program stretch. Two types:
-    // `kernel`'s and the driver's.
+    // trampoline per export and per declared function type), which calls the driver from
+    // one arm of its dispatch, whatever the number of dots. Two types: `kernel`'s and the
+    // driver's.
     let bodies = function_bodies(&program.bytes);
     assert_eq!(bodies.len(), 1);
     assert_eq!(types_and_exported_functions(&program.bytes), (2, vec![wasm::KERNEL.to_string()]));
-    assert_eq!(driver_calls(&bodies[0]), 2 * dots.len());
+    assert_eq!(driver_calls(&bodies[0]), 1);
     let library_bodies = function_bodies(&library);
     assert_eq!(library_bodies.len(), 3, "the GEMM body, the driver and the library's own kernel");
     // A program of f32 dots only runs on the library's `kernel` (no module to compile):
-    // its directory gives each plan kernel's descriptor and extent.
+    // its directory (the module's too) gives each plan kernel's descriptor, extent and
+    // arm of the module's dispatch (1: the driver).
     assert!(program.runs_on_library());
     let (_, directory) = data.iter().find(|(at, _)| *at == program.directory).expect("data at the directory");
     let words: Vec<u32> = directory.chunks(4).map(|w| u32::from_le_bytes(w.try_into().unwrap())).collect();
-    assert_eq!(words.len(), 2 * program.kernels.len());
+    assert_eq!(words.len() as u64 * 4, wasm::DIRECTORY_ENTRY * program.kernels.len() as u64);
     for (i, k) in program.kernels.iter().enumerate() {
         let k = k.as_ref().unwrap();
-        assert_eq!(words[2 * i..2 * i + 2], [k.table as u32, k.extent as u32], "kernel {i}");
+        assert_eq!(words[3 * i..3 * i + 3], [k.table as u32, k.extent as u32, 1], "kernel {i}");
     }
     assert!(bodies[0].len() * 4 < library_bodies[0].len(), "no GEMM body in the program's module");
     // Without an f32 dot the module imports nothing.
@@ -255,42 +256,60 @@ ENTRY %main (a: f32[8]) -> f32[8] {
     assert_eq!(types_and_exported_functions(&program.bytes), (1, vec![wasm::KERNEL.to_string()]));
 }
 
+/// `layers` layers of one integer block (exact, so the bits are the interpreter's): the
+/// layers' kernels are the same code up to their buffers.
+fn layers(layers: usize) -> String {
+    let mut hlo = String::from(
+        "HloModule m\n%max (a: s32[], b: s32[]) -> s32[] {\n  %a = s32[] parameter(0)\n  %b = s32[] parameter(1)\n  ROOT %m = s32[] maximum(%a, %b)\n}\nENTRY %main (x: s32[8,64]) -> s32[8,64] {\n  %v0 = s32[8,64] parameter(0)\n  %lo = s32[] constant(-2147483648)\n  %three = s32[] constant(3)\n  %t = s32[8,64] broadcast(%three), dimensions={}\n",
+    );
+    for l in 1..=layers {
+        let p = l - 1;
+        hlo += &format!(
+            "  %m{l} = s32[8] reduce(%v{p}, %lo), dimensions={{1}}, to_apply=%max\n  %b{l} = s32[8,64] broadcast(%m{l}), dimensions={{0}}\n  %y{l} = s32[8,64] multiply(%v{p}, %t)\n  %v{l} = s32[8,64] subtract(%y{l}, %b{l})\n"
+        );
+    }
+    hlo + &format!("  ROOT %r = s32[8,64] add(%v{layers}, %v0)\n}}")
+}
+
 #[test]
-fn kernels_whole_code_covers_the_stretches_only() {
-    // `kernel(WHOLE, first, last)` runs a stretch of kernels kept whole on the module's
-    // threads; a kernel split across threads is only ever called by its index. The large
-    // exponential splits on two threads, which leaves the small kernel alone: no stretch
-    // and no WHOLE code. On one thread both are one stretch.
-    let hlo = "HloModule m
-ENTRY %main (x: f32[1024,1024], y: f32[4]) -> (f32[1024,1024], f32[4]) {
-  %x = f32[1024,1024] parameter(0)
-  %y = f32[4] parameter(1)
-  %a = f32[1024,1024] exponential(%x)
-  %s = f32[4] multiply(%y, %y)
-  %t = f32[4] add(%s, %y)
-  ROOT %r = (f32[1024,1024], f32[4]) tuple(%a, %t)
-}";
-    let module = optimize(&hloscope_core::parse::parse_module(hlo).unwrap()).unwrap();
-    let both: std::ops::Range<usize> = 0..2;
-    for (threads, stretches) in [(1, Vec::from([both])), (2, Vec::new())] {
-        let program = wasm::compile_threaded(&module, threads).unwrap();
-        assert_eq!(program.counts(), (2, 0), "{}", program.summary());
-        assert_eq!(wasm::host::stretches(&program), stretches, "{threads} threads\n{}", program.summary());
-        // `kernel` (the last function) calls each kernel's function once by its index and
-        // once more in its WHOLE code if the kernel is in a stretch.
-        let bodies = function_bodies(&program.bytes);
-        let calls = |f: u32| {
-            bodies
-                .last()
-                .unwrap()
-                .iter()
-                .filter(|op| matches!(op, wasmparser::Operator::Call { function_index } if *function_index == f))
-                .count()
+fn kernels_dispatch_is_the_same_size_at_every_depth() {
+    // `kernel` reads each plan kernel's table, extent and dispatch arm from the program's
+    // directory: one arm per function, not per kernel, so a deeper stack of the same
+    // layers (more kernels, the same functions) has the same `kernel`, which calls each
+    // function once.
+    let program = |depth: usize| {
+        let module = optimize(&hloscope_core::parse::parse_module(&layers(depth)).unwrap()).unwrap();
+        wasm::compile(&module).unwrap()
+    };
+    let (shallow, deep) = (program(3), program(12));
+    assert!(deep.kernels.len() >= shallow.kernels.len() + 9, "{}", deep.summary());
+    let (shallow_bodies, deep_bodies) = (function_bodies(&shallow.bytes), function_bodies(&deep.bytes));
+    assert_eq!(shallow_bodies.len(), deep_bodies.len(), "the same functions\n{}", deep.summary());
+    let dispatch = |bodies: &[Vec<wasmparser::Operator>]| bodies.last().unwrap().len();
+    assert_eq!(dispatch(&shallow_bodies), dispatch(&deep_bodies));
+    let kernel = deep_bodies.last().unwrap();
+    let functions = deep_bodies.len() as u32 - 1;
+    for f in 0..functions {
+        let calls = kernel
+            .iter()
+            .filter(|op| matches!(op, wasmparser::Operator::Call { function_index } if *function_index == f));
+        assert_eq!(calls.count(), 1, "function {f}");
+    }
+    // The directory: per plan kernel its table (0: static offsets), extent and arm
+    // (its function's index + 1, no GEMM here).
+    let directory = deep.data.last().map(|(_, bytes)| bytes).unwrap();
+    let words: Vec<u32> = directory.chunks(4).map(|w| u32::from_le_bytes(w.try_into().unwrap())).collect();
+    assert_eq!(words.len() as u64 * 4, wasm::DIRECTORY_ENTRY * deep.kernels.len() as u64);
+    let mut own = 0..;
+    let mut arms = Vec::new();
+    for (i, k) in deep.kernels.iter().enumerate() {
+        let k = k.as_ref().unwrap();
+        let arm = match k.shares {
+            Some(first) => arms[first],
+            None => own.next().unwrap() + 1,
         };
-        for f in 0..2u32 {
-            let in_stretch = stretches.iter().any(|r| r.contains(&(f as usize)));
-            assert_eq!(calls(f), 1 + in_stretch as usize, "kernel {f} on {threads} threads");
-        }
+        arms.push(arm);
+        assert_eq!(words[3 * i..3 * i + 3], [k.table as u32, k.extent as u32, arm], "kernel {i}");
     }
 }
 
@@ -652,24 +671,9 @@ ENTRY %main (x: f32[5,39], y: s32[5,39]) -> (f32[5,39], f32[5], s32[5]) {
         ),
     ];
 
-    /// Six layers of one integer block (exact, so the bits are the interpreter's): the
-    /// layers' kernels are the same code up to their buffers.
-    fn layers() -> String {
-        let mut hlo = String::from(
-            "HloModule m\n%max (a: s32[], b: s32[]) -> s32[] {\n  %a = s32[] parameter(0)\n  %b = s32[] parameter(1)\n  ROOT %m = s32[] maximum(%a, %b)\n}\nENTRY %main (x: s32[8,64]) -> s32[8,64] {\n  %v0 = s32[8,64] parameter(0)\n  %lo = s32[] constant(-2147483648)\n  %three = s32[] constant(3)\n  %t = s32[8,64] broadcast(%three), dimensions={}\n",
-        );
-        for l in 1..=6 {
-            let p = l - 1;
-            hlo += &format!(
-                "  %m{l} = s32[8] reduce(%v{p}, %lo), dimensions={{1}}, to_apply=%max\n  %b{l} = s32[8,64] broadcast(%m{l}), dimensions={{0}}\n  %y{l} = s32[8,64] multiply(%v{p}, %t)\n  %v{l} = s32[8,64] subtract(%y{l}, %b{l})\n"
-            );
-        }
-        hlo + "  ROOT %r = s32[8,64] add(%v6, %v0)\n}"
-    }
-
     #[test]
     fn kernels_that_are_the_same_code_share_one_function() {
-        let module = optimize(&hloscope_core::parse::parse_module(&layers()).unwrap()).unwrap();
+        let module = optimize(&hloscope_core::parse::parse_module(&layers(6)).unwrap()).unwrap();
         let args = hloscope_core::interp::random_inputs(&module, 11);
         let want = Interpreter::new(&module).run(&args).unwrap();
         for threads in [1, 2] {
@@ -697,6 +701,43 @@ ENTRY %main (x: f32[5,39], y: s32[5,39]) -> (f32[5,39], f32[5], s32[5]) {
             let (got, _) = exe.run(&args).unwrap();
             assert_eq!(format!("{got:?}"), format!("{want:?}"), "{threads} threads against the interpreter");
         }
+    }
+
+    #[test]
+    fn kernel_traps_past_the_kernels_and_whole_stops_at_the_last() {
+        // `kernel` straight from wasmtime, on the standalone module: an index past the
+        // plan's kernels (or negative) traps rather than reading past the directory, and
+        // `kernel(WHOLE, 0, last)` with `last` past the kernels runs them all, as each
+        // called by its index over its range does (the arena filled with the same bytes).
+        let module = optimize(&hloscope_core::parse::parse_module(&layers(3)).unwrap()).unwrap();
+        let program = wasm::compile(&module).unwrap();
+        let engine = wasm::runtime::engine();
+        let compiled = wasmtime::Module::new(engine, program.standalone()).unwrap();
+        let n = program.kernels.len() as i32;
+        let arena = program.plan.arena.arena_bytes as usize;
+        let run = |calls: &[(i32, i32, i32)]| -> Result<Vec<u8>, String> {
+            let mut store = wasmtime::Store::new(engine, ());
+            let instance = wasmtime::Instance::new(&mut store, &compiled, &[]).map_err(|e| e.to_string())?;
+            let kernel = instance.get_typed_func::<(i32, i32, i32), ()>(&mut store, wasm::KERNEL).unwrap();
+            let memory = instance.get_memory(&mut store, "memory").unwrap();
+            for (i, b) in memory.data_mut(&mut store)[..arena].iter_mut().enumerate() {
+                *b = (i as u32).wrapping_mul(2654435761).rotate_right(13) as u8;
+            }
+            for &call in calls {
+                kernel.call(&mut store, call).map_err(|e| format!("{call:?}: {e:?}"))?;
+            }
+            Ok(memory.data(&store)[..arena].to_vec())
+        };
+        for bad in [n, n + 1, -5, i32::MAX] {
+            assert!(run(&[(bad, 0, 1)]).is_err(), "kernel {bad} of {n}");
+        }
+        let by_index: Vec<_> =
+            program.kernels.iter().enumerate().map(|(i, k)| (i as i32, 0, k.as_ref().unwrap().extent as i32)).collect();
+        let each = run(&by_index).unwrap();
+        assert_ne!(each, run(&[]).unwrap(), "the kernels change the arena");
+        assert_eq!(run(&[(wasm::WHOLE, 0, i32::MAX)]).unwrap(), each);
+        assert_eq!(run(&[(wasm::WHOLE, 0, n)]).unwrap(), each);
+        assert_eq!(run(&[(wasm::WHOLE, -1, n)]).unwrap(), run(&[]).unwrap(), "a negative first runs nothing");
     }
 
     #[test]
@@ -873,7 +914,7 @@ const dir = process.argv[2];
             programs.push((format!("case{i}"), m, args));
         }
         // Kernels sharing one function, each with its own table of offsets.
-        let layers = optimize(&hloscope_core::parse::parse_module(&layers()).unwrap()).unwrap();
+        let layers = optimize(&hloscope_core::parse::parse_module(&layers(6)).unwrap()).unwrap();
         let args = hloscope_core::interp::random_inputs(&layers, 13);
         programs.push(("layers".into(), layers, args));
         let mut manifest = Vec::new();

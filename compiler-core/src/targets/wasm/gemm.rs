@@ -26,7 +26,7 @@
 //! the library instance's table, whose one entry is the driver, and calls it through
 //! that (`call_indirect`), as the native target calls a GEMM compiled into its binary.
 //! A program of f32 dots only has no module of its own: the library's own `kernel`
-//! ([`kernel_function`]) runs it from a [`directory`] of its descriptors.
+//! ([`kernel_function`]) runs it from the program's directory ([`super::DIRECTORY_ENTRY`]).
 //! A table rather than a function import: V8 compiles a wrapper for every imported
 //! function when it compiles a module, in case the import is JavaScript, and that one
 //! wrapper cost half a millisecond, more than compiling the rest of a GEMM program.
@@ -70,7 +70,7 @@ pub fn library_table() -> TableType {
 /// It also exports a [`super::KERNEL`] of its own ([`kernel_function`]) with the globals
 /// [`super::SCRATCH`] and [`DIRECTORY`]: a program whose kernels in WebAssembly are all f32 dots
 /// needs no module, as the host calls this `kernel` as it would the program's, on the
-/// program's [`directory`] ([`super::WasmProgram::directory`]).
+/// program's directory ([`super::WasmProgram::directory`]).
 pub fn library(shared: bool) -> Vec<u8> {
     let mut types = TypeSection::new();
     types.ty().function(vec![ValType::I32; BLOCK_PARAMS], []);
@@ -107,23 +107,15 @@ pub fn library(shared: bool) -> Vec<u8> {
     m.finish()
 }
 
-/// The library's global (and export) that holds where the program's [`directory`] is.
+/// The library's global (and export) that holds where the program's directory is.
 pub const DIRECTORY: &str = "directory";
 const LIBRARY_SCRATCH: u32 = 0;
 const LIBRARY_DIRECTORY: u32 = 1;
 
-/// The directory of a program whose kernels in WebAssembly are all f32 dots: per plan
-/// kernel, two i32 words, its descriptor's address and its extent (both 0 for a host
-/// kernel), which the library's [`kernel_function`] reads.
-pub fn directory(kernels: &[Option<super::WasmKernel>]) -> Vec<u8> {
-    let entry = |k: &Option<super::WasmKernel>| k.as_ref().map_or([0, 0], |k| [k.table as u32, k.extent as u32]);
-    kernels.iter().flat_map(|k| entry(k).into_iter().flat_map(u32::to_le_bytes)).collect()
-}
-
 /// The library's [`super::KERNEL`]: as a program module's, `kernel(index, begin, end)`
 /// runs plan kernel `index` over `begin..end` and `kernel(WHOLE, first, last)` runs
 /// kernels `first..last` whole (those of extent 0 not at all), each through
-/// [`dot_function`] on the descriptor the [`directory`] (at global [`DIRECTORY`]) gives
+/// [`dot_function`] on the descriptor the directory ([`super::DIRECTORY_ENTRY`], at global [`DIRECTORY`]) gives
 /// it, with the global `scratch` as its scratch base. A host kernel's index traps, and
 /// [`super::WHOLE`] skips it.
 fn kernel_function() -> Function {
@@ -133,9 +125,15 @@ fn kernel_function() -> Function {
     let mut c = Code::new(super::KERNEL_PARAMS);
     let (entry, i) = (c.local(ValType::I32), c.local(ValType::I32));
     let word = |w: u64| I::I32Load(mem(4 * w, 2));
-    // entry = directory + 8 * kernel
+    // entry = directory + DIRECTORY_ENTRY * kernel
     let entry_of = |c: &mut Code, kernel: u32| {
-        c.ops([I::GlobalGet(LIBRARY_DIRECTORY), I::LocalGet(kernel), I::I32Const(8), I::I32Mul, I::I32Add]);
+        c.ops([
+            I::GlobalGet(LIBRARY_DIRECTORY),
+            I::LocalGet(kernel),
+            I::I32Const(super::DIRECTORY_ENTRY as i32),
+            I::I32Mul,
+        ]);
+        c.op(I::I32Add);
         c.op(I::LocalSet(entry));
     };
     c.ops([I::LocalGet(INDEX), I::I32Const(super::WHOLE), I::I32Eq, I::If(BlockType::Empty)]);

@@ -27,8 +27,8 @@
 //! [`WasmProgram::pages`]) and the GEMM library's table (`gemm.table`, whose one entry
 //! is the GEMM library's dot driver, [`gemm::library`]), which the host instantiates on the same memory
 //! first. A program whose kernels in WebAssembly are all f32 dots needs no module at
-//! all ([`WasmProgram::runs_on_library`]): the library's own `kernel` runs each dot on
-//! the program's [`gemm::directory`], so the host compiles nothing for it. The host
+//! all ([`WasmProgram::runs_on_library`]): the library's own `kernel` runs each dot from
+//! the program's directory ([`DIRECTORY_ENTRY`]), so the host compiles nothing for it. The host
 //! writes the parameters, calls the kernels in plan order and reads the result's
 //! buffers. [`compile`] needs no engine.
 //!
@@ -130,8 +130,9 @@ pub struct WasmProgram {
     /// ([`WasmProgram::write_data`]): (address, bytes) of the plan's constants and of the
     /// kernels' tables ([`WasmKernel::table`]). Nothing a kernel writes overlaps them.
     pub data: Vec<DataPiece>,
-    /// Where the program's [`gemm::directory`] is when its kernels in WebAssembly are all
-    /// f32 dots (the GEMM library's driver runs each): the host then compiles no module,
+    /// Where the program's directory ([`DIRECTORY_ENTRY`]) is when its kernels in
+    /// WebAssembly are all f32 dots (the GEMM library's driver runs each): the host then
+    /// compiles no module,
     /// and calls the library's own [`KERNEL`] with its global [`gemm::DIRECTORY`] at this
     /// address. 0: the host runs the module ([`WasmProgram::bytes`], which such a
     /// program has too, for `compile --emit`).
@@ -260,7 +261,7 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
         .max()
         .unwrap_or(0);
     // The kernels' tables (buffer offsets, dot descriptors), after the scratch, then the
-    // directory of a program of f32 dots only.
+    // program's directory.
     let mut end = scratch + threads as u64 * scratch_bytes;
     let mut bodies = Vec::new();
     let mut kernels = Vec::new();
@@ -280,19 +281,20 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
         }
     }
     let gemm = kernels.iter().flatten().any(|k| k.library);
-    let mut directory = 0;
-    if gemm && kernels.iter().flatten().all(|k| k.library) {
-        directory = end;
-        let bytes = gemm::directory(&kernels);
-        end += bytes.len() as u64;
-        tables.push((directory, bytes));
-    }
+    let helpers = helpers::bodies(helpers::needed(module));
+    let first = helpers.len() as u32;
+    let at = end;
+    let bytes = directory(&kernels, first, gemm);
+    end += bytes.len() as u64;
+    tables.push((at, bytes));
     if end > u32::MAX as u64 {
         return Err(format!("the arena, the GEMMs' scratch and the tables ({end} bytes) do not fit a 32-bit memory"));
     }
     let pages = end.div_ceil(PAGE).max(1);
-    let helpers = helpers::bodies(helpers::needed(module));
-    let bytes = assemble(&kernels, helpers, bodies, pages, threads, scratch, gemm);
+    let dispatch = kernel_body(first, bodies.len() as u32, kernels.len(), at, gemm);
+    let bytes = assemble(helpers, bodies, dispatch, pages, threads, scratch, gemm);
+    // A program of f32 dots only runs on the library's own `kernel`, on the same directory.
+    let directory = if gemm && kernels.iter().flatten().all(|k| k.library) { at } else { 0 };
     let constants = plan.constants.iter().map(|(b, lit)| (plan.arena.offset(*b), lit.to_le_bytes()));
     let data = constants.chain(tables).filter(|(_, bytes)| !bytes.is_empty()).collect();
     Ok(WasmProgram {
@@ -472,11 +474,12 @@ fn emit_dot(plan: &KernelPlan, k: &kernel::Kernel, d: &kernel::DotSpec) -> Resul
 /// maximum [`MAX_PAGES`]: a memory made ahead of the program, then grown, fits); with
 /// `gemm` it is imported too (unshared on one thread, at least `pages`), and so is the
 /// GEMM library's table (table 0), whose driver [`KERNEL`] calls as type
-/// [`GEMM_DOT_TYPE`] for each f32 dot. It has no data section ([`WasmProgram::data`]).
+/// [`GEMM_DOT_TYPE`] for f32 dots. `dispatch` is [`KERNEL`]'s body ([`kernel_body`]). It
+/// has no data section ([`WasmProgram::data`]).
 fn assemble(
-    kernels: &[Option<WasmKernel>],
     helpers: Vec<wasm_encoder::Function>,
     bodies: Vec<wasm_encoder::Function>,
+    dispatch: wasm_encoder::Function,
     pages: u64,
     threads: u32,
     scratch: u64,
@@ -537,7 +540,7 @@ fn assemble(
     for b in &bodies {
         code.function(b);
     }
-    code.function(&kernel_body(kernels, first_kernel, threads));
+    code.function(&dispatch);
     let mut m = wasm_encoder::Module::new();
     m.section(&types);
     if !imports.is_empty() {
@@ -566,10 +569,8 @@ pub const SCRATCH: &str = "scratch";
 /// over `0..extent` (one of zero extent not at all). A host that runs several kernels
 /// in a row on one thread ([`host::Instance::run_whole`]) crosses into the module once
 /// for them instead of once per kernel, which is most of a tiny program's time. The
-/// range must be one of the program's stretches ([`host::stretches`]): the module has
-/// this code only for the kernels in a stretch (a kernel split across threads or alone
-/// between two such never is, and a deep stack's large kernels mostly are split, so its
-/// `kernel` stays small), and skips any other.
+/// host asks for the program's stretches ([`host::stretches`]); host kernels in the
+/// range are skipped, and the range ends at the last kernel.
 pub const WHOLE: i32 = -1;
 
 /// How [`KERNEL`] reaches a kernel's code.
@@ -600,76 +601,102 @@ fn callees(kernels: &[Option<WasmKernel>], first: u32) -> Vec<Option<Callee>> {
     callees
 }
 
-/// Calls a kernel's code on the range `begin, end` (pushed by the caller) with its table
-/// at `table`.
-fn call(f: &mut wasm_encoder::Function, callee: Callee, table: u64) {
-    f.instructions().i32_const(table as u32 as i32);
+/// Bytes per plan kernel in a program's directory: three little-endian u32 words, its
+/// table's address ([`WasmKernel::table`]; a dot's descriptor), its extent and its arm
+/// in [`KERNEL`]'s dispatch ([`arm`]; 0 for a host kernel).
+pub const DIRECTORY_ENTRY: u64 = 12;
+
+/// [`KERNEL`]'s dispatch arm of a kernel's code: 0 for none (a host kernel), 1 for the
+/// GEMM library's driver where the module has one (`gemm`), then one per kernel function
+/// of the module, in function order from `first`.
+fn arm(callee: Option<Callee>, first: u32, gemm: bool) -> u32 {
     match callee {
-        Callee::Function(function) => {
-            f.instructions().call(function);
-        }
-        Callee::Library => {
-            f.instructions().global_get(0).i32_const(0);
-            f.instruction(&wasm_encoder::Instruction::CallIndirect { type_index: GEMM_DOT_TYPE, table_index: 0 });
-        }
+        None => 0,
+        Some(Callee::Library) => 1,
+        Some(Callee::Function(f)) => 1 + gemm as u32 + (f - first),
     }
 }
 
-/// [`KERNEL`]'s body: [`WHOLE`]'s calls, else a `br_table` on the index to a call of that
-/// kernel's code.
-fn kernel_body(kernels: &[Option<WasmKernel>], first: u32, threads: u32) -> wasm_encoder::Function {
-    use wasm_encoder::{BlockType, Instruction as I};
-    let mut f = wasm_encoder::Function::new([]);
-    f.instructions().local_get(0).i32_const(WHOLE).i32_eq();
-    f.instruction(&I::If(BlockType::Empty));
-    whole_calls(&mut f, kernels, first, threads);
-    f.instruction(&I::Return);
-    f.instruction(&I::End);
-    let callees = callees(kernels, first);
-    // (callee, table) of each WebAssembly kernel, in plan order.
-    let calls: Vec<(Callee, u64)> =
-        callees.iter().zip(kernels).filter_map(|(c, k)| Some(((*c)?, k.as_ref()?.table))).collect();
-    let m = calls.len() as u32;
-    // Label j (from the innermost block) is the j-th WebAssembly kernel; label m, the
-    // outermost block, is where a host kernel's index traps.
-    let mut label = 0..;
-    let targets: Vec<u32> = callees.iter().map(|c| c.and_then(|_| label.next()).unwrap_or(m)).collect();
-    for _ in 0..=m {
-        f.instruction(&I::Block(BlockType::Empty));
-    }
-    f.instruction(&I::LocalGet(0));
-    f.instruction(&I::BrTable(targets.into(), m));
-    for (callee, table) in calls {
-        f.instruction(&I::End);
-        f.instructions().local_get(1).local_get(2);
-        call(&mut f, callee, table);
-        f.instructions().return_();
-    }
-    f.instruction(&I::End);
-    f.instruction(&I::Unreachable);
-    f.instruction(&I::End);
-    f
+/// The program's directory ([`DIRECTORY_ENTRY`] per plan kernel), which [`KERNEL`]
+/// reads, and the GEMM library's own `kernel` for a program of f32 dots only.
+fn directory(kernels: &[Option<WasmKernel>], first: u32, gemm: bool) -> Vec<u8> {
+    let entry = |(k, callee): (&Option<WasmKernel>, Option<Callee>)| match k {
+        Some(k) => [k.table as u32, k.extent as u32, arm(callee, first, gemm)],
+        None => [0, 0, 0],
+    };
+    kernels
+        .iter()
+        .zip(callees(kernels, first))
+        .map(entry)
+        .flat_map(|words| words.map(u32::to_le_bytes))
+        .flatten()
+        .collect()
 }
 
-/// [`WHOLE`]'s part of [`KERNEL`]: each kernel `i` of a stretch on `threads`
-/// ([`host::stretches`]) with `first <= i < last` (locals 1 and 2) called over
-/// `0..extent`, in plan order.
-fn whole_calls(f: &mut wasm_encoder::Function, kernels: &[Option<WasmKernel>], first: u32, threads: u32) {
-    use wasm_encoder::{BlockType, Instruction as I};
-    let mut in_stretch = vec![false; kernels.len()];
-    for r in host::stretches_of(kernels, threads) {
-        in_stretch[r].fill(true);
+/// [`KERNEL`]'s body, the same size whatever the number of kernels (a deep stack's
+/// hundreds of kernels once took a `br_table` arm each, half of its module): plan
+/// kernels `i..last` (one, `index`, over `begin..end`; or `first..last` whole, from
+/// [`WHOLE`]) in turn, each through its directory entry at `directory`
+/// ([`DIRECTORY_ENTRY`]): a `br_table` on its arm to a call of its code with its table.
+/// An index past the kernels or a host kernel's traps; [`WHOLE`] skips host kernels
+/// and those of extent 0, and stops at the last kernel.
+fn kernel_body(first: u32, functions: u32, kernels: usize, directory: u64, gemm: bool) -> wasm_encoder::Function {
+    use wasm_encoder::{BlockType, Instruction as I, MemArg};
+    const INDEX: u32 = 0;
+    const BEGIN: u32 = 1;
+    const END: u32 = 2;
+    let mut c = emit::Code::new(KERNEL_PARAMS);
+    let (i, last, begin, end, entry, whole) = (
+        c.local(ValType::I32),
+        c.local(ValType::I32),
+        c.local(ValType::I32),
+        c.local(ValType::I32),
+        c.local(ValType::I32),
+        c.local(ValType::I32),
+    );
+    let word = |w: u64| I::I32Load(MemArg { offset: directory + 4 * w, align: 2, memory_index: 0 });
+    let n = kernels as u32 as i32;
+    c.ops([I::LocalGet(INDEX), I::I32Const(WHOLE), I::I32Eq, I::LocalTee(whole), I::If(BlockType::Empty)]);
+    // Whole: i = first, last = min(last, kernels) (unsigned: a negative first ends at once).
+    c.ops([I::LocalGet(BEGIN), I::LocalSet(i), I::LocalGet(END), I::I32Const(n), I::LocalGet(END), I::I32Const(n)]);
+    c.ops([I::I32LtU, I::Select, I::LocalSet(last), I::Else]);
+    // One kernel: its index must be one.
+    c.ops([I::LocalGet(INDEX), I::I32Const(n), I::I32GeU, I::If(BlockType::Empty), I::Unreachable, I::End]);
+    c.ops([I::LocalGet(INDEX), I::LocalTee(i), I::I32Const(1), I::I32Add, I::LocalSet(last)]);
+    c.ops([I::LocalGet(BEGIN), I::LocalSet(begin), I::LocalGet(END), I::LocalSet(end), I::End]);
+    c.ops([I::Block(BlockType::Empty), I::Loop(BlockType::Empty)]);
+    c.ops([I::LocalGet(i), I::LocalGet(last), I::I32GeU, I::BrIf(1)]);
+    c.ops([I::LocalGet(i), I::I32Const(DIRECTORY_ENTRY as i32), I::I32Mul, I::LocalSet(entry)]);
+    // Whole: over 0..extent.
+    c.ops([I::LocalGet(whole), I::If(BlockType::Empty), I::I32Const(0), I::LocalSet(begin)]);
+    c.ops([I::LocalGet(entry), word(1), I::LocalSet(end), I::End]);
+    // Arms: 0 (host kernels), the library's driver where there is one, the functions.
+    let arms = 1 + gemm as u32 + functions;
+    // Label `arms` (from the innermost block) is where each call ends.
+    c.op(I::Block(BlockType::Empty));
+    for _ in 0..arms {
+        c.op(I::Block(BlockType::Empty));
     }
-    for (i, (k, callee)) in kernels.iter().zip(callees(kernels, first)).enumerate() {
-        let (Some(k), Some(callee)) = (k, callee) else { continue };
-        if k.extent == 0 || !in_stretch[i] {
+    c.ops([I::LocalGet(whole), I::LocalGet(end), I::I32Eqz, I::I32And, I::BrIf(arms)]);
+    c.ops([I::LocalGet(entry), word(2)]);
+    c.op(I::BrTable((0..arms).collect::<Vec<_>>().into(), 0));
+    for a in 0..arms {
+        c.op(I::End);
+        // Inside the arms' blocks past `a`: the end of the calls is label `arms - 1 - a`.
+        let done = arms - 1 - a;
+        if a == 0 {
+            c.ops([I::LocalGet(whole), I::BrIf(done), I::Unreachable]);
             continue;
         }
-        let i = i as i32;
-        f.instructions().local_get(1).i32_const(i).i32_le_s().local_get(2).i32_const(i).i32_gt_s().i32_and();
-        f.instruction(&I::If(BlockType::Empty));
-        f.instructions().i32_const(0).i32_const(k.extent as u32 as i32);
-        call(f, callee, k.table);
-        f.instruction(&I::End);
+        c.ops([I::LocalGet(begin), I::LocalGet(end), I::LocalGet(entry), word(0)]);
+        if gemm && a == 1 {
+            c.ops([I::GlobalGet(0), I::I32Const(0), I::CallIndirect { type_index: GEMM_DOT_TYPE, table_index: 0 }]);
+        } else {
+            c.op(I::Call(first + (a - 1 - gemm as u32)));
+        }
+        c.op(I::Br(done));
     }
+    c.op(I::End);
+    c.ops([I::LocalGet(i), I::I32Const(1), I::I32Add, I::LocalSet(i), I::Br(0), I::End, I::End]);
+    c.finish()
 }

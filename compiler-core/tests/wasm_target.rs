@@ -253,7 +253,51 @@ ENTRY %main (a: f32[8]) -> f32[8] {
     let program = wasm::compile(&optimize(&hloscope_core::parse::parse_module(plain).unwrap()).unwrap()).unwrap();
     assert!(!program.gemm && !program.imports_memory() && !program.runs_on_library());
     assert!(imports(&program.bytes).is_empty());
-    assert_eq!(types_and_exported_functions(&program.bytes), (1, vec![wasm::KERNEL.to_string()]));
+    // Types: the kernels' and `(f32) -> f32`, the tail's tanh (below).
+    assert_eq!(types_and_exported_functions(&program.bytes), (2, vec![wasm::KERNEL.to_string()]));
+}
+
+#[test]
+fn scalar_approximations_are_functions_of_the_module() {
+    // Scalar code calls each f32 approximation as a function of the module, compiled
+    // once however many kernels compute it: two rank-0 kernels with a pow each (an Adam
+    // update's bias corrections) and a vector loop's tail with an exp call the same two
+    // functions. Vector code keeps its approximations inline, and an op that only vector
+    // code without a tail computes has no function.
+    let calls = |body: &[wasmparser::Operator], f: u32| {
+        body.iter()
+            .filter(|op| matches!(op, wasmparser::Operator::Call { function_index } if *function_index == f))
+            .count()
+    };
+    let hlo = "HloModule m
+ENTRY %main (a: f32[], b: f32[], c: f32[], x: f32[37]) -> (f32[], f32[], f32[37]) {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  %c = f32[] parameter(2)
+  %x = f32[37] parameter(3)
+  %p = f32[] power(%a, %b)
+  %q = f32[] power(%b, %c)
+  %r = f32[] negate(%q)
+  %e = f32[37] exponential(%x)
+  ROOT %t = (f32[], f32[], f32[37]) tuple(%p, %r, %e)
+}";
+    let program = wasm::compile(&optimize(&hloscope_core::parse::parse_module(hlo).unwrap()).unwrap()).unwrap();
+    let bodies = function_bodies(&program.bytes);
+    // pow and exp, then three kernels and `kernel`.
+    assert_eq!((bodies.len(), program.kernels.len()), (6, 3), "{}", program.summary());
+    let callers = |f: u32| bodies[2..5].iter().filter(|b| calls(b, f) == 1).count();
+    assert_eq!((callers(0), callers(1)), (2, 1), "{}", program.summary());
+    assert!(bodies[2..4].iter().all(|b| b.len() * 3 < bodies[0].len()), "neither rank-0 kernel inlines pow");
+    // Types: the kernels', pow's and exp's.
+    assert_eq!(types_and_exported_functions(&program.bytes).0, 3);
+    let vector_only = "HloModule m
+ENTRY %main (x: f32[4,1024]) -> f32[4,1024] {
+  %x = f32[4,1024] parameter(0)
+  ROOT %e = f32[4,1024] exponential(%x)
+}";
+    let program = wasm::compile(&optimize(&hloscope_core::parse::parse_module(vector_only).unwrap()).unwrap()).unwrap();
+    assert_eq!(function_bodies(&program.bytes).len(), 2, "{}", program.summary());
+    assert_eq!(types_and_exported_functions(&program.bytes).0, 1);
 }
 
 /// `layers` layers of one integer block (exact, so the bits are the interpreter's): the

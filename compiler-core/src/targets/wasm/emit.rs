@@ -24,7 +24,7 @@
 //! kernels run on the host.
 
 use super::approx::{self, WasmLanes};
-use super::helpers;
+use super::helpers::{self, Approximation, Approximations};
 use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, IdxId, Node};
 use crate::kernel::index::IndexAnalysis;
@@ -89,6 +89,8 @@ pub struct Emitted {
     pub extent: u64,
     /// How its code runs, in a few words (`scalar`).
     pub shape: String,
+    /// The scalar approximations it calls (their function indices).
+    pub called: Vec<u32>,
 }
 
 #[path = "simd.rs"]
@@ -97,7 +99,7 @@ mod simd;
 /// The WebAssembly function of `e`, or why it is not emitted: SIMD128 code where
 /// [`vector::plan`] vectorizes the kernel in 32-bit lanes as a loop or a row reduction
 /// and every op has a SIMD128 form here, else scalar code.
-pub fn emit(e: &Elemental, place: &Placement) -> Result<Emitted, String> {
+pub fn emit(e: &Elemental, place: &Placement, approximations: &Approximations) -> Result<Emitted, String> {
     let outer = e.outer_vars();
     let extent = match outer.first() {
         Some(&v) => e.space[v as usize].max(0) as u64,
@@ -115,16 +117,16 @@ pub fn emit(e: &Elemental, place: &Placement) -> Result<Emitted, String> {
                 }
                 _ => "simd128 4 lanes".to_string(),
             };
-            match write(e, place, &outer, Some(plan)) {
-                Ok(body) => return Ok(Emitted { body, extent, shape }),
+            match write(e, place, approximations, &outer, Some(plan)) {
+                Ok((body, called)) => return Ok(Emitted { body, extent, shape, called }),
                 Err(why) if why.starts_with(simd::NO_FORM) => why,
                 Err(why) => return Err(why),
             }
         }
         Err(why) => why,
     };
-    let body = write(e, place, &outer, None)?;
-    Ok(Emitted { body, extent, shape: format!("scalar ({why_scalar})") })
+    let (body, called) = write(e, place, approximations, &outer, None)?;
+    Ok(Emitted { body, extent, shape: format!("scalar ({why_scalar})"), called })
 }
 
 /// The shared vectorization plan, where this target takes it: 32-bit lanes, a loop or
@@ -144,10 +146,18 @@ fn simd_plan(e: &Elemental) -> Result<VecPlan, String> {
     Ok(plan)
 }
 
-fn write(e: &Elemental, place: &Placement, outer: &[u32], vplan: Option<VecPlan>) -> Result<Function, String> {
+fn write(
+    e: &Elemental,
+    place: &Placement,
+    approximations: &Approximations,
+    outer: &[u32],
+    vplan: Option<VecPlan>,
+) -> Result<(Function, Vec<u32>), String> {
     let mut w = Writer {
         e,
         place,
+        approximations,
+        called: Vec::new(),
         code: Code::new(super::KERNEL_PARAMS),
         memo: Memo::default(),
         err: None,
@@ -171,7 +181,7 @@ fn write(e: &Elemental, place: &Placement, outer: &[u32], vplan: Option<VecPlan>
     w.body(outer);
     match w.err {
         Some(why) => Err(why),
-        None => Ok(w.code.finish()),
+        None => Ok((w.code.finish(), w.called)),
     }
 }
 
@@ -200,6 +210,9 @@ fn mem(offset: u64, align: u32) -> MemArg {
 struct Writer<'a> {
     e: &'a Elemental,
     place: &'a Placement<'a>,
+    /// The module's scalar approximations, and those this code calls.
+    approximations: &'a Approximations,
+    called: Vec<u32>,
     code: Code,
     memo: Memo<u32, u32>,
     err: Option<String>,
@@ -249,6 +262,15 @@ impl Writer<'_> {
     }
     fn fresh(&mut self, ty: ValType) -> u32 {
         self.code.set_new(ty)
+    }
+
+    /// The function of scalar approximation `op`, if the module has one (noted as called).
+    fn approximation(&mut self, op: Approximation) -> Option<u32> {
+        let f = self.approximations.index(op)?;
+        if !self.called.contains(&f) {
+            self.called.push(f);
+        }
+        Some(f)
     }
 
     /// `for v in start..end { body }` over `i64` local `v`; `start` and `end` are pushed
@@ -512,6 +534,10 @@ impl Writer<'_> {
                 self.sel(ty, keep, a, s)
             }
             op if ty == ValType::F32 && approx::approximated(op) => {
+                if let Some(f) = self.approximation(Approximation::Unary(op)) {
+                    self.ops([I::LocalGet(a), I::Call(f)]);
+                    return self.fresh(ty);
+                }
                 let mut lanes = WasmLanes { code: &mut self.code, vector: false };
                 approx::unary(&mut lanes, op, a).expect("an approximated op")
             }
@@ -627,6 +653,10 @@ impl Writer<'_> {
                 }
             }
             op @ (Pow | Atan2) if ty == ValType::F32 => {
+                if let Some(f) = self.approximation(Approximation::Binary(op)) {
+                    self.ops([I::LocalGet(a), I::LocalGet(b), I::Call(f)]);
+                    return self.fresh(ty);
+                }
                 let mut lanes = WasmLanes { code: &mut self.code, vector: false };
                 return approx::binary(&mut lanes, op, a, b).expect("an approximated op");
             }

@@ -4,10 +4,15 @@
 //! rounded to nearest even as the `half` crate (and so the interpreter) rounds, and the
 //! f64 to f32 rounding to odd that makes f64 → f16/bf16 round once. (The f32 GEMM body
 //! every f32 dot kernel calls is not one of them: it lives in the GEMM library,
-//! [`super::gemm::library`].)
+//! [`super::gemm::library`].) After them come the scalar approximations the module's
+//! kernels call ([`Approximations`]).
 
 use super::emit::Code;
+use crate::ir::{BinaryOp, UnaryOp};
 use wasm_encoder::{BlockType, Function, Instruction as I, ValType};
+
+/// A function's (params, results).
+pub type Signature = (Vec<ValType>, Vec<ValType>);
 
 /// `(f32) -> i32`: the f16 bits of an f32, rounded to nearest even (NaN stays a quiet
 /// NaN with the top of its payload).
@@ -23,7 +28,7 @@ pub const F64_TO_F32_ODD: u32 = 3;
 pub const COUNT: u32 = 4;
 
 /// The helpers' signatures (params, results), in function-index order.
-pub fn signatures() -> [(Vec<ValType>, Vec<ValType>); COUNT as usize] {
+pub fn signatures() -> [Signature; COUNT as usize] {
     use ValType::*;
     [(vec![F32], vec![I32]), (vec![I32], vec![F32]), (vec![F32], vec![I32]), (vec![F64], vec![F32])]
 }
@@ -124,4 +129,90 @@ fn f64_to_f32_odd() -> Function {
     c.ops([I::LocalGet(b), I::I32Const(1), I::I32Or, I::F32ReinterpretI32, I::LocalSet(f), I::End]);
     c.op(I::LocalGet(f));
     c.finish()
+}
+
+/// An f32 approximation ([`super::approx`]) that scalar code calls as a function of the
+/// module rather than inlining: a unary op, or pow and atan2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Approximation {
+    Unary(UnaryOp),
+    Binary(BinaryOp),
+}
+
+/// The scalar approximations of a module, each a function after the narrow-float
+/// helpers, as the CPU target's scalar code calls the C library: a program's scalar
+/// code (a rank-0 kernel, a vector loop's tail) holds each polynomial once, however many
+/// kernels compute it (two rank-0 pows were 1,750 of an Adam update's 2,100 lines). The
+/// vector code keeps its approximations inline, where a call per vector would cost
+/// more than it saves. Found before the kernels are emitted (their calls name the
+/// functions), so one that no kernel ends up calling (an op only in vector loops
+/// without a tail) is a stub, which costs nothing to compile.
+#[derive(Clone, Debug, Default)]
+pub struct Approximations {
+    /// The function index of the first.
+    first: u32,
+    ops: Vec<Approximation>,
+}
+
+impl Approximations {
+    /// The approximations `plan`'s elemental kernels compute (f32, f16 or bf16 values,
+    /// all computed in f32), in plan order, as functions from index `first`.
+    pub fn of(plan: &crate::kernel::KernelPlan, first: u32) -> Approximations {
+        use crate::ir::ElementType::{BF16, F16, F32};
+        use crate::kernel::elemental::Node;
+        let mut ops = Vec::new();
+        for k in &plan.kernels {
+            let crate::kernel::KernelBody::Elemental(e) = &k.body else { continue };
+            for x in e.nodes.iter().filter(|x| matches!(x.elem, F32 | F16 | BF16)) {
+                let op = match x.node {
+                    Node::Unary(op, _) if super::approx::approximated(op) => Approximation::Unary(op),
+                    Node::Binary(op @ (BinaryOp::Pow | BinaryOp::Atan2), _, _) => Approximation::Binary(op),
+                    _ => continue,
+                };
+                if !ops.contains(&op) {
+                    ops.push(op);
+                }
+            }
+        }
+        Approximations { first, ops }
+    }
+
+    /// The function index of `op`'s scalar approximation, if the module has one.
+    pub fn index(&self, op: Approximation) -> Option<u32> {
+        self.ops.iter().position(|&o| o == op).map(|i| self.first + i as u32)
+    }
+
+    /// How many functions they are.
+    pub fn len(&self) -> u32 {
+        self.ops.len() as u32
+    }
+
+    /// Those of them whose function index `called` holds, from the same first index.
+    pub fn only(&self, called: &[u32]) -> Approximations {
+        let ops = (self.ops.iter().enumerate())
+            .filter(|&(i, _)| called.contains(&(self.first + i as u32)))
+            .map(|(_, &op)| op)
+            .collect();
+        Approximations { first: self.first, ops }
+    }
+
+    /// Their functions in index order, with their signatures.
+    pub fn bodies(&self) -> Vec<(Function, Signature)> {
+        let mut bodies = Vec::with_capacity(self.ops.len());
+        for &op in &self.ops {
+            let params = match op {
+                Approximation::Unary(_) => 1,
+                Approximation::Binary(_) => 2,
+            };
+            let mut c = Code::new(params);
+            let mut lanes = super::approx::WasmLanes { code: &mut c, vector: false };
+            let y = match op {
+                Approximation::Unary(op) => super::approx::unary(&mut lanes, op, 0),
+                Approximation::Binary(op) => super::approx::binary(&mut lanes, op, 0, 1),
+            };
+            c.op(I::LocalGet(y.expect("an approximated op")));
+            bodies.push((c.finish(), (vec![ValType::F32; params as usize], vec![ValType::F32])));
+        }
+        bodies
+    }
 }

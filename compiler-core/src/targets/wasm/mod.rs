@@ -234,7 +234,9 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
     }
     let threads = threads.max(1);
     let mut plan = kernel::plan_computation_with(module, module.entry, &caps())?;
-    let mut emitted = emit_all(&plan);
+    let narrow_floats = helpers::needed(module);
+    let approximations = helpers::Approximations::of(&plan, if narrow_floats { helpers::COUNT } else { 0 });
+    let (mut emitted, mut called) = emit_all(&plan, &approximations);
     let mut refused: HashMap<crate::ir::InstId, String> = HashMap::new();
     for (k, e) in plan.kernels.iter().zip(&emitted) {
         if let Err(why) = e {
@@ -244,7 +246,7 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
     if !refused.is_empty() {
         // Demoting renumbers kernels and moves buffers: every kernel is emitted again.
         plan.demote_to_opaque(module, &refused)?;
-        emitted = emit_all(&plan);
+        (emitted, called) = emit_all(&plan, &approximations);
     }
     if plan.arena.arena_bytes > u32::MAX as u64 {
         return Err(format!("the arena ({} bytes) does not fit a 32-bit WebAssembly memory", plan.arena.arena_bytes));
@@ -268,7 +270,7 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
     let mut tables = Vec::new();
     for e in emitted {
         match e? {
-            Some(KernelCode { mut kernel, function, table }) => {
+            Some(KernelCode { mut kernel, function, table, .. }) => {
                 if let Some(bytes) = table {
                     kernel.table = end;
                     end += bytes.len() as u64;
@@ -281,7 +283,8 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
         }
     }
     let gemm = kernels.iter().flatten().any(|k| k.library);
-    let helpers = helpers::bodies(helpers::needed(module));
+    let mut helpers: Vec<_> = helpers::bodies(narrow_floats).into_iter().zip(helpers::signatures()).collect();
+    helpers.extend(called.bodies());
     let first = helpers.len() as u32;
     let at = end;
     let bytes = directory(&kernels, first, gemm);
@@ -323,10 +326,10 @@ pub(crate) const KERNEL_PARAMS: u32 = 3;
 
 /// Per plan kernel, its code (`None`: a host kernel), or why the emitters refuse it.
 /// Elemental kernels that are the same code up to their buffers share the first one's
-/// function.
-fn emit_all(plan: &KernelPlan) -> Vec<Result<Option<KernelCode>, String>> {
+/// function. With the scalar approximations the kernels call, of `approximations`.
+fn emit_all(plan: &KernelPlan, approximations: &helpers::Approximations) -> (Vec<Emitted>, helpers::Approximations) {
     let codes = shared_codes(plan);
-    let mut all: Vec<Result<Option<KernelCode>, String>> = Vec::with_capacity(plan.kernels.len());
+    let mut all: Vec<Emitted> = Vec::with_capacity(plan.kernels.len());
     for (i, k) in plan.kernels.iter().enumerate() {
         let emitted = match (&k.body, codes[i]) {
             // The first one's function (emitted before it), each buffer from this
@@ -335,24 +338,48 @@ fn emit_all(plan: &KernelPlan) -> Vec<Result<Option<KernelCode>, String>> {
                 Ok(Some(of)) => {
                     let shape = format!("{}, code of kernel {first}", of.kernel.shape);
                     let kernel = WasmKernel { shape, shares: Some(first), work: e.work(), ..of.kernel.clone() };
-                    Ok(Some(KernelCode { kernel, function: None, table: Some(buffer_table(plan, k)) }))
+                    let table = Some(buffer_table(plan, k));
+                    Ok(Some(KernelCode { kernel, function: None, table, called: Vec::new() }))
                 }
                 Ok(None) => Ok(None),
                 Err(why) => Err(why.clone()),
             },
-            _ => emit_one(plan, k, codes[i].1),
+            _ => emit_one(plan, k, codes[i].1, approximations),
         };
         all.push(emitted);
     }
-    all
+    // Approximations no kernel ended up calling (an op only in vector loops without a
+    // tail) are dropped, and the kernels that call the others are emitted again with
+    // their functions' final indices.
+    let called: Vec<u32> = all.iter().flatten().flatten().flat_map(|c| c.called.iter().copied()).collect();
+    let used = approximations.only(&called);
+    if used.len() < approximations.len() {
+        for (i, k) in plan.kernels.iter().enumerate() {
+            if matches!(&all[i], Ok(Some(c)) if !c.called.is_empty()) {
+                all[i] = emit_one(plan, k, codes[i].1, &used);
+            }
+        }
+    }
+    (all, used)
 }
+
+/// A kernel's code (`None`: a host kernel), or why the emitters refuse it.
+type Emitted = Result<Option<KernelCode>, String>;
 
 /// [`emit_all`] for a kernel with its own code (`shared`: an elemental kernel whose
 /// function serves others too, which reads its buffers from a table).
-fn emit_one(plan: &KernelPlan, k: &kernel::Kernel, shared: bool) -> Result<Option<KernelCode>, String> {
+fn emit_one(
+    plan: &KernelPlan,
+    k: &kernel::Kernel,
+    shared: bool,
+    approximations: &helpers::Approximations,
+) -> Result<Option<KernelCode>, String> {
     match &k.body {
         KernelBody::Elemental(e) => {
-            let emitted = if shared { emit::emit(e, &emit::Placement::Table)? } else { emit_kernel(plan, k, e)? };
+            let emitted = match shared {
+                true => emit::emit(e, &emit::Placement::Table, approximations)?,
+                false => emit_kernel(plan, k, e, approximations)?,
+            };
             let kernel = WasmKernel {
                 extent: emitted.extent,
                 work: e.work(),
@@ -363,7 +390,7 @@ fn emit_one(plan: &KernelPlan, k: &kernel::Kernel, shared: bool) -> Result<Optio
                 library: false,
             };
             let table = shared.then(|| buffer_table(plan, k));
-            Ok(Some(KernelCode { kernel, function: Some(emitted.body), table }))
+            Ok(Some(KernelCode { kernel, function: Some(emitted.body), table, called: emitted.called }))
         }
         KernelBody::Dot(d) => {
             let code = emit_dot(plan, k, d)?;
@@ -387,7 +414,7 @@ fn emit_one(plan: &KernelPlan, k: &kernel::Kernel, shared: bool) -> Result<Optio
             let library = function.is_none();
             let kernel =
                 WasmKernel { extent: gemm::extent(d), work, dot: true, shape, shares: None, table: 0, library };
-            Ok(Some(KernelCode { kernel, function, table }))
+            Ok(Some(KernelCode { kernel, function, table, called: Vec::new() }))
         }
         KernelBody::Opaque { .. } => Ok(None),
         KernelBody::Sort(_) => Err("sorts are not compiled for wasm yet".into()),
@@ -404,6 +431,8 @@ struct KernelCode {
     kernel: WasmKernel,
     function: Option<wasm_encoder::Function>,
     table: Option<Vec<u8>>,
+    /// The scalar approximations its function calls ([`helpers::Approximations`]).
+    called: Vec<u32>,
 }
 
 /// The byte offsets of `k`'s buffers, inputs then outputs (u32, little-endian): the
@@ -444,10 +473,15 @@ impl PartialEq for WasmCode<'_> {
     }
 }
 
-fn emit_kernel(plan: &KernelPlan, k: &kernel::Kernel, e: &kernel::Elemental) -> Result<emit::Emitted, String> {
+fn emit_kernel(
+    plan: &KernelPlan,
+    k: &kernel::Kernel,
+    e: &kernel::Elemental,
+    approximations: &helpers::Approximations,
+) -> Result<emit::Emitted, String> {
     let bytes = |bs: &[kernel::BufferId]| bs.iter().map(|&b| plan.arena.offset(b)).collect::<Vec<_>>();
     let (inputs, outputs) = (bytes(&k.inputs), bytes(&k.outputs));
-    emit::emit(e, &emit::Placement::Fixed { inputs: &inputs, outputs: &outputs })
+    emit::emit(e, &emit::Placement::Fixed { inputs: &inputs, outputs: &outputs }, approximations)
 }
 
 fn emit_dot(plan: &KernelPlan, k: &kernel::Kernel, d: &kernel::DotSpec) -> Result<gemm::DotCode, String> {
@@ -464,7 +498,8 @@ fn emit_dot(plan: &KernelPlan, k: &kernel::Kernel, d: &kernel::DotSpec) -> Resul
 
 /// The module: type 0, `(i32, i32, i32) -> ()`, is every kernel function's
 /// ([`KERNEL_PARAMS`]) and [`KERNEL`]'s, then [`GEMM_DOT_TYPE`] where a dot runs the
-/// GEMM library's driver and the helpers' types where there are helpers, and no other: wasmtime compiles
+/// GEMM library's driver and the helpers' signatures (each once) where there are helpers,
+/// and no other: wasmtime compiles
 /// a trampoline for each function type a module declares, used or not, and one for
 /// each exported function (on a small program's module, eight trampolines took more
 /// than half of its compile). The helpers are functions 0.., the kernels follow in plan
@@ -477,7 +512,7 @@ fn emit_dot(plan: &KernelPlan, k: &kernel::Kernel, d: &kernel::DotSpec) -> Resul
 /// [`GEMM_DOT_TYPE`] for f32 dots. `dispatch` is [`KERNEL`]'s body ([`kernel_body`]). It
 /// has no data section ([`WasmProgram::data`]).
 fn assemble(
-    helpers: Vec<wasm_encoder::Function>,
+    helpers: Vec<(wasm_encoder::Function, helpers::Signature)>,
     bodies: Vec<wasm_encoder::Function>,
     dispatch: wasm_encoder::Function,
     pages: u64,
@@ -490,15 +525,16 @@ fn assemble(
     if gemm {
         types.ty().function([ValType::I32; gemm::DOT_PARAMS], []); // GEMM_DOT_TYPE
     }
-    let first_helper_type = types.len();
-    if !helpers.is_empty() {
-        for (params, results) in helpers::signatures() {
-            types.ty().function(params, results);
-        }
-    }
+    // The helpers' signatures, each declared once.
+    let mut signatures: Vec<&helpers::Signature> = Vec::new();
     let mut functions = FunctionSection::new();
-    for h in 0..helpers.len() as u32 {
-        functions.function(first_helper_type + h);
+    for (_, signature) in &helpers {
+        let at = signatures.iter().position(|s| *s == signature).unwrap_or_else(|| {
+            types.ty().function(signature.0.iter().copied(), signature.1.iter().copied());
+            signatures.push(signature);
+            signatures.len() - 1
+        });
+        functions.function(types.len() - signatures.len() as u32 + at as u32);
     }
     for _ in &bodies {
         functions.function(0);
@@ -534,7 +570,7 @@ fn assemble(
     let first_kernel = helpers.len() as u32;
     exports.export(KERNEL, ExportKind::Func, first_kernel + bodies.len() as u32);
     let mut code = CodeSection::new();
-    for h in &helpers {
+    for (h, _) in &helpers {
         code.function(h);
     }
     for b in &bodies {

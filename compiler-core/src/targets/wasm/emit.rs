@@ -20,8 +20,9 @@
 //! after each op that makes one), 64-bit integers in `i64`, f32 and f64 natively, f16 and
 //! bf16 in `f32` rounded to nearest even after each op (the module's helpers, `helpers.rs`).
 //! f32 exp, log, tanh, sin, pow, atan2, ... are `hloscope-approx`'s algorithms
-//! (`approx.rs`); the f64 transcendentals and float remainder are refused, and their
-//! kernels run on the host.
+//! (`approx.rs`), inline in vector code and a call of the module's function of that op
+//! in scalar code (`helpers::Approximations`); the f64 transcendentals and float
+//! remainder are refused, and their kernels run on the host.
 
 use super::approx::{self, WasmLanes};
 use super::helpers::{self, Approximation, Approximations};

@@ -183,7 +183,7 @@ impl Approximations {
     }
 
     /// How many functions they are.
-    pub fn len(&self) -> u32 {
+    pub fn count(&self) -> u32 {
         self.ops.len() as u32
     }
 

@@ -353,7 +353,7 @@ fn emit_all(plan: &KernelPlan, approximations: &helpers::Approximations) -> (Vec
     // their functions' final indices.
     let called: Vec<u32> = all.iter().flatten().flatten().flat_map(|c| c.called.iter().copied()).collect();
     let used = approximations.only(&called);
-    if used.len() < approximations.len() {
+    if used.count() < approximations.count() {
         for (i, k) in plan.kernels.iter().enumerate() {
             if matches!(&all[i], Ok(Some(c)) if !c.called.is_empty()) {
                 all[i] = emit_one(plan, k, codes[i].1, &used);

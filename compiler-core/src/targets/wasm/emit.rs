@@ -51,6 +51,9 @@ impl Code {
     pub fn ops<const N: usize>(&mut self, is: [I<'static>; N]) {
         self.ops.extend(is);
     }
+    pub fn extend(&mut self, is: &[I<'static>]) {
+        self.ops.extend_from_slice(is);
+    }
     /// A new local of type `ty`.
     pub fn local(&mut self, ty: ValType) -> u32 {
         self.locals.push(ty);

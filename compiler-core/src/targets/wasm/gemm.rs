@@ -115,41 +115,17 @@ const LIBRARY_DIRECTORY: u32 = 1;
 /// The library's [`super::KERNEL`]: as a program module's, `kernel(index, begin, end)`
 /// runs plan kernel `index` over `begin..end` and `kernel(WHOLE, first, last)` runs
 /// kernels `first..last` whole (those of extent 0 not at all), each through
-/// [`dot_function`] on the descriptor the directory ([`super::DIRECTORY_ENTRY`], at global [`DIRECTORY`]) gives
-/// it, with the global `scratch` as its scratch base. A host kernel's index traps, and
-/// [`super::WHOLE`] skips it.
+/// [`dot_function`] on the descriptor the directory ([`super::DIRECTORY_ENTRY`], at global
+/// [`DIRECTORY`]) gives it, with the global `scratch` as its scratch base: the program
+/// module's [`super::dispatch`] with the driver as its one arm. A host kernel's index
+/// traps, and [`super::WHOLE`] skips it.
 fn kernel_function() -> Function {
-    const INDEX: u32 = 0;
-    const BEGIN: u32 = 1;
-    const END: u32 = 2;
-    let mut c = Code::new(super::KERNEL_PARAMS);
-    let (entry, i) = (c.local(ValType::I32), c.local(ValType::I32));
-    let word = |w: u64| I::I32Load(mem(4 * w, 2));
-    // entry = directory + DIRECTORY_ENTRY * kernel
-    let entry_of = |c: &mut Code, kernel: u32| {
-        c.ops([
-            I::GlobalGet(LIBRARY_DIRECTORY),
-            I::LocalGet(kernel),
-            I::I32Const(super::DIRECTORY_ENTRY as i32),
-            I::I32Mul,
-        ]);
-        c.op(I::I32Add);
-        c.op(I::LocalSet(entry));
-    };
-    c.ops([I::LocalGet(INDEX), I::I32Const(super::WHOLE), I::I32Eq, I::If(BlockType::Empty)]);
-    c.ops([I::LocalGet(BEGIN), I::LocalSet(i), I::Block(BlockType::Empty), I::Loop(BlockType::Empty)]);
-    c.ops([I::LocalGet(i), I::LocalGet(END), I::I32GeS, I::BrIf(1)]);
-    entry_of(&mut c, i);
-    c.ops([I::LocalGet(entry), word(0), I::I32Const(0), I::I32Ne, I::LocalGet(entry), word(1), I::I32Const(0)]);
-    c.ops([I::I32Ne, I::I32And, I::If(BlockType::Empty)]);
-    c.ops([I::I32Const(0), I::LocalGet(entry), word(1), I::LocalGet(entry), word(0)]);
-    c.ops([I::GlobalGet(LIBRARY_SCRATCH), I::Call(1), I::End]);
-    c.ops([I::LocalGet(i), I::I32Const(1), I::I32Add, I::LocalSet(i), I::Br(0), I::End, I::End, I::Return, I::End]);
-    entry_of(&mut c, INDEX);
-    c.ops([I::LocalGet(entry), word(0), I::I32Eqz, I::If(BlockType::Empty), I::Unreachable, I::End]);
-    c.ops([I::LocalGet(BEGIN), I::LocalGet(END), I::LocalGet(entry), word(0), I::GlobalGet(LIBRARY_SCRATCH)]);
-    c.op(I::Call(1));
-    c.finish()
+    super::dispatch(&super::Dispatch {
+        directory: 0,
+        directory_global: Some(LIBRARY_DIRECTORY),
+        kernels: None,
+        arms: vec![vec![I::GlobalGet(LIBRARY_SCRATCH), I::Call(1)]],
+    })
 }
 
 /// Rows of a register tile.

@@ -236,7 +236,7 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
     let mut plan = kernel::plan_computation_with(module, module.entry, &caps())?;
     let narrow_floats = helpers::needed(module);
     let approximations = helpers::Approximations::of(&plan, if narrow_floats { helpers::COUNT } else { 0 });
-    let (mut emitted, mut called) = emit_all(&plan, &approximations);
+    let (mut emitted, mut used) = emit_all(&plan, &approximations);
     let mut refused: HashMap<crate::ir::InstId, String> = HashMap::new();
     for (k, e) in plan.kernels.iter().zip(&emitted) {
         if let Err(why) = e {
@@ -246,7 +246,7 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
     if !refused.is_empty() {
         // Demoting renumbers kernels and moves buffers: every kernel is emitted again.
         plan.demote_to_opaque(module, &refused)?;
-        (emitted, called) = emit_all(&plan, &approximations);
+        (emitted, used) = emit_all(&plan, &approximations);
     }
     if plan.arena.arena_bytes > u32::MAX as u64 {
         return Err(format!("the arena ({} bytes) does not fit a 32-bit WebAssembly memory", plan.arena.arena_bytes));
@@ -284,7 +284,7 @@ pub fn compile_threaded(module: &Module, threads: u32) -> Result<WasmProgram, St
     }
     let gemm = kernels.iter().flatten().any(|k| k.library);
     let mut helpers: Vec<_> = helpers::bodies(narrow_floats).into_iter().zip(helpers::signatures()).collect();
-    helpers.extend(called.bodies());
+    helpers.extend(used.bodies());
     let first = helpers.len() as u32;
     let at = end;
     let bytes = directory(&kernels, first, gemm);
@@ -669,14 +669,40 @@ fn directory(kernels: &[Option<WasmKernel>], first: u32, gemm: bool) -> Vec<u8> 
         .collect()
 }
 
-/// [`KERNEL`]'s body, the same size whatever the number of kernels (a deep stack's
-/// hundreds of kernels once took a `br_table` arm each, half of its module): plan
-/// kernels `i..last` (one, `index`, over `begin..end`; or `first..last` whole, from
-/// [`WHOLE`]) in turn, each through its directory entry at `directory`
-/// ([`DIRECTORY_ENTRY`]): a `br_table` on its arm to a call of its code with its table.
-/// An index past the kernels or a host kernel's traps; [`WHOLE`] skips host kernels
-/// and those of extent 0, and stops at the last kernel.
+/// The program module's [`KERNEL`]: [`dispatch`] on the directory at `directory`, over
+/// `kernels` plan kernels, with the GEMM library's driver as arm 1 where the module runs
+/// f32 dots (`gemm`, through the library's table) and then its `functions` kernel
+/// functions from index `first`.
 fn kernel_body(first: u32, functions: u32, kernels: usize, directory: u64, gemm: bool) -> wasm_encoder::Function {
+    use wasm_encoder::Instruction as I;
+    let driver = gemm
+        .then(|| vec![I::GlobalGet(0), I::I32Const(0), I::CallIndirect { type_index: GEMM_DOT_TYPE, table_index: 0 }]);
+    let arms = driver.into_iter().chain((first..first + functions).map(|f| vec![I::Call(f)])).collect();
+    dispatch(&Dispatch { directory, directory_global: None, kernels: Some(kernels as u32), arms })
+}
+
+/// Where a [`KERNEL`] made by [`dispatch`] finds the program's directory, and how it
+/// calls each kernel's code.
+pub(crate) struct Dispatch {
+    /// The directory's address: this, plus the value of `directory_global` where there
+    /// is one (the GEMM library's own `kernel`, whose host sets it per program).
+    pub directory: u64,
+    pub directory_global: Option<u32>,
+    /// The plan's kernel count where the code knows it (a program's module; not the
+    /// library's): an index past it traps and [`WHOLE`] stops there.
+    pub kernels: Option<u32>,
+    /// Dispatch arms 1.. (arm 0 is a host kernel's): the instructions that call a
+    /// kernel's code on `(begin, end, table)`, which are pushed before them.
+    pub arms: Vec<Vec<wasm_encoder::Instruction<'static>>>,
+}
+
+/// A [`KERNEL`], the same size whatever the number of kernels (a deep stack's hundreds
+/// of kernels once took a `br_table` arm each, half of its module): plan kernels
+/// `i..last` (one, `index`, over `begin..end`; or `first..last` whole, from [`WHOLE`])
+/// in turn, each through its directory entry ([`DIRECTORY_ENTRY`]): a `br_table` on its
+/// arm to a call of its code with its table. A host kernel's index traps; [`WHOLE`]
+/// skips host kernels and those of extent 0.
+pub(crate) fn dispatch(d: &Dispatch) -> wasm_encoder::Function {
     use wasm_encoder::{BlockType, Instruction as I, MemArg};
     const INDEX: u32 = 0;
     const BEGIN: u32 = 1;
@@ -690,24 +716,32 @@ fn kernel_body(first: u32, functions: u32, kernels: usize, directory: u64, gemm:
         c.local(ValType::I32),
         c.local(ValType::I32),
     );
-    let word = |w: u64| I::I32Load(MemArg { offset: directory + 4 * w, align: 2, memory_index: 0 });
-    let n = kernels as u32 as i32;
+    let word = |w: u64| I::I32Load(MemArg { offset: d.directory + 4 * w, align: 2, memory_index: 0 });
     c.ops([I::LocalGet(INDEX), I::I32Const(WHOLE), I::I32Eq, I::LocalTee(whole), I::If(BlockType::Empty)]);
     // Whole: i = first, last = min(last, kernels) (unsigned: a negative first ends at once).
-    c.ops([I::LocalGet(BEGIN), I::LocalSet(i), I::LocalGet(END), I::I32Const(n), I::LocalGet(END), I::I32Const(n)]);
-    c.ops([I::I32LtU, I::Select, I::LocalSet(last), I::Else]);
+    c.ops([I::LocalGet(BEGIN), I::LocalSet(i), I::LocalGet(END)]);
+    if let Some(n) = d.kernels {
+        let n = n as i32;
+        c.ops([I::I32Const(n), I::LocalGet(END), I::I32Const(n), I::I32LtU, I::Select]);
+    }
+    c.ops([I::LocalSet(last), I::Else]);
     // One kernel: its index must be one.
-    c.ops([I::LocalGet(INDEX), I::I32Const(n), I::I32GeU, I::If(BlockType::Empty), I::Unreachable, I::End]);
+    if let Some(n) = d.kernels {
+        c.ops([I::LocalGet(INDEX), I::I32Const(n as i32), I::I32GeU, I::If(BlockType::Empty), I::Unreachable, I::End]);
+    }
     c.ops([I::LocalGet(INDEX), I::LocalTee(i), I::I32Const(1), I::I32Add, I::LocalSet(last)]);
     c.ops([I::LocalGet(BEGIN), I::LocalSet(begin), I::LocalGet(END), I::LocalSet(end), I::End]);
     c.ops([I::Block(BlockType::Empty), I::Loop(BlockType::Empty)]);
     c.ops([I::LocalGet(i), I::LocalGet(last), I::I32GeU, I::BrIf(1)]);
-    c.ops([I::LocalGet(i), I::I32Const(DIRECTORY_ENTRY as i32), I::I32Mul, I::LocalSet(entry)]);
+    c.ops([I::LocalGet(i), I::I32Const(DIRECTORY_ENTRY as i32), I::I32Mul]);
+    if let Some(g) = d.directory_global {
+        c.ops([I::GlobalGet(g), I::I32Add]);
+    }
+    c.op(I::LocalSet(entry));
     // Whole: over 0..extent.
     c.ops([I::LocalGet(whole), I::If(BlockType::Empty), I::I32Const(0), I::LocalSet(begin)]);
     c.ops([I::LocalGet(entry), word(1), I::LocalSet(end), I::End]);
-    // Arms: 0 (host kernels), the library's driver where there is one, the functions.
-    let arms = 1 + gemm as u32 + functions;
+    let arms = 1 + d.arms.len() as u32;
     // Label `arms` (from the innermost block) is where each call ends.
     c.op(I::Block(BlockType::Empty));
     for _ in 0..arms {
@@ -716,21 +750,14 @@ fn kernel_body(first: u32, functions: u32, kernels: usize, directory: u64, gemm:
     c.ops([I::LocalGet(whole), I::LocalGet(end), I::I32Eqz, I::I32And, I::BrIf(arms)]);
     c.ops([I::LocalGet(entry), word(2)]);
     c.op(I::BrTable((0..arms).collect::<Vec<_>>().into(), 0));
-    for a in 0..arms {
+    // Arm 0, a host kernel: skipped whole, else a trap.
+    c.ops([I::End, I::LocalGet(whole), I::BrIf(arms - 1), I::Unreachable]);
+    for (a, call) in (1..).zip(&d.arms) {
         c.op(I::End);
-        // Inside the arms' blocks past `a`: the end of the calls is label `arms - 1 - a`.
-        let done = arms - 1 - a;
-        if a == 0 {
-            c.ops([I::LocalGet(whole), I::BrIf(done), I::Unreachable]);
-            continue;
-        }
         c.ops([I::LocalGet(begin), I::LocalGet(end), I::LocalGet(entry), word(0)]);
-        if gemm && a == 1 {
-            c.ops([I::GlobalGet(0), I::I32Const(0), I::CallIndirect { type_index: GEMM_DOT_TYPE, table_index: 0 }]);
-        } else {
-            c.op(I::Call(first + (a - 1 - gemm as u32)));
-        }
-        c.op(I::Br(done));
+        c.extend(call);
+        // Inside the arms' blocks past `a`: the end of the calls is label `arms - 1 - a`.
+        c.op(I::Br(arms - 1 - a));
     }
     c.op(I::End);
     c.ops([I::LocalGet(i), I::I32Const(1), I::I32Add, I::LocalSet(i), I::Br(0), I::End, I::End]);

@@ -246,14 +246,14 @@ fn the_f32_dots_of_a_module_call_the_gemm_library() {
     assert!(bodies[0].len() * 4 < library_bodies[0].len(), "no GEMM body in the program's module");
     // Without an f32 dot the module imports nothing.
     let plain = "HloModule m
-ENTRY %main (a: f32[8]) -> f32[8] {
-  %a = f32[8] parameter(0)
-  ROOT %t = f32[8] tanh(%a)
+ENTRY %main (a: f32[7]) -> f32[7] {
+  %a = f32[7] parameter(0)
+  ROOT %t = f32[7] tanh(%a)
 }";
     let program = wasm::compile(&optimize(&hloscope_core::parse::parse_module(plain).unwrap()).unwrap()).unwrap();
     assert!(!program.gemm && !program.imports_memory() && !program.runs_on_library());
     assert!(imports(&program.bytes).is_empty());
-    // Types: the kernels' and `(f32) -> f32`, the tail's tanh (below).
+    // Types: the kernels' and `(f32) -> f32`, the tail's tanh (7 elements: a tail).
     assert_eq!(types_and_exported_functions(&program.bytes), (2, vec![wasm::KERNEL.to_string()]));
 }
 
@@ -298,6 +298,36 @@ ENTRY %main (x: f32[4,1024]) -> f32[4,1024] {
     let program = wasm::compile(&optimize(&hloscope_core::parse::parse_module(vector_only).unwrap()).unwrap()).unwrap();
     assert_eq!(function_bodies(&program.bytes).len(), 2, "{}", program.summary());
     assert_eq!(types_and_exported_functions(&program.bytes).0, 1);
+}
+
+#[test]
+fn a_vector_loop_over_the_parallel_variable_has_no_tail_where_the_lanes_divide_it() {
+    // A one-dimensional loop's parallel variable is its vector variable. Where the lanes
+    // divide its extent, the host calls it on whole vector steps only, so it has no
+    // scalar tail, and with no tail no scalar exp or tanh to call: the module is the
+    // kernel and `kernel`. Two more elements bring the tail and its two functions back.
+    let hlo = |n: usize| {
+        format!(
+            "HloModule m\nENTRY %main (x: f32[{n}]) -> f32[{n}] {{\n  %x = f32[{n}] parameter(0)\n  %e = f32[{n}] exponential(%x)\n  %t = f32[{n}] tanh(%x)\n  ROOT %m = f32[{n}] multiply(%e, %t)\n}}"
+        )
+    };
+    let compile = |n: usize, threads: u32| {
+        let module = optimize(&hloscope_core::parse::parse_module(&hlo(n)).unwrap()).unwrap();
+        wasm::compile_threaded(&module, threads).unwrap()
+    };
+    let whole = compile(1 << 18, 2);
+    let k = whole.kernels[0].as_ref().expect("a kernel in WebAssembly");
+    assert_eq!((whole.kernels.len(), k.step), (1, 4), "{}", whole.summary());
+    assert!(whole.summary().contains("range 0..262144 in steps of 4"), "{}", whole.summary());
+    let bodies = function_bodies(&whole.bytes);
+    assert_eq!(bodies.len(), 2, "the kernel and `kernel`, no approximation: {}", whole.summary());
+    assert!(!bodies[0].iter().any(|op| matches!(op, wasmparser::Operator::F32Mul)), "no scalar multiply");
+    let pieces = wasm::host::chunks(k, 2);
+    assert!(pieces.len() > 1 && pieces.iter().all(|&(b, e)| b % 4 == 0 && e % 4 == 0), "{pieces:?}");
+    let tail = compile((1 << 18) + 2, 2);
+    assert_eq!(tail.kernels[0].as_ref().unwrap().step, 1);
+    assert_eq!(function_bodies(&tail.bytes).len(), 4, "exp, tanh, the kernel and `kernel`: {}", tail.summary());
+    assert!(tail.bytes.len() > whole.bytes.len() * 3 / 2, "{} against {} bytes", tail.bytes.len(), whole.bytes.len());
 }
 
 /// `layers` layers of one integer block (exact, so the bits are the interpreter's): the

@@ -33,6 +33,14 @@ impl Split {
         Some(Split { per, count: extent.div_ceil(per), extent })
     }
 
+    /// The split with pieces of whole steps of `step` iterations (the last may end at the
+    /// extent between two): for code that has no path for part of a step (the
+    /// WebAssembly target's vector loops without a scalar tail).
+    pub fn in_steps(self, step: u64) -> Split {
+        let per = self.per.next_multiple_of(step.max(1));
+        Split { per, count: self.extent.div_ceil(per), extent: self.extent }
+    }
+
     /// Piece `i` (below [`Split::count`]): `[begin, end)`.
     pub fn piece(&self, i: u64) -> (u64, u64) {
         (i * self.per, ((i + 1) * self.per).min(self.extent))
@@ -55,5 +63,18 @@ mod tests {
         assert_eq!(Split::of(1000, 1 << 20, 1, 4), None);
         let few = Split::of(3, 1 << 20, 2, 4).expect("three rows of much work");
         assert_eq!((0..few.count).map(|i| few.piece(i)).collect::<Vec<_>>(), [(0, 1), (1, 2), (2, 3)]);
+    }
+
+    #[test]
+    fn pieces_in_steps_start_and_end_on_a_step_or_at_the_extent() {
+        // 40 iterations in 8 pieces of 5, then in steps of 4: pieces of 8.
+        let s = Split::of(40, 1 << 20, 2, 4).expect("large enough to split").in_steps(4);
+        let pieces: Vec<_> = (0..s.count).map(|i| s.piece(i)).collect();
+        assert_eq!(pieces, [(0, 8), (8, 16), (16, 24), (24, 32), (32, 40)]);
+        let odd = Split::of(42, 1 << 20, 2, 4).expect("large enough to split").in_steps(4);
+        assert_eq!(odd.piece(odd.count - 1), (40, 42));
+        // Already whole steps: unchanged.
+        let whole = Split::of(1000, 1 << 20, 2, 4).expect("large enough to split");
+        assert_eq!(whole.in_steps(4), whole);
     }
 }

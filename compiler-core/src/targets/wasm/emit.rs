@@ -91,6 +91,8 @@ pub struct Emitted {
     pub body: Function,
     /// The parallel variable's extent: the range a call covers (0: nothing to run).
     pub extent: u64,
+    /// The granularity of a call's range ([`super::WasmKernel::step`]).
+    pub step: u64,
     /// How its code runs, in a few words (`scalar`).
     pub shape: String,
     /// The scalar approximations it calls (their function indices).
@@ -121,16 +123,22 @@ pub fn emit(e: &Elemental, place: &Placement, approximations: &Approximations) -
                 }
                 _ => "simd128 4 lanes".to_string(),
             };
-            match write(e, place, approximations, &outer, Some(plan)) {
-                Ok((body, called)) => return Ok(Emitted { body, extent, shape, called }),
+            // A vector loop over the parallel variable needs no scalar tail when the
+            // lanes divide its extent and every call's range is whole vector steps.
+            let steps = plan.kind == VecKind::Loop
+                && outer.first() == Some(&plan.var)
+                && extent.is_multiple_of(simd::LANES as u64);
+            let step = if steps { simd::LANES as u64 } else { 1 };
+            match write(e, place, approximations, &outer, Some(plan), steps) {
+                Ok((body, called)) => return Ok(Emitted { body, extent, step, shape, called }),
                 Err(why) if why.starts_with(simd::NO_FORM) => why,
                 Err(why) => return Err(why),
             }
         }
         Err(why) => why,
     };
-    let (body, called) = write(e, place, approximations, &outer, None)?;
-    Ok(Emitted { body, extent, shape: format!("scalar ({why_scalar})"), called })
+    let (body, called) = write(e, place, approximations, &outer, None, false)?;
+    Ok(Emitted { body, extent, step: 1, shape: format!("scalar ({why_scalar})"), called })
 }
 
 /// The shared vectorization plan, where this target takes it: 32-bit lanes, a loop or
@@ -156,6 +164,7 @@ fn write(
     approximations: &Approximations,
     outer: &[u32],
     vplan: Option<VecPlan>,
+    parallel_steps: bool,
 ) -> Result<(Function, Vec<u32>), String> {
     let mut w = Writer {
         e,
@@ -169,6 +178,7 @@ fn write(
         accs: Vec::new(),
         vector: false,
         vplan,
+        parallel_steps,
         analysis: IndexAnalysis::new(e),
         vaccs: Vec::new(),
         bases: Vec::new(),
@@ -228,6 +238,9 @@ struct Writer<'a> {
     vector: bool,
     /// The vectorization this code follows, if any.
     vplan: Option<VecPlan>,
+    /// The parallel variable is the vector loop's and every call's range is whole
+    /// vector steps ([`Emitted::step`]): no scalar tail.
+    parallel_steps: bool,
     analysis: IndexAnalysis<'a>,
     /// A row reduction's vector accumulators, in its vector loop.
     vaccs: Vec<Vec<u32>>,
@@ -299,7 +312,7 @@ impl Writer<'_> {
         };
         let rest = rest.to_vec();
         let (start, end) = ([I::LocalGet(0), I::I64ExtendI32S], [I::LocalGet(1), I::I64ExtendI32S]);
-        self.var_range(p, &start, &end, None, &mut |w| w.kept(&rest));
+        self.var_range(p, &start, &end, self.parallel_steps, &mut |w| w.kept(&rest));
     }
 
     fn kept(&mut self, vars: &[u32]) {
@@ -310,22 +323,23 @@ impl Writer<'_> {
         };
         let n = self.e.space[v as usize];
         let rest = rest.to_vec();
-        self.var_range(v, &[I::I64Const(0)], &[I::I64Const(n)], Some(n), &mut |w| w.kept(&rest));
+        let steps = n % simd::LANES == 0;
+        self.var_range(v, &[I::I64Const(0)], &[I::I64Const(n)], steps, &mut |w| w.kept(&rest));
     }
 
     /// A kept variable's loop: in vectors and a tail for a vectorized loop kernel's
-    /// vector variable, else one element at a time; `whole` is the extent when it is
-    /// known here (the range is then `0..whole`).
+    /// vector variable, else one element at a time; `steps`: the range's ends are
+    /// multiples of the lanes (no tail).
     fn var_range(
         &mut self,
         v: u32,
         start: &[I<'static>],
         end: &[I<'static>],
-        whole: Option<i64>,
+        steps: bool,
         inner: &mut dyn FnMut(&mut Self),
     ) {
         if self.vector_kind() == Some(&VecKind::Loop) && self.vplan.as_ref().is_some_and(|p| p.var == v) {
-            return self.vector_range(v, start, end, whole, inner);
+            return self.vector_range(v, start, end, steps, inner);
         }
         self.for_range(self.vars[v as usize], start, end, inner);
     }

@@ -31,11 +31,15 @@ const DOT_PIECES_PER_THREAD: u64 = 2;
 
 /// The pieces `[begin, end)` of kernel `k`'s range that `threads` instances take, one at
 /// a time, in any order: the whole range when [`Split`] keeps it on one thread, else
-/// its pieces (the native CPU target's rule, fewer per thread for a dot).
+/// its pieces (the native CPU target's rule, fewer per thread for a dot), each
+/// beginning and ending on a whole [`WasmKernel::step`] or at the extent.
 pub fn chunks(k: &WasmKernel, threads: u32) -> Vec<(u32, u32)> {
     let per_thread = if k.dot { DOT_PIECES_PER_THREAD } else { PIECES_PER_THREAD };
     match Split::of(k.extent, k.work, threads as u64, per_thread) {
-        Some(s) => (0..s.count).map(|i| s.piece(i)).map(|(b, e)| (b as u32, e as u32)).collect(),
+        Some(s) => {
+            let s = s.in_steps(k.step);
+            (0..s.count).map(|i| s.piece(i)).map(|(b, e)| (b as u32, e as u32)).collect()
+        }
         None => vec![(0, k.extent as u32)],
     }
 }

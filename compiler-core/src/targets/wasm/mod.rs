@@ -82,6 +82,11 @@ pub struct WasmKernel {
     /// The parallel variable's extent: a run calls `kernel(index, 0, extent)`, or the
     /// same on the pieces of that range that [`host::chunks`] gives.
     pub extent: u64,
+    /// The granularity of its range: a call's `begin` and `end` are multiples of it, or
+    /// `end` is the extent ([`host::chunks`] cuts so). 1: any range; a vector loop over
+    /// the parallel variable, whose extent the lanes divide, has no scalar tail and
+    /// steps of 4 (its code never runs part of a vector).
+    pub step: u64,
     /// Its iterations (the product of its loops' extents; a dot's multiply-adds): what
     /// decides whether splitting its range across threads pays.
     pub work: u64,
@@ -198,6 +203,12 @@ impl WasmProgram {
         let mut s = String::new();
         for (i, (k, w)) in self.plan.kernels.iter().zip(&self.kernels).enumerate() {
             match w {
+                Some(w) if w.step > 1 => {
+                    s += &format!(
+                        ";; kernel {i} %{}: {}, range 0..{} in steps of {}\n",
+                        k.name, w.shape, w.extent, w.step
+                    )
+                }
                 Some(w) => s += &format!(";; kernel {i} %{}: {}, range 0..{}\n", k.name, w.shape, w.extent),
                 None => s += &format!(";; kernel {i} %{}: on the host: {}\n", k.name, k.kind),
             }
@@ -382,6 +393,7 @@ fn emit_one(
             };
             let kernel = WasmKernel {
                 extent: emitted.extent,
+                step: emitted.step,
                 work: e.work(),
                 dot: false,
                 shape: emitted.shape,
@@ -412,8 +424,16 @@ fn emit_one(
                 gemm::DotCode::Function(f) => (Some(f), None),
             };
             let library = function.is_none();
-            let kernel =
-                WasmKernel { extent: gemm::extent(d), work, dot: true, shape, shares: None, table: 0, library };
+            let kernel = WasmKernel {
+                extent: gemm::extent(d),
+                step: 1,
+                work,
+                dot: true,
+                shape,
+                shares: None,
+                table: 0,
+                library,
+            };
             Ok(Some(KernelCode { kernel, function, table, called: Vec::new() }))
         }
         KernelBody::Opaque { .. } => Ok(None),

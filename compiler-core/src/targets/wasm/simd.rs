@@ -289,14 +289,14 @@ impl Writer<'_> {
     }
 
     /// `for var in start..end` over the vector variable: steps of 4 lanes while a whole
-    /// vector fits, then the scalar tail, unless the range is `0..whole` with `whole` a
-    /// multiple of the lanes (the tail would never run); `inner` runs at the current mode.
+    /// vector fits, then the scalar tail, unless `steps` (both ends are multiples of the
+    /// lanes: the tail would never run); `inner` runs at the current mode.
     pub(super) fn vector_range(
         &mut self,
         v: u32,
         start: &[I<'static>],
         end: &[I<'static>],
-        whole: Option<i64>,
+        steps: bool,
         inner: &mut dyn FnMut(&mut Self),
     ) {
         let var = self.vars[v as usize];
@@ -310,7 +310,7 @@ impl Writer<'_> {
         self.vector = false;
         self.ops([I::LocalGet(var), I::I64Const(LANES), I::I64Add, I::LocalSet(var), I::Br(0), I::End, I::End]);
         // No tail to write: it would be half the kernel's code.
-        if whole.is_some_and(|n| n % LANES == 0) {
+        if steps {
             return;
         }
         // The tail, from where the vectors stopped.

@@ -490,6 +490,12 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
         input_files.push((path.display().to_string(), bytes));
     }
 
+    let threads = crate::run::wasm_threads(args.threads, args.target)?;
+    if args.target == Target::Wasm && args.engine == Engine::Wasmtime {
+        // wasmtime's engine and the GEMM library get ready while the front end runs (a
+        // fresh process's compile, as `run`'s).
+        wasm::runtime::warm_up(threads > 1);
+    }
     let started = Instant::now();
     let module = hloscope_core::parse::parse_module(&text)
         .map_err(|e| RunError(format!("{source_name}:{}:{}: {}", e.line, e.col, e.message)))?;
@@ -510,7 +516,6 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
     if args.engine != Engine::Wasmtime && args.target != Target::Wasm {
         return Err(RunError("--engine chooses the engine of --target wasm".into()));
     }
-    let threads = crate::run::wasm_threads(args.threads, args.target)?;
     let started = Instant::now();
     let mut device = None;
     let mut not_compiling = Duration::ZERO;

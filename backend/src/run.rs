@@ -159,7 +159,11 @@ fn run_checked(args: &RunArgs, module: &Module, source_name: &str) -> Result<Str
 
 /// Runs the command; returns the text to print on standard output.
 pub fn run(args: &RunArgs) -> Result<String, RunError> {
-    wasm_threads(args.threads, args.target)?;
+    let threads = wasm_threads(args.threads, args.target)?;
+    if args.target == Target::Wasm {
+        // wasmtime's engine and the GEMM library get ready while the front end runs.
+        hloscope_core::targets::wasm::runtime::warm_up(threads > 1);
+    }
     // Read every file first, so that a missing one is reported before any parse error.
     let (source_name, text) = read_module_text(&args.module)?;
     let started = std::time::Instant::now();

@@ -29,10 +29,11 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 use wasmtime::{Config, Engine, Extern, Memory, MemoryType, OptLevel, SharedMemory, Store, TypedFunc, Val};
 
+static ENGINE: OnceLock<Engine> = OnceLock::new();
+
 /// The process's engine: Cranelift at its speed setting, SIMD128 on (as in every
 /// browser).
 pub fn engine() -> &'static Engine {
-    static ENGINE: OnceLock<Engine> = OnceLock::new();
     ENGINE.get_or_init(|| {
         let mut config = Config::new();
         config.cranelift_opt_level(OptLevel::Speed);
@@ -41,6 +42,27 @@ pub fn engine() -> &'static Engine {
         config.shared_memory(true);
         Engine::new(&config).expect("wasmtime's default configuration is valid")
     })
+}
+
+/// Makes the engine and loads the GEMM library (for a shared memory or not, from
+/// [`keep_gemm_library_in`]'s folder) on a thread of their own, so that a compile
+/// starting now finds them ready: a fresh process's front end (parse, the passes, the
+/// emitter) runs meanwhile, on the other core. A program without an f32 dot leaves the
+/// library unused; without a folder the library is not compiled ahead (seconds of a
+/// core's time), and where everything is ready nothing is started.
+pub fn warm_up(shared: bool) {
+    let library = LIBRARY_FOLDER.get().is_some() && LIBRARIES[shared as usize].get().is_none();
+    if ENGINE.get().is_some() && !library {
+        return;
+    }
+    let warm = move || {
+        engine();
+        if library {
+            let _ = gemm_library(shared);
+        }
+    };
+    // Without the thread, the compile makes them itself when it needs them.
+    let _ = std::thread::Builder::new().name("wasmtime warm-up".into()).spawn(warm);
 }
 
 /// Where the compiled GEMM library is kept between processes (set once, by
@@ -57,11 +79,13 @@ pub fn keep_gemm_library_in(folder: PathBuf) {
 
 const LIBRARY_MAGIC: &[u8; 8] = b"HSWASMLB";
 
+/// [`gemm_library`]'s, per memory kind (unshared, shared).
+static LIBRARIES: [OnceLock<Result<wasmtime::Module, String>>; 2] = [OnceLock::new(), OnceLock::new()];
+
 /// The GEMM library ([`super::gemm::library`]) as this process's engine compiled it
 /// (or loaded it from [`keep_gemm_library_in`]'s folder), once per process for each
 /// memory kind (unshared, shared).
 pub fn gemm_library(shared: bool) -> Result<&'static wasmtime::Module, String> {
-    static LIBRARIES: [OnceLock<Result<wasmtime::Module, String>>; 2] = [OnceLock::new(), OnceLock::new()];
     LIBRARIES[shared as usize].get_or_init(|| load_or_compile_library(shared)).as_ref().map_err(Clone::clone)
 }
 

@@ -258,6 +258,33 @@ ENTRY %main (a: f32[7]) -> f32[7] {
 }
 
 #[test]
+fn the_gemm_library_broadcasts_in_each_engines_form() {
+    // The portable library (V8, `compile --emit`) broadcasts the tile's lhs values with
+    // `v128.load32_splat`, wasmtime's with `f32.load` and `f32x4.splat`: four of them in
+    // the block function, nothing else differs (the bits are compared in V8 against
+    // wasmtime in `v8_gives_the_bytes_wasmtime_gives`).
+    use wasm::gemm::{library_for, Splat};
+    use wasmparser::Operator;
+    // (ops, `v128.load32_splat`s, `f32x4.splat`s)
+    let census = |bytes: &[u8]| {
+        let features = wasmparser::WasmFeatures::default() | wasmparser::WasmFeatures::THREADS;
+        wasmparser::Validator::new_with_features(features).validate_all(bytes).unwrap();
+        let bodies = function_bodies(bytes);
+        let ops: Vec<&Operator> = bodies.iter().flatten().collect();
+        let load_splats = ops.iter().filter(|op| matches!(op, Operator::V128Load32Splat { .. })).count();
+        let splats = ops.iter().filter(|op| matches!(op, Operator::F32x4Splat)).count();
+        (ops.len(), load_splats, splats)
+    };
+    for shared in [false, true] {
+        let (v8, cranelift) = (library_for(shared, Splat::Load), library_for(shared, Splat::LoadThenSplat));
+        assert_eq!(v8, wasm::gemm::library(shared));
+        let ((n8, l8, s8), (nc, lc, sc)) = (census(&v8), census(&cranelift));
+        assert_eq!((l8, s8, lc, sc), (4, 0, 0, 4));
+        assert_eq!(nc, n8 + 4, "one more instruction per broadcast");
+    }
+}
+
+#[test]
 fn scalar_approximations_are_functions_of_the_module() {
     // Scalar code calls each f32 approximation as a function of the module, compiled
     // once however many kernels compute it: two rank-0 kernels with a pow each (an Adam

@@ -72,6 +72,25 @@ pub fn library_table() -> TableType {
 /// needs no module, as the host calls this `kernel` as it would the program's, on the
 /// program's directory ([`super::WasmProgram::directory`]).
 pub fn library(shared: bool) -> Vec<u8> {
+    library_for(shared, Splat::Load)
+}
+
+/// How the register tile broadcasts an lhs value to the 4 lanes: each engine's fastest
+/// form, the same bits either way. V8 makes `v128.load32_splat` one broadcast load,
+/// which leaves the shuffle port to the adds; Cranelift (wasmtime) loads it into a
+/// general register and moves it over and broadcasts it, two shuffle-port operations,
+/// and makes `f32.load` then `f32x4.splat` a load and one. On a 2-core Xeon the 1024
+/// GEMM ran 58 against 45 ms under wasmtime, and 34 against 45 in V8.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Splat {
+    /// `v128.load32_splat`: the portable library ([`library`]; V8, `compile --emit`).
+    Load,
+    /// `f32.load`, `f32x4.splat`: wasmtime's ([`super::runtime::gemm_library`]).
+    LoadThenSplat,
+}
+
+/// [`library`] with the tile's broadcast in form `splat`.
+pub fn library_for(shared: bool, splat: Splat) -> Vec<u8> {
     let mut types = TypeSection::new();
     types.ty().function(vec![ValType::I32; BLOCK_PARAMS], []);
     types.ty().function(vec![ValType::I32; DOT_PARAMS], []);
@@ -98,7 +117,7 @@ pub fn library(shared: bool) -> Vec<u8> {
     let mut elements = ElementSection::new();
     elements.active(Some(0), &ConstExpr::i32_const(0), Elements::Functions([1].as_slice().into()));
     let mut code = CodeSection::new();
-    code.function(&block_function());
+    code.function(&block_function(splat));
     code.function(&dot_function());
     code.function(&kernel_function());
     let mut m = wasm_encoder::Module::new();
@@ -471,8 +490,8 @@ pub fn dot_function() -> Function {
 
 /// The GEMM body every f32 dot calls (see the module doc and [`BLOCK_PARAMS`]): packs
 /// the batch's rhs when asked, then the block's lhs rows, and runs the register tiles
-/// over them panel by panel.
-pub fn block_function() -> Function {
+/// over them panel by panel, broadcasting lhs values in form `splat`.
+pub fn block_function(splat: Splat) -> Function {
     let mut c = Code::new(BLOCK_PARAMS as u32);
     let l = |c: &mut Code| c.local(ValType::I32);
     let (jp, p, r, col, at, ga, i0) = (l(&mut c), l(&mut c), l(&mut c), l(&mut c), l(&mut c), l(&mut c), l(&mut c));
@@ -553,7 +572,13 @@ pub fn block_function() -> Function {
                 c.ops([I::LocalGet(at), I::V128Load(mem(0, 4)), I::LocalSet(bv0)]);
                 c.ops([I::LocalGet(at), I::V128Load(mem(16, 4)), I::LocalSet(bv1)]);
                 for rr in 0..MR as usize {
-                    c.ops([I::LocalGet(ga), I::V128Load32Splat(mem(4 * rr as u64, 2)), I::LocalSet(av)]);
+                    let at = mem(4 * rr as u64, 2);
+                    match splat {
+                        Splat::Load => c.ops([I::LocalGet(ga), I::V128Load32Splat(at), I::LocalSet(av)]),
+                        Splat::LoadThenSplat => {
+                            c.ops([I::LocalGet(ga), I::F32Load(at), I::F32x4Splat, I::LocalSet(av)])
+                        }
+                    }
                     for (h, bv) in [bv0, bv1].into_iter().enumerate() {
                         let acc = accs[rr * 2 + h];
                         c.ops([I::LocalGet(acc), I::LocalGet(av), I::LocalGet(bv), I::F32x4Mul, I::F32x4Add]);

@@ -82,7 +82,8 @@ const LIBRARY_MAGIC: &[u8; 8] = b"HSWASMLB";
 /// [`gemm_library`]'s, per memory kind (unshared, shared).
 static LIBRARIES: [OnceLock<Result<wasmtime::Module, String>>; 2] = [OnceLock::new(), OnceLock::new()];
 
-/// The GEMM library ([`super::gemm::library`]) as this process's engine compiled it
+/// The GEMM library ([`super::gemm::library_for`], in the broadcast form Cranelift
+/// compiles best, [`super::gemm::Splat::LoadThenSplat`]) as this process's engine compiled it
 /// (or loaded it from [`keep_gemm_library_in`]'s folder), once per process for each
 /// memory kind (unshared, shared).
 pub fn gemm_library(shared: bool) -> Result<&'static wasmtime::Module, String> {
@@ -90,7 +91,7 @@ pub fn gemm_library(shared: bool) -> Result<&'static wasmtime::Module, String> {
 }
 
 fn load_or_compile_library(shared: bool) -> Result<wasmtime::Module, String> {
-    let bytes = super::gemm::library(shared);
+    let bytes = super::gemm::library_for(shared, super::gemm::Splat::LoadThenSplat);
     let compile =
         || wasmtime::Module::new(engine(), &bytes).map_err(|e| format!("wasmtime refuses the GEMM library: {e:?}"));
     let Some(folder) = LIBRARY_FOLDER.get() else { return compile() };

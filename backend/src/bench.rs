@@ -494,7 +494,7 @@ pub fn bench(args: &BenchArgs) -> Result<String, RunError> {
     if args.target == Target::Wasm && args.engine == Engine::Wasmtime {
         // wasmtime's engine and the GEMM library get ready while the front end runs (a
         // fresh process's compile, as `run`'s).
-        wasm::runtime::warm_up(threads > 1);
+        wasm::runtime::warm_up(threads);
     }
     let started = Instant::now();
     let module = hloscope_core::parse::parse_module(&text)

@@ -162,7 +162,7 @@ pub fn run(args: &RunArgs) -> Result<String, RunError> {
     let threads = wasm_threads(args.threads, args.target)?;
     if args.target == Target::Wasm {
         // wasmtime's engine and the GEMM library get ready while the front end runs.
-        hloscope_core::targets::wasm::runtime::warm_up(threads > 1);
+        hloscope_core::targets::wasm::runtime::warm_up(threads);
     }
     // Read every file first, so that a missing one is reported before any parse error.
     let (source_name, text) = read_module_text(&args.module)?;

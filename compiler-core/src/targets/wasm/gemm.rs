@@ -85,7 +85,7 @@ pub fn library(shared: bool) -> Vec<u8> {
 pub enum Splat {
     /// `v128.load32_splat`: the portable library ([`library`]; V8, `compile --emit`).
     Load,
-    /// `f32.load`, `f32x4.splat`: wasmtime's ([`super::runtime::gemm_library`]).
+    /// `f32.load`, `f32x4.splat`: wasmtime's (`runtime::gemm_library`, feature `wasm-run`).
     LoadThenSplat,
 }
 

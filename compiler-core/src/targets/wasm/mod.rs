@@ -203,13 +203,10 @@ impl WasmProgram {
         let mut s = String::new();
         for (i, (k, w)) in self.plan.kernels.iter().zip(&self.kernels).enumerate() {
             match w {
-                Some(w) if w.step > 1 => {
-                    s += &format!(
-                        ";; kernel {i} %{}: {}, range 0..{} in steps of {}\n",
-                        k.name, w.shape, w.extent, w.step
-                    )
+                Some(w) => {
+                    let steps = if w.step > 1 { format!(" in steps of {}", w.step) } else { String::new() };
+                    s += &format!(";; kernel {i} %{}: {}, range 0..{}{steps}\n", k.name, w.shape, w.extent)
                 }
-                Some(w) => s += &format!(";; kernel {i} %{}: {}, range 0..{}\n", k.name, w.shape, w.extent),
                 None => s += &format!(";; kernel {i} %{}: on the host: {}\n", k.name, k.kind),
             }
         }

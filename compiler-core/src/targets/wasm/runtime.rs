@@ -44,13 +44,15 @@ pub fn engine() -> &'static Engine {
     })
 }
 
-/// Makes the engine and loads the GEMM library (for a shared memory or not, from
-/// [`keep_gemm_library_in`]'s folder) on a thread of their own, so that a compile
+/// Makes the engine and loads the GEMM library (the one a module built for `threads`
+/// imports, from [`keep_gemm_library_in`]'s folder) on a thread of their own, so that a compile
 /// starting now finds them ready: a fresh process's front end (parse, the passes, the
 /// emitter) runs meanwhile, on the other core. A program without an f32 dot leaves the
 /// library unused; without a folder the library is not compiled ahead (seconds of a
 /// core's time), and where everything is ready nothing is started.
-pub fn warm_up(shared: bool) {
+pub fn warm_up(threads: u32) {
+    // A threaded module's memory is shared, as in `WasmExecutable::instantiate`.
+    let shared = threads > 1;
     let library = LIBRARY_FOLDER.get().is_some() && LIBRARIES[shared as usize].get().is_none();
     if ENGINE.get().is_some() && !library {
         return;

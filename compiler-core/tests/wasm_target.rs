@@ -357,6 +357,57 @@ fn a_vector_loop_over_the_parallel_variable_has_no_tail_where_the_lanes_divide_i
     assert!(tail.bytes.len() > whole.bytes.len() * 3 / 2, "{} against {} bytes", tail.bytes.len(), whole.bytes.len());
 }
 
+#[test]
+fn vector_constants_are_globals_each_function_reads_once_at_its_entry() {
+    // V8 rematerializes a `v128.const` at each use, inside loops too; a mutable global
+    // it must load. Every nonzero vector constant of an exp, a tanh and a clamp is a
+    // mutable `v128` global holding it, one per distinct value, and the kernel reads each
+    // one once, before its loop: no `v128.const` but zero and no splat of a constant in
+    // any function.
+    let n = 1 << 12;
+    let hlo = format!(
+        "HloModule m\nENTRY %main (x: f32[{n}]) -> f32[{n}] {{\n  %x = f32[{n}] parameter(0)\n  %e = f32[{n}] exponential(%x)\n  %t = f32[{n}] tanh(%x)\n  %k = f32[] constant(2.5)\n  %b = f32[{n}] broadcast(%k), dimensions={{}}\n  %c = f32[{n}] minimum(%t, %b)\n  ROOT %m = f32[{n}] multiply(%e, %c)\n}}"
+    );
+    let module = optimize(&hloscope_core::parse::parse_module(&hlo).unwrap()).unwrap();
+    let program = wasm::compile(&module).unwrap();
+    let mut globals = Vec::new();
+    for payload in wasmparser::Parser::new(0).parse_all(&program.bytes) {
+        if let wasmparser::Payload::GlobalSection(reader) = payload.unwrap() {
+            for g in reader {
+                let g = g.unwrap();
+                let init: Vec<_> = g.init_expr.get_operators_reader().into_iter().map(|op| op.unwrap()).collect();
+                globals.push((g.ty, init));
+            }
+        }
+    }
+    assert!(globals.len() > 20, "scratch and the constants of exp, tanh and the clamp: {}", globals.len());
+    let mut values = std::collections::HashSet::new();
+    for (ty, init) in &globals[1..] {
+        assert!(ty.mutable && ty.content_type == wasmparser::ValType::V128, "{ty:?}");
+        let [wasmparser::Operator::V128Const { value }, wasmparser::Operator::End] = init[..] else {
+            panic!("{init:?}")
+        };
+        assert!(values.insert(value.i128()), "{value:?} is declared twice");
+    }
+    assert!(values.contains(&i128::from_le_bytes([0x00, 0x00, 0x20, 0x40].repeat(4).try_into().unwrap())), "2.5");
+    let bodies = function_bodies(&program.bytes);
+    assert_eq!(bodies.len(), 2, "the kernel and `kernel`: {}", program.summary());
+    let kernel = &bodies[0];
+    let first_loop = kernel.iter().position(|op| matches!(op, wasmparser::Operator::Loop { .. })).unwrap();
+    let mut read = std::collections::HashSet::new();
+    for (at, op) in kernel.iter().enumerate() {
+        match op {
+            wasmparser::Operator::GlobalGet { global_index } if *global_index > 0 => {
+                assert!(at < first_loop && read.insert(*global_index), "global {global_index} at {at}");
+            }
+            wasmparser::Operator::V128Const { value } => assert_eq!(value.i128(), 0, "at {at}"),
+            wasmparser::Operator::F32x4Splat | wasmparser::Operator::I32x4Splat => panic!("a splat at {at}"),
+            _ => {}
+        }
+    }
+    assert_eq!(read.len(), globals.len() - 1, "every constant is the kernel's");
+}
+
 /// `layers` layers of one integer block (exact, so the bits are the interpreter's): the
 /// layers' kernels are the same code up to their buffers.
 fn layers(layers: usize) -> String {
@@ -640,6 +691,74 @@ ENTRY %main (x: f32[5,39], y: s32[5,39]) -> (f32[5,39], f32[5], s32[5]) {
         // exp is the approximation (within its ulp bound), the rest exact.
         let got = got.flatten();
         assert!(close(&got[0], &want[0], 2e-7), "{got:?}\n{want:?}");
+    }
+
+    #[test]
+    fn max_and_min_with_constants_keep_nans_and_signed_zeros() {
+        // `max(x, k)` / `min(x, k)` with a constant `k` are one `f32x4.pmax`/`pmin` (and
+        // the scalar tail a compare and select), as on the CPU target; the interpreter's
+        // rules still hold: a NaN operand is the result, max(-0, +0) = +0, min(-0, +0) =
+        // -0, constants on either side. Inputs mix ±0, ±inf, NaN and ordinary values; 5
+        // elements run scalar, 1002 run vectors with a tail.
+        let specials = [0.0, -0.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1.5, -1.5, 3.0, -7.25, 1e-30];
+        for t in ["f32", "f64"] {
+            for n in [5usize, 1002] {
+                let mut lines = String::new();
+                let mut outs = Vec::new();
+                for (i, k) in ["0", "-0", "1.5", "-3", "inf", "-inf", "nan"].iter().enumerate() {
+                    lines += &format!(
+                        "  %k{i} = {t}[] constant({k})\n  %b{i} = {t}[{n}] broadcast(%k{i}), dimensions={{}}\n"
+                    );
+                    lines +=
+                        &format!("  %mx{i} = {t}[{n}] maximum(%a, %b{i})\n  %xm{i} = {t}[{n}] maximum(%b{i}, %a)\n");
+                    lines +=
+                        &format!("  %mn{i} = {t}[{n}] minimum(%a, %b{i})\n  %nm{i} = {t}[{n}] minimum(%b{i}, %a)\n");
+                    outs.extend([format!("%mx{i}"), format!("%xm{i}"), format!("%mn{i}"), format!("%nm{i}")]);
+                }
+                let types = vec![format!("{t}[{n}]"); outs.len()].join(", ");
+                let hlo = format!(
+                    "HloModule m\nENTRY %main (a: {t}[{n}]) -> ({types}) {{\n  %a = {t}[{n}] parameter(0)\n{lines}  ROOT %r = ({types}) tuple({})\n}}",
+                    outs.join(", ")
+                );
+                let module = optimize(&hloscope_core::parse::parse_module(&hlo).unwrap()).unwrap();
+                let values: Vec<f64> = (0..n).map(|i| specials[i % specials.len()]).collect();
+                let elem =
+                    if t == "f32" { hloscope_core::ir::ElementType::F32 } else { hloscope_core::ir::ElementType::F64 };
+                let args = [Value::Array(Literal::from_f64s(hloscope_core::ir::Shape::new(elem, [n as i64]), &values))];
+                let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+                let (got, program) = wasm_run(&module, &args);
+                assert_eq!(program.counts().1, 0, "{}", program.summary());
+                let got = got.flatten();
+                assert_eq!(got.len(), outs.len());
+                for (o, (g, w)) in got.iter().zip(&want).enumerate() {
+                    for (i, x) in values.iter().enumerate() {
+                        // Bit for bit; NaNs (the generic min/max may change their payload) as NaN.
+                        let (a, b) = (g.get(i).as_f64(), w.get(i).as_f64());
+                        assert!(
+                            g.bits(i) == w.bits(i) || (a.is_nan() && b.is_nan()),
+                            "{t}[{n}] {}: element {i} = {x} -> {a}, want {b}",
+                            outs[o]
+                        );
+                    }
+                }
+                if t == "f32" && n > 5 {
+                    let ops = function_bodies(&program.bytes).concat();
+                    let count = |f: fn(&wasmparser::Operator) -> bool| ops.iter().filter(|op| f(op)).count();
+                    // The simplifier may fold the infinite constants' and merge the two
+                    // operand orders; the finite constants' ops stay, and only the NaN
+                    // constant's and min(x, -0)'s keep the IEEE forms.
+                    let (pmax, pmin) = (
+                        count(|op| matches!(op, wasmparser::Operator::F32x4PMax)),
+                        count(|op| matches!(op, wasmparser::Operator::F32x4PMin)),
+                    );
+                    let (max, min) = (
+                        count(|op| matches!(op, wasmparser::Operator::F32x4Max)),
+                        count(|op| matches!(op, wasmparser::Operator::F32x4Min)),
+                    );
+                    assert!(pmax >= 4 && pmin >= 3 && max <= 2 && min <= 4, "{pmax} {pmin} {max} {min}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -47,6 +47,35 @@ impl<V, I> Memo<V, I> {
     }
 }
 
+/// A float max/min of a node and a constant that is not NaN (ReLU's `max(x, 0)`, clamps)
+/// as `(x, k)`, for targets with a one-instruction compare-and-select: `x < k ? k : x`
+/// for max and `k < x ? k : x` for min give the interpreter's results (a NaN `x` fails
+/// the compare and is returned; equal operands return `x`, right for zeros except
+/// `max(-0, +0)`, which the target mends by adding `+0`: `x + 0 = x` for every other
+/// `x`). `min(x, -0)` would need the mirror image: `None`, as for any other node.
+pub fn max_min_by_constant(
+    e: &Elemental,
+    op: BinaryOp,
+    elem: ElementType,
+    a: ExprId,
+    b: ExprId,
+) -> Option<(ExprId, f64)> {
+    if !elem.is_float() || !matches!(op, BinaryOp::Max | BinaryOp::Min) {
+        return None;
+    }
+    let konst = |x: ExprId| match e.expr(x).node {
+        Node::Const(s) if !s.as_f64().is_nan() => Some(s.as_f64()),
+        _ => None,
+    };
+    let (x, k) = match (konst(a), konst(b)) {
+        (_, Some(k)) => (a, k),
+        (Some(k), _) => (b, k),
+        _ => return None,
+    };
+    let negative_zero = k == 0.0 && k.is_sign_negative();
+    (!(op == BinaryOp::Min && negative_zero)).then_some((x, k))
+}
+
 /// A target's instructions for the elemental description `'e`. Methods that can fail
 /// (an op or type the target does not emit) report through [`Lower::fail`] and return
 /// any value of the right kind; the caller discards the kernel.

@@ -9,10 +9,10 @@
 
 use super::emit::Code;
 use crate::ir::{BinaryOp, UnaryOp};
-use hloscope_approx::algorithms::{erf, exp_clamped, expm1, log, log1p, logistic, tanh};
+use hloscope_approx::algorithms::{erf, exp_clamped, exp_fast, exp_fast_limit, expm1, log, log1p, logistic, tanh};
 use hloscope_approx::circular::{atan2, cbrt, cos, pow, sin, tan};
 use hloscope_approx::{Cmp, Lanes};
-use wasm_encoder::{Instruction as I, ValType};
+use wasm_encoder::{BlockType, Instruction as I, ValType};
 
 /// The lane primitives as instructions appended to `code`; each result is a new local.
 /// `vector`: `f32x4` lanes (masks are `i32x4` all-ones lanes), else scalar `f32`
@@ -72,20 +72,18 @@ impl Lanes for WasmLanes<'_> {
         false
     }
     fn c(&mut self, v: f32) -> u32 {
-        self.code.op(I::F32Const(v.into()));
         if self.vector {
-            self.code.op(I::F32x4Splat);
+            return self.code.splat_constant(v.to_bits());
         }
-        let ty = self.ty();
-        self.code.set_new(ty)
+        self.code.op(I::F32Const(v.into()));
+        self.code.set_new(ValType::F32)
     }
     fn ci(&mut self, v: i32) -> u32 {
-        self.code.op(I::I32Const(v));
         if self.vector {
-            self.code.op(I::I32x4Splat);
+            return self.code.splat_constant(v as u32);
         }
-        let ty = self.ity();
-        self.code.set_new(ty)
+        self.code.op(I::I32Const(v));
+        self.code.set_new(ValType::I32)
     }
     fn sign_bit(&mut self) -> u32 {
         self.ci(i32::MIN)
@@ -112,12 +110,16 @@ impl Lanes for WasmLanes<'_> {
         self.add(p, c)
     }
     fn abs(&mut self, a: u32) -> u32 {
-        let op = self.pick(I::F32Abs, I::F32x4Abs);
-        self.un(self.ty(), a, op)
+        if self.vector {
+            return sign_bits(self.code, a, false);
+        }
+        self.un(ValType::F32, a, I::F32Abs)
     }
     fn neg(&mut self, a: u32) -> u32 {
-        let op = self.pick(I::F32Neg, I::F32x4Neg);
-        self.un(self.ty(), a, op)
+        if self.vector {
+            return sign_bits(self.code, a, true);
+        }
+        self.un(ValType::F32, a, I::F32Neg)
     }
     /// WebAssembly's float comparisons are ordered (false where either is NaN).
     fn cmp(&mut self, cc: Cmp, a: u32, b: u32) -> u32 {
@@ -211,6 +213,45 @@ impl Lanes for WasmLanes<'_> {
     fn negative(&mut self, a: u32) -> u32 {
         self.compare_zero(a, I::I32LtS, I::I32x4LtS)
     }
+
+    // Overrides of the conveniences, each with the default's bits in fewer instructions.
+
+    /// `f32x4.pmin` is the default's compare and select exactly (`k < a ? k : a`): one
+    /// `minps`, where the select is a blend.
+    fn min(&mut self, a: u32, k: f32) -> u32 {
+        let kv = self.c(k);
+        if self.vector {
+            return self.bin(ValType::V128, a, kv, I::F32x4PMin);
+        }
+        let over = self.cmp(Cmp::Lt, kv, a);
+        self.sel(over, kv, a)
+    }
+    /// `f32x4.pmax` (`a < k ? k : a`), as [`Lanes::min`].
+    fn max(&mut self, a: u32, k: f32) -> u32 {
+        let kv = self.c(k);
+        if self.vector {
+            return self.bin(ValType::V128, a, kv, I::F32x4PMax);
+        }
+        let under = self.cmp(Cmp::Lt, a, kv);
+        self.sel(under, kv, a)
+    }
+    /// Selecting `+0` where the mask is set clears those lanes: one `andnot`.
+    fn selc(&mut self, m: u32, k: f32, b: u32) -> u32 {
+        if self.vector && k.to_bits() == 0 {
+            return self.bin(ValType::V128, b, m, I::V128AndNot);
+        }
+        let kv = self.c(k);
+        self.sel(m, kv, b)
+    }
+}
+
+/// `-a` (`negate`) or `|a|` of f32 lanes as one bitwise op with a constant: Cranelift
+/// builds `f32x4.neg`'s and `f32x4.abs`'s sign mask in registers each time (three
+/// instructions); an `xor`/`and` with a constant reads it.
+pub fn sign_bits(code: &mut Code, a: u32, negate: bool) -> u32 {
+    let mask = code.splat_constant(if negate { 0x8000_0000 } else { 0x7FFF_FFFF });
+    code.ops([I::LocalGet(a), I::LocalGet(mask), if negate { I::V128Xor } else { I::V128And }]);
+    code.set_new(ValType::V128)
 }
 
 /// Whether f32 `op` is one of the approximations.
@@ -219,26 +260,45 @@ pub fn approximated(op: UnaryOp) -> bool {
     matches!(op, Exp | Expm1 | Log | Log1p | Tanh | Logistic | Erf | Sin | Cos | Tan | Cbrt)
 }
 
-/// f32 `op` of local `x` (scalar or `f32x4`), NaN passed through: the result's local.
+/// f32 `op` of local `x` (scalar or `f32x4`): the result's local. NaN gives NaN, as the
+/// algorithms do on the CPU target.
 pub fn unary(l: &mut WasmLanes, op: UnaryOp, x: u32) -> Option<u32> {
     use UnaryOp::*;
-    let y = match op {
-        Exp => exp_clamped(l, x),
+    Some(match op {
+        Exp => exp(l, x),
         Expm1 => expm1(l, x),
         Log => log(l, x),
         Log1p => log1p(l, x),
         Tanh => tanh(l, x),
-        Logistic => logistic(l, x, exp_clamped),
-        Erf => erf(l, x, exp_clamped),
+        Logistic => logistic(l, x, exp),
+        Erf => erf(l, x, exp),
         Sin => sin(l, x),
         Cos => cos(l, x),
         Tan => tan(l, x),
         Cbrt => cbrt(l, x),
         _ => return None,
-    };
-    // x != x: NaN lanes keep their input.
-    let nan = if l.vector { l.bin(ValType::V128, x, x, I::F32x4Ne) } else { l.bin(ValType::I32, x, x, I::F32Ne) };
-    Some(l.sel(nan, x, y))
+    })
+}
+
+/// exp as the CPU target's: [`exp_fast`] where every lane is in its range (NaN
+/// included), else [`exp_clamped`]; a branch taken by the whole vector when any lane
+/// needs the clamped form, so the common case pays a compare and a test.
+fn exp(l: &mut WasmLanes, x: u32) -> u32 {
+    let a = l.abs(x);
+    let rare = l.cmpc(Cmp::Gt, a, exp_fast_limit(l.fused()));
+    let ty = l.ty();
+    let y = l.code.local(ty);
+    l.code.op(I::LocalGet(rare));
+    if l.vector {
+        l.code.op(I::V128AnyTrue);
+    }
+    // The fast form first: it is the fall-through of the branch.
+    l.code.ops([I::I32Eqz, I::If(BlockType::Empty)]);
+    let fast = exp_fast(l, x);
+    l.code.ops([I::LocalGet(fast), I::LocalSet(y), I::Else]);
+    let clamped = exp_clamped(l, x);
+    l.code.ops([I::LocalGet(clamped), I::LocalSet(y), I::End]);
+    y
 }
 
 /// f32 pow or atan2 of locals `x`, `y` (scalar or `f32x4`): the result's local. Their

@@ -29,8 +29,9 @@ use super::helpers::{self, Approximation, Approximations};
 use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::elemental::{Elemental, ExprId, IdxId, Node};
 use crate::kernel::index::IndexAnalysis;
-use crate::kernel::lower::{loop_invariants, Lower, Memo};
+use crate::kernel::lower::{loop_invariants, max_min_by_constant, Lower, Memo};
 use crate::kernel::vector::{self, VecKind, VecPlan};
+use std::collections::HashMap;
 use wasm_encoder::{BlockType, Function, Instruction as I, MemArg, ValType};
 
 /// A function body under construction: its extra locals and its instructions.
@@ -38,12 +39,45 @@ pub struct Code {
     params: u32,
     pub locals: Vec<ValType>,
     pub ops: Vec<I<'static>>,
+    /// The vector constants it names ([`Code::vector_constant`]): each value's local.
+    vector_constants: Vec<(i128, u32)>,
+}
+
+/// A module's vector constants, each distinct value a mutable `v128` global from
+/// [`VectorConstants::FIRST_GLOBAL`] on, which every function that names it reads once,
+/// at its entry, into a local ([`Code::vector_constant`]). V8 materializes a
+/// `v128.const` where the code names it, inside a loop too: three instructions each
+/// time, a fifth of an `exp`'s. A value it loads stays in a register or a stack slot.
+/// Mutable, so that no engine folds it back into a constant (Cranelift hoists either
+/// form out of loops).
+#[derive(Debug, Default)]
+pub struct VectorConstants {
+    values: Vec<i128>,
+    globals: HashMap<i128, u32>,
+}
+
+impl VectorConstants {
+    /// The first constant's global (global 0 is the module's `scratch`).
+    pub const FIRST_GLOBAL: u32 = 1;
+
+    /// The global of `bits`, declared on first use.
+    fn global(&mut self, bits: i128) -> u32 {
+        *self.globals.entry(bits).or_insert_with(|| {
+            self.values.push(bits);
+            Self::FIRST_GLOBAL + self.values.len() as u32 - 1
+        })
+    }
+
+    /// The values, in global order.
+    pub fn values(&self) -> &[i128] {
+        &self.values
+    }
 }
 
 impl Code {
     /// A body for a function of `params` parameters.
     pub fn new(params: u32) -> Code {
-        Code { params, locals: Vec::new(), ops: Vec::new() }
+        Code { params, locals: Vec::new(), ops: Vec::new(), vector_constants: Vec::new() }
     }
     pub fn op(&mut self, i: I<'static>) {
         self.ops.push(i);
@@ -65,7 +99,33 @@ impl Code {
         self.op(I::LocalSet(l));
         l
     }
+    /// [`Code::vector_constant`] of the 32-bit `lane` in all four lanes.
+    pub fn splat_constant(&mut self, lane: u32) -> u32 {
+        let bits = (0..4).fold(0u128, |v, _| (v << 32) | lane as u128);
+        self.vector_constant(bits as i128)
+    }
+    /// The `v128` of `bits` as a local that is set once, at the function's entry, from
+    /// the module's global of it ([`VectorConstants`]), and never again.
+    pub fn vector_constant(&mut self, bits: i128) -> u32 {
+        if let Some(&(_, l)) = self.vector_constants.iter().find(|(b, _)| *b == bits) {
+            return l;
+        }
+        let l = self.local(ValType::V128);
+        self.vector_constants.push((bits, l));
+        l
+    }
+    /// The function, its vector constants read from `constants`' globals at its entry.
+    pub fn finish_in(mut self, constants: &mut VectorConstants) -> Function {
+        let entry: Vec<I<'static>> = std::mem::take(&mut self.vector_constants)
+            .into_iter()
+            .flat_map(|(bits, l)| [I::GlobalGet(constants.global(bits)), I::LocalSet(l)])
+            .collect();
+        self.ops.splice(0..0, entry);
+        self.finish()
+    }
+    /// The function, which names no vector constant (else [`Code::finish_in`]).
     pub fn finish(mut self) -> Function {
+        assert!(self.vector_constants.is_empty(), "a function with vector constants is finished in a module's");
         self.op(I::End);
         let mut f = Function::new_with_locals_types(self.locals);
         for i in &self.ops {
@@ -88,7 +148,8 @@ pub enum Placement<'a> {
 
 /// A kernel's function, before it joins its module.
 pub struct Emitted {
-    pub body: Function,
+    /// Its function, to be finished in the module ([`Code::finish_in`]).
+    pub body: Code,
     /// The parallel variable's extent: the range a call covers (0: nothing to run).
     pub extent: u64,
     /// The granularity of a call's range ([`super::WasmKernel::step`]).
@@ -165,7 +226,7 @@ fn write(
     outer: &[u32],
     vplan: Option<VecPlan>,
     parallel_steps: bool,
-) -> Result<(Function, Vec<u32>), String> {
+) -> Result<(Code, Vec<u32>), String> {
     let mut w = Writer {
         e,
         place,
@@ -195,11 +256,47 @@ fn write(
     w.body(outer);
     match w.err {
         Some(why) => Err(why),
-        None => Ok((w.code.finish(), w.called)),
+        None => Ok((w.code, w.called)),
     }
 }
 
 /// The WebAssembly type a value of `t` is carried in.
+/// The instruction of a constant of the carrier `ty`: `bits` for an integer, `f` for a
+/// float.
+fn constant_instruction(ty: ValType, bits: i64, f: f64) -> I<'static> {
+    match ty {
+        ValType::I32 => I::I32Const(bits as i32),
+        ValType::I64 => I::I64Const(bits),
+        ValType::F32 => I::F32Const((f as f32).into()),
+        _ => I::F64Const(f.into()),
+    }
+}
+
+/// Scalar `s` of `elem` as its carrier's constant instruction (a pred is 0 or 1).
+pub(super) fn scalar_constant(elem: ElementType, s: Scalar) -> I<'static> {
+    use ElementType::*;
+    let signed = match s {
+        Scalar::S(v) => v,
+        Scalar::U(v) => v as i64,
+        Scalar::Pred(b) => b as i64,
+        Scalar::F(f) => f as i64,
+    };
+    let unsigned = match s {
+        Scalar::U(v) => v,
+        Scalar::S(v) => v as u64,
+        Scalar::Pred(b) => b as u64,
+        Scalar::F(f) => f as u64,
+    };
+    let ty = carrier(elem);
+    match elem {
+        Pred => constant_instruction(ty, (s.as_f64() != 0.0) as i64, 0.0),
+        F16 | BF16 | F32 | F64 => constant_instruction(ty, 0, s.as_f64()),
+        S8 | S16 | S32 | S64 => constant_instruction(ty, signed, 0.0),
+        U8 | U16 | U32 => constant_instruction(ty, unsigned as u32 as i32 as i64, 0.0),
+        U64 => constant_instruction(ty, unsigned as i64, 0.0),
+    }
+}
+
 pub fn carrier(t: ElementType) -> ValType {
     use ElementType::*;
     match t {
@@ -387,13 +484,7 @@ impl Writer<'_> {
 
     /// A constant of the carrier `ty`, into a local.
     fn konst(&mut self, ty: ValType, bits: i64, f: f64) -> u32 {
-        let i = match ty {
-            ValType::I32 => I::I32Const(bits as i32),
-            ValType::I64 => I::I64Const(bits),
-            ValType::F32 => I::F32Const((f as f32).into()),
-            _ => I::F64Const(f.into()),
-        };
-        self.code.op(i);
+        self.code.op(constant_instruction(ty, bits, f));
         self.fresh(ty)
     }
 
@@ -778,6 +869,42 @@ impl<'a> Lower<'a> for Writer<'a> {
         self.vars[v as usize]
     }
 
+    /// Float max/min with a constant ([`max_min_by_constant`]) as the CPU target's: one
+    /// `f32x4.pmax`/`pmin` (`x < k ? k : x`, `k < x ? k : x`: one `maxps`/`minps`, where
+    /// `f32x4.max` orders NaNs and zeros in eight), a compare and `select` on scalars;
+    /// `+0` added to mend `max(-0, +0)`.
+    fn binary_of_nodes(&mut self, op: BinaryOp, elem: ElementType, a: ExprId, b: ExprId) -> Option<u32> {
+        let ty = match (self.vector, elem) {
+            (true, ElementType::F32) => ValType::V128,
+            (false, ElementType::F32) => ValType::F32,
+            (false, ElementType::F64) => ValType::F64,
+            _ => return None,
+        };
+        let (x, k) = max_min_by_constant(self.e, op, elem, a, b)?;
+        let max = op == BinaryOp::Max;
+        let xv = self.value(x);
+        let kv = self.constant(elem, Scalar::F(k));
+        let r = match ty {
+            ValType::V128 => self.bin(ty, xv, kv, if max { I::F32x4PMax } else { I::F32x4PMin }),
+            _ => {
+                let (lo, hi) = if max { (xv, kv) } else { (kv, xv) };
+                let lt = if ty == ValType::F64 { I::F64Lt } else { I::F32Lt };
+                self.ops([I::LocalGet(kv), I::LocalGet(xv), I::LocalGet(lo), I::LocalGet(hi), lt, I::Select]);
+                self.fresh(ty)
+            }
+        };
+        if !(max && k.to_bits() == 0) {
+            return Some(r);
+        }
+        let zero = self.constant(elem, Scalar::F(0.0));
+        let add = match ty {
+            ValType::V128 => I::F32x4Add,
+            ValType::F64 => I::F64Add,
+            _ => I::F32Add,
+        };
+        Some(self.bin(ty, r, zero, add))
+    }
+
     fn index_const(&mut self, c: i64) -> u32 {
         self.konst(ValType::I64, c, 0.0)
     }
@@ -856,31 +983,11 @@ impl<'a> Lower<'a> for Writer<'a> {
     }
 
     fn constant(&mut self, elem: ElementType, s: Scalar) -> u32 {
-        use ElementType::*;
         if self.vector {
             return self.v_constant(elem, s);
         }
-        let signed = match s {
-            Scalar::S(v) => v,
-            Scalar::U(v) => v as i64,
-            Scalar::Pred(b) => b as i64,
-            Scalar::F(f) => f as i64,
-        };
-        let unsigned = match s {
-            Scalar::U(v) => v,
-            Scalar::S(v) => v as u64,
-            Scalar::Pred(b) => b as u64,
-            Scalar::F(f) => f as u64,
-        };
-        let ty = carrier(elem);
-        match elem {
-            Pred => self.konst(ty, (s.as_f64() != 0.0) as i64, 0.0),
-            F16 | BF16 | F32 => self.konst(ty, 0, s.as_f64()),
-            F64 => self.konst(ty, 0, s.as_f64()),
-            S8 | S16 | S32 | S64 => self.konst(ty, signed, 0.0),
-            U8 | U16 | U32 => self.konst(ty, unsigned as u32 as i32 as i64, 0.0),
-            U64 => self.konst(ty, unsigned as i64, 0.0),
-        }
+        self.code.op(scalar_constant(elem, s));
+        self.fresh(carrier(elem))
     }
 
     fn iota(&mut self, i: IdxId, elem: ElementType) -> u32 {

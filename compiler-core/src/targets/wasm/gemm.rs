@@ -262,7 +262,8 @@ fn mem(offset: u64, align: u32) -> MemArg {
 pub enum DotCode {
     /// [`descriptor`]'s bytes, for the program's memory.
     Descriptor(Vec<u8>),
-    Function(Function),
+    /// Its function, to be finished in the program's module.
+    Function(Code),
 }
 
 /// The code of `d`, or why it is not emitted.
@@ -290,7 +291,7 @@ pub fn runs_library(d: &DotSpec) -> bool {
 /// f64, f16 and bf16 dots: one output at a time, its products summed in `k` order (f64
 /// in f64; f16 and bf16 in f32, whose products of them are exact, rounded once at the
 /// end), as the dots the planner turns into reductions are.
-fn plain(d: &DotSpec, place: &DotPlace, a: Layout, b_layout: Layout) -> Function {
+fn plain(d: &DotSpec, place: &DotPlace, a: Layout, b_layout: Layout) -> Code {
     let ([sam, sak], [sbk, sbn]) = (a.strides, b_layout.strides);
     let wide = d.elem == ElementType::F64;
     let size = if wide { 8 } else { 2 };
@@ -340,7 +341,7 @@ fn plain(d: &DotSpec, place: &DotPlace, a: Layout, b_layout: Layout) -> Function
             }
         });
     });
-    c.finish()
+    c
 }
 
 /// for v in start..end (i32), `end` pushed by `end`.

@@ -446,7 +446,7 @@ fn emit_one(
 /// table ([`WasmKernel::table`]) if it reads one.
 struct KernelCode {
     kernel: WasmKernel,
-    function: Option<wasm_encoder::Function>,
+    function: Option<emit::Code>,
     table: Option<Vec<u8>>,
     /// The scalar approximations its function calls ([`helpers::Approximations`]).
     called: Vec<u32>,
@@ -530,7 +530,7 @@ fn emit_dot(plan: &KernelPlan, k: &kernel::Kernel, d: &kernel::DotSpec) -> Resul
 /// has no data section ([`WasmProgram::data`]).
 fn assemble(
     helpers: Vec<(wasm_encoder::Function, helpers::Signature)>,
-    bodies: Vec<wasm_encoder::Function>,
+    bodies: Vec<emit::Code>,
     dispatch: wasm_encoder::Function,
     pages: u64,
     threads: u32,
@@ -581,6 +581,12 @@ fn assemble(
         GlobalType { val_type: ValType::I32, mutable: true, shared: false },
         &ConstExpr::i32_const(scratch as u32 as i32),
     );
+    let mut constants = emit::VectorConstants::default();
+    let bodies: Vec<wasm_encoder::Function> = bodies.into_iter().map(|b| b.finish_in(&mut constants)).collect();
+    for &bits in constants.values() {
+        globals
+            .global(GlobalType { val_type: ValType::V128, mutable: true, shared: false }, &ConstExpr::v128_const(bits));
+    }
     let mut exports = ExportSection::new();
     exports.export("memory", ExportKind::Memory, 0);
     exports.export(SCRATCH, ExportKind::Global, 0);

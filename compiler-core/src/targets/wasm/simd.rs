@@ -16,7 +16,7 @@
 //! emitted scalar instead.
 
 use super::approx::{self, WasmLanes};
-use super::{mem, Writer};
+use super::{mem, scalar_constant, Writer};
 use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
 use crate::kernel::elemental::{ExprId, IdxId};
 use crate::kernel::index::{store_strides, Dependence};
@@ -118,9 +118,19 @@ impl Writer<'_> {
         }
     }
 
+    /// Scalar `s` in every lane (a pred as a mask), a constant set at the function's
+    /// entry ([`Code::vector_constant`](super::Code::vector_constant)).
     pub(super) fn v_constant(&mut self, elem: ElementType, s: Scalar) -> u32 {
-        let c = self.scalar(&mut |w| w.constant(elem, s));
-        self.splat(elem, c)
+        let lane = match scalar_constant(elem, s) {
+            I::I32Const(v) if elem == ElementType::Pred => (v as u32).wrapping_neg(),
+            I::I32Const(v) => v as u32,
+            I::F32Const(f) => f.bits(),
+            _ => {
+                let c = self.scalar(&mut |w| w.constant(elem, s));
+                return self.splat(elem, c);
+            }
+        };
+        self.code.splat_constant(lane)
     }
 
     pub(super) fn v_iota(&mut self, i: IdxId, elem: ElementType) -> u32 {
@@ -134,12 +144,14 @@ impl Writer<'_> {
     pub(super) fn v_unary(&mut self, op: UnaryOp, from: ElementType, elem: ElementType, a: u32) -> u32 {
         use UnaryOp::*;
         if op == IsFinite && from == ElementType::F32 {
-            self.ops([I::LocalGet(a), I::F32x4Abs, I::F32Const(f32::INFINITY.into()), I::F32x4Splat, I::F32x4Lt]);
+            let m = approx::sign_bits(&mut self.code, a, false);
+            let inf = self.code.splat_constant(f32::INFINITY.to_bits());
+            self.ops([I::LocalGet(m), I::LocalGet(inf), I::F32x4Lt]);
             return self.fresh(ValType::V128);
         }
         match (elem, op) {
-            (ElementType::F32, Neg) => self.vun(a, I::F32x4Neg),
-            (ElementType::F32, Abs) => self.vun(a, I::F32x4Abs),
+            (ElementType::F32, Neg) => approx::sign_bits(&mut self.code, a, true),
+            (ElementType::F32, Abs) => approx::sign_bits(&mut self.code, a, false),
             (ElementType::F32, Sqrt) => self.vun(a, I::F32x4Sqrt),
             (ElementType::F32, Floor) => self.vun(a, I::F32x4Floor),
             (ElementType::F32, Ceil) => self.vun(a, I::F32x4Ceil),

@@ -51,30 +51,12 @@ impl<'a, 'f> Emit<'a, 'f> {
         caller
     }
 
-    /// Float max/min of a value and a constant that is not NaN (ReLU's `max(x, 0)`, clamps)
-    /// as one compare-and-select in the operand order x86-64 lowers to a single
+    /// Float max/min of a value and a constant ([`max_min_by_constant`]) as one
+    /// compare-and-select in the operand order x86-64 lowers to a single
     /// `maxps`/`minps`, instead of the generic sequence that orders NaNs and zeros (eight
-    /// instructions). The order alone gives the interpreter's results: a NaN `x` fails the
-    /// compare and is returned, and equal operands return `x`, which is right for zeros
-    /// except `max(-0, +0)`, mended by adding `+0` (`x + 0 = x` for every other `x`).
-    /// `min(x, -0)` would need the mirror image, and keeps the generic code.
+    /// instructions).
     pub(super) fn max_min_constant(&mut self, op: BinaryOp, elem: ElementType, a: ExprId, c: ExprId) -> Option<Value> {
-        if !elem.is_float() || !matches!(op, BinaryOp::Max | BinaryOp::Min) {
-            return None;
-        }
-        let konst = |x: ExprId| match self.e.expr(x).node {
-            Node::Const(s) if !s.as_f64().is_nan() => Some(s.as_f64()),
-            _ => None,
-        };
-        let (x, k) = match (konst(a), konst(c)) {
-            (_, Some(k)) => (a, k),
-            (Some(k), _) => (c, k),
-            _ => return None,
-        };
-        let negative_zero = k == 0.0 && k.is_sign_negative();
-        if op == BinaryOp::Min && negative_zero {
-            return None;
-        }
+        let (x, k) = max_min_by_constant(self.e, op, elem, a, c)?;
         let xv = self.value(x);
         let kv = self.konst(elem, Scalar::F(k));
         let pick_k = match op {
@@ -88,7 +70,7 @@ impl<'a, 'f> Emit<'a, 'f> {
         } else {
             self.b.ins().select(pick_k, kv, xv)
         };
-        Some(if op == BinaryOp::Max && k == 0.0 && !negative_zero {
+        Some(if op == BinaryOp::Max && k.to_bits() == 0 {
             let zero = self.konst(elem, Scalar::F(0.0));
             self.b.ins().fadd(r, zero)
         } else {

@@ -59,7 +59,7 @@ mod memory;
 mod row_reduction;
 mod strip_mining;
 
-use crate::kernel::lower::{Lower, Memo};
+use crate::kernel::lower::{max_min_by_constant, Lower, Memo};
 use row_reduction::fast_extrema;
 use strip_mining::{blocked_ops, Block, BlockedOp, BLOCK};
 

@@ -762,6 +762,43 @@ ENTRY %main (x: f32[5,39], y: s32[5,39]) -> (f32[5,39], f32[5], s32[5]) {
     }
 
     #[test]
+    fn a_vector_loop_computes_what_it_does_not_move_once_before_it() {
+        // `x[r, c] * (s[r] + 1)²`: the row's factor is loaded and computed once per row,
+        // in scalar code before the vector loop over `c`, and both the vector steps and
+        // the scalar tail (1026 columns) read it.
+        let hlo = "HloModule m
+ENTRY %main (x: f32[8,1026], s: f32[8]) -> f32[8,1026] {
+  %x = f32[8,1026] parameter(0)
+  %s = f32[8] parameter(1)
+  %one = f32[] constant(1)
+  %ones = f32[8] broadcast(%one), dimensions={}
+  %t = f32[8] add(%s, %ones)
+  %q = f32[8] multiply(%t, %t)
+  %b = f32[8,1026] broadcast(%q), dimensions={0}
+  ROOT %y = f32[8,1026] multiply(%x, %b)
+}";
+        let module = optimize(&hloscope_core::parse::parse_module(hlo).unwrap()).unwrap();
+        let args = hloscope_core::interp::random_inputs(&module, 5);
+        let want = Interpreter::new(&module).run(&args).unwrap().flatten();
+        let (got, program) = wasm_run(&module, &args);
+        assert_eq!(program.counts(), (1, 0), "{}", program.summary());
+        assert_eq!(got.flatten()[0].to_f64_vec(), want[0].to_f64_vec(), "exact ops: the interpreter's bits");
+        let bodies = function_bodies(&program.bytes);
+        let kernel = &bodies[0];
+        let at = |f: fn(&wasmparser::Operator) -> bool| {
+            kernel.iter().enumerate().filter(|(_, op)| f(op)).map(|(i, _)| i).collect::<Vec<_>>()
+        };
+        // The rows' loop, the vector loop, the tail's loop (which loads `x` scalar).
+        let loops = at(|op| matches!(op, wasmparser::Operator::Loop { .. }));
+        let loads = at(|op| matches!(op, wasmparser::Operator::F32Load { .. }));
+        let adds = at(|op| matches!(op, wasmparser::Operator::F32Add));
+        assert_eq!(loads.iter().filter(|&&l| l < loops[2]).count(), 1, "{loads:?}, the loops at {loops:?}");
+        assert!(loads[0] < loops[1] && loads[1] > loops[2], "{loads:?}, the loops at {loops:?}");
+        assert!(adds.len() == 1 && adds[0] < loops[1], "{adds:?}, the loops at {loops:?}");
+        assert_eq!(at(|op| matches!(op, wasmparser::Operator::F32x4Splat)).len(), 1, "one splat, before the loop");
+    }
+
+    #[test]
     fn the_gemm_gives_the_interpreters_bits() {
         // Edge tiles (m, n not multiples of 4 and 8), a batch, a transposed lhs, a
         // transposed rhs, a long k and batch dims apart from each other: every f32

@@ -243,6 +243,8 @@ fn write(
         analysis: IndexAnalysis::new(e),
         vaccs: Vec::new(),
         bases: Vec::new(),
+        innermost: outer.last().copied(),
+        hoisted: None,
     };
     w.vars = (0..e.space.len()).map(|_| w.code.local(ValType::I64)).collect();
     if let Placement::Table = place {
@@ -260,7 +262,6 @@ fn write(
     }
 }
 
-/// The WebAssembly type a value of `t` is carried in.
 /// The instruction of a constant of the carrier `ty`: `bits` for an integer, `f` for a
 /// float.
 fn constant_instruction(ty: ValType, bits: i64, f: f64) -> I<'static> {
@@ -297,6 +298,7 @@ pub(super) fn scalar_constant(elem: ElementType, s: Scalar) -> I<'static> {
     }
 }
 
+/// The WebAssembly type a value of `t` is carried in.
 pub fn carrier(t: ElementType) -> ValType {
     use ElementType::*;
     match t {
@@ -344,6 +346,10 @@ struct Writer<'a> {
     /// With [`Placement::Table`], the `i32` local of each input's offset, then each
     /// output's.
     bases: Vec<u32>,
+    /// The innermost kept variable, whose loop a loop kernel's element is the body of.
+    innermost: Option<u32>,
+    /// In a vector loop: its values computed before it ([`simd::Hoisted`]).
+    hoisted: Option<simd::Hoisted>,
 }
 
 impl Writer<'_> {
@@ -414,8 +420,13 @@ impl Writer<'_> {
 
     fn kept(&mut self, vars: &[u32]) {
         let Some((&v, rest)) = vars.split_first() else {
-            // Each element's code on its own: the vector step's and the tail's.
+            // Each element's code on its own: the vector step's and the tail's, from
+            // the values computed before their loop.
             self.memo.clear();
+            if let Some(h) = &self.hoisted {
+                self.memo.values = if self.vector { h.vector.clone() } else { h.scalar.clone() };
+                self.memo.indices = h.indices.clone();
+            }
             return self.element();
         };
         let n = self.e.space[v as usize];
@@ -436,7 +447,12 @@ impl Writer<'_> {
         inner: &mut dyn FnMut(&mut Self),
     ) {
         if self.vector_kind() == Some(&VecKind::Loop) && self.vplan.as_ref().is_some_and(|p| p.var == v) {
-            return self.vector_range(v, start, end, steps, inner);
+            if self.innermost == Some(v) {
+                self.hoisted = Some(self.hoist_invariants(v));
+            }
+            self.vector_range(v, start, end, steps, inner);
+            self.hoisted = None;
+            return;
         }
         self.for_range(self.vars[v as usize], start, end, inner);
     }

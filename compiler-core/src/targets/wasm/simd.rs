@@ -18,15 +18,28 @@
 use super::approx::{self, WasmLanes};
 use super::{mem, scalar_constant, Writer};
 use crate::ir::{BinaryOp, CmpDir, ElementType, Scalar, UnaryOp};
-use crate::kernel::elemental::{ExprId, IdxId};
+use crate::kernel::elemental::{ExprId, Idx, IdxId, Node};
 use crate::kernel::index::{store_strides, Dependence};
 use crate::kernel::lower::Lower;
 use crate::kernel::reduction;
 use crate::kernel::vector::VecKind;
+use std::collections::HashMap;
 use wasm_encoder::{BlockType, Instruction as I, ValType};
 
 /// Lanes per vector.
 pub const LANES: i64 = 4;
+
+/// What a vector loop's steps read without it changing: the values that read neither
+/// its variable nor a reduced one (a row's mean, a column's bias, anything computed
+/// from them), computed once before the loop, where each step would load and splat them
+/// again (no engine hoists a load out of a loop: it may trap). Each step starts from
+/// `vector` (the values its nodes read, splat), the scalar tail from `scalar` (every
+/// value computed for them), both from `indices` (those that do not move with it).
+pub(super) struct Hoisted {
+    pub vector: HashMap<ExprId, u32>,
+    pub scalar: HashMap<ExprId, u32>,
+    pub indices: HashMap<IdxId, u32>,
+}
 
 /// How a reason for scalar code starts (the vector attempt's failure, not the kernel's).
 pub const NO_FORM: &str = "no SIMD128 form: ";
@@ -40,6 +53,64 @@ impl Writer<'_> {
 
     fn vvar(&self) -> u32 {
         self.vplan.as_ref().expect("vector code has a plan").var
+    }
+
+    /// [`Hoisted`] for the vector loop over `v`, the innermost kept variable: computed
+    /// here, in scalar code.
+    pub(super) fn hoist_invariants(&mut self, v: u32) -> Hoisted {
+        let e = self.e;
+        let mut varies = vec![false; e.nodes.len()];
+        for (x, expr) in e.nodes.iter().enumerate() {
+            let own = match expr.node {
+                Node::Load { linear: i, .. } | Node::Index(i) | Node::InRange { idx: i, .. } => {
+                    self.analysis.dependence(i, v) != Dependence::Invariant
+                }
+                Node::Acc { .. } | Node::Arg { .. } | Node::Reduced { .. } => true,
+                _ => false,
+            };
+            varies[x] = own || expr.node.operands().iter().any(|o| varies[o.0 as usize]);
+        }
+        // The invariant values a varying node or an output reads (constants are the
+        // module's globals already).
+        let mut read = vec![false; e.nodes.len()];
+        for (x, expr) in e.nodes.iter().enumerate() {
+            if varies[x] {
+                expr.node.operands().iter().for_each(|o| read[o.0 as usize] = true);
+            }
+        }
+        e.outputs.iter().for_each(|o| read[o.expr.0 as usize] = true);
+        let hoist: Vec<ExprId> = (0..e.nodes.len())
+            .filter(|&x| read[x] && !varies[x] && !matches!(e.nodes[x].node, Node::Const(_)))
+            .map(|x| ExprId(x as u32))
+            .collect();
+        // And the invariant parts of the indices that move with it (a row's start).
+        let invariant = |i: IdxId| self.analysis.dependence(i, v) == Dependence::Invariant;
+        let mut parts = Vec::new();
+        for i in (0..e.idx.len() as u32).map(IdxId) {
+            let operand = match *e.idx_node(i) {
+                Idx::Add(a, b) => vec![a, b],
+                Idx::Mul(a, _) | Idx::Div(a, _) | Idx::Rem(a, _) | Idx::Clamp(a, _, _) => vec![a],
+                Idx::Var(_) | Idx::Const(_) | Idx::Data(_) => vec![],
+            };
+            if !invariant(i) {
+                let computed = |a: &IdxId| !matches!(e.idx_node(*a), Idx::Var(_) | Idx::Const(_));
+                parts.extend(operand.into_iter().filter(|&a| invariant(a) && computed(&a)));
+            }
+        }
+        self.memo.clear();
+        for i in parts {
+            self.index(i);
+        }
+        let scalars: Vec<u32> = hoist.iter().map(|&x| self.value(x)).collect();
+        let vector = hoist.iter().zip(scalars).map(|(&x, s)| (x, self.splat(e.expr(x).elem, s))).collect();
+        let indices = self
+            .memo
+            .indices
+            .iter()
+            .filter(|(&i, _)| self.analysis.dependence(i, v) == Dependence::Invariant)
+            .map(|(&i, &l)| (i, l))
+            .collect();
+        Hoisted { vector, scalar: self.memo.values.clone(), indices }
     }
 
     /// Scalar `s` of `elem` in every lane (a pred as a mask).

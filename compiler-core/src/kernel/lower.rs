@@ -47,19 +47,32 @@ impl<V, I> Memo<V, I> {
     }
 }
 
-/// A float max/min of a node and a constant that is not NaN (ReLU's `max(x, 0)`, clamps)
-/// as `(x, k)`, for targets with a one-instruction compare-and-select: `x < k ? k : x`
-/// for max and `k < x ? k : x` for min give the interpreter's results (a NaN `x` fails
-/// the compare and is returned; equal operands return `x`, right for zeros except
-/// `max(-0, +0)`, which the target mends by adding `+0`: `x + 0 = x` for every other
-/// `x`). `min(x, -0)` would need the mirror image: `None`, as for any other node.
+/// A float max/min of a node and a constant that is not NaN (ReLU's `max(x, 0)`, clamps),
+/// for targets with a one-instruction compare-and-select ([`max_min_by_constant`]).
+#[derive(Clone, Copy, Debug)]
+pub struct ConstantMaxMin {
+    /// The operand that is not the constant.
+    pub x: ExprId,
+    /// The constant.
+    pub k: f64,
+    /// Max (`x < k ? k : x`), else min (`k < x ? k : x`).
+    pub max: bool,
+    /// Add `+0` to the selected value: mends `max(-0, +0)` (`x + 0 = x` for every other
+    /// `x`).
+    pub add_zero: bool,
+}
+
+/// [`ConstantMaxMin`] where the node is one: the compare-and-select gives the
+/// interpreter's results (a NaN `x` fails the compare and is returned; equal operands
+/// return `x`, right for zeros but `max(-0, +0)`, mended by `add_zero`). `min(x, -0)`
+/// would need the mirror image: `None`, as for any other node.
 pub fn max_min_by_constant(
     e: &Elemental,
     op: BinaryOp,
     elem: ElementType,
     a: ExprId,
     b: ExprId,
-) -> Option<(ExprId, f64)> {
+) -> Option<ConstantMaxMin> {
     if !elem.is_float() || !matches!(op, BinaryOp::Max | BinaryOp::Min) {
         return None;
     }
@@ -72,8 +85,9 @@ pub fn max_min_by_constant(
         (Some(k), _) => (b, k),
         _ => return None,
     };
+    let max = op == BinaryOp::Max;
     let negative_zero = k == 0.0 && k.is_sign_negative();
-    (!(op == BinaryOp::Min && negative_zero)).then_some((x, k))
+    (max || !negative_zero).then_some(ConstantMaxMin { x, k, max, add_zero: max && k.to_bits() == 0 })
 }
 
 /// A target's instructions for the elemental description `'e`. Methods that can fail

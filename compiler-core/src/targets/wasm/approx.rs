@@ -216,24 +216,18 @@ impl Lanes for WasmLanes<'_> {
 
     // Overrides of the conveniences, each with the default's bits in fewer instructions.
 
-    /// `f32x4.pmin` is the default's compare and select exactly (`k < a ? k : a`): one
-    /// `minps`, where the select is a blend.
+    /// [`max_min_pick`]: the default's compare and select exactly, one `minps` on
+    /// vectors where the select is a blend.
     fn min(&mut self, a: u32, k: f32) -> u32 {
         let kv = self.c(k);
-        if self.vector {
-            return self.bin(ValType::V128, a, kv, I::F32x4PMin);
-        }
-        let over = self.cmp(Cmp::Lt, kv, a);
-        self.sel(over, kv, a)
+        let ty = self.ty();
+        max_min_pick(self.code, ty, a, kv, false)
     }
-    /// `f32x4.pmax` (`a < k ? k : a`), as [`Lanes::min`].
+    /// [`max_min_pick`], as [`Lanes::min`].
     fn max(&mut self, a: u32, k: f32) -> u32 {
         let kv = self.c(k);
-        if self.vector {
-            return self.bin(ValType::V128, a, kv, I::F32x4PMax);
-        }
-        let under = self.cmp(Cmp::Lt, a, kv);
-        self.sel(under, kv, a)
+        let ty = self.ty();
+        max_min_pick(self.code, ty, a, kv, true)
     }
     /// Selecting `+0` where the mask is set clears those lanes: one `andnot`.
     fn selc(&mut self, m: u32, k: f32, b: u32) -> u32 {
@@ -243,6 +237,22 @@ impl Lanes for WasmLanes<'_> {
         let kv = self.c(k);
         self.sel(m, kv, b)
     }
+}
+
+/// `max` (`x < k ? k : x`) or min (`k < x ? k : x`) of locals of type `ty` (`v128` of
+/// f32 lanes, `f32` or `f64`): `f32x4.pmax`/`pmin` on vectors, which are these selects
+/// exactly (one `maxps`/`minps`; `f32x4.max` orders NaNs and zeros in eight), a compare
+/// and `select` on scalars.
+pub fn max_min_pick(code: &mut Code, ty: ValType, x: u32, k: u32, max: bool) -> u32 {
+    let (lo, hi) = if max { (x, k) } else { (k, x) };
+    match ty {
+        ValType::V128 => code.ops([I::LocalGet(x), I::LocalGet(k), if max { I::F32x4PMax } else { I::F32x4PMin }]),
+        ValType::F64 => {
+            code.ops([I::LocalGet(k), I::LocalGet(x), I::LocalGet(lo), I::LocalGet(hi), I::F64Lt, I::Select])
+        }
+        _ => code.ops([I::LocalGet(k), I::LocalGet(x), I::LocalGet(lo), I::LocalGet(hi), I::F32Lt, I::Select]),
+    }
+    code.set_new(ty)
 }
 
 /// `-a` (`negate`) or `|a|` of f32 lanes as one bitwise op with a constant: Cranelift

@@ -31,7 +31,6 @@ use crate::kernel::elemental::{Elemental, ExprId, IdxId, Node};
 use crate::kernel::index::IndexAnalysis;
 use crate::kernel::lower::{loop_invariants, max_min_by_constant, Lower, Memo};
 use crate::kernel::vector::{self, VecKind, VecPlan};
-use std::collections::HashMap;
 use wasm_encoder::{BlockType, Function, Instruction as I, MemArg, ValType};
 
 /// A function body under construction: its extra locals and its instructions.
@@ -53,7 +52,6 @@ pub struct Code {
 #[derive(Debug, Default)]
 pub struct VectorConstants {
     values: Vec<i128>,
-    globals: HashMap<i128, u32>,
 }
 
 impl VectorConstants {
@@ -62,10 +60,11 @@ impl VectorConstants {
 
     /// The global of `bits`, declared on first use.
     fn global(&mut self, bits: i128) -> u32 {
-        *self.globals.entry(bits).or_insert_with(|| {
+        let at = self.values.iter().position(|&v| v == bits).unwrap_or_else(|| {
             self.values.push(bits);
-            Self::FIRST_GLOBAL + self.values.len() as u32 - 1
-        })
+            self.values.len() - 1
+        });
+        Self::FIRST_GLOBAL + at as u32
     }
 
     /// The values, in global order.
@@ -885,39 +884,23 @@ impl<'a> Lower<'a> for Writer<'a> {
         self.vars[v as usize]
     }
 
-    /// Float max/min with a constant ([`max_min_by_constant`]) as the CPU target's: one
-    /// `f32x4.pmax`/`pmin` (`x < k ? k : x`, `k < x ? k : x`: one `maxps`/`minps`, where
-    /// `f32x4.max` orders NaNs and zeros in eight), a compare and `select` on scalars;
-    /// `+0` added to mend `max(-0, +0)`.
+    /// Float max/min with a constant ([`max_min_by_constant`]) as the CPU target's:
+    /// [`approx::max_min_pick`], `+0` added where it mends `max(-0, +0)`.
     fn binary_of_nodes(&mut self, op: BinaryOp, elem: ElementType, a: ExprId, b: ExprId) -> Option<u32> {
-        let ty = match (self.vector, elem) {
-            (true, ElementType::F32) => ValType::V128,
-            (false, ElementType::F32) => ValType::F32,
-            (false, ElementType::F64) => ValType::F64,
+        let (ty, add) = match (self.vector, elem) {
+            (true, ElementType::F32) => (ValType::V128, I::F32x4Add),
+            (false, ElementType::F32) => (ValType::F32, I::F32Add),
+            (false, ElementType::F64) => (ValType::F64, I::F64Add),
             _ => return None,
         };
-        let (x, k) = max_min_by_constant(self.e, op, elem, a, b)?;
-        let max = op == BinaryOp::Max;
-        let xv = self.value(x);
-        let kv = self.constant(elem, Scalar::F(k));
-        let r = match ty {
-            ValType::V128 => self.bin(ty, xv, kv, if max { I::F32x4PMax } else { I::F32x4PMin }),
-            _ => {
-                let (lo, hi) = if max { (xv, kv) } else { (kv, xv) };
-                let lt = if ty == ValType::F64 { I::F64Lt } else { I::F32Lt };
-                self.ops([I::LocalGet(kv), I::LocalGet(xv), I::LocalGet(lo), I::LocalGet(hi), lt, I::Select]);
-                self.fresh(ty)
-            }
-        };
-        if !(max && k.to_bits() == 0) {
+        let m = max_min_by_constant(self.e, op, elem, a, b)?;
+        let xv = self.value(m.x);
+        let kv = self.constant(elem, Scalar::F(m.k));
+        let r = approx::max_min_pick(&mut self.code, ty, xv, kv, m.max);
+        if !m.add_zero {
             return Some(r);
         }
         let zero = self.constant(elem, Scalar::F(0.0));
-        let add = match ty {
-            ValType::V128 => I::F32x4Add,
-            ValType::F64 => I::F64Add,
-            _ => I::F32Add,
-        };
         Some(self.bin(ty, r, zero, add))
     }
 

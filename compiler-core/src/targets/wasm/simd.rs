@@ -196,10 +196,8 @@ impl Writer<'_> {
             I::I32Const(v) if elem == ElementType::Pred => (v as u32).wrapping_neg(),
             I::I32Const(v) => v as u32,
             I::F32Const(f) => f.bits(),
-            _ => {
-                let c = self.scalar(&mut |w| w.constant(elem, s));
-                return self.splat(elem, c);
-            }
+            // `simd_plan` admits 32-bit lanes only.
+            other => return self.vfail(format!("a {elem} constant ({other:?})")),
         };
         self.code.splat_constant(lane)
     }

@@ -56,13 +56,11 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// `maxps`/`minps`, instead of the generic sequence that orders NaNs and zeros (eight
     /// instructions).
     pub(super) fn max_min_constant(&mut self, op: BinaryOp, elem: ElementType, a: ExprId, c: ExprId) -> Option<Value> {
-        let (x, k) = max_min_by_constant(self.e, op, elem, a, c)?;
-        let xv = self.value(x);
-        let kv = self.konst(elem, Scalar::F(k));
-        let pick_k = match op {
-            BinaryOp::Max => self.b.ins().fcmp(FloatCC::LessThan, xv, kv),
-            _ => self.b.ins().fcmp(FloatCC::LessThan, kv, xv),
-        };
+        let m = max_min_by_constant(self.e, op, elem, a, c)?;
+        let xv = self.value(m.x);
+        let kv = self.konst(elem, Scalar::F(m.k));
+        let (lo, hi) = if m.max { (xv, kv) } else { (kv, xv) };
+        let pick_k = self.b.ins().fcmp(FloatCC::LessThan, lo, hi);
         let r = if self.lanes > 1 {
             let ty = self.b.func.dfg.value_type(xv);
             let mask = self.b.ins().bitcast(ty, MemFlagsData::new(), pick_k);
@@ -70,7 +68,7 @@ impl<'a, 'f> Emit<'a, 'f> {
         } else {
             self.b.ins().select(pick_k, kv, xv)
         };
-        Some(if op == BinaryOp::Max && k.to_bits() == 0 {
+        Some(if m.add_zero {
             let zero = self.konst(elem, Scalar::F(0.0));
             self.b.ins().fadd(r, zero)
         } else {
